@@ -1,0 +1,1 @@
+"""Measurements on tensors and models (ranks, spectra, Jacobians, residuals)."""

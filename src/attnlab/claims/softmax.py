@@ -1,0 +1,67 @@
+"""Claims about the softmax itself (rank-collapse notes §2.1, math text §1.2.3)."""
+
+from __future__ import annotations
+
+import torch
+
+from attnlab.analysis.softmax_jacobian import (
+    jacobian_norm_vs_scale,
+    softmax_jacobian,
+    softmax_jacobian_autograd,
+)
+from attnlab.claims.registry import Measurement, at_most, claim
+
+
+@claim(
+    "rank-collapse.softmax-shift-invariance",
+    where="§2.1",
+    statement="softmax(A + x 1^T) = softmax(A) row-wise, for every shift vector x",
+    paper_value="exact identity",
+)
+def _shift_invariance(seed: int) -> Measurement:
+    g = torch.Generator().manual_seed(seed)
+    worst = 0.0
+    for n in (3, 7, 31):
+        A = torch.randn(n, n, generator=g, dtype=torch.float64) * 5
+        x = torch.randn(n, 1, generator=g, dtype=torch.float64) * 100  # large shifts
+        diff = torch.softmax(A + x, dim=-1) - torch.softmax(A, dim=-1)  # x 1^T broadcast
+        worst = max(worst, diff.abs().max().item())
+    return at_most(worst, 1e-13, "max |softmax(A + x1^T) - softmax(A)|, float64, n in {3,7,31}, |x| ~ 100")
+
+
+@claim(
+    "transformer-math.softmax-jacobian",
+    where="§1.2.3, eq. (8)",
+    statement="the Jacobian of softmax is diag(s) - s s^T",
+    paper_value="J_ii = s_i(1-s_i), J_ik = -s_i s_k",
+)
+def _jacobian_formula(seed: int) -> Measurement:
+    g = torch.Generator().manual_seed(seed)
+    worst = 0.0
+    for n in (2, 5, 13):
+        z = torch.randn(n, generator=g, dtype=torch.float64) * 3
+        worst = max(worst, (softmax_jacobian_autograd(z) - softmax_jacobian(z)).abs().max().item())
+    return at_most(worst, 1e-14, "max |autograd Jacobian - closed form|, float64, n in {2,5,13}")
+
+
+@claim(
+    "transformer-math.softmax-jacobian-vanishes",
+    where="§1.2.3, eq. (9)",
+    statement="the softmax Jacobian is zero at one-hot outputs, and ||J|| -> 0 as the logits are scaled up",
+    paper_value="J = 0 at one-hot s",
+)
+def _jacobian_vanishes(seed: int) -> Measurement:
+    g = torch.Generator().manual_seed(seed)
+    n = 11
+    one_hot_norm = max(
+        torch.linalg.matrix_norm(torch.diag(e) - torch.outer(e, e)).item()
+        for e in torch.eye(n, dtype=torch.float64)
+    )
+    z = torch.randn(n, generator=g, dtype=torch.float64)
+    scales = torch.tensor([1.0, 10.0, 100.0, 1000.0], dtype=torch.float64)
+    norms = jacobian_norm_vs_scale(z, scales)
+    monotone = bool((norms[1:] <= norms[:-1]).all())
+    measured = max(one_hot_norm, norms[-1].item())
+    passed = measured <= 1e-12 and monotone
+    detail = "||J||_F at t = 1, 10, 100, 1000: " + ", ".join(f"{x:.2e}" for x in norms.tolist())
+    return Measurement(measured, 1e-12, passed, "<=", detail + ("" if monotone else " (not monotone)"))

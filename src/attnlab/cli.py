@@ -1,0 +1,189 @@
+"""The ``attnlab`` command line: dispatch only.
+
+Every command prints one line on stderr and exits with status 2 on bad input
+(an :class:`attnlab.errors.AttnlabError` or a usage error), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from attnlab.errors import AttnlabError
+
+app = typer.Typer(
+    name="attnlab",
+    help="The mathematics of attention, executable: claims, constructions, experiments, benchmarks.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def progress_bar(disable: bool = False) -> Progress:
+    """A transient progress bar on stderr (runs done/total, elapsed, ETA)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=disable,
+    )
+
+
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    return str(x)
+
+
+@app.command()
+def verify(
+    papers: Optional[list[str]] = typer.Argument(
+        None, help="Paper short names, claim ids or id prefixes (default: all)."
+    ),
+    seed: int = typer.Option(0, help="Seed for the inputs every check draws."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+) -> None:
+    """Run the papers' executable claims and print measured against paper values.
+
+    Exit status 0 iff every claim passes.
+    """
+    from attnlab.claims import select_claims
+
+    claims = select_claims(papers)
+    results = []
+    with progress_bar(disable=as_json) as progress:
+        for c in progress.track(claims, description="verifying claims"):
+            results.append(c.run(seed))
+    if as_json:
+        _print_json([r.to_dict() for r in results])
+    else:
+        table = Table(title=f"attnlab verify (seed {seed})", show_lines=False)
+        for col in ("id", "statement", "paper", "measured", "tolerance", "status"):
+            table.add_column(col, overflow="fold")
+        for r in results:
+            m = r.measurement
+            status = {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]", "error": "[red]error[/]"}[r.status]
+            table.add_row(
+                r.claim.id,
+                r.claim.statement,
+                _fmt(r.claim.paper_value),
+                _fmt(m.measured) if m else "-",
+                f"{m.relation} {_fmt(m.tolerance)}" if m else "-",
+                status,
+            )
+        console.print(table)
+        for r in results:
+            if r.error:
+                err_console.print(f"[red]{r.claim.id} raised:[/]\n{r.error}")
+        n_pass = sum(r.status == "pass" for r in results)
+        console.print(f"{n_pass}/{len(results)} claims pass")
+    if any(r.status != "pass" for r in results):
+        raise typer.Exit(1)
+
+
+@app.command("list")
+def list_(
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """List papers, claims and experiments."""
+    from attnlab.claims import all_claims
+    from attnlab.experiments import all_experiments
+    from attnlab.papers import PAPERS
+
+    claims, experiments = all_claims(), all_experiments()
+    if as_json:
+        _print_json(
+            {
+                "papers": [{"name": p.name, "title": p.title, "file": p.file} for p in PAPERS.values()],
+                "claims": [
+                    {"id": c.id, "where": c.where, "statement": c.statement, "paper_value": c.paper_value}
+                    for c in claims
+                ],
+                "experiments": [{"id": e.id, "description": e.description} for e in experiments],
+            }
+        )
+        return
+    t = Table(title="papers")
+    for col in ("name", "title", "claims", "experiments"):
+        t.add_column(col)
+    for p in PAPERS.values():
+        t.add_row(
+            p.name,
+            p.title,
+            str(sum(c.paper == p.name for c in claims)),
+            str(sum(e.paper == p.name for e in experiments)),
+        )
+    console.print(t)
+    t = Table(title="claims")
+    for col in ("id", "where", "statement"):
+        t.add_column(col, overflow="fold")
+    for c in claims:
+        t.add_row(c.id, c.where, c.statement)
+    console.print(t)
+    t = Table(title="experiments")
+    for col in ("id", "description"):
+        t.add_column(col, overflow="fold")
+    for e in experiments:
+        t.add_row(e.id, e.description)
+    console.print(t)
+
+
+def _one_line_error(message: str) -> None:
+    err_console.print(
+        "attnlab: error: " + " ".join(message.split()), highlight=False, markup=False, soft_wrap=True
+    )
+    sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: one-line errors and exit status 2 for bad input."""
+    try:
+        rv = app(args=argv, prog_name="attnlab", standalone_mode=False)
+    except AttnlabError as e:
+        _one_line_error(str(e))
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("attnlab: interrupted", highlight=False, markup=False)
+        sys.exit(130)
+    except Exception as e:
+        # Usage errors of the (possibly vendored) click under typer: bad options,
+        # missing arguments, values that fail to parse. Matched by interface so
+        # any typer release works.
+        if type(e).__name__ == "Abort":
+            err_console.print("attnlab: interrupted", highlight=False, markup=False)
+            sys.exit(130)
+        if not (hasattr(e, "format_message") and getattr(e, "exit_code", None) == 2):
+            raise
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        _one_line_error(e.format_message() + hint)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Thin ``nn.Module`` wrappers over :mod:`attnlab.ops`."""

@@ -1,0 +1,34 @@
+"""Attention operators: pure functions on tensors, one file per variant.
+
+``reference.py`` is the slow float64 oracle the others are tested against.
+"""
+
+from attnlab.ops.masks import causal_mask, combine_masks
+from attnlab.ops.multihead import multi_head_attention, ov_circuit, qk_circuit
+from attnlab.ops.pooling import SIMILARITIES, attention_pooling
+from attnlab.ops.reference import reference_attention
+from attnlab.ops.softmax import (
+    AttentionOutput,
+    attention_logits,
+    masked_softmax,
+    resolve_scale,
+    softmax_attention,
+)
+from attnlab.ops.unnormalized import unnormalized_attention
+
+__all__ = [
+    "AttentionOutput",
+    "SIMILARITIES",
+    "attention_logits",
+    "attention_pooling",
+    "causal_mask",
+    "combine_masks",
+    "masked_softmax",
+    "multi_head_attention",
+    "ov_circuit",
+    "qk_circuit",
+    "reference_attention",
+    "resolve_scale",
+    "softmax_attention",
+    "unnormalized_attention",
+]

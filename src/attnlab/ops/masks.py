@@ -1,0 +1,131 @@
+"""Attention masks.
+
+Convention used everywhere in attnlab: a boolean mask is ``True`` where a query
+*may* attend to a key (the same convention as PyTorch's
+``scaled_dot_product_attention``). An additive (float) mask is added to the
+logits; ``-inf`` forbids a pair. ``key_padding_mask`` is the one exception, with
+PyTorch's ``nn.MultiheadAttention`` meaning: ``True`` marks a *padding* key.
+
+Causal alignment (the masked decoder of math-behind-transformers §1.2.5, eq. 10):
+
+* ``"top_left"``: query i sees keys j <= i (PyTorch's ``is_causal``);
+* ``"bottom_right"``: query i sees keys j <= i + (n_k - n_q), so the last query
+  sees every key. This is what a decoder with cached keys needs.
+
+Both coincide when n_q == n_k; ``causal=True`` is accepted only then.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from attnlab.errors import ConfigError
+
+CausalAlignment = Literal["top_left", "bottom_right"]
+
+
+def causal_mask(
+    n_q: int, n_k: int, *, alignment: CausalAlignment = "top_left", device=None
+) -> Tensor:
+    """Boolean (n_q, n_k) mask, True where key j is visible to query i.
+
+    top_left:     allowed[i, j] = j <= i
+    bottom_right: allowed[i, j] = j <= i + (n_k - n_q)
+    """
+    if alignment not in ("top_left", "bottom_right"):
+        raise ConfigError(
+            f"causal alignment must be 'top_left' or 'bottom_right', got {alignment!r}"
+        )
+    offset = 0 if alignment == "top_left" else n_k - n_q
+    i = torch.arange(n_q, device=device)[:, None]
+    j = torch.arange(n_k, device=device)[None, :]
+    return j <= i + offset
+
+
+def resolve_causal(causal: bool | str | None, n_q: int, n_k: int) -> CausalAlignment | None:
+    """Turn the user-facing ``causal`` argument into an alignment or None."""
+    if causal is None or causal is False:
+        return None
+    if causal is True:
+        if n_q != n_k:
+            raise ConfigError(
+                f"causal=True is ambiguous with {n_q} queries and {n_k} keys: "
+                "pass causal='top_left' or causal='bottom_right'"
+            )
+        return "top_left"
+    if causal in ("top_left", "bottom_right"):
+        return causal  # type: ignore[return-value]
+    raise ConfigError(
+        f"causal must be False, True, 'top_left' or 'bottom_right', got {causal!r}"
+    )
+
+
+def combine_masks(
+    n_q: int,
+    n_k: int,
+    *,
+    logits_ndim: int = 2,
+    mask: Tensor | None = None,
+    causal: bool | str | None = None,
+    key_padding_mask: Tensor | None = None,
+    device=None,
+) -> tuple[Tensor | None, Tensor | None]:
+    """Merge every kind of mask into (allowed, additive).
+
+    Returns
+    -------
+    allowed : bool tensor broadcastable to (..., n_q, n_k), or None when every
+        pair is allowed.
+    additive : float tensor broadcastable to (..., n_q, n_k) with finite or
+        ``-inf`` entries, or None. ``-inf`` entries of a float mask are folded
+        into ``allowed`` as well, so ``allowed`` alone decides which rows are
+        fully masked.
+
+    ``key_padding_mask`` has shape (B, n_k); for logits of shape
+    (B, ..., n_q, n_k) (``logits_ndim`` axes) it is broadcast as
+    (B, 1, ..., 1, n_k).
+    """
+    allowed: Tensor | None = None
+    additive: Tensor | None = None
+
+    def _and(a: Tensor | None, b: Tensor) -> Tensor:
+        return b if a is None else a & b
+
+    if mask is not None:
+        if mask.shape[-2:] != (n_q, n_k) and not _broadcastable(mask.shape[-2:], (n_q, n_k)):
+            raise ConfigError(
+                f"mask has trailing shape {tuple(mask.shape[-2:])}, expected one "
+                f"broadcastable to ({n_q}, {n_k}) (queries, keys)"
+            )
+        if mask.dtype == torch.bool:
+            allowed = _and(allowed, mask)
+        elif mask.is_floating_point():
+            additive = mask
+            allowed = _and(allowed, mask != float("-inf"))
+        else:
+            raise ConfigError(f"mask must be bool or floating point, got dtype {mask.dtype}")
+
+    alignment = resolve_causal(causal, n_q, n_k)
+    if alignment is not None:
+        allowed = _and(allowed, causal_mask(n_q, n_k, alignment=alignment, device=device))
+
+    if key_padding_mask is not None:
+        if key_padding_mask.dtype != torch.bool:
+            raise ConfigError("key_padding_mask must be boolean (True marks a padding key)")
+        if key_padding_mask.ndim != 2 or key_padding_mask.shape[-1] != n_k:
+            raise ConfigError(
+                f"key_padding_mask must have shape (batch, {n_k}), got {tuple(key_padding_mask.shape)}"
+            )
+        if logits_ndim < 3:
+            raise ConfigError("key_padding_mask needs batched inputs of shape (batch, ..., n, d)")
+        keep = ~key_padding_mask  # (B, n_k)
+        shape = (keep.shape[0],) + (1,) * (logits_ndim - 2) + (n_k,)
+        allowed = _and(allowed, keep.reshape(shape))  # (B, 1, ..., 1, n_k)
+    return allowed, additive
+
+
+def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(x == y or x == 1 for x, y in zip(a, b))

@@ -1,0 +1,177 @@
+"""Scaled dot-product (softmax) attention.
+
+    Attention(Q, K, V) = softmax(c * Q K^T + M) V                              (1)
+
+math-behind-transformers §1.2.2 eq. (5)-(6) and §1.2.5 eq. (10);
+rank-collapse notes §2.1. Shapes:
+
+    Q: (..., n_q, d_k)    K: (..., n_k, d_k)    V: (..., n_k, d_v)
+    weights P: (..., n_q, n_k)                  output: (..., n_q, d_v)
+
+The scale c is ``"1/sqrt(d)"`` (default, c = 1/sqrt(d_k)), ``"1/d"``
+(c = 1/d_k, as eq. (5) of the math text literally prints: a typo for
+1/sqrt(k), which §1.2.3 motivates, but a legitimate choice), ``"none"`` (c = 1,
+the logic text and the memorization paper) or any positive float.
+
+A fully masked row (no key allowed) has weights 0 and output 0, with finite
+gradients. This is a definition, not a limit: softmax over an empty set is
+undefined, and NaN would poison every later layer.
+
+Without ``return_weights`` the computation goes through PyTorch's fused
+``scaled_dot_product_attention``, which never materialises the n_q x n_k
+weights; with it, the explicit path below is used. Both agree to the dtype's
+tolerance (tests/ops/test_conformance.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnlab.errors import ConfigError
+from attnlab.ops.masks import combine_masks
+
+Scale = Union[str, float, None]
+SCALE_NAMES = ("1/sqrt(d)", "1/d", "none")
+
+
+@dataclass(frozen=True)
+class AttentionOutput:
+    """Output of an attention operator.
+
+    output:  (..., n_q, d_v)
+    weights: (..., n_q, n_k) attention weights P, or None when not requested.
+    """
+
+    output: Tensor
+    weights: Tensor | None = None
+
+
+def resolve_scale(scale: Scale, d_k: int) -> float:
+    """The multiplier c applied to Q K^T."""
+    if scale is None or scale == "1/sqrt(d)":
+        return 1.0 / math.sqrt(d_k)
+    if scale == "1/d":
+        return 1.0 / d_k
+    if scale == "none":
+        return 1.0
+    if isinstance(scale, str):
+        raise ConfigError(
+            f"unknown scale {scale!r}: use one of {', '.join(SCALE_NAMES)} or a positive number"
+        )
+    c = float(scale)
+    if not math.isfinite(c) or c <= 0:
+        raise ConfigError(f"scale must be a positive finite number, got {scale!r}")
+    return c
+
+
+def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
+    """Raise a ConfigError naming the mismatched axis."""
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise ConfigError("q, k, v must have at least two axes (..., n, d)")
+    if q.shape[-1] != k.shape[-1]:
+        raise ConfigError(
+            f"query and key feature sizes differ: q has d_k={q.shape[-1]}, k has d_k={k.shape[-1]}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ConfigError(
+            f"keys and values must have the same length: k has n_k={k.shape[-2]}, v has {v.shape[-2]}"
+        )
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ConfigError(f"q, k, v dtypes differ: {q.dtype}, {k.dtype}, {v.dtype}")
+
+
+def masked_softmax(logits: Tensor, allowed: Tensor | None) -> Tensor:
+    """Row softmax over allowed entries; rows with no allowed entry give 0.
+
+    softmax is shift invariant (rank-collapse notes §2.1), so torch.softmax
+    subtracts the row maximum and never overflows; it saturates to an exact
+    one-hot only when the logit gap passes ~745 (float64) / ~104 (float32).
+    """
+    if allowed is None:
+        return torch.softmax(logits, dim=-1)
+    allowed = allowed.expand_as(logits)
+    empty = ~allowed.any(dim=-1, keepdim=True)  # (..., n_q, 1)
+    # Rows with nothing allowed are computed over zeros (finite, no NaN) and
+    # then multiplied by 0, so both the value and the gradient are 0.
+    logits = logits.masked_fill(~allowed | empty, float("-inf")).masked_fill(empty, 0.0)
+    return torch.softmax(logits, dim=-1).masked_fill(empty, 0.0)
+
+
+def attention_logits(q: Tensor, k: Tensor, scale: Scale = "1/sqrt(d)") -> Tensor:
+    """c * Q K^T, shape (..., n_q, n_k)."""
+    return (q @ k.transpose(-2, -1)) * resolve_scale(scale, q.shape[-1])
+
+
+def softmax_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | None = None,
+    causal: bool | str | None = None,
+    key_padding_mask: Tensor | None = None,
+    scale: Scale = "1/sqrt(d)",
+    return_weights: bool = False,
+) -> AttentionOutput:
+    """softmax(c Q K^T + M) V, eq. (1) above.
+
+    Parameters
+    ----------
+    q, k, v : (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
+    mask : bool (True = may attend) or additive float, broadcastable to (..., n_q, n_k)
+    causal : False, True (n_q == n_k only), "top_left" or "bottom_right"
+    key_padding_mask : bool (B, n_k), True marks padding
+    scale : "1/sqrt(d)", "1/d", "none" or a positive float
+    return_weights : also return P (uses the explicit path)
+    """
+    check_qkv(q, k, v)
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    c = resolve_scale(scale, q.shape[-1])
+    allowed, additive = combine_masks(
+        n_q,
+        n_k,
+        logits_ndim=max(q.ndim, k.ndim),
+        mask=mask,
+        causal=causal,
+        key_padding_mask=key_padding_mask,
+        device=q.device,
+    )
+    if return_weights:
+        logits = (q @ k.transpose(-2, -1)) * c  # (..., n_q, n_k)
+        if additive is not None:
+            logits = logits + additive.to(logits.dtype)
+        weights = masked_softmax(logits, allowed)
+        return AttentionOutput(weights @ v, weights)
+    return AttentionOutput(_fused(q, k, v, allowed, additive, c))
+
+
+def _fused(
+    q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, additive: Tensor | None, c: float
+) -> Tensor:
+    """PyTorch's fused kernel with attnlab's fully-masked-row semantics."""
+    if allowed is None and additive is None:
+        return F.scaled_dot_product_attention(q, k, v, scale=c)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    empty = None
+    if allowed is not None:
+        allowed = allowed.expand(*batch, n_q, n_k)
+        empty = ~allowed.any(dim=-1, keepdim=True)  # (..., n_q, 1)
+        # Open empty rows so the kernel never divides 0 by 0, then zero them.
+        allowed = allowed | empty
+    if additive is not None:
+        attn_mask = additive.to(q.dtype).masked_fill(~allowed, float("-inf"))
+        if empty is not None:
+            attn_mask = attn_mask.masked_fill(empty, 0.0)
+    else:
+        attn_mask = allowed
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=c)
+    if empty is not None:
+        out = out.masked_fill(empty, 0.0)
+    return out

@@ -1,0 +1,1 @@
+"""Reports: read run directories, write figures, HTML and Markdown."""
