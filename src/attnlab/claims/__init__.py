@@ -1,7 +1,11 @@
 """The papers' claims as checks. Importing this package registers all of them.
 
-One module per topic; each claim's id starts with its paper's short name.
+One module per topic (every module in this package other than ``registry`` is
+imported for its registrations); each claim's id starts with its paper's name.
 """
+
+import importlib
+import pkgutil
 
 from attnlab.claims.registry import (  # noqa: F401
     Claim,
@@ -14,7 +18,6 @@ from attnlab.claims.registry import (  # noqa: F401
     select_claims,
 )
 
-# Topic modules (imported for their registrations).
-from attnlab.claims import (  # noqa: F401,E402
-    softmax,
-)
+for _m in pkgutil.iter_modules(__path__):
+    if _m.name != "registry":
+        importlib.import_module(f"{__name__}.{_m.name}")
