@@ -20,6 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.markup import escape
 from rich.table import Table
 
 from attnlab.errors import AttnlabError
@@ -84,15 +85,16 @@ def verify(
         _print_json([r.to_dict() for r in results])
     else:
         table = Table(title=f"attnlab verify (seed {seed})", show_lines=False)
-        for col in ("id", "statement", "paper", "measured", "tolerance", "status"):
-            table.add_column(col, overflow="fold")
+        table.add_column("claim", overflow="fold", ratio=1)
+        table.add_column("paper", overflow="fold", max_width=22)
+        for col in ("measured", "tolerance", "status"):
+            table.add_column(col, no_wrap=True)
         for r in results:
             m = r.measurement
             status = {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]", "error": "[red]error[/]"}[r.status]
             table.add_row(
-                r.claim.id,
-                r.claim.statement,
-                _fmt(r.claim.paper_value),
+                f"[bold]{escape(r.claim.id)}[/]\n[dim]{escape(r.claim.statement)}[/]",
+                escape(_fmt(r.claim.paper_value)),
                 _fmt(m.measured) if m else "-",
                 f"{m.relation} {_fmt(m.tolerance)}" if m else "-",
                 status,

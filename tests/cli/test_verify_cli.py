@@ -1,0 +1,65 @@
+"""`attnlab verify` and `attnlab list` as a user runs them."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "attnlab.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_verify_json_lists_every_claim_with_tolerance_and_exits_0():
+    p = run("verify", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert len(rows) >= 3
+    for r in rows:
+        assert r["status"] == "pass"
+        assert isinstance(r["tolerance"], float) and r["relation"] in ("<=", ">=", "==")
+
+
+def test_verify_table_names_claims_and_counts_passes():
+    p = run("verify", "rank-collapse", "--seed", "3")
+    assert p.returncode == 0, p.stderr
+    assert "softmax-shift-invariance" in p.stdout.replace("\n", "").replace(" ", "").replace("│", "")
+    assert "claims pass" in p.stdout
+
+
+def test_list_json_has_papers_claims_experiments():
+    p = run("list", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert {x["name"] for x in d["papers"]} == {
+        "invertibility", "rank-collapse", "logic", "transformer-math", "memorization"
+    }
+    assert any(c["id"] == "transformer-math.softmax-jacobian" for c in d["claims"])
+    assert isinstance(d["experiments"], list)
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["verify", "nope"], "unknown paper or claim 'nope'"),
+        (["verify", "--seed", "x"], "--seed"),
+        (["verify", "--bogus"], "No such option"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_no_traceback(args, expected):
+    p = run(*args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("attnlab: error:") and expected in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_help_on_every_command():
+    for cmd in ([], ["verify"], ["list"]):
+        p = run(*cmd, "--help")
+        assert p.returncode == 0 and "Usage" in p.stdout
