@@ -67,42 +67,45 @@ def combine_masks(
     n_q: int,
     n_k: int,
     *,
-    logits_ndim: int = 2,
+    batch_shape: tuple[int, ...] = (),
     mask: Tensor | None = None,
     causal: bool | str | None = None,
     key_padding_mask: Tensor | None = None,
     device=None,
 ) -> tuple[Tensor | None, Tensor | None]:
-    """Merge every kind of mask into (allowed, additive).
+    """Merge every kind of mask into (allowed, additive) for logits of shape
+    (*batch_shape, n_q, n_k).
 
     Returns
     -------
-    allowed : bool tensor broadcastable to (..., n_q, n_k), or None when every
-        pair is allowed.
-    additive : float tensor broadcastable to (..., n_q, n_k) with finite or
-        ``-inf`` entries, or None. ``-inf`` entries of a float mask are folded
-        into ``allowed`` as well, so ``allowed`` alone decides which rows are
-        fully masked.
+    allowed : bool tensor broadcastable to the logits, or None when every pair
+        is allowed.
+    additive : float tensor broadcastable to the logits with finite or ``-inf``
+        entries, or None. ``-inf`` entries of a float mask are folded into
+        ``allowed`` as well, so ``allowed`` alone decides which rows are fully
+        masked.
 
-    ``key_padding_mask`` has shape (B, n_k); for logits of shape
-    (B, ..., n_q, n_k) (``logits_ndim`` axes) it is broadcast as
-    (B, 1, ..., 1, n_k).
+    ``key_padding_mask`` has shape (B, n_k) with B = batch_shape[0]; it is
+    broadcast as (B, 1, ..., 1, n_k).
     """
     allowed: Tensor | None = None
     additive: Tensor | None = None
+    logits_shape = (*batch_shape, n_q, n_k)
 
     def _and(a: Tensor | None, b: Tensor) -> Tensor:
         return b if a is None else a & b
 
     if mask is not None:
-        if mask.shape[-2:] != (n_q, n_k) and not _broadcastable(mask.shape[-2:], (n_q, n_k)):
+        if not _broadcasts_to(tuple(mask.shape), logits_shape):
             raise ConfigError(
-                f"mask has trailing shape {tuple(mask.shape[-2:])}, expected one "
-                f"broadcastable to ({n_q}, {n_k}) (queries, keys)"
+                f"mask has shape {tuple(mask.shape)}, which does not broadcast to the "
+                f"logits' shape {logits_shape} (..., queries, keys)"
             )
         if mask.dtype == torch.bool:
             allowed = _and(allowed, mask)
         elif mask.is_floating_point():
+            if torch.isnan(mask).any() or (mask == float("inf")).any():
+                raise ConfigError("an additive mask may hold finite values and -inf only, not NaN or +inf")
             additive = mask
             allowed = _and(allowed, mask != float("-inf"))
         else:
@@ -115,17 +118,31 @@ def combine_masks(
     if key_padding_mask is not None:
         if key_padding_mask.dtype != torch.bool:
             raise ConfigError("key_padding_mask must be boolean (True marks a padding key)")
-        if key_padding_mask.ndim != 2 or key_padding_mask.shape[-1] != n_k:
-            raise ConfigError(
-                f"key_padding_mask must have shape (batch, {n_k}), got {tuple(key_padding_mask.shape)}"
-            )
-        if logits_ndim < 3:
+        if not batch_shape:
             raise ConfigError("key_padding_mask needs batched inputs of shape (batch, ..., n, d)")
+        expected = (batch_shape[0], n_k)
+        if tuple(key_padding_mask.shape) != expected:
+            raise ConfigError(
+                f"key_padding_mask must have shape (batch, n_k) = {expected}, "
+                f"got {tuple(key_padding_mask.shape)}"
+            )
         keep = ~key_padding_mask  # (B, n_k)
-        shape = (keep.shape[0],) + (1,) * (logits_ndim - 2) + (n_k,)
+        shape = (batch_shape[0],) + (1,) * (len(batch_shape) - 1) + (1, n_k)
         allowed = _and(allowed, keep.reshape(shape))  # (B, 1, ..., 1, n_k)
     return allowed, additive
 
 
-def _broadcastable(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    return all(x == y or x == 1 for x, y in zip(a, b))
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """True iff a tensor of ``shape`` broadcasts to exactly ``target``."""
+    if len(shape) > len(target):
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(target)))
+
+
+def reject_finite_additive(additive: Tensor | None, what: str) -> None:
+    """Operators without logits accept float masks of 0 and -inf only."""
+    if additive is not None and bool(((additive != 0) & torch.isfinite(additive)).any()):
+        raise ConfigError(
+            f"finite non-zero additive mask values have no logits to shift in {what}; "
+            "pass a boolean mask (or a float mask of 0 and -inf)"
+        )

@@ -10,6 +10,15 @@ tensors below keep queries on the second-to-last axis as everywhere else.
 
 A row whose similarities sum to 0 (C_j = 0: every key masked, or a
 non-negative f that vanishes) gives o_j = 0 with finite gradients.
+
+A similarity of the form f = exp(s(q, k)) declares its exponent as
+``f.log_similarity = s``; pooling then works in log space (masked keys get
+s = -inf, the row maximum is taken over allowed keys only, and an additive
+float mask is added to s), so it never overflows and never loses an allowed
+key to a masked one. For other similarities an additive mask has no meaning
+beyond its -inf entries, and finite non-zero entries are rejected.
+
+The text writes the normaliser as C; it depends on the query, C = C_j.
 """
 
 from __future__ import annotations
@@ -21,17 +30,24 @@ import torch
 from torch import Tensor
 
 from attnlab.errors import UnknownNameError
-from attnlab.ops.masks import combine_masks
-from attnlab.ops.softmax import AttentionOutput, check_qkv
+from attnlab.ops.masks import combine_masks, reject_finite_additive
+from attnlab.ops.softmax import AttentionOutput, batch_shape, check_qkv, masked_softmax
 
 Similarity = Callable[[Tensor, Tensor], Tensor]
 """f(Q, K) -> (..., n_q, n_k) matrix of f(q_j, k_i)."""
 
 
+def scaled_dot(q: Tensor, k: Tensor) -> Tensor:
+    """s(q, k) = q·k / sqrt(d), shape (..., n_q, n_k)."""
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
 def exp_similarity(q: Tensor, k: Tensor) -> Tensor:
-    """f(q, k) = exp(q·k / sqrt(d) - row max); the row shift cancels in o_j."""
-    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    return torch.exp(s - s.amax(dim=-1, keepdim=True).detach())
+    """f(q, k) = exp(q·k / sqrt(d)); with it eq. (18) is softmax attention."""
+    return torch.exp(scaled_dot(q, k))
+
+
+exp_similarity.log_similarity = scaled_dot  # type: ignore[attr-defined]
 
 
 def dot_similarity(q: Tensor, k: Tensor) -> Tensor:
@@ -79,6 +95,7 @@ def attention_pooling(
     normalize: bool = True,
     mask: Tensor | None = None,
     causal: bool | str | None = None,
+    key_padding_mask: Tensor | None = None,
     return_weights: bool = False,
 ) -> AttentionOutput:
     """Eq. (18): o_j = (1/C_j) sum_i f(q_j, k_i) g(v_i).
@@ -87,16 +104,26 @@ def attention_pooling(
     """
     check_qkv(q, k, v)
     f = get_similarity(f) if isinstance(f, str) else f
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    allowed, _ = combine_masks(
-        n_q, n_k, logits_ndim=max(q.ndim, k.ndim), mask=mask, causal=causal, device=q.device
+    allowed, additive = combine_masks(
+        q.shape[-2], k.shape[-2], batch_shape=batch_shape(q, k, v),
+        mask=mask, causal=causal, key_padding_mask=key_padding_mask, device=q.device,
     )
-    sim = f(q, k)  # (..., n_q, n_k)
-    if allowed is not None:
-        sim = sim.masked_fill(~allowed, 0.0)
-    if normalize:
-        C = sim.sum(dim=-1, keepdim=True)  # (..., n_q, 1)
-        safe = torch.where(C == 0, torch.ones_like(C), C)
-        sim = torch.where(C == 0, torch.zeros_like(sim), sim / safe)
+    log_f = getattr(f, "log_similarity", None)
+    if log_f is not None:
+        s = log_f(q, k)  # (..., n_q, n_k)
+        if additive is not None:
+            s = s + additive.to(s.dtype)
+        sim = masked_softmax(s, allowed) if normalize else torch.exp(s)
+        if not normalize and allowed is not None:
+            sim = sim.masked_fill(~allowed, 0.0)
+    else:
+        reject_finite_additive(additive, "this similarity")
+        sim = f(q, k)  # (..., n_q, n_k)
+        if allowed is not None:
+            sim = sim.masked_fill(~allowed, 0.0)
+        if normalize:
+            C = sim.sum(dim=-1, keepdim=True)  # C_j, (..., n_q, 1)
+            safe = torch.where(C == 0, torch.ones_like(C), C)
+            sim = torch.where(C == 0, torch.zeros_like(sim), sim / safe)
     gv = v if g is None else g(v)  # (..., n_k, d_out)
     return AttentionOutput(sim @ gv, sim if return_weights else None)

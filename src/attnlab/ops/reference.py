@@ -40,13 +40,13 @@ def reference_attention(
     c = resolve_scale(scale, q.shape[-1])
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     allowed, additive = combine_masks(
-        n_q, n_k, logits_ndim=len(batch) + 2, mask=mask, causal=causal,
+        n_q, n_k, batch_shape=tuple(batch), mask=mask, causal=causal,
         key_padding_mask=key_padding_mask, device=q.device,
     )
     full = (*batch, n_q, n_k)
-    allowed = torch.ones(full, dtype=torch.bool) if allowed is None else allowed.expand(full)
+    allowed = torch.ones(full, dtype=torch.bool, device=q.device) if allowed is None else allowed.expand(full)
     additive = (
-        torch.zeros(full, dtype=torch.float64)
+        torch.zeros(full, dtype=torch.float64, device=q.device)
         if additive is None
         else additive.to(torch.float64).expand(full)
     )
@@ -58,7 +58,7 @@ def reference_attention(
     for b in range(Q.shape[0]):
         for i in range(n_q):
             keys = torch.nonzero(A[b, i]).flatten()
-            w = torch.zeros(n_k, dtype=torch.float64)
+            w = torch.zeros(n_k, dtype=torch.float64, device=q.device)
             if keys.numel() > 0:
                 z = (K[b, keys] @ Q[b, i]) * c
                 if normalize:

@@ -86,6 +86,17 @@ def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
         raise ConfigError(f"q, k, v dtypes differ: {q.dtype}, {k.dtype}, {v.dtype}")
 
 
+def batch_shape(q: Tensor, k: Tensor, v: Tensor) -> tuple[int, ...]:
+    """The broadcast leading shape of q, k, v (everything but the last two axes)."""
+    try:
+        return tuple(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]))
+    except RuntimeError:
+        raise ConfigError(
+            f"q, k, v batch shapes do not broadcast: {tuple(q.shape[:-2])}, "
+            f"{tuple(k.shape[:-2])}, {tuple(v.shape[:-2])}"
+        ) from None
+
+
 def masked_softmax(logits: Tensor, allowed: Tensor | None) -> Tensor:
     """Row softmax over allowed entries; rows with no allowed entry give 0.
 
@@ -136,7 +147,7 @@ def softmax_attention(
     allowed, additive = combine_masks(
         n_q,
         n_k,
-        logits_ndim=max(q.ndim, k.ndim),
+        batch_shape=batch_shape(q, k, v),
         mask=mask,
         causal=causal,
         key_padding_mask=key_padding_mask,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from attnlab.ops.masks import combine_masks
-from attnlab.ops.softmax import AttentionOutput, Scale, check_qkv, resolve_scale
+from attnlab.ops.masks import combine_masks, reject_finite_additive
+from attnlab.ops.softmax import AttentionOutput, Scale, batch_shape, check_qkv, resolve_scale
 
 
 def unnormalized_attention(
@@ -37,15 +37,16 @@ def unnormalized_attention(
     """
     check_qkv(q, k, v)
     n_q, n_k = q.shape[-2], k.shape[-2]
-    allowed, _ = combine_masks(
+    allowed, additive = combine_masks(
         n_q,
         n_k,
-        logits_ndim=max(q.ndim, k.ndim),
+        batch_shape=batch_shape(q, k, v),
         mask=mask,
         causal=causal,
         key_padding_mask=key_padding_mask,
         device=q.device,
     )
+    reject_finite_additive(additive, "unnormalized attention")
     weights = (q @ k.transpose(-2, -1)) * resolve_scale(scale, q.shape[-1])  # (..., n_q, n_k)
     if allowed is not None:
         weights = weights.masked_fill(~allowed, 0.0)

@@ -1,0 +1,187 @@
+"""Multi-head attention module in paper notation (math-behind-transformers §1.2.2, eq. 3-7).
+
+    Q_h = X W_Q,h + b_Q,h,  K_h = Y W_K,h + b_K,h,  V_h = Y W_V,h + b_V,h
+    head_h = softmax(c Q_h K_h^T + M) V_h                                  eq. (5), (10)
+    MultiHead(X, Y) = Concat(head_1, ..., head_H) W_O + b_O = sum_h head_h W_O,h + b_O   eq. (7)
+
+Parameters, per head (the text's W_{h,q}, W_{h,k}, W_{h,v}, W_{c,h}):
+    W_Q, W_K: (H, d_model, d_head)   W_V: (H, d_model, d_v)   W_O: (H, d_v, d_model)
+    b_Q, b_K: (H, d_head)            b_V: (H, d_v)            b_O: (d_model,)
+
+Scale: eq. (5)/(6) print softmax(Q K^T / k), while §1.2.3 motivates 1/sqrt(k)
+and eq. (10) uses it; the default is c = 1/sqrt(d_head), "1/d" gives the
+literal eq. (5).
+
+Eq. (3) builds the heads by slicing full d x d matrices into H column blocks
+of width k = d/H: W_{h,q} = W_q[:, (h-1)k : hk], and W_c into H row blocks.
+:func:`split_heads` / :func:`merge_heads` do this and its inverse. Typos in
+eq. (3): the last value block is taken from W_k (it must be W_v), and the
+blocks are (d, k), not (n, k).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from attnlab.errors import ConfigError, UnknownNameError
+from attnlab.ops.multihead import multi_head_attention, ov_circuit, qk_circuit
+from attnlab.ops.softmax import AttentionOutput, Scale, resolve_scale, softmax_attention
+from attnlab.ops.unnormalized import unnormalized_attention
+
+ATTENTIONS = {"softmax": softmax_attention, "unnormalized": unnormalized_attention}
+
+
+def split_heads(
+    W_q: Tensor, W_k: Tensor, W_v: Tensor, W_c: Tensor, n_heads: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Eq. (3): full W_q, W_k (d, H d_head), W_v (d, H d_v), W_c (H d_v, d) -> per-head tensors.
+
+    Returns W_Q, W_K (H, d, d_head), W_V (H, d, d_v), W_O (H, d_v, d) with
+    W_Q[h] = W_q[:, h d_head : (h+1) d_head] and W_O[h] = W_c[h d_v : (h+1) d_v, :].
+    """
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_c", W_c)):
+        if W.ndim != 2:
+            raise ConfigError(f"{name} must be a 2-D matrix, got shape {tuple(W.shape)}")
+    d = W_q.shape[0]
+    if W_q.shape[1] % n_heads or W_v.shape[1] % n_heads:
+        raise ConfigError(
+            f"n_heads={n_heads} must divide the column counts of W_q ({W_q.shape[1]}) and W_v ({W_v.shape[1]})"
+        )
+    if W_k.shape != W_q.shape or W_v.shape[0] != d or W_c.shape != (W_v.shape[1], d):
+        raise ConfigError(
+            f"expected W_k {tuple(W_q.shape)} like W_q, W_v ({d}, H d_v), W_c (H d_v, {d}); got "
+            f"W_k {tuple(W_k.shape)}, W_v {tuple(W_v.shape)}, W_c {tuple(W_c.shape)}"
+        )
+    H = n_heads
+
+    def cols(W: Tensor) -> Tensor:
+        return W.reshape(d, H, W.shape[1] // H).permute(1, 0, 2)  # (H, d, width)
+
+    W_O = W_c.reshape(H, W_c.shape[0] // H, d)  # (H, d_v, d)
+    return cols(W_q), cols(W_k), cols(W_v), W_O
+
+
+def merge_heads(W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Inverse of :func:`split_heads`: per-head tensors -> full W_q, W_k, W_v, W_c."""
+    H, d, _ = W_Q.shape
+
+    def cols(W: Tensor) -> Tensor:
+        return W.permute(1, 0, 2).reshape(d, H * W.shape[2])  # (d, H width)
+
+    return cols(W_Q), cols(W_K), cols(W_V), W_O.reshape(H * W_O.shape[1], d)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with per-head parameters W_Q, W_K, W_V, W_O (module docstring)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_head: int | None = None,
+        d_v: int | None = None,
+        bias: bool = True,
+        scale: Scale = "1/sqrt(d)",
+        attention: str = "softmax",
+    ):
+        super().__init__()
+        if d_model <= 0 or n_heads <= 0:
+            raise ConfigError(f"d_model and n_heads must be positive, got {d_model}, {n_heads}")
+        if d_head is None:
+            if d_model % n_heads:
+                raise ConfigError(
+                    f"d_model={d_model} is not divisible by n_heads={n_heads}: pass d_head explicitly"
+                )
+            d_head = d_model // n_heads
+        d_v = d_head if d_v is None else d_v
+        if d_head <= 0 or d_v <= 0:
+            raise ConfigError(f"d_head and d_v must be positive, got {d_head}, {d_v}")
+        if attention not in ATTENTIONS:
+            raise UnknownNameError(f"unknown attention {attention!r}: choose one of {', '.join(ATTENTIONS)}")
+        resolve_scale(scale, d_head)  # fail early on a bad scale
+        self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
+        self.scale, self.attention = scale, attention
+        H = n_heads
+        self.W_Q = nn.Parameter(torch.empty(H, d_model, d_head))
+        self.W_K = nn.Parameter(torch.empty(H, d_model, d_head))
+        self.W_V = nn.Parameter(torch.empty(H, d_model, d_v))
+        self.W_O = nn.Parameter(torch.empty(H, d_v, d_model))
+        if bias:
+            self.b_Q = nn.Parameter(torch.zeros(H, d_head))
+            self.b_K = nn.Parameter(torch.zeros(H, d_head))
+            self.b_V = nn.Parameter(torch.zeros(H, d_v))
+            self.b_O = nn.Parameter(torch.zeros(d_model))
+        else:
+            self.b_Q = self.b_K = self.b_V = self.b_O = None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """W_Q, W_K, W_V ~ N(0, 1/d_model); W_O ~ N(0, 1/(H d_v)); biases 0."""
+        with torch.no_grad():
+            for W in (self.W_Q, self.W_K, self.W_V):
+                W.normal_(0.0, 1.0 / math.sqrt(self.d_model))
+            self.W_O.normal_(0.0, 1.0 / math.sqrt(self.n_heads * self.d_v))
+            for b in (self.b_Q, self.b_K, self.b_V, self.b_O):
+                if b is not None:
+                    b.zero_()
+
+    @classmethod
+    def from_full(
+        cls, W_q: Tensor, W_k: Tensor, W_v: Tensor, W_c: Tensor, n_heads: int, **kwargs
+    ) -> "MultiHeadAttention":
+        """A bias-free module whose heads are the eq. (3) column blocks of W_q, W_k, W_v and row blocks of W_c."""
+        W_Q, W_K, W_V, W_O = split_heads(W_q, W_k, W_v, W_c, n_heads)
+        m = cls(W_q.shape[0], n_heads, d_head=W_Q.shape[2], d_v=W_V.shape[2], bias=False, **kwargs)
+        m = m.to(W_q.dtype)
+        with torch.no_grad():
+            for p, W in ((m.W_Q, W_Q), (m.W_K, W_K), (m.W_V, W_V), (m.W_O, W_O)):
+                p.copy_(W)
+        return m
+
+    def to_full(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(W_q, W_k, W_v, W_c) of eq. (3)/(7), shapes (d, H d_head) x2, (d, H d_v), (H d_v, d)."""
+        return merge_heads(self.W_Q, self.W_K, self.W_V, self.W_O)
+
+    def qk_circuit(self) -> Tensor:
+        """W_QK,h = W_Q,h W_K,h^T, (H, d_model, d_model): logits_h = c X W_QK,h Y^T (+ bias terms)."""
+        return qk_circuit(self.W_Q, self.W_K)
+
+    def ov_circuit(self) -> Tensor:
+        """W_OV,h = W_V,h W_O,h, (H, d_model, d_model): head h writes P_h Y W_OV,h (+ bias terms)."""
+        return ov_circuit(self.W_V, self.W_O)
+
+    def forward(
+        self,
+        x_q: Tensor,
+        x_kv: Tensor | None = None,
+        *,
+        mask: Tensor | None = None,
+        causal: bool | str | None = None,
+        key_padding_mask: Tensor | None = None,
+        return_weights: bool = False,
+    ) -> AttentionOutput:
+        """x_q: (..., n_q, d_model), x_kv: (..., n_k, d_model) (default x_q: self-attention).
+
+        Returns output (..., n_q, d_model) and, with ``return_weights``, P (..., H, n_q, n_k).
+        """
+        return multi_head_attention(
+            x_q,
+            x_q if x_kv is None else x_kv,
+            self.W_Q, self.W_K, self.W_V, self.W_O,
+            self.b_Q, self.b_K, self.b_V, self.b_O,
+            attention=ATTENTIONS[self.attention],
+            return_weights=return_weights,
+            mask=mask,
+            causal=causal,
+            key_padding_mask=key_padding_mask,
+            scale=self.scale,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}, d_v={self.d_v}, "
+            f"bias={self.b_O is not None}, scale={self.scale!r}, attention={self.attention!r}"
+        )

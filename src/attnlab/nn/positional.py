@@ -1,0 +1,115 @@
+"""Positional encodings (math-behind-transformers §1.2.1, eq. 1).
+
+Sinusoidal encoding f: N -> R^d, for k = 0, ..., d/2 - 1,
+
+    f(t)^(2k)   = sin(w_k t)
+    f(t)^(2k+1) = cos(w_k t),        w_k = 1 / N^(2k/d),   N = 10000 in [1]
+
+stacked as P in R^{n x d}, P[t] = f(t), and added to the token embeddings,
+X W^E + P[:n, :].
+
+A shift by s is one fixed linear map: PE(t + s) = M_s PE(t) for every t, with
+M_s block diagonal, one 2x2 rotation per frequency acting on the pair
+(sin(w_k t), cos(w_k t)):
+
+    [sin(w_k (t+s))]   [ cos(w_k s)  sin(w_k s)] [sin(w_k t)]
+    [cos(w_k (t+s))] = [-sin(w_k s)  cos(w_k s)] [cos(w_k t)]
+
+Typos in the text, corrected here:
+* the complex form is f(t)^(k) = e^{i w_k t} (the text prints e^{i t / w_k});
+* "a sin(w_k t) + b" hides that b = sin(w_k s) cos(w_k t) depends on t through
+  the *other* coordinate of the pair: the map mixes sin and cos, it is not a
+  per-coordinate affine map (likewise a' cos(w_k t) + b');
+* "(sin(w_1 t), ..., sin(w_d t))" is loose: the vector interleaves sin and cos
+  of d/2 frequencies w_0, ..., w_{d/2-1}.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from attnlab.errors import ConfigError
+
+
+def _check(d: int, N: float) -> None:
+    if d <= 0 or d % 2 != 0:
+        raise ConfigError(f"the sinusoidal encoding needs an even dimension d > 0, got d={d}")
+    if not N > 1:
+        raise ConfigError(f"the base N must be > 1 (the text uses N=10000), got N={N}")
+
+
+def frequencies(d: int, N: float = 10000.0) -> Tensor:
+    """w_k = N^(-2k/d) for k = 0, ..., d/2 - 1, float64, shape (d/2,)."""
+    _check(d, N)
+    k = torch.arange(d // 2, dtype=torch.float64)
+    return torch.as_tensor(float(N), dtype=torch.float64) ** (-2.0 * k / d)
+
+
+def sinusoidal_encoding(
+    n_positions: int, d: int, N: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """P in R^{n x d} with P[t, 2k] = sin(w_k t), P[t, 2k+1] = cos(w_k t), eq. (1).
+
+    Computed in float64 for t = 0, ..., n_positions - 1, then cast to ``dtype``.
+    """
+    if n_positions <= 0:
+        raise ConfigError(f"n_positions must be positive, got {n_positions}")
+    w = frequencies(d, N)  # (d/2,)
+    angles = torch.arange(n_positions, dtype=torch.float64)[:, None] * w[None, :]  # (n, d/2)
+    P = torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1)  # (n, d/2, 2)
+    return P.reshape(n_positions, d).to(dtype)  # (n, d), interleaved sin/cos
+
+
+def shift_matrix(s: float, d: int, N: float = 10000.0, dtype: torch.dtype = torch.float64) -> Tensor:
+    """M_s in R^{d x d}, block diagonal with 2x2 rotations, PE(t+s) = M_s PE(t).
+
+    Block k (rows/cols 2k, 2k+1) is [[cos(w_k s), sin(w_k s)], [-sin(w_k s), cos(w_k s)]].
+    Row-vector form: P[t + s] = P[t] @ M_s.T.
+    """
+    a = frequencies(d, N) * float(s)  # (d/2,)
+    c, sn = torch.cos(a), torch.sin(a)
+    blocks = torch.stack((torch.stack((c, sn), -1), torch.stack((-sn, c), -1)), -2)  # (d/2, 2, 2)
+    return torch.block_diag(*blocks).to(dtype)  # (d, d)
+
+
+def _check_length(n: int, max_len: int) -> None:
+    if n > max_len:
+        raise ConfigError(
+            f"sequence length {n} exceeds max_len={max_len}: build the encoding with a larger max_len"
+        )
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """x -> x + P[:n] with the fixed sinusoidal P (buffer, no parameters)."""
+
+    def __init__(self, d_model: int, max_len: int = 512, N: float = 10000.0, dropout: float = 0.0):
+        super().__init__()
+        self.d_model, self.max_len, self.N = d_model, max_len, N
+        # float64 so a float64 model sees the exact encoding; cast to x's dtype on use
+        self.register_buffer("P", sinusoidal_encoding(max_len, d_model, N, torch.float64), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., n, d_model) -> (..., n, d_model)."""
+        n = x.shape[-2]
+        _check_length(n, self.max_len)
+        return self.dropout(x + self.P[:n].to(x.dtype))
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """x -> x + P[:n] with a trainable P in R^{max_len x d} (GPT, BERT)."""
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0, std: float = 0.02):
+        super().__init__()
+        if d_model <= 0 or max_len <= 0:
+            raise ConfigError(f"d_model and max_len must be positive, got {d_model}, {max_len}")
+        self.d_model, self.max_len = d_model, max_len
+        self.P = nn.Parameter(torch.randn(max_len, d_model) * std)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x: (..., n, d_model) -> (..., n, d_model)."""
+        n = x.shape[-2]
+        _check_length(n, self.max_len)
+        return self.dropout(x + self.P[:n])

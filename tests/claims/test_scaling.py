@@ -1,0 +1,22 @@
+"""The dot-product variance claim passes for several seeds, fast, with its tolerance stated."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from attnlab.claims import select_claims
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dot_product_variance_claim(seed):
+    (c,) = select_claims(["transformer-math.dot-product-variance"])
+    r = c.run(seed)
+    assert r.error is None and r.status == "pass", r.measurement.detail if r.measurement else r.error
+    m = r.measurement
+    # tolerance = 4 relative standard errors at d = 16, N = 2^14
+    assert m.tolerance == pytest.approx(4 * math.sqrt((2 + 6 / 16) / 2 ** 14), rel=1e-12)
+    assert 0 <= m.measured <= m.tolerance
+    assert "log-log slope" in m.detail
+    assert r.seconds < 3  # about 0.35 s here

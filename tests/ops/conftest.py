@@ -1,0 +1,8 @@
+"""Make tests/ops/conformance.py and tests/tolerances.py importable from any import mode."""
+
+import sys
+from pathlib import Path
+
+for _p in (Path(__file__).parent, Path(__file__).parent.parent):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
