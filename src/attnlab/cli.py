@@ -156,6 +156,57 @@ def list_(
     console.print(t)
 
 
+@app.command()
+def reproduce(
+    papers: list[str] = typer.Argument(..., help="Paper short names (`attnlab list` shows them)."),
+    scale: str = typer.Option("quick", help="quick (minutes on a laptop CPU) or paper (the paper's sizes)."),
+    out: Optional[str] = typer.Option(None, help="Run directory (default runs/<paper>-<UTC time>)."),
+    seed: int = typer.Option(0, min=0, help="Seed for every random draw."),
+    device: str = typer.Option("cpu", help="cpu or cuda."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out, skipping finished experiments."),
+) -> None:
+    """Run a paper's experiments into a run directory with an HTML and a Markdown report.
+
+    Exit status 1 if an experiment raised or a check failed.
+    """
+    from attnlab.experiments.runner import reproduce as run_reproduce
+    from attnlab.reports.format import experiment_status, outline
+    from attnlab.reports.rundir import load_run
+
+    if scale not in ("quick", "paper"):
+        raise typer.BadParameter(f"must be quick or paper, not {scale!r}", param_hint="'--scale'")
+    argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
+    with progress_bar() as progress:
+        task = progress.add_task("starting", total=None)
+
+        def on_progress(what: str, done: int, total: int) -> None:
+            progress.update(task, description=what, completed=done, total=total)
+
+        path = run_reproduce(papers, scale=scale, out=out, seed=seed, device=device,
+                             argv=argv, resume=resume, progress=on_progress)
+    o = outline(load_run(path))
+    statuses = [experiment_status(e) for e in o.experiments] + [c.get("status") for c in o.claims]
+    console.print(f"run directory: {path}", highlight=False)
+    console.print(f"report: {path / 'report.html'}", highlight=False)
+    console.print(f"report: {path / 'report.md'}", highlight=False)
+    if any(st in ("FAIL", "error") for st in statuses):
+        err_console.print(f"[red]{sum(st in ('FAIL', 'error') for st in statuses)} experiment(s) or claim(s) "
+                          "failed; see the report[/]")
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    run_dir: str = typer.Argument(..., help="A run directory written by `attnlab reproduce`."),
+) -> None:
+    """Rebuild report.html and report.md of RUN_DIR from its stored results."""
+    from attnlab.reports import build_report
+
+    html_path, md_path = build_report(run_dir)
+    console.print(f"report: {html_path}", highlight=False)
+    console.print(f"report: {md_path}", highlight=False)
+
+
 def _one_line_error(message: str) -> None:
     err_console.print(
         "attnlab: error: " + " ".join(message.split()), highlight=False, markup=False, soft_wrap=True

@@ -10,14 +10,27 @@ against. Typo in the text: the (2,2) entry of the printed J_s reads
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
 
 def softmax_jacobian(z: Tensor) -> Tensor:
-    """Closed form diag(s) - s s^T for z of shape (..., n); returns (..., n, n)."""
-    s = torch.softmax(z, dim=-1)
-    return torch.diag_embed(s) - s[..., :, None] * s[..., None, :]
+    """Closed form diag(s) - s s^T for z of shape (..., n); returns (..., n, n).
+
+    The diagonal is formed as s_i (1 - s_i) with 1 - s_i = sum_{j != i} s_j
+    evaluated in log space: s_i - s_i^2 rounds to 0 at the argmax once
+    1 - s_max < 2^-53 (float64), although J_ii ~ 1 - s_max is then the largest
+    entry, and ||J||_F would lose a quarter of its square near one-hot.
+    """
+    n = z.shape[-1]
+    s = torch.softmax(z, dim=-1)  # (..., n)
+    eye = torch.eye(n, dtype=torch.bool, device=z.device)
+    log_others = torch.logsumexp(z.unsqueeze(-2).masked_fill(eye, -math.inf), dim=-1)  # (..., n)
+    one_minus_s = torch.exp(log_others - torch.logsumexp(z, dim=-1, keepdim=True))  # (..., n)
+    off = -s[..., :, None] * s[..., None, :]  # (..., n, n)
+    return torch.where(eye, torch.diag_embed(s * one_minus_s), off)
 
 
 def softmax_jacobian_autograd(z: Tensor) -> Tensor:

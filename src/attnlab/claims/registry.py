@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from attnlab.errors import ConfigError, UnknownNameError

@@ -1,1 +1,51 @@
-"""Reports: read run directories, write figures, HTML and Markdown."""
+"""Reports: read run directories, write figures, HTML and Markdown.
+
+Reports never compute maths: :func:`build_report` reads ``config.json``,
+``env.json`` and ``results.json`` of a run directory, draws the figure specs
+stored there (:mod:`attnlab.reports.figures`) and writes ``report.html``
+(self-contained) and ``report.md``. So ``attnlab report RUN_DIR`` can always
+rebuild a report from stored results.
+
+What an experiment's ``run(cfg, run_dir)`` returns, and a report shows::
+
+    {"summary": [{"quantity", "paper_value", "measured", "expected",
+                  "status": "pass"|"FAIL"|"info", "detail"}],
+     "tables":  [{"title", "columns", "formats", "rows"}],
+     "figures": [figure specs, see attnlab.reports.figures],
+     "notes":   [str],
+     "data":    {raw numbers}}
+
+Every key is optional; a result without summary, tables or figures is shown as JSON.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from attnlab.reports.rundir import REPORT_HTML, REPORT_MD, RunDir, StoredRun, load_run  # noqa: F401
+
+
+def build_report(run_dir: str | os.PathLike) -> tuple[Path, Path]:
+    """(Re)write report.html and report.md of ``run_dir`` from its stored results."""
+    from attnlab.reports.figures import render
+    from attnlab.reports.format import outline
+    from attnlab.reports.html import render_html
+    from attnlab.reports.markdown import render_markdown
+
+    run = load_run(run_dir)
+    o = outline(run)
+    figures, used = {}, set()
+    for e in o.experiments:
+        if e.get("status") != "ok":
+            continue
+        for spec in (e.get("results") or {}).get("figures", []):
+            # two experiments may pick the same file name: the later one gets its id prefixed
+            name = spec["file"] if spec["file"] not in used else f"{e['id']}.{spec['file']}"
+            used.add(name)
+            figures[(e["id"], spec["file"])] = render(spec, run.run_dir.figures_dir, name=name)
+    html_path = run.run_dir.write_text(REPORT_HTML, render_html(o, figures))
+    md_path = run.run_dir.write_text(
+        REPORT_MD, render_markdown(o, {k: f"figures/{f.path.name}" for k, f in figures.items()})
+    )
+    return html_path, md_path

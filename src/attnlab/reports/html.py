@@ -1,0 +1,184 @@
+"""report.html: one self-contained file.
+
+Inline CSS, figures as base64 ``data:`` URIs, system fonts, no scripts and no
+reference to anything outside the file (it must render offline, years later).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from attnlab.reports.figures import RenderedFigure
+from attnlab.reports.format import (
+    Outline,
+    config_items,
+    env_items,
+    experiment_status,
+    fmt_auto,
+    fmt_paper,
+    fmt_value,
+    row_counts,
+)
+
+CSS = """
+:root { --ink:#1d2430; --muted:#5b6575; --line:#e3e7ed; --bg:#f6f7f9; --card:#fff;
+        --accent:#0b5cad; --pass:#1a7f37; --pass-bg:#e6f4ea; --fail:#b42318; --fail-bg:#fdecea;
+        --info:#475467; --info-bg:#eef1f5; }
+* { box-sizing:border-box; }
+body { margin:0; background:var(--bg); color:var(--ink);
+       font:15px/1.55 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans",sans-serif; }
+main { max-width:1080px; margin:0 auto; padding:0 28px 56px; }
+header.top { background:#14213d; color:#fff; padding:30px 0 26px; margin-bottom:28px; }
+header.top .inner { max-width:1080px; margin:0 auto; padding:0 28px; }
+header.top .kicker { text-transform:uppercase; letter-spacing:.08em; font-size:12px; color:#9fb3d9; }
+header.top h1 { margin:4px 0 6px; font-size:28px; line-height:1.25; font-weight:650; }
+header.top .sub { color:#c9d4ea; font-size:14px; }
+header.top code { color:#fff; background:rgba(255,255,255,.12); }
+.badges { margin-top:14px; display:flex; gap:8px; flex-wrap:wrap; }
+h2 { font-size:21px; margin:38px 0 10px; padding-bottom:6px; border-bottom:2px solid var(--line); }
+h2 .id { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:18px; }
+h3 { font-size:15px; margin:22px 0 8px; color:var(--muted); text-transform:uppercase; letter-spacing:.04em; }
+p.lead { color:var(--muted); margin:4px 0 14px; }
+td code.id { white-space:nowrap; }
+code { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:.88em;
+       background:#eef1f5; padding:1px 5px; border-radius:4px; overflow-wrap:anywhere; }
+.cards { display:grid; grid-template-columns:1fr 1fr; gap:18px; }
+.card { background:var(--card); border:1px solid var(--line); border-radius:10px; padding:14px 18px; }
+.card h3 { margin-top:2px; }
+dl.kv { display:grid; grid-template-columns:max-content 1fr; gap:4px 16px; margin:0; font-size:14px; }
+dl.kv dt { color:var(--muted); } dl.kv dd { margin:0; overflow-wrap:anywhere; }
+.table-wrap { overflow-x:auto; background:var(--card); border:1px solid var(--line); border-radius:10px; }
+table { border-collapse:collapse; width:100%; font-size:14px; }
+th, td { text-align:left; padding:8px 12px; border-bottom:1px solid var(--line); vertical-align:top; }
+th { background:#f0f3f7; font-weight:600; color:#344054; white-space:nowrap; }
+tr:last-child td { border-bottom:none; }
+tbody tr:nth-child(even) td { background:#fafbfc; }
+td.num { font-variant-numeric:tabular-nums; white-space:nowrap; text-align:right; }
+td.paper { color:#344054; }
+td.detail { color:var(--muted); font-size:13px; }
+.pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12.5px; font-weight:600;
+        white-space:nowrap; }
+.pill.pass { color:var(--pass); background:var(--pass-bg); }
+.pill.FAIL, .pill.error { color:var(--fail); background:var(--fail-bg); }
+.pill.info, .pill.n\\/a { color:var(--info); background:var(--info-bg); }
+.badges .pill { font-size:13.5px; padding:3px 12px; }
+.figs { display:grid; grid-template-columns:repeat(2, minmax(0, 1fr)); gap:18px; margin-top:8px; }
+figure { margin:0; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:12px; }
+figure img { width:100%; height:auto; display:block; }
+figcaption { font-size:13px; color:var(--muted); margin-top:8px; }
+figcaption b { color:var(--ink); }
+.note { border-left:3px solid var(--accent); background:#eef4fb; padding:8px 14px; border-radius:0 8px 8px 0;
+        font-size:14px; margin:12px 0; }
+details { margin-top:12px; font-size:13.5px; }
+summary { cursor:pointer; color:var(--accent); }
+pre { background:#0f172a; color:#e2e8f0; padding:12px 14px; border-radius:8px; overflow-x:auto; font-size:12.5px; }
+footer { margin-top:48px; color:var(--muted); font-size:13px; text-align:center; }
+@media (max-width:760px) { .cards { grid-template-columns:1fr; } .figs { grid-template-columns:1fr; } }
+"""
+
+
+def _short(id: str) -> str:
+    """'transformer-math.softmax-jacobian' -> 'softmax-jacobian' (the paper is the page title)."""
+    return id.split(".", 1)[-1]
+
+
+def _pill(status: str) -> str:
+    return f'<span class="pill {escape(status)}">{escape(status)}</span>'
+
+
+def _table(header: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
+    """Cells are already-escaped HTML; ``classes`` gives a td class per column."""
+    classes = classes or [""] * len(header)
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{c}">{cell}</td>' if c else f"<td>{cell}</td>"
+                         for cell, c in zip(r, classes)) + "</tr>" for r in rows)
+    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _kv(items: list[tuple[str, str]]) -> str:
+    return '<dl class="kv">' + "".join(
+        f"<dt>{escape(k)}</dt><dd>{'<code>' + escape(v) + '</code>' if k in ('command', 'git_commit') else escape(v)}</dd>"
+        for k, v in items) + "</dl>"
+
+
+def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> str:
+    """The page; ``figures`` maps (experiment id, spec file) to its rendered figure."""
+    counts = o.status_counts()
+    badges = "".join(f'<span class="pill {s}">{counts[s]} {label}</span>'
+                     for s, label in (("pass", "pass"), ("FAIL", "fail"), ("error", "error")) if counts[s] or s == "pass")
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(o.title)} · attnlab report</title><style>{CSS}</style></head><body>",
+        f'<header class="top"><div class="inner"><div class="kicker">attnlab reproduction report</div>'
+        f"<h1>{escape(o.title)}</h1><div class=\"sub\">run <code>{escape(o.run_name)}</code> · {escape(o.date)}</div>"
+        f'<div class="badges">{badges}</div></div></header><main>',
+        '<section class="cards">',
+        f'<div class="card"><h3>Run</h3>{_kv(config_items(o.config))}</div>',
+        f'<div class="card"><h3>Environment</h3>{_kv(env_items(o.env))}</div></section>',
+    ]
+    if o.experiments:
+        parts.append("<h2>Summary</h2>")
+        parts.append(_table(
+            ["experiment", "what it measures", "checks passed", "status", "time"],
+            [[f'<code class="id">{escape(_short(e["id"]))}</code>', escape(e.get("description", "")), escape(row_counts(e)),
+              _pill(experiment_status(e)), escape(fmt_value(e.get("seconds"))) + " s"] for e in o.experiments],
+            ["", "detail", "num", "", "num"]))
+    if o.claims:
+        parts.append(_claims(o.claims))
+    for e in o.experiments:
+        parts.append(_experiment(e, figures))
+    parts.append("<footer>Generated by attnlab from the stored results of this run directory "
+                 "(<code>attnlab report RUN_DIR</code> rebuilds it).</footer></main></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _claims(claims: list[dict]) -> str:
+    rows = [[f'<code class="id">{escape(_short(c["id"]))}</code>', escape(c.get("where", "")), escape(c.get("statement", "")),
+             escape(fmt_paper(c.get("paper_value"))), escape(fmt_value(c.get("measured"))),
+             escape(f"{c.get('relation', '')} {fmt_value(c.get('tolerance'))}".strip()),
+             _pill(c.get("status", "info"))] for c in claims]
+    return ("<h2>Claims</h2><p class=\"lead\">Fast checks of the paper's statements "
+            "(<code>attnlab verify</code>), paper value next to the measured number.</p>"
+            + _table(["claim", "where", "statement", "paper", "measured", "tolerance", "status"], rows,
+                     ["", "detail", "", "paper", "num", "num", ""]))
+
+
+def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
+    status = experiment_status(e)
+    out = [f'<section><h2><span class="id">{escape(e["id"])}</span> {_pill(status)}</h2>',
+           f'<p class="lead">{escape(e.get("description", ""))} · {escape(fmt_value(e.get("seconds")))} s</p>']
+    if e.get("status") != "ok":
+        out.append(f"<pre>{escape(e.get('error') or '')}</pre></section>")
+        return "".join(out)
+    res = e.get("results") or {}
+    if res.get("summary"):
+        out.append(_table(
+            ["quantity", "paper", "measured", "expected", "status", "detail"],
+            [[escape(r.get("quantity", "")), escape(fmt_paper(r.get("paper_value"))),
+              escape(fmt_auto(r.get("measured"))), escape(fmt_value(r.get("expected"))),
+              _pill(r.get("status", "info")), escape(r.get("detail", ""))] for r in res["summary"]],
+            ["", "paper", "num", "", "", "detail"]))
+    for t in res.get("tables", []):
+        fmts = t.get("formats") or [None] * len(t["columns"])
+        cls = ["num" if f in ("count", "percent", "float", "int") else "" for f in fmts]
+        out.append(f"<h3>{escape(t.get('title', ''))}</h3>")
+        out.append(_table(t["columns"], [[escape(fmt_value(v, f)) for v, f in zip(row, fmts)] for row in t["rows"]],
+                          cls))
+    figs = [figures[(e["id"], s["file"])] for s in res.get("figures", []) if (e["id"], s["file"]) in figures]
+    if figs:
+        out.append('<h3>Figures</h3><div class="figs">')
+        for i, f in enumerate(figs, 1):
+            out.append(f'<figure><img alt="{escape(f.title or f.path.name)}" '
+                       f'src="data:image/png;base64,{f.png_base64}">'
+                       f"<figcaption><b>{escape(f.title)}.</b> {escape(f.caption)} "
+                       f"<code>figures/{escape(f.path.name)}</code></figcaption></figure>")
+        out.append("</div>")
+    out += [f'<div class="note">{escape(n)}</div>' for n in res.get("notes", [])]
+    if not any(res.get(k) for k in ("summary", "tables", "figures")):
+        out.append(f"<pre>{escape(json.dumps(res, indent=2)[:4000])}</pre>")
+    out.append(f"<details><summary>config</summary><pre>{escape(json.dumps(e.get('config', {}), indent=2))}"
+               "</pre></details></section>")
+    return "".join(out)

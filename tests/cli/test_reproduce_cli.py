@@ -1,0 +1,143 @@
+"""`attnlab reproduce` and `attnlab report` end to end; bad input is one stderr line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attnlab.cli import main
+
+EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturation-gradient.png",
+                    "saturation-max-probability.png", "dot-product-variance.png",
+                    "dot-product-gradient.png", "dot-product-entropy.png"}
+
+
+def _main(argv):
+    try:
+        main(argv)
+    except SystemExit as e:
+        return e.code
+    return 0
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnlab.cli", "reproduce", "transformer-math", "--scale", "quick",
+         "--out", str(out), "--seed", "3"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"run directory: {out}" in proc.stdout
+    assert f"report: {out / 'report.html'}" in proc.stdout and f"report: {out / 'report.md'}" in proc.stdout
+    return out
+
+
+@pytest.mark.slow
+def test_reproduce_writes_the_run_directory(run_dir):
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"config.json", "env.json", "results.json", "metrics.jsonl", "figures", "report.html",
+            "report.md"} <= names
+    assert {p.name for p in (run_dir / "figures").iterdir()} == EXPECTED_FIGURES
+    cfg = json.loads((run_dir / "config.json").read_text())
+    assert cfg["argv"][1:] == ["reproduce", "transformer-math", "--scale", "quick", "--out", str(run_dir),
+                               "--seed", "3"]
+    assert cfg["seed"] == 3 and cfg["experiments"]["transformer-math.dot-product-scaling"]["seed"] == 3
+    res = json.loads((run_dir / "results.json").read_text())
+    assert {e["status"] for e in res["experiments"].values()} == {"ok"}
+    assert len(res["experiments"]) == 3
+    assert any(c["id"] == "transformer-math.dot-product-variance" for c in res["claims"])
+
+
+@pytest.mark.slow
+def test_report_rebuilds_from_stored_results(run_dir, capsys):
+    for name in ("report.html", "report.md"):
+        (run_dir / name).unlink()
+    for p in (run_dir / "figures").iterdir():
+        p.unlink()
+    assert _main(["report", str(run_dir)]) == 0
+    assert (run_dir / "report.html").stat().st_size > 100_000
+    assert "figures/dot-product-variance.png" in (run_dir / "report.md").read_text()
+    assert {p.name for p in (run_dir / "figures").iterdir()} == EXPECTED_FIGURES
+    assert f"report: {run_dir / 'report.html'}" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_resume_of_a_finished_run_skips_everything(run_dir, capsys):
+    before = json.loads((run_dir / "results.json").read_text())
+    assert _main(["reproduce", "transformer-math", "--out", str(run_dir), "--seed", "3", "--resume"]) == 0
+    after = json.loads((run_dir / "results.json").read_text())
+    assert after == before  # nothing re-run: same timestamps and numbers
+
+
+def _one_error_line(capsys, code, *fragments):
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("attnlab: error: ")
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def test_unknown_paper(capsys, tmp_path):
+    code = _main(["reproduce", "nope", "--out", str(tmp_path / "r")])
+    _one_error_line(capsys, code, "unknown paper 'nope'", "transformer-math")
+
+
+def test_paper_without_experiments(capsys, tmp_path):
+    code = _main(["reproduce", "logic", "--out", str(tmp_path / "r")])
+    _one_error_line(capsys, code, "no experiments yet", "papers with experiments:", "transformer-math")
+
+
+def test_bad_scale(capsys, tmp_path):
+    code = _main(["reproduce", "transformer-math", "--scale", "huge", "--out", str(tmp_path / "r")])
+    _one_error_line(capsys, code, "--scale", "quick or paper")
+    assert not (tmp_path / "r").exists()
+
+
+def test_unwritable_out(capsys, tmp_path):
+    (tmp_path / "file").write_text("x")
+    code = _main(["reproduce", "transformer-math", "--out", str(tmp_path / "file" / "run")])
+    _one_error_line(capsys, code, "cannot write to", "writable --out")
+
+
+def test_out_is_a_foreign_directory(capsys, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("x")
+    code = _main(["reproduce", "transformer-math", "--out", str(tmp_path / "mine")])
+    _one_error_line(capsys, code, "not an attnlab run directory")
+
+
+def test_cuda_without_cuda(capsys, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code = _main(["reproduce", "transformer-math", "--device", "cuda", "--out", str(tmp_path / "r")])
+    _one_error_line(capsys, code, "CUDA is not available on this machine; use --device cpu")
+
+
+def test_report_of_a_missing_dir(capsys, tmp_path):
+    code = _main(["report", str(tmp_path / "nope")])
+    _one_error_line(capsys, code, "does not exist")
+
+
+def test_report_of_a_directory_that_is_not_a_run(capsys, tmp_path):
+    code = _main(["report", str(tmp_path)])
+    _one_error_line(capsys, code, "is not an attnlab run directory (no config.json)")
+
+
+def test_report_of_corrupt_results(capsys, tmp_path):
+    (tmp_path / "config.json").write_text('{"papers": ["transformer-math"]}')
+    (tmp_path / "results.json").write_text('{"experiments": ')
+    code = _main(["report", str(tmp_path)])
+    _one_error_line(capsys, code, "corrupt JSON in", "results.json")
+
+
+def test_report_needs_a_run_dir(capsys):
+    code = _main(["report"])
+    _one_error_line(capsys, code, "Missing argument", "attnlab report --help")

@@ -1,0 +1,130 @@
+"""report.html is self-contained; report.md says the same; both come from stored results."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from attnlab.reports import build_report
+from attnlab.reports.figures import bar_figure, line_figure, series
+from attnlab.reports.format import fmt_count, fmt_value
+from attnlab.reports.rundir import RunDir
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _entry(id, results, status="ok"):
+    e = {"id": id, "paper": id.split(".")[0], "description": f"about {id}", "config": {"scale": "quick"},
+         "seed": 0, "seconds": 0.25, "status": status}
+    if status == "ok":
+        e["results"] = results
+    else:
+        e["error"] = "Traceback (most recent call last):\nValueError: <boom> & more"
+    return e
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    rd = RunDir.create(tmp_path_factory.mktemp("html") / "run")
+    rd.write_config({"papers": ["transformer-math"], "scale": "quick", "seed": 7, "device": "cpu"},
+                    ["attnlab", "reproduce", "transformer-math"])
+    rd.write_env(seed=7, device="cpu")
+    line = line_figure("curve.png", "A curve <with> & caption.", xlabel="x", ylabel="y",
+                       xscale="log", yscale="log", title="Curve",
+                       series=[series("a", [1, 10, 100], [1.0, 0.0, 0.01]),
+                               series("b", [1, 10, 100], [2.0, None, 0.5], style="dashed")])
+    bar = bar_figure("bars.png", "Bars.", categories=["GPT-1", "BERT"],
+                     groups=[{"label": "paper", "values": [117e6, 340e6]},
+                             {"label": "ours", "values": [116534784, None]}], ylabel="n", yscale="log")
+    same_name = line_figure("curve.png", "Same file name, other experiment.", xlabel="x", ylabel="y",
+                            series=[series("c", [0, 1], [3, 4])])
+    summary = [{"quantity": "slope", "paper_value": "1", "measured": 1.0088, "expected": "1 +- 0.05",
+                "status": "pass", "detail": "d = 4..1024"},
+               {"quantity": "GPT-1", "paper_value": 117e6, "measured": 116534784, "expected": "within 5%",
+                "status": "FAIL", "detail": "x"}]
+    table = {"title": "T", "columns": ["model", "paper", "rel"], "formats": ["text", "count", "percent"],
+             "rows": [["GPT-1", 117e6, 0.00398]]}
+    rd.write_results({
+        "papers": ["transformer-math"],
+        "experiments": {
+            "transformer-math.a": _entry("transformer-math.a", {"summary": summary, "tables": [table],
+                                                                "figures": [line, bar], "notes": ["A note."]}),
+            "transformer-math.b": _entry("transformer-math.b", {"figures": [same_name]}),
+            "transformer-math.c": _entry("transformer-math.c", None, status="error"),
+            "transformer-math.d": _entry("transformer-math.d", {"data": {"x": [1, 2]}}),
+        },
+        "claims": [{"id": "transformer-math.k", "where": "§1", "statement": "s", "paper_value": "exact",
+                    "status": "pass", "measured": 1e-15, "tolerance": 1e-12, "relation": "<="}],
+    })
+    build_report(rd.path)
+    return rd.path
+
+
+def _html(run_dir):
+    return (run_dir / "report.html").read_text()
+
+
+def _md(run_dir):
+    return (run_dir / "report.md").read_text()
+
+
+def test_report_html_is_self_contained(run_dir):
+    html = _html(run_dir)
+    for bad in ("http://", "https://", 'src="//', "<link", "<script", "@import", "@font-face"):
+        assert bad not in html, bad
+    assert all(u.startswith("data:") for u in re.findall(r"url\(\s*['\"]?([^'\")]*)", html))
+    imgs = re.findall(r"<img[^>]*>", html)
+    assert len(imgs) == 3
+    for tag in imgs:
+        src = re.search(r'src="([^"]*)"', tag).group(1)
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == PNG_MAGIC
+
+
+def test_report_html_content(run_dir):
+    html = _html(run_dir)
+    assert "<title>The math behind transformers" in html
+    assert "attnlab reproduce transformer-math" in html  # the command line
+    assert '<span class="pill FAIL">FAIL</span>' in html and '<span class="pill pass">pass</span>' in html
+    assert "117.0M" in html and "116.5M (116,534,784)" in html and "0.40%" in html
+    assert "A curve &lt;with&gt; &amp; caption." in html  # escaped, never raw
+    assert "ValueError: &lt;boom&gt; &amp; more" in html
+    assert "A note." in html and "&quot;x&quot;" in html  # result without summary shown as JSON
+    assert "1.000e-15" in html  # claim measured value
+
+
+def test_figures_written_and_name_clash_resolved(run_dir):
+    names = sorted(p.name for p in (run_dir / "figures").iterdir())
+    assert names == ["bars.png", "curve.png", "transformer-math.b.curve.png"]
+    for p in (run_dir / "figures").iterdir():
+        assert p.read_bytes()[:8] == PNG_MAGIC and p.stat().st_size > 5000
+
+
+def test_report_md_says_the_same(run_dir):
+    md = _md(run_dir)
+    assert md.startswith("# The math behind transformers\n")
+    assert re.findall(r"\]\((figures/[^)]+\.png)\)", md) == [
+        "figures/curve.png", "figures/bars.png", "figures/transformer-math.b.curve.png"]
+    assert "| GPT-1 | 117.0M | 116.5M (116,534,784) | within 5% | ❌ FAIL | x |" in md
+    assert "**2 pass · 1 fail · 1 error**" in md  # summary rows, experiments and claims
+    assert "ValueError: <boom> & more" in md
+
+
+def test_rebuild_is_deterministic(run_dir):
+    html, md = _html(run_dir), _md(run_dir)
+    assert [p.read_text() for p in build_report(run_dir)] == [html, md]
+
+
+@pytest.mark.parametrize("value, fmt, text", [
+    (None, None, "–"), (116534784, None, "116,534,784"), (117e6, "count", "117.0M"),
+    (1557611200, "count", "1.558B"), (0.0384, "percent", "3.84%"), (1.0088, None, "1.009"),
+    (4.5e-15, None, "4.500e-15"), (0.0, None, "0"), (True, None, "yes"), ("x", None, "x"),
+])
+def test_fmt_value(value, fmt, text):
+    assert fmt_value(value, fmt) == text
+
+
+def test_fmt_count_units():
+    assert [fmt_count(x) for x in (999, 1500, 2.5e6, 175e9, 3e12)] == ["999", "1.5k", "2.5M", "175.0B", "3T"]
