@@ -207,6 +207,100 @@ def report(
     console.print(f"report: {md_path}", highlight=False)
 
 
+def _key_values(options: list[str], flag: str, example: str) -> dict[str, str]:
+    """'key=value' options as a dict; ConfigError for a missing '=' or a repeated key."""
+    from attnlab.errors import ConfigError
+
+    out: dict[str, str] = {}
+    for opt in options:
+        key, eq, value = opt.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ConfigError(f"{flag} expects key=value, e.g. {flag} {example}, got {opt!r}")
+        if key in out:
+            raise ConfigError(f"{flag} {key} is given twice; give each key once")
+        out[key] = value.strip()
+    return out
+
+
+@app.command()
+def sweep(
+    experiment: str = typer.Argument(..., help="A registered experiment id (`attnlab list` shows them)."),
+    set_: Optional[list[str]] = typer.Option(
+        None, "--set", help="key=value: a fixed config value (repeatable). Tuples: 3;11;64. Bools: true/false."),
+    grid: Optional[list[str]] = typer.Option(
+        None, "--grid", help="key=v1,v2,...: values to sweep (repeatable; the Cartesian product runs)."),
+    seeds: int = typer.Option(1, "--seeds", help="K seeds per grid point: --seed, --seed+1, ..., --seed+K-1."),
+    seed: int = typer.Option(0, "--seed", help="The first seed."),
+    out: Optional[str] = typer.Option(None, help="Sweep directory (default runs/sweep-<experiment>-<UTC time>)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the sweep in --out, skipping finished runs."),
+    workers: Optional[int] = typer.Option(None, help="Parallel runs (default min(cores, runs))."),
+    executor: str = typer.Option("process", help="inline, process or dask (a LocalCluster)."),
+    scheduler: Optional[str] = typer.Option(None, help="Dask scheduler address tcp://host:port (shared filesystem)."),
+    device: str = typer.Option("cpu", help="cpu or cuda."),
+    as_json: bool = typer.Option(False, "--json", help="Print counts and rows as JSON."),
+) -> None:
+    """Run EXPERIMENT over a grid of configs and seeds, resumably, in parallel.
+
+    Writes results.csv (one row per run), summary.json and runs/<run_id>/ in --out.
+
+    Exit status 1 if any run failed; 130 on Ctrl-C (finished runs are kept, --resume continues).
+    """
+    import datetime as _dt
+    from pathlib import Path
+
+    from attnlab.sweeps import SweepInterrupted, SweepSpec, describe, run_sweep
+
+    base = _key_values(set_ or [], "--set", "x=1.5")
+    grid_values = {k: v.split(",") for k, v in _key_values(grid or [], "--grid", "n=3,5,7").items()}
+    spec = SweepSpec(experiment, base=base, grid=grid_values, seeds=seeds, seed0=seed)
+    if out is None:
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        out = str(Path("runs") / f"sweep-{experiment}-{stamp}")
+    argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
+
+    def on_failure(run_id: str, error: str, log: Path) -> None:
+        err_console.print(f"run {run_id} failed: {error} (log: {log})", highlight=False, markup=False,
+                          soft_wrap=True)
+
+    try:
+        with progress_bar(disable=as_json) as progress:
+            bar = progress.add_task(f"sweep {experiment}", total=None)
+            result = run_sweep(
+                spec, Path(out), resume=resume, workers=workers, scheduler=scheduler, executor=executor,
+                device=device, on_failure=on_failure, argv=argv,
+                progress=lambda done, total: progress.update(bar, completed=done, total=total),
+            )
+    except SweepInterrupted as e:
+        err_console.print(f"attnlab: {e}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130)
+    if as_json:
+        _print_json(describe(result))
+    else:
+        _print_sweep_table(result)
+    if result.n_failed:
+        raise typer.Exit(1)
+
+
+def _print_sweep_table(result, max_columns: int = 9) -> None:
+    """run_id, status, seed, the columns whose values differ between runs, seconds."""
+    rows = result.rows
+    fixed = ("run_id", "status", "seed", "seconds")
+    varying = [k for k in (rows[0] if rows else {})
+               if k not in fixed and len({str(r.get(k)) for r in rows}) > 1]
+    cols = ["run_id", "status", "seed", *varying[: max_columns - 4], "seconds"]
+    t = Table(title=f"sweep results ({len(rows)} runs; every column in the table file)")
+    for c in cols:
+        t.add_column(c, no_wrap=True, min_width=min(len(c), 12 if c == "run_id" else 6))
+    for r in rows:
+        status = "[green]ok[/]" if r["status"] == "ok" else "[red]failed[/]"
+        t.add_row(*[status if c == "status" else escape(_fmt(r.get(c))) for c in cols])
+    console.print(t)
+    console.print(f"table: {result.table_path}", highlight=False, soft_wrap=True)
+    console.print(f"{result.n_ok} ok, {result.n_failed} failed, {result.n_skipped} skipped (finished before)",
+                  highlight=False, soft_wrap=True)
+
+
 def _one_line_error(message: str) -> None:
     err_console.print(
         "attnlab: error: " + " ".join(message.split()), highlight=False, markup=False, soft_wrap=True

@@ -12,7 +12,9 @@ from attnlab.cli import main
 
 EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturation-gradient.png",
                     "saturation-max-probability.png", "dot-product-variance.png",
-                    "dot-product-gradient.png", "dot-product-entropy.png"}
+                    "dot-product-gradient.png", "dot-product-entropy.png",
+                    "scaling-steps-to-threshold.png", "scaling-initial-gradient.png",
+                    "scaling-initial-entropy.png"}
 
 
 def _main(argv):
@@ -49,7 +51,11 @@ def test_reproduce_writes_the_run_directory(run_dir):
     assert cfg["seed"] == 3 and cfg["experiments"]["transformer-math.dot-product-scaling"]["seed"] == 3
     res = json.loads((run_dir / "results.json").read_text())
     assert {e["status"] for e in res["experiments"].values()} == {"ok"}
-    assert len(res["experiments"]) == 3
+    assert len(res["experiments"]) == 4
+    assert "transformer-math.sweep-selftest" not in res["experiments"]
+    scaling = res["experiments"]["transformer-math.scaling"]
+    assert scaling["sweep"]["ok"] == 15 and scaling["sweep"]["failed"] == 0  # 5 d_head x 3 seeds
+    assert {row["status"] for row in scaling["results"]["summary"]} == {"pass"}
     assert any(c["id"] == "transformer-math.dot-product-variance" for c in res["claims"])
 
 

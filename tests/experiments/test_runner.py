@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -135,3 +136,118 @@ def test_cuda_without_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ConfigError, match="^CUDA is not available on this machine; use --device cpu$"):
         runner.resolve_device("cuda")
+
+
+# ---- experiments outside reproduce, and experiments that reproduce runs as sweeps -----------
+def test_in_reproduce_false_is_skipped(fake, tmp_path):
+    fake["c"] = Experiment("transformer-math.c", "C", _Cfg, _ok("c"), in_reproduce=False)
+    out = runner.reproduce("transformer-math", out=tmp_path / "r")
+    assert CALLS == ["a", "b"]
+    res = json.loads((out / "results.json").read_text())
+    assert set(res["experiments"]) == {"transformer-math.a", "transformer-math.b"}
+    assert "transformer-math.c" not in json.loads((out / "config.json").read_text())["experiments"]
+
+
+def test_a_paper_with_only_skipped_experiments_has_none(fake, tmp_path):
+    for k in list(fake):
+        fake[k] = dataclasses.replace(fake[k], in_reproduce=False)
+    with pytest.raises(ConfigError, match="'transformer-math' has no experiments yet"):
+        runner.reproduce("transformer-math", out=tmp_path / "r")
+
+
+def _selftest_sweep(rows_seen):
+    from attnlab.experiments.engine_selftest import SELFTEST_ID, SweepSelftestConfig, run_sweep_selftest
+    from attnlab.experiments.registry import SweepPlan
+
+    def aggregate(rows):
+        rows_seen.append(rows)
+        xs = [r["x_n"] for r in rows]
+        fig = line_figure("selftest-sweep.png", "c", xlabel="n", ylabel="x n",
+                          series=[series("x n", [r["n"] for r in rows], xs)])
+        return {"summary": [{"quantity": "runs", "paper_value": None, "measured": len(rows), "expected": "4",
+                             "status": "pass" if len(rows) == 4 else "FAIL"}], "figures": [fig],
+                "data": {"x_n": xs}}
+
+    return Experiment(SELFTEST_ID, "sweep", SweepSelftestConfig, run_sweep_selftest,
+                      reproduce_sweep=lambda scale: SweepPlan(grid={"n": [3, 5]}, seeds=2, base={"x": 2.0}),
+                      aggregate=aggregate)
+
+
+def test_sweep_experiment_runs_its_plan_and_stores_the_aggregate(fake, tmp_path):
+    seen: list = []
+    fake["s"] = _selftest_sweep(seen)
+    progress = []
+    out = runner.reproduce("transformer-math", out=tmp_path / "r", seed=7, sweep_executor="inline",
+                           progress=lambda what, done, total: progress.append(what))
+    sid = "transformer-math.sweep-selftest"
+    rows = seen[0]
+    assert [(r["n"], r["seed"], r["status"]) for r in rows] == [(3, 7, "ok"), (3, 8, "ok"), (5, 7, "ok"), (5, 8, "ok")]
+    assert [r["x_n"] for r in rows] == [6.0, 6.0, 10.0, 10.0]
+    entry = json.loads((out / "results.json").read_text())["experiments"][sid]
+    assert entry["status"] == "ok" and entry["results"]["data"]["x_n"] == [6.0, 6.0, 10.0, 10.0]
+    assert entry["sweep"] == {"table": f"sweeps/{sid}/results.csv", "ok": 4, "failed": 0, "skipped": 0}
+    assert (out / "sweeps" / sid / "results.csv").is_file()
+    assert len(list((out / "sweeps" / sid / "runs").iterdir())) == 4
+    assert (out / "figures" / "selftest-sweep.png").is_file()
+    assert f"{sid} (4/4 runs)" in progress
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["sweeps"][sid]["grid"] == {"n": [3, 5]} and cfg["sweeps"][sid]["seed0"] == 7
+
+
+def test_failed_sweep_runs_are_an_error_and_resume_reruns_only_them(fake, tmp_path, monkeypatch):
+    from attnlab.experiments import registry
+
+    sid = "transformer-math.sweep-selftest"
+    fake["s"] = _selftest_sweep([])
+    real = registry._REGISTRY[sid]
+
+    def fails_at_5(cfg, run_dir):
+        if cfg.n == 5:
+            raise RuntimeError("n=5 breaks")
+        return real.run(cfg, run_dir)
+
+    monkeypatch.setitem(registry._REGISTRY, sid, dataclasses.replace(real, run=fails_at_5))
+    out = runner.reproduce("transformer-math", out=tmp_path / "r", sweep_executor="inline")
+    entry = json.loads((out / "results.json").read_text())["experiments"][sid]
+    assert entry["status"] == "error" and "2 of 4 sweep runs failed" in entry["error"]
+    assert entry["sweep"] == {"table": f"sweeps/{sid}/results.csv", "ok": 2, "failed": 2, "skipped": 0}
+    monkeypatch.setitem(registry._REGISTRY, sid, real)
+    CALLS.clear()
+    runner.reproduce("transformer-math", out=out, resume=True, sweep_executor="inline")
+    entry = json.loads((out / "results.json").read_text())["experiments"][sid]
+    assert CALLS == [] and entry["status"] == "ok"  # a and b were finished
+    assert entry["sweep"]["skipped"] == 2 and entry["sweep"]["ok"] == 4  # the n=3 runs were kept
+
+
+@pytest.mark.slow
+def test_reproduce_quick_runs_the_scaling_sweep_into_the_report(tmp_path, monkeypatch):
+    """`attnlab reproduce transformer-math --scale quick` end to end for the scaling experiment,
+    on two of its five d_head values and one seed (quick configs, 2 processes). The full quick
+    plan (5 d_head x 3 seeds) runs in tests/cli/test_reproduce_cli.py with the other experiments."""
+    from attnlab.cli import main
+    from attnlab.experiments import get_experiment
+    from attnlab.experiments.registry import SweepPlan
+
+    sid = "transformer-math.scaling"
+    scaling = get_experiment(sid)
+    assert scaling.reproduce_sweep("quick").grid["d_head"] == [8, 16, 32, 64, 128]
+    smaller = dataclasses.replace(scaling, reproduce_sweep=lambda scale: SweepPlan(grid={"d_head": [16, 64]}))
+    monkeypatch.setattr(runner, "all_experiments", lambda: [smaller])
+    monkeypatch.setattr(runner, "_run_claims", lambda papers, seed: [])
+    out = tmp_path / "run"
+    try:
+        main(["reproduce", "transformer-math", "--scale", "quick", "--out", str(out)])
+    except SystemExit as e:
+        assert e.code == 0
+    entry = json.loads((out / "results.json").read_text())["experiments"][sid]
+    assert entry["status"] == "ok" and entry["sweep"]["ok"] == 2 and entry["sweep"]["failed"] == 0
+    res = entry["results"]
+    assert res["data"]["d_head"] == [16, 64] and res["data"]["seeds"] == {"16": 1, "64": 1}
+    assert {r["status"] for r in res["summary"]} == {"pass"}  # measured: see the test module of the experiment
+    assert res["data"]["reached"]["scaled"] == [1, 1]
+    figures = {"scaling-steps-to-threshold.png", "scaling-initial-gradient.png", "scaling-initial-entropy.png"}
+    assert {p.name for p in (out / "figures").iterdir()} == figures
+    md = (out / "report.md").read_text()
+    assert all(f"figures/{f}" in md for f in figures)
+    rows = (out / "sweeps" / sid / "results.csv").read_text().splitlines()
+    assert len(rows) == 3 and "scaled_steps_to_threshold" in rows[0]

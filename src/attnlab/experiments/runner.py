@@ -7,7 +7,12 @@ Order of work, chosen so that an interrupted run keeps what it finished:
 2. create the run directory, write config.json (configs + argv) and env.json;
 3. for each experiment: seed (random, numpy, torch) with the run's seed, run it,
    and rewrite results.json atomically; with ``resume`` an experiment whose
-   results are already stored (status "ok") is skipped;
+   results are already stored (status "ok") is skipped. An experiment with a
+   ``reproduce_sweep`` runs as a sweep (:mod:`attnlab.sweeps`) into
+   ``<run>/sweeps/<experiment id>/``, always resumable (so ``--resume`` keeps
+   its finished runs), and ``aggregate(rows)`` of the sweep's table becomes its
+   results; a sweep with failed runs is recorded as an error (``--resume``
+   reruns only those);
 4. run the papers' claims (fast checks) and store them beside the experiments;
 5. build report.html and report.md from the stored results.
 """
@@ -29,6 +34,7 @@ from attnlab.reports.rundir import RunDir, load_run, to_jsonable, utc_now
 
 SCALES = ("quick", "paper")
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
+SWEEPS_DIR = "sweeps"
 
 
 def resolve_device(device: str) -> str:
@@ -45,10 +51,10 @@ def resolve_device(device: str) -> str:
 
 
 def experiments_for(papers: Sequence[str]) -> list[Experiment]:
-    """The registered experiments of ``papers``; a paper without any is a ConfigError."""
+    """The experiments of ``papers`` that reproduce runs; a paper without any is a ConfigError."""
     for p in papers:
         get_paper(p)  # UnknownNameError naming the papers
-    exps = all_experiments()
+    exps = [e for e in all_experiments() if e.in_reproduce]
     with_exps = sorted({e.paper for e in exps})
     for p in papers:
         if p not in with_exps:
@@ -63,6 +69,17 @@ def make_config(exp: Experiment, *, scale: str, seed: int, device: str):
     names = {f.name for f in dataclasses.fields(exp.config_cls)}
     given = {"scale": scale, "seed": seed, "device": device}
     return exp.config_cls(**{k: v for k, v in given.items() if k in names})
+
+
+def sweep_spec(exp: Experiment, *, scale: str, seed: int):
+    """The SweepSpec ``reproduce`` runs for ``exp`` at ``scale``: its plan, seeds from ``seed``."""
+    from attnlab.sweeps import SweepSpec
+
+    plan = exp.reproduce_sweep(scale)
+    names = {f.name for f in dataclasses.fields(exp.config_cls)}
+    base = {**({"scale": scale} if "scale" in names else {}), **plan.base}
+    return SweepSpec(exp.id, base=base, grid={k: list(v) for k, v in plan.grid.items()},
+                     seeds=plan.seeds, seed0=seed)
 
 
 def seed_everything(seed: int) -> None:
@@ -89,8 +106,14 @@ def reproduce(
     argv: Sequence[str] | None = None,
     resume: bool = False,
     progress: Progress | None = None,
+    sweep_executor: str = "process",
+    sweep_workers: int | None = None,
 ) -> Path:
-    """Run the experiments (and claims) of ``paper`` into a run directory; return its path."""
+    """Run the experiments (and claims) of ``paper`` into a run directory; return its path.
+
+    ``sweep_executor`` / ``sweep_workers`` say where the runs of sweep experiments
+    execute (:func:`attnlab.sweeps.run_sweep`; None workers = one per core).
+    """
     papers = [paper] if isinstance(paper, str) else list(dict.fromkeys(paper))
     if not papers:
         raise ConfigError("name at least one paper, e.g. `attnlab reproduce transformer-math`")
@@ -101,9 +124,11 @@ def reproduce(
     device = resolve_device(device)
     exps = experiments_for(papers)
     configs = {e.id: make_config(e, scale=scale, seed=seed, device=device) for e in exps}
+    specs = {e.id: sweep_spec(e, scale=scale, seed=seed) for e in exps if e.reproduce_sweep}
     config = {
         "papers": papers, "scale": scale, "seed": seed, "device": device,
         "experiments": {i: dataclasses.asdict(c) for i, c in configs.items()},
+        "sweeps": {i: sp.to_json() for i, sp in specs.items()},
     }
     rd = RunDir.create(out if out is not None else default_out(papers), resume=resume)
     results = _prepare(rd, config, list(argv or []), resume)
@@ -115,7 +140,15 @@ def reproduce(
         done = results["experiments"].get(e.id)
         if resume and done and done.get("status") == "ok":
             continue
-        results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
+        if e.id in specs:
+            def on_sweep(done: int, n: int, _e=e, _i=i) -> None:
+                if progress:
+                    progress(f"{_e.id} ({done}/{n} runs)", _i, total)
+
+            sweep = dict(executor=sweep_executor, workers=sweep_workers, device=device, progress=on_sweep)
+            results["experiments"][e.id] = _run_sweep(e, specs[e.id], rd, seed, sweep)
+        else:
+            results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
         rd.write_results(results)
     if progress:
         progress("claims", len(exps), total)
@@ -161,6 +194,34 @@ def _run_one(e: Experiment, cfg, rd: RunDir, seed: int) -> dict:
         entry["results"] = e.run(cfg, rd)
         entry["status"] = "ok"
     except Exception:  # recorded and reported; --resume runs it again
+        entry["status"] = "error"
+        entry["error"] = traceback.format_exc(limit=6)
+    entry["seconds"] = round(time.perf_counter() - start, 3)
+    entry["finished"] = utc_now()
+    rd.append_metric({"event": "finish", "experiment": e.id, "status": entry["status"],
+                      "seconds": entry["seconds"]})
+    return entry
+
+
+def _run_sweep(e: Experiment, spec, rd: RunDir, seed: int, options: dict) -> dict:
+    """Run (or resume) ``spec`` into <run>/sweeps/<id>/ and store ``e.aggregate(rows)``."""
+    from attnlab.sweeps import run_sweep
+
+    rel = f"{SWEEPS_DIR}/{e.id}"
+    entry = {"id": e.id, "paper": e.paper, "description": e.description, "config": spec.to_json(),
+             "seed": seed, "sweep_dir": rel, "started": utc_now()}
+    rd.append_metric({"event": "start", "experiment": e.id, "sweep": rel, "at": entry["started"]})
+    start = time.perf_counter()
+    try:
+        result = run_sweep(spec, rd.path / rel, resume=True, argv=[], **options)
+        entry["sweep"] = {"table": f"{rel}/{result.table_path.name}", "ok": result.n_ok,
+                          "failed": result.n_failed, "skipped": result.n_skipped}
+        if result.n_failed:
+            raise RuntimeError(f"{result.n_failed} of {len(result.rows)} sweep runs failed; their logs are in "
+                               f"{rel}/runs/<run_id>/log.txt; `attnlab reproduce --resume` reruns them")
+        entry["results"] = e.aggregate(result.rows)
+        entry["status"] = "ok"
+    except Exception:  # Ctrl-C (SweepInterrupted) is no Exception: it stops reproduce, runs kept  # recorded and reported; --resume runs it again
         entry["status"] = "error"
         entry["error"] = traceback.format_exc(limit=6)
     entry["seconds"] = round(time.perf_counter() - start, 3)

@@ -1,0 +1,139 @@
+"""One run of a sweep, as executed in a worker (in-process, a local process, or a Dask worker).
+
+The worker owns everything inside ``out/runs/<run_id>/``::
+
+    config.json    the resolved config, seed and experiment id (written first)
+    metrics.jsonl  whatever the experiment appends through its RunDir
+    log.txt        the run's stdout and stderr, and the traceback if it raised
+    result.json    written last and atomically, only when the run succeeded
+
+so a run is finished iff its result.json exists. Before calling ``run(cfg, run_dir)``
+the worker seeds Python's ``random``, NumPy and torch with the run's seed: the same
+config and seed give the same result, bitwise on CPU (at the same thread count).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnlab.reports.rundir import RunDir, to_jsonable, utc_now
+
+RESULT, LOG, RUN_CONFIG = "result.json", "log.txt", "config.json"
+ROW_KEYS = ("run_id", "status", "seed", "seconds")  # table columns every row has
+
+
+@dataclass(frozen=True)
+class RunItem:
+    """What a worker needs for one run; picklable (sent to processes and Dask workers)."""
+
+    experiment: str
+    run_id: str
+    seed: int
+    config: Any
+    run_dir: str
+    threads: int | None = None  # torch.set_num_threads in the worker; None leaves it
+
+
+def check_scalars(scalars: Any, config_fields: list[str]) -> dict:
+    """The run's ``"scalars"``: a dict of str -> float|int|str|bool whose names are free."""
+    if scalars is None:
+        return {}
+    if not isinstance(scalars, dict):
+        raise TypeError(f"'scalars' must be a dict of name -> number, got {type(scalars).__name__}")
+    clash = sorted(set(scalars) & (set(config_fields) | set(ROW_KEYS)))
+    if clash:
+        raise ValueError(f"scalar name(s) {', '.join(clash)} clash with config fields or table columns; rename them")
+    out = {}
+    for k, v in scalars.items():
+        if hasattr(v, "item") and callable(v.item):  # 0-d tensors, numpy scalars
+            v = v.item()
+        if not isinstance(v, (bool, int, float, str)):
+            raise TypeError(f"scalar {k!r} must be a float, int, str or bool, got {type(v).__name__}")
+        out[str(k)] = v
+    return out
+
+
+def seed_everything(seed: int) -> None:
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def execute_run(item: RunItem) -> dict:
+    """Run ``item`` and return its outcome: {"run_id", "status", "seconds", "error", "record"}.
+
+    "record" is the content of result.json as read back (None for a failed run), so
+    the sweep's table is the same whether a run ran now or was found on disk.
+    """
+    import torch
+
+    from attnlab.experiments import get_experiment
+
+    if item.threads:
+        torch.set_num_threads(item.threads)
+    path = Path(item.run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    rd = RunDir(path)
+    config = to_jsonable(_asdict(item.config))
+    rd.write_json(RUN_CONFIG, {"experiment": item.experiment, "run_id": item.run_id,
+                               "seed": item.seed, "config": config})
+    started, t0 = utc_now(), time.perf_counter()
+    with open(path / LOG, "w", encoding="utf-8", buffering=1) as log:
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                exp = get_experiment(item.experiment)
+                seed_everything(item.seed)
+                result = exp.run(item.config, rd)
+                if not isinstance(result, dict):
+                    raise TypeError(f"run() must return a dict, got {type(result).__name__}")
+                scalars = check_scalars(result.get("scalars"), list(config))
+        except Exception as e:  # recorded as a failed run; the sweep goes on
+            log.write(traceback.format_exc())
+            seconds = round(time.perf_counter() - t0, 3)
+            return {"run_id": item.run_id, "status": "failed", "seconds": seconds,
+                    "error": error_line(e), "record": None}
+    seconds = round(time.perf_counter() - t0, 3)
+    record = {"run_id": item.run_id, "experiment": item.experiment, "status": "ok", "seed": item.seed,
+              "config": config, "scalars": _finite(scalars), "seconds": seconds,
+              "started": started, "finished": utc_now(), "result": _jsonable_or_repr(result)}
+    rd.write_json(RESULT, record)
+    # read back: what the table holds is exactly what a later resume reads from disk
+    record = json.loads((path / RESULT).read_text(encoding="utf-8"))
+    return {"run_id": item.run_id, "status": "ok", "seconds": seconds, "error": None, "record": record}
+
+
+def error_line(e: BaseException) -> str:
+    """The last line of an exception as a traceback prints it: 'Type: message'."""
+    lines = traceback.format_exception_only(type(e), e)
+    last = lines[-1].strip() if lines else type(e).__name__
+    return " ".join(last.split())
+
+
+def _asdict(config: Any) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(config)
+
+
+def _finite(scalars: dict) -> dict:
+    # non-finite floats become strings in JSON; keep them readable as numbers in the CSV
+    return {k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in scalars.items()}
+
+
+def _jsonable_or_repr(obj: Any) -> Any:
+    try:
+        return to_jsonable(obj)
+    except TypeError as e:
+        return {"unserializable": f"{e}", "repr": repr(obj)[:2000]}

@@ -1,0 +1,93 @@
+"""Full-batch L-BFGS for M stacked models: ``torch.optim.LBFGS`` run on each model.
+
+The logic paper (logic-in-self-attention, experiments) trains with L-BFGS, batch
+1000 (the whole data set), 50 iterations, MSE. L-BFGS (Nocedal 1980; Nocedal &
+Wright, Numerical Optimization, Alg. 7.4-7.5) keeps the last m pairs
+s_k = x_{k+1} - x_k, y_k = g_{k+1} - g_k and steps along -H_k g_k, where H_k is the
+two-loop recursion's approximation of the inverse Hessian, with a strong-Wolfe
+line search. Its line search takes a data-dependent number of function
+evaluations per model, so the models cannot share one vmapped step; each runs its
+own ``torch.optim.LBFGS``; they advance in lockstep (one step of each active model
+per step) so evaluation and early stopping see all M models at once, exactly as in
+``train_batched`` with Adam, and the result has the same interface.
+
+One "step" is one ``optimizer.step(closure)`` call, which makes up to
+``lbfgs_max_iter`` iterations (torch's ``max_iter``); with ``lbfgs_max_iter=1``
+a step is one L-BFGS iteration.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from attnlab.training.batched import TrainConfig, TrainResult, _result
+
+Params = dict[str, Tensor]
+
+
+def _eval(loss_fn, metrics_fn, params: Params, data) -> dict[str, Tensor]:
+    with torch.no_grad():
+        metrics = {k: v.detach().reshape(()) for k, v in metrics_fn(params, *data).items()}
+        if "loss" not in metrics:
+            metrics["loss"] = loss_fn(params, *data).detach().reshape(())
+    return metrics
+
+
+class _OneModel:
+    """Model m's parameters (unstacked leaves), data and torch.optim.LBFGS."""
+
+    def __init__(self, loss_fn, params: Params, data, cfg: TrainConfig):
+        self.loss_fn, self.data = loss_fn, data
+        self.theta = {k: p.clone().requires_grad_(True) for k, p in params.items()}
+        self.opt = torch.optim.LBFGS(
+            list(self.theta.values()), lr=cfg.lr, max_iter=cfg.lbfgs_max_iter,
+            history_size=cfg.lbfgs_history, line_search_fn=cfg.lbfgs_line_search,
+            tolerance_grad=cfg.lbfgs_tolerance_grad, tolerance_change=cfg.lbfgs_tolerance_change,
+        )
+
+    def closure(self) -> Tensor:
+        self.opt.zero_grad()
+        loss = self.loss_fn(self.theta, *self.data)
+        loss.backward()
+        return loss
+
+    def step(self) -> None:
+        self.opt.step(self.closure)
+
+    def params(self) -> Params:
+        return {k: p.detach() for k, p in self.theta.items()}
+
+
+def lbfgs_train_each(loss_fn, params: Params, data, shared, cfg: TrainConfig,
+                     metrics_fn, stop_when) -> TrainResult:
+    """All M models in lockstep: each step, one ``LBFGS.step`` per active model; every
+    ``eval_every`` steps, metrics of all models (M,) and the stop rule, as in Adam."""
+    M = next(iter(params.values())).shape[0]
+    models = [
+        _OneModel(loss_fn, {k: p[m] for k, p in params.items()},
+                  tuple(x if sh else x[m] for x, sh in zip(data, shared)), cfg)
+        for m in range(M)
+    ]
+    active = [True] * M
+    steps_to_stop = torch.full((M,), -1, dtype=torch.int64)
+    eval_steps: list[int] = []
+    records: list[dict[str, Tensor]] = []
+    for s in range(cfg.steps):
+        for m in range(M):
+            if active[m]:
+                models[m].step()
+        if (s + 1) % cfg.eval_every == 0 or s + 1 == cfg.steps:
+            per_model = [_eval(loss_fn, metrics_fn, mod.params(), mod.data) for mod in models]
+            metrics = {k: torch.stack([r[k] for r in per_model]) for k in per_model[0]}
+            eval_steps.append(s + 1)
+            records.append(metrics)
+            if stop_when is not None:
+                newly = torch.as_tensor(stop_when(metrics)).reshape(M).bool().cpu()
+                for m in range(M):
+                    if newly[m] and active[m]:
+                        active[m], steps_to_stop[m] = False, s + 1
+                if not any(active):
+                    break
+    stacked = {k: torch.stack([mod.params()[k] for mod in models]) for k in params}
+    return _result(stacked, eval_steps, records, steps_to_stop)

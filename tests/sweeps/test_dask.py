@@ -1,0 +1,51 @@
+"""The Dask executor: a LocalCluster of 2 worker processes, and unreachable schedulers."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from attnlab.errors import ConfigError
+from attnlab.sweeps import SweepSpec, run_sweep
+
+SELFTEST = "transformer-math.sweep-selftest"
+SPEC = SweepSpec(SELFTEST, grid={"n": ["2", "5"], "fail": ["false", "true"]}, seeds=2)
+
+
+@pytest.mark.slow
+def test_local_cluster_gives_the_inline_table(tmp_path, table_without_timing):
+    inline = run_sweep(SPEC, tmp_path / "inline", executor="inline")
+    calls = []
+    res = run_sweep(SPEC, tmp_path / "dask", executor="dask", workers=2, progress=lambda d, t: calls.append(d))
+    assert (res.n_ok, res.n_failed, res.n_skipped) == (4, 4, 0)
+    assert calls == list(range(9))
+    # Python's global `random` is shared with the Dask worker's own threads (tornado/distributed
+    # draw from it for jitter and compression sampling), so py_u is compared in inline/process
+    # sweeps only; torch and NumPy draws must match bit for bit.
+    dask_table, inline_table = table_without_timing(res.table_path), table_without_timing(inline.table_path)
+    py_u = dask_table[0].index("py_u")
+    assert [r[:py_u] + r[py_u + 1:] for r in dask_table] == [r[:py_u] + r[py_u + 1:] for r in inline_table]
+    assert inline_table[0][py_u - 2:py_u + 2] == ["mean", "np_u", "py_u", "x_n"]
+    # the workers wrote the run directories themselves, logs and tracebacks included
+    failed = json.loads((tmp_path / "dask" / "summary.json").read_text())["failures"]
+    assert len(failed) == 4 and failed[0]["error"].startswith("RuntimeError: requested failure")
+    assert "Traceback" in (tmp_path / "dask" / "runs" / failed[0]["run_id"] / "log.txt").read_text()
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:notaport", "foo://127.0.0.1:8786", "no-port"])
+def test_unreachable_scheduler_is_a_config_error_within_seconds(tmp_path, address):
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match=f"cannot reach Dask scheduler at {address} .*`dask scheduler`"):
+        run_sweep(SweepSpec(SELFTEST), tmp_path / "s", scheduler=address)
+    assert time.monotonic() - t0 < 5
+    assert not (tmp_path / "s" / "sweep.json").exists()  # nothing written: the same --out works later
+
+
+def test_unreachable_scheduler_via_the_cli(tmp_path, cli):
+    t0 = time.monotonic()
+    code, out, err = cli(["sweep", SELFTEST, "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "s")])
+    assert code == 2 and time.monotonic() - t0 < 8
+    assert len(err.strip().splitlines()) == 1 and "cannot reach Dask scheduler at tcp://127.0.0.1:1" in err
+    assert "Traceback" not in err and out == ""
