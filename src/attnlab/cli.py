@@ -282,19 +282,33 @@ def sweep(
         raise typer.Exit(1)
 
 
-def _print_sweep_table(result, max_columns: int = 9) -> None:
-    """run_id, status, seed, the columns whose values differ between runs, seconds."""
+def _print_sweep_table(result) -> None:
+    """run_id, status, seed, then the columns whose values differ between runs, as many as fit."""
     rows = result.rows
     fixed = ("run_id", "status", "seed", "seconds")
     varying = [k for k in (rows[0] if rows else {})
                if k not in fixed and len({str(r.get(k)) for r in rows}) > 1]
-    cols = ["run_id", "status", "seed", *varying[: max_columns - 4], "seconds"]
-    t = Table(title=f"sweep results ({len(rows)} runs; every column in the table file)")
+    cell = {c: [_fmt(r.get(c)) for r in rows] for c in ("seed", "seconds", *varying)}
+    cell["run_id"] = [str(r["run_id"])[:8] for r in rows]
+    cell["status"] = [r["status"] for r in rows]
+
+    def width(c: str) -> int:
+        return max([len(c), *map(len, cell[c])]) + 3  # padding and border
+
+    cols = ["run_id", "status", "seed"]
+    budget = console.width - sum(map(width, cols)) - width("seconds") - 1
+    for c in varying:
+        if width(c) <= budget:
+            cols.append(c)
+            budget -= width(c)
+    cols.append("seconds")
+    hidden = len(varying) - (len(cols) - 4)
+    t = Table(title=f"sweep results ({len(rows)} runs" + (f"; {hidden} more columns in the table file)" if hidden else ")"))
     for c in cols:
-        t.add_column(c, no_wrap=True, min_width=min(len(c), 12 if c == "run_id" else 6))
-    for r in rows:
+        t.add_column(c, no_wrap=True)
+    for i, r in enumerate(rows):
         status = "[green]ok[/]" if r["status"] == "ok" else "[red]failed[/]"
-        t.add_row(*[status if c == "status" else escape(_fmt(r.get(c))) for c in cols])
+        t.add_row(*[status if c == "status" else escape(cell[c][i]) for c in cols])
     console.print(t)
     console.print(f"table: {result.table_path}", highlight=False, soft_wrap=True)
     console.print(f"{result.n_ok} ok, {result.n_failed} failed, {result.n_skipped} skipped (finished before)",
