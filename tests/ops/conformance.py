@@ -3,8 +3,10 @@
 tests/ops/test_conformance.py runs the whole suite (shapes, dtypes, row sums,
 causality by Jacobian, agreement with the float64 reference in value and
 gradient, fully masked rows, large logits) over every entry of
-:data:`OPERATORS`. Adding an operator (a sparse, linear or low-rank variant) is
-one more :class:`OperatorEntry` appended to that list.
+:data:`OPERATORS`. Adding an operator is one more :class:`OperatorEntry`: a
+family of variants (sparse, linear, low-rank) keeps its entries in its own file
+``tests/ops/conformance_<family>.py`` defining ``OPERATORS: list[OperatorEntry]``
+(importing OperatorEntry from this module), which is appended here.
 
 An entry's ``fn`` has the common signature
 
@@ -58,6 +60,10 @@ class OperatorEntry:
     features:            see the module docstring
     min_ndim:            least number of axes q, k, v need (4 for (B, H, n, d) only operators)
     approx_rel_error:    max |out - ref| / max(1, max |ref|) for approximate operators
+    reference_fn:        a float64 oracle of the operator's own (same signature as ``fn``, called
+                         with float64 inputs), e.g. the dense masked computation a sparse fast
+                         path must equal, or kernel attention computed naively; when None the
+                         oracle is reference_attention(normalize=..., scale=...)
     """
 
     name: str
@@ -69,12 +75,16 @@ class OperatorEntry:
     features: frozenset[str] = field(default=ALL_FEATURES)
     min_ndim: int = 2
     approx_rel_error: float | None = None
+    reference_fn: OperatorFn | None = None
 
     def supports(self, *features: str) -> bool:
         return set(features) <= self.features
 
     def reference(self, q: Tensor, k: Tensor, v: Tensor, **masks) -> AttentionOutput:
         """The float64 oracle this operator must match."""
+        if self.reference_fn is not None:
+            q, k, v = (t.to(torch.float64) for t in (q, k, v))
+            return self.reference_fn(q, k, v, return_weights=True, **masks)
         return reference_attention(
             q, k, v, normalize=self.reference_normalize, scale=self.reference_scale, **masks
         )
@@ -167,6 +177,21 @@ OPERATORS: list[OperatorEntry] = [
     ),
     OperatorEntry("multihead", _multihead, normalized=True, min_ndim=4),
 ]
+
+
+def _collect_variant_entries() -> None:
+    """Append the OPERATORS lists of tests/ops/conformance_*.py (one file per variant family)."""
+    import importlib.util
+    from pathlib import Path
+
+    for path in sorted(Path(__file__).parent.glob("conformance_*.py")):
+        spec = importlib.util.spec_from_file_location(f"attnlab_tests_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        OPERATORS.extend(module.OPERATORS)
+
+
+_collect_variant_entries()
 
 
 def entries(*features: str) -> list[OperatorEntry]:

@@ -44,12 +44,15 @@ SCALE_NAMES = ("1/sqrt(d)", "1/d", "none")
 class AttentionOutput:
     """Output of an attention operator.
 
-    output:  (..., n_q, d_v)
-    weights: (..., n_q, n_k) attention weights P, or None when not requested.
+    output:      (..., n_q, d_v)
+    weights:     (..., n_q, n_k) attention weights P, or None when not requested.
+    diagnostics: numbers an operator reports about its own numerics (e.g. linear
+                 attention's smallest denominator), or None.
     """
 
     output: Tensor
     weights: Tensor | None = None
+    diagnostics: dict | None = None
 
 
 def resolve_scale(scale: Scale, d_k: int) -> float:
