@@ -174,14 +174,18 @@ def test_causal_jacobian(entry: OperatorEntry, n_q, n_k, alignment):
     J_q, J_k, J_v = torch.autograd.functional.jacobian(fn, (q, k, v))  # (B,H,n_q,d_v, B,H,n,d)
     align = "top_left" if alignment is True else alignment
     allowed = causal_mask(n_q, n_k, alignment=align)  # (n_q, n_k)
+    # The operator's own pattern (a sparse graph, zero kernel entries) inside the causal
+    # mask: the oracle's non-zero weights, which must never reach past the mask.
+    pattern = entry.reference(q, k, v, causal=alignment).weights != 0  # (B, H, n_q, n_k)
+    assert not (pattern & ~allowed).any(), "the oracle itself sees past the causal mask"
     same = torch.eye(B, dtype=torch.bool)[:, None, :, None] & torch.eye(H, dtype=torch.bool)[None, :, None, :]
     # support[b, h, i, b', h', j]: out[b, h, i] may depend on input[b', h', j]
-    support_kv = same[:, :, None, :, :, None] & allowed[None, None, :, None, None, :]
+    support_kv = same[:, :, None, :, :, None] & pattern[:, :, :, None, None, :]
     support_q = same[:, :, None, :, :, None] & torch.eye(n_q, dtype=torch.bool)[None, None, :, None, None, :]
     for J, support in ((J_q, support_q), (J_k, support_kv), (J_v, support_kv)):
         dep = J.abs().sum(dim=(3, 7))  # (B, H, n_q, B, H, n)
         assert (dep[~support] == 0).all(), "output depends on an input it must not see"
-    # Values are mixed with weight P_ij != 0 exactly where j is visible.
+    # Values are mixed with weight P_ij != 0 exactly where the pattern has them.
     dep_v = J_v.abs().sum(dim=(3, 7))
     assert torch.equal(dep_v > 0, support_kv)
 

@@ -1,0 +1,91 @@
+"""transformer-math.efficient-attention-error at a tiny config: schema, numbers, config errors, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.errors import ConfigError
+from attnlab.experiments import all_experiments
+from attnlab.experiments.efficient_attention_error import EfficientAttentionErrorConfig, run
+from attnlab.reports.rundir import RunDir
+
+TINY = dict(n_values=(32,), d=8, logit_scales=(1.0, 2.0), k_values=(2, 4, 8, 16), windows=(4, 8),
+            favor_features=16)
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    rd = RunDir.create(tmp_path_factory.mktemp("eae") / "run")
+    return run(EfficientAttentionErrorConfig(**TINY), rd)
+
+
+def test_registered():
+    assert "transformer-math.efficient-attention-error" in {e.id for e in all_experiments()}
+
+
+def test_schema_and_checks(result):
+    json.dumps(result, allow_nan=False)
+    assert set(result) >= {"summary", "tables", "figures", "notes", "data"}
+    checks = [r for r in result["summary"] if r["status"] != "info"]
+    assert checks and all(r["status"] == "pass" for r in checks), [r for r in checks if r["status"] != "pass"]
+    files = {f["file"] for f in result["figures"]}
+    assert {"lowrank-error-vs-k.png", "error-all-variants.png"} <= files
+    table = result["tables"][0]
+    assert len(table["columns"]) == len(table["formats"]) == len(table["rows"][0])
+
+
+def test_rows_numbers(result):
+    rows = result["data"]["rows"]
+    low = [r for r in rows if r["family"] == "low rank"]
+    assert len(low) == 2 * (1 + 3 * 4)  # per logit scale: uniform + 3 variants x 4 ranks
+    for r in rows:
+        assert r["max_row_tv"] <= r["frobenius"] * 32 ** 0.5 + 1e-12  # L1 row <= sqrt(n) L2 row
+        assert r["spectral"] <= r["frobenius"] + 1e-12
+    svd = [r for r in low if r["variant"] == "best rank-k (SVD)"]
+    for t in (1.0, 2.0):  # the SVD error falls with k' and the rank of P^ is at most k'
+        errs = [r["frobenius"] for r in svd if r["logit_scale"] == t]
+        assert errs == sorted(errs, reverse=True)
+    for r in svd:
+        assert r["effective_rank_P_hat"] <= r["params"]["k'"] + 1e-6
+    unif = [r for r in low if r["variant"].startswith("uniform")]
+    assert all(r["stable_rank_P_hat"] == pytest.approx(1.0) for r in unif)
+
+
+def test_optional_families_present_or_noted(result):
+    fams = result["data"]["families"]
+    rows = result["data"]["rows"]
+    for fam in ("sparse", "linear"):
+        if fam in fams:
+            assert any(r["family"] == fam for r in rows)
+        else:
+            assert any(f"The {fam} variants were left out" in n for n in result["notes"])
+    for r in rows:
+        if r["family"] == "sparse":
+            assert abs(r["max_row_tv"] - r["max_lost_mass"]) <= 1e-12
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"k_values": (8, 64)}, "k'=64 exceeds the smallest n=32"),
+    ({"windows": (40,)}, "window 40 exceeds"),
+    ({"logit_scales": (0.0,)}, "logit_scales must be positive"),
+    ({"scale": "huge"}, "scale must be one of"),
+    ({"k_values": ()}, "k_values must be a non-empty"),
+])
+def test_config_errors(kwargs, fragment):
+    with pytest.raises(ConfigError) as e:
+        EfficientAttentionErrorConfig(**{**TINY, **kwargs})
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cli_config_error_is_one_line(capsys, tmp_path):
+    try:
+        main(["sweep", "transformer-math.efficient-attention-error", "--set", "k_values=8;512",
+              "--executor", "inline", "--out", str(tmp_path / "sw")])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "k'=512 exceeds the smallest n=128" in err[0]
