@@ -96,7 +96,7 @@ def verify(
                 f"[bold]{escape(r.claim.id)}[/]\n[dim]{escape(r.claim.statement)}[/]",
                 escape(_fmt(r.claim.paper_value)),
                 _fmt(m.measured) if m else "-",
-                f"{m.relation} {_fmt(m.tolerance)}" if m else "-",
+                m.criterion if m else "-",
                 status,
             )
         console.print(table)
@@ -313,6 +313,109 @@ def _print_sweep_table(result) -> None:
     console.print(f"table: {result.table_path}", highlight=False, soft_wrap=True)
     console.print(f"{result.n_ok} ok, {result.n_failed} failed, {result.n_skipped} skipped (finished before)",
                   highlight=False, soft_wrap=True)
+
+
+@app.command()
+def bench(
+    n: Optional[str] = typer.Option(
+        None, "--n", help="Comma-separated sequence lengths (default 512,...,16384; --quick: 512,...,4096)."),
+    variant: Optional[list[str]] = typer.Option(
+        None, "--variant", help="A variant to time (repeatable; default all). Fused SDPA is always timed."),
+    dtype: str = typer.Option("float32", help="float32, float64 or bfloat16."),
+    threads: Optional[int] = typer.Option(None, help="torch threads (default: torch's choice)."),
+    repeats: int = typer.Option(5, help="Timed calls per measurement (median and IQR reported)."),
+    quick: bool = typer.Option(False, "--quick", help="n = 512..4096, 3 repeats (1 to 3 minutes)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
+    out: Optional[str] = typer.Option(None, help="Directory for bench.json and bench-time.png."),
+) -> None:
+    """Time and size every attention variant against PyTorch's fused SDPA, in one run.
+
+    Prints per variant and n: median time, GFLOP/s, % of the float matmul ceiling
+    (measured in the same run), peak memory of one forward, and the ratio to fused
+    SDPA (causal variants against causal SDPA); then the crossover n per variant and
+    the targets at n = 8192 with pass/fail. Variants that materialise n x n are
+    skipped above n = 8192. The full run (n up to 16384) takes 5 to 15 minutes on
+    2 cores (FlexAttention compiles once per n); --quick 1 to 3. Exit status 0
+    whether or not the targets pass.
+    """
+    from attnlab.bench import PRESETS, BenchConfig, parse_n_list, run_bench
+    from attnlab.errors import ConfigError
+
+    if repeats < 1:
+        raise ConfigError(f"--repeats must be >= 1, got {repeats}")
+    ns = parse_n_list(n) if n is not None else PRESETS["quick" if quick else "full"]
+    cfg = BenchConfig(n=ns, variants=tuple(variant) if variant else None, dtype=dtype, threads=threads,
+                      repeats=3 if quick and repeats == 5 else repeats)
+    out_dir = _bench_out_dir(out)
+    with progress_bar(disable=as_json) as progress:
+        task = progress.add_task("bench", total=None)
+        result = run_bench(cfg, progress=lambda what, done, total: progress.update(
+            task, description=what, completed=done, total=total)).to_dict()
+    if out_dir is not None:
+        _write_bench(out_dir, result)
+    if as_json:
+        _print_json(result)
+        return
+    _print_bench(result)
+    if out_dir is not None:
+        console.print(f"results: {out_dir / 'bench.json'}", highlight=False, soft_wrap=True)
+
+
+def _bench_out_dir(out: Optional[str]):
+    from pathlib import Path
+
+    from attnlab.errors import ConfigError
+
+    if out is None:
+        return None
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a directory")
+    return path
+
+
+def _write_bench(out_dir, result: dict) -> None:
+    from attnlab.bench.report import time_figure
+    from attnlab.reports.figures import render
+    from attnlab.reports.rundir import atomic_write_bytes
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out_dir / "bench.json", (json.dumps(result, indent=2) + "\n").encode())
+    render(time_figure(result["rows"], "bench-time.png"), out_dir)
+
+
+def _print_bench(result: dict) -> None:
+    ceiling = result["ceiling"]
+    env = result["env"]
+    t = Table(title=f"attnlab bench ({result['config']['dtype']}, {env['threads']} threads, matmul ceiling "
+                    f"{ceiling['gflops']:.1f} GFLOP/s, load {env['load_average_1m']:.2f})")
+    for col in ("variant", "n", "time ms", "IQR ms", "GFLOP/s", "% ceiling", "peak MB", "vs SDPA"):
+        t.add_column(col, no_wrap=col != "variant", justify="left" if col == "variant" else "right")
+    for r in result["rows"]:
+        if r["status"] != "ok":
+            t.add_row(escape(r["variant"]), str(r["n"]), f"[dim]{r['status']}[/]", "", "", "", "", "")
+            continue
+        ratio = f"{r['ratio']:.3g}x" + (" (causal)" if r["causal"] else "") if r["ratio"] else "-"
+        t.add_row(escape(r["variant"]), str(r["n"]), f"{r['time_ms']:.3g}", f"{r['q3_ms'] - r['q1_ms']:.2g}",
+                  f"{r['gflops']:.3g}", f"{r['pct_ceiling']:.3g}", _fmt(r["peak_mb"]), ratio)
+    console.print(t)
+    notes = {(r["variant"], r["note"]) for r in result["rows"] if r["status"] != "ok"}
+    for name, note in sorted(notes):
+        console.print(f"  {name}: {note}", highlight=False, markup=False, soft_wrap=True)
+    c = Table(title="crossover n vs fused SDPA (time ratio passes 1)")
+    for col in ("variant", "crossover n", "status"):
+        c.add_column(col)
+    for name, x in result["crossovers"].items():
+        c.add_row(escape(name), _fmt(round(x["crossover_n"])) if x["crossover_n"] else "-", x["status"])
+    console.print(c)
+    g = Table(title="targets")
+    for col in ("target", "measured", "limit", "status", "detail"):
+        g.add_column(col, overflow="fold")
+    for x in result["targets"]:
+        status = {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]"}.get(x["status"], x["status"])
+        g.add_row(escape(x["statement"]), _fmt(x["measured"]), f"{x['relation']} {x['limit']:g}", status,
+                  escape(x["detail"]))
+    console.print(g)
 
 
 def _one_line_error(message: str) -> None:

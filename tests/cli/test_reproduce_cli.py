@@ -14,7 +14,9 @@ EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturati
                     "saturation-max-probability.png", "dot-product-variance.png",
                     "dot-product-gradient.png", "dot-product-entropy.png",
                     "scaling-steps-to-threshold.png", "scaling-initial-gradient.png",
-                    "scaling-initial-entropy.png"}
+                    "scaling-initial-entropy.png", "lowrank-error-vs-k.png",
+                    "sparse-error-vs-density.png", "error-all-variants.png",
+                    "attention-time.png", "attention-memory.png"}
 
 
 def _main(argv):
@@ -51,7 +53,7 @@ def test_reproduce_writes_the_run_directory(run_dir):
     assert cfg["seed"] == 3 and cfg["experiments"]["transformer-math.dot-product-scaling"]["seed"] == 3
     res = json.loads((run_dir / "results.json").read_text())
     assert {e["status"] for e in res["experiments"].values()} == {"ok"}
-    assert len(res["experiments"]) == 4
+    assert len(res["experiments"]) == 6
     assert "transformer-math.sweep-selftest" not in res["experiments"]
     scaling = res["experiments"]["transformer-math.scaling"]
     assert scaling["sweep"]["ok"] == 15 and scaling["sweep"]["failed"] == 0  # 5 d_head x 3 seeds

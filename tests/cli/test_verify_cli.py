@@ -22,7 +22,7 @@ def test_verify_json_lists_every_claim_with_tolerance_and_exits_0():
     assert len(rows) >= 3
     for r in rows:
         assert r["status"] == "pass"
-        assert isinstance(r["tolerance"], float) and r["relation"] in ("<=", ">=", "==")
+        assert isinstance(r["tolerance"], float) and r["relation"] in ("<=", ">=", "==", "±")
 
 
 def test_verify_table_names_claims_and_counts_passes():

@@ -16,7 +16,6 @@ counterpart ("float_mask").
 
 from __future__ import annotations
 
-import torch
 from conformance import ALL_FEATURES, OperatorEntry
 
 from attnlab.ops import softmax_attention

@@ -58,7 +58,7 @@ def _jl_random_projection(seed: int) -> Measurement:
     detail = (f"n={n}, d={d}, w ~ N(1,1), {draws} draws; RMS error at k'={k_values}: "
               + ", ".join(f"{r:.3f}" for r in rms)
               + f"; largest RMS error / JL bound = {worst:.2f} (must be <= 1)")
-    return Measurement(slope, 0.1, passed, "-1/2 +-", detail)
+    return Measurement(slope, 0.1, passed, "±", detail, target=-0.5)
 
 
 @claim(

@@ -27,8 +27,9 @@ class Measurement:
     measured:  the number (an error, a rank, a ratio, ...)
     tolerance: the number it was compared with
     passed:    the verdict
-    relation:  how they were compared, e.g. "<=" or ">=" or "==" (shown in tables)
+    relation:  how they were compared: "<=", ">=", "==", or "±" (|measured - target| <= tolerance)
     detail:    one line of context (sizes, worst case, paper-vs-ours notes)
+    target:    the value a "±" comparison is centred on
     """
 
     measured: float
@@ -36,6 +37,14 @@ class Measurement:
     passed: bool
     relation: str = "<="
     detail: str = ""
+    target: float | None = None
+
+    @property
+    def criterion(self) -> str:
+        """The comparison as text, e.g. "<= 1e-12" or "-0.5 ± 0.1"."""
+        if self.relation == "±":
+            return f"{self.target:.3g} ± {self.tolerance:.3g}"
+        return f"{self.relation} {self.tolerance:.3g}"
 
     def to_dict(self) -> dict:
         return {
@@ -43,6 +52,7 @@ class Measurement:
             "tolerance": _json_float(self.tolerance),
             "passed": bool(self.passed),
             "relation": self.relation,
+            "target": None if self.target is None else _json_float(self.target),
             "detail": self.detail,
         }
 
@@ -57,6 +67,13 @@ def at_least(measured: float, bound: float, detail: str = "") -> Measurement:
     """Pass iff measured >= bound (a rank or a probability that must be large)."""
     measured = float(measured)
     return Measurement(measured, float(bound), bool(measured >= bound), ">=", detail)
+
+
+def near(measured: float, target: float, tolerance: float, detail: str = "") -> Measurement:
+    """Pass iff |measured - target| <= tolerance (a slope, a ratio that must be close to a value)."""
+    measured = float(measured)
+    ok = abs(measured - target) <= tolerance
+    return Measurement(measured, float(tolerance), bool(ok), "±", detail, float(target))
 
 
 def relative_error(measured: float, target: float) -> float:

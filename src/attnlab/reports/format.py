@@ -132,3 +132,10 @@ def env_items(env: dict) -> list[tuple[str, str]]:
             "cpu_count", "seed", "git_commit")
     return [(k, fmt_value(env[k]) if k != "git_commit" else str(env[k])[:12]) for k in keys
             if env.get(k) is not None]
+
+
+def fmt_criterion(c: dict) -> str:
+    """A stored claim's comparison: "<= 1e-12", or "-0.5 ± 0.1" for a "±" relation."""
+    if c.get("relation") == "±" and c.get("target") is not None:
+        return f"{fmt_value(c['target'])} ± {fmt_value(c.get('tolerance'))}"
+    return f"{c.get('relation', '')} {fmt_value(c.get('tolerance'))}".strip()

@@ -16,6 +16,7 @@ from attnlab.reports.format import (
     env_items,
     experiment_status,
     fmt_auto,
+    fmt_criterion,
     fmt_paper,
     fmt_value,
     row_counts,
@@ -138,7 +139,7 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
 def _claims(claims: list[dict]) -> str:
     rows = [[f'<code class="id">{escape(_short(c["id"]))}</code>', escape(c.get("where", "")), escape(c.get("statement", "")),
              escape(fmt_paper(c.get("paper_value"))), escape(fmt_value(c.get("measured"))),
-             escape(f"{c.get('relation', '')} {fmt_value(c.get('tolerance'))}".strip()),
+             escape(fmt_criterion(c)),
              _pill(c.get("status", "info"))] for c in claims]
     return ("<h2>Claims</h2><p class=\"lead\">Fast checks of the paper's statements "
             "(<code>attnlab verify</code>), paper value next to the measured number.</p>"

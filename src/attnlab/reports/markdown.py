@@ -10,6 +10,7 @@ from attnlab.reports.format import (
     env_items,
     experiment_status,
     fmt_auto,
+    fmt_criterion,
     fmt_paper,
     fmt_value,
     row_counts,
@@ -46,7 +47,7 @@ def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
         lines += _table(
             ["claim", "where", "statement", "paper", "measured", "tolerance", "status"],
             [[c["id"], c.get("where", ""), c.get("statement", ""), fmt_paper(c.get("paper_value")),
-              fmt_value(c.get("measured")), f"{c.get('relation', '')} {fmt_value(c.get('tolerance'))}".strip(),
+              fmt_value(c.get("measured")), fmt_criterion(c),
               _MARK.get(c.get("status"), c.get("status"))] for c in o.claims])
     for e in o.experiments:
         lines += _experiment(e, figures)

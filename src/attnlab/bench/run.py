@@ -1,0 +1,221 @@
+"""The benchmark sweep: every variant at every n, timed, sized and compared with fused SDPA.
+
+For each n: q, k, v of shape (B=1, H=8, n, d_head=64), drawn from a seeded
+generator in the requested dtype; the matmul ceiling (ceiling.py) is measured
+first in the same run. For each variant: build (outside the timing), time one
+forward (timing.py), measure the peak memory of one forward (memory.py), count
+its FLOPs (flops.py). Rows carry the median and quartiles in ms, GFLOP/s, % of
+the ceiling, the peak in MiB and ``ratio`` = time / time of fused SDPA of the
+same causality at the same n (< 1: faster than the fused kernel).
+
+Variants that materialise n x n matrices (``explicit``) are skipped above
+``max_explicit_n`` (memory: at n = 16384, 8 heads, float32 one n x n tensor is
+8 GiB). A variant whose operator is missing is "unavailable", one that cannot run
+at a size is "skipped", one that raises is "failed": the sweep goes on.
+Crossovers and targets: targets.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from attnlab.bench.ceiling import matmul_ceiling
+from attnlab.bench.memory import peak_memory
+from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
+from attnlab.bench.timing import num_threads, time_call
+from attnlab.errors import ConfigError
+
+PRESETS = {"full": (512, 1024, 2048, 4096, 8192, 16384), "quick": (512, 1024, 2048, 4096)}
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+def _int(name: str, v, least: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise ConfigError(f"{name} must be an integer >= {least}, got {v!r}")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """n: sequence lengths; variants: names (None: all); dtype: float32, float64 or bfloat16;
+    threads: torch threads (None: torch's default); repeats, warmup: timed and warm-up
+    calls; B, H, d_head: the shape of q, k, v; max_explicit_n: largest n for variants
+    that materialise n x n; memory: measure peak memory; ceiling_N: size of the
+    ceiling matmul; seed: for q, k, v and the variants' random parts."""
+
+    n: tuple[int, ...] = PRESETS["full"]
+    variants: tuple[str, ...] | None = None
+    dtype: str = "float32"
+    threads: int | None = None
+    repeats: int = 5
+    warmup: int = 1
+    B: int = 1
+    H: int = 8
+    d_head: int = 64
+    max_explicit_n: int = 8192
+    memory: bool = True
+    ceiling_N: int = 2048
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        ns = tuple(self.n) if isinstance(self.n, (list, tuple)) else self.n
+        if not isinstance(ns, tuple) or not ns:
+            raise ConfigError(f"n must be a non-empty list of sequence lengths, got {self.n!r}")
+        for v in ns:
+            _int("every n", v, 1)
+        object.__setattr__(self, "n", tuple(sorted(set(ns))))
+        if self.variants is not None:
+            names = tuple(dict.fromkeys(self.variants))
+            if not names:
+                raise ConfigError("variants must name at least one variant (or be left unset for all)")
+            for name in names:
+                get_variant(name)  # UnknownNameError naming the choices
+            object.__setattr__(self, "variants", names)
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.threads is not None:
+            _int("threads", self.threads, 1)
+        for name, least in (("repeats", 1), ("warmup", 1), ("B", 1), ("H", 1), ("d_head", 1),
+                            ("max_explicit_n", 1), ("ceiling_N", 16), ("seed", 0)):
+            _int(name, getattr(self, name), least)
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        return self.variants if self.variants is not None else tuple(VARIANTS)
+
+
+@dataclass
+class BenchResult:
+    config: dict
+    env: dict
+    ceiling: dict
+    rows: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        from attnlab.bench.targets import crossovers, evaluate_targets, memory_slopes
+
+        return {"config": self.config, "env": self.env, "ceiling": self.ceiling, "rows": self.rows,
+                "crossovers": crossovers(self.rows), "memory_slopes": memory_slopes(self.rows),
+                "targets": evaluate_targets(self.rows)}
+
+
+def environment(threads: int) -> dict:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
+            "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "threads": threads, "load_average_1m": load[0], "load_average_5m": load[1]}
+
+
+def make_qkv(cfg: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v: (B, H, n, d_head), standard normal, seeded by (seed, n)."""
+    g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + n)
+    shape = (cfg.B, cfg.H, n, cfg.d_head)
+    return tuple(torch.randn(shape, generator=g).to(DTYPES[cfg.dtype]) for _ in range(3))  # type: ignore
+
+
+def run_bench(cfg: BenchConfig, progress: Progress | None = None) -> BenchResult:
+    """Measure every (variant, n) of ``cfg``; see the module docstring."""
+    dtype = DTYPES[cfg.dtype]
+    names = cfg.variant_names
+    # references are measured even when not asked for: every ratio needs them
+    wanted = {"sdpa", *(("sdpa-causal",) if any(VARIANTS[v].causal for v in names) else ())}
+    order = [v for v in VARIANTS if v in wanted or v in names]
+    total, done = len(order) * len(cfg.n) + 1, 0
+    if progress:
+        progress("matmul ceiling", done, total)
+    with num_threads(cfg.threads) as threads, _compile_cache_room(len(cfg.n)):
+        c = matmul_ceiling(N=cfg.ceiling_N, dtype=dtype, threads=threads, seed=cfg.seed)
+        result = BenchResult(_config_dict(cfg), environment(threads), dataclasses.asdict(c))
+        for n in cfg.n:
+            q, k, v = make_qkv(cfg, n)
+            for name in order:
+                done += 1
+                if progress:
+                    progress(f"{name} n={n}", done, total)
+                row = measure_variant(VARIANTS[name], q, k, v, cfg, threads, c.gflops)
+                row["requested"] = name in names
+                result.rows.append(row)
+            del q, k, v
+        _add_ratios(result.rows)
+    result.env["load_average_1m_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return result
+
+
+@contextmanager
+def _compile_cache_room(sizes: int):
+    """torch.compile specialises FlexAttention on each n; past dynamo's recompile limit
+    (8) it silently falls back to eager flex_attention, which materialises the n x n
+    scores (an out-of-memory kill at n = 16384). Room for every (variant, n) here."""
+    import torch._dynamo as dynamo
+
+    name = "recompile_limit" if hasattr(dynamo.config, "recompile_limit") else "cache_size_limit"
+    before = getattr(dynamo.config, name)
+    setattr(dynamo.config, name, max(before, 4 * sizes + 8))
+    try:
+        yield
+    finally:
+        setattr(dynamo.config, name, before)
+
+
+def _config_dict(cfg: BenchConfig) -> dict:
+    d = dataclasses.asdict(cfg)
+    d["variants"] = list(cfg.variant_names)
+    return d
+
+
+def measure_variant(var, q, k, v, cfg: BenchConfig, threads: int, ceiling_gflops: float) -> dict:
+    """One row: status ok/unavailable/skipped/failed with the numbers or the reason."""
+    n = q.shape[-2]
+    row = {"variant": var.name, "n": n, "causal": var.causal, "order": var.order, "reference": var.reference,
+           "status": "ok", "note": "", "time_ms": None, "q1_ms": None, "q3_ms": None, "first_call_ms": None,
+           "gflop": None, "gflops": None, "pct_ceiling": None, "peak_mb": None, "ratio": None}
+    if var.explicit and n > cfg.max_explicit_n:
+        return {**row, "status": "skipped",
+                "note": f"materialises n x n: skipped above n = {cfg.max_explicit_n} (memory)"}
+    ctx = BuildContext(seed=cfg.seed)
+    try:
+        fn = var.build(q, k, v, ctx)
+        t = time_call(fn, repeats=cfg.repeats, warmup=cfg.warmup, threads=threads)
+        mem = peak_memory(fn) if cfg.memory else None
+    except Unavailable as e:
+        return {**row, "status": "unavailable", "note": str(e)}
+    except (Skipped, ConfigError) as e:  # e.g. a window wider than n
+        return {**row, "status": "skipped", "note": str(e)}
+    except Exception as e:  # a variant failing must not end the benchmark
+        return {**row, "status": "failed", "note": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
+    flop = var.flops(_shape(q), ctx)
+    gflops = flop / t.median_s / 1e9
+    return {**row, "time_ms": 1e3 * t.median_s, "q1_ms": 1e3 * t.q1_s, "q3_ms": 1e3 * t.q3_s,
+            "first_call_ms": 1e3 * t.first_call_s, "gflop": flop / 1e9, "gflops": gflops,
+            "pct_ceiling": 100 * gflops / ceiling_gflops,
+            "peak_mb": mem.mb if mem is not None else None}
+
+
+def _add_ratios(rows: list[dict]) -> None:
+    times = {(r["variant"], r["n"]): r["time_ms"] for r in rows if r["status"] == "ok"}
+    for r in rows:
+        ref = times.get((r["reference"], r["n"]))
+        if r["status"] == "ok" and ref:
+            r["ratio"] = r["time_ms"] / ref
+
+
+def parse_n_list(text: str) -> tuple[int, ...]:
+    """'512,1024,2048' -> (512, 1024, 2048); ConfigError naming the bad entry."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            value = int(part)
+        except ValueError:
+            raise ConfigError(f"--n takes comma-separated integers like 512,1024,2048; {part!r} is not one") from None
+        if value < 1:
+            raise ConfigError(f"--n values must be >= 1, got {value}")
+        out.append(value)
+    return tuple(out)

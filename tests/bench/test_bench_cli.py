@@ -1,0 +1,115 @@
+"""`attnlab bench` and the attention-speed experiment on tiny sizes; bad input is one stderr line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attnlab.bench import BenchConfig, run_bench
+from attnlab.cli import main
+from attnlab.errors import ConfigError, UnknownNameError
+from attnlab.experiments import get_experiment
+from attnlab.experiments.attention_speed import EXPERIMENT_ID, AttentionSpeedConfig, run_attention_speed
+
+
+def _main(argv):
+    try:
+        main(argv)
+    except SystemExit as e:
+        return e.code
+    return 0
+
+
+@pytest.mark.slow
+def test_run_bench_rows_ratios_and_skips():
+    res = run_bench(BenchConfig(n=(64, 128), variants=("softmax", "softmax-explicit", "linear-causal", "linformer"),
+                                repeats=1, max_explicit_n=64, ceiling_N=128)).to_dict()
+    rows = {(r["variant"], r["n"]): r for r in res["rows"]}
+    assert {v for v, _ in rows} == {"sdpa", "sdpa-causal", "softmax", "softmax-explicit", "linear-causal", "linformer"}
+    for name in ("sdpa", "softmax", "linear-causal"):
+        r = rows[(name, 128)]
+        assert r["status"] == "ok" and r["time_ms"] > 0 and r["gflops"] > 0 and r["pct_ceiling"] > 0
+    assert rows[("sdpa", 64)]["ratio"] == 1.0
+    assert rows[("linear-causal", 128)]["reference"] == "sdpa-causal"
+    assert rows[("linear-causal", 128)]["ratio"] == pytest.approx(
+        rows[("linear-causal", 128)]["time_ms"] / rows[("sdpa-causal", 128)]["time_ms"], rel=1e-12)
+    assert rows[("softmax-explicit", 128)]["status"] == "skipped" and "n x n" in rows[("softmax-explicit", 128)]["note"]
+    assert rows[("linformer", 64)]["status"] == "skipped"  # k' = 256 > n
+    assert rows[("softmax", 128)]["gflop"] == pytest.approx(4 * 8 * 128 * 128 * 64 / 1e9, rel=1e-12)
+    assert res["env"]["threads"] >= 1 and res["ceiling"]["gflops"] > 0
+    json.dumps(res, allow_nan=False)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"n": ()}, ConfigError, "non-empty"), ({"n": (0,)}, ConfigError, "n must be an integer >= 1"),
+    ({"variants": ("nope",)}, UnknownNameError, "unknown variant 'nope'"),
+    ({"dtype": "float16"}, ConfigError, "float32, float64, bfloat16"), ({"threads": 0}, ConfigError, "threads"),
+    ({"repeats": 0}, ConfigError, "repeats")])
+def test_bad_bench_config(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        BenchConfig(**kwargs)
+
+
+def test_cli_json_and_out(tmp_path, capsys):
+    out = tmp_path / "b"
+    rc = _main(["bench", "--n", "64", "--variant", "linear", "--repeats", "1", "--json", "--out", str(out)])
+    assert rc == 0
+    res = json.loads(capsys.readouterr().out)
+    assert {r["variant"] for r in res["rows"]} == {"sdpa", "linear"}
+    assert [t["status"] for t in res["targets"]][:3] == ["not measured"] * 3
+    assert json.loads((out / "bench.json").read_text())["rows"][0]["n"] == 64
+    assert (out / "bench-time.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_table(capsys):
+    assert _main(["bench", "--n", "64", "--variant", "softmax", "--repeats", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "softmax" in text and "crossover" in text and "targets" in text and "not measured" in text
+
+
+BAD_INPUT = [
+    (["--n", "512,abc"], "'abc' is not one"),
+    (["--variant", "nope"], "unknown variant 'nope'"),
+    (["--dtype", "float16"], "dtype must be one of float32, float64, bfloat16"),
+    (["--repeats", "0"], "--repeats must be >= 1"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_INPUT)
+def test_cli_bad_input_is_one_line_exit_2(argv, message, capfd):
+    assert _main(["bench", *argv]) == 2
+    err = capfd.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in err
+
+
+def test_cli_bad_input_from_the_shell():
+    proc = subprocess.run([sys.executable, "-m", "attnlab.cli", "bench", "--n", "1x"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "'1x' is not one" in proc.stderr
+
+
+@pytest.mark.slow
+def test_experiment_registered_and_tiny_run():
+    e = get_experiment(EXPERIMENT_ID)
+    assert e.in_reproduce and e.config_cls is AttentionSpeedConfig
+    quick = AttentionSpeedConfig()
+    assert quick.n == (512, 1024, 2048) and "flex" not in quick.variants
+    assert AttentionSpeedConfig(scale="paper").n[-1] == 16384
+    res = run_attention_speed(AttentionSpeedConfig(n=(64, 128), variants=("softmax", "linear"), repeats=1))
+    json.dumps(res, allow_nan=False)
+    assert [f["file"] for f in res["figures"]] == ["attention-time.png", "attention-memory.png"]
+    assert res["figures"][0]["xscale"] == res["figures"][0]["yscale"] == "log"
+    assert {s["label"] for s in res["figures"][0]["series"]} == {"sdpa", "softmax", "linear"}
+    assert {r["status"] for r in res["summary"][:3]} == {"info"}  # targets sit at n = 8192
+    assert len(res["tables"][0]["rows"]) == 6
+
+
+@pytest.mark.parametrize("kwargs, message", [({"n": (0,)}, "n must be"), ({"variants": ("x",)}, "unknown variant"),
+                                             ({"device": "cuda"}, "CPU"), ({"repeats": 0}, "repeats")])
+def test_experiment_bad_config(kwargs, message):
+    with pytest.raises((ConfigError, UnknownNameError), match=message):
+        AttentionSpeedConfig(**kwargs)
