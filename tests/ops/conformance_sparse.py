@@ -22,11 +22,15 @@ from attnlab.ops import softmax_attention
 from attnlab.ops.masks import combine_masks, reject_finite_additive, resolve_causal
 from attnlab.ops.softmax import batch_shape
 from attnlab.ops.sparse import (
+    bigbird_attention,
     bigbird_graph,
     graph_attention,
     graph_to_mask,
+    longformer_attention,
     longformer_graph,
     mask_to_graph,
+    pattern_attention,
+    pattern_from_mask,
     sliding_window_attention,
 )
 
@@ -79,9 +83,46 @@ def _window_reference(q, k, v, *, mask=None, causal=None, key_padding_mask=None,
     return softmax_attention(q, k, v, mask=pattern, return_weights=True)
 
 
+def _structured_entry(name: str, build, attend, global_rows) -> OperatorEntry:
+    """The O(n) pattern path: ``attend`` itself when n_q == n_k and nothing else is masked;
+    otherwise the placed pattern with the rows of the global tokens computed densely."""
+
+    def fn(q, k, v, *, mask=None, causal=None, key_padding_mask=None, return_weights=False):
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        if mask is None and key_padding_mask is None and n_q == n_k:
+            return attend(q, k, v, causal=resolve_causal(causal, n_q, n_k) is not None, return_weights=return_weights)
+        pattern = _pattern(build, q, k, v, mask, causal, key_padding_mask)
+        if n_q != n_k:  # a SparsePattern is square: the general gather path
+            return graph_attention(q, k, v, mask_to_graph(pattern), return_weights=return_weights)
+        rows = [i for i in global_rows if i < n_q]
+        return pattern_attention(q, k, v, pattern_from_mask(pattern, rows), return_weights=return_weights)
+
+    def reference(q, k, v, *, mask=None, causal=None, key_padding_mask=None, return_weights=False):
+        pattern = _pattern(build, q, k, v, mask, causal, key_padding_mask)
+        return softmax_attention(q, k, v, mask=pattern, return_weights=True)
+
+    return OperatorEntry(name, fn, normalized=True, features=ALL_FEATURES - {"float_mask"}, reference_fn=reference)
+
+
+def _bigbird(N: int, causal: bool):
+    return bigbird_graph(N, g=2, w=3, r=2, seed=7, causal=causal)
+
+
+def _longformer(N: int, causal: bool):
+    return longformer_graph(N, w=4, dilation=2, global_tokens=(0, 3), causal=causal)
+
+
 OPERATORS: list[OperatorEntry] = [
-    _graph_entry("sparse-bigbird", lambda N, causal: bigbird_graph(N, g=1, w=3, r=2, seed=7, causal=causal)),
-    _graph_entry("sparse-longformer", lambda N, causal: longformer_graph(N, w=4, global_tokens=(0,), causal=causal)),
+    _graph_entry("sparse-bigbird", _bigbird),
+    _graph_entry("sparse-longformer", _longformer),
+    _structured_entry(
+        "sparse-bigbird-pattern", _bigbird,
+        lambda q, k, v, **kw: bigbird_attention(q, k, v, g=2, w=3, r=2, seed=7, **kw), (0, 1),
+    ),
+    _structured_entry(
+        "sparse-longformer-pattern", _longformer,
+        lambda q, k, v, **kw: longformer_attention(q, k, v, w=4, dilation=2, global_tokens=(0, 3), **kw), (0, 3),
+    ),
     OperatorEntry(
         "sparse-window-gather", _window_fn, normalized=True,
         features=ALL_FEATURES - {"float_mask"}, reference_fn=_window_reference,

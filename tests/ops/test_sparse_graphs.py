@@ -128,7 +128,7 @@ def test_bad_configurations_raise_one_line_config_errors(call, message):
 def test_graph_attention_rejects_repeated_keys_and_wrong_row_count():
     q = torch.randn(4, 3, dtype=torch.float64)
     with pytest.raises(ConfigError, match="names the same key twice"):
-        graph_attention(q, q, q, torch.tensor([[0, 0], [1, -1], [2, -1], [3, -1]]))
+        graph_attention(q, q, q, torch.tensor([[0, 0], [1, -1], [2, -1], [3, -1]]), validate=True)
     with pytest.raises(ConfigError, match="neighbors has 3 rows but there are n_q=4"):
         graph_attention(q, q, q, sliding_window_graph(3, 3))
 

@@ -5,7 +5,9 @@
 * gather.py: graph_attention, the O(n w) gather path with autograd;
 * window.py: sliding_window_attention with the "gather" (banded), "flex" and
   "dense" backends;
-* flex.py: the FlexAttention block mask of a window.
+* flex.py: the FlexAttention block mask of a window;
+* pattern.py, structured.py: SparsePattern (window + extra keys + dense global
+  rows) and bigbird_attention / longformer_attention over it, O(n) with global tokens.
 """
 
 from attnlab.ops.sparse.gather import graph_attention
@@ -16,9 +18,18 @@ from attnlab.ops.sparse.graphs import (
     mask_to_graph,
     sliding_window_graph,
 )
+from attnlab.ops.sparse.pattern import SparsePattern, bigbird_pattern, longformer_pattern, pattern_from_mask
+from attnlab.ops.sparse.structured import bigbird_attention, longformer_attention, pattern_attention
 from attnlab.ops.sparse.window import sliding_window_attention
 
 __all__ = [
+    "SparsePattern",
+    "bigbird_attention",
+    "bigbird_pattern",
+    "longformer_attention",
+    "longformer_pattern",
+    "pattern_attention",
+    "pattern_from_mask",
     "bigbird_graph",
     "graph_attention",
     "graph_to_mask",

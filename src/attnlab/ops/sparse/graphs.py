@@ -21,8 +21,10 @@ side": it means w/2. Its BigBird prose defines the global set G only by
 "x_i and x_j for i in G and all j" (one direction); BigBird's global tokens
 (and Figure 7(c)) go both ways, which is what makes every pair of tokens at
 most two hops apart (claim ``transformer-math.sparse-two-hop``). With global
-tokens, a padded list has w_max = n (a global row lists every key): the fast
-O(n w) paths are the sliding-window backends of window.py.
+tokens, a padded list has w_max = n (a global row lists every key), so these
+lists are for checks and small n; the O(n (w + r + g)) paths with global rows
+computed densely are bigbird_attention / longformer_attention (structured.py,
+over pattern.py), and the sliding-window backends of window.py.
 """
 
 from __future__ import annotations
