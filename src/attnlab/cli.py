@@ -418,6 +418,44 @@ def _print_bench(result: dict) -> None:
     console.print(g)
 
 
+@app.command()
+def construct(
+    name: str = typer.Argument(..., help="Which construction: memorization (Theorem 1 of the memorization paper)."),
+    H: int = typer.Option(4, "--H", help="Number of heads H."),
+    n: int = typer.Option(32, "--n", help="Context size n (n < d)."),
+    d: int = typer.Option(64, "--d", help="Embedding dimension d."),
+    d_h: int = typer.Option(64, "--d-h", help="Key/query dimension d_h."),
+    T: Optional[int] = typer.Option(None, "--T", help="Examples (default: the bound H(min(n, d_h) - 1) + 1)."),
+    d_out: int = typer.Option(1, "--d-out", help="Label dimension d_out."),
+    seed: int = typer.Option(0, "--seed", help="Seed for the data and the construction's random draws."),
+    shared: bool = typer.Option(True, "--shared-context/--per-example", help="One context for all examples, or one each."),
+    out: Optional[str] = typer.Option(None, "--out", help="Save data and weights to this .npz file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the check as JSON."),
+) -> None:
+    """Build a paper's construction on data drawn from --seed, check it, and save it.
+
+    memorization: the weights of Theorem 1's proof (float64); prints c, rank Z,
+    sigma_min(Z) and max |y_hat - y|. The .npz holds E, e, y, W_Q, W_K, W_V, W_O,
+    W_D in the paper's orientation (eqs. (1)-(6)).
+    """
+    from attnlab.constructions.run import get_construction
+
+    runner = get_construction(name)
+    result = runner(H=H, n=n, d=d, d_h=d_h, T=T, d_out=d_out, seed=seed, shared=shared, out=out)
+    if as_json:
+        _print_json(result)
+        return
+    t = Table(title=f"attnlab construct {name}")
+    t.add_column("quantity")
+    t.add_column("value", overflow="fold")
+    for key in ("T", "bound", "bound_name", "c", "rank_Z", "rank_tol", "sigma_min_Z", "max_abs_error", "out"):
+        if key in result:
+            t.add_row(key, escape(_fmt(result[key])))
+    console.print(t)
+    for note in result.get("notes", []):
+        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+
+
 def _one_line_error(message: str) -> None:
     err_console.print(
         "attnlab: error: " + " ".join(message.split()), highlight=False, markup=False, soft_wrap=True

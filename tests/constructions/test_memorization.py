@@ -1,0 +1,157 @@
+"""Theorem 1's construction (memorization-capacity-of-mha §4, App. B), checked in float64.
+
+Prime sizes (d = 13, n = 5 or 7, d_h = 3 or 7) so an axis mix-up fails; the paper's
+sizes d = 64, n = 32. Labels must be reproduced to 1e-8 (the weights reach logit
+scales c ~ 1e5-1e7, so the 1e-12 class does not apply to y_hat; measured ~1e-9).
+"""
+
+import numpy as np
+import pytest
+
+from attnlab.constructions import (
+    attention_features,
+    build_memorizing_weights,
+    check_memorization,
+    draw_dataset,
+    memorization_forward,
+)
+from attnlab.errors import ConfigError
+from numpy_reference import LABEL_TOL, numpy_forward
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("n, d_h, H", [(5, 7, 3), (7, 3, 5)])
+def test_prime_sizes_memorize_at_the_bound(shared, n, d_h, H):
+    r = min(n, d_h)
+    T = H * (r - 1) + 1
+    E, e, y = draw_dataset(T, n, 13, 3, shared=shared, seed=1)
+    w = build_memorizing_weights(E, e, y, H=H, d_h=d_h, seed=1)
+    out = check_memorization(w, E, e, y)
+    assert (w.r, w.bound, w.bound_name) == (r, T, "Theorem 1")
+    assert out["rank_Z"] == T and out["sigma_min_Z"] > 1e3 * out["rank_tol"]
+    assert out["max_abs_error"] <= LABEL_TOL
+    assert w.W_Q.shape == w.W_K.shape == (H, 13, d_h) and w.W_V.shape == (H, 13, 3)
+    assert [len(b) for b in w.blocks] == [r] + [r - 1] * (H - 1)
+    # independent forward pass agrees with the package's
+    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices()), y, atol=LABEL_TOL, rtol=0)
+
+
+@pytest.mark.parametrize("H", [1, 4])
+def test_paper_sizes_shared_context(H):
+    T = H * 31 + 1
+    E, e, y = draw_dataset(T, 32, 64, 1, shared=True, seed=0)
+    w = build_memorizing_weights(E, e, y, H=H, d_h=64)
+    out = check_memorization(w, E, e, y)
+    assert out["rank_Z"] == T and out["max_abs_error"] <= LABEL_TOL
+    assert (w.c_ >= w.c_required_).all() and (w.c_[1:] > 0).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shared", [True, False])
+def test_paper_sizes_eight_heads(shared):
+    T = 8 * 31 + 1  # 249, FIELD-NOTES / Theorem 1
+    E, e, y = draw_dataset(T, 32, 64, 1, shared=shared, seed=0)
+    out = check_memorization(build_memorizing_weights(E, e, y, H=8, d_h=64), E, e, y)
+    assert out["rank_Z"] == 249 and out["max_abs_error"] <= LABEL_TOL
+
+
+def test_below_the_bound_and_unused_heads():
+    E, e, y = draw_dataset(6, 5, 13, 1, shared=True, seed=2)
+    w = build_memorizing_weights(E, e, y, H=4, d_h=7)
+    assert [len(b) for b in w.blocks] == [5, 1, 0, 0]
+    assert np.abs(w.W_Q[2:]).max() == 0.0  # unused heads attend uniformly
+    out = check_memorization(w, E, e, y)
+    assert out["rank_Z"] == 6 and out["max_abs_error"] <= LABEL_TOL
+
+
+def test_classification_labels_are_argmax_exact():
+    E, e, _ = draw_dataset(13, 5, 13, 1, shared=False, seed=3)
+    labels = np.random.default_rng(3).integers(0, 4, size=13)
+    w = build_memorizing_weights(E, e, labels, H=3, d_h=5, n_classes=4)
+    out = check_memorization(w, E, e, labels)
+    assert out["accuracy"] == 1.0 and out["max_abs_error"] <= LABEL_TOL
+    assert w.W_D.shape == (13, 4)
+
+
+def test_skip_connection_appendix_c():
+    E, e, y = draw_dataset(9, 5, 13, 2, shared=True, seed=4)
+    w = build_memorizing_weights(E, e, y, H=2, d_h=5, skip=True)
+    y_hat = memorization_forward(E, e, **w.matrices(), skip=True)
+    assert np.abs(y_hat - y).max() <= LABEL_TOL
+    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices(), skip=True), y_hat, atol=1e-10, rtol=0)
+
+
+def test_forward_matches_independent_numpy_on_random_weights():
+    rng = np.random.default_rng(5)
+    E, e = rng.standard_normal((7, 5, 13)), rng.standard_normal((7, 13))
+    W = dict(W_Q=rng.standard_normal((3, 13, 2)), W_K=rng.standard_normal((3, 13, 2)),
+             W_V=rng.standard_normal((3, 13, 11)), W_O=rng.standard_normal((33, 13)),
+             W_D=rng.standard_normal((13, 4)))
+    np.testing.assert_allclose(memorization_forward(E, e, **W), numpy_forward(E, e, **W), atol=1e-12, rtol=1e-12)
+    Z = attention_features(E, e, W["W_Q"], W["W_K"])
+    assert Z.shape == (7, 3 * 13)  # eq. (7): T x H d
+
+
+def test_assumption1_failure_falls_back_to_remark1():
+    rng = np.random.default_rng(6)
+    basis = rng.uniform(size=(3, 13))  # queries in a 3-dim subspace: Kruskal rank <= 3 < n = 5
+    e = rng.uniform(size=(9, 3)) @ basis
+    E = rng.uniform(size=(5, 13))
+    y = rng.standard_normal((9, 1))
+    w = build_memorizing_weights(E, e, y, H=4, d_h=7)  # Remark 1: 4 (3 - 1) + 1 = 9
+    assert (w.r, w.bound, w.bound_name) == (3, 9, "Remark 1")
+    assert any("Assumption 1 fails" in note for note in w.notes)
+    assert check_memorization(w, E, e, y)["max_abs_error"] <= LABEL_TOL
+    with pytest.raises(ConfigError, match=r"Remark 1's bound H\(r-1\)\+1 = 9"):
+        build_memorizing_weights(E, np.vstack([e, e[:1] * 2]), np.vstack([y, y[:1]]), H=4, d_h=7)
+
+
+def test_parallel_queries_are_caught_during_the_build():
+    E, e, y = draw_dataset(5, 5, 13, 1, shared=True, seed=7)
+    assert build_memorizing_weights(E, e, y, H=4, d_h=7).bound_name == "Theorem 1"
+    e[1] = 3 * e[0]  # two parallel queries: Kruskal rank 1 (Remark 1: T <= 1), though they span 4 dims
+    with pytest.raises(ConfigError, match=r"Remark 1's bound H\(r-1\)\+1 = 1 .*linearly dependent"):
+        build_memorizing_weights(E, e, y, H=4, d_h=7)
+
+
+def test_rank_deficient_context_is_named():
+    E, e, y = draw_dataset(9, 5, 13, 1, shared=False, seed=8)
+    E[2, 4] = E[2, 0] + E[2, 1]  # context 2 has rank 4 < n = 5
+    w = build_memorizing_weights(E, e, y, H=3, d_h=7)
+    assert w.r == 4 and any("Assumption 2 fails" in note for note in w.notes)
+    assert check_memorization(w, E, e, y)["max_abs_error"] <= LABEL_TOL
+
+
+def test_fixed_c_is_recorded():
+    E, e, y = draw_dataset(9, 5, 13, 1, shared=True, seed=9)
+    w = build_memorizing_weights(E, e, y, H=2, d_h=5, c=1e6)
+    assert w.c_[1] == 1e6 and w.c_required_[1] > 0
+    assert check_memorization(w, E, e, y)["rank_Z"] == 9
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(H=2, d_h=5, T=10), r"exceeds Theorem 1's bound H\(r-1\)\+1 = 9"),
+        (dict(H=2, d_h=0, T=3), "d_h must be an integer >= 1"),
+        (dict(H=0, d_h=5, T=3), "H must be an integer >= 1"),
+        (dict(H=2, d_h=5, T=3, d_v=0), "d_v must be an integer >= 1"),
+        (dict(H=2, d_h=5, T=3, c=-1.0), "c must be a finite number > 0"),
+    ],
+)
+def test_bad_input_raises_config_error(kwargs, message):
+    T = kwargs.pop("T")
+    E, e, y = draw_dataset(T, 5, 13, 2, shared=True, seed=0)
+    if "d_v" in kwargs:
+        kwargs["d_v"] = 0
+    with pytest.raises(ConfigError, match=message):
+        build_memorizing_weights(E, e, y, **kwargs)
+
+
+def test_context_longer_than_d_and_label_mismatch_raise():
+    E, e, y = draw_dataset(3, 13, 13, 1, shared=True, seed=0)
+    with pytest.raises(ConfigError, match="n < d"):
+        build_memorizing_weights(E, e, y, H=1, d_h=3)
+    E, e, y = draw_dataset(3, 5, 13, 1, shared=True, seed=0)
+    with pytest.raises(ConfigError, match="one label per query"):
+        build_memorizing_weights(E, e, y[:2], H=1, d_h=3)
