@@ -221,7 +221,9 @@ def _run_sweep(e: Experiment, spec, rd: RunDir, seed: int, options: dict) -> dic
                                f"{rel}/runs/<run_id>/log.txt; `attnlab reproduce --resume` reruns them")
         entry["results"] = e.aggregate(result.rows)
         entry["status"] = "ok"
-    except Exception:  # Ctrl-C (SweepInterrupted) is no Exception: it stops reproduce, runs kept  # recorded and reported; --resume runs it again
+    # Recorded and reported; --resume runs it again. Ctrl-C (SweepInterrupted) is not an
+    # Exception: it stops reproduce and keeps the finished runs.
+    except Exception:
         entry["status"] = "error"
         entry["error"] = traceback.format_exc(limit=6)
     entry["seconds"] = round(time.perf_counter() - start, 3)
