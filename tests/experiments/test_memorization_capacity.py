@@ -1,0 +1,94 @@
+"""memorization.capacity-vs-heads: the bound, a tiny run's results, bad configs (Python and CLI)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.errors import ConfigError
+from attnlab.experiments import get_experiment
+from attnlab.experiments.memorization_capacity import (
+    EXPERIMENT_ID,
+    CapacityConfig,
+    largest_memorized,
+    linear_fit,
+    run_capacity,
+    theorem1_bound,
+)
+from attnlab.reports.rundir import RunDir
+
+TINY = dict(d=8, n=4, n_classes=10, H_grid=(1, 2), T_factors=(1.0, 2.0), steps=150, lr=2e-2, warmup=10,
+            replicates=2, eval_every=10)
+
+
+def test_theorem1_bound_matches_the_paper_numbers():
+    # FIELD-NOTES: d=64, n=32, d_h=64 -> 125 (H=4), 249 (H=8); r = min(n, d_h)
+    assert theorem1_bound(4, 32, 64) == 125 and theorem1_bound(8, 32, 64) == 249
+    assert theorem1_bound(1, 32, 64) == 32
+    assert theorem1_bound(3, 32, 5) == 3 * 4 + 1  # d_h < n: r = d_h
+
+
+def test_registered_and_quick_preset():
+    e = get_experiment(EXPERIMENT_ID)
+    assert e.in_reproduce and e.config_cls is CapacityConfig and e.reproduce_sweep is None
+    cfg = CapacityConfig()
+    assert (cfg.d, cfg.n, cfg.d_h, cfg.n_classes) == (64, 32, 64, 100)
+    assert cfg.H_grid == (1, 2, 4) and cfg.T_grid(4) == [125, 250, 500, 750]
+    paper = CapacityConfig(scale="paper")
+    assert paper.batch == 256 and paper.lr == 1e-3 and 8 in paper.H_grid
+
+
+def test_linear_fit_and_largest_memorized():
+    a, b, r2 = linear_fit([1, 2, 4], [3, 5, 9])  # exactly 2 H + 1
+    assert abs(a - 2) < 1e-12 and abs(b - 1) < 1e-12 and abs(r2 - 1) < 1e-12
+    a, b, r2 = linear_fit([1, 2, 3], [1, 3, 2])  # by hand: a = 1/2, b = 1, SS_res = 1.5, SS_tot = 2
+    assert abs(a - 0.5) < 1e-12 and abs(b - 1) < 1e-12 and abs(r2 - 0.25) < 1e-12
+    cells = [{"H": 1, "T": 4, "memorized": [True, True]}, {"H": 1, "T": 8, "memorized": [True, False]},
+             {"H": 2, "T": 7, "memorized": [False, False]}]
+    assert largest_memorized(cells, 1) == 4 and largest_memorized(cells, 2) == 0
+
+
+@pytest.mark.slow
+def test_tiny_run_memorizes_small_T(tmp_path):
+    rd = RunDir.create(tmp_path / "run")
+    res = run_capacity(CapacityConfig(**TINY), rd)
+    assert set(res) == {"summary", "tables", "figures", "notes", "data"}
+    data = res["data"]
+    assert data["H"] == [1, 2] and data["bound"] == [4, 7]  # H (4 - 1) + 1
+    cells = {(c["H"], c["T"]): c for c in data["cells"]}
+    assert set(cells) == {(1, 4), (1, 8), (2, 7), (2, 14)}
+    for key in [(1, 4), (2, 7)]:  # T at the bound: gradient descent fits every label
+        assert cells[key]["memorized"] == [True, True]
+        assert cells[key]["final_accuracy"] == [1.0, 1.0]
+        assert all(1 <= s <= TINY["steps"] for s in cells[key]["steps_to_memorize"])
+    assert data["largest_T_memorized"][0] >= 4 and data["largest_T_memorized"][1] >= 7
+    assert res["summary"][0]["measured"] == data["largest_T_memorized"][0]
+    assert res["figures"][0]["file"] == "memorization-capacity-vs-heads.png"
+    assert len(res["tables"][0]["rows"]) == 4
+    assert len(rd.read_metrics()) == 4
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(H_grid=(0, 2)), "every H in H_grid must be an integer >= 1"),
+    (dict(H_grid=(2, 2)), "H_grid must list distinct head counts"),
+    (dict(T_factors=(1.0, -2.0)), "T_factors must be positive numbers"),
+    (dict(steps=10, warmup=10), "warmup (10) must be smaller than steps (10)"),
+    (dict(lr=math.inf), "lr must be a positive finite number"),
+    (dict(n=1), "n must be an integer >= 2"),
+    (dict(scale="huge"), "scale must be one of"),
+])
+def test_bad_config(bad, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        CapacityConfig(**bad)
+
+
+def test_bad_config_via_the_cli(capsys, tmp_path):
+    try:
+        main(["sweep", EXPERIMENT_ID, "--set", "lr=-1", "--out", str(tmp_path / "s")])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("attnlab: error: ") and "lr must be a positive finite number, got -1" in err[0]
