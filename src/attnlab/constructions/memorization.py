@@ -37,6 +37,7 @@ import numpy as np
 from attnlab.constructions.memorization_model import (
     attention_features,
     context_ranks,
+    memorization_bound,
     memorization_forward,
     rank_and_sigma_min,
     softmax,
@@ -101,7 +102,7 @@ def build_memorizing_weights(E, e, y, *, H: int, d_h: int, c: float | None = Non
     _validate(H=H, d_h=d_h, d_v=d_v, d_out=d_out, n=n, d=d, c=c)
     r, name, notes = _capacity(E, e, d_h)
     while True:
-        bound = H * (r - 1) + 1
+        bound = memorization_bound(H, r)
         if T > bound:
             raise ConfigError(
                 f"T = {T} exceeds {name}'s bound H(r-1)+1 = {bound} (H = {H}, r = {r}"

@@ -32,6 +32,16 @@ from attnlab.errors import ConfigError
 from attnlab.training.models import attention_classifier
 
 
+def memorization_bound(H: int, r: int) -> int:
+    """T = H (r - 1) + 1: the labels H heads memorize (Theorem 1 with r = min(n, d_h); Remark 1 with r = min(Q, d_h))."""
+    return H * (r - 1) + 1
+
+
+def theorem1_bound(H: int, n: int, d_h: int) -> int:
+    """Theorem 1's T = H (min(n, d_h) - 1) + 1."""
+    return memorization_bound(H, min(n, d_h))
+
+
 def memorization_forward(E, e, W_Q, W_K, W_V, W_O, W_D, *, skip: bool = False) -> np.ndarray:
     """y_hat (T x d_out) of eqs. (1)-(6) in float64; with ``skip``, eq. (5) becomes
     o = W_O^T [p_1; ...; p_H] + e (Appendix C). Arrays or tensors in, a NumPy array out."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnlab.constructions.memorization_model import draw_dataset
+from attnlab.constructions.memorization_model import draw_dataset, theorem1_bound
 from attnlab.errors import ConfigError
 from attnlab.experiments.registry import Experiment, register
 from attnlab.experiments.transformer_math import _resolve
@@ -52,11 +52,6 @@ PRESETS = {
               "steps": 50_000, "lr": 1e-3, "warmup": 2_500, "batch": 256, "replicates": 3,
               "eval_every": 500},
 }
-
-
-def theorem1_bound(H: int, n: int, d_h: int) -> int:
-    """T = H (r - 1) + 1 with r = min(n, d_h): the examples Theorem 1's construction memorizes."""
-    return H * (min(n, d_h) - 1) + 1
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,11 @@ def _run_one(e: Experiment, cfg, rd: RunDir, seed: int) -> dict:
     except Exception:  # recorded and reported; --resume runs it again
         entry["status"] = "error"
         entry["error"] = traceback.format_exc(limit=6)
+    return _finish(entry, e, rd, start)
+
+
+def _finish(entry: dict, e: Experiment, rd: RunDir, start: float) -> dict:
+    """Stamp the time taken and the finish, and log it to metrics.jsonl."""
     entry["seconds"] = round(time.perf_counter() - start, 3)
     entry["finished"] = utc_now()
     rd.append_metric({"event": "finish", "experiment": e.id, "status": entry["status"],
@@ -226,11 +231,7 @@ def _run_sweep(e: Experiment, spec, rd: RunDir, seed: int, options: dict) -> dic
     except Exception:
         entry["status"] = "error"
         entry["error"] = traceback.format_exc(limit=6)
-    entry["seconds"] = round(time.perf_counter() - start, 3)
-    entry["finished"] = utc_now()
-    rd.append_metric({"event": "finish", "experiment": e.id, "status": entry["status"],
-                      "seconds": entry["seconds"]})
-    return entry
+    return _finish(entry, e, rd, start)
 
 
 def _run_claims(papers: Sequence[str], seed: int) -> list[dict]:
