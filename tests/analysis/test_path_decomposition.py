@@ -132,7 +132,6 @@ def test_claim_passes_and_reports_its_tolerance():
     r = c.run(seed=3)
     assert r.status == "pass" and r.measurement.tolerance == TOL
     assert 0 <= r.measurement.measured <= TOL
-    assert r.seconds < 1.0
 
 
 def test_config_errors():

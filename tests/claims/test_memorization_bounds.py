@@ -38,7 +38,6 @@ def test_upper_bound_holds_and_is_reached(cid, bound, control, seed):
     # no attempt came near a (bound+1)-th singular value: float64 round-off only
     assert _number(r"max sigma_\(bound\+1\)/sigma_1 ([0-9.e+-]+)", m.detail) < 1e-13
     assert f"max rank {control}" in m.detail.split("control")[1]  # the hypothesis matters
-    assert r.seconds < 5  # ~0.4 s on one thread
 
 
 @pytest.mark.parametrize("seed", [0, 1])

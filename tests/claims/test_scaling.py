@@ -19,4 +19,3 @@ def test_dot_product_variance_claim(seed):
     assert m.tolerance == pytest.approx(4 * math.sqrt((2 + 6 / 16) / 2 ** 14), rel=1e-12)
     assert 0 <= m.measured <= m.tolerance
     assert "log-log slope" in m.detail
-    assert r.seconds < 3  # about 0.35 s here

@@ -43,7 +43,20 @@ def test_paper_sizes_shared_context(H):
     w = build_memorizing_weights(E, e, y, H=H, d_h=64)
     out = check_memorization(w, E, e, y)
     assert out["rank_Z"] == T and out["max_abs_error"] <= LABEL_TOL
-    assert (w.c_ >= w.c_required_).all() and (w.c_[1:] > 0).all()
+    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices()), y, atol=LABEL_TOL, rtol=0)
+    # the scan only ever lowers App. B.2's c, by powers of ten, and keeps every head saturating
+    assert (w.c_ <= w.c_required_).all() and (w.c_[1:] > 0).all()
+    k = np.log10(w.c_required_[1:] / w.c_[1:])
+    np.testing.assert_allclose(k, np.round(k), atol=1e-9)
+
+
+def test_proof_c_also_memorizes():
+    """With App. B.2's own (larger) c, the build still memorizes: the scan is a choice, not a fix."""
+    E, e, y = draw_dataset(63, 32, 64, 1, shared=True, seed=3)
+    w0 = build_memorizing_weights(E, e, y, H=2, d_h=64)
+    w = build_memorizing_weights(E, e, y, H=2, d_h=64, c=float(w0.c_required_.max()))
+    out = check_memorization(w, E, e, y)
+    assert out["rank_Z"] == 63 and out["max_abs_error"] <= LABEL_TOL
 
 
 @pytest.mark.slow
