@@ -151,6 +151,7 @@ def _step1(E, e, H, d_h, r, c, rng):
     blocks = _blocks(T, H, r)
     W_Q, W_K = np.zeros((H, d, d_h)), np.zeros((H, d, d_h))
     c_, c_req = np.zeros(H), np.zeros(H)
+    feats = []  # z_h^(t) of the finished heads, (T, d) each: a new head leaves them unchanged
     for h, fresh in enumerate(blocks):
         if not fresh:
             continue  # more heads than needed: W_K W_Q^T = 0, uniform attention
@@ -158,8 +159,9 @@ def _step1(E, e, H, d_h, r, c, rng):
         if h == 0:  # base of the induction: Claim 1 on examples 1..r
             W = _claim1(E, e, fresh, rng)
         else:
-            W, c_[h], c_req[h] = _new_head(E, e, fresh, W_Q[:h], W_K[:h], c, rng)
+            W, c_[h], c_req[h] = _new_head(E, e, fresh, np.concatenate(feats, axis=1), c, rng)
         W_K[h], W_Q[h] = _factor(W, d_h)
+        feats.append(attention_features(E, e, W_Q[h:h + 1], W_K[h:h + 1]))
     return W_Q, W_K, c_, c_req, tuple(tuple(int(t) for t in b) for b in blocks)
 
 
@@ -182,7 +184,7 @@ def _claim1(E, e, F, rng) -> np.ndarray:
     return B @ np.linalg.pinv(Q)  # (d, m) @ (m, d)
 
 
-def _new_head(E, e, F, W_Q_prev, W_K_prev, c, rng):
+def _new_head(E, e, F, Z_prev, c, rng):
     """Induction step (App. B, Claim 2): W = W* + c W+ for the fresh examples F.
 
     Rows 1..T' (T' = F[0]) are old. With C = Z'_b Z'_a^+, subtracting C times the old rows
@@ -198,20 +200,18 @@ def _new_head(E, e, F, W_Q_prev, W_K_prev, c, rng):
     old = np.arange(F[0])
     W_star = _claim1(E, e, F, rng)
     W_plus, alpha_plus = _lemma3(E, e, old, F, rng)
-    idx = np.concatenate([old, F])
-    Zp = attention_features(_contexts_or_shared(E, idx), e[idx], W_Q_prev, W_K_prev)
-    Za1, Zb1 = Zp[: len(old)], Zp[len(old):]
+    Za1, Zb1 = Z_prev[old], Z_prev[F]  # Z' of the earlier heads: (T', h d), (|F|, h d)
     C = Zb1 @ np.linalg.pinv(Za1)  # (|F|, T')
     Eo, EF = _contexts(E, old), _contexts(E, F)
     top = alpha_plus.argmax(axis=1)
     Za_plus = Eo[np.arange(len(old)), top]  # E^(t)T theta_+^(t): the selected tokens (T', d)
-    theta_star = softmax(np.einsum("tnd,de,te->tn", EF, W_star, e[F]))
+    theta_star = softmax(np.einsum("tnd,de,te->tn", EF, W_star, e[F], optimize=True))
     M_plus = np.einsum("tn,tnd->td", theta_star, EF) - C @ Za_plus
     s_min = np.linalg.svd(M_plus, compute_uv=False)[-1]
     e_max = np.linalg.norm(Eo, axis=-1).max()
     c_norm = np.linalg.norm(C, 2)
     delta = 0.5 * s_min / (np.sqrt(len(old)) * e_max * c_norm) if c_norm > 0 else 1.0
-    alpha_star = np.einsum("tnd,de,te->tn", Eo, W_star, e[old])
+    alpha_star = np.einsum("tnd,de,te->tn", Eo, W_star, e[old], optimize=True)
     spread = alpha_star.max(axis=1) - alpha_star[np.arange(len(old)), top]
     part = np.sort(alpha_plus, axis=1)
     gap = part[:, -1] - part[:, -2]
@@ -220,11 +220,11 @@ def _new_head(E, e, F, W_Q_prev, W_K_prev, c, rng):
     if c is not None:
         return W_star + float(c) * W_plus, float(c), c_required
     Zb = M_plus + C @ Za_plus  # Z''_b: the fresh rows under this head (W+ vanishes on F)
-    c_h = _smallest_valid_c(c_required, W_star, W_plus, Eo, e[old], Zb, C, s_min)
+    c_h = _smallest_valid_c(c_required, alpha_star, alpha_plus, Eo, Zb, C, s_min)
     return W_star + c_h * W_plus, c_h, c_required
 
 
-def _smallest_valid_c(c_required, W_star, W_plus, Eo, eo, Zb, C, s_min, *, steps: int = 12) -> float:
+def _smallest_valid_c(c_required, alpha_star, alpha_plus, Eo, Zb, C, s_min, *, steps: int = 12) -> float:
     """The smallest c in c_required * 10^-k (k = 0..steps) for which the Weyl step of App. B.2
     holds as measured: sigma_min(M_c) >= sigma_min(M_+) / 2, M_c = Z''_b - C Z''_a(c).
 
@@ -238,7 +238,7 @@ def _smallest_valid_c(c_required, W_star, W_plus, Eo, eo, Zb, C, s_min, *, steps
     best = c_required
     for k in range(steps + 1):
         c_k = c_required * 10.0 ** (-k)
-        theta = softmax(np.einsum("tnd,de,te->tn", Eo, W_star + c_k * W_plus, eo))  # (T', n)
+        theta = softmax(alpha_star + c_k * alpha_plus)  # E (W* + c W+) e on the old examples: (T', n)
         Za = np.einsum("tn,tnd->td", theta, Eo)  # Z''_a(c): (T', d)
         if np.linalg.svd(Zb - C @ Za, compute_uv=False)[-1] < 0.5 * s_min:
             break
@@ -351,10 +351,6 @@ def _blocks(T: int, H: int, r: int) -> list[list[int]]:
 def _contexts(E, idx):
     """E^(t) for t in idx: (len(idx), n, d), broadcasting a shared context."""
     return E[idx] if E.ndim == 3 else np.broadcast_to(E, (len(idx), *E.shape))
-
-
-def _contexts_or_shared(E, idx):
-    return E[idx] if E.ndim == 3 else E
 
 
 def _prepare(E, e, y, n_classes):
