@@ -86,6 +86,23 @@ def test_classification_labels_are_argmax_exact():
     assert w.W_D.shape == (13, 4)
 
 
+def test_more_classes_than_d_use_sign_codes_with_margin_one():
+    """26 classes at d = 13: codes +-s_i (13 dims); logits u_j^T u_y: 1 on y, <= 0 elsewhere."""
+    E, e, _ = draw_dataset(13, 5, 13, 1, shared=True, seed=4)
+    labels = np.random.default_rng(4).integers(0, 26, size=13)
+    w = build_memorizing_weights(E, e, labels, H=3, d_h=5, n_classes=26)
+    assert w.W_D.shape == (13, 26) and w.class_codes.shape == (26, 13)
+    logits = numpy_forward(E, e, **w.matrices())
+    out = check_memorization(w, E, e, labels)
+    assert out["accuracy"] == 1.0 and out["max_abs_error"] <= LABEL_TOL
+    np.testing.assert_allclose(logits[np.arange(13), labels], 1.0, atol=LABEL_TOL)
+    others = logits.copy()
+    others[np.arange(13), labels] = -np.inf
+    assert others.max() <= LABEL_TOL  # margin 1 between the true class and every other
+    with pytest.raises(ConfigError, match="use at most 26 classes"):
+        build_memorizing_weights(E, e, labels, H=3, d_h=5, n_classes=27)
+
+
 def test_skip_connection_appendix_c():
     E, e, y = draw_dataset(9, 5, 13, 2, shared=True, seed=4)
     w = build_memorizing_weights(E, e, y, H=2, d_h=5, skip=True)

@@ -82,6 +82,7 @@ class MemorizingWeights:
     rank_Z_: int = 0
     sigma_min_Z_: float = 0.0
     rank_tol_: float = 0.0
+    class_codes: np.ndarray | None = field(default=None, repr=False)
 
     def matrices(self) -> dict[str, np.ndarray]:
         return dict(W_Q=self.W_Q, W_K=self.W_K, W_V=self.W_V, W_O=self.W_O, W_D=self.W_D)
@@ -94,12 +95,12 @@ def build_memorizing_weights(E, e, y, *, H: int, d_h: int, c: float | None = Non
 
     E: (n, d) shared or (T, n, d); e: (T, d); y: (T, d_out) or (T,) real labels, or
     integer classes (T,) (memorized as one-hot rows of width n_classes, default
-    max(y) + 1). c: one saturation scale for every head (default: per head, the smallest
+    max(y) + 1; as +-s_i codes when n_classes > d, see _class_codes). c: one saturation scale for every head (default: per head, the smallest
     c_required 10^-k that keeps App. B.2's Weyl step, measured).
     d_v defaults to d_out. skip: memorize for o = W_O^T p + e (Appendix C: labels
     y - I_{d_out x d} e). seed draws the theta_* logits and Lemma 3's directions.
     """
-    E, e, Y = _prepare(E, e, y, n_classes)
+    E, e, Y, codes = _prepare(E, e, y, n_classes)
     T, d = e.shape
     n, d_out = E.shape[-2], Y.shape[1]
     d_v = d_out if d_v is None else d_v
@@ -122,8 +123,10 @@ def build_memorizing_weights(E, e, y, *, H: int, d_h: int, c: float | None = Non
     solve = _min_norm_solver(Z)  # Z^+ (.), shared by step 2 and its refinement
     W_V, W_O, W_D = _step2(solve, Y - e[:, :d_out] if skip else Y, H, d, d_v)
     W_V = _refine(E, e, Y, solve, W_Q, W_K, W_V, W_O, W_D, skip)
+    if codes is not None:
+        W_D = W_D @ codes.T  # logits y_hat_j = u_j^T u_y: (d, m) @ (m, k) -> (d, k)
     return MemorizingWeights(W_Q, W_K, W_V, W_O, W_D, skip, r, bound, name, tuple(notes), blocks,
-                             c_, c_req, rank, smin, tol)
+                             c_, c_req, rank, smin, tol, codes)
 
 
 def check_memorization(weights: MemorizingWeights, E, e, y) -> dict:
@@ -138,7 +141,7 @@ def check_memorization(weights: MemorizingWeights, E, e, y) -> dict:
                bound_name=weights.bound_name, c=float(weights.c_.max(initial=0.0)))
     if y.ndim == 1 and np.issubdtype(y.dtype, np.integer):
         out["accuracy"] = float((y_hat.argmax(axis=1) == y).mean())
-        target = np.eye(y_hat.shape[1])[y]
+        target = class_logits(weights, y)
     else:
         target = y.reshape(y_hat.shape[0], -1)
     out["max_abs_error"] = float(np.abs(y_hat - target).max())
@@ -381,18 +384,43 @@ def _prepare(E, e, y, n_classes):
     E, e, y = np.asarray(E, np.float64), np.asarray(e, np.float64), np.asarray(y)
     if e.ndim != 2 or E.ndim not in (2, 3) or E.shape[-1] != e.shape[1] or (E.ndim == 3 and len(E) != len(e)):
         raise ConfigError(f"give e as (T, d) and E as (n, d) or (T, n, d); got e {e.shape}, E {E.shape}")
+    codes = None
     if y.ndim == 1 and np.issubdtype(y.dtype, np.integer):
         k = int(y.max()) + 1 if n_classes is None else n_classes
         if y.min() < 0 or y.max() >= k:
             raise ConfigError(f"class labels must lie in 0..{k - 1}, got {y.min()}..{y.max()}")
-        Y = np.eye(k)[y]
+        if k <= e.shape[1]:
+            Y = np.eye(k)[y]
+        else:
+            codes = _class_codes(k, e.shape[1])
+            Y = codes[y]
     else:
         Y = np.asarray(y, np.float64).reshape(len(y), -1)
     if len(Y) != len(e):
         raise ConfigError(f"y has {len(Y)} labels for {len(e)} examples: give one label per query")
     if not (np.isfinite(E).all() and np.isfinite(e).all() and np.isfinite(Y).all()):
         raise ConfigError("E, e and y must be finite")
-    return E, e, Y
+    return E, e, Y, codes
+
+
+def _class_codes(k: int, d: int) -> np.ndarray:
+    """k > d classes as the codes u = +-s_i (k x m, m = ceil(k / 2) <= d): memorizing the
+    real label u_y (d_out = m) and W_D = I_(d x m) U^T gives logits u_j^T u_y = 1 for j = y,
+    -1 for its sign twin and 0 otherwise, so the argmax is y with margin 1."""
+    m = -(-k // 2)
+    if m > d:
+        raise ConfigError(f"{k} classes need {m} code dimensions > d = {d}: use at most {2 * d} classes")
+    codes = np.zeros((k, m))
+    codes[np.arange(k), np.arange(k) // 2] = np.where(np.arange(k) % 2 == 0, 1.0, -1.0)
+    return codes
+
+
+def class_logits(weights: MemorizingWeights, y: np.ndarray) -> np.ndarray:
+    """The logits the weights are built to output for class labels y: one-hot rows, or
+    U u_y with the +-s_i class codes when there are more classes than d."""
+    if weights.class_codes is None:
+        return np.eye(weights.W_D.shape[1])[y]
+    return weights.class_codes[y] @ weights.class_codes.T
 
 
 def _validate(*, H, d_h, d_v, d_out, n, d, c):
