@@ -38,6 +38,9 @@ def test_registered_and_quick_preset():
     assert cfg.H_grid == (1, 2, 4) and cfg.T_grid(4) == [125, 250, 500, 750]
     paper = CapacityConfig(scale="paper")
     assert paper.batch == 256 and paper.lr == 1e-3 and 8 in paper.H_grid
+    assert paper.min_epochs == 500 and paper.steps == 50_000 and paper.optimizer == "adam"  # App. A
+    lbfgs = CapacityConfig(optimizer="lbfgs")
+    assert lbfgs.batch is None and lbfgs.lr == 1.0 and lbfgs.H_grid == (1, 2, 4)
 
 
 def test_linear_fit_and_largest_memorized():
@@ -66,6 +69,11 @@ def test_tiny_run_memorizes_small_T(tmp_path):
     assert data["largest_T_memorized"][0] >= 4 and data["largest_T_memorized"][1] >= 7
     assert res["summary"][0]["measured"] == data["largest_T_memorized"][0]
     assert res["figures"][0]["file"] == "memorization-capacity-vs-heads.png"
+    # the paper's own plot: mean train accuracy vs T, one curve per H, on each H's T grid
+    curves = res["figures"][1]
+    assert curves["file"] == "memorization-vs-T-per-heads.png"
+    assert [s["label"] for s in curves["series"]] == ["H=1", "H=2"]
+    assert curves["series"][0]["x"] == [4, 8] and curves["series"][0]["y"][0] == 1.0
     assert len(res["tables"][0]["rows"]) == 4
     assert len(rd.read_metrics()) == 4
 

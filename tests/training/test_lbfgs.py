@@ -34,7 +34,8 @@ def quadratic(params, A, c):
 def _torch_lbfgs(x0, A, c, steps: int):
     """torch.optim.LBFGS, one iteration per step: final iterate and f after each step."""
     x = x0.clone().requires_grad_(True)
-    opt = torch.optim.LBFGS([x], lr=1.0, max_iter=1, line_search_fn="strong_wolfe")
+    # max_eval as train_batched sets it (torch's default 1 would leave the line search idle)
+    opt = torch.optim.LBFGS([x], lr=1.0, max_iter=1, max_eval=26, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
@@ -70,6 +71,9 @@ def test_iterates_match_torch_lbfgs_and_early_stop_freezes():
         x, losses = _torch_lbfgs(x0["x"][m], A[m], c[m], steps=5)
         assert torch.equal(result.params["x"][m], x)
         assert_close(result.history["loss"][:, m], losses)
+    # one iteration per step still moves: five steps cut every loss by at least 10x
+    f0 = torch.stack([quadratic({"x": x0["x"][m]}, A[m], c[m]) for m in range(M)])
+    assert (result.history["loss"][-1] < 0.1 * f0).all(), (result.history["loss"][-1], f0)
     # stop model 0 after step 2: it keeps its step-2 iterate, the others go on
     stop = lambda mt: torch.tensor([True, False, False]) & (mt["loss"] < float("inf"))  # noqa: E731
     early = train_batched(quadratic, x0, (A, c), steps=5, stop_when=stop,

@@ -5,9 +5,21 @@
 - ``optim``:     functional Adam / AdamW on stacked parameter dicts.
 - ``lbfgs``:     full-batch L-BFGS (torch.optim.LBFGS per model, same interface).
 - ``schedules``: learning-rate schedules as pure functions of the step.
-- ``models``:    the memorization paper's single-layer attention classifier, eqs. (1)-(6).
+- ``models``:    the memorization paper's single-layer attention classifier, eqs. (1)-(6),
+                 with cross-entropy (classes) and MSE (real labels) losses.
+- ``authors_model``: the model the paper trains (§5.2): linear embedding + sinusoidal
+                 positional encoding + one attention layer, read out at the first token.
 """
 
+from attnlab.training.authors_model import (
+    KEYS,
+    authors_loss,
+    authors_metrics,
+    authors_model,
+    authors_regression_loss,
+    authors_regression_metrics,
+    init_authors_model,
+)
 from attnlab.training.batched import (
     OPTIMIZERS,
     MinibatchSampler,
@@ -21,12 +33,23 @@ from attnlab.training.models import (
     classifier_loss,
     classifier_metrics,
     init_attention_classifier,
+    regression_loss,
+    regression_metrics,
     training_flops_per_step,
 )
 from attnlab.training.optim import AdamState, adam_init, adam_update, adamw_update
 from attnlab.training.schedules import WarmupCosine, constant, warmup_cosine
 
 __all__ = [
+    "KEYS",
+    "authors_loss",
+    "authors_metrics",
+    "authors_model",
+    "authors_regression_loss",
+    "authors_regression_metrics",
+    "init_authors_model",
+    "regression_loss",
+    "regression_metrics",
     "OPTIMIZERS",
     "AdamState",
     "MinibatchSampler",

@@ -12,8 +12,9 @@ and every head h = 1..H:
 
 Symbols: E (n x d) the context (n tokens e_1..e_n as rows), e (d) the query,
 W_K,h, W_Q,h (d x d_h), W_V,h (d x d_v), W_O (H d_v x d), W_D (d x d_out); here
-d_out = n_classes and y_hat are the class logits. No 1/sqrt(d_h) factor: the paper
-has none. The products are ordered by what the batch shares:
+d_out = n_classes and y_hat are the class logits (classifier_loss), or d_out
+real outputs for regression (regression_loss; init with n_classes = d_out). No
+1/sqrt(d_h) factor: the paper has none. The products are ordered by what the batch shares:
 
 - one context E for all queries (§5.2, Appendix H): K_h = E W_K,h and V_h = E W_V,h
   once per batch, then alpha_h = K_h (W_Q,h^T e) and p_h = V_h^T theta_h are GEMMs
@@ -138,6 +139,24 @@ def classifier_metrics(params: dict[str, Tensor], E: Tensor, e: Tensor, y: Tenso
         "loss": F.cross_entropy(logits, y),
         "accuracy": (logits.argmax(-1) == y).to(logits.dtype).mean(),
     }
+
+
+def regression_loss(params: dict[str, Tensor], E: Tensor, e: Tensor, y: Tensor) -> Tensor:
+    """Mean squared error of eqs. (1)-(6) with real labels (Appendix A, Fig. 5).
+
+    y: (B, d_out) targets, or (B,) when d_out = 1 (the paper's y ~ U(0, 1));
+    MSE = (1 / (B d_out)) sum_t ||y_hat^(t) - y^(t)||^2.  -> scalar.
+    """
+    y_hat = attention_classifier(params, E, e)  # (B, d_out)
+    return F.mse_loss(y_hat, y.reshape(y_hat.shape))
+
+
+def regression_metrics(params: dict[str, Tensor], E: Tensor, e: Tensor, y: Tensor) -> dict[str, Tensor]:
+    """Full-data MSE ("loss" and "mse") and the largest error max_t |y_hat^(t) - y^(t)|."""
+    y_hat = attention_classifier(params, E, e)
+    err = y_hat - y.reshape(y_hat.shape)  # (B, d_out)
+    mse = (err * err).mean()
+    return {"loss": mse, "mse": mse, "max_abs_error": err.abs().amax()}
 
 
 def training_flops_per_step(d: int, n: int, H: int, d_h: int, n_classes: int, batch: int,
