@@ -7,11 +7,16 @@ import pytest
 
 from attnlab.analysis.kruskal import (
     assumption1_holds,
+    assumption1_test,
     assumption2_holds,
+    assumption2_test,
     assumption3_holds,
+    assumption3_test,
     assumption3_vectors,
+    general_position_test,
     in_general_position,
     kruskal_rank,
+    kruskal_rank_estimate,
     randomized_rank_test,
 )
 from attnlab.errors import ConfigError
@@ -122,3 +127,133 @@ def test_assumption3_with_identical_queries():
     np.testing.assert_allclose(assumption3_vectors(E, e), e + E.mean(axis=1), rtol=0, atol=1e-15)
     assert assumption3_holds(E, e)
     assert not assumption3_holds(np.broadcast_to(E[0], (T, n, d)), e)  # shared context: all e~ equal
+
+
+# --------------------------------------------------------------------------------------
+# the randomized tests of Tables 1 and 3: fractions, margins and tolerances
+# --------------------------------------------------------------------------------------
+def _subsets(m, n, trials, seed):
+    """The subsets randomized_rank_test draws (same generator recipe), to recompute them by SVD."""
+    keys = np.random.default_rng(seed).random((trials, m))
+    return np.argpartition(keys, n - 1, axis=1)[:, :n]
+
+
+def test_randomized_margin_matches_a_direct_svd():
+    # every subset passes the Gram screen here, so the reported margin is sqrt(0.99) x the true one
+    X = _generic(30, 12, seed=6)
+    r = randomized_rank_test(X, 6, trials=400, seed=2)
+    s = np.linalg.svd(X[_subsets(30, 6, 400, 2)], compute_uv=False)  # (400, 6)
+    true_min = float((s[:, -1] / s[:, 0]).min())
+    assert r.rtol == 1e-10 and r.fraction_full_rank_ == 1.0
+    assert true_min * 0.99 <= r.min_rel_sigma_ <= true_min * (1 + 1e-9)
+
+
+def test_near_dependence_goes_to_the_exact_svd_and_obeys_rtol():
+    # x_1 = x_0 + 1e-7 noise: {x_0, x_1} has sigma_2 / sigma_1 ~ 1e-8, below the Gram screen
+    X = _generic(6, 5, seed=7)
+    X[1] = X[0] + 1e-7 * _generic(1, 5, seed=8)[0]
+    s = np.linalg.svd(X[[0, 1]], compute_uv=False)
+    r = randomized_rank_test(X, 2, trials=3000, seed=1)  # 2-subsets, {0,1} in 1/15 of them
+    assert r.fraction_full_rank_ == 1.0  # independent at rtol 1e-10
+    assert abs(r.min_rel_sigma_ - s[-1] / s[0]) <= 1e-6 * s[-1] / s[0]  # the exact SVD value
+    strict = randomized_rank_test(X, 2, trials=3000, seed=1, rtol=1e-5)
+    assert abs((1 - strict.fraction_full_rank_) - 1 / 15) < 4 * np.sqrt((1 / 15) * (14 / 15) / 3000)
+    assert strict.rtol == 1e-5 and not strict.holds_
+
+
+def test_too_small_row_space_fails_every_trial():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((20, 3)) @ rng.standard_normal((3, 9))  # rank 3 in R^9
+    assert randomized_rank_test(X, 4, trials=100).fraction_full_rank_ == 0.0
+    assert randomized_rank_test(X, 3, trials=100).fraction_full_rank_ == 1.0
+
+
+def test_assumption1_fails_on_identical_queries_and_assumption3_holds():
+    # the embedding layer: every query the same [CLS] vector, distinct contexts
+    rng = np.random.default_rng(4)
+    T, n, d = 40, 5, 11
+    e = np.tile(rng.standard_normal(d), (T, 1))
+    E = rng.standard_normal((T, n, d))
+    a1 = assumption1_test(e, n, trials=500)
+    assert a1.fraction_full_rank_ == 0.0 and a1.min_rel_sigma_ == 0.0 and not a1.holds_
+    a3 = assumption3_test(E, e, trials=500)
+    assert a3.n == n and a3.fraction_full_rank_ == 1.0 and a3.holds_ and a3.min_rel_sigma_ > 1e-3
+
+
+def test_assumption2_fraction_and_margin():
+    E = np.random.default_rng(2).uniform(size=(4, 3, 6))
+    r = assumption2_test(E)
+    s = np.linalg.svd(E, compute_uv=False)
+    assert r.holds_ and r.fraction_full_rank_ == 1.0 and r.T == 4 and r.n == 3
+    true_min = (s[:, -1] / s[:, 0]).min()
+    assert true_min * 0.99 <= r.min_rel_sigma_ <= true_min * (1 + 1e-9)  # Gram screen: 1% margin, never above
+    E[2, 1] = E[2, 0] + E[2, 2]
+    r = assumption2_test(E)
+    assert r.fraction_full_rank_ == 0.75 and not r.holds_ and r.min_rel_sigma_ < 1e-15
+    assert assumption2_test(np.zeros((2, 4, 3))).fraction_full_rank_ == 0.0  # n > d
+    with pytest.raises(ConfigError, match="non-empty"):
+        assumption2_test(np.zeros((0, 3, 4)))
+
+
+def test_general_position_exact_counts_subsets():
+    X = _generic(7, 5)
+    assert general_position_test(X).fraction_independent_ == 1.0
+    X[3] = X[1]  # a 5-subset fails iff it holds rows 1 and 3: C(5, 3) = 10 of C(7, 5) = 21
+    r = general_position_test(X)
+    assert (r.method, r.k, r.trials) == ("exact", 5, 21)
+    assert abs(r.fraction_independent_ - 11 / 21) < 1e-15 and not r.holds_
+
+
+def test_general_position_randomized_when_enumeration_is_too_big():
+    # 40 vectors in R^3, rows 0 and 1 parallel: a 3-subset fails iff it holds both, 38 / C(40, 3)
+    X = _generic(40, 3, seed=9)
+    X[1] = -X[0]
+    r = general_position_test(X, trials=4000, seed=5, max_subsets=1000)
+    p = 38 / 9880
+    assert (r.method, r.k, r.trials, r.pass_fraction) == ("randomized", 3, 4000, 0.99)
+    assert abs((1 - r.fraction_independent_) - p) < 4 * np.sqrt(p * (1 - p) / 4000)
+    assert r.holds_  # 99.6% >= 99%: the randomized test misses rare dependences, as the paper allows
+
+
+def test_kruskal_estimate_of_a_known_kruskal_rank():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((12, 4)) @ rng.standard_normal((4, 7))  # generic in a 4-dim subspace
+    assert kruskal_rank(X) == 4
+    est = kruskal_rank_estimate(X, trials=20, seed=0)
+    assert est.estimate_ == 4 and set(est.per_trial_) == {4} and est.rtol == 1e-10
+    assert kruskal_rank_estimate(_generic(30, 8), trials=10).estimate_ == 8
+    Z = _generic(9, 5)
+    Z[4] = 0.0
+    assert kruskal_rank_estimate(Z, trials=30, seed=1).estimate_ == 0
+
+
+def test_kruskal_estimate_is_an_upper_estimate():
+    # 14 vectors in R^4 with one parallel pair: Kruskal rank 1, found only when the pair comes early
+    X = _generic(14, 4, seed=11)
+    X[9] = 2.0 * X[2]
+    assert kruskal_rank(X) == 1
+    few = kruskal_rank_estimate(X, trials=2, seed=0)
+    many = kruskal_rank_estimate(X, trials=400, seed=0)
+    assert few.estimate_ == 4 and many.estimate_ == 1  # never below the truth, reaches it with trials
+    with pytest.raises(ConfigError, match="trials"):
+        kruskal_rank_estimate(X, trials=0)
+
+
+def test_kruskal_estimate_matches_brute_force_prefixes_on_nearly_parallel_rows():
+    # rows v + 1e-3 u_i: QR pivots ~1e-3 pass rtol = 1e-3 x max norm for a while, but sigma_1 grows like
+    # sqrt(k) while sigma_k shrinks, so the SVD criterion stops earlier: the bisection must find it
+    rng = np.random.default_rng(12)
+    m, d, rtol = 60, 40, 1e-3
+    X = rng.standard_normal(d) + 1e-3 * rng.standard_normal((m, d))
+    est = kruskal_rank_estimate(X, trials=5, seed=4, rtol=rtol)
+    order = np.random.default_rng(4)
+    pivot_only = []
+    for got in est.per_trial_:
+        P = X[order.permutation(m)[:d + 1]]  # (41, 40)
+        svals = [np.linalg.svd(P[:k], compute_uv=False) for k in range(1, d + 1)]
+        lengths = [k for k, s in zip(range(1, d + 1), svals) if s[-1] > rtol * s[0]]
+        expect = max([k for k in lengths if all(j in lengths for j in range(1, k + 1))], default=0)
+        assert got == expect
+        piv = np.abs(np.diagonal(np.linalg.qr(P.T, mode="r")))
+        pivot_only.append(int(np.argmax(~(piv > rtol * np.linalg.norm(P, axis=1).max()))))
+    assert max(p - g for p, g in zip(pivot_only, est.per_trial_)) > 0  # the SVD check changed something

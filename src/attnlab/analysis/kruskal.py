@@ -9,16 +9,25 @@ and §5.1 (the randomized test behind Tables 1 and 3).
     Assumption 1: the queries {e^(t)}_{t=1..T} have Kruskal rank >= n.
     Assumption 2: every context E^(t) (n x d) has rank n.
     Assumption 3: {e~^(t) = e^(t) + (1/n) sum_i e_i^(t)} has Kruskal rank >= n.
+    (§4.4 calls it "more relaxed compared to Assumption 2"; it is Assumption 1 for the shifted
+    queries e~, i.e. a relaxation of Assumption 1, which is how Proposition 4 uses it.)
 
 Vectors are the ROWS of X (m, d). A subset is independent iff its smallest singular value
 is > rtol * its largest (RTOL = 1e-10 by default; a zero vector is never independent).
 The exact Kruskal rank enumerates subsets (NP-hard in general), so it is refused with a
 ConfigError beyond ``max_subsets``; the paper's randomized test is the scalable substitute,
 and it only ever tests subsets of size n.
+
+The tests behind Tables 1 and 3 (each result records its tolerance and how it was decided):
+:func:`assumption1_test` / :func:`assumption3_test` (the randomized test, 5000 trials, 99%),
+:func:`assumption2_test` (every context, with the smallest sigma_n / sigma_1),
+:func:`general_position_test` (exact enumeration when feasible, else randomized d-subsets) and
+:func:`kruskal_rank_estimate` (Figure 1: an upper estimate from nested random subsets).
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -32,6 +41,8 @@ MAX_SUBSETS = 200_000  # exact enumeration limit (total subsets over all sizes)
 PAPER_TRIALS = 5000  # §5.1: "After repeating this test 5000 times"
 PAPER_PASS_FRACTION = 0.99  # §5.1: "holds for at least 99% of the test instances"
 _CHUNK = 4096
+PROJECTION_RTOL = 1e-14  # row-space truncation in randomized tests (relative to sigma_1 of all rows)
+GRAM_SAFE = 1e-8  # Gram screen: lambda_min / lambda_max above this certifies independence
 
 
 def _rows(X, name: str = "X") -> np.ndarray:
@@ -95,7 +106,9 @@ def in_general_position(X, *, rtol: float = RTOL, max_subsets: int = MAX_SUBSETS
 class RandomizedRankTest:
     """The §5.1 test: ``trials`` random n-subsets of the rows, each checked for rank n.
 
-    fraction_full_rank_: share of trials with rank n; holds_: fraction_full_rank_ >= pass_fraction.
+    fraction_full_rank_: share of trials with rank n; holds_: fraction_full_rank_ >= pass_fraction;
+    rtol: a subset has rank n iff sigma_n > rtol sigma_1; min_rel_sigma_: the smallest sigma_n / sigma_1
+    seen (a lower bound of it where the Gram screen decided, see :func:`randomized_rank_test`).
     """
 
     n: int
@@ -103,19 +116,73 @@ class RandomizedRankTest:
     pass_fraction: float
     fraction_full_rank_: float
     holds_: bool
+    rtol: float = RTOL
+    min_rel_sigma_: float = float("nan")
+
+
+def _blas_single_thread():
+    """Many small LAPACK calls gain nothing from BLAS threads and lose badly when the cores are
+    shared (measured: 80x slower under load); limit BLAS to one thread where threadpoolctl exists."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # optional: only a speed matter
+        return nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def row_space_coordinates(X: np.ndarray, rtol: float = PROJECTION_RTOL) -> np.ndarray:
+    """Y = X V_r (m, r): X in an orthonormal basis V_r of its numerical row space, r = #{sigma_i(X) >
+    rtol sigma_1(X)}. Every subset keeps its Gram matrix up to a perturbation <= rtol sigma_1(X), so
+    subset ranks can be decided on the r <= d columns of Y."""
+    _, s, Vt = np.linalg.svd(X, full_matrices=False)  # s: (min(m, d),), Vt: (min(m, d), d)
+    r = int((s > rtol * s[0]).sum()) if s.size and s[0] > 0 else 0
+    return X @ Vt[:r].T  # (m, r)
+
+
+def _subset_rel_sigma(Y: np.ndarray, K: np.ndarray, idx: np.ndarray, rtol: float) -> np.ndarray:
+    """sigma_k / sigma_1 of every subset Y[idx[b]] (idx: (B, k)), or a certified lower bound of it,
+    screening with the Gram matrices K[idx, idx] (:func:`_screened_rel_sigma`)."""
+    G = K[idx[:, :, None], idx[:, None, :]]  # (B, k, k)
+    return _screened_rel_sigma(G, lambda mask: Y[idx[mask]], rtol)  # Y[idx[mask]]: (B', k, r)
+
+
+def _screened_rel_sigma(G: np.ndarray, stack, rtol: float) -> np.ndarray:
+    """sigma_k / sigma_1 of B stacked (k, r) matrices S_b given their Gram matrices G (B, k, k), or a
+    certified lower bound of it; ``stack(mask)`` returns the S_b for which the exact SVD is needed.
+
+    The eigenvalues of G are sigma^2, each within ~1e-13 lambda_max of exact in float64, so
+    lambda_min / lambda_max > GRAM_SAFE (sigma ratio > 1e-4, and > 10 rtol) certifies independence
+    cheaply (reported as sqrt(0.99 lambda_min / lambda_max), a 1% margin for the Gram error); every
+    other matrix gets an exact SVD."""
+    lam = np.linalg.eigvalsh(G)  # (B, k), ascending
+    top = lam[:, -1]
+    ratio2 = np.where(top > 0, lam[:, 0] / np.where(top > 0, top, 1.0), 0.0)
+    out = np.sqrt(np.clip(ratio2, 0.0, None) * 0.99)
+    unsure = ratio2 <= max(GRAM_SAFE, 100.0 * rtol * rtol)
+    if unsure.any():
+        S = stack(unsure)  # (B', k, r)
+        if S.shape[1] > S.shape[2]:
+            out[unsure] = 0.0  # more than r vectors in an r-dimensional space
+        else:
+            s = np.linalg.svd(S, compute_uv=False)  # (B', k), descending
+            out[unsure] = np.where(s[:, 0] > 0, s[:, -1] / np.where(s[:, 0] > 0, s[:, 0], 1.0), 0.0)
+    return out
 
 
 def randomized_rank_test(X, n: int, *, trials: int = PAPER_TRIALS, seed: int = 0,
                          pass_fraction: float = PAPER_PASS_FRACTION, rtol: float = RTOL) -> RandomizedRankTest:
     """The paper's test of "Kruskal rank >= n" (§5.1): sample n distinct rows of X (m, d)
-    ``trials`` times (numpy Generator seeded with ``seed``), count the samples of rank n,
-    and report whether the fraction reaches ``pass_fraction`` (paper: 5000 trials, 99%).
+    ``trials`` times (numpy Generator seeded with ``seed``), count the samples of rank n
+    (sigma_n > rtol sigma_1), and report whether the fraction reaches ``pass_fraction``
+    (paper: 5000 trials, 99%).
 
     A Kruskal rank >= n makes every trial pass; a pass does not prove it (only sampled subsets
-    are seen), which is why the paper allows 1% failures."""
+    are seen), which is why the paper allows 1% failures. Speed: subsets are taken in the row-space
+    coordinates (:func:`row_space_coordinates`; fewer than n of them means every trial fails) and
+    screened with their Gram matrix (:func:`_subset_rel_sigma`); undecided ones get an exact SVD."""
     X = _rows(X)
-    m, d = X.shape
-    if not isinstance(n, int) or not 1 <= n <= m:
+    m = X.shape[0]
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= m:
         raise ConfigError(f"n must be an integer in [1, {m}] (the number of rows to sample), got {n!r}")
     if not isinstance(trials, int) or trials < 1:
         raise ConfigError(f"trials must be an integer >= 1 (the paper uses {PAPER_TRIALS}), got {trials!r}")
@@ -124,10 +191,15 @@ def randomized_rank_test(X, n: int, *, trials: int = PAPER_TRIALS, seed: int = 0
     rng = np.random.default_rng(seed)
     keys = rng.random((trials, m))  # distinct n-subsets: the n smallest of m iid keys
     idx = np.argpartition(keys, n - 1, axis=1)[:, :n]  # (trials, n)
-    ok = np.concatenate([_independent(X[idx[i:i + _CHUNK]], rtol)  # (B, n, d) each
-                         for i in range(0, trials, _CHUNK)])
-    frac = float(ok.mean())
-    return RandomizedRankTest(n, trials, pass_fraction, frac, frac >= pass_fraction)
+    with _blas_single_thread():
+        Y = row_space_coordinates(X)  # (m, r)
+        if Y.shape[1] < n:
+            return RandomizedRankTest(n, trials, pass_fraction, 0.0, False, rtol, 0.0)
+        K = Y @ Y.T  # (m, m) Gram matrix of all rows
+        rel = np.concatenate([_subset_rel_sigma(Y, K, idx[i:i + _CHUNK], rtol)
+                              for i in range(0, trials, _CHUNK)])  # (trials,)
+    frac = float((rel > rtol).mean())
+    return RandomizedRankTest(n, trials, pass_fraction, frac, frac >= pass_fraction, rtol, float(rel.min()))
 
 
 def assumption1_holds(e, n: int, *, rtol: float = RTOL, max_subsets: int = MAX_SUBSETS) -> bool:
@@ -157,3 +229,139 @@ def assumption3_holds(E, e, *, rtol: float = RTOL, max_subsets: int = MAX_SUBSET
     """Assumption 3, exactly: Kruskal rank of {e~^(t)} >= n (n = the context size)."""
     n = np.asarray(E).shape[-2]
     return kruskal_rank(assumption3_vectors(E, e), rtol=rtol, max_subsets=max_subsets) >= n
+
+
+# --------------------------------------------------------------------------------------
+# the assumption tests of Tables 1 and 3 (§5.1, App. J): every result carries its tolerance
+# --------------------------------------------------------------------------------------
+def assumption1_test(e, n: int, **kw) -> RandomizedRankTest:
+    """Assumption 1 as §5.1 tests it: ``trials`` random n-subsets of the queries e (T, d) have rank n
+    in >= 99% of trials (:func:`randomized_rank_test`; keyword arguments go there)."""
+    return randomized_rank_test(_rows(e, "e"), n, **kw)
+
+
+@dataclass(frozen=True)
+class ContextRankTest:
+    """Assumption 2 on T contexts E^(t) (n, d): fraction_full_rank_ = share of t with rank n
+    (sigma_n > rtol sigma_1); min_rel_sigma_ = min_t sigma_n(E^(t)) / sigma_1(E^(t)) (a certified
+    lower bound within 1% where the Gram screen decided, as in :func:`randomized_rank_test`);
+    holds_ = every context has rank n (fraction 1)."""
+
+    n: int
+    T: int
+    rtol: float
+    fraction_full_rank_: float
+    min_rel_sigma_: float
+    holds_: bool
+
+
+def assumption2_test(E, *, rtol: float = RTOL) -> ContextRankTest:
+    """Assumption 2 on E, (n, d) shared or (T, n, d): the rank of every context, with margins."""
+    E = np.asarray(E, dtype=np.float64)
+    if E.ndim not in (2, 3) or 0 in E.shape:
+        raise ConfigError(f"E must be a non-empty (n, d) or (T, n, d) array, got shape {E.shape}")
+    E = E if E.ndim == 3 else E[None]
+    T, n, d = E.shape
+    if n > d:
+        return ContextRankTest(n, T, rtol, 0.0, 0.0, False)  # n vectors in R^d, n > d: rank < n
+    with _blas_single_thread():
+        rel = np.concatenate([_screened_rel_sigma(C @ C.transpose(0, 2, 1), lambda mask, C=C: C[mask], rtol)
+                              for C in (E[i:i + _CHUNK] for i in range(0, T, _CHUNK))])  # (T,)
+    frac = float((rel > rtol).mean())
+    return ContextRankTest(n, T, rtol, frac, float(rel.min()), frac == 1.0)
+
+
+def assumption3_test(E, e, **kw) -> RandomizedRankTest:
+    """Assumption 3 (§4.4) by the §5.1 test: n-subsets of e~^(t) = e^(t) + (1/n) sum_i e_i^(t)
+    (:func:`assumption3_vectors`), n = the context size; keyword arguments go to
+    :func:`randomized_rank_test`."""
+    return randomized_rank_test(assumption3_vectors(E, e), np.asarray(E).shape[-2], **kw)
+
+
+@dataclass(frozen=True)
+class GeneralPositionTest:
+    """Definition 2 on m vectors in R^d: every k = min(m, d)-subset independent.
+
+    method: "exact" (all C(m, k) subsets enumerated: holds_ is a proof either way) or "randomized"
+    (``trials`` random k-subsets, holds_ iff fraction_independent_ >= pass_fraction: a failure is
+    conclusive, a pass is evidence only); rtol: sigma_k > rtol sigma_1 decides independence."""
+
+    k: int
+    method: str
+    trials: int
+    pass_fraction: float
+    rtol: float
+    fraction_independent_: float
+    holds_: bool
+
+
+def general_position_test(X, *, trials: int = 200, seed: int = 0, pass_fraction: float = PAPER_PASS_FRACTION,
+                          rtol: float = RTOL, max_subsets: int = MAX_SUBSETS) -> GeneralPositionTest:
+    """General position of the rows of X (m, d): exactly when C(m, min(m, d)) <= max_subsets,
+    otherwise by the §5.1 randomized test with min(m, d)-subsets (the method used is recorded)."""
+    X = _rows(X)
+    m, d = X.shape
+    k = min(m, d)
+    if comb(m, k) <= max_subsets:
+        it, n_ok = combinations(range(m), k), 0
+        with _blas_single_thread():
+            while (idx := np.array([c for _, c in zip(range(_CHUNK), it)], dtype=np.intp)).size:  # (B, k)
+                n_ok += int(_independent(X[idx], rtol).sum())  # X[idx]: (B, k, d)
+        frac = n_ok / comb(m, k)
+        return GeneralPositionTest(k, "exact", comb(m, k), 1.0, rtol, frac, frac == 1.0)
+    r = randomized_rank_test(X, k, trials=trials, seed=seed, pass_fraction=pass_fraction, rtol=rtol)
+    return GeneralPositionTest(k, "randomized", trials, pass_fraction, rtol, r.fraction_full_rank_, r.holds_)
+
+
+@dataclass(frozen=True)
+class KruskalEstimate:
+    """estimate_: the largest k such that every SAMPLED k-subset is independent, an UPPER estimate of
+    the Kruskal rank (unsampled subsets may be dependent); per_trial_: the longest independent prefix
+    of each random ordering; rtol: a prefix is independent iff sigma_k > rtol sigma_1."""
+
+    estimate_: int
+    trials: int
+    rtol: float
+    per_trial_: tuple[int, ...]
+
+
+def kruskal_rank_estimate(X, *, trials: int = 100, seed: int = 0, rtol: float = RTOL) -> KruskalEstimate:
+    """Randomized upper estimate of the Kruskal rank of the rows of X (m, d) (Figure 1).
+
+    Each trial orders the rows at random; the k-prefixes of one ordering are nested random k-subsets,
+    and sigma_k / sigma_1 of a prefix only decreases as it grows (interlacing), so the prefixes are
+    independent up to some length and dependent after it. A QR factorisation of the first
+    min(m, r + 1) rows finds a candidate length (the first pivot |R_jj| <= rtol max_i ||x_i||, which
+    implies sigma_j <= rtol sigma_1); an SVD confirms it, and a bisection with SVDs lowers it if not.
+    The estimate is the minimum over trials of the longest independent prefix."""
+    X = _rows(X)
+    m, _ = X.shape
+    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
+        raise ConfigError(f"trials must be an integer >= 1, got {trials!r}")
+    rng = np.random.default_rng(seed)
+    with _blas_single_thread():
+        Y = row_space_coordinates(X)  # (m, r)
+        K = min(m, Y.shape[1] + 1)
+        longest = [_longest_independent_prefix(Y[rng.permutation(m)[:K]], rtol) for _ in range(trials)]
+    return KruskalEstimate(min(longest), trials, rtol, tuple(longest))
+
+
+def _longest_independent_prefix(P: np.ndarray, rtol: float) -> int:
+    """The largest k with P[:k] (k, r) independent (sigma_k > rtol sigma_1); P: (K, r)."""
+    R = np.linalg.qr(P.T, mode="r")  # (min(r, K), K)
+    piv = np.abs(np.diagonal(R))  # distance of row j from the span of rows < j
+    norms = np.maximum.accumulate(np.linalg.norm(P, axis=1))[:piv.size]  # max ||x_i||, i <= j
+    bad = np.flatnonzero(~(piv > rtol * norms))
+    k = int(bad[0]) if bad.size else piv.size
+
+    def independent(j: int) -> bool:
+        s = np.linalg.svd(P[:j], compute_uv=False)  # (j,)
+        return bool(s[0] > 0 and s[-1] > rtol * s[0])
+
+    if k == 0 or independent(k):
+        return k
+    lo, hi = 0, k  # independent(lo) (the empty set), not independent(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if independent(mid) else (lo, mid)
+    return lo
