@@ -7,7 +7,12 @@ Every command prints one line on stderr and exits with status 2 on bad input
 from __future__ import annotations
 
 import json
+import os
 import sys
+
+# Spinning OpenMP workers (GNU default) slow torch's CPU kernels ~10x when the cores are
+# shared with other processes; passive waiting costs nothing on an idle machine.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from typing import Optional
 
 import typer
