@@ -78,7 +78,21 @@ def test_tiny_run_memorizes_small_T(tmp_path):
     assert len(rd.read_metrics()) == 4
 
 
+def test_authors_model_option_memorizes_at_the_bound():
+    """model="authors" (embedding + sinusoidal PE + attention, read out at the query) trains in the
+    same cells: at T = bound both replicates reach 100% train accuracy, and the notes say which model."""
+    cfg = CapacityConfig(**{**TINY, "H_grid": (1,), "T_factors": (1.0,), "steps": 300}, model="authors")
+    res = run_capacity(cfg)
+    (cell,) = res["data"]["cells"]
+    assert (cell["H"], cell["T"]) == (1, 4)
+    assert cell["memorized"] == [True, True] and cell["final_accuracy"] == [1.0, 1.0]
+    assert any("model=authors" in note for note in res["notes"])
+    assert any("model=plain" in note for note in run_capacity(CapacityConfig(**{**TINY, "H_grid": (1,),
+                                                                                "T_factors": (1.0,)}))["notes"])
+
+
 @pytest.mark.parametrize("bad, message", [
+    (dict(model="bert"), "model must be one of plain, authors"),
     (dict(H_grid=(0, 2)), "every H in H_grid must be an integer >= 1"),
     (dict(H_grid=(2, 2)), "H_grid must list distinct head counts"),
     (dict(T_factors=(1.0, -2.0)), "T_factors must be positive numbers"),

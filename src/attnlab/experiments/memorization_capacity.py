@@ -114,8 +114,7 @@ def _notes(cfg) -> list[str]:
         "The paper trains 300k Adam steps (lr 1e-3, batch 256; ~20 V100 GPU-days for all sweeps); "
         f"here {cfg.steps} steps, so the largest T memorized is a lower bound of what gradient descent "
         "reaches, and only grid values of T (multiples of the bound) are tried.",
-        "The model is eqs. (1)-(6) on the raw U(0,1) inputs; the paper's embedding layer and positional "
-        "encoding are left out.",
+        cfg.describe_model(),
     ]
 
 

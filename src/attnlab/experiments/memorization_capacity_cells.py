@@ -41,6 +41,13 @@ from attnlab.training import (
     classifier_metrics,
     train_batched,
 )
+from attnlab.training.authors_model import (
+    authors_loss,
+    authors_metrics,
+    authors_regression_loss,
+    authors_regression_metrics,
+    init_authors_model,
+)
 from attnlab.training.models import (
     init_attention_classifier,
     regression_loss,
@@ -48,6 +55,7 @@ from attnlab.training.models import (
 )
 
 OPTIMIZERS = ("adam", "lbfgs")
+MODELS = ("plain", "authors")  # eqs. (1)-(6) on the raw tokens | §5.2's embedding + PE + attention
 # App. A: Adam lr 1e-3, batch 256, linear warmup + cosine decay, >= 50k steps and >= 500 epochs.
 # The warmup length is not stated; 5% of the steps is our choice.
 AUTHORS_PROTOCOL = {"optimizer": "adam", "lr": 1e-3, "batch": 256, "steps": 50_000, "warmup": 2_500,
@@ -78,7 +86,9 @@ class CapacitySettings:
 
     d, n, d_h (None: d_h = d), n_classes: data and model at the fixed point of a sweep;
     T_factors: data-set sizes as multiples of the bound H (min(n, d_h) - 1) + 1 of each
-    model size; optimizer: "adam" or "lbfgs"; steps, lr (peak), warmup, batch (None:
+    model size; model: "plain" (eqs. (1)-(6) on the raw tokens) or "authors" (§5.2: linear
+    embedding + sinusoidal PE + attention, read out at the query token;
+    attnlab.training.authors_model); optimizer: "adam" or "lbfgs"; steps, lr (peak), warmup, batch (None:
     full batch), min_epochs (steps >= min_epochs T / batch, App. A): training;
     replicates: models (data set + init) per cell; eval_every: updates between
     memorization checks (early stop); threads: torch intra-op threads while a cell
@@ -101,6 +111,7 @@ class CapacitySettings:
     n_classes: int = 100
     T_factors: tuple[float, ...] | None = None
     optimizer: str = "adam"
+    model: str = "plain"
     steps: int | None = None
     lr: float | None = None
     warmup: int | None = None
@@ -111,6 +122,8 @@ class CapacitySettings:
     threads: int = 1
 
     def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ConfigError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         if self.optimizer == "lbfgs" and self.batch is not None:
@@ -152,6 +165,14 @@ class CapacitySettings:
         if self.TASK == "regression":
             return metrics["mse"] <= self.mse_tol
         return metrics["accuracy"] >= 1.0
+
+    def describe_model(self) -> str:
+        if self.model == "authors":
+            return ("The model is the authors' (§5.2, model=authors): a linear embedding of the raw tokens, "
+                    "sinusoidal positional encoding, one attention layer read out at the query token "
+                    "(attnlab.training.authors_model).")
+        return ("The model is eqs. (1)-(6) on the raw U(0,1) inputs (model=plain); the paper's embedding layer "
+                "and positional encoding are left out (model=authors puts them back).")
 
     def describe_training(self) -> str:
         if self.optimizer == "lbfgs":
@@ -211,16 +232,23 @@ def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> dict
                                             .generate_state(1)[0]))
     regression = cfg.TASK == "regression"
     d_out = 1 if regression else cfg.n_classes
-    params = init_attention_classifier(cfg.replicates, cfg.d, n, H, d_h, d_out, gen)
+    if cfg.model == "authors":
+        params = init_authors_model(cfg.replicates, cfg.d, cfg.d, n, H, d_h, d_out, gen)
+        loss_fn = authors_regression_loss if regression else authors_loss
+        metrics_fn = _with_mse(authors_regression_metrics) if regression else authors_metrics
+    else:
+        params = init_attention_classifier(cfg.replicates, cfg.d, n, H, d_h, d_out, gen)
+        loss_fn = regression_loss if regression else classifier_loss
+        metrics_fn = regression_metrics if regression else classifier_metrics
     steps = cfg.steps_for(T)
     batch = None if cfg.batch is None or cfg.batch >= T else cfg.batch
     shared = cfg.CONTEXT == "shared"
     result = train_batched(
-        regression_loss if regression else classifier_loss, params, (e, y) if shared else (E, e, y),
+        loss_fn, params, (e, y) if shared else (E, e, y),
         seeds=seeds, model_data=(E,) if shared else (), steps=steps, batch_size=batch,
         optimizer=cfg.optimizer, lr=cfg.lr if cfg.optimizer == "lbfgs" else WarmupCosine(cfg.lr, cfg.warmup, steps),
         eval_every=cfg.eval_every, device=cfg.device,
-        metrics_fn=regression_metrics if regression else classifier_metrics, stop_when=cfg.memorized,
+        metrics_fn=metrics_fn, stop_when=cfg.memorized,
     )
     # a stopped model keeps its parameters, so the last evaluation is every model's final state
     final = {k: v[-1] for k, v in result.history.items()}
@@ -233,6 +261,14 @@ def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> dict
     cell["steps_to_memorize"] = result.steps_to_stop.tolist()
     cell["seconds"] = round(time.perf_counter() - start, 3)
     return cell
+
+
+def _with_mse(metrics_fn):
+    """metrics_fn plus "mse" (= its "loss", the full-data MSE), which ``memorized`` reads."""
+    def metrics(*args):
+        out = metrics_fn(*args)
+        return {**out, "mse": out["loss"]}
+    return metrics
 
 
 def run_points(cfg: CapacitySettings, points: list[tuple[int, int, int]], run_dir, experiment_id: str,

@@ -86,8 +86,7 @@ def _notes(cfg: ContextConfig) -> list[str]:
         + ("the quick scale uses H = 4, n up to 32 and a few hundred full-batch steps, so T* is a lower bound "
            "of what gradient descent reaches, on a grid of multiples of the bound."
            if cfg.scale == "quick" else "this run uses the paper's protocol (AUTHORS_PROTOCOL)."),
-        "The model is eqs. (1)-(6) on the raw U(0,1) inputs; the paper's embedding layer and positional "
-        "encoding are left out.",
+        cfg.describe_model(),
     ]
 
 

@@ -103,6 +103,7 @@ def _notes(cfg: GeneralPositionConfig) -> list[str]:
         ("Quick scale: H up to 4, n panel at H = 2 (the paper: H = 20), a few hundred full-batch Adam steps, "
          "one replicate; T* is a lower bound of what gradient descent reaches, on a grid of multiples of the "
          "Theorem 1 bound." if cfg.scale == "quick" else "The paper's protocol: Adam lr 1e-3, batch 256, >= 50k steps."),
+        cfg.describe_model(),
     ]
 
 

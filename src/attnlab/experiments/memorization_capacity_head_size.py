@@ -133,6 +133,7 @@ def _notes(cfg: HeadSizeConfig) -> list[str]:
         + ("the quick scale trains 1200 full-batch steps (H = 2, two replicates), so a gain beyond d_h > n there "
            "measures optimization speed, not capacity." if cfg.scale == "quick"
            else "this run uses the paper's protocol with 300k steps."),
+        cfg.describe_model(),
     ]
 
 

@@ -98,6 +98,7 @@ def _notes(cfg: RegressionConfig) -> list[str]:
         ("Quick scale: H up to 4, n panel at H = 2 (the paper: H = 20), a few hundred full-batch Adam steps; "
          "T* is a lower bound of what gradient descent reaches, on a grid of multiples of the bound."
          if cfg.scale == "quick" else "The paper's protocol: Adam lr 1e-3, batch 256, >= 50k steps."),
+        cfg.describe_model(),
     ]
 
 
