@@ -6,7 +6,6 @@ import itertools
 import math
 
 import pytest
-import torch
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
@@ -20,14 +19,7 @@ from attnlab.experiments.memorization_training import (
 from attnlab.reports.rundir import RunDir
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models gain nothing from a second thread, and on a shared machine its spin-waiting
-    costs several times the work: one thread for these tests, restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 # d=8, n=4, d_h=8, H=2: bound 2 (4 - 1) + 1 = 7; T=10 with batch 8 (minibatches) and 3 classes.

@@ -27,14 +27,7 @@ from attnlab.training.authors_model import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models gain nothing from a second thread, and on a shared machine its spin-waiting
-    costs several times the work: one thread for these tests, restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 F64 = torch.float64

@@ -28,6 +28,7 @@ import numpy as np
 
 from attnlab.analysis import kruskal
 from attnlab.errors import ConfigError, UnknownNameError
+from attnlab.experiments.config_checks import check_int
 from attnlab.experiments.registry import Experiment, register
 from attnlab.experiments.transformer_math import _resolve
 
@@ -87,7 +88,7 @@ class AssumptionsConfig:
         _resolve(self, PRESETS)
         for name, lo in (("T", 2), ("n", 5), ("d", 2), ("n_heads", 1), ("trials", 1), ("gp_trials", 1),
                          ("estimate_trials", 1), ("fig_T", 2), ("fig_n_at_d", 5)):
-            _check_int(name, getattr(self, name), lo)
+            check_int(name, getattr(self, name), lo)
         if self.d % 2 or self.d % self.n_heads:
             raise ConfigError(f"d={self.d} must be even (sinusoidal encoding) and divisible by n_heads={self.n_heads}")
         if not self.n < self.d:
@@ -115,11 +116,6 @@ class AssumptionsConfig:
         if any(n >= self.d for n in self.fig_n) or max(self.fig_n + (self.fig_n_at_d,)) > self.fig_T:
             raise ConfigError(f"every fig_n must be below d={self.d} and at most fig_T={self.fig_T}, "
                               f"got {self.fig_n!r}")
-
-
-def _check_int(name: str, v, minimum: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {v!r}")
 
 
 # --------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import torch
 
 from attnlab.constructions.memorization_model import draw_dataset, theorem1_bound
 from attnlab.errors import ConfigError
+from attnlab.experiments.config_checks import check_int
 from attnlab.experiments.transformer_math import _resolve
 from attnlab.training import (
     WarmupCosine,
@@ -64,11 +65,6 @@ AUTHORS_PROTOCOL = {"optimizer": "adam", "lr": 1e-3, "batch": 256, "steps": 50_0
 LBFGS_PRESETS = {"quick": {"steps": 25, "lr": 1.0, "warmup": 0, "batch": None, "min_epochs": 0, "eval_every": 5},
                  "paper": {"steps": 2_500, "lr": 1.0, "warmup": 0, "batch": None, "min_epochs": 0,
                            "eval_every": 50}}
-
-
-def check_int(name: str, v, minimum: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {v!r}")
 
 
 def check_grid(name: str, values, what: str, minimum: int = 1) -> tuple[int, ...]:

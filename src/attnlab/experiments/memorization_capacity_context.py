@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnlab.errors import ConfigError
+from attnlab.experiments.config_checks import check_int
 from attnlab.experiments.memorization_capacity_cells import (
     AUTHORS_PROTOCOL,
     CapacitySettings,
     check_grid,
-    check_int,
     run_points,
 )
 from attnlab.experiments.memorization_capacity_report import (

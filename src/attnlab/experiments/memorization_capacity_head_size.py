@@ -26,11 +26,11 @@ import numpy as np
 
 from attnlab.constructions.memorization_model import theorem1_bound
 from attnlab.errors import ConfigError
+from attnlab.experiments.config_checks import check_int
 from attnlab.experiments.memorization_capacity_cells import (
     AUTHORS_PROTOCOL,
     CapacitySettings,
     check_grid,
-    check_int,
     run_points,
 )
 from attnlab.experiments.memorization_capacity_report import (

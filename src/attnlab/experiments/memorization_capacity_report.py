@@ -169,7 +169,8 @@ def run_h_and_n_panels(cfg, run_dir, experiment_id: str) -> tuple[list[dict], li
 def check_h_and_n_grids(cfg) -> None:
     """Validate H_grid, n_grid (may be empty: no n panel) and H of a two-panel config."""
     from attnlab.errors import ConfigError
-    from attnlab.experiments.memorization_capacity_cells import check_grid, check_int
+    from attnlab.experiments.config_checks import check_int
+    from attnlab.experiments.memorization_capacity_cells import check_grid
 
     object.__setattr__(cfg, "H_grid", check_grid("H_grid", cfg.H_grid, "head counts"))
     check_int("H", cfg.H, 1)

@@ -34,6 +34,7 @@ import torch
 
 from attnlab.constructions.memorization_model import theorem1_bound
 from attnlab.errors import ConfigError
+from attnlab.experiments.config_checks import check_int
 from attnlab.experiments.registry import Experiment, register
 from attnlab.experiments.transformer_math import _resolve
 from attnlab.training.capacity_search import (
@@ -95,13 +96,13 @@ class SaturationConfig:
                               f"Ts {list(self.Ts)} has {len(self.Ts)}")
         for name, v in [("H", H) for H in self.H_grid] + [("d", self.d), ("n", self.n), ("d_h", self.d_h),
                                                           ("max_steps", self.max_steps)]:
-            _check_int(f"every {name}" if name == "H" else name, v, 1)
+            check_int(f"every {name}" if name == "H" else name, v, 1)
         for T in self.Ts:
-            _check_int("every T in Ts (0 = search)", T, 0)
-        _check_int("min_steps", self.min_steps, 0)
+            check_int("every T in Ts (0 = search)", T, 0)
+        check_int("min_steps", self.min_steps, 0)
         if self.min_steps > self.max_steps:
             raise ConfigError(f"min_steps ({self.min_steps}) must be at most max_steps ({self.max_steps})")
-        _check_int("n_classes", self.n_classes, 2)
+        check_int("n_classes", self.n_classes, 2)
         object.__setattr__(self, "H_grid", tuple(self.H_grid))
         object.__setattr__(self, "Ts", tuple(self.Ts))
         if not 0 < self.threshold < 1:
@@ -112,11 +113,6 @@ class SaturationConfig:
     def search_config(self, H: int) -> SearchConfig:
         return SearchConfig(H=H, d=self.d, n=self.n, d_h=self.d_h, n_classes=self.n_classes, seed=self.seed,
                             max_steps=self.max_steps, lr=self.lr, warmup=self.warmup, device=self.device)
-
-
-def _check_int(name: str, v, minimum: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {v!r}")
 
 
 # --------------------------------------------------------------------------------------

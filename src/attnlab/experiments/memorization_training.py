@@ -40,6 +40,7 @@ import torch
 
 from attnlab.constructions.memorization_model import draw_dataset, theorem1_bound
 from attnlab.errors import ConfigError
+from attnlab.experiments.config_checks import check_int
 from attnlab.experiments.registry import Experiment, register
 from attnlab.experiments.transformer_math import _resolve
 from attnlab.training import (
@@ -110,7 +111,7 @@ class TrainingOptionsConfig:
         for name, minimum in (("d", 2), ("n", 2), ("d_h", 1), ("d_v", 1), ("H", 1), ("n_classes", 2),
                               ("T", 1), ("steps", 2), ("batch", 1), ("lbfgs_steps", 1), ("replicates", 1),
                               ("eval_every", 1)):
-            _check_int(name, getattr(self, name), minimum)
+            check_int(name, getattr(self, name), minimum)
         if self.d % 2:
             raise ConfigError(f"d must be even (sinusoidal positional encoding), got {self.d}")
         for name in ("lr", "fast_lr"):
@@ -136,11 +137,6 @@ class TrainingOptionsConfig:
     def minibatch(self) -> int | None:
         """The authors' batch, or None (full batch) when it covers the data set."""
         return None if self.batch >= self.T else self.batch
-
-
-def _check_int(name: str, v, minimum: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {v!r}")
 
 
 # --------------------------------------------------------------------------------------
