@@ -41,13 +41,8 @@ from pathlib import Path
 
 import torch
 
-from attnlab.training import (
-    classifier_loss,
-    classifier_metrics,
-    init_attention_classifier,
-    train_batched,
-    training_flops_per_step,
-)
+from attnlab.training import train_batched
+from attnlab.papers.memorization.batched_model import classifier_loss, classifier_metrics, init_attention_classifier, training_flops_per_step
 
 SIZES = dict(M=64, d=64, n=32, H=4, d_h=16, n_classes=100, T=1024, batch=256)
 RESULTS = Path(__file__).parent / "results" / "batched_training.json"

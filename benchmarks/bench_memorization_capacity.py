@@ -5,7 +5,7 @@ Run by hand (not a test):  .venv/bin/python benchmarks/bench_memorization_capaci
 Workload (memorization paper, Appendix H): d = 64, n = 32, d_h = d_v = 64, one context
 E shared by all T examples, queries and tokens U(0, 1)^d, labels uniform on 100 classes,
 the single-layer model of eqs. (1)-(6) (training.models). For H = 4 and H = 8,
-``attnlab.training.capacity_search.search_capacity`` finds the largest T that
+``attnlab.papers.memorization.capacity_search.search_capacity`` finds the largest T that
 full-batch Adam (peak lr 1e-2, 100 warmup steps, cosine decay over the budget) memorizes
 (every one of the T labels argmax-correct) within ``--max-steps`` updates per attempt:
 nested data sets (the set of size T is the first T examples of one draw), one candidate
@@ -43,8 +43,8 @@ from pathlib import Path
 
 import torch
 
-from attnlab.constructions.memorization_model import theorem1_bound
-from attnlab.training.capacity_search import SearchConfig, search_capacity
+from attnlab.papers.memorization.model import theorem1_bound
+from attnlab.papers.memorization.capacity_search import SearchConfig, search_capacity
 
 PAPER = {4: 550, 8: 1300}  # App. H, 300k Adam steps
 RESULTS = Path(__file__).parent / "results" / "memorization_capacity.json"

@@ -27,8 +27,10 @@ from rich.progress import (
 )
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperCommand
 
-from attnlab.errors import AttnlabError
+from attnlab.config import describe_fields
+from attnlab.errors import AttnlabError, ConfigError
 
 app = typer.Typer(
     name="attnlab",
@@ -72,15 +74,18 @@ def verify(
     papers: Optional[list[str]] = typer.Argument(
         None, help="Paper short names, claim ids or id prefixes (default: all)."
     ),
-    seed: int = typer.Option(0, help="Seed for the inputs every check draws."),
+    seed: int = typer.Option(0, help="Seed for the inputs every check draws (0 <= seed < 2**32)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
 ) -> None:
     """Run the papers' executable claims and print measured against paper values.
 
-    Exit status 0 iff every claim passes.
+    Exit status 0 iff every claim passes; 2 for an unknown name, a paper without
+    claims yet, or a bad seed.
     """
-    from attnlab.claims import select_claims
+    from attnlab.config import check_seed
+    from attnlab.registry import select_claims
 
+    check_seed(seed, "--seed")
     claims = select_claims(papers)
     results = []
     with progress_bar(disable=as_json) as progress:
@@ -118,33 +123,35 @@ def verify(
 def list_(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """List papers, claims and experiments."""
-    from attnlab.claims import all_claims
-    from attnlab.experiments import all_experiments
-    from attnlab.papers import PAPERS
+    """List papers, claims, experiments and constructions (with their parameters)."""
+    from attnlab.registry import all_claims, all_constructions, all_experiments, papers
 
-    claims, experiments = all_claims(), all_experiments()
+    known, claims, experiments, constructions = papers(), all_claims(), all_experiments(), all_constructions()
     if as_json:
         _print_json(
             {
-                "papers": [{"name": p.name, "title": p.title, "file": p.file} for p in PAPERS.values()],
+                "papers": [{"name": p.name, "title": p.title, "file": p.file} for p in known.values()],
                 "claims": [
                     {"id": c.id, "where": c.where, "statement": c.statement, "paper_value": c.paper_value}
                     for c in claims
                 ],
-                "experiments": [{"id": e.id, "description": e.description} for e in experiments],
+                "experiments": [{"id": e.id, "description": e.description, "in_reproduce": e.in_reproduce}
+                                for e in experiments],
+                "constructions": [{"name": c.name, "paper": c.paper, "description": c.description,
+                                   "parameters": describe_fields(c.params_cls)} for c in constructions],
             }
         )
         return
     t = Table(title="papers")
-    for col in ("name", "title", "claims", "experiments"):
+    for col in ("name", "title", "claims", "experiments", "constructions"):
         t.add_column(col)
-    for p in PAPERS.values():
+    for p in known.values():
         t.add_row(
             p.name,
             p.title,
             str(sum(c.paper == p.name for c in claims)),
             str(sum(e.paper == p.name for e in experiments)),
+            str(sum(c.paper == p.name for c in constructions)),
         )
     console.print(t)
     t = Table(title="claims")
@@ -157,8 +164,19 @@ def list_(
     for col in ("id", "description"):
         t.add_column(col, overflow="fold")
     for e in experiments:
-        t.add_row(e.id, e.description)
+        t.add_row(e.id, e.description + ("" if e.in_reproduce else " (sweep only)"))
     console.print(t)
+    t = Table(title="constructions (attnlab construct NAME --set key=value ... --out FILE.npz)")
+    for col in ("name", "description", "parameters"):
+        t.add_column(col, overflow="fold")
+    for c in constructions:
+        t.add_row(c.name, c.description, escape(_parameters_text(c.params_cls)))
+    console.print(t)
+
+
+def _parameters_text(params_cls) -> str:
+    return "\n".join(f"{f['name']}={_fmt(f['default'])}: {f['help']}" if f["help"] else f"{f['name']}={_fmt(f['default'])}"
+                     for f in describe_fields(params_cls))
 
 
 @app.command()
@@ -166,20 +184,17 @@ def reproduce(
     papers: list[str] = typer.Argument(..., help="Paper short names (`attnlab list` shows them)."),
     scale: str = typer.Option("quick", help="quick (minutes on a laptop CPU) or paper (the paper's sizes)."),
     out: Optional[str] = typer.Option(None, help="Run directory (default runs/<paper>-<UTC time>)."),
-    seed: int = typer.Option(0, min=0, help="Seed for every random draw."),
-    device: str = typer.Option("cpu", help="cpu or cuda."),
+    seed: int = typer.Option(0, help="Seed for every random draw (0 <= seed < 2**32)."),
+    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out, skipping finished experiments."),
 ) -> None:
     """Run a paper's experiments into a run directory with an HTML and a Markdown report.
 
     Exit status 1 if an experiment raised or a check failed.
     """
-    from attnlab.experiments.runner import reproduce as run_reproduce
     from attnlab.reports.format import experiment_status, outline
-    from attnlab.reports.rundir import load_run
-
-    if scale not in ("quick", "paper"):
-        raise typer.BadParameter(f"must be quick or paper, not {scale!r}", param_hint="'--scale'")
+    from attnlab.runs.reproduce import reproduce as run_reproduce
+    from attnlab.runs.rundir import load_run
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     with progress_bar() as progress:
         task = progress.add_task("starting", total=None)
@@ -214,7 +229,6 @@ def report(
 
 def _key_values(options: list[str], flag: str, example: str) -> dict[str, str]:
     """'key=value' options as a dict; ConfigError for a missing '=' or a repeated key."""
-    from attnlab.errors import ConfigError
 
     out: dict[str, str] = {}
     for opt in options:
@@ -236,13 +250,13 @@ def sweep(
     grid: Optional[list[str]] = typer.Option(
         None, "--grid", help="key=v1,v2,...: values to sweep (repeatable; the Cartesian product runs)."),
     seeds: int = typer.Option(1, "--seeds", help="K seeds per grid point: --seed, --seed+1, ..., --seed+K-1."),
-    seed: int = typer.Option(0, "--seed", help="The first seed."),
+    seed: int = typer.Option(0, "--seed", help="The first seed (0 <= seed < 2**32)."),
     out: Optional[str] = typer.Option(None, help="Sweep directory (default runs/sweep-<experiment>-<UTC time>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the sweep in --out, skipping finished runs."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs (default min(cores, runs))."),
     executor: str = typer.Option("process", help="inline, process or dask (a LocalCluster)."),
     scheduler: Optional[str] = typer.Option(None, help="Dask scheduler address tcp://host:port (shared filesystem)."),
-    device: str = typer.Option("cpu", help="cpu or cuda."),
+    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     as_json: bool = typer.Option(False, "--json", help="Print counts and rows as JSON."),
 ) -> None:
     """Run EXPERIMENT over a grid of configs and seeds, resumably, in parallel.
@@ -256,6 +270,8 @@ def sweep(
 
     from attnlab.sweeps import SweepInterrupted, SweepSpec, describe, run_sweep
 
+    if out is not None:
+        _check_out_path(out, "--out")
     base = _key_values(set_ or [], "--set", "x=1.5")
     grid_values = {k: v.split(",") for k, v in _key_values(grid or [], "--grid", "n=3,5,7").items()}
     spec = SweepSpec(experiment, base=base, grid=grid_values, seeds=seeds, seed0=seed)
@@ -344,7 +360,6 @@ def bench(
     whether or not the targets pass.
     """
     from attnlab.bench import PRESETS, BenchConfig, parse_n_list, run_bench
-    from attnlab.errors import ConfigError
 
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {repeats}")
@@ -369,7 +384,6 @@ def bench(
 def _bench_out_dir(out: Optional[str]):
     from pathlib import Path
 
-    from attnlab.errors import ConfigError
 
     if out is None:
         return None
@@ -382,7 +396,7 @@ def _bench_out_dir(out: Optional[str]):
 def _write_bench(out_dir, result: dict) -> None:
     from attnlab.bench.report import time_figure
     from attnlab.reports.figures import render
-    from attnlab.reports.rundir import atomic_write_bytes
+    from attnlab.runs.rundir import atomic_write_bytes
 
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out_dir / "bench.json", (json.dumps(result, indent=2) + "\n").encode())
@@ -423,42 +437,105 @@ def _print_bench(result: dict) -> None:
     console.print(g)
 
 
-@app.command()
+class _ConstructCommand(TyperCommand):
+    """`attnlab construct --help` ends with every registered construction and its parameters."""
+
+    def format_help(self, ctx, formatter) -> None:
+        super().format_help(ctx, formatter)
+        from attnlab.registry import all_constructions
+
+        for c in all_constructions():
+            t = Table(title=f"{c.name} ({c.paper}): {c.description}", title_justify="left")
+            for col in ("--set", "default", "meaning"):
+                t.add_column(col, overflow="fold")
+            for f in describe_fields(c.params_cls):
+                t.add_row(f["name"], escape(_fmt(f["default"])), escape(f["help"]))
+            console.print(t)
+
+
+@app.command(cls=_ConstructCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def construct(
-    name: str = typer.Argument(..., help="Which construction: memorization (Theorem 1 of the memorization paper)."),
-    H: int = typer.Option(4, "--H", help="Number of heads H."),
-    n: int = typer.Option(32, "--n", help="Context size n (n < d)."),
-    d: int = typer.Option(64, "--d", help="Embedding dimension d."),
-    d_h: int = typer.Option(64, "--d-h", help="Key/query dimension d_h."),
-    T: Optional[int] = typer.Option(None, "--T", help="Examples (default: the bound H(min(n, d_h) - 1) + 1)."),
-    d_out: int = typer.Option(1, "--d-out", help="Label dimension d_out."),
-    seed: int = typer.Option(0, "--seed", help="Seed for the data and the construction's random draws."),
-    shared: bool = typer.Option(True, "--shared-context/--per-example", help="One context for all examples, or one each."),
-    out: Optional[str] = typer.Option(None, "--out", help="Save data and weights to this .npz file."),
-    as_json: bool = typer.Option(False, "--json", help="Print the check as JSON."),
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A registered construction (`attnlab list` shows them)."),
+    set_: Optional[list[str]] = typer.Option(
+        None, "--set", help="key=value: a parameter of the construction (repeatable). Tuples: 3;11;64."),
+    out: Optional[str] = typer.Option(None, "--out", help="Save the weights and their data to this .npz file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the parameters and the check as JSON."),
 ) -> None:
-    """Build a paper's construction on data drawn from --seed, check it, and save it.
+    """Build a paper's construction, check it in float64, and save it (--out FILE.npz).
 
-    memorization: the weights of Theorem 1's proof (float64); prints c, rank Z,
-    sigma_min(Z) and max |y_hat - y|. The .npz holds E, e, y, W_Q, W_K, W_V, W_O,
-    W_D in the paper's orientation (eqs. (1)-(6)).
+    The .npz holds the weights and the data they were built for, in the paper's
+    notation and orientation, so they can be checked with any other code.
+    A parameter may also be given as --NAME VALUE (e.g. --H 20 for --set H=20).
+    Exit status 1 if the check fails, 2 for bad input.
     """
-    from attnlab.constructions.run import get_construction
+    from attnlab.registry import get_construction
+    from attnlab.runs.construct import construct as run_construct
 
-    runner = get_construction(name)
-    result = runner(H=H, n=n, d=d, d_h=d_h, T=T, d_out=d_out, seed=seed, shared=shared, out=out)
+    c = get_construction(name)
+    settings = _key_values(set_ or [], "--set", "H=8")
+    for key, value in _construct_flags(c, list(ctx.args)).items():
+        if key in settings:
+            raise ConfigError(f"{key} is given twice (as --set {key}=... and as a flag); give it once")
+        settings[key] = value
+    if out is not None:
+        _check_out_path(out, "--out")
+    _, _, result, summary = run_construct(name, settings, out=out)
     if as_json:
-        _print_json(result)
-        return
-    t = Table(title=f"attnlab construct {name}")
-    t.add_column("quantity")
-    t.add_column("value", overflow="fold")
-    for key in ("T", "bound", "bound_name", "c", "rank_Z", "rank_tol", "sigma_min_Z", "max_abs_error", "out"):
-        if key in result:
-            t.add_row(key, escape(_fmt(result[key])))
-    console.print(t)
-    for note in result.get("notes", []):
-        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+        _print_json(summary)
+    else:
+        t = Table(title=f"attnlab construct {name}")
+        t.add_column("quantity")
+        t.add_column("value", overflow="fold")
+        for key, value in result.values.items():
+            t.add_row(key, escape(_fmt(value)))
+        t.add_row("check", escape(result.criterion))
+        t.add_row("status", "[green]pass[/]" if result.passed else "[red]FAIL[/]")
+        if "out" in summary:
+            t.add_row("out", escape(summary["out"]))
+        console.print(t)
+        for note in result.notes:
+            console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+def _construct_flags(c, args: list[str]) -> dict[str, str]:
+    """``--name value`` / ``--name=value`` for parameters, and the construction's value-less aliases."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(c.params_cls)}
+    by_flag = {n.replace("_", "-"): n for n in names} | {n: n for n in names}
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        flag, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
+        if flag in c.flag_aliases and not eq:
+            key, v = c.flag_aliases[flag]
+            value, i = str(v).lower() if isinstance(v, bool) else str(v), i + 1
+        elif flag in by_flag:
+            key = by_flag[flag]
+            if not eq:
+                if i + 1 >= len(args) or args[i + 1].startswith("--"):
+                    raise ConfigError(f"{token} needs a value, e.g. {token} 4 (or --set {key}=4)")
+                value, i = args[i + 1], i + 2
+            else:
+                i += 1
+        else:
+            raise ConfigError(
+                f"construct {c.name} has no option {token!r}; give parameters as --set key=value "
+                f"(parameters: {', '.join(sorted(names, key=str.lower))})")
+        if key in out:
+            raise ConfigError(f"{key} is given twice; give it once")
+        out[key] = value
+    return out
+
+
+def _check_out_path(out: str, flag: str) -> None:
+    """Refuse an empty --out before any work starts (the commands check the rest)."""
+    if not out.strip():
+        raise ConfigError(f"{flag} is empty; give a path")
 
 
 def _one_line_error(message: str) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.analysis.fcn_memorization import (
+from attnlab.papers.memorization.fcn import (
     attention_parameter_count,
     check_reduction,
     extended_dataset,

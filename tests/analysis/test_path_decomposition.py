@@ -16,8 +16,8 @@ from attnlab.analysis.path_decomposition import (
     paths,
     san_forward,
 )
-from attnlab.claims.path_decomposition import TOL, random_san
-from attnlab.claims.registry import select_claims
+from attnlab.papers.rank_collapse.claims.path_decomposition import TOL, random_san
+from attnlab.registry import select_claims
 from attnlab.errors import ConfigError
 
 F64 = torch.float64

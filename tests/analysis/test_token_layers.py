@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnlab.analysis.kruskal import assumption1_test, assumption2_test
-from attnlab.analysis.token_layers import (
+from attnlab.papers.memorization.token_layers import (
     RandomAttentionLayer,
     RandomEmbedding,
     RandomTransformerLayer,

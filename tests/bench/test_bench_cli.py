@@ -11,8 +11,8 @@ import pytest
 from attnlab.bench import BenchConfig, run_bench
 from attnlab.cli import main
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.experiments import get_experiment
-from attnlab.experiments.attention_speed import EXPERIMENT_ID, AttentionSpeedConfig, run_attention_speed
+from attnlab.registry import get_experiment
+from attnlab.papers.transformer_math.experiments.attention_speed import EXPERIMENT_ID, AttentionSpeedConfig, run_attention_speed
 
 
 def _main(argv):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from attnlab.analysis.kruskal import kruskal_rank
-from attnlab.claims import select_claims
-from attnlab.claims.memorization_bounds import adversarial_rank_search, skip_layer_outputs
+from attnlab.registry import select_claims
+from attnlab.papers.memorization.claims.rank_bounds import adversarial_rank_search, skip_layer_outputs
 
 
 def _run(cid, seed):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from attnlab.claims import all_claims
+from attnlab.registry import all_claims
 
 IDS = ("memorization.proposition3-reduction", "memorization.proposition3-fcn-trained",
        "memorization.proposition3-attention-beside")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from attnlab.claims import Measurement, all_claims, at_least, at_most, select_claims
-from attnlab.claims.registry import Claim, claim
+from attnlab.registry import Measurement, all_claims, at_least, at_most, select_claims
+from attnlab.registry import Claim, claim
 from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.papers import PAPERS
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from attnlab.claims import select_claims
+from attnlab.registry import select_claims
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

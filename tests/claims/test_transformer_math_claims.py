@@ -3,7 +3,7 @@
 import pytest
 
 from attnlab.analysis.parameters import table1_rows
-from attnlab.claims import select_claims
+from attnlab.registry import select_claims
 
 IDS = [
     "transformer-math.pe-shift-linear",

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from attnlab.constructions.run import save_npz
+from attnlab.runs.construct import save_npz
 from attnlab.errors import ConfigError
 from numpy_reference import LABEL_TOL, numpy_forward
 

@@ -8,9 +8,9 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.experiments import all_experiments
-from attnlab.experiments.efficient_attention_error import EfficientAttentionErrorConfig, run
-from attnlab.reports.rundir import RunDir
+from attnlab.registry import all_experiments
+from attnlab.papers.transformer_math.experiments.efficient_attention_error import EfficientAttentionErrorConfig, run
+from attnlab.runs.rundir import RunDir
 
 TINY = dict(n_values=(32,), d=8, logit_scales=(1.0, 2.0), k_values=(2, 4, 8, 16), windows=(4, 8),
             favor_features=16)

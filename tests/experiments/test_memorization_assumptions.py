@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.experiments.memorization_assumptions import (
+from attnlab.papers.memorization.experiments.assumptions import (
     CHECKS,
     EXPERIMENT_ID,
     LAYERS,
@@ -18,7 +18,7 @@ from attnlab.experiments.memorization_assumptions import (
     assumption_tests,
     run_assumptions,
 )
-from attnlab.experiments.registry import get_experiment
+from attnlab.registry import get_experiment
 
 SMALL = dict(T=60, n=9, d=64, n_heads=2, trials=400, gp_trials=10, estimate_trials=4, fig_T=70,
              fig_n=(6, 12), fig_d=(64, 96), fig_n_at_d=8)

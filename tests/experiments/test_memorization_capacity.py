@@ -8,8 +8,8 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.experiments import get_experiment
-from attnlab.experiments.memorization_capacity import (
+from attnlab.registry import get_experiment
+from attnlab.papers.memorization.experiments.capacity_vs_heads import (
     EXPERIMENT_ID,
     CapacityConfig,
     largest_memorized,
@@ -17,7 +17,7 @@ from attnlab.experiments.memorization_capacity import (
     run_capacity,
     theorem1_bound,
 )
-from attnlab.reports.rundir import RunDir
+from attnlab.runs.rundir import RunDir
 
 TINY = dict(d=8, n=4, n_classes=10, H_grid=(1, 2), T_factors=(1.0, 2.0), steps=150, lr=2e-2, warmup=10,
             replicates=2, eval_every=10)

@@ -9,23 +9,23 @@ import torch
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.experiments import get_experiment
-from attnlab.experiments.memorization_capacity import CapacityConfig
-from attnlab.experiments.memorization_capacity_cells import AUTHORS_PROTOCOL
-from attnlab.experiments.memorization_capacity_context import ContextConfig, run_context
-from attnlab.experiments.memorization_capacity_general_position import (
+from attnlab.registry import get_experiment
+from attnlab.papers.memorization.experiments.capacity_vs_heads import CapacityConfig
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL
+from attnlab.papers.memorization.experiments.capacity_vs_context import ContextConfig, run_context
+from attnlab.papers.memorization.experiments.general_position import (
     GeneralPositionConfig,
     run_general_position,
 )
-from attnlab.experiments.memorization_capacity_head_size import (
+from attnlab.papers.memorization.experiments.capacity_vs_head_size import (
     HeadSizeConfig,
     flat_beyond_n,
 )
-from attnlab.experiments.memorization_capacity_regression import (
+from attnlab.papers.memorization.experiments.regression import (
     RegressionConfig,
     run_regression,
 )
-from attnlab.experiments.memorization_capacity_report import monotone_row, panel
+from attnlab.papers.memorization.capacity_report import monotone_row, panel
 
 IDS = {"memorization.capacity-vs-context": ContextConfig, "memorization.capacity-vs-head-size": HeadSizeConfig,
        "memorization.regression": RegressionConfig, "memorization.general-position": GeneralPositionConfig}
@@ -145,7 +145,7 @@ def test_tiny_general_position_and_lbfgs_runs():
 
 
 def test_threads_are_restored():
-    from attnlab.experiments.memorization_capacity_cells import train_cell
+    from attnlab.papers.memorization.capacity_cells import train_cell
 
     before = torch.get_num_threads()
     cfg = ContextConfig(H=1, n_grid=(2,), T_factors=(1.0,), d=4, steps=2, warmup=0, replicates=1, eval_every=1)

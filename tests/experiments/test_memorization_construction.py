@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.experiments.memorization_construction import (
+from attnlab.papers.memorization.experiments.construction import (
     ERROR_TARGET,
     ConstructionConfig,
     build_one,
     numpy_forward,
     run_construction,
 )
-from attnlab.constructions.memorization_model import draw_dataset, memorization_forward
+from attnlab.papers.memorization.model import draw_dataset, memorization_forward
 
 TINY = dict(d=16, n=6, d_h=8, H_shared=(1, 3), H_per_example=(2,), H_labels=2, n_classes=20)
 

@@ -6,9 +6,9 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.experiments import get_experiment
-from attnlab.experiments.memorization_fcn import EXPERIMENT_ID, FCNvsAttentionConfig, run_fcn_vs_attention
-from attnlab.reports.rundir import RunDir
+from attnlab.registry import get_experiment
+from attnlab.papers.memorization.experiments.fcn_vs_attention import EXPERIMENT_ID, FCNvsAttentionConfig, run_fcn_vs_attention
+from attnlab.runs.rundir import RunDir
 
 # attention: 2*2*5*2 + 2*5 + 2*5 + 5 = 65 parameters -> m = 3 (17 m + 1 <= 65); Prop. 3: 3*3+3+1 = 13
 TINY = dict(H=2, d=5, n=2, d_h=2, T_grid=(3, 30), restarts=2, steps=2)

@@ -9,15 +9,15 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.experiments import get_experiment
-from attnlab.experiments.memorization_saturation import (
+from attnlab.registry import get_experiment
+from attnlab.papers.memorization.experiments.saturation import (
     EXPERIMENT_ID,
     SaturationConfig,
     max_theta_edges,
     run_saturation,
     saturation_stats,
 )
-from attnlab.reports.rundir import RunDir
+from attnlab.runs.rundir import RunDir
 
 # counts are exact; fractions are ratios of small integers, exact to float64 rounding
 EXACT = 1e-15

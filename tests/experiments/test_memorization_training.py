@@ -9,14 +9,14 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.experiments import get_experiment
-from attnlab.experiments.memorization_training import (
+from attnlab.registry import get_experiment
+from attnlab.papers.memorization.experiments.training_options import (
     EXPERIMENT_ID,
     OPTIONS,
     TrainingOptionsConfig,
     run_training_options,
 )
-from attnlab.reports.rundir import RunDir
+from attnlab.runs.rundir import RunDir
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
-import attnlab.experiments.runner as runner
+import attnlab.runs.reproduce as runner
 from attnlab.errors import ConfigError, RunDirError, UnknownNameError
-from attnlab.experiments.registry import Experiment
-from attnlab.reports.figures import line_figure, series
+from attnlab.registry import Experiment
+from attnlab.results import line_figure, series
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def test_a_paper_with_only_skipped_experiments_has_none(fake, tmp_path):
 
 def _selftest_sweep(rows_seen):
     from attnlab.experiments.engine_selftest import SELFTEST_ID, SweepSelftestConfig, run_sweep_selftest
-    from attnlab.experiments.registry import SweepPlan
+    from attnlab.registry import SweepPlan
 
     def aggregate(rows):
         rows_seen.append(rows)
@@ -195,7 +195,7 @@ def test_sweep_experiment_runs_its_plan_and_stores_the_aggregate(fake, tmp_path)
 
 
 def test_failed_sweep_runs_are_an_error_and_resume_reruns_only_them(fake, tmp_path, monkeypatch):
-    from attnlab.experiments import registry
+    from attnlab.registry import registry
 
     sid = "transformer-math.sweep-selftest"
     fake["s"] = _selftest_sweep([])
@@ -225,8 +225,8 @@ def test_reproduce_quick_runs_the_scaling_sweep_into_the_report(tmp_path, monkey
     on two of its five d_head values and one seed (quick configs, 2 processes). The full quick
     plan (5 d_head x 3 seeds) runs in tests/cli/test_reproduce_cli.py with the other experiments."""
     from attnlab.cli import main
-    from attnlab.experiments import get_experiment
-    from attnlab.experiments.registry import SweepPlan
+    from attnlab.registry import get_experiment
+    from attnlab.registry import SweepPlan
 
     sid = "transformer-math.scaling"
     scaling = get_experiment(sid)

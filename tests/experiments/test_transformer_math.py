@@ -8,7 +8,7 @@ import math
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.experiments import all_experiments
+from attnlab.registry import all_experiments
 from attnlab.experiments.transformer_math import (
     DotProductConfig,
     ParameterCountsConfig,
@@ -17,7 +17,7 @@ from attnlab.experiments.transformer_math import (
     run_parameter_counts,
     run_softmax_saturation,
 )
-from attnlab.reports.rundir import RunDir
+from attnlab.runs.rundir import RunDir
 
 IDS = {"transformer-math.parameter-counts", "transformer-math.softmax-saturation",
        "transformer-math.dot-product-scaling"}

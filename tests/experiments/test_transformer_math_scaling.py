@@ -9,16 +9,16 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.experiments import get_experiment
-from attnlab.experiments.registry import SweepPlan
-from attnlab.experiments.transformer_math_scaling import (
+from attnlab.registry import get_experiment
+from attnlab.registry import SweepPlan
+from attnlab.papers.transformer_math.experiments.scaling import (
     EXPERIMENT_ID,
     ScalingConfig,
     aggregate,
     reproduce_plan,
     run_scaling,
 )
-from attnlab.reports.rundir import RunDir
+from attnlab.runs.rundir import RunDir
 
 PER_VARIANT = ("steps_to_threshold", "reached_threshold", "final_loss", "final_accuracy", "initial_loss",
                "initial_entropy", "final_entropy", "initial_grad_norm", "final_grad_norm")

@@ -9,7 +9,7 @@ import torch
 
 from tolerances import assert_close
 
-from attnlab.claims import select_claims
+from attnlab.registry import select_claims
 from attnlab.errors import ConfigError
 from attnlab.nn.linformer import LinformerSelfAttention
 from attnlab.ops import softmax_attention

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from attnlab.reports import build_report
-from attnlab.reports.figures import line_figure, series
-from attnlab.reports.rundir import RunDir
+from attnlab.results import line_figure, series
+from attnlab.runs.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "screenshot_report.py"

@@ -8,9 +8,9 @@ import re
 import pytest
 
 from attnlab.reports import build_report
-from attnlab.reports.figures import bar_figure, line_figure, series
+from attnlab.results import bar_figure, line_figure, series
 from attnlab.reports.format import fmt_count, fmt_value
-from attnlab.reports.rundir import RunDir
+from attnlab.runs.rundir import RunDir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

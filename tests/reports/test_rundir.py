@@ -8,7 +8,7 @@ import os
 import pytest
 
 from attnlab.errors import RunDirError
-from attnlab.reports.rundir import RunDir, load_run
+from attnlab.runs.rundir import RunDir, load_run
 
 
 def _names(d):

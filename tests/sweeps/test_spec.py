@@ -10,7 +10,7 @@ from typing import Literal
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.experiments import get_experiment
+from attnlab.registry import get_experiment
 from attnlab.sweeps import SweepSpec, expand, run_id
 from attnlab.sweeps.spec import coerce, field_types, format_value
 

@@ -12,12 +12,9 @@ from torch.func import jacrev, vmap
 
 from attnlab.errors import ConfigError
 from attnlab.nn.positional import sinusoidal_encoding
-from attnlab.training import (
-    attention_classifier,
-    init_attention_classifier,
-    train_batched,
-)
-from attnlab.training.authors_model import (
+from attnlab.training import train_batched
+from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier
+from attnlab.papers.memorization.authors_model import (
     authors_loss,
     authors_metrics,
     authors_model,

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.errors import ConfigError
-from attnlab.training.capacity_search import (
+from attnlab.papers.memorization.capacity_search import (
     SearchConfig,
     _next_candidates,
     attention_coefficients,
@@ -18,7 +18,7 @@ from attnlab.training.capacity_search import (
     search_capacity,
     train_candidates,
 )
-from attnlab.training.models import attention_classifier, init_attention_classifier
+from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier
 
 # float64: the folded products reorder sums of O(10)-sized terms; 1e-10 relative leaves
 # ~1e5 ulps of room, and a wrong gradient (axis mix-up, missing term) is off by O(1).

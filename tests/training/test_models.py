@@ -8,13 +8,9 @@ from tolerances import assert_close
 from torch.func import vmap
 
 from attnlab.errors import ConfigError
-from attnlab.training import (
-    attention_classifier,
-    init_attention_classifier,
-    train_batched,
-    training_flops_per_step,
-)
-from attnlab.training.models import regression_loss, regression_metrics
+from attnlab.training import train_batched
+from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier, training_flops_per_step
+from attnlab.papers.memorization.batched_model import regression_loss, regression_metrics
 
 F64 = torch.float64
 # distinct primes so an axis mix-up fails: M, d, n, H, d_h, d_v, classes, batch

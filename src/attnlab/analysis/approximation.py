@@ -23,6 +23,8 @@ exactly, and ||(P - P^)_i V|| <= 2 L_i max_j ||v_j|| (:func:`sparse_output_bound
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -177,3 +179,11 @@ def projection_action_errors(P: Tensor, w: Tensor, k_values, *, draws: int,
         u = torch.einsum("dkn,dk->dn", R_max[:, :k], Rw[:, :k]) / k  # R^T R w per draw, (draws, n)
         rows.append((P @ u.T - Pw[:, None]).norm(dim=0) / Pw.norm())  # (draws,)
     return torch.stack(rows)
+
+
+def random_attention_and_values(n: int, d: int, g: torch.Generator, n_q: int | None = None):
+    """P (n_q, n) = softmax(Q K^T / sqrt(d)), Q, K ~ N(0, 1) (logits of unit variance); w ~ N(1, 1) (n,)."""
+    Q = torch.randn(n if n_q is None else n_q, d, generator=g, dtype=torch.float64)
+    K = torch.randn(n, d, generator=g, dtype=torch.float64)
+    w = torch.randn(n, generator=g, dtype=torch.float64) + 1.0
+    return torch.softmax(Q @ K.T / math.sqrt(d), dim=-1), w  # (n_q, n), (n,)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from attnlab.reports.figures import PALETTE, line_figure, series
+from attnlab.results import PALETTE, line_figure, series
 
 _STYLE = {"linear": "solid", "quadratic": "dashed"}
 

@@ -9,7 +9,7 @@ it is loaded with ``transformers`` from that directory with HF_HUB_OFFLINE=1 and
 
 App. J says BERT's positional encoding is sinusoidal: it is not. BERT (and MiniLM) learn an absolute
 position table W_pos (512 x d); only the original Transformer and our random embedding
-(:mod:`attnlab.analysis.token_layers`) use the fixed sinusoidal one.
+(:mod:`attnlab.papers.memorization.token_layers`) use the fixed sinusoidal one.
 
 ``pretrained=False`` gives the same architecture with freshly initialised weights (transformers'
 BERT init, N(0, 0.02) matrices, LayerNorm gain 1), drawn from ``seed``: the "Random" columns of

@@ -6,16 +6,10 @@ stored there (:mod:`attnlab.reports.figures`) and writes ``report.html``
 (self-contained) and ``report.md``. So ``attnlab report RUN_DIR`` can always
 rebuild a report from stored results.
 
-What an experiment's ``run(cfg, run_dir)`` returns, and a report shows::
-
-    {"summary": [{"quantity", "paper_value", "measured", "expected",
-                  "status": "pass"|"FAIL"|"info", "detail"}],
-     "tables":  [{"title", "columns", "formats", "rows"}],
-     "figures": [figure specs, see attnlab.reports.figures],
-     "notes":   [str],
-     "data":    {raw numbers}}
-
-Every key is optional; a result without summary, tables or figures is shown as JSON.
+What an experiment stores and a report shows is an
+:class:`attnlab.results.ExperimentResult` as JSON (summary checks, tables, figure
+specs, notes, raw data); a stored result without summary, tables or figures is
+shown as JSON.
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from attnlab.reports.rundir import REPORT_HTML, REPORT_MD, RunDir, StoredRun, load_run  # noqa: F401
+from attnlab.runs.rundir import REPORT_HTML, REPORT_MD, RunDir, StoredRun, load_run  # noqa: F401
 
 
 def build_report(run_dir: str | os.PathLike) -> tuple[Path, Path]:

@@ -1,19 +1,10 @@
-"""Figures from stored numbers: specs that experiments store, PNGs that reports draw.
+"""Drawing the figure specs an experiment stored (:mod:`attnlab.results`) into PNGs.
 
-An experiment never draws: it stores a *figure spec* (plain JSON, built with
-:func:`line_figure` / :func:`bar_figure`) among its results. The report renders
-each spec with matplotlib (Agg backend, no display needed) into
+An experiment never draws: it stores figure specs among its results. The report
+renders each spec with matplotlib (Agg backend, no display needed) into
 ``<run>/figures/<file>`` and returns the PNG as base64 for inlining, so a report
-can always be rebuilt from ``results.json`` alone.
-
-Spec schema::
-
-    {"kind": "line", "file": "name.png", "caption": str, "title": str,
-     "xlabel": str, "ylabel": str, "xscale": "linear"|"log", "yscale": ...,
-     "series": [{"label": str, "x": [...], "y": [...], "style": "solid"|"dashed"|"dotted",
-                 "marker": bool}]}
-    {"kind": "bar", "file": ..., "caption": ..., "title": ..., "ylabel": ..., "yscale": ...,
-     "categories": [str], "groups": [{"label": str, "values": [number|None]}]}
+can always be rebuilt from ``results.json`` alone. The spec schema is in
+:mod:`attnlab.results`.
 """
 
 from __future__ import annotations
@@ -21,53 +12,13 @@ from __future__ import annotations
 import base64
 import io
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from attnlab.errors import ConfigError
+from attnlab.results import PALETTE, check_figure_file
 
-_FILE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.png$")
-_SCALES = ("linear", "log")
 _STYLES = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-."}
-# A colour-blind-safe palette (Okabe-Ito), in a fixed order so figures are stable.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-
-
-def series(label: str, x: Sequence[float], y: Sequence[float], *, style: str = "solid",
-           marker: bool = True, color: str | None = None) -> dict:
-    """One line of a line figure; ``y`` may hold None for a missing point."""
-    if len(x) != len(y):
-        raise ConfigError(f"series {label!r}: x has {len(x)} points but y has {len(y)}")
-    if style not in _STYLES:
-        raise ConfigError(f"series {label!r}: style must be one of {', '.join(_STYLES)}")
-    return {"label": label, "x": list(x), "y": list(y), "style": style, "marker": marker, "color": color}
-
-
-def line_figure(file: str, caption: str, *, series: list[dict], xlabel: str, ylabel: str,
-                title: str = "", xscale: str = "linear", yscale: str = "linear") -> dict:
-    _check_file(file)
-    if xscale not in _SCALES or yscale not in _SCALES:
-        raise ConfigError(f"figure {file}: axis scales must be 'linear' or 'log'")
-    return {"kind": "line", "file": file, "caption": caption, "title": title, "xlabel": xlabel,
-            "ylabel": ylabel, "xscale": xscale, "yscale": yscale, "series": series}
-
-
-def bar_figure(file: str, caption: str, *, categories: list[str], groups: list[dict],
-               ylabel: str, title: str = "", yscale: str = "linear") -> dict:
-    """Grouped bars; ``groups`` = [{"label": str, "values": [...one per category...]}]."""
-    _check_file(file)
-    for g in groups:
-        if len(g["values"]) != len(categories):
-            raise ConfigError(f"figure {file}: group {g['label']!r} needs one value per category")
-    return {"kind": "bar", "file": file, "caption": caption, "title": title, "ylabel": ylabel,
-            "yscale": yscale, "categories": list(categories), "groups": groups}
-
-
-def _check_file(file: str) -> None:
-    if not _FILE_RE.match(file):
-        raise ConfigError(f"figure file {file!r} must be a plain name ending in .png (no folders)")
 
 
 @dataclass(frozen=True)
@@ -78,16 +29,19 @@ class RenderedFigure:
     png_base64: str
 
 
-def render(spec: dict, figures_dir: Path, *, name: str | None = None) -> RenderedFigure:
-    """Draw ``spec`` into ``figures_dir/(name or spec['file'])`` (atomically) and return it."""
+def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigure:
+    """Draw ``spec`` (stored JSON, or a typed figure) into ``figures_dir/(name or spec['file'])``
+    (atomically) and return it."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    from attnlab.reports.rundir import atomic_write_bytes
+    from attnlab.runs.rundir import atomic_write_bytes
 
-    _check_file(spec.get("file", ""))
+    if hasattr(spec, "to_dict"):
+        spec = spec.to_dict()
+    check_figure_file(spec.get("file", ""))
     drawers = {"line": _draw_line, "bar": _draw_bar}
     if spec.get("kind") not in drawers:
         raise ConfigError(f"figure {spec['file']}: unknown kind {spec.get('kind')!r}")
@@ -102,7 +56,7 @@ def render(spec: dict, figures_dir: Path, *, name: str | None = None) -> Rendere
     data = buf.getvalue()
     figures_dir.mkdir(parents=True, exist_ok=True)
     name = name or spec["file"]
-    _check_file(name)
+    check_figure_file(name)
     path = figures_dir / name
     atomic_write_bytes(path, data)
     return RenderedFigure(path, spec.get("caption", ""), spec.get("title", ""),

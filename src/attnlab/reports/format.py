@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from attnlab.papers import PAPERS
 
 STATUSES = ("pass", "FAIL", "error", "info", "n/a")
 
@@ -86,9 +85,9 @@ class Outline:
 
 
 def outline(run) -> Outline:
-    """The report outline of a :class:`attnlab.reports.rundir.StoredRun`."""
+    """The report outline of a :class:`attnlab.runs.rundir.StoredRun`."""
     papers = run.config.get("papers") or run.results.get("papers") or []
-    titles = [PAPERS[p].title if p in PAPERS else p for p in papers]
+    titles = [paper_title(p) for p in papers]
     return Outline(
         title=" · ".join(titles) or "attnlab run",
         run_name=run.path.resolve().name,
@@ -98,6 +97,14 @@ def outline(run) -> Outline:
         experiments=list((run.results.get("experiments") or {}).values()),
         claims=list(run.results.get("claims") or []),
     )
+
+
+def paper_title(name: str) -> str:
+    """The registered paper's title, or the name itself for a paper this install does not know."""
+    from attnlab.registry import papers
+
+    known = papers()
+    return known[name].title if name in known else name
 
 
 def experiment_status(entry: dict) -> str:

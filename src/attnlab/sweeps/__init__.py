@@ -1,7 +1,7 @@
 """Sweeps: run any registered experiment over a grid of configs and seeds.
 
     from attnlab.sweeps import SweepSpec, run_sweep
-    spec = SweepSpec("transformer-math.sweep-selftest", base={"x": 2.0}, grid={"n": [3, 5]}, seeds=2)
+    spec = SweepSpec("transformer-math.scaling", base={"steps": 200}, grid={"d_head": [8, 16]}, seeds=2)
     result = run_sweep(spec, Path("runs/my-sweep"), executor="process", workers=2)
     result.table_path  # runs/my-sweep/results.csv, one row per run
 

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from attnlab.config import check_device
 from attnlab.errors import ConfigError
-from attnlab.reports.rundir import RunDir, to_jsonable, utc_now
+from attnlab.registry import get_experiment
+from attnlab.runs.rundir import RunDir, to_jsonable, utc_now
 from attnlab.sweeps.executors import check_executor, cpu_cores, open_executor
 from attnlab.sweeps.spec import RunPlan, SweepSpec, expand, resolved_overrides
 from attnlab.sweeps.table import TABLE, SweepTable
@@ -69,14 +71,11 @@ def run_sweep(spec: SweepSpec, out: Path, *, resume: bool = False, workers: int 
     ``progress(done, total)`` is called after each run (and once at the start);
     ``on_failure(run_id, error_line, log_path)`` for each run that raises.
     """
-    from attnlab.experiments.registry import get_experiment  # lazy: experiments may import sweeps
-    from attnlab.experiments.runner import resolve_device
-
     if not isinstance(spec, SweepSpec):
         raise ConfigError(f"run_sweep needs a SweepSpec, got {type(spec).__name__}")
     exp = get_experiment(spec.experiment)
     kind = check_executor(executor, scheduler, workers)
-    device = resolve_device(device)
+    device = check_device(device, "--device")
     plans = expand(exp, spec, device)
     out = Path(out)
     header = _header(exp.id, spec, resolved_overrides(exp, spec), device, plans, argv)

@@ -80,7 +80,7 @@ def _mp_context():
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["attnlab.sweeps.worker", "attnlab.experiments"])
+        ctx.set_forkserver_preload(["attnlab.sweeps.preload"])
         return ctx
     return multiprocessing.get_context("spawn")
 

@@ -19,8 +19,9 @@ import io
 from pathlib import Path
 from typing import Any, Sequence
 
-from attnlab.reports.rundir import RunDir, utc_now
-from attnlab.sweeps.spec import RunPlan, format_value
+from attnlab.runs.rundir import RunDir, utc_now
+from attnlab.config import format_value
+from attnlab.sweeps.spec import RunPlan
 from attnlab.sweeps.worker import LOG
 
 TABLE, SUMMARY = "results.csv", "summary.json"

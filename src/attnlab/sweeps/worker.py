@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnlab.reports.rundir import RunDir, to_jsonable, utc_now
+from attnlab.results import ExperimentResult
+from attnlab.runs.rundir import RunDir, to_jsonable, utc_now
+from attnlab.runs.seeds import seed_everything
 
 RESULT, LOG, RUN_CONFIG = "result.json", "log.txt", "config.json"
 ROW_KEYS = ("run_id", "status", "seed", "seconds")  # table columns every row has
@@ -60,17 +62,6 @@ def check_scalars(scalars: Any, config_fields: list[str]) -> dict:
     return out
 
 
-def seed_everything(seed: int) -> None:
-    import random
-
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)  # also seeds every CUDA device
-
-
 def execute_run(item: RunItem) -> dict:
     """Run ``item`` and return its outcome: {"run_id", "status", "seconds", "error", "record"}.
 
@@ -79,7 +70,7 @@ def execute_run(item: RunItem) -> dict:
     """
     import torch
 
-    from attnlab.experiments import get_experiment
+    from attnlab.registry import get_experiment  # discovers the papers in this process
 
     if item.threads:
         torch.set_num_threads(item.threads)
@@ -96,9 +87,9 @@ def execute_run(item: RunItem) -> dict:
                 exp = get_experiment(item.experiment)
                 seed_everything(item.seed)
                 result = exp.run(item.config, rd)
-                if not isinstance(result, dict):
-                    raise TypeError(f"run() must return a dict, got {type(result).__name__}")
-                scalars = check_scalars(result.get("scalars"), list(config))
+                if not isinstance(result, ExperimentResult):
+                    raise TypeError(f"run() must return attnlab.results.ExperimentResult, got {type(result).__name__}")
+                scalars = check_scalars(result.scalars, list(config))
         except Exception as e:  # recorded as a failed run; the sweep goes on
             log.write(traceback.format_exc())
             seconds = round(time.perf_counter() - t0, 3)
@@ -107,7 +98,7 @@ def execute_run(item: RunItem) -> dict:
     seconds = round(time.perf_counter() - t0, 3)
     record = {"run_id": item.run_id, "experiment": item.experiment, "status": "ok", "seed": item.seed,
               "config": config, "scalars": _finite(scalars), "seconds": seconds,
-              "started": started, "finished": utc_now(), "result": _jsonable_or_repr(result)}
+              "started": started, "finished": utc_now(), "result": _jsonable_or_repr(result.to_dict())}
     rd.write_json(RESULT, record)
     # read back: what the table holds is exactly what a later resume reads from disk
     record = json.loads((path / RESULT).read_text(encoding="utf-8"))

@@ -5,21 +5,11 @@
 - ``optim``:     functional Adam / AdamW on stacked parameter dicts.
 - ``lbfgs``:     full-batch L-BFGS (torch.optim.LBFGS per model, same interface).
 - ``schedules``: learning-rate schedules as pure functions of the step.
-- ``models``:    the memorization paper's single-layer attention classifier, eqs. (1)-(6),
-                 with cross-entropy (classes) and MSE (real labels) losses.
-- ``authors_model``: the model the paper trains (§5.2): linear embedding + sinusoidal
-                 positional encoding + one attention layer, read out at the first token.
+
+Models live with the paper that defines them (e.g. :mod:`attnlab.papers.memorization.model`);
+``train_batched`` takes any model given as a pure function of a parameter dict.
 """
 
-from attnlab.training.authors_model import (
-    KEYS,
-    authors_loss,
-    authors_metrics,
-    authors_model,
-    authors_regression_loss,
-    authors_regression_metrics,
-    init_authors_model,
-)
 from attnlab.training.batched import (
     OPTIMIZERS,
     MinibatchSampler,
@@ -28,28 +18,10 @@ from attnlab.training.batched import (
     module_loss,
     train_batched,
 )
-from attnlab.training.models import (
-    attention_classifier,
-    classifier_loss,
-    classifier_metrics,
-    init_attention_classifier,
-    regression_loss,
-    regression_metrics,
-    training_flops_per_step,
-)
 from attnlab.training.optim import AdamState, adam_init, adam_update, adamw_update
 from attnlab.training.schedules import WarmupCosine, constant, warmup_cosine
 
 __all__ = [
-    "KEYS",
-    "authors_loss",
-    "authors_metrics",
-    "authors_model",
-    "authors_regression_loss",
-    "authors_regression_metrics",
-    "init_authors_model",
-    "regression_loss",
-    "regression_metrics",
     "OPTIMIZERS",
     "AdamState",
     "MinibatchSampler",
@@ -59,13 +31,8 @@ __all__ = [
     "adam_init",
     "adam_update",
     "adamw_update",
-    "attention_classifier",
-    "classifier_loss",
-    "classifier_metrics",
     "constant",
-    "init_attention_classifier",
     "module_loss",
     "train_batched",
-    "training_flops_per_step",
     "warmup_cosine",
 ]

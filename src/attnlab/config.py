@@ -1,0 +1,327 @@
+"""Configs and the one validation path every setting goes through.
+
+Every experiment's config is a frozen dataclass on :class:`RunConfig`::
+
+    @dataclass(frozen=True)
+    class SaturationConfig(RunConfig):
+        PRESETS = {"quick": {"n_samples": 256}, "paper": {"n_samples": 4000}}
+        n_samples: int | None = None          # None: taken from PRESETS[scale]
+
+        def validate(self) -> None:
+            check_int("n_samples", self.n_samples, minimum=1)
+
+``RunConfig.__post_init__`` checks ``scale``, ``seed`` and ``device``, fills every
+field left ``None`` from ``PRESETS[scale]`` and then calls ``validate()``. The same
+``check_*`` functions validate constructions' parameters and every command-line
+option, so one rule (and one message) holds for a value wherever it is given.
+
+Values written as text (``--set key=value``, ``--grid key=v1,v2``) are converted
+with the type annotation of the field they set (:func:`coerce`):
+
+    int            "3"                 float   "0.5", "1e-3", "inf"
+    bool           true/false/1/0/yes/no (any case)
+    str            as written          X | None   "none" or "null" gives None
+    tuple[T, ...]  "3;11;64" (";" between items, since "," separates grid values;
+                   "" is the empty tuple); list[T] the same
+    Literal[...]   one of the listed values
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Sequence
+
+from attnlab.errors import AttnlabError, ConfigError
+
+SCALES = ("quick", "paper")
+SEED_LIMIT = 2**32  # NumPy's legacy seed takes 0 <= seed < 2**32
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+# ---- checks: one message per rule -----------------------------------------------------
+def check_int(name: str, v: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``v`` if it is an int (not a bool) in [minimum, maximum]; else ConfigError naming ``name``."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{name} must be an integer{_range(minimum, maximum)}, got {v!r}")
+    if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+        raise ConfigError(f"{name} must be an integer{_range(minimum, maximum)}, got {v!r}")
+    return v
+
+
+def check_ints(name: str, values: Any, minimum: int | None = None) -> tuple[int, ...]:
+    """A non-empty tuple of ints >= minimum (a list, tuple or other iterable is accepted)."""
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise ConfigError(f"{name} must be a non-empty list of integers{_range(minimum, None)}, got {values!r}") from None
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum)
+                         for v in values):
+        raise ConfigError(f"{name} must be a non-empty list of integers{_range(minimum, None)}, got {values!r}")
+    return values
+
+
+def check_number(name: str, v: Any, minimum: float | None = None, maximum: float | None = None, *,
+                 open_min: bool = False, open_max: bool = False) -> float:
+    """``v`` as a float if it is a finite real number in the given (closed or open) interval."""
+    lo = "" if minimum is None else ("(" if open_min else "[") + f"{minimum:g}"
+    hi = "" if maximum is None else f"{maximum:g}" + (")" if open_max else "]")
+    where = f" in {lo or '(-inf'}, {hi or 'inf)'}" if (lo or hi) else ""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ConfigError(f"{name} must be a finite number{where}, got {v!r}")
+    if minimum is not None and (v <= minimum if open_min else v < minimum):
+        raise ConfigError(f"{name} must be a finite number{where}, got {v!r}")
+    if maximum is not None and (v >= maximum if open_max else v > maximum):
+        raise ConfigError(f"{name} must be a finite number{where}, got {v!r}")
+    return float(v)
+
+
+def check_choice(name: str, v: Any, choices: Sequence[Any]) -> Any:
+    """``v`` if it is one of ``choices``."""
+    if v not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(map(str, choices))}, got {v!r}")
+    return v
+
+
+def check_bool(name: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError(f"{name} must be true or false, got {v!r}")
+    return v
+
+
+def check_seed(seed: Any, name: str = "seed") -> int:
+    """A seed every generator takes: an int in [0, 2**32) (NumPy's legacy seeding bounds it)."""
+    return check_int(name, seed, 0, SEED_LIMIT - 1)
+
+
+def check_device(device: Any, name: str = "device") -> str:
+    """'cpu', 'cuda' or 'cuda:N' (N an existing GPU); CUDA only where it is available."""
+    if not isinstance(device, str):
+        raise ConfigError(f"{name} must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if device == "cpu":
+        return device
+    kind, colon, index = device.partition(":")
+    if kind != "cuda" or (colon and not index.isdigit()):
+        raise ConfigError(f"unknown {name} {device!r}; use cpu, cuda or cuda:N")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(f"{name} {device}: CUDA is not available on this machine; use cpu")
+    if colon and int(index) >= torch.cuda.device_count():
+        raise ConfigError(f"{name} {device}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                          f"numbered from 0")
+    return device
+
+
+def _range(minimum, maximum) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f" >= {minimum}"
+    if maximum is not None:
+        return f" <= {maximum}"
+    return ""
+
+
+# ---- the bases of every config -----------------------------------------------------------
+def param(default: Any, help: str) -> Any:
+    """A config field with a default and a one-line description (shown by --help, `attnlab list`
+    and the docs)::
+
+        H: int = param(4, "number of heads H")
+    """
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("param() defaults must be immutable; use a tuple")
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+def describe_fields(config_cls: type) -> list[dict[str, Any]]:
+    """[{name, type, default, help}] for every field of ``config_cls``, in order."""
+    types_ = field_types(config_cls)
+    return [{"name": f.name, "type": type_name(types_[f.name]),
+             "default": f.default if f.default is not dataclasses.MISSING else None,
+             "help": f.metadata.get("help", "")} for f in dataclasses.fields(config_cls)]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Base of every frozen config: ``validate()`` runs after construction (and after
+    :meth:`replace`), so an instance always holds valid values."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check the fields; raise ConfigError with a message a user can act on."""
+
+    def replace(self, **changes: Any) -> "Config":
+        """A copy with ``changes`` (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class RunConfig(Config):
+    """What every experiment config has.
+
+    scale:  "quick" (minutes on a laptop CPU) or "paper" (the paper's sizes)
+    seed:   every random draw of the run derives from it; an int in [0, 2**32)
+    device: "cpu", "cuda" or "cuda:N"
+
+    ``PRESETS[scale]`` maps field names to the values a field left ``None`` takes at
+    that scale. Subclasses check their own fields in :meth:`validate`.
+    """
+
+    PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+
+    scale: str = "quick"
+    seed: int = 0
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        check_choice("scale", self.scale, SCALES)
+        check_seed(self.seed)
+        check_device(self.device)
+        preset = self.PRESETS.get(self.scale, {})
+        for f in dataclasses.fields(self):
+            if getattr(self, f.name) is None and f.name in preset:
+                object.__setattr__(self, f.name, preset[f.name])
+        self.validate()
+
+
+# ---- values written as text --------------------------------------------------------------
+def field_types(config_cls: type) -> dict[str, Any]:
+    """Field name -> resolved type annotation (string annotations evaluated)."""
+    try:
+        hints = typing.get_type_hints(config_cls)
+    except Exception:  # unresolvable annotation: fall back to no conversion
+        hints = {}
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(config_cls)}
+
+
+def type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) if isinstance(tp, type) else str(tp).replace("typing.", "")
+
+
+def coerce(value: Any, tp: Any) -> Any:
+    """``value`` (text from the command line, or a Python value) as type ``tp``.
+
+    Raises ValueError with a short reason when it does not fit.
+    """
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if type(None) in args and (value is None or (isinstance(value, str) and value.lower() in ("none", "null"))):
+            return None
+        for a in (a for a in args if a is not type(None)):
+            try:
+                return coerce(value, a)
+            except ValueError:
+                continue
+        raise ValueError(f"expected {type_name(tp)}")
+    if origin is typing.Literal:
+        for a in args:
+            try:
+                if coerce(value, type(a)) == a:
+                    return a
+            except ValueError:
+                continue
+        raise ValueError(f"expected one of {', '.join(map(str, args))}")
+    if origin in (tuple, list):
+        return _coerce_sequence(value, origin, args)
+    if tp is bool:
+        return _coerce_bool(value)
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise ValueError("expected an integer")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise ValueError("expected a number")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ValueError("expected a string")
+    return value  # other annotations: the config's own checks judge
+
+
+def _coerce_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError("expected true or false (or 1/0)")
+
+
+def _coerce_sequence(value: Any, origin: type, args: tuple) -> Any:
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(";")] if value.strip() else []
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ValueError("expected items separated by ';', e.g. 3;11;64")
+    if origin is tuple and args and args[-1] is not Ellipsis:  # fixed length tuple[A, B]
+        if len(items) != len(args):
+            raise ValueError(f"expected {len(args)} items separated by ';'")
+        return tuple(coerce(v, a) for v, a in zip(items, args))
+    item_tp = args[0] if args else Any
+    return origin(coerce(v, item_tp) for v in items)
+
+
+def format_value(value: Any) -> Any:
+    """A config value as one table cell: sequences as "a;b;c" (the --set syntax)."""
+    if isinstance(value, (list, tuple)):
+        return ";".join(str(format_value(v)) for v in value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def coerce_field(owner: str, config_cls: type, key: str, value: Any, flag: str = "--set",
+                 reserved: Mapping[str, str] | None = None) -> Any:
+    """``value`` for field ``key`` of ``config_cls``; ConfigError naming the flag and the fields.
+
+    ``reserved`` maps fields that other options set to those options (e.g. seed -> --seed).
+    """
+    types_ = field_types(config_cls)
+    reserved = reserved or {}
+    if key in reserved:
+        raise ConfigError(f"{flag} {key}: {key} is set by {reserved[key]}, not by {flag}")
+    if key not in types_:
+        allowed = ", ".join(k for k in types_ if k not in reserved)
+        raise ConfigError(f"{flag} {key}: {owner} has no parameter {key!r}; parameters: {allowed}")
+    try:
+        return coerce(value, types_[key])
+    except ValueError as e:
+        raise ConfigError(f"{flag} {key}={value}: {e} for {key} ({type_name(types_[key])})") from None
+
+
+def build_config(config_cls: type, values: Mapping[str, Any], *, what: str = "") -> Any:
+    """``config_cls(**values)``; any failure becomes a ConfigError that names the values."""
+    where = what or ("config " + " ".join(f"{k}={format_value(v)}" for k, v in values.items())
+                     if values else "the default config")
+    try:
+        return config_cls(**values)
+    except AttnlabError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: {e}; check the values given with --set/--grid") from None
+
+
+def config_fields(config_cls: type) -> list[dataclasses.Field]:
+    """The dataclass fields of ``config_cls`` (ClassVars such as PRESETS excluded)."""
+    return list(dataclasses.fields(config_cls))

@@ -1,0 +1,303 @@
+"""Shared core of the memorization-capacity experiments (Fig. 2, 4, 5): settings, cells, T*.
+
+memorization-capacity-of-mha §5.2, Appendix A, Appendix H, Appendix I.1. A *cell*
+is one model size (H heads, context size n, head size d_h; d fixed) and one data-set
+size T: ``replicates`` models, each with its own data set and init, trained at once
+by :func:`attnlab.training.train_batched` (vmap over models). Data (§5.2, App. I.1):
+queries e^(t) iid U(0, 1)^d and context tokens iid U(0, 1)^d, either one context E
+shared by all T examples (``context = "shared"``, Proposition 2, Fig. 2 and 5) or
+one per example (``"per-example"``, App. I.1, Fig. 4); labels (App. A) uniform over
+``n_classes`` classes, or real y^(t) ~ U(0, 1) with d_out = 1 for regression.
+
+A replicate *memorizes* its T examples when its train accuracy is 100%
+(classification) or its train MSE is at most ``mse_tol`` (regression); T* of a model
+size is the largest T of its grid that every replicate memorized (0 if none), set
+beside Theorem 1's T = H (min(n, d_h) - 1) + 1.
+
+Training (``optimizer``): "adam", full batch or minibatch ``batch``, peak ``lr``
+with linear warmup and cosine decay (training.schedules), a model stopping once it
+has memorized; or "lbfgs", full batch, constant ``lr``, ``steps`` L-BFGS steps of
+up to 20 iterations each. The authors' protocol (App. A: Adam, lr 1e-3, batch 256,
+warmup + cosine, at least 50k steps and at least 500 epochs, 300k steps for Fig.
+2(c)) is :data:`AUTHORS_PROTOCOL`, the ``--scale paper`` preset of every experiment.
+"""
+
+from __future__ import annotations
+
+from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
+
+import math
+import time
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from attnlab.papers.memorization.model import draw_dataset, theorem1_bound
+from attnlab.errors import ConfigError
+from attnlab.config import check_int
+from attnlab.papers._legacy import _resolve
+from attnlab.training import WarmupCosine, train_batched
+from attnlab.papers.memorization.batched_model import classifier_loss, classifier_metrics
+from attnlab.papers.memorization.authors_model import (
+    authors_loss,
+    authors_metrics,
+    authors_regression_loss,
+    authors_regression_metrics,
+    init_authors_model,
+)
+from attnlab.papers.memorization.batched_model import (
+    init_attention_classifier,
+    regression_loss,
+    regression_metrics,
+)
+
+OPTIMIZERS = ("adam", "lbfgs")
+MODELS = ("plain", "authors")  # eqs. (1)-(6) on the raw tokens | §5.2's embedding + PE + attention
+# App. A: Adam lr 1e-3, batch 256, linear warmup + cosine decay, >= 50k steps and >= 500 epochs.
+# The warmup length is not stated; 5% of the steps is our choice.
+AUTHORS_PROTOCOL = {"optimizer": "adam", "lr": 1e-3, "batch": 256, "steps": 50_000, "warmup": 2_500,
+                    "min_epochs": 500, "eval_every": 500}
+# L-BFGS: full batch, constant lr; a step is one torch.optim.LBFGS.step (<= 20 iterations)
+LBFGS_PRESETS = {"quick": {"steps": 25, "lr": 1.0, "warmup": 0, "batch": None, "min_epochs": 0, "eval_every": 5},
+                 "paper": {"steps": 2_500, "lr": 1.0, "warmup": 0, "batch": None, "min_epochs": 0,
+                           "eval_every": 50}}
+
+
+def check_grid(name: str, values, what: str, minimum: int = 1) -> tuple[int, ...]:
+    """A swept grid (H_grid, n_grid, d_h_grid): distinct integers >= minimum, sorted."""
+    if not isinstance(values, (list, tuple)) or not values or len(set(values)) != len(values):
+        raise ConfigError(f"{name} must list distinct {what}, got {values!r}")
+    for v in values:
+        check_int(f"every {name.removesuffix('_grid')} in {name}", v, minimum)
+    return tuple(sorted(values))
+
+
+@dataclass(frozen=True)
+class CapacitySettings(RunConfig):
+    """Settings every capacity experiment shares (paper notation).
+
+    d, n, d_h (None: d_h = d), n_classes: data and model at the fixed point of a sweep;
+    T_factors: data-set sizes as multiples of the bound H (min(n, d_h) - 1) + 1 of each
+    model size; model: "plain" (eqs. (1)-(6) on the raw tokens) or "authors" (§5.2: linear
+    embedding + sinusoidal PE + attention, read out at the query token;
+    attnlab.papers.memorization.authors_model); optimizer: "adam" or "lbfgs"; steps, lr (peak), warmup, batch (None:
+    full batch), min_epochs (steps >= min_epochs T / batch, App. A): training;
+    replicates: models (data set + init) per cell; eval_every: updates between
+    memorization checks (early stop); threads: torch intra-op threads while a cell
+    trains (restored afterwards; 1 by default: the matrices are tiny, and on a busy
+    2-core machine 2 threads made a cell ~30x slower, 57 s instead of 1.7 s). Fields left None come from the scale preset
+    (and, for L-BFGS, from LBFGS_PRESETS). Subclasses add the swept grid(s) and set
+    ``TASK`` ("classification" | "regression") and ``CONTEXT`` ("shared" | "per-example").
+    """
+
+    TASK: ClassVar[str] = "classification"
+    CONTEXT: ClassVar[str] = "shared"
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    scale: str = "quick"
+    seed: int = 0
+    device: str = "cpu"
+    d: int = 64
+    n: int = 32
+    d_h: int | None = None
+    n_classes: int = 100
+    T_factors: tuple[float, ...] | None = None
+    optimizer: str = "adam"
+    model: str = "plain"
+    steps: int | None = None
+    lr: float | None = None
+    warmup: int | None = None
+    batch: int | None = None
+    min_epochs: int | None = None
+    replicates: int | None = None
+    eval_every: int | None = None
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ConfigError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if self.optimizer == "lbfgs" and self.batch is not None:
+            raise ConfigError(f"L-BFGS trains full batch: leave batch unset, got batch={self.batch!r}")
+        presets = self.PRESETS
+        if self.optimizer == "lbfgs" and self.scale in presets:
+            presets = {s: {**p, **LBFGS_PRESETS[s]} for s, p in presets.items()}
+        _resolve(self, presets)
+        if self.d_h is None:
+            object.__setattr__(self, "d_h", self.d)
+        for name, minimum in (("d", 1), ("n", 2), ("d_h", 1), ("n_classes", 2), ("steps", 1), ("warmup", 0),
+                              ("min_epochs", 0), ("replicates", 1), ("eval_every", 1), ("threads", 1)):
+            check_int(name, getattr(self, name), minimum)
+        if self.batch is not None:
+            check_int("batch", self.batch, 1)
+        if self.warmup >= self.steps:
+            raise ConfigError(f"warmup ({self.warmup}) must be smaller than steps ({self.steps})")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
+            raise ConfigError(f"lr must be a positive finite number, got {self.lr!r}")
+        T_factors = self.T_factors
+        if not isinstance(T_factors, (list, tuple)) or not T_factors or not all(
+                isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f < math.inf for f in T_factors):
+            raise ConfigError(f"T_factors must be positive numbers (multiples of the bound), got {T_factors!r}")
+        object.__setattr__(self, "T_factors", tuple(sorted(float(f) for f in T_factors)))
+
+    def T_grid(self, H: int, n: int | None = None, d_h: int | None = None) -> list[int]:
+        """Data-set sizes tried at (H, n, d_h): round(f * (H (min(n, d_h) - 1) + 1)), distinct, ascending."""
+        bound = theorem1_bound(H, self.n if n is None else n, self.d_h if d_h is None else d_h)
+        return sorted({max(1, round(f * bound)) for f in self.T_factors})
+
+    def steps_for(self, T: int) -> int:
+        """Updates for a data set of T examples: max(steps, ceil(min_epochs T / batch)) (App. A)."""
+        if self.batch is None or self.batch >= T:
+            return self.steps
+        return max(self.steps, math.ceil(self.min_epochs * T / self.batch))
+
+    def memorized(self, metrics: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(M,) bool: 100% train accuracy, or train MSE <= mse_tol (regression)."""
+        if self.TASK == "regression":
+            return metrics["mse"] <= self.mse_tol
+        return metrics["accuracy"] >= 1.0
+
+    def describe_model(self) -> str:
+        if self.model == "authors":
+            return ("The model is the authors' (§5.2, model=authors): a linear embedding of the raw tokens, "
+                    "sinusoidal positional encoding, one attention layer read out at the query token "
+                    "(attnlab.papers.memorization.authors_model).")
+        return ("The model is eqs. (1)-(6) on the raw U(0,1) inputs (model=plain); the paper's embedding layer "
+                "and positional encoding are left out (model=authors puts them back).")
+
+    def describe_training(self) -> str:
+        if self.optimizer == "lbfgs":
+            return (f"full-batch L-BFGS (strong Wolfe), lr {self.lr:g}, up to {self.steps} steps of <= 20 "
+                    f"iterations")
+        batch = "full batch" if self.batch is None else f"batch {self.batch}, >= {self.min_epochs} epochs"
+        return (f"Adam, peak lr {self.lr:g}, {self.warmup} warmup steps then cosine decay over {self.steps} "
+                f"steps, {batch}")
+
+
+def config_fields(cfg) -> dict:
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+
+
+# --------------------------------------------------------------------------------------
+# one cell: `replicates` models at once
+# --------------------------------------------------------------------------------------
+def _cell_key(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> list[int]:
+    # the fixed point keeps the key of Fig. 2(a)'s original runs, so its data are unchanged
+    return [cfg.seed, H, T] if (n, d_h) == (cfg.n, cfg.d_h) else [cfg.seed, H, T, n, d_h]
+
+
+def cell_data(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> tuple:
+    """Per replicate: context E ((n, d) shared or (T, n, d)), queries e (T, d) ~ U(0, 1), labels y
+    (T,) int64 in [n_classes] or float ~ U(0, 1). -> E (R, ...), e (R, T, d), y (R, T), seeds (R,)."""
+    Es, es, ys, seeds = [], [], [], []
+    for rep in range(cfg.replicates):
+        ss = np.random.SeedSequence(_cell_key(cfg, H, n, d_h, T) + [rep])
+        s_data, s_label, s_batch = (int(x.generate_state(1)[0]) for x in ss.spawn(3))
+        E, e, _ = draw_dataset(T, n, cfg.d, 1, shared=cfg.CONTEXT == "shared", seed=s_data)
+        rng = np.random.default_rng(s_label)
+        Es.append(E)
+        es.append(e)
+        ys.append(rng.uniform(size=T) if cfg.TASK == "regression" else rng.integers(0, cfg.n_classes, T))
+        seeds.append(s_batch)
+    f32 = dict(dtype=torch.float32)
+    y = torch.tensor(np.stack(ys), **f32) if cfg.TASK == "regression" else torch.tensor(np.stack(ys))
+    return torch.tensor(np.stack(Es), **f32), torch.tensor(np.stack(es), **f32), y, seeds
+
+
+def train_cell(cfg: CapacitySettings, H: int, T: int, n: int | None = None, d_h: int | None = None) -> dict:
+    """Train the replicates of (H, n, d_h, T); -> memorized flags, final accuracy or MSE, steps to memorize."""
+    n = cfg.n if n is None else n
+    d_h = cfg.d_h if d_h is None else d_h
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        return _train_cell(cfg, H, n, d_h, T)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> dict:
+    start = time.perf_counter()
+    E, e, y, seeds = cell_data(cfg, H, n, d_h, T)
+    gen = torch.Generator().manual_seed(int(np.random.SeedSequence(_cell_key(cfg, H, n, d_h, T))
+                                            .generate_state(1)[0]))
+    regression = cfg.TASK == "regression"
+    d_out = 1 if regression else cfg.n_classes
+    if cfg.model == "authors":
+        params = init_authors_model(cfg.replicates, cfg.d, cfg.d, n, H, d_h, d_out, gen)
+        loss_fn = authors_regression_loss if regression else authors_loss
+        metrics_fn = _with_mse(authors_regression_metrics) if regression else authors_metrics
+    else:
+        params = init_attention_classifier(cfg.replicates, cfg.d, n, H, d_h, d_out, gen)
+        loss_fn = regression_loss if regression else classifier_loss
+        metrics_fn = regression_metrics if regression else classifier_metrics
+    steps = cfg.steps_for(T)
+    batch = None if cfg.batch is None or cfg.batch >= T else cfg.batch
+    shared = cfg.CONTEXT == "shared"
+    result = train_batched(
+        loss_fn, params, (e, y) if shared else (E, e, y),
+        seeds=seeds, model_data=(E,) if shared else (), steps=steps, batch_size=batch,
+        optimizer=cfg.optimizer, lr=cfg.lr if cfg.optimizer == "lbfgs" else WarmupCosine(cfg.lr, cfg.warmup, steps),
+        eval_every=cfg.eval_every, device=cfg.device,
+        metrics_fn=metrics_fn, stop_when=cfg.memorized,
+    )
+    # a stopped model keeps its parameters, so the last evaluation is every model's final state
+    final = {k: v[-1] for k, v in result.history.items()}
+    cell = {"H": H, "n": n, "d_h": d_h, "T": T, "memorized": result.stopped.tolist()}
+    if regression:
+        cell["final_mse"] = final["mse"].tolist()
+        cell["final_max_abs_error"] = final["max_abs_error"].tolist()
+    else:
+        cell["final_accuracy"] = final["accuracy"].tolist()
+    cell["steps_to_memorize"] = result.steps_to_stop.tolist()
+    cell["seconds"] = round(time.perf_counter() - start, 3)
+    return cell
+
+
+def _with_mse(metrics_fn):
+    """metrics_fn plus "mse" (= its "loss", the full-data MSE), which ``memorized`` reads."""
+    def metrics(*args):
+        out = metrics_fn(*args)
+        return {**out, "mse": out["loss"]}
+    return metrics
+
+
+def run_points(cfg: CapacitySettings, points: list[tuple[int, int, int]], run_dir, experiment_id: str,
+               done: list[dict] | None = None) -> list[dict]:
+    """Train every (H, n, d_h) of ``points`` at every T of its grid; cells already in ``done`` are reused."""
+    cells = list(done or [])
+    have = {(c["H"], c["n"], c["d_h"], c["T"]) for c in cells}
+    for H, n, d_h in points:
+        for T in cfg.T_grid(H, n, d_h):
+            if (H, n, d_h, T) in have:
+                continue
+            cell = train_cell(cfg, H, T, n, d_h)
+            cells.append(cell)
+            have.add((H, n, d_h, T))
+            if run_dir is not None:
+                run_dir.append_metric({"experiment": experiment_id, **cell})
+    return cells
+
+
+# --------------------------------------------------------------------------------------
+# derived numbers
+# --------------------------------------------------------------------------------------
+def largest_memorized(cells: list[dict], H: int, n: int | None = None, d_h: int | None = None) -> int:
+    """T*: the largest T of the grid that every replicate memorized at (H, n, d_h) (0 if none);
+    n, d_h None: any."""
+    return max((c["T"] for c in cells if c["H"] == H and (n is None or c["n"] == n)
+                and (d_h is None or c["d_h"] == d_h) and all(c["memorized"])), default=0)
+
+
+def linear_fit(x: list[float], y: list[float]) -> tuple[float, float, float]:
+    """Least-squares y = a x + b -> (a, b, R^2), R^2 = 1 - SS_res / SS_tot (nan if y is constant)."""
+    X, Y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(X) < 2:
+        return float("nan"), float("nan"), float("nan")
+    a, b = np.polyfit(X, Y, 1)
+    ss_tot = float(((Y - Y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((Y - (a * X + b)) ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
+    return float(a), float(b), r2

@@ -1,0 +1,415 @@
+"""The largest data set gradient descent memorizes: a fast trainer and a bracketing search.
+
+memorization-capacity-of-mha §5.2 and Appendix H. Setting: one context E (n x d)
+shared by all T examples, queries e^(t) iid U(0, 1)^d, labels y^(t) uniform on
+[n_classes]; the model is eqs. (1)-(6) (attnlab.papers.memorization.batched_model). Memorized means
+every one of the T labels is the argmax of y_hat^(t).
+
+Fast forward/backward. With a shared context the keys and values of head h are the
+same for every example, so the query and output sides fold into two small matrices
+per step (computed once, for all T examples):
+
+    A_h = W_Q,h K_h^T = W_Q,h W_K,h^T E^T            (d x n)       K_h = E W_K,h
+    N_h = V_h W_O,h W_D                              (n x C)       V_h = E W_V,h
+
+(W_O,h: the h-th block of d_v rows of W_O, C = n_classes). Then, per example,
+
+    alpha_h = A_h^T e            eq. (1), as a row of  alpha = e [A_1, ..., A_H]   (T x H n)
+    theta_h = Softmax(alpha_h)   eq. (2)
+    y_hat   = sum_h N_h^T theta_h  eqs. (3)-(6)  =  [theta_1; ...; theta_H]^T [N_1; ...; N_H]
+
+so a forward pass costs 2 T H n (d + C) FLOPs instead of the unfolded order's
+T (2 d H d_h + 2 H d_h n + 2 H n d_v + 2 H d_v d + 2 d C) (d = d_h = d_v = 64, n = 32,
+C = 100, H = 8: 84k against 209k per example, 2.5x fewer), plus O(H d n (d_h + d_v + C))
+per step for the folding, independent of T.
+The backward pass is written out (``loss_and_grads``): the gradients of the
+cross-entropy reach A and N through two GEMMs over the examples and then the weights
+through small products (chain rule through the two definitions above). It equals
+autograd through attention_classifier (tests/training/test_capacity_search.py:
+float64, 1e-10 relative). The parameters, and so the optimisation path, are the
+paper's W_K, W_Q, W_V, W_O, W_D: only the order of the products changes.
+
+Several candidate T train at once: M models stacked on a leading axis, model m
+sees the first T_m rows of one draw (nested data: the data set of size T is the
+prefix of the one of size T' > T) with a loss mask, and leaves the stack as soon as
+its training accuracy reaches 100% (checked on every step's forward pass, before the
+update, so the stopped parameters are exactly the memorizing ones).
+
+Search (``search_capacity``): bracket upwards from T_start by a factor between 1 +
+(growth - 1) / 10 and ``growth``, smaller the closer the last success came to the step
+budget (``_adaptive_growth``), until a failure, then cut the bracket [largest success, smallest failure] into
+``candidates + 1`` parts per round until it is at most max(1, resolution x lo) wide. Every
+attempt uses the same initialisation (seeded) and the same draw. An attempt that ends
+far below 100% (cfg.diverged_below) diverged, a learning-rate failure rather than a
+capacity one, and is retried once at half the peak rate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attnlab.errors import ConfigError
+from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier
+from attnlab.training.optim import AdamState, adam_init, adam_update
+from attnlab.training.schedules import WarmupCosine
+
+Params = dict[str, Tensor]
+
+
+# --------------------------------------------------------------------------------------
+# data and the folded forward/backward
+# --------------------------------------------------------------------------------------
+def draw_nested_dataset(T: int, n: int, d: int, n_classes: int, seed: int,
+                        dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor, Tensor]:
+    """(E (n, d), e (T, d), y (T,) int64), §5.2: E and e iid U(0, 1), y uniform on [n_classes].
+
+    The rows of e and y are drawn one example at a time from one stream, so the data
+    set of size T is exactly the first T rows of any larger draw with the same seed."""
+    for name, v in dict(T=T, n=n, d=d, n_classes=n_classes).items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+    ctx, queries, labels = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    E = ctx.uniform(size=(n, d))
+    e = queries.uniform(size=(T, d))
+    y = labels.integers(0, n_classes, size=T)
+    return (torch.tensor(E, dtype=dtype), torch.tensor(e, dtype=dtype), torch.tensor(y))
+
+
+def _folded(params: Params, E: Tensor) -> tuple[Tensor, ...]:
+    """K, V (M, H, n, d_h|d_v); A = [A_1..A_H] (M, d, H n); U = W_O W_D (M, H, d_v, C); N (M, H n, C)."""
+    W_K, W_Q, W_V, W_O, W_D = (params[k] for k in ("W_K", "W_Q", "W_V", "W_O", "W_D"))
+    M, H, d, _ = W_Q.shape
+    n, d_v, C = E.shape[0], W_V.shape[-1], W_D.shape[-1]
+    K = E @ W_K  # (n, d) @ (M, H, d, d_h) -> (M, H, n, d_h)
+    V = E @ W_V  # (M, H, n, d_v)
+    A = (W_Q @ K.mT).permute(0, 2, 1, 3).reshape(M, d, H * n)  # A_h = W_Q,h K_h^T: (M, H, d, n) -> (M, d, H n)
+    U = (W_O @ W_D).view(M, H, d_v, C)  # W_O,h W_D: (M, H d_v, C) -> (M, H, d_v, C)
+    N = (V @ U).reshape(M, H * n, C)  # N_h = V_h W_O,h W_D: (M, H, n, C) -> (M, H n, C)
+    return K, V, A, U, N
+
+
+def folded_logits(params: Params, E: Tensor, e: Tensor) -> Tensor:
+    """y_hat of eqs. (1)-(6) for M stacked models, shared context E (n, d), queries e (T, d)
+    -> (M, T, C); the same numbers as vmap(attention_classifier) (module docstring)."""
+    _, _, A, _, N = _folded(params, E)
+    M, T, n = A.shape[0], e.shape[0], E.shape[0]
+    theta = torch.softmax((e @ A).view(M, T, -1, n), dim=-1)  # eqs. (1)-(2): (M, T, H, n)
+    return theta.view(M, T, -1) @ N  # eqs. (3)-(6): (M, T, H n) @ (M, H n, C) -> (M, T, C)
+
+
+def attention_coefficients(params: Params, E: Tensor, e: Tensor) -> Tensor:
+    """theta_h^(t) = Softmax(E W_K,h W_Q,h^T e^(t)) of eqs. (1)-(2) for M stacked models:
+    -> (M, T, H, n), each row a distribution over the n context tokens."""
+    _, _, A, _, _ = _folded(params, E)
+    M, T, n = A.shape[0], e.shape[0], E.shape[0]
+    return torch.softmax((e @ A).view(M, T, -1, n), dim=-1)  # (M, T, d) @ (M, d, H n) -> (M, T, H, n)
+
+
+def loss_and_grads(params: Params, E: Tensor, e: Tensor, y: Tensor, T_m: Tensor
+                   ) -> tuple[Tensor, Params, Tensor]:
+    """Masked mean cross-entropy of M models and its gradients, backward written out.
+
+    params: stacked (M, ...).  e (T, d), y (T,): the longest prefix needed; model m
+    uses rows t < T_m[m] (T_m: (M,) int64).  -> loss (M,), grads like params,
+    correct (M,) int64: the labels among its T_m that are argmax of y_hat (before any update).
+    """
+    W_Q, W_O, W_D = params["W_Q"], params["W_O"], params["W_D"]
+    K, V, A, U, N = _folded(params, E)
+    M, H, n, d_v, (T, d), C = K.shape[0], K.shape[1], E.shape[0], V.shape[-1], e.shape, N.shape[-1]
+    theta = torch.softmax((e @ A).view(M, T, H, n), dim=-1).view(M, T, H * n)  # eqs. (1)-(2)
+    logits = theta @ N  # (M, T, C)
+    mask = torch.arange(T, device=e.device) < T_m[:, None]  # (M, T)
+    logp = torch.log_softmax(logits, dim=-1)
+    weight = mask.to(logits.dtype) / T_m[:, None].to(logits.dtype)  # 1 / T_m on the rows used
+    label_logp = logp.gather(-1, y.expand(M, T)[..., None])[..., 0]  # (M, T)
+    loss = -(label_logp * weight).sum(-1)
+    correct = ((logits.argmax(-1) == y) & mask).sum(-1)
+    G = logp.exp_()  # dL/dy_hat = (softmax - onehot) / T_m on used rows: (M, T, C)
+    G.scatter_add_(-1, y.expand(M, T)[..., None], -torch.ones_like(G[..., :1])).mul_(weight[..., None])
+    dN = theta.mT @ G  # (M, H n, T) @ (M, T, C) -> (M, H n, C)
+    dtheta = (G @ N.mT).view(M, T, H, n)  # (M, T, H, n)
+    th = theta.view(M, T, H, n)
+    dalpha = th * (dtheta - (th * dtheta).sum(-1, keepdim=True))  # softmax backward per head
+    dA = (e.T @ dalpha.view(M, T, H * n)).view(M, d, H, n).permute(0, 2, 1, 3)  # (M, H, d, n)
+    dK = dA.mT @ W_Q  # A_h = W_Q,h K_h^T: (M, H, n, d) @ (M, H, d, d_h) -> (M, H, n, d_h)
+    dN = dN.view(M, H, n, C)
+    dU = (V.mT @ dN).reshape(M, H * d_v, C)  # N_h = V_h U_h: (M, H, d_v, C) -> (M, H d_v, C)
+    grads = {
+        "W_K": E.T @ dK,  # K_h = E W_K,h: (d, n) @ (M, H, n, d_h) -> (M, H, d, d_h)
+        "W_Q": dA @ K,  # (M, H, d, n) @ (M, H, n, d_h) -> (M, H, d, d_h)
+        "W_V": E.T @ (dN @ U.mT),  # dV_h = dN_h U_h^T: (M, H, n, d_v) -> (M, H, d, d_v)
+        "W_O": dU @ W_D.mT,  # U = W_O W_D: (M, H d_v, C) @ (M, C, d) -> (M, H d_v, d)
+        "W_D": W_O.mT @ dU,  # (M, d, H d_v) @ (M, H d_v, C) -> (M, d, C)
+    }
+    return loss, grads, correct
+
+
+# --------------------------------------------------------------------------------------
+# training several candidate T at once
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Attempt:
+    """One trained candidate T. outcome: "memorized" (all T labels argmax-correct when it
+    stopped, after ``steps`` updates), "budget" (not memorized at cfg.max_steps = ``steps``)
+    or "superseded" (stopped after ``steps`` because a larger T of its round was memorized,
+    which makes its own outcome irrelevant to the search); the search marks a "budget"
+    attempt "diverged" when its final accuracy is below cfg.diverged_below (Adam left the
+    basin: a learning-rate failure, not a capacity one) and retries it at half the rate.
+    lr: the peak rate it trained with. memorized_at: the first step at
+    which all T labels were correct (None: never). seconds: wall time of its round, shared
+    by the candidates trained together. accuracy, loss: training accuracy and mean
+    cross-entropy when it stopped."""
+
+    T: int
+    outcome: str
+    steps: int
+    seconds: float
+    accuracy: float
+    loss: float
+    memorized_at: int | None = None
+    lr: float | None = None
+
+    @property
+    def memorized(self) -> bool:
+        return self.outcome == "memorized"
+
+
+@dataclass(frozen=True)
+class CandidateRun:
+    """attempts in the order of Ts; params: final weights, stacked (M, ...) in that order;
+    params_at_memorization: the weights at each model's first memorizing step (the init
+    for a model that never memorized)."""
+
+    attempts: list[Attempt]
+    params: Params
+    params_at_memorization: Params
+
+
+def _select(x: dict[str, Tensor], keep: Tensor) -> dict[str, Tensor]:
+    return {k: v[keep].contiguous() for k, v in x.items()}
+
+
+def train_candidates(Ts: list[int], E: Tensor, e: Tensor, y: Tensor, cfg: SearchConfig, *,
+                     min_steps: int = 0) -> CandidateRun:
+    """Train one model per T in ``Ts`` on the first T rows of (e, y), all at once, with
+    full-batch Adam (peak cfg.lr, cfg.warmup linear warmup steps, cosine decay over
+    cfg.max_steps). A model stops once it is memorized after at least ``min_steps`` updates,
+    at cfg.max_steps, or once a larger T of the round stopped memorized."""
+    M = len(Ts)
+    if not 0 <= min_steps <= cfg.max_steps:
+        raise ConfigError(f"min_steps must be in [0, max_steps={cfg.max_steps}], got {min_steps!r}")
+    gen = torch.Generator().manual_seed(cfg.seed)
+    one = init_attention_classifier(1, cfg.d, cfg.n, cfg.H, cfg.d_h, cfg.n_classes, gen, dtype=cfg.dtype,
+                                    device=cfg.device)
+    E, e, y = E.to(cfg.device), e.to(cfg.device), y.to(cfg.device)
+    params = {k: v.expand(M, *v.shape[1:]).clone() for k, v in one.items()}  # same init for every T
+    final = {k: v.clone() for k, v in params.items()}
+    at_mem = {k: v.clone() for k, v in params.items()}
+    state = adam_init(params)
+    schedule = WarmupCosine(cfg.lr, cfg.warmup, cfg.max_steps, cfg.lr * cfg.min_lr_ratio)
+    alive = torch.arange(M)  # indices into Ts of the models still training (on the CPU)
+    T_alive = torch.tensor(Ts, dtype=torch.int64, device=cfg.device)
+    outcome, steps, first = ["budget"] * M, [cfg.max_steps] * M, [None] * M
+    accuracy, loss_out = [0.0] * M, [math.inf] * M
+    t0 = time.perf_counter()
+    for s in range(cfg.max_steps + 1):
+        T_max = int(T_alive.max())
+        loss, grads, correct = loss_and_grads(params, E, e[:T_max], y[:T_max], T_alive)
+        hit = correct == T_alive
+        for j in torch.nonzero(hit).flatten().tolist():
+            m = int(alive[j])
+            if first[m] is None:
+                first[m] = s
+                for k, v in at_mem.items():
+                    v[m] = params[k][j]
+        done = hit & (s >= min_steps)
+        top = int(T_alive[done].max()) if done.any() else 0
+        stop = done | (T_alive < top) | (s == cfg.max_steps)
+        for j in torch.nonzero(stop).flatten().tolist():
+            m = int(alive[j])
+            outcome[m] = "memorized" if hit[j] else ("superseded" if T_alive[j] < top else "budget")
+            steps[m], accuracy[m], loss_out[m] = s, float(correct[j]) / Ts[m], float(loss[j])
+            for k, v in final.items():
+                v[m] = params[k][j]
+        if stop.all():
+            break
+        if stop.any():
+            keep = ~stop
+            params, grads = _select(params, keep), _select(grads, keep)
+            state = AdamState(_select(state.m, keep), _select(state.v, keep), state.step[keep])
+            alive, T_alive = alive[keep.cpu()], T_alive[keep]
+        params, state = adam_update(params, grads, state, schedule(s), inplace=True)
+    seconds = time.perf_counter() - t0
+    attempts = [Attempt(T, outcome[m], steps[m], seconds, accuracy[m], loss_out[m], first[m], cfg.lr)
+                for m, T in enumerate(Ts)]
+    return CandidateRun(attempts, final, at_mem)
+
+
+def memorized_in_float64(params: Params, E: Tensor, e: Tensor, y: Tensor) -> bool:
+    """Every label argmax-correct under attention_classifier (the unfolded eqs. (1)-(6)) in float64.
+
+    params: one model (unstacked)."""
+    p64 = {k: v.detach().to(torch.float64) for k, v in params.items()}
+    with torch.no_grad():
+        logits = attention_classifier(p64, E.to(torch.float64), e.to(torch.float64))
+    return bool((logits.argmax(-1) == y).all())
+
+
+# --------------------------------------------------------------------------------------
+# the search
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SearchConfig:
+    """H, d, n, d_h (None: d), n_classes: model and data (paper notation).  seed: data draw
+    and initialisation.  max_steps: update budget per attempt.  lr: Adam's peak rate,
+    warmup steps of linear warmup, then cosine decay to lr * min_lr_ratio at max_steps.
+    T_start: first T tried (None: 2 x Theorem 1's bound H (min(n, d_h) - 1) + 1).
+    growth: factor between bracketing attempts.  candidates: T trained together per
+    round.  resolution: stop once smallest failure - largest success <= max(1, resolution
+    x largest success) (0: exact).
+    diverged_below: an attempt that ends below this training accuracy diverged and is
+    retried once at lr / 2.  T_limit: never try more than this many examples (the draw's size)."""
+
+    H: int = 4
+    d: int = 64
+    n: int = 32
+    d_h: int | None = None
+    n_classes: int = 100
+    seed: int = 0
+    max_steps: int = 1000
+    lr: float = 1e-2
+    warmup: int = 100
+    min_lr_ratio: float = 0.05
+    T_start: int | None = None
+    growth: float = 2.0
+    candidates: int = 2
+    resolution: float = 0.05
+    diverged_below: float = 0.5
+    T_limit: int = 20_000
+    dtype: torch.dtype = torch.float32
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.d_h is None:
+            object.__setattr__(self, "d_h", self.d)
+        for name, low in (("H", 1), ("d", 1), ("n", 1), ("d_h", 1), ("n_classes", 2), ("seed", 0),
+                          ("max_steps", 1), ("warmup", 0), ("candidates", 1), ("T_limit", 2)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ConfigError(f"{name} must be an integer >= {low}, got {v!r}")
+        if self.warmup >= self.max_steps:
+            raise ConfigError(f"warmup ({self.warmup}) must be smaller than max_steps ({self.max_steps})")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
+            raise ConfigError(f"lr must be a positive finite number, got {self.lr!r}")
+        if isinstance(self.resolution, bool) or not isinstance(self.resolution, (int, float)) \
+                or not 0 <= self.resolution < 1:
+            raise ConfigError(f"resolution must be a fraction in [0, 1), got {self.resolution!r}")
+        if not 0 <= self.diverged_below <= 1:
+            raise ConfigError(f"diverged_below must be an accuracy in [0, 1], got {self.diverged_below!r}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ConfigError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio!r}")
+        if not (isinstance(self.growth, (int, float)) and self.growth > 1):
+            raise ConfigError(f"growth must be a number > 1, got {self.growth!r}")
+        if self.T_start is None:
+            bound = self.H * (min(self.n, self.d_h) - 1) + 1
+            object.__setattr__(self, "T_start", min(2 * bound, self.T_limit - 1))
+        if isinstance(self.T_start, bool) or not isinstance(self.T_start, int) or not 1 <= self.T_start < self.T_limit:
+            raise ConfigError(f"T_start must be an integer in [1, T_limit={self.T_limit}), got {self.T_start!r}")
+        if self.device != "cpu" and not self.device.startswith("cuda"):
+            raise ConfigError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
+        if self.dtype not in (torch.float32, torch.float64):
+            raise ConfigError(f"dtype must be torch.float32 or torch.float64, got {self.dtype!r}")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """largest_success: the largest T memorized (0: none tried succeeded); smallest_failure:
+    the smallest T not memorized (None: none failed below T_limit); attempts in the order
+    tried; rounds: {"T", "seconds"} per round; seconds: total wall time; params: the
+    weights (one model, on the CPU) that memorize the first largest_success examples;
+    verified_float64: those weights memorize them under attention_classifier in float64."""
+
+    config: SearchConfig
+    largest_success: int
+    smallest_failure: int | None
+    attempts: list[Attempt] = field(default_factory=list)
+    rounds: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    params: Params | None = None
+    verified_float64: bool | None = None
+
+
+def _next_candidates(lo: int, hi: int | None, k: int, growth: float, T_limit: int) -> list[int]:
+    """The next round's T: above lo by powers of growth while no failure is known (bracketing),
+    else k points cutting (lo, hi) into k + 1 equal parts (bisection for k = 1)."""
+    if hi is None:
+        Ts, T = [], lo
+        for _ in range(k):
+            T = min(max(T + 1, math.ceil(T * growth)), T_limit)
+            Ts.append(T)
+        return sorted(set(Ts))
+    pts = {lo + round((hi - lo) * (i + 1) / (k + 1)) for i in range(k)}
+    return sorted(T for T in pts if lo < T < hi)
+
+
+def search_capacity(cfg: SearchConfig, *, progress=None) -> SearchResult:
+    """Largest T that cfg.max_steps full-batch Adam updates memorize, by bracketing + k-ary
+    bisection over nested data sets (module docstring). ``progress(attempts)`` is called after
+    every round. Memorization is monotone in T only empirically: the bracket keeps the largest
+    success below the smallest failure, and every attempt is recorded."""
+    E, e, y = draw_nested_dataset(cfg.T_limit, cfg.n, cfg.d, cfg.n_classes, cfg.seed, cfg.dtype)
+    t0 = time.perf_counter()
+    attempts: list[Attempt] = []
+    rounds: list[dict] = []
+    memorizing: dict[int, Params] = {}
+    Ts = [cfg.T_start]
+    while Ts:
+        run_cfg = cfg
+        while Ts:
+            run = train_candidates(Ts, E, e, y, run_cfg)
+            first_try = run_cfg.lr == cfg.lr  # a retry that diverges again counts as a failure
+            tried = [replace(a, outcome="diverged") if first_try and a.outcome == "budget"
+                     and a.accuracy < cfg.diverged_below else a for a in run.attempts]
+            attempts += tried
+            rounds.append({"T": Ts, "seconds": tried[0].seconds, "lr": run_cfg.lr})
+            memorizing.update({a.T: {k: v[i].cpu() for k, v in run.params.items()}
+                               for i, a in enumerate(tried) if a.memorized})
+            Ts = [a.T for a in tried if a.outcome == "diverged"]  # retried once at half the rate
+            run_cfg = replace(cfg, lr=cfg.lr / 2)
+        if progress is not None:
+            progress(attempts)
+        lo, hi = _bracket(attempts)
+        if hi is None:
+            growth = _adaptive_growth(cfg, max(a.steps for a in attempts if a.T == lo and a.memorized))
+            Ts = [] if lo >= cfg.T_limit else _next_candidates(lo, None, cfg.candidates, growth, cfg.T_limit)
+        elif hi - lo <= max(1.0, cfg.resolution * lo):
+            Ts = []
+        else:
+            Ts = _next_candidates(lo, hi, cfg.candidates, cfg.growth, cfg.T_limit)
+    lo, hi = _bracket(attempts)
+    best = memorizing.get(lo)
+    verified = None if best is None else memorized_in_float64(best, E, e[:lo], y[:lo])
+    return SearchResult(cfg, lo, hi, attempts, rounds, time.perf_counter() - t0, best, verified)
+
+
+def _adaptive_growth(cfg: SearchConfig, steps: int) -> float:
+    """The bracketing factor after a success that took ``steps`` of the cfg.max_steps budget:
+    1 + (growth - 1) max(1 - steps / max_steps, 0.1). Steps to memorize grow with T, so a
+    success near the budget is near the largest T: the next attempts stay close to it
+    instead of overshooting by the full factor (an overshoot costs a full-budget attempt
+    at the largest T of the search)."""
+    return 1.0 + (cfg.growth - 1.0) * max(1.0 - steps / cfg.max_steps, 0.1)
+
+
+def _bracket(attempts: list[Attempt]) -> tuple[int, int | None]:
+    """(largest success below the smallest failure (0: none), smallest failure (None: none))."""
+    failures = [a.T for a in attempts if a.outcome == "budget"]
+    hi = min(failures) if failures else None
+    lo = max((a.T for a in attempts if a.memorized and (hi is None or a.T < hi)), default=0)
+    return lo, hi

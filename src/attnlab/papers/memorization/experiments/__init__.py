@@ -1,0 +1,1 @@
+"""memorization experiments."""

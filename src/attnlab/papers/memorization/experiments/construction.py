@@ -1,0 +1,217 @@
+"""memorization.construction: Theorem 1's weights built and checked at the paper's sizes.
+
+memorization-capacity-of-mha §4 (Theorem 1, Proposition 1; proof in Appendix B).
+With d = 64, n = 32, d_h = 64 (r = min(n, d_h) = 32) and T = H (r - 1) + 1 examples
+drawn as in §5.2 (tokens and queries iid U(0, 1)^d, labels N(0, 1)), for every H of
+the grid :func:`attnlab.constructions.build_memorizing_weights` builds W_Q, W_K, W_V,
+W_O, W_D in float64, with a shared context (Proposition 2's setting, §5.2) and with
+one context per example (Appendix I.1's setting). Measured per build:
+
+- rank Z (eq. (7)) against T, with its tolerance sigma_max max(T, Hd) eps, and
+  sigma_min(Z): Proposition 1 says rank Z >= min(H (r - 1) + 1, T) = T;
+- c, the largest saturation scale used, beside App. B.2's sufficient c_required;
+- max_t |y_hat^(t) - y^(t)| with the model's forward (eqs. (1)-(6), torch float64) and
+  with an independent NumPy forward written here head by head: the issue's target is
+  1e-8;
+- classification (100 classes, labels memorized as one-hot rows, argmax right) and
+  d_out > 1 at one H.
+"""
+
+from __future__ import annotations
+
+from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnlab.papers.memorization.construction import build_memorizing_weights, check_memorization, class_logits
+from attnlab.papers.memorization.model import draw_dataset, theorem1_bound
+from attnlab.errors import ConfigError
+from attnlab.registry import Experiment, register
+from attnlab.papers._legacy import _positive_ints, _resolve
+
+EXPERIMENT_ID = "memorization.construction"
+ERROR_TARGET = 1e-8  # the issue's bar for regression labels
+PRESETS = {
+    "quick": {"H_shared": (1, 2, 4, 8, 12, 16, 20), "H_per_example": (1, 4, 8), "H_labels": 4},
+    "paper": {"H_shared": (1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24),
+              "H_per_example": (1, 2, 4, 8, 12, 16, 20), "H_labels": 8},
+}
+
+
+@dataclass(frozen=True)
+class ConstructionConfig(RunConfig):
+    """d, n, d_h: the sizes (paper: 64, 32, 64); H_shared / H_per_example: head counts
+    built with a shared context / one context per example, each at T = H(r-1)+1;
+    H_labels: the H of the classification (n_classes, §5.2: 100) and d_out = 4 builds.
+    More classes than d are memorized through the codes +-s_i (see _class_codes)."""
+
+    scale: str = "quick"
+    seed: int = 0
+    device: str = "cpu"
+    d: int = 64
+    n: int = 32
+    d_h: int = 64
+    H_shared: tuple[int, ...] | None = None
+    H_per_example: tuple[int, ...] | None = None
+    H_labels: int | None = None
+    n_classes: int = 100
+
+    def __post_init__(self) -> None:
+        _resolve(self, PRESETS)
+        for name in ("d", "n", "d_h", "H_labels", "n_classes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+        if self.n >= self.d:
+            raise ConfigError(f"Theorem 1 needs n < d, got n = {self.n}, d = {self.d}: lower n or raise d")
+        if not 2 <= self.n_classes <= 2 * self.d:
+            raise ConfigError(f"n_classes must lie in 2..2d = {2 * self.d} (class codes +-s_i), got {self.n_classes}")
+        for name in ("H_shared", "H_per_example"):
+            object.__setattr__(self, name, tuple(sorted(set(_positive_ints(name, getattr(self, name))))))
+
+
+def numpy_forward(E: np.ndarray, e: np.ndarray, W_Q, W_K, W_V, W_O, W_D) -> np.ndarray:
+    """eqs. (1)-(6) head by head in NumPy, independent of the torch forward used by the build.
+
+    E (n, d) or (T, n, d); e (T, d) -> y_hat (T, d_out)."""
+    T = e.shape[0]
+    Es = np.broadcast_to(E, (T, *E.shape)) if E.ndim == 2 else E  # (T, n, d)
+    H, _, d_v = W_V.shape
+    p = np.empty((T, H * d_v))
+    for h in range(H):
+        alpha = np.einsum("tnk,tk->tn", Es @ W_K[h], e @ W_Q[h])  # (1): (T, n)
+        theta = np.exp(alpha - alpha.max(axis=1, keepdims=True))
+        theta /= theta.sum(axis=1, keepdims=True)  # (2)
+        z = np.einsum("tn,tnd->td", theta, Es)  # (3)
+        p[:, h * d_v:(h + 1) * d_v] = z @ W_V[h]  # (4)
+    return (p @ W_O) @ W_D  # (5), (6)
+
+
+def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,
+              n_classes: int | None = None) -> dict:
+    """Build and check Theorem 1's weights at T = H(r-1)+1; -> one row of measurements."""
+    T = theorem1_bound(H, cfg.n, cfg.d_h)
+    seed = int(np.random.SeedSequence([cfg.seed, H, int(shared), d_out, n_classes or 0]).generate_state(1)[0])
+    E, e, y = draw_dataset(T, cfg.n, cfg.d, d_out, shared=shared, seed=seed)
+    if n_classes is not None:
+        y = np.random.default_rng(seed).integers(0, n_classes, T)
+    start = time.perf_counter()
+    w = build_memorizing_weights(E, e, y, H=H, d_h=cfg.d_h, seed=seed, n_classes=n_classes)
+    seconds = time.perf_counter() - start
+    out = check_memorization(w, E, e, y)
+    target = class_logits(w, y) if n_classes is not None else y
+    numpy_error = float(np.abs(numpy_forward(E, e, **w.matrices()) - target).max())
+    return {"H": H, "T": T, "context": "shared" if shared else "per-example", "d_out": target.shape[1],
+            "labels": "classes" if n_classes is not None else "real", "rank_Z": out["rank_Z"],
+            "rank_tol": out["rank_tol"], "sigma_min_Z": out["sigma_min_Z"], "c": out["c"],
+            "c_required": float(w.c_required_.max(initial=0.0)), "max_abs_error": out["max_abs_error"],
+            "numpy_max_abs_error": numpy_error, "accuracy": out.get("accuracy"),
+            "bound_name": w.bound_name, "seconds": seconds}
+
+
+def run_construction(cfg: ConstructionConfig, run_dir=None) -> dict:
+    rows = []
+    plan = [(H, True, {}) for H in cfg.H_shared] + [(H, False, {}) for H in cfg.H_per_example]
+    plan += [(cfg.H_labels, True, {"n_classes": cfg.n_classes}), (cfg.H_labels, True, {"d_out": 4})]
+    for H, shared, extra in plan:
+        row = build_one(cfg, H, shared=shared, **extra)
+        rows.append(row)
+        if run_dir is not None:
+            run_dir.append_metric({"experiment": EXPERIMENT_ID, **row})
+    return {"summary": _summary(cfg, rows), "tables": [_table(rows)], "figures": _figures(cfg, rows),
+            "notes": _notes(cfg), "data": {"builds": rows}}
+
+
+def _passes(row: dict) -> bool:
+    ok = row["rank_Z"] == row["T"] and max(row["max_abs_error"], row["numpy_max_abs_error"]) <= ERROR_TARGET
+    return ok and (row["accuracy"] is None or row["accuracy"] == 1.0)
+
+
+def _summary(cfg: ConstructionConfig, rows: list[dict]) -> list[dict]:
+    out = []
+    for kind in ("shared", "per-example"):
+        sel = [r for r in rows if r["context"] == kind and r["labels"] == "real" and r["d_out"] == 1]
+        if not sel:
+            continue
+        worst = max(max(r["max_abs_error"], r["numpy_max_abs_error"]) for r in sel)
+        out.append({"quantity": f"Theorem 1 weights, {kind} context: max |y_hat - y| over H = "
+                                f"{', '.join(str(r['H']) for r in sel)} (T = H(r-1)+1, d={cfg.d}, n={cfg.n}, "
+                                f"d_h={cfg.d_h})",
+                    "paper_value": "exact (Theorem 1)", "measured": worst, "expected": f"<= {ERROR_TARGET:g}",
+                    "status": "pass" if all(_passes(r) for r in sel) else "FAIL",
+                    "detail": "rank Z = T in every build; smallest sigma_min(Z) "
+                              f"{min(r['sigma_min_Z'] for r in sel):.2e}; largest c {max(r['c'] for r in sel):.3g}"})
+    for r in rows:
+        if r["labels"] == "classes" or r["d_out"] > 1:
+            what = f"{cfg.n_classes} classes (argmax)" if r["labels"] == "classes" else f"d_out = {r['d_out']} real labels"
+            out.append({"quantity": f"Theorem 1 weights, {what}, H={r['H']}, T={r['T']}",
+                        "paper_value": "exact", "measured": max(r["max_abs_error"], r["numpy_max_abs_error"]),
+                        "expected": f"<= {ERROR_TARGET:g}" + (", accuracy 1" if r["accuracy"] is not None else ""),
+                        "status": "pass" if _passes(r) else "FAIL",
+                        "detail": f"accuracy {r['accuracy']}" if r["accuracy"] is not None else ""})
+    return out
+
+
+def _table(rows: list[dict]) -> dict:
+    body = [[r["H"], r["T"], r["context"], r["labels"] if r["d_out"] == 1 or r["labels"] == "classes"
+             else f"real, d_out={r['d_out']}", r["rank_Z"], r["rank_tol"], r["sigma_min_Z"], r["c"],
+             r["c_required"], r["max_abs_error"], r["numpy_max_abs_error"], r["seconds"]] for r in rows]
+    return {"title": "Theorem 1's construction (float64): rank, conditioning, saturation scale, error",
+            "columns": ["H", "T", "context", "labels", "rank Z", "rank tol", "sigma_min(Z)", "c used",
+                        "c App. B.2", "max error (model)", "max error (NumPy)", "build s"],
+            "formats": ["int", "int", "text", "text", "int", "sci", "sci", "sci", "sci", "sci", "sci", "float"],
+            "rows": body}
+
+
+def _figures(cfg: ConstructionConfig, rows: list[dict]) -> list[dict]:
+    from attnlab.results import PALETTE, line_figure, series
+
+    lines_err, lines_cond = [], []
+    for i, kind in enumerate(("shared", "per-example")):
+        sel = [r for r in rows if r["context"] == kind and r["labels"] == "real" and r["d_out"] == 1]
+        if not sel:
+            continue
+        H = [r["H"] for r in sel]
+        lines_err.append(series(f"{kind} context", H, [max(r["max_abs_error"], r["numpy_max_abs_error"])
+                                                      for r in sel], color=PALETTE[i]))
+        lines_cond.append(series(f"sigma_min(Z), {kind}", H, [r["sigma_min_Z"] for r in sel], color=PALETTE[i]))
+        lines_cond.append(series(f"c used, {kind}", H, [max(r["c"], 1e-300) for r in sel], style="dashed",
+                                 color=PALETTE[i]))
+    H_all = sorted({r["H"] for r in rows})
+    lines_err.append(series(f"target {ERROR_TARGET:g}", H_all, [ERROR_TARGET] * len(H_all), style="dotted",
+                            marker=False, color=PALETTE[3]))
+    return [
+        line_figure("memorization-construction-error.png",
+                    f"Max |y_hat - y| of Theorem 1's weights over T = H(r-1)+1 real labels (the larger of the "
+                    f"model's and an independent NumPy forward), d={cfg.d}, n={cfg.n}, d_h={cfg.d_h}.",
+                    series=lines_err, xlabel="heads H", ylabel="max abs error", yscale="log",
+                    title="Theorem 1 construction: error"),
+        line_figure("memorization-construction-conditioning.png",
+                    "Smallest singular value of Z (eq. (7)) and the largest saturation scale c used, per H.",
+                    series=lines_cond, xlabel="heads H", ylabel="value", yscale="log",
+                    title="Theorem 1 construction: conditioning"),
+    ]
+
+
+def _notes(cfg: ConstructionConfig) -> list[str]:
+    return [
+        "Per head, App. B.2's sufficient condition gives c_required; the build uses the smallest "
+        "c_required 10^-k for which B.2's conclusion itself, sigma_min(Z''_b - C Z''_a(c)) >= "
+        "sigma_min(M_+)/2, is measured to hold. That is the same Weyl step the proof bounds, so every "
+        "such c is a valid witness; the bound is loose by orders of magnitude, and a smaller c keeps the "
+        "logits small (their rounding is what limits the error).",
+        "Step 2 solves Z W_V = [y | 0] with minimum norm and refines W_V against the forward pass "
+        "(iterative refinement): without it the error at H = 20, shared context, was about 1e-7.",
+        "With one context per example the scan often reaches c ~ 1e-6 (no saturation at all): generic "
+        "contexts already make the fresh block full rank, so the check accepts it.",
+        "Typos of the proof implemented as the mathematics requires are listed in "
+        "attnlab/constructions/memorization.py (Claim 2's R^c, Lemma 3's index, App. B.2's row index).",
+    ]
+
+
+register(Experiment(EXPERIMENT_ID,
+                    "Theorem 1's weights at d=64, n=32 for H up to 20: rank Z, sigma_min, c and label error",
+                    ConstructionConfig, run_construction))

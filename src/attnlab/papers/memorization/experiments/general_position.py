@@ -1,0 +1,112 @@
+"""memorization.general-position: Appendix I.1 / Figure 4 of the memorization paper.
+
+memorization-capacity-of-mha Appendix I.1: the setting of §5.2 but with one context
+per example, every token iid U(0, 1)^64 (x_1^(t), ..., x_n^(t), x^(t) for all t),
+so all tokens of all examples are in general position. The paper's preliminary
+Fig. 4: T* stays linear in H, its linearity in n weakens, and it conjectures an
+O(H d) bound, with H (d - 1) + 1 (the rank cap of Proposition 5 for contexts whose
+tokens have a constant coordinate sum) "a better alternative" than H (n - 1) + 1.
+
+Theorem 1 still applies here (its assumptions hold almost surely), so T* >= H
+(min(n, d_h) - 1) + 1 is a pass/FAIL check; H (d - 1) + 1 is shown beside it and the
+ratio T* / (H (d - 1) + 1) reported. Uniform tokens do not have a constant coordinate
+sum, so Proposition 5 does not cap rank Z here (FIELD-NOTES: random weights give
+rank Z = H d).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnlab.papers.memorization.model import memorization_bound
+from attnlab.papers.memorization.capacity_cells import (
+    AUTHORS_PROTOCOL,
+    CapacitySettings,
+)
+from attnlab.papers.memorization.capacity_report import (
+    bound_info_row,
+    bound_rows,
+    cells_table,
+    check_h_and_n_grids,
+    curves_figure,
+    general_position_series,
+    largest_figure,
+    monotone_row,
+    r2_row,
+    run_h_and_n_panels,
+)
+from attnlab.registry import Experiment, register
+from attnlab.papers._legacy import _row
+
+EXPERIMENT_ID = "memorization.general-position"
+PRESETS = {
+    "quick": {"H_grid": (1, 2, 4), "H": 2, "n_grid": (8, 16, 32), "T_factors": (1.0, 2.0, 4.0, 8.0, 12.0),
+              "steps": 600, "lr": 5e-3, "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 1,
+              "eval_every": 50},
+    "paper": {"H_grid": (1, 2, 4, 8, 16), "H": 20, "n_grid": (4, 8, 16, 24, 32, 48, 64),
+              "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), **AUTHORS_PROTOCOL, "replicates": 3},
+}
+
+
+@dataclass(frozen=True)
+class GeneralPositionConfig(CapacitySettings):
+    """App. I.1 / Fig. 4: per-example contexts; H_grid (n = ``n``), n_grid (H = ``H``; empty: no n
+    panel). The other fields: :class:`CapacitySettings`."""
+
+    CONTEXT = "per-example"
+    PRESETS = PRESETS
+
+    H_grid: tuple[int, ...] | None = None
+    H: int | None = None
+    n_grid: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_h_and_n_grids(self)
+
+
+def _vs_hd_row(cfg, p: dict) -> dict:
+    hd = [memorization_bound(h, cfg.d) for h, _, _ in p["points"]]
+    ratios = [t / b for t, b in zip(p["largest_T_memorized"], hd)]
+    return _row(f"T* / (H(d-1)+1) per {p['swept']} (App. I.1's conjectured O(H d))", "H(d-1)+1",
+                ", ".join(f"{r:.2f}" for r in ratios), None, None,
+                f"{p['swept']} = {p['values']}; H(d-1)+1 = {hd}")
+
+
+def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> dict:
+    cells, panels = run_h_and_n_panels(cfg, run_dir, EXPERIMENT_ID)
+    summary, figures = [], []
+    for p, H, tag in zip(panels, (cfg.H_grid[0], cfg.H), ("H", "n")):
+        name = {"H": "heads", "n": "context"}[p["swept"]]
+        summary += bound_rows(cfg, p, H)
+        # the paper: linearity in H remains (judged against R^2 >= 0.98); in n it weakens (info)
+        summary += [r for r in [r2_row(p, judged=p["swept"] == "H")] if r]
+        mono = monotone_row(p)
+        if mono is not None and p["swept"] == "n":
+            mono = mono | {"status": "info", "expected": None}
+        summary += [r for r in [mono] if r] + [_vs_hd_row(cfg, p), bound_info_row(p)]
+        figures += [curves_figure(cfg, cells, p, f"general-position-vs-T-per-{name}.png",
+                                  f"Memorization vs T per {tag}, per-example contexts (Fig. 4)"),
+                    largest_figure(cfg, p, f"general-position-capacity-vs-{name}.png",
+                                   f"Largest T memorized vs {tag}, per-example contexts (Fig. 4)",
+                                   extra=general_position_series(p, cfg.d))]
+    return {"summary": summary, "tables": [cells_table(cfg, cells)], "figures": figures,
+            "notes": _notes(cfg), "data": {"cells": cells, "panels": panels}}
+
+
+def _notes(cfg: GeneralPositionConfig) -> list[str]:
+    return [
+        f"Per-example contexts: every token of every example iid U(0, 1)^{cfg.d}; {cfg.n_classes} classes; "
+        f"{cfg.describe_training()}; {cfg.replicates} replicate(s) per cell; H panel at n = {cfg.n}, "
+        f"n panel at H = {cfg.H}, d_h = {cfg.d_h}.",
+        "Monotonicity in n is shown but not judged: App. I.1 reports that the dependence on n weakens here.",
+        ("Quick scale: H up to 4, n panel at H = 2 (the paper: H = 20), a few hundred full-batch Adam steps, "
+         "one replicate; T* is a lower bound of what gradient descent reaches, on a grid of multiples of the "
+         "Theorem 1 bound." if cfg.scale == "quick" else "The paper's protocol: Adam lr 1e-3, batch 256, >= 50k steps."),
+        cfg.describe_model(),
+    ]
+
+
+register(Experiment(EXPERIMENT_ID,
+                    "App. I.1 / Fig. 4: memorization with per-example contexts in general position vs H and n, "
+                    "beside H(n-1)+1 and H(d-1)+1", GeneralPositionConfig, run_general_position))

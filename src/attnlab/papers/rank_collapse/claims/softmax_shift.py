@@ -1,0 +1,24 @@
+"""The softmax ignores a shift of each row (rank-collapse notes §2.1)."""
+
+from __future__ import annotations
+
+import torch
+
+from attnlab.registry import Measurement, at_most, claim
+
+
+@claim(
+    "rank-collapse.softmax-shift-invariance",
+    where="§2.1",
+    statement="softmax(A + x 1^T) = softmax(A) row-wise, for every shift vector x",
+    paper_value="exact identity",
+)
+def _shift_invariance(seed: int) -> Measurement:
+    g = torch.Generator().manual_seed(seed)
+    worst = 0.0
+    for n in (3, 7, 31):
+        A = torch.randn(n, n, generator=g, dtype=torch.float64) * 5
+        x = torch.randn(n, 1, generator=g, dtype=torch.float64) * 100  # large shifts
+        diff = torch.softmax(A + x, dim=-1) - torch.softmax(A, dim=-1)  # x 1^T broadcast
+        worst = max(worst, diff.abs().max().item())
+    return at_most(worst, 1e-13, "max |softmax(A + x1^T) - softmax(A)|, float64, n in {3,7,31}, |x| ~ 100")

@@ -1,0 +1,115 @@
+"""transformer-math.dot-product-scaling: §1.2.3: Var(q.k) = d, and what 1/sqrt(d) does to the softmax
+of attention logits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from attnlab.analysis.logit_scaling import attention_logit_sweep, dot_product_variance, loglog_slope
+from attnlab.config import RunConfig, check_int, check_ints, check_number, param
+from attnlab.errors import ConfigError
+from attnlab.registry import Experiment, register
+from attnlab.results import PALETTE, ExperimentResult, check, line_figure, series
+from attnlab.runs.rundir import log_metric
+
+EXPERIMENT_ID = "transformer-math.dot-product-scaling"
+_DIMS = tuple(2 ** k for k in range(2, 11))  # 4, 8, ..., 1024
+
+
+@dataclass(frozen=True)
+class DotProductConfig(RunConfig):
+    PRESETS = {"quick": {"dims": _DIMS, "n_samples_variance": 4000, "n_keys": 64, "n_samples_softmax": 192},
+               "paper": {"dims": _DIMS, "n_samples_variance": 100_000, "n_keys": 512, "n_samples_softmax": 2000}}
+
+    dims: tuple[int, ...] | None = param(None, "key dimensions d")
+    n_samples_variance: int | None = param(None, "draws of q.k per d")
+    n_keys: int | None = param(None, "keys per query for the softmax statistics")
+    n_samples_softmax: int | None = param(None, "queries per d for the softmax statistics")
+    n_standard_errors: float = param(4.0, "standard errors |Var(q.k/sqrt(d)) - 1| may deviate")
+    slope_tolerance: float = param(0.05, "allowed |slope - 1| of log Var(q.k) against log d")
+
+    def validate(self) -> None:
+        object.__setattr__(self, "dims", check_ints("dims", self.dims, minimum=1))
+        if len(set(self.dims)) < 2:
+            raise ConfigError("dims needs at least two different dimensions to fit a slope")
+        check_int("n_samples_variance", self.n_samples_variance, minimum=2)
+        check_int("n_keys", self.n_keys, minimum=2)
+        check_int("n_samples_softmax", self.n_samples_softmax, minimum=1)
+        check_number("n_standard_errors", self.n_standard_errors, 0, open_min=True)
+        check_number("slope_tolerance", self.slope_tolerance, 0, open_min=True)
+
+
+def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentResult:
+    g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
+    kw = dict(generator=g, dtype=torch.float64, device=cfg.device)
+    var = {"dims": [], "var_raw": [], "var_scaled": [], "rel_se": []}
+    soft: dict[str, list] = {}
+    for d in cfg.dims:  # one d at a time, so metrics.jsonl shows progress
+        v = dot_product_variance([d], cfg.n_samples_variance, **kw)
+        s = attention_logit_sweep([d], cfg.n_keys, cfg.n_samples_softmax, **kw)
+        for k in var:
+            var[k] += v[k]
+        for k, x in s.items():
+            if isinstance(x, list):
+                soft.setdefault(k, []).extend(x)
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "d": d,
+                       "var_raw": v["var_raw"][0], "var_scaled": v["var_scaled"][0],
+                       "max_prob_raw": s["max_prob_raw"][0], "max_prob_scaled": s["max_prob_scaled"][0]})
+    dims = var["dims"]
+    slope = loglog_slope(dims, var["var_raw"])
+    deviation = max(abs(x - 1) for x in var["var_scaled"])
+    tol = cfg.n_standard_errors * max(var["rel_se"])
+    ratio = soft["jacobian_norm_raw"][-1] / soft["jacobian_norm_scaled"][-1]
+    summary = [
+        check("log-log slope of Var(q.k) against d", "grows with d", slope,
+             f"1 +- {cfg.slope_tolerance:g}", abs(slope - 1) <= cfg.slope_tolerance, f"d = {dims[0]}..{dims[-1]}"),
+        check("max over d of |Var(q.k / sqrt(d)) - 1|", "1/sqrt(d) rescales", deviation,
+             f"<= {tol:.3g} ({cfg.n_standard_errors:g} standard errors)", deviation <= tol,
+             f"N = {cfg.n_samples_variance} samples per d"),
+        check(f"max softmax probability at d={dims[-1]}: unscaled / scaled", "saturates without 1/sqrt(d)",
+             f"{soft['max_prob_raw'][-1]:.3f} / {soft['max_prob_scaled'][-1]:.3f}", "unscaled > scaled",
+             soft["max_prob_raw"][-1] > soft["max_prob_scaled"][-1], f"{cfg.n_keys} keys"),
+        check(f"E||J_s|| at d={dims[-1]}: unscaled / scaled", "vanishing gradient without 1/sqrt(d)",
+             ratio, "< 1", ratio < 1, f"{cfg.n_keys} keys, {cfg.n_samples_softmax} queries"),
+    ]
+    c_raw, c_sc = PALETTE[1], PALETTE[0]
+    figs = [
+        line_figure("dot-product-variance.png",
+                    f"Sample variance of q.k and of q.k/sqrt(d) for q, k ~ N(0, I_d) "
+                    f"({cfg.n_samples_variance} samples per d), with the theory lines d and 1.",
+                    series=[series(r"Var$(q\cdot k)$", dims, var["var_raw"], color=c_raw),
+                            series("theory: $d$", dims, dims, style="dashed", marker=False, color=c_raw),
+                            series(r"Var$(q\cdot k/\sqrt{d})$", dims, var["var_scaled"], color=c_sc),
+                            series("theory: 1", dims, [1.0] * len(dims), style="dashed", marker=False, color=c_sc)],
+                    xlabel="key dimension d", ylabel="variance", xscale="log", yscale="log",
+                    title="Dot products grow like d; 1/sqrt(d) keeps them O(1)"),
+        line_figure("dot-product-gradient.png",
+                    f"Mean Frobenius norm of the softmax Jacobian of attention logits q.k_j over "
+                    f"{cfg.n_keys} keys, with and without the 1/sqrt(d) scaling.",
+                    series=[series(r"unscaled $q\cdot k_j$", dims, soft["jacobian_norm_raw"], color=c_raw),
+                            series(r"scaled $q\cdot k_j/\sqrt{d}$", dims, soft["jacobian_norm_scaled"], color=c_sc)],
+                    xlabel="key dimension d", ylabel=r"mean $\|J_s\|_F$", xscale="log", yscale="log",
+                    title="Gradient through softmax vs key dimension"),
+        line_figure("dot-product-entropy.png",
+                    f"Mean softmax entropy of attention logits over {cfg.n_keys} keys; "
+                    f"log n = {math.log(cfg.n_keys):.3f} is uniform attention, 0 is one-hot.",
+                    series=[series(r"unscaled $q\cdot k_j$", dims, soft["entropy_raw"], color=c_raw),
+                            series(r"scaled $q\cdot k_j/\sqrt{d}$", dims, soft["entropy_scaled"], color=c_sc),
+                            series("log n (uniform)", dims, [math.log(cfg.n_keys)] * len(dims),
+                                   style="dashed", marker=False, color="#777777")],
+                    xlabel="key dimension d", ylabel="entropy (nats)", xscale="log",
+                    title="Softmax entropy vs key dimension"),
+    ]
+    return ExperimentResult(
+        summary=summary, figures=figs,
+        data={"variance": var, "slope": slope, "softmax": {**soft, "n_keys": cfg.n_keys}},
+        notes=["The text writes the scaling factor as 1/sqrt(k); k there is the key "
+               "dimension d_k, written d here."])
+
+
+register(Experiment(EXPERIMENT_ID,
+                    "§1.2.3: Var(q.k) = d, and 1/sqrt(d) keeps the softmax of attention logits unsaturated",
+                    DotProductConfig, run_dot_product_scaling))

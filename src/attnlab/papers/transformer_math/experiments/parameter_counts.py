@@ -1,0 +1,53 @@
+"""transformer-math.parameter-counts: Table 1 (§2), the paper's parameter counts beside the
+counts computed from each model's published hyper-parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnlab.config import RunConfig, check_number, param
+from attnlab.papers.transformer_math.table1 import table1_rows
+from attnlab.registry import Experiment, register
+from attnlab.results import ExperimentResult, Table, bar_figure, check
+from attnlab.runs.rundir import log_metric
+
+EXPERIMENT_ID = "transformer-math.parameter-counts"
+
+
+@dataclass(frozen=True)
+class ParameterCountsConfig(RunConfig):
+    rel_tol: float = param(0.05, "largest |computed - paper| / paper that counts as agreement (Table 1 rounds)")
+
+    def validate(self) -> None:
+        check_number("rel_tol", self.rel_tol, 0, 1, open_min=True, open_max=True)
+
+
+def run_parameter_counts(cfg: ParameterCountsConfig, run_dir=None) -> ExperimentResult:
+    rows = table1_rows()
+    summary, table_rows = [], []
+    for r in rows:
+        computed, rel = r.get("computed"), r.get("rel_error")
+        passed = None if computed is None else rel <= cfg.rel_tol
+        summary.append(check(f"{r['model']} parameters", r["paper_value"], computed,
+                             f"within {cfg.rel_tol:.0%}", passed, r.get("note", "")))
+        table_rows.append([r["model"], r["release"], r["paper_value"], computed, rel, r.get("note", "")])
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": r["model"], "computed": computed, "rel_error": rel})
+    known = [r for r in rows if r.get("computed") is not None]
+    fig = bar_figure(
+        "parameter-counts.png",
+        "Table 1: the paper's parameter counts next to the counts computed from each model's "
+        "published hyper-parameters (log scale).",
+        categories=[r["model"] for r in known],
+        groups=[{"label": "paper (Table 1)", "values": [r["paper_value"] for r in known]},
+                {"label": "computed", "values": [r["computed"] for r in known]}],
+        ylabel="parameters", yscale="log", title="Table 1: number of parameters",
+    )
+    table = Table("Table 1, paper vs computed", ["model", "release", "paper", "computed", "rel. error", "note"],
+                  table_rows, ["text", "text", "count", "count", "percent", "text"])
+    return ExperimentResult(summary=summary, tables=[table], figures=[fig], data={"rows": rows},
+                            notes=[f"A row passes when the relative error is at most {cfg.rel_tol:.0%}; "
+                                   "Table 1 prints rounded counts."])
+
+
+register(Experiment(EXPERIMENT_ID, "Table 1: parameter counts of six LLMs, paper vs computed from hyper-parameters",
+                    ParameterCountsConfig, run_parameter_counts))

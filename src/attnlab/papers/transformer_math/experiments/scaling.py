@@ -1,0 +1,367 @@
+"""transformer-math.scaling: why 1/sqrt(d_k), measured by training (math text §1.2.3).
+
+§1.2.3 motivates the factor 1/sqrt(k) by saturation: unscaled logits q.k grow like
+sqrt(d), the softmax approaches one-hot (eq. 9), its Jacobian (eq. 8) vanishes and
+so does the gradient reaching the logits. Here that is measured in training. One run
+= one d_head and one seed: two models with the same initial weights, trained on the
+same batches, differing only in the logit scale c,
+
+    scaled:    z = q K^T / sqrt(d_head)        unscaled:  z = q K^T     (c = 1)
+
+on the positional-copy task (:mod:`attnlab.tasks.copy`): context tokens t_1..t_n,
+a query naming position p, target t_p. The model (:class:`CopyAttention`) is one
+attention head between an embedding and a readout.
+
+Measured every ``eval_every`` steps on a fixed held-out batch, per model: loss,
+accuracy, the mean entropy H(a) of the attention weights a = softmax(z), and the
+mean norm of the gradient through the softmax, ||dl_i/dz_i|| (l_i the example's
+cross-entropy, z_i its softmax input), streamed to metrics.jsonl.
+
+steps_to_threshold: the first evaluated step whose held-out loss is <= loss_threshold;
+``steps + 1`` when the budget ends first (``*_reached_threshold`` is then False),
+so the column stays numeric and a mean over seeds is a lower bound. Training stops
+early once both models have reached the threshold (``stop_at_threshold``).
+
+``attnlab reproduce`` runs this as a sweep over d_head and seeds
+(:func:`reproduce_plan`) and reports :func:`aggregate` of the sweep's rows.
+"""
+
+from __future__ import annotations
+
+from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
+
+import copy
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnlab.errors import ConfigError
+from attnlab.registry import Experiment, SweepPlan, register
+from attnlab.papers._legacy import _resolve
+from attnlab.ops import attention_logits, masked_softmax
+from attnlab.tasks import CopyBatch, copy_batch
+
+EXPERIMENT_ID = "transformer-math.scaling"
+VARIANTS = {"scaled": "1/sqrt(d)", "unscaled": "none"}  # name -> scale of attention_logits
+PRESETS = {
+    "quick": {"n": 8, "V": 16, "steps": 400, "lr": 5e-3, "batch": 64, "eval_every": 10, "eval_batch": 256},
+    "paper": {"n": 16, "V": 32, "steps": 2000, "lr": 3e-3, "batch": 128, "eval_every": 20, "eval_batch": 2048},
+}
+SWEEPS = {"quick": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128]}, seeds=3),
+          "paper": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128, 256, 512]}, seeds=5)}
+
+
+@dataclass(frozen=True)
+class ScalingConfig(RunConfig):
+    """d_head: key/query dimension d_k; d_model: embedding width (None: tied to d_head);
+    n: context length; V: vocabulary; steps, lr, batch: Adam training; eval_every,
+    eval_batch: held-out evaluation; loss_threshold: for steps_to_threshold;
+    logit_init_scale s: W_Q, W_K ~ N(0, s^2/d_model), so Var(q.k) = s^4 d_head at init
+    (s = 1 is the standard init); stop_at_threshold: stop once both models have
+    reached loss_threshold (final_* are then at that step). Fields left None come
+    from the scale preset."""
+
+    scale: str = "quick"
+    seed: int = 0
+    device: str = "cpu"
+    d_head: int = 64
+    d_model: int | None = None
+    n: int | None = None
+    V: int | None = None
+    steps: int | None = None
+    lr: float | None = None
+    batch: int | None = None
+    eval_every: int | None = None
+    eval_batch: int | None = None
+    loss_threshold: float = 0.1
+    logit_init_scale: float = 1.0
+    stop_at_threshold: bool = True
+
+    def __post_init__(self) -> None:
+        _resolve(self, PRESETS)
+        if self.d_model is None:
+            object.__setattr__(self, "d_model", self.d_head)
+        for name, minimum in (("d_head", 1), ("d_model", 1), ("n", 2), ("V", 2), ("steps", 1),
+                              ("batch", 1), ("eval_every", 1), ("eval_batch", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+                raise ConfigError(f"{name} must be an integer >= {minimum}, got {v!r}")
+        for name in ("lr", "loss_threshold", "logit_init_scale"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+                raise ConfigError(f"{name} must be a positive finite number, got {v!r}")
+        if not isinstance(self.stop_at_threshold, bool):
+            raise ConfigError(f"stop_at_threshold must be true or false, got {self.stop_at_threshold!r}")
+
+
+class CopyAttention(nn.Module):
+    """Embedding -> one attention head -> readout, for the positional-copy task.
+
+        x_j = E[t_j] + P[j]      (n, d_model)  context rows, j = 0..n-1
+        y   = R[p]               (d_model,)    the query token naming position p
+        q = y W_Q,  K = X W_K,  V = X W_V      (d_head), (n, d_head), (n, d_head)
+        z = c q K^T              (n,)          attention logits, the softmax input
+        a = softmax(z),  logits = (a V) W_U    (V_vocab,)
+
+    Init: E, P ~ N(0, 1/2) (so x_j has unit-variance entries), R ~ N(0, 1),
+    W_Q, W_K ~ N(0, s^2/d_model) (Var(q.k) = s^4 d_head), W_V ~ N(0, 1/d_model),
+    W_U ~ N(0, 1/d_head).
+    """
+
+    def __init__(self, cfg: ScalingConfig, scale: str, generator: torch.Generator):
+        super().__init__()
+        dm, dh, s = cfg.d_model, cfg.d_head, cfg.logit_init_scale
+
+        def normal(*shape: int, std: float) -> nn.Parameter:
+            return nn.Parameter(torch.randn(*shape, generator=generator) * std)
+
+        self.scale = scale
+        self.E, self.P = normal(cfg.V, dm, std=math.sqrt(0.5)), normal(cfg.n, dm, std=math.sqrt(0.5))
+        self.R = normal(cfg.n, dm, std=1.0)
+        self.W_Q, self.W_K = normal(dm, dh, std=s / math.sqrt(dm)), normal(dm, dh, std=s / math.sqrt(dm))
+        self.W_V, self.W_U = normal(dm, dh, std=1 / math.sqrt(dm)), normal(dh, cfg.V, std=1 / math.sqrt(dh))
+
+    def logits_and_values(self, b: CopyBatch) -> tuple[Tensor, Tensor]:
+        """z (B, 1, n) and the values V (B, n, d_head)."""
+        X = self.E[b.tokens] + self.P  # (B, n, d_model)
+        y = self.R[b.positions][:, None]  # (B, 1, d_model)
+        return attention_logits(y @ self.W_Q, X @ self.W_K, self.scale), X @ self.W_V
+
+    def readout(self, z: Tensor, V: Tensor) -> Tensor:
+        """Class logits (B, V_vocab) from attention logits z (B, 1, n) and values (B, n, d_head)."""
+        return (masked_softmax(z, None) @ V).squeeze(1) @ self.W_U  # (B, V_vocab)
+
+    def forward(self, b: CopyBatch) -> Tensor:
+        return self.readout(*self.logits_and_values(b))
+
+
+def measure(model: CopyAttention, b: CopyBatch) -> dict[str, float]:
+    """Held-out loss, accuracy, mean attention entropy and mean ||dl_i/dz_i|| (module docstring)."""
+    from attnlab.analysis.logit_scaling import softmax_entropy
+
+    z, V = model.logits_and_values(b)
+    z = z.detach().requires_grad_(True)
+    with torch.enable_grad():
+        out = model.readout(z, V.detach())
+        losses = F.cross_entropy(out, b.targets, reduction="none")  # (B,)
+        (dz,) = torch.autograd.grad(losses.sum(), z)  # row i holds dl_i/dz_i: (B, 1, n)
+    return {"loss": losses.mean().item(),
+            "accuracy": (out.argmax(-1) == b.targets).double().mean().item(),
+            "entropy": softmax_entropy(z.detach()).mean().item(),
+            "grad_norm": dz.norm(dim=-1).mean().item()}
+
+
+def _generators(seed: int, device: str) -> list[torch.Generator]:
+    """Independent generators for init (CPU), training data and held-out data."""
+    states = np.random.SeedSequence(seed).spawn(3)
+    devices = ("cpu", device, device)
+    return [torch.Generator(device=d).manual_seed(int(s.generate_state(1)[0])) for s, d in zip(states, devices)]
+
+
+def train_pair(cfg: ScalingConfig, log=None) -> dict[str, dict]:
+    """Train the scaled and unscaled model (same init, same batches); per-model history."""
+    g_init, g_data, g_eval = _generators(cfg.seed, cfg.device)
+    first = CopyAttention(cfg, VARIANTS["scaled"], g_init).to(cfg.device)
+    models = {"scaled": first, "unscaled": copy.deepcopy(first)}
+    models["unscaled"].scale = VARIANTS["unscaled"]
+    opts = {k: torch.optim.Adam(m.parameters(), lr=cfg.lr) for k, m in models.items()}
+    held_out = copy_batch(cfg.eval_batch, cfg.n, cfg.V, generator=g_eval)
+    history: dict[str, dict] = {k: {"step": []} for k in models}
+
+    def evaluate(step: int) -> None:
+        for k, m in models.items():
+            rec = measure(m, held_out)
+            history[k]["step"].append(step)
+            for name, v in rec.items():
+                history[k].setdefault(name, []).append(v)
+            if log:
+                log({"experiment": EXPERIMENT_ID, "d_head": cfg.d_head, "seed": cfg.seed,
+                     "variant": k, "step": step, **rec})
+
+    evaluate(0)
+    step = 0
+    while step < cfg.steps and not (cfg.stop_at_threshold and _both_reached(history, cfg.loss_threshold)):
+        step += 1
+        b = copy_batch(cfg.batch, cfg.n, cfg.V, generator=g_data)  # shared by both models
+        for k, m in models.items():
+            loss = F.cross_entropy(m(b), b.targets)
+            opts[k].zero_grad(set_to_none=True)
+            loss.backward()
+            opts[k].step()
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            evaluate(step)
+    return history
+
+
+def _both_reached(history: dict[str, dict], threshold: float) -> bool:
+    return all(min(h["loss"]) <= threshold for h in history.values())
+
+
+def scalars_of(cfg: ScalingConfig, history: dict[str, dict]) -> dict[str, float | int | bool]:
+    """Per-variant scalars for the sweep table (module docstring for steps_to_threshold)."""
+    out: dict[str, float | int | bool] = {}
+    for k, h in history.items():
+        hit = [s for s, loss in zip(h["step"], h["loss"]) if loss <= cfg.loss_threshold]
+        out.update({f"{k}_steps_to_threshold": hit[0] if hit else cfg.steps + 1,
+                    f"{k}_reached_threshold": bool(hit),
+                    f"{k}_final_loss": h["loss"][-1], f"{k}_final_accuracy": h["accuracy"][-1],
+                    f"{k}_initial_loss": h["loss"][0],
+                    f"{k}_initial_entropy": h["entropy"][0], f"{k}_final_entropy": h["entropy"][-1],
+                    f"{k}_initial_grad_norm": h["grad_norm"][0], f"{k}_final_grad_norm": h["grad_norm"][-1]})
+    out["max_entropy"] = math.log(cfg.n)  # uniform attention over n keys
+    return out
+
+
+def run_scaling(cfg: ScalingConfig, run_dir=None) -> dict:
+    from attnlab.results import PALETTE, line_figure, series
+
+    history = train_pair(cfg, run_dir.append_metric if run_dir is not None else None)
+    sc = scalars_of(cfg, history)
+    colors = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
+    label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
+    fig = line_figure(
+        "scaling-training-curves.png",
+        f"Held-out loss during training at d_head={cfg.d_head}, seed {cfg.seed}: the same init and "
+        f"batches, with and without 1/sqrt(d_head); dashed: loss threshold {cfg.loss_threshold:g}.",
+        series=[series(label[k], h["step"], h["loss"], color=colors[k], marker=False) for k, h in history.items()]
+        + [series("threshold", [0, cfg.steps], [cfg.loss_threshold] * 2, style="dashed", marker=False,
+                  color="#777777")],
+        xlabel="step", ylabel="held-out cross-entropy", yscale="log", title="Training with and without 1/sqrt(d)")
+    summary = [{"quantity": f"{k}: steps to loss <= {cfg.loss_threshold:g}", "paper_value": None,
+                "measured": sc[f"{k}_steps_to_threshold"], "expected": f"<= {cfg.steps}",
+                "status": "info", "detail": f"final loss {sc[f'{k}_final_loss']:.3g}"} for k in history]
+    return {"scalars": sc, "summary": summary, "figures": [fig], "data": {"history": history}}
+
+
+def reproduce_plan(scale: str) -> SweepPlan:
+    """The d_head x seeds sweep ``attnlab reproduce`` runs at ``scale``."""
+    if scale not in SWEEPS:
+        raise ConfigError(f"scale must be one of {', '.join(SWEEPS)}, got {scale!r}")
+    return SWEEPS[scale]
+
+
+# --------------------------------------------------------------------------------------
+# The sweep's rows -> the report (no maths: means, ranges and ratios of stored numbers)
+# --------------------------------------------------------------------------------------
+def _by_d_head(rows: list[dict]) -> dict[int, list[dict]]:
+    groups: dict[int, list[dict]] = {}
+    for r in rows:
+        if r.get("status") == "ok":
+            groups.setdefault(int(r["d_head"]), []).append(r)
+    return dict(sorted(groups.items()))
+
+
+def _stat(runs: list[dict], key: str) -> dict[str, float]:
+    x = np.array([float(r[key]) for r in runs])
+    return {"mean": float(x.mean()), "min": float(x.min()), "max": float(x.max())}
+
+
+def _row(quantity, paper_value, measured, expected, passed: bool, detail="") -> dict:
+    return {"quantity": quantity, "paper_value": paper_value, "measured": measured,
+            "expected": expected, "status": "pass" if passed else "FAIL", "detail": detail}
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """Summary rows, a per-d_head table and three figures from the sweep's table rows."""
+    groups = _by_d_head(rows)
+    if not groups:
+        raise ConfigError("the scaling sweep has no finished run to aggregate; rerun with --resume")
+    dims = list(groups)
+    stats = {k: {name: [_stat(groups[d], f"{k}_{name}") for d in dims]
+                 for name in ("steps_to_threshold", "initial_grad_norm", "initial_entropy", "final_loss")}
+             for k in VARIANTS}
+    reached = {k: [sum(bool(r[f"{k}_reached_threshold"]) for r in groups[d]) for d in dims] for k in VARIANTS}
+    first = groups[dims[0]][0]
+    steps, thr, n = int(first["steps"]), float(first["loss_threshold"]), int(first["n"])
+    table = {"title": f"Steps to held-out loss <= {thr:g} (mean, min-max over seeds; {steps + 1} = not reached)",
+             "columns": ["d_head", "seeds", "scaled steps", "unscaled steps", "scaled reached",
+                         "unscaled reached", "init ||dl/dz|| scaled", "unscaled", "init entropy scaled", "unscaled"],
+             "formats": ["int", "int", "text", "text", "text", "text", "float", "float", "float", "float"],
+             "rows": []}
+    for i, d in enumerate(dims):
+        K = len(groups[d])
+        cell = {k: f"{stats[k]['steps_to_threshold'][i]['mean']:.0f} ({stats[k]['steps_to_threshold'][i]['min']:.0f}"
+                   f"-{stats[k]['steps_to_threshold'][i]['max']:.0f})" for k in VARIANTS}
+        table["rows"].append([d, K, cell["scaled"], cell["unscaled"], f"{reached['scaled'][i]}/{K}",
+                              f"{reached['unscaled'][i]}/{K}"]
+                             + [stats[k]["initial_grad_norm"][i]["mean"] for k in VARIANTS]
+                             + [stats[k]["initial_entropy"][i]["mean"] for k in VARIANTS])
+    mean = {k: {name: [s["mean"] for s in v] for name, v in stats[k].items()} for k in VARIANTS}
+    return {"summary": _summary(dims, mean, reached, groups, steps, thr), "tables": [table],
+            "figures": _figures(dims, stats, steps, thr, n),
+            "notes": [f"One run trains two models from the same init on the same batches (Adam, {steps} steps), "
+                      "one with c = 1/sqrt(d_head), one with c = 1; d_model is tied to d_head unless set.",
+                      f"steps to threshold: first evaluated step with held-out loss <= {thr:g}; "
+                      f"{steps + 1} when never reached, so means over seeds are lower bounds.",
+                      "||dl/dz||: mean over held-out examples of the norm of the gradient of the example's "
+                      "loss with respect to its attention logits z (the softmax input)."],
+            "data": {"d_head": dims, "stats": stats, "reached": reached,
+                     "seeds": {d: len(g) for d, g in groups.items()}}}
+
+
+def _summary(dims, mean, reached, groups, steps, thr) -> list[dict]:
+    i, d = len(dims) - 1, dims[-1]
+    ent = mean["unscaled"]["initial_entropy"][i] / mean["scaled"]["initial_entropy"][i]
+    grad = mean["unscaled"]["initial_grad_norm"][i] / mean["scaled"]["initial_grad_norm"][i]
+    slow = mean["unscaled"]["steps_to_threshold"][i] / mean["scaled"]["steps_to_threshold"][i]
+    all_scaled = sum(reached["scaled"]) == sum(len(g) for g in groups.values())
+    return [
+        _row(f"initial attention entropy at d_head={d}: unscaled / scaled", "softmax saturates without 1/sqrt(k)",
+             ent, "< 1", ent < 1),
+        _row(f"initial ||dl/dz|| at d_head={d}: unscaled / scaled", "gradient vanishes without 1/sqrt(k)",
+             grad, "< 1", grad < 1),
+        _row(f"mean steps to loss <= {thr:g} at d_head={d}: unscaled / scaled", "more stable gradients with 1/sqrt(k)",
+             slow, "> 1", slow > 1,
+             f"unscaled reached the threshold in {reached['unscaled'][i]}/{len(groups[d])} seeds"),
+        _row(f"scaled model reaches loss <= {thr:g} within {steps} steps", None,
+             f"{sum(reached['scaled'])}/{sum(len(g) for g in groups.values())} runs", "all runs", all_scaled,
+             f"d_head = {', '.join(map(str, dims))}"),
+    ]
+
+
+def _figures(dims, stats, steps, thr, n) -> list[dict]:
+    from attnlab.results import PALETTE, line_figure, series
+
+    color = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
+    label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
+
+    def lines(name: str, spread: bool) -> list[dict]:
+        out = []
+        for k in VARIANTS:
+            s = stats[k][name]
+            out.append(series(f"{label[k]} (mean)", dims, [x["mean"] for x in s], color=color[k]))
+            if spread:
+                out += [series(f"{label[k]} ({m} over seeds)", dims, [x[m] for x in s], style="dotted",
+                               marker=False, color=color[k]) for m in ("min", "max")]
+        return out
+
+    budget = series(f"not reached ({steps + 1})", dims, [steps + 1] * len(dims), style="dashed", marker=False,
+                    color="#777777")
+    uniform = series(f"log n = {math.log(n):.3f} (uniform)", dims, [math.log(n)] * len(dims), style="dashed",
+                     marker=False, color="#777777")
+    return [
+        line_figure("scaling-steps-to-threshold.png",
+                    f"Training steps until the held-out loss is <= {thr:g}, against d_head, with and without "
+                    "1/sqrt(d_head): mean over seeds (solid) and the range (dotted).",
+                    series=lines("steps_to_threshold", True) + [budget], xlabel="d_head", ylabel="steps",
+                    xscale="log", yscale="log", title="Steps to learn positional copy"),
+        line_figure("scaling-initial-gradient.png",
+                    "Mean norm of the gradient of an example's loss with respect to its attention logits "
+                    "(through the softmax) at initialisation, against d_head.",
+                    series=lines("initial_grad_norm", False), xlabel="d_head", ylabel=r"mean $\|\partial l/\partial z\|$",
+                    xscale="log", yscale="log", title="Gradient through softmax at init"),
+        line_figure("scaling-initial-entropy.png",
+                    "Mean entropy of the attention weights at initialisation, against d_head; "
+                    "0 is one-hot (saturated).",
+                    series=lines("initial_entropy", False) + [uniform], xlabel="d_head", ylabel="entropy (nats)",
+                    xscale="log", title="Attention entropy at init"),
+    ]
+
+
+register(Experiment(EXPERIMENT_ID,
+                    "§1.2.3 by training: steps to learn positional copy with and without 1/sqrt(d_head)",
+                    ScalingConfig, run_scaling, reproduce_sweep=reproduce_plan, aggregate=aggregate))

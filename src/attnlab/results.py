@@ -1,0 +1,274 @@
+"""Typed experiment results: checks, tables, figures, notes, raw data and sweep scalars.
+
+An experiment's ``run(cfg, run_dir)`` returns an :class:`ExperimentResult`; the run
+directory stores ``result.to_dict()`` in results.json, and reports are built from
+that stored JSON alone (:mod:`attnlab.reports`), so a report can always be rebuilt.
+
+    ExperimentResult(
+        summary=[Check(quantity, paper_value, measured, expected, status, detail)],
+        tables=[Table(title, columns, rows, formats)],
+        figures=[line_figure(...) | bar_figure(...)],
+        notes=[str],
+        data={raw numbers},
+        scalars={name: number},   # one row of a sweep's results table
+    )
+
+A :class:`Check` is one line of the paper-versus-measured summary: its status is
+"pass" or "FAIL" when a stated criterion judged it, "info" when nothing is judged.
+
+Figures are specs (plain data), drawn only when a report is built. Their JSON::
+
+    {"kind": "line", "file": "name.png", "caption": str, "title": str,
+     "xlabel": str, "ylabel": str, "xscale": "linear"|"log", "yscale": ...,
+     "series": [{"label": str, "x": [...], "y": [...], "style": "solid"|"dashed"|"dotted"|"dashdot",
+                 "marker": bool, "color": str | None}]}
+    {"kind": "bar", "file": ..., "caption": ..., "title": ..., "ylabel": ..., "yscale": ...,
+     "categories": [str], "groups": [{"label": str, "values": [number|None]}]}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from attnlab.errors import ConfigError
+
+STATUSES = ("pass", "FAIL", "info")
+FIGURE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.png$")
+AXIS_SCALES = ("linear", "log")
+LINE_STYLES = ("solid", "dashed", "dotted", "dashdot")
+# A colour-blind-safe palette (Okabe-Ito), in a fixed order so figures are stable.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One summary line: the paper's value beside the measured one, and the verdict.
+
+    quantity:    what is compared
+    paper_value: what the paper prints (None where it prints nothing)
+    measured:    what was measured
+    expected:    the criterion as text ("<= 1e-12", "monotone", ...)
+    status:      "pass" / "FAIL" (judged against ``expected``) or "info" (not judged)
+    detail:      one line of context (sizes, seeds, caveats)
+    """
+
+    quantity: str
+    paper_value: Any
+    measured: Any
+    expected: Any
+    status: str = "info"
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ConfigError(f"check {self.quantity!r}: status must be one of {', '.join(STATUSES)}")
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.status == "info" else self.status == "pass"
+
+    def to_dict(self) -> dict:
+        return {"quantity": self.quantity, "paper_value": self.paper_value, "measured": self.measured,
+                "expected": self.expected, "status": self.status, "detail": self.detail}
+
+
+def check(quantity: str, paper_value: Any, measured: Any, expected: Any, passed: bool | None,
+          detail: str = "") -> Check:
+    """A :class:`Check` whose status is "pass"/"FAIL" from ``passed``, or "info" when None."""
+    status = "info" if passed is None else ("pass" if passed else "FAIL")
+    return Check(quantity, paper_value, measured, expected, status, detail)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of the report; ``formats`` per column: text, count, percent, float or int."""
+
+    title: str
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+    formats: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        width = len(self.columns)
+        if self.formats is not None and len(self.formats) != width:
+            raise ConfigError(f"table {self.title!r}: {len(self.formats)} formats for {width} columns")
+        for r in self.rows:
+            if len(r) != width:
+                raise ConfigError(f"table {self.title!r}: a row has {len(r)} cells, the table {width} columns")
+
+    def to_dict(self) -> dict:
+        d = {"title": self.title, "columns": list(self.columns), "rows": [list(r) for r in self.rows]}
+        if self.formats is not None:
+            d["formats"] = list(self.formats)
+        return d
+
+
+# ---- figures -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Series:
+    """One line of a line figure; ``y`` may hold None for a missing point."""
+
+    label: str
+    x: Sequence[Any]
+    y: Sequence[Any]
+    style: str = "solid"
+    marker: bool = True
+    color: str | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.x) != len(self.y):
+            raise ConfigError(f"series {self.label!r}: x has {len(self.x)} points but y has {len(self.y)}")
+        if self.style not in LINE_STYLES:
+            raise ConfigError(f"series {self.label!r}: style must be one of {', '.join(LINE_STYLES)}")
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "x": list(self.x), "y": list(self.y), "style": self.style,
+                "marker": self.marker, "color": self.color}
+
+
+@dataclass(frozen=True)
+class LineFigure:
+    file: str
+    caption: str
+    series: Sequence[Series]
+    xlabel: str
+    ylabel: str
+    title: str = ""
+    xscale: str = "linear"
+    yscale: str = "linear"
+    kind = "line"
+
+    def __post_init__(self) -> None:
+        check_figure_file(self.file)
+        if self.xscale not in AXIS_SCALES or self.yscale not in AXIS_SCALES:
+            raise ConfigError(f"figure {self.file}: axis scales must be 'linear' or 'log'")
+
+    def to_dict(self) -> dict:
+        return {"kind": "line", "file": self.file, "caption": self.caption, "title": self.title,
+                "xlabel": self.xlabel, "ylabel": self.ylabel, "xscale": self.xscale, "yscale": self.yscale,
+                "series": [s.to_dict() for s in self.series]}
+
+
+@dataclass(frozen=True)
+class BarFigure:
+    """Grouped bars; ``groups`` = [{"label": str, "values": [...one per category...]}]."""
+
+    file: str
+    caption: str
+    categories: Sequence[str]
+    groups: Sequence[Mapping[str, Any]]
+    ylabel: str
+    title: str = ""
+    yscale: str = "linear"
+    kind = "bar"
+
+    def __post_init__(self) -> None:
+        check_figure_file(self.file)
+        if self.yscale not in AXIS_SCALES:
+            raise ConfigError(f"figure {self.file}: axis scales must be 'linear' or 'log'")
+        for g in self.groups:
+            if len(g["values"]) != len(self.categories):
+                raise ConfigError(f"figure {self.file}: group {g['label']!r} needs one value per category")
+
+    def to_dict(self) -> dict:
+        return {"kind": "bar", "file": self.file, "caption": self.caption, "title": self.title,
+                "ylabel": self.ylabel, "yscale": self.yscale, "categories": list(self.categories),
+                "groups": [{"label": g["label"], "values": list(g["values"])} for g in self.groups]}
+
+
+Figure = LineFigure | BarFigure
+
+
+def check_figure_file(file: str) -> None:
+    if not isinstance(file, str) or not FIGURE_FILE.match(file):
+        raise ConfigError(f"figure file {file!r} must be a plain name ending in .png (no folders)")
+
+
+def series(label: str, x: Sequence[Any], y: Sequence[Any], *, style: str = "solid",
+           marker: bool = True, color: str | None = None) -> Series:
+    """One line of a line figure; ``y`` may hold None for a missing point."""
+    return Series(label, list(x), list(y), style, marker, color)
+
+
+def line_figure(file: str, caption: str, *, series: Sequence[Series], xlabel: str, ylabel: str,
+                title: str = "", xscale: str = "linear", yscale: str = "linear") -> LineFigure:
+    return LineFigure(file, caption, list(series), xlabel, ylabel, title, xscale, yscale)
+
+
+def bar_figure(file: str, caption: str, *, categories: Sequence[str], groups: Sequence[Mapping[str, Any]],
+               ylabel: str, title: str = "", yscale: str = "linear") -> BarFigure:
+    return BarFigure(file, caption, list(categories), list(groups), ylabel, title, yscale)
+
+
+# ---- the result --------------------------------------------------------------------------
+@dataclass
+class ExperimentResult:
+    """What an experiment returns; see the module docstring."""
+
+    summary: list[Check] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    scalars: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, items, kind in (("summary", self.summary, Check), ("tables", self.tables, Table),
+                                  ("figures", self.figures, (LineFigure, BarFigure))):
+            for x in items:
+                if not isinstance(x, kind):
+                    raise TypeError(f"ExperimentResult.{name} holds a {type(x).__name__}; build it with "
+                                    f"attnlab.results ({'check()' if name == 'summary' else name[:-1]})")
+        if any(not isinstance(n, str) for n in self.notes):
+            raise TypeError("ExperimentResult.notes must be strings")
+
+    @property
+    def status(self) -> str:
+        """'FAIL' if any check failed, 'pass' if any passed, else 'info'."""
+        if any(c.status == "FAIL" for c in self.summary):
+            return "FAIL"
+        return "pass" if any(c.status == "pass" for c in self.summary) else "info"
+
+    def check(self, quantity_prefix: str) -> Check:
+        """The one summary line whose quantity starts with ``quantity_prefix`` (KeyError otherwise)."""
+        hits = [c for c in self.summary if c.quantity.startswith(quantity_prefix)]
+        if len(hits) != 1:
+            raise KeyError(f"{len(hits)} summary lines start with {quantity_prefix!r}")
+        return hits[0]
+
+    def to_dict(self) -> dict:
+        """The stored form (results.json); empty parts are left out."""
+        d: dict[str, Any] = {}
+        if self.summary:
+            d["summary"] = [c.to_dict() for c in self.summary]
+        if self.tables:
+            d["tables"] = [t.to_dict() for t in self.tables]
+        if self.figures:
+            d["figures"] = [f.to_dict() for f in self.figures]
+        if self.data:
+            d["data"] = self.data
+        if self.notes:
+            d["notes"] = list(self.notes)
+        if self.scalars:
+            d["scalars"] = dict(self.scalars)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ExperimentResult":
+        """Read a stored result back (figures come back typed as well)."""
+        def fig(f: Mapping[str, Any]) -> Figure:
+            if f.get("kind") == "bar":
+                return bar_figure(f["file"], f.get("caption", ""), categories=f["categories"],
+                                  groups=f["groups"], ylabel=f.get("ylabel", ""), title=f.get("title", ""),
+                                  yscale=f.get("yscale", "linear"))
+            return line_figure(f["file"], f.get("caption", ""),
+                               series=[Series(**s) for s in f.get("series", [])],
+                               xlabel=f.get("xlabel", ""), ylabel=f.get("ylabel", ""), title=f.get("title", ""),
+                               xscale=f.get("xscale", "linear"), yscale=f.get("yscale", "linear"))
+
+        return cls(summary=[Check(**c) for c in d.get("summary", [])],
+                   tables=[Table(t["title"], t["columns"], t["rows"], t.get("formats")) for t in d.get("tables", [])],
+                   figures=[fig(f) for f in d.get("figures", [])], notes=list(d.get("notes", [])),
+                   data=dict(d.get("data", {})), scalars=dict(d.get("scalars", {})))

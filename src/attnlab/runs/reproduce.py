@@ -1,0 +1,221 @@
+"""``attnlab reproduce``: run a paper's experiments into a run directory, then report.
+
+Order of work, chosen so that an interrupted run keeps what it finished:
+
+1. resolve the papers, their experiments and every config (bad input fails here,
+   before anything is written);
+2. create the run directory, write config.json (configs + argv) and env.json;
+3. for each experiment: seed (random, numpy, torch) with the run's seed, run it,
+   and rewrite results.json atomically; with ``resume`` an experiment whose
+   results are already stored (status "ok") is skipped. An experiment with a
+   ``reproduce_sweep`` runs as a sweep (:mod:`attnlab.sweeps`) into
+   ``<run>/sweeps/<experiment id>/``, always resumable (so ``--resume`` keeps
+   its finished runs), and ``aggregate(rows)`` of the sweep's table becomes its
+   results; a sweep with failed runs is recorded as an error (``--resume``
+   reruns only those);
+4. run the papers' claims (fast checks) and store them beside the experiments;
+5. build report.html and report.md from the stored results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Sequence
+
+from attnlab.config import SCALES, check_choice, check_device, check_seed
+from attnlab.errors import ConfigError
+from attnlab.registry import Experiment, all_experiments, get_paper
+from attnlab.results import ExperimentResult
+from attnlab.runs.rundir import RunDir, load_run, to_jsonable, utc_now
+from attnlab.runs.seeds import seed_everything
+
+Progress = Callable[[str, int, int], None]  # (what is running, done, total)
+SWEEPS_DIR = "sweeps"
+
+
+def experiments_for(papers: Sequence[str]) -> list[Experiment]:
+    """The experiments of ``papers`` that reproduce runs; a paper without any is a ConfigError."""
+    for p in papers:
+        get_paper(p)  # UnknownNameError naming the papers
+    exps = [e for e in all_experiments() if e.in_reproduce]
+    with_exps = sorted({e.paper for e in exps})
+    for p in papers:
+        if p not in with_exps:
+            raise ConfigError(
+                f"paper {p!r} has no experiments yet; papers with experiments: {', '.join(with_exps) or 'none'}"
+            )
+    return [e for e in exps if e.paper in papers]
+
+
+def make_config(exp: Experiment, *, scale: str, seed: int, device: str):
+    """The experiment's config at ``scale`` with the run's seed and device."""
+    return exp.config_cls(scale=scale, seed=seed, device=device)
+
+
+def sweep_spec(exp: Experiment, *, scale: str, seed: int):
+    """The SweepSpec ``reproduce`` runs for ``exp`` at ``scale``: its plan, seeds from ``seed``."""
+    from attnlab.sweeps.spec import SweepSpec
+
+    plan = exp.reproduce_sweep(scale)
+    base = {"scale": scale, **plan.base}
+    return SweepSpec(exp.id, base=base, grid={k: list(v) for k, v in plan.grid.items()},
+                     seeds=plan.seeds, seed0=seed)
+
+
+def default_out(papers: Sequence[str]) -> Path:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path("runs") / f"{'+'.join(papers)}-{stamp}"
+
+
+def reproduce(
+    paper: str | Sequence[str],
+    *,
+    scale: str = "quick",
+    out: str | Path | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    argv: Sequence[str] | None = None,
+    resume: bool = False,
+    progress: Progress | None = None,
+    sweep_executor: str = "process",
+    sweep_workers: int | None = None,
+) -> Path:
+    """Run the experiments (and claims) of ``paper`` into a run directory; return its path.
+
+    ``sweep_executor`` / ``sweep_workers`` say where the runs of sweep experiments
+    execute (:func:`attnlab.sweeps.run_sweep`; None workers = one per core).
+    """
+    papers = [paper] if isinstance(paper, str) else list(dict.fromkeys(paper))
+    if not papers:
+        raise ConfigError("name at least one paper, e.g. `attnlab reproduce transformer-math`")
+    check_choice("--scale", scale, SCALES)
+    check_seed(seed, "--seed")
+    device = check_device(device, "--device")
+    exps = experiments_for(papers)
+    configs = {e.id: make_config(e, scale=scale, seed=seed, device=device) for e in exps}
+    specs = {e.id: sweep_spec(e, scale=scale, seed=seed) for e in exps if e.reproduce_sweep}
+    config = {
+        "papers": papers, "scale": scale, "seed": seed, "device": device,
+        "experiments": {i: dataclasses.asdict(c) for i, c in configs.items()},
+        "sweeps": {i: sp.to_json() for i, sp in specs.items()},
+    }
+    rd = RunDir.create(out if out is not None else default_out(papers), resume=resume)
+    results = _prepare(rd, config, list(argv or []), resume)
+    rd.write_env(seed=seed, device=device)
+    total = len(exps) + 1
+    for i, e in enumerate(exps):
+        if progress:
+            progress(e.id, i, total)
+        done = results["experiments"].get(e.id)
+        if resume and done and done.get("status") == "ok":
+            continue
+        if e.id in specs:
+            def on_sweep(done: int, n: int, _e=e, _i=i) -> None:
+                if progress:
+                    progress(f"{_e.id} ({done}/{n} runs)", _i, total)
+
+            sweep = dict(executor=sweep_executor, workers=sweep_workers, device=device, progress=on_sweep)
+            results["experiments"][e.id] = _run_sweep(e, specs[e.id], rd, seed, sweep)
+        else:
+            results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
+        rd.write_results(results)
+    if progress:
+        progress("claims", len(exps), total)
+    if not (resume and results.get("claims")):
+        results["claims"] = _run_claims(papers, seed)
+        rd.write_results(results)
+    if progress:
+        progress("report", total, total)
+    from attnlab.reports import build_report
+
+    build_report(rd.path)
+    return rd.path
+
+
+def _prepare(rd: RunDir, config: dict, argv: list[str], resume: bool) -> dict:
+    """Write config.json (or check it on resume) and return the stored results."""
+    if resume and (rd.path / "config.json").exists():
+        stored = load_run(rd.path)
+        for key in ("papers", "scale", "seed", "device", "experiments"):
+            if stored.config.get(key) != to_jsonable(config[key]):  # tuples are stored as lists
+                raise ConfigError(
+                    f"{rd.path} was run with a different {key} ({stored.config.get(key)!r}); "
+                    "resume with the options it was started with, or choose another --out"
+                )
+        resumes = stored.config.get("resumed", []) + [{"argv": argv, "at": utc_now()}]
+        rd.write_config({**stored.config, "resumed": resumes}, stored.config.get("argv"))
+        results = stored.results or {}
+    else:
+        rd.write_config({**config, "created": utc_now()}, argv)
+        results = {}
+    results.setdefault("papers", config["papers"])
+    results.setdefault("experiments", {})
+    return results
+
+
+def _run_one(e: Experiment, cfg, rd: RunDir, seed: int) -> dict:
+    seed_everything(seed)
+    entry = {"id": e.id, "paper": e.paper, "description": e.description,
+             "config": dataclasses.asdict(cfg), "seed": seed, "started": utc_now()}
+    rd.append_metric({"event": "start", "experiment": e.id, "at": entry["started"]})
+    start = time.perf_counter()
+    try:
+        entry["results"] = stored_result(e, e.run(cfg, rd))
+        entry["status"] = "ok"
+    except Exception:  # recorded and reported; --resume runs it again
+        entry["status"] = "error"
+        entry["error"] = traceback.format_exc(limit=6)
+    return _finish(entry, e, rd, start)
+
+
+def _finish(entry: dict, e: Experiment, rd: RunDir, start: float) -> dict:
+    """Stamp the time taken and the finish, and log it to metrics.jsonl."""
+    entry["seconds"] = round(time.perf_counter() - start, 3)
+    entry["finished"] = utc_now()
+    rd.append_metric({"event": "finish", "experiment": e.id, "status": entry["status"],
+                      "seconds": entry["seconds"]})
+    return entry
+
+
+def _run_sweep(e: Experiment, spec, rd: RunDir, seed: int, options: dict) -> dict:
+    """Run (or resume) ``spec`` into <run>/sweeps/<id>/ and store ``e.aggregate(rows)``."""
+    from attnlab.sweeps.engine import run_sweep
+
+    rel = f"{SWEEPS_DIR}/{e.id}"
+    entry = {"id": e.id, "paper": e.paper, "description": e.description, "config": spec.to_json(),
+             "seed": seed, "sweep_dir": rel, "started": utc_now()}
+    rd.append_metric({"event": "start", "experiment": e.id, "sweep": rel, "at": entry["started"]})
+    start = time.perf_counter()
+    try:
+        result = run_sweep(spec, rd.path / rel, resume=True, argv=[], **options)
+        entry["sweep"] = {"table": f"{rel}/{result.table_path.name}", "ok": result.n_ok,
+                          "failed": result.n_failed, "skipped": result.n_skipped}
+        if result.n_failed:
+            raise RuntimeError(f"{result.n_failed} of {len(result.rows)} sweep runs failed; their logs are in "
+                               f"{rel}/runs/<run_id>/log.txt; `attnlab reproduce --resume` reruns them")
+        entry["results"] = stored_result(e, e.aggregate(result.rows))
+        entry["status"] = "ok"
+    # Recorded and reported; --resume runs it again. Ctrl-C (SweepInterrupted) is not an
+    # Exception: it stops reproduce and keeps the finished runs.
+    except Exception:
+        entry["status"] = "error"
+        entry["error"] = traceback.format_exc(limit=6)
+    return _finish(entry, e, rd, start)
+
+
+def stored_result(e: Experiment, result: ExperimentResult) -> dict:
+    """What results.json stores of an experiment's result; TypeError if it is not typed."""
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"{e.id} returned {type(result).__name__}; an experiment returns "
+                        "attnlab.results.ExperimentResult")
+    return result.to_dict()
+
+
+def _run_claims(papers: Sequence[str], seed: int) -> list[dict]:
+    from attnlab.registry import select_claims
+
+    return [c.run(seed).to_dict() for c in select_claims(list(papers))]
