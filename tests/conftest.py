@@ -1,7 +1,18 @@
-"""Fixtures shared across test directories."""
+"""Fixtures shared across test directories.
+
+The test session registers one extra paper, ``selftest`` (tests/fixtures/selftest_paper.py),
+through ATTNLAB_PLUGINS, so the sweep engine can be tested in every process it starts
+(process pools, Dask workers, the CLI in a subprocess) without a fixture in the package.
+"""
+
+import os
+from pathlib import Path
 
 import pytest
 import torch
+
+SELFTEST_PLUGIN = str(Path(__file__).parent / "fixtures" / "selftest_paper.py")
+os.environ["ATTNLAB_PLUGINS"] = SELFTEST_PLUGIN
 
 
 @pytest.fixture

@@ -99,20 +99,21 @@ def check_seed(seed: Any, name: str = "seed") -> int:
 
 def check_device(device: Any, name: str = "device") -> str:
     """'cpu', 'cuda' or 'cuda:N' (N an existing GPU); CUDA only where it is available."""
+    where = "" if name == "device" else f"{name}: "
     if not isinstance(device, str):
-        raise ConfigError(f"{name} must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+        raise ConfigError(f"{where}device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     if device == "cpu":
         return device
     kind, colon, index = device.partition(":")
     if kind != "cuda" or (colon and not index.isdigit()):
-        raise ConfigError(f"unknown {name} {device!r}; use cpu, cuda or cuda:N")
+        raise ConfigError(f"{where}unknown device {device!r}; use cpu, cuda or cuda:N")
     import torch
 
     if not torch.cuda.is_available():
-        raise ConfigError(f"{name} {device}: CUDA is not available on this machine; use cpu")
+        raise ConfigError(f"{where}device {device}: CUDA is not available on this machine; use cpu")
     if colon and int(index) >= torch.cuda.device_count():
-        raise ConfigError(f"{name} {device}: this machine has {torch.cuda.device_count()} CUDA device(s), "
-                          f"numbered from 0")
+        raise ConfigError(f"{where}device {device}: this machine has {torch.cuda.device_count()} CUDA "
+                          "device(s), numbered from 0")
     return device
 
 
@@ -292,7 +293,7 @@ def format_value(value: Any) -> Any:
 
 
 def coerce_field(owner: str, config_cls: type, key: str, value: Any, flag: str = "--set",
-                 reserved: Mapping[str, str] | None = None) -> Any:
+                 reserved: Mapping[str, str] | None = None, noun: str = "config field") -> Any:
     """``value`` for field ``key`` of ``config_cls``; ConfigError naming the flag and the fields.
 
     ``reserved`` maps fields that other options set to those options (e.g. seed -> --seed).
@@ -303,7 +304,7 @@ def coerce_field(owner: str, config_cls: type, key: str, value: Any, flag: str =
         raise ConfigError(f"{flag} {key}: {key} is set by {reserved[key]}, not by {flag}")
     if key not in types_:
         allowed = ", ".join(k for k in types_ if k not in reserved)
-        raise ConfigError(f"{flag} {key}: {owner} has no parameter {key!r}; parameters: {allowed}")
+        raise ConfigError(f"{flag} {key}: {owner} has no {noun} {key!r}; {noun.split()[-1]}s: {allowed}")
     try:
         return coerce(value, types_[key])
     except ValueError as e:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import importlib
 import importlib.util
 import math
@@ -359,14 +360,22 @@ def discover() -> None:
         return
     _STATE.discovered = True  # set first: a module importing the registry must not recurse
     try:
-        root = importlib.import_module(PAPERS_PACKAGE)
-        for info in pkgutil.walk_packages(root.__path__, prefix=PAPERS_PACKAGE + "."):
-            importlib.import_module(info.name)
+        import_recursively(PAPERS_PACKAGE)
         for entry in plugin_entries():
             load_plugin(entry)
     except BaseException:
         _STATE.discovered = False
         raise
+
+
+def import_recursively(package: str) -> list[str]:
+    """Import ``package`` and every module below it, subfolders included; return their names."""
+    root = importlib.import_module(package)
+    names = [package]
+    for info in pkgutil.walk_packages(root.__path__, prefix=package + "."):
+        importlib.import_module(info.name)
+        names.append(info.name)
+    return names
 
 
 def plugin_entries() -> list[str]:
@@ -380,7 +389,7 @@ def load_plugin(entry: str) -> None:
         path = Path(entry).resolve()
         if not path.is_file():
             raise ConfigError(f"{PLUGINS_ENV}: {entry} is not a file; give .py files or dotted module names")
-        name = "attnlab_plugin_" + path.stem + "_" + format(abs(hash(str(path))), "x")[:8]
+        name = "attnlab_plugin_" + path.stem + "_" + hashlib.sha256(str(path).encode()).hexdigest()[:8]
         if name in sys.modules:
             return
         spec = importlib.util.spec_from_file_location(name, path)

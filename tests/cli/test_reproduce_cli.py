@@ -54,7 +54,7 @@ def test_reproduce_writes_the_run_directory(run_dir):
     res = json.loads((run_dir / "results.json").read_text())
     assert {e["status"] for e in res["experiments"].values()} == {"ok"}
     assert len(res["experiments"]) == 6
-    assert "transformer-math.sweep-selftest" not in res["experiments"]
+    assert "selftest.sweep" not in res["experiments"]
     scaling = res["experiments"]["transformer-math.scaling"]
     assert scaling["sweep"]["ok"] == 15 and scaling["sweep"]["failed"] == 0  # 5 d_head x 3 seeds
     assert {row["status"] for row in scaling["results"]["summary"]} == {"pass"}
@@ -104,7 +104,7 @@ def test_paper_without_experiments(capsys, tmp_path):
 
 def test_bad_scale(capsys, tmp_path):
     code = _main(["reproduce", "transformer-math", "--scale", "huge", "--out", str(tmp_path / "r")])
-    _one_error_line(capsys, code, "--scale", "quick or paper")
+    _one_error_line(capsys, code, "--scale", "must be one of quick, paper")
     assert not (tmp_path / "r").exists()
 
 
@@ -126,7 +126,7 @@ def test_cuda_without_cuda(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     code = _main(["reproduce", "transformer-math", "--device", "cuda", "--out", str(tmp_path / "r")])
-    _one_error_line(capsys, code, "CUDA is not available on this machine; use --device cpu")
+    _one_error_line(capsys, code, "CUDA is not available on this machine; use cpu")
 
 
 def test_report_of_a_missing_dir(capsys, tmp_path):

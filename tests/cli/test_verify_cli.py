@@ -9,7 +9,8 @@ import pytest
 
 
 def run(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": str(columns)}
+    """The CLI as a user runs it: without the tests' plugin paper."""
+    env = {k: v for k, v in os.environ.items() if k != "ATTNLAB_PLUGINS"} | {"COLUMNS": str(columns)}
     return subprocess.run(
         [sys.executable, "-m", "attnlab.cli", *args], capture_output=True, text=True, timeout=300, env=env
     )
@@ -41,6 +42,19 @@ def test_list_json_has_papers_claims_experiments():
     }
     assert any(c["id"] == "transformer-math.softmax-jacobian" for c in d["claims"])
     assert isinstance(d["experiments"], list)
+    assert [c["name"] for c in d["constructions"]] == ["memorization"]
+    params = {p["name"]: p for p in d["constructions"][0]["parameters"]}
+    assert params["H"] == {"name": "H", "type": "int", "default": 4, "help": "number of heads H"}
+
+
+def test_list_shows_no_test_fixture_but_a_plugin_paper_when_asked_for():
+    p = run("list", columns=200)
+    assert p.returncode == 0 and "selftest" not in p.stdout and "fixture" not in p.stdout
+    assert "constructions" in p.stdout and "memorization" in p.stdout
+    env = {**os.environ, "COLUMNS": "200"}  # with the tests' ATTNLAB_PLUGINS
+    q = subprocess.run([sys.executable, "-m", "attnlab.cli", "list", "--json"], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert "selftest" in {x["name"] for x in json.loads(q.stdout)["papers"]}
 
 
 @pytest.mark.parametrize(
@@ -48,6 +62,8 @@ def test_list_json_has_papers_claims_experiments():
     [
         (["verify", "nope"], "unknown paper or claim 'nope'"),
         (["verify", "--seed", "x"], "--seed"),
+        (["verify", "--seed", "-1"], "--seed must be an integer in [0, 4294967295], got -1"),
+        (["verify", "invertibility"], "paper 'invertibility' has no executable claims yet"),
         (["verify", "--bogus"], "No such option"),
         (["frobnicate"], "No such command"),
     ],

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from attnlab.reports import build_report
-from attnlab.results import bar_figure, line_figure, series
 from attnlab.reports.format import fmt_count, fmt_value
+from attnlab.results import ExperimentResult, Table, bar_figure, check, line_figure, series
 from attnlab.runs.rundir import RunDir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -40,18 +40,15 @@ def run_dir(tmp_path_factory):
                              {"label": "ours", "values": [116534784, None]}], ylabel="n", yscale="log")
     same_name = line_figure("curve.png", "Same file name, other experiment.", xlabel="x", ylabel="y",
                             series=[series("c", [0, 1], [3, 4])])
-    summary = [{"quantity": "slope", "paper_value": "1", "measured": 1.0088, "expected": "1 +- 0.05",
-                "status": "pass", "detail": "d = 4..1024"},
-               {"quantity": "GPT-1", "paper_value": 117e6, "measured": 116534784, "expected": "within 5%",
-                "status": "FAIL", "detail": "x"}]
-    table = {"title": "T", "columns": ["model", "paper", "rel"], "formats": ["text", "count", "percent"],
-             "rows": [["GPT-1", 117e6, 0.00398]]}
+    summary = [check("slope", "1", 1.0088, "1 +- 0.05", True, "d = 4..1024"),
+               check("GPT-1", 117e6, 116534784, "within 5%", False, "x")]
+    table = Table("T", ["model", "paper", "rel"], [["GPT-1", 117e6, 0.00398]], ["text", "count", "percent"])
     rd.write_results({
         "papers": ["transformer-math"],
         "experiments": {
-            "transformer-math.a": _entry("transformer-math.a", {"summary": summary, "tables": [table],
-                                                                "figures": [line, bar], "notes": ["A note."]}),
-            "transformer-math.b": _entry("transformer-math.b", {"figures": [same_name]}),
+            "transformer-math.a": _entry("transformer-math.a", ExperimentResult(
+                summary=summary, tables=[table], figures=[line, bar], notes=["A note."]).to_dict()),
+            "transformer-math.b": _entry("transformer-math.b", ExperimentResult(figures=[same_name]).to_dict()),
             "transformer-math.c": _entry("transformer-math.c", None, status="error"),
             "transformer-math.d": _entry("transformer-math.d", {"data": {"x": [1, 2]}}),
         },

@@ -10,7 +10,7 @@ import pytest
 from attnlab.errors import ConfigError
 from attnlab.sweeps import SweepSpec, run_sweep
 
-SELFTEST = "transformer-math.sweep-selftest"
+SELFTEST = "selftest.sweep"
 SPEC = SweepSpec(SELFTEST, grid={"n": ["2", "5"], "fail": ["false", "true"]}, seeds=2)
 
 

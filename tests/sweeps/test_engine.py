@@ -14,7 +14,7 @@ from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.sweeps import SweepSpec, run_sweep
 from attnlab.sweeps.worker import check_scalars
 
-SELFTEST = "transformer-math.sweep-selftest"
+SELFTEST = "selftest.sweep"
 SPEC = SweepSpec(SELFTEST, base={"x": "1.5"}, grid={"n": ["2", "7"], "fail": ["false", "true"]}, seeds=2, seed0=3)
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from attnlab.sweeps import SweepSpec, run_sweep
 
-SELFTEST = "transformer-math.sweep-selftest"
+SELFTEST = "selftest.sweep"
 N_RUNS = 5
 ARGS = ["--grid", ",".join(f"n={n}" if i == 0 else str(n) for i, n in enumerate(range(1, N_RUNS + 1))),
         "--set", "sleep=0.2"]

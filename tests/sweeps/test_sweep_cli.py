@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-SELFTEST = "transformer-math.sweep-selftest"
+SELFTEST = "selftest.sweep"
 
 
 def test_sweep_prints_the_table_and_counts(tmp_path, cli):

@@ -29,7 +29,7 @@ def construct(name: str, settings: Mapping[str, Any] | None = None, *,
     ``--json`` prints: the parameters, the check's values, verdict, notes and ``out``.
     """
     c = get_construction(name)
-    values = {k: coerce_field(f"construction {name}", c.params_cls, k, v, "--set")
+    values = {k: coerce_field(f"construction {name}", c.params_cls, k, v, "--set", noun="parameter")
               for k, v in (settings or {}).items()}
     params = build_config(c.params_cls, values, what=f"construct {name}")
     target = writable(out) if out is not None else None

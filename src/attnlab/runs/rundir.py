@@ -43,7 +43,10 @@ def utc_now() -> str:
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Plain JSON types: tuples to lists, non-finite floats to strings, tensors to lists."""
+    """Plain JSON types: tuples to lists, non-finite floats to strings, tensors to lists,
+    typed results (anything with ``to_dict()``) to their stored form."""
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        return to_jsonable(obj.to_dict())
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -118,7 +118,7 @@ def run_sweep(spec: SweepSpec, out: Path, *, resume: bool = False, workers: int 
 def _execute(ex, out: Path, experiment: str, todo: list[RunPlan], table: SweepTable,
              progress, on_failure) -> None:
     by_id = {p.run_id: p for p in todo}
-    items = [RunItem(experiment, p.run_id, p.seed, p.config, str(out / "runs" / p.run_id), ex.threads)
+    items = [RunItem(experiment, p.run_id, p.seed, p.config_json(), str(out / "runs" / p.run_id), ex.threads)
              for p in todo]
     for outcome in ex.run(items):
         plan = by_id[outcome["run_id"]]

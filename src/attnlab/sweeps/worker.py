@@ -33,12 +33,17 @@ ROW_KEYS = ("run_id", "status", "seed", "seconds")  # table columns every row ha
 
 @dataclass(frozen=True)
 class RunItem:
-    """What a worker needs for one run; picklable (sent to processes and Dask workers)."""
+    """What a worker needs for one run; picklable (sent to processes and Dask workers).
+
+    ``config`` is the resolved config as plain JSON data: the worker rebuilds the config
+    object from the experiment it finds in its own registry, so an experiment whose
+    module cannot be imported by name (a plugin file) runs in any process.
+    """
 
     experiment: str
     run_id: str
     seed: int
-    config: Any
+    config: dict
     run_dir: str
     threads: int | None = None  # torch.set_num_threads in the worker; None leaves it
 
@@ -77,7 +82,7 @@ def execute_run(item: RunItem) -> dict:
     path = Path(item.run_dir)
     path.mkdir(parents=True, exist_ok=True)
     rd = RunDir(path)
-    config = to_jsonable(_asdict(item.config))
+    config = item.config
     rd.write_json(RUN_CONFIG, {"experiment": item.experiment, "run_id": item.run_id,
                                "seed": item.seed, "config": config})
     started, t0 = utc_now(), time.perf_counter()
@@ -85,8 +90,9 @@ def execute_run(item: RunItem) -> dict:
         try:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
                 exp = get_experiment(item.experiment)
+                cfg = rebuild_config(exp.config_cls, config)
                 seed_everything(item.seed)
-                result = exp.run(item.config, rd)
+                result = exp.run(cfg, rd)
                 if not isinstance(result, ExperimentResult):
                     raise TypeError(f"run() must return attnlab.results.ExperimentResult, got {type(result).__name__}")
                 scalars = check_scalars(result.scalars, list(config))
@@ -112,10 +118,17 @@ def error_line(e: BaseException) -> str:
     return " ".join(last.split())
 
 
-def _asdict(config: Any) -> dict:
+def rebuild_config(config_cls: type, config: dict) -> Any:
+    """The config object whose JSON form is ``config`` (values converted by annotation)."""
     import dataclasses
 
-    return dataclasses.asdict(config)
+    from attnlab.config import coerce, field_types
+
+    types_ = field_types(config_cls)
+    cfg = config_cls(**{k: coerce(v, types_[k]) for k, v in config.items()})
+    if to_jsonable(dataclasses.asdict(cfg)) != config:
+        raise ValueError(f"{config_cls.__name__} does not round-trip through JSON: {config!r}")
+    return cfg
 
 
 def _finite(scalars: dict) -> dict:

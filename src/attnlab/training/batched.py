@@ -33,7 +33,6 @@ optimizer) and ``steps_to_stop`` records how many updates they made.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
@@ -43,104 +42,20 @@ from torch.func import functional_call, grad_and_value, vmap
 
 from attnlab.errors import ConfigError
 from attnlab.training.optim import adam_init, adam_update
+from attnlab.training.settings import (  # noqa: F401  (TrainConfig and TrainResult are part of this API)
+    DEFAULT_LR,
+    DEFAULT_WEIGHT_DECAY,
+    OPTIMIZERS,
+    TrainConfig,
+    TrainResult,
+    train_result,
+)
 
 Params = dict[str, Tensor]
 LossFn = Callable[..., Tensor]
 MetricsFn = Callable[..., dict[str, Tensor]]
 StopRule = Callable[[dict[str, Tensor]], Tensor]
 Schedule = Union[float, Callable[[int], float]]
-
-OPTIMIZERS = ("adam", "adamw", "lbfgs")
-DEFAULT_LR = {"adam": 1e-3, "adamw": 1e-3, "lbfgs": 1.0}
-DEFAULT_WEIGHT_DECAY = {"adam": 0.0, "adamw": 1e-2, "lbfgs": 0.0}
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Settings of one batched training run (data and models are arguments, not settings).
-
-    steps: optimizer updates (L-BFGS: ``optimizer.step`` calls, each up to
-    ``lbfgs_max_iter`` iterations).  batch_size: None = full batch.
-    lr: a number or a schedule ``step -> rate`` (training.schedules); None picks
-    1e-3 for Adam/AdamW, 1.0 for L-BFGS.  weight_decay: None picks 0 (Adam, L-BFGS)
-    or 1e-2 (AdamW, as torch.optim.AdamW).  lbfgs_*: torch.optim.LBFGS's max_iter,
-    history_size, line_search_fn, tolerance_grad, tolerance_change (its defaults).
-    compile: wrap the vmapped gradient in ``torch.compile`` (Adam/AdamW): on CPU a
-    one-time compilation of tens of seconds, then steps several times faster
-    (benchmarks/README.md); pays off for long runs.
-    """
-
-    steps: int
-    batch_size: int | None = None
-    optimizer: str = "adam"
-    lr: Schedule | None = None
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
-    weight_decay: float | None = None
-    eval_every: int = 100
-    device: str = "cpu"
-    lbfgs_max_iter: int = 20
-    lbfgs_history: int = 100
-    lbfgs_line_search: str | None = "strong_wolfe"
-    lbfgs_tolerance_grad: float = 1e-7
-    lbfgs_tolerance_change: float = 1e-9
-    compile: bool = False
-
-    def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(
-                f"unknown optimizer {self.optimizer!r}: use one of {', '.join(OPTIMIZERS)}"
-            )
-        for name in ("steps", "eval_every", "lbfgs_max_iter", "lbfgs_history"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
-        bs = self.batch_size
-        if bs is not None and (not isinstance(bs, int) or bs < 1):
-            raise ConfigError(f"batch_size must be an integer >= 1 or None (full batch), got {bs!r}")
-        if self.lr is None:
-            object.__setattr__(self, "lr", DEFAULT_LR[self.optimizer])
-        number = isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0
-        if not callable(self.lr) and not number:
-            raise ConfigError(f"lr must be a positive number or a schedule step -> rate, got {self.lr!r}")
-        if self.weight_decay is None:
-            object.__setattr__(self, "weight_decay", DEFAULT_WEIGHT_DECAY[self.optimizer])
-        if not self.weight_decay >= 0:
-            raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
-            raise ConfigError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
-        if not self.eps > 0:
-            raise ConfigError(f"eps must be > 0, got {self.eps!r}")
-        if self.optimizer == "lbfgs" and callable(self.lr):
-            raise ConfigError("L-BFGS takes a constant lr (a number), not a schedule")
-        if self.lbfgs_line_search not in (None, "strong_wolfe"):
-            raise ConfigError(
-                f"lbfgs_line_search must be 'strong_wolfe' or None, got {self.lbfgs_line_search!r}"
-            )
-        if not (self.lbfgs_tolerance_grad >= 0 and self.lbfgs_tolerance_change >= 0):
-            raise ConfigError("lbfgs_tolerance_grad and lbfgs_tolerance_change must be >= 0")
-        if not isinstance(self.compile, bool):
-            raise ConfigError(f"compile must be True or False, got {self.compile!r}")
-        if self.device != "cpu" and not self.device.startswith("cuda"):
-            raise ConfigError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
-
-    def rate(self, step: int) -> float:
-        """eta(step) for update number step + 1."""
-        return float(self.lr(step)) if callable(self.lr) else float(self.lr)
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """params: stacked final parameters (M, ...).  eval_steps: updates made at each
-    evaluation.  history: metric name -> (n_evals, M).  steps_to_stop: (M,) int64,
-    updates made when the stop rule first held (-1: never).  stopped: (M,) bool."""
-
-    params: Params
-    eval_steps: list[int]
-    history: dict[str, Tensor]
-    steps_to_stop: Tensor
-    stopped: Tensor
-
 
 def module_loss(module: torch.nn.Module, criterion: Callable[[Tensor, Tensor], Tensor]) -> LossFn:
     """loss_fn(params, x, y) = criterion(module with params (x), y), via functional_call.
@@ -328,10 +243,4 @@ def _train_adam(loss_fn, params, data, shared, model_data, cfg, metrics_fn, stop
                 active = active & ~newly
                 if not active.any():
                     break
-    return _result(params, eval_steps, records, steps_to_stop)
-
-
-def _result(params: Params, eval_steps: list[int], records: list[dict[str, Tensor]],
-            steps_to_stop: Tensor) -> TrainResult:
-    history = {k: torch.stack([r[k].cpu() for r in records]) for k in records[0]} if records else {}
-    return TrainResult(params, eval_steps, history, steps_to_stop, steps_to_stop >= 0)
+    return train_result(params, eval_steps, records, steps_to_stop)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlab.training.batched import TrainConfig, TrainResult, _result
+from attnlab.training.settings import TrainConfig, TrainResult, train_result
 
 Params = dict[str, Tensor]
 
@@ -93,4 +93,4 @@ def lbfgs_train_each(loss_fn, params: Params, data, shared, cfg: TrainConfig,
                 if not any(active):
                     break
     stacked = {k: torch.stack([mod.params()[k] for mod in models]) for k in params}
-    return _result(stacked, eval_steps, records, steps_to_stop)
+    return train_result(stacked, eval_steps, records, steps_to_stop)

@@ -9,15 +9,16 @@ from dataclasses import dataclass
 import pytest
 
 import attnlab.runs.reproduce as runner
+from attnlab import registry
+from attnlab.config import RunConfig
 from attnlab.errors import ConfigError, RunDirError, UnknownNameError
 from attnlab.registry import Experiment
-from attnlab.results import line_figure, series
+from attnlab.results import ExperimentResult, check, line_figure, series
 
 
 @dataclass(frozen=True)
-class _Cfg:
-    scale: str = "quick"
-    seed: int = 0
+class _Cfg(RunConfig):
+    pass
 
 
 CALLS: list[str] = []
@@ -31,8 +32,8 @@ def _ok(name):
         run_dir.append_metric({"experiment": name})
         x = torch.rand(1).item()  # seeded by the runner: same in every experiment
         fig = line_figure(f"{name}.png", "c", xlabel="x", ylabel="y", series=[series("s", [0, 1], [x, 1])])
-        return {"summary": [{"quantity": "x", "paper_value": None, "measured": x, "expected": "-",
-                             "status": "info"}], "figures": [fig], "data": {"x": x, "scale": cfg.scale}}
+        return ExperimentResult(summary=[check("x", None, x, "-", None)], figures=[fig],
+                                data={"x": x, "scale": cfg.scale})
     return run
 
 
@@ -46,28 +47,42 @@ def _boom(cfg, run_dir):
     raise RuntimeError("boom")
 
 
+class _Experiments(dict):
+    """name -> Experiment of a scratch registry; assigning replaces the registered one."""
+
+    def __init__(self, state):
+        super().__init__()
+        self.state = state
+
+    def __setitem__(self, key, exp):
+        super().__setitem__(key, exp)
+        self.state.experiments[exp.id] = exp
+
+
 @pytest.fixture()
-def fake(monkeypatch):
-    """Two fake transformer-math experiments, no claims."""
+def fake():
+    """A scratch registry: papers toy (two experiments, no claims) and logic (nothing)."""
     CALLS.clear()
-    exps = {"a": Experiment("transformer-math.a", "A", _Cfg, _ok("a")),
-            "b": Experiment("transformer-math.b", "B", _Cfg, _ok("b"))}
-    monkeypatch.setattr(runner, "all_experiments", lambda: sorted(exps.values(), key=lambda e: e.id))
-    monkeypatch.setattr(runner, "_run_claims", lambda papers, seed: [])
-    return exps
+    with registry.scratch() as state:
+        registry.register_paper("toy", "A toy paper", "toy.md", package="tests.toy")
+        registry.register_paper("logic", "Logic", "logic.md", package="tests.logic")
+        exps = _Experiments(state)
+        exps["a"] = Experiment("toy.a", "A", _Cfg, _ok("a"))
+        exps["b"] = Experiment("toy.b", "B", _Cfg, _ok("b"))
+        yield exps
 
 
 def test_reproduce_writes_a_full_run(fake, tmp_path):
     seen = []
-    out = runner.reproduce("transformer-math", out=tmp_path / "r", seed=5, argv=["attnlab", "x"],
+    out = runner.reproduce("toy", out=tmp_path / "r", seed=5, argv=["attnlab", "x"],
                            progress=lambda what, done, total: seen.append((what, done, total)))
     assert CALLS == ["a", "b"]
-    assert seen == [("transformer-math.a", 0, 3), ("transformer-math.b", 1, 3), ("claims", 2, 3), ("report", 3, 3)]
+    assert seen == [("toy.a", 0, 3), ("toy.b", 1, 3), ("claims", 2, 3), ("report", 3, 3)]
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["argv"] == ["attnlab", "x"] and cfg["seed"] == 5 and cfg["scale"] == "quick"
-    assert cfg["experiments"]["transformer-math.a"] == {"scale": "quick", "seed": 5}
+    assert cfg["experiments"]["toy.a"] == {"scale": "quick", "seed": 5, "device": "cpu"}
     res = json.loads((out / "results.json").read_text())
-    a, b = res["experiments"]["transformer-math.a"], res["experiments"]["transformer-math.b"]
+    a, b = res["experiments"]["toy.a"], res["experiments"]["toy.b"]
     assert a["status"] == b["status"] == "ok"
     assert a["results"]["data"]["x"] == b["results"]["data"]["x"]  # reseeded before each
     assert json.loads((out / "env.json").read_text())["seed"] == 5
@@ -76,52 +91,52 @@ def test_reproduce_writes_a_full_run(fake, tmp_path):
 
 
 def test_interrupted_run_keeps_finished_work_and_resumes(fake, tmp_path):
-    fake["b"] = Experiment("transformer-math.b", "B", _Cfg, _interrupt)
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _interrupt)
     with pytest.raises(KeyboardInterrupt):
-        runner.reproduce("transformer-math", out=tmp_path / "r")
+        runner.reproduce("toy", out=tmp_path / "r")
     res = json.loads((tmp_path / "r" / "results.json").read_text())
-    assert list(res["experiments"]) == ["transformer-math.a"]
+    assert list(res["experiments"]) == ["toy.a"]
     assert not [p for p in (tmp_path / "r").iterdir() if p.name.endswith(".tmp")]
     with pytest.raises(RunDirError, match="pass --resume"):
-        runner.reproduce("transformer-math", out=tmp_path / "r")
-    fake["b"] = Experiment("transformer-math.b", "B", _Cfg, _ok("b"))
+        runner.reproduce("toy", out=tmp_path / "r")
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _ok("b"))
     CALLS.clear()
-    runner.reproduce("transformer-math", out=tmp_path / "r", resume=True, argv=["again"])
+    runner.reproduce("toy", out=tmp_path / "r", resume=True, argv=["again"])
     assert CALLS == ["b"]  # a was finished
     cfg = json.loads((tmp_path / "r" / "config.json").read_text())
     assert cfg["resumed"][0]["argv"] == ["again"]
 
 
 def test_failing_experiment_is_recorded_and_rerun_on_resume(fake, tmp_path):
-    fake["b"] = Experiment("transformer-math.b", "B", _Cfg, _boom)
-    out = runner.reproduce("transformer-math", out=tmp_path / "r")
-    entry = json.loads((out / "results.json").read_text())["experiments"]["transformer-math.b"]
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _boom)
+    out = runner.reproduce("toy", out=tmp_path / "r")
+    entry = json.loads((out / "results.json").read_text())["experiments"]["toy.b"]
     assert entry["status"] == "error" and "RuntimeError: boom" in entry["error"]
     assert "RuntimeError: boom" in (out / "report.html").read_text()
-    fake["b"] = Experiment("transformer-math.b", "B", _Cfg, _ok("b"))
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _ok("b"))
     CALLS.clear()
-    runner.reproduce("transformer-math", out=out, resume=True)
+    runner.reproduce("toy", out=out, resume=True)
     assert CALLS == ["b"]
 
 
 def test_resume_with_other_options_is_refused(fake, tmp_path):
-    runner.reproduce("transformer-math", out=tmp_path / "r", seed=1)
+    runner.reproduce("toy", out=tmp_path / "r", seed=1)
     with pytest.raises(ConfigError, match="different seed"):
-        runner.reproduce("transformer-math", out=tmp_path / "r", seed=2, resume=True)
+        runner.reproduce("toy", out=tmp_path / "r", seed=2, resume=True)
 
 
 def test_default_out_is_under_runs(fake, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    out = runner.reproduce("transformer-math")
-    assert out.parent.name == "runs" and out.name.startswith("transformer-math-20")
+    out = runner.reproduce("toy")
+    assert out.parent.name == "runs" and out.name.startswith("toy-20")
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(paper="nope"), UnknownNameError, "unknown paper 'nope'"),
-    (dict(paper="logic"), ConfigError, "'logic' has no experiments yet; papers with experiments: transformer-math"),
-    (dict(paper="transformer-math", scale="huge"), ConfigError, "--scale must be one of quick, paper"),
-    (dict(paper="transformer-math", device="tpu"), ConfigError, "use --device cpu or --device cuda"),
-    (dict(paper="transformer-math", seed=-1), ConfigError, "--seed must be a non-negative integer"),
+    (dict(paper="logic"), ConfigError, "'logic' has no experiments yet; papers with experiments: toy"),
+    (dict(paper="toy", scale="huge"), ConfigError, "--scale must be one of quick, paper"),
+    (dict(paper="toy", device="tpu"), ConfigError, "--device: unknown device 'tpu'; use cpu, cuda or cuda:N"),
+    (dict(paper="toy", seed=-1), ConfigError, r"--seed must be an integer in \[0, 4294967295\]"),
     (dict(paper=[]), ConfigError, "name at least one paper"),
 ])
 def test_bad_input_fails_before_writing(fake, tmp_path, kwargs, error, message):
@@ -130,56 +145,59 @@ def test_bad_input_fails_before_writing(fake, tmp_path, kwargs, error, message):
     assert not (tmp_path / "r").exists()
 
 
-def test_cuda_without_cuda(monkeypatch):
+def test_cuda_without_cuda(fake, tmp_path, monkeypatch):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ConfigError, match="^CUDA is not available on this machine; use --device cpu$"):
-        runner.resolve_device("cuda")
+    with pytest.raises(ConfigError, match="^--device: device cuda: CUDA is not available on this machine; use cpu$"):
+        runner.reproduce("toy", out=tmp_path / "r", device="cuda")
 
 
 # ---- experiments outside reproduce, and experiments that reproduce runs as sweeps -----------
 def test_in_reproduce_false_is_skipped(fake, tmp_path):
-    fake["c"] = Experiment("transformer-math.c", "C", _Cfg, _ok("c"), in_reproduce=False)
-    out = runner.reproduce("transformer-math", out=tmp_path / "r")
+    fake["c"] = Experiment("toy.c", "C", _Cfg, _ok("c"), in_reproduce=False)
+    out = runner.reproduce("toy", out=tmp_path / "r")
     assert CALLS == ["a", "b"]
     res = json.loads((out / "results.json").read_text())
-    assert set(res["experiments"]) == {"transformer-math.a", "transformer-math.b"}
-    assert "transformer-math.c" not in json.loads((out / "config.json").read_text())["experiments"]
+    assert set(res["experiments"]) == {"toy.a", "toy.b"}
+    assert "toy.c" not in json.loads((out / "config.json").read_text())["experiments"]
 
 
 def test_a_paper_with_only_skipped_experiments_has_none(fake, tmp_path):
     for k in list(fake):
         fake[k] = dataclasses.replace(fake[k], in_reproduce=False)
-    with pytest.raises(ConfigError, match="'transformer-math' has no experiments yet"):
-        runner.reproduce("transformer-math", out=tmp_path / "r")
+    with pytest.raises(ConfigError, match="'toy' has no experiments yet"):
+        runner.reproduce("toy", out=tmp_path / "r")
 
 
 def _selftest_sweep(rows_seen):
-    from attnlab.experiments.engine_selftest import SELFTEST_ID, SweepSelftestConfig, run_sweep_selftest
     from attnlab.registry import SweepPlan
+
+    selftest = _SELFTEST  # the plugin's experiment (tests/fixtures/selftest_paper.py)
 
     def aggregate(rows):
         rows_seen.append(rows)
         xs = [r["x_n"] for r in rows]
         fig = line_figure("selftest-sweep.png", "c", xlabel="n", ylabel="x n",
                           series=[series("x n", [r["n"] for r in rows], xs)])
-        return {"summary": [{"quantity": "runs", "paper_value": None, "measured": len(rows), "expected": "4",
-                             "status": "pass" if len(rows) == 4 else "FAIL"}], "figures": [fig],
-                "data": {"x_n": xs}}
+        return ExperimentResult(summary=[check("runs", None, len(rows), "4", len(rows) == 4)], figures=[fig],
+                                data={"x_n": xs})
 
-    return Experiment(SELFTEST_ID, "sweep", SweepSelftestConfig, run_sweep_selftest,
+    return Experiment("toy.sweep", "sweep", selftest.config_cls, selftest.run,
                       reproduce_sweep=lambda scale: SweepPlan(grid={"n": [3, 5]}, seeds=2, base={"x": 2.0}),
                       aggregate=aggregate)
+
+
+_SELFTEST = registry.get_experiment("selftest.sweep")
 
 
 def test_sweep_experiment_runs_its_plan_and_stores_the_aggregate(fake, tmp_path):
     seen: list = []
     fake["s"] = _selftest_sweep(seen)
     progress = []
-    out = runner.reproduce("transformer-math", out=tmp_path / "r", seed=7, sweep_executor="inline",
+    out = runner.reproduce("toy", out=tmp_path / "r", seed=7, sweep_executor="inline",
                            progress=lambda what, done, total: progress.append(what))
-    sid = "transformer-math.sweep-selftest"
+    sid = "toy.sweep"
     rows = seen[0]
     assert [(r["n"], r["seed"], r["status"]) for r in rows] == [(3, 7, "ok"), (3, 8, "ok"), (5, 7, "ok"), (5, 8, "ok")]
     assert [r["x_n"] for r in rows] == [6.0, 6.0, 10.0, 10.0]
@@ -195,25 +213,22 @@ def test_sweep_experiment_runs_its_plan_and_stores_the_aggregate(fake, tmp_path)
 
 
 def test_failed_sweep_runs_are_an_error_and_resume_reruns_only_them(fake, tmp_path, monkeypatch):
-    from attnlab.registry import registry
-
-    sid = "transformer-math.sweep-selftest"
-    fake["s"] = _selftest_sweep([])
-    real = registry._REGISTRY[sid]
+    sid = "toy.sweep"
+    fake["s"] = real = _selftest_sweep([])
 
     def fails_at_5(cfg, run_dir):
         if cfg.n == 5:
             raise RuntimeError("n=5 breaks")
         return real.run(cfg, run_dir)
 
-    monkeypatch.setitem(registry._REGISTRY, sid, dataclasses.replace(real, run=fails_at_5))
-    out = runner.reproduce("transformer-math", out=tmp_path / "r", sweep_executor="inline")
+    fake["s"] = dataclasses.replace(real, run=fails_at_5)
+    out = runner.reproduce("toy", out=tmp_path / "r", sweep_executor="inline")
     entry = json.loads((out / "results.json").read_text())["experiments"][sid]
     assert entry["status"] == "error" and "2 of 4 sweep runs failed" in entry["error"]
     assert entry["sweep"] == {"table": f"sweeps/{sid}/results.csv", "ok": 2, "failed": 2, "skipped": 0}
-    monkeypatch.setitem(registry._REGISTRY, sid, real)
+    fake["s"] = real
     CALLS.clear()
-    runner.reproduce("transformer-math", out=out, resume=True, sweep_executor="inline")
+    runner.reproduce("toy", out=out, resume=True, sweep_executor="inline")
     entry = json.loads((out / "results.json").read_text())["experiments"][sid]
     assert CALLS == [] and entry["status"] == "ok"  # a and b were finished
     assert entry["sweep"]["skipped"] == 2 and entry["sweep"]["ok"] == 4  # the n=3 runs were kept
@@ -225,8 +240,7 @@ def test_reproduce_quick_runs_the_scaling_sweep_into_the_report(tmp_path, monkey
     on two of its five d_head values and one seed (quick configs, 2 processes). The full quick
     plan (5 d_head x 3 seeds) runs in tests/cli/test_reproduce_cli.py with the other experiments."""
     from attnlab.cli import main
-    from attnlab.registry import get_experiment
-    from attnlab.registry import SweepPlan
+    from attnlab.registry import SweepPlan, get_experiment
 
     sid = "transformer-math.scaling"
     scaling = get_experiment(sid)

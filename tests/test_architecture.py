@@ -1,0 +1,144 @@
+"""The layering of the package, read from the source (every import statement, also those
+inside functions): the library never imports a paper, papers do not import each other,
+each library layer imports only the layers below it, and no module imports itself back
+through a cycle. A move that breaks the architecture fails here, not in a user's hands."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PAPERS = "attnlab.papers"
+
+# Library layers, bottom to top: what each package (or top-level module) may import
+# besides itself. Papers sit above all of them and the command line above the papers.
+ALLOWED: dict[str, set[str]] = {
+    "attnlab.errors": set(),
+    "attnlab.config": {"attnlab.errors"},
+    "attnlab.results": {"attnlab.errors"},
+    "attnlab.ops": {"attnlab.errors", "attnlab.config"},
+    "attnlab.nn": {"attnlab.errors", "attnlab.config", "attnlab.ops"},
+    "attnlab.data": {"attnlab.errors", "attnlab.config"},
+    "attnlab.tasks": {"attnlab.errors", "attnlab.config"},
+    "attnlab.training": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn"},
+    "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
+    "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data"},
+    "attnlab.registry": {"attnlab.errors", "attnlab.config", "attnlab.results"},
+    "attnlab.bench": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.ops"},
+    "attnlab.runs": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry",
+                     "attnlab.reports", "attnlab.sweeps"},
+    "attnlab.sweeps": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
+    "attnlab.reports": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
+}
+TOP = {"attnlab", "attnlab.cli"}  # the package root and the command line may import any library layer
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in (SRC / "attnlab").rglob("*.py"):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES.get(name, Path()).name == "__init__.py"
+
+
+def _imports(name: str) -> set[str]:
+    """Every attnlab module ``name`` imports; ``from a.b import c`` counts as a.b.c when c is a module."""
+    tree = ast.parse(MODULES[name].read_text(), filename=str(MODULES[name]))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                pkg = name if _is_package(name) else name.rsplit(".", 1)[0]
+                pkg = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1])
+                base = f"{pkg}.{base}" if base else pkg
+            for a in node.names:
+                found.add(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base)
+    return {m for m in found if m == "attnlab" or m.startswith("attnlab.")}
+
+
+GRAPH = {m: {i for i in _imports(m) if i in MODULES and i != m} for m in MODULES}
+
+
+def _layer(module: str) -> str | None:
+    for layer in sorted(ALLOWED, key=len, reverse=True):
+        if module == layer or module.startswith(layer + "."):
+            return layer
+    return None
+
+
+def _paper(module: str) -> str | None:
+    return module.split(".")[2] if module.startswith(PAPERS + ".") else None
+
+
+def test_the_walk_sees_the_whole_package():
+    assert len(MODULES) > 100 and "attnlab.registry" in MODULES and "attnlab.papers.memorization" in MODULES
+    assert "attnlab.ops.softmax" in GRAPH["attnlab.nn.attention"]  # a known edge
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(PAPERS) and m not in TOP))
+def test_library_modules_import_only_layers_below_and_never_a_paper(module):
+    layer = _layer(module)
+    assert layer is not None, f"{module} belongs to no layer: add its package to ALLOWED"
+    for target in GRAPH[module]:
+        assert not target.startswith(PAPERS), f"{module} imports {target}: the library never imports a paper"
+        other = _layer(target)
+        if other != layer and target != "attnlab":
+            assert other in ALLOWED[layer], f"{module} ({layer}) imports {target} ({other}), which is not below it"
+
+
+def test_papers_do_not_import_each_other():
+    for module in (m for m in MODULES if _paper(m)):
+        for target in GRAPH[module]:
+            if _paper(target):
+                assert _paper(target) == _paper(module), f"{module} imports {target} from another paper"
+
+
+def test_no_import_cycles():
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for v in sorted(GRAPH):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert not cycles, f"import cycles: {cycles}"

@@ -1,0 +1,191 @@
+"""The registry: papers, claims, experiments and constructions, and their discovery."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from attnlab import registry
+from attnlab.config import Config, RunConfig
+from attnlab.errors import ConfigError, UnknownNameError
+from attnlab.registry import (
+    Claim,
+    Construction,
+    Experiment,
+    Measurement,
+    all_claims,
+    all_constructions,
+    all_experiments,
+    at_least,
+    at_most,
+    claim,
+    near,
+    papers,
+    select_claims,
+)
+
+# What every paper registers: (claims, experiments, constructions). A file moved out of
+# reach of discovery, or a claim dropped, changes these numbers.
+EXPECTED = {
+    "invertibility": (0, 0, 0),
+    "logic": (0, 0, 0),
+    "memorization": (8, 10, 1),
+    "rank-collapse": (3, 0, 0),
+    "transformer-math": (15, 6, 0),
+}
+
+
+def _counts(paper: str) -> tuple[int, int, int]:
+    return (sum(c.paper == paper for c in all_claims()), sum(e.paper == paper for e in all_experiments()),
+            sum(c.paper == paper for c in all_constructions()))
+
+
+@pytest.mark.parametrize("paper", sorted(EXPECTED))
+def test_discovery_finds_every_claim_experiment_and_construction_of_each_paper(paper):
+    assert _counts(paper) == EXPECTED[paper]
+
+
+def test_the_five_papers_are_registered_each_by_its_own_package():
+    ps = {p.name: p for p in papers().values() if p.package.startswith("attnlab.papers.")}
+    assert set(ps) == set(EXPECTED)
+    for name, p in ps.items():
+        assert p.package == "attnlab.papers." + name.replace("-", "_")
+        assert (Path(__file__).resolve().parents[1] / "src" / Path(*p.package.split("."))).is_dir()
+
+
+def test_every_object_lives_in_its_papers_package_and_experiment_files_are_named_by_id():
+    for c in all_claims():
+        home = papers()[c.paper].package
+        if home.startswith("attnlab.papers."):
+            assert c.check.__module__.startswith(home + ".claims."), c.id
+    for e in all_experiments():
+        home = papers()[e.paper].package
+        if home.startswith("attnlab.papers."):
+            assert e.run.__module__ == f"{home}.experiments.{e.id.split('.', 1)[1].replace('-', '_')}", e.id
+            assert issubclass(e.config_cls, RunConfig)
+    for c in all_constructions():
+        assert c.build.__module__.startswith(papers()[c.paper].package + "."), c.name
+        assert issubclass(c.params_cls, Config)
+
+
+def test_discovery_descends_into_subfolders(tmp_path, monkeypatch):
+    deep = tmp_path / "toy_papers_pkg" / "toy" / "claims" / "deep"
+    deep.mkdir(parents=True)
+    for d in (deep.parents[2], deep.parents[1], deep.parent, deep):
+        (d / "__init__.py").write_text("")
+    (deep.parents[1] / "__init__.py").write_text(
+        "from attnlab.registry import register_paper\n"
+        "register_paper('toy', 'Toy', 'toy.md', package=__name__)\n")
+    (deep / "nested.py").write_text(
+        "from attnlab.registry import at_most, claim\n"
+        "@claim('toy.nested', where='-', statement='found two folders down')\n"
+        "def _c(seed):\n    return at_most(0.0, 1.0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with registry.scratch() as state:
+        names = registry.import_recursively("toy_papers_pkg")
+        assert "toy_papers_pkg.toy.claims.deep.nested" in names
+        assert list(state.claims) == ["toy.nested"]
+    assert "toy.nested" not in {c.id for c in all_claims()}  # the scratch registry is gone
+
+
+def test_an_object_defined_in_another_papers_package_is_refused():
+    with registry.scratch():
+        registry.register_paper("alpha", "A", "a.md", package="attnlab.papers.alpha")
+
+        def check(seed):
+            return at_most(0, 1)
+
+        check.__module__ = "attnlab.papers.beta.claims.x"
+        with pytest.raises(ConfigError, match="belongs to paper 'alpha'.*move it into attnlab/papers/alpha/"):
+            claim("alpha.x", where="-", statement="-")(check)
+
+
+def test_registration_rejects_untyped_configs_and_repeats():
+    @dataclass(frozen=True)
+    class NotARunConfig:
+        seed: int = 0
+
+    @dataclass(frozen=True)
+    class Cfg(RunConfig):
+        pass
+
+    with registry.scratch():
+        registry.register_paper("toy", "Toy", "toy.md", package="tests.toy")
+        with pytest.raises(ConfigError, match="must extend attnlab.config.RunConfig"):
+            registry.register(Experiment("toy.a", "A", NotARunConfig, lambda cfg, rd: None))
+        registry.register(Experiment("toy.a", "A", Cfg, lambda cfg, rd: None))
+        with pytest.raises(ConfigError, match="registered twice"):
+            registry.register(Experiment("toy.a", "A", Cfg, lambda cfg, rd: None))
+        with pytest.raises(ConfigError, match="must be '<paper>.<name>'"):
+            registry.register(Experiment("nopaper.a", "A", Cfg, lambda cfg, rd: None))
+        with pytest.raises(ConfigError, match="must extend attnlab.config.Config"):
+            registry.register_construction(Construction("c", "toy", "-", NotARunConfig, lambda p: None))
+        with pytest.raises(UnknownNameError, match="unknown construction 'zzz': choose one of none"):
+            registry.get_construction("zzz")
+
+
+def test_plugins_register_from_a_file_outside_the_tree():
+    # tests/conftest.py names tests/fixtures/selftest_paper.py in ATTNLAB_PLUGINS
+    assert "selftest" in papers() and registry.get_experiment("selftest.sweep").in_reproduce is False
+    with pytest.raises(ConfigError, match="is not a file"):
+        registry.load_plugin("/no/such/plugin.py")
+    with pytest.raises(ConfigError, match="cannot import 'no_such_module_xyz'"):
+        registry.load_plugin("no_such_module_xyz")
+
+
+def test_at_most_at_least_and_near_decide_with_the_stated_tolerance():
+    assert at_most(1e-13, 1e-12).passed and not at_most(2e-12, 1e-12).passed
+    assert at_least(5, 5).passed and not at_least(4.999, 5).passed
+    assert near(0.54, 0.5, 0.05).passed and not near(0.56, 0.5, 0.05).passed
+    m = at_most(3.0, 2.0, "detail", values={"n": 7, "err": float("inf")})
+    assert (m.measured, m.tolerance, m.relation, m.detail) == (3.0, 2.0, "<=", "detail")
+    assert m.to_dict()["values"] == {"n": 7, "err": "inf"}
+    assert near(1.0, -0.5, 0.1).criterion == "-0.5 ± 0.1"
+
+
+def test_selection_by_paper_id_and_prefix():
+    by_paper = select_claims(["transformer-math"])
+    assert by_paper and all(c.paper == "transformer-math" for c in by_paper)
+    one = select_claims(["rank-collapse.softmax-shift-invariance"])
+    assert [c.id for c in one] == ["rank-collapse.softmax-shift-invariance"]
+    assert select_claims(None) == all_claims()
+
+
+def test_unknown_selector_and_a_paper_without_claims_say_what_to_use():
+    with pytest.raises(UnknownNameError, match="unknown paper or claim 'nope'.*attnlab list"):
+        select_claims(["nope"])
+    with pytest.raises(ConfigError, match="paper 'invertibility' has no executable claims yet; papers with claims: "
+                                          "memorization, rank-collapse, transformer-math"):
+        select_claims(["invertibility"])
+
+
+def test_bad_claim_id_is_rejected():
+    with pytest.raises(ConfigError, match="must be '<paper>.<name>'"):
+        claim("not-a-paper.x", where="-", statement="-")
+
+
+def test_a_check_that_raises_is_reported_as_error_not_hidden():
+    def broken(seed: int) -> Measurement:
+        raise RuntimeError("boom")
+
+    r = Claim("logic.broken", "-", "-", broken).run(0)
+    assert r.status == "error" and "boom" in r.error
+    assert r.to_dict()["status"] == "error"
+
+
+@pytest.mark.parametrize("c", all_claims(), ids=lambda c: c.id)
+def test_every_registered_claim_passes_for_two_seeds(c):
+    for seed in (0, 1):
+        r = c.run(seed)
+        assert r.status == "pass", (c.id, seed, r.error or r.measurement)
+
+
+def test_the_registry_module_names_no_paper():
+    text = Path(importlib.import_module("attnlab.registry").__file__).read_text()
+    for p in EXPECTED:
+        assert f"attnlab.papers.{p.replace('-', '_')}" not in text
+    assert sys.modules["attnlab.registry"].PAPERS_PACKAGE == "attnlab.papers"
