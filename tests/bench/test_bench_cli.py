@@ -1,4 +1,4 @@
-"""`attnlab bench` and the attention-speed experiment on tiny sizes; bad input is one stderr line, exit 2."""
+"""`attnlab bench` on tiny sizes and its figure specs; bad input is one stderr line, exit 2."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from attnlab.bench import BenchConfig, run_bench
 from attnlab.cli import main
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry import get_experiment
-from attnlab.papers.transformer_math.experiments.attention_speed import EXPERIMENT_ID, AttentionSpeedConfig, run_attention_speed
+from attnlab.bench.report import memory_figure, time_figure
+from attnlab.results import LineFigure
 
 
 def _main(argv):
@@ -92,24 +92,16 @@ def test_cli_bad_input_from_the_shell():
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "'1x' is not one" in proc.stderr
 
 
-@pytest.mark.slow
-def test_experiment_registered_and_tiny_run():
-    e = get_experiment(EXPERIMENT_ID)
-    assert e.in_reproduce and e.config_cls is AttentionSpeedConfig
-    quick = AttentionSpeedConfig()
-    assert quick.n == (512, 1024, 2048) and "flex" not in quick.variants
-    assert AttentionSpeedConfig(scale="paper").n[-1] == 16384
-    res = run_attention_speed(AttentionSpeedConfig(n=(64, 128), variants=("softmax", "linear"), repeats=1))
-    json.dumps(res, allow_nan=False)
-    assert [f["file"] for f in res["figures"]] == ["attention-time.png", "attention-memory.png"]
-    assert res["figures"][0]["xscale"] == res["figures"][0]["yscale"] == "log"
-    assert {s["label"] for s in res["figures"][0]["series"]} == {"sdpa", "softmax", "linear"}
-    assert {r["status"] for r in res["summary"][:3]} == {"info"}  # targets sit at n = 8192
-    assert len(res["tables"][0]["rows"]) == 6
-
-
-@pytest.mark.parametrize("kwargs, message", [({"n": (0,)}, "n must be"), ({"variants": ("x",)}, "unknown variant"),
-                                             ({"device": "cuda"}, "CPU"), ({"repeats": 0}, "repeats")])
-def test_experiment_bad_config(kwargs, message):
-    with pytest.raises((ConfigError, UnknownNameError), match=message):
-        AttentionSpeedConfig(**kwargs)
+def test_figures_are_typed_line_figures():
+    rows = [{"variant": "sdpa", "n": n, "status": "ok", "order": "quadratic", "time_ms": t, "peak_mb": m}
+            for n, t, m in ((64, 1.0, 2.0), (128, 4.0, 8.0))]
+    rows += [{"variant": "linear", "n": 64, "status": "ok", "order": "linear", "time_ms": 3.0, "peak_mb": 1.0},
+             {"variant": "linear", "n": 128, "status": "skipped", "order": "linear", "time_ms": None,
+              "peak_mb": None}]
+    t, m = time_figure(rows), memory_figure(rows, "m.png")
+    assert isinstance(t, LineFigure) and isinstance(m, LineFigure)
+    assert (t.file, m.file) == ("attention-time.png", "m.png")
+    assert [(s.label, list(s.x), list(s.y), s.style) for s in t.series] == [
+        ("sdpa", [64, 128], [1.0, 4.0], "dashed"), ("linear", [64], [3.0], "solid")]
+    assert [list(s.y) for s in m.series] == [[2.0, 8.0], [1.0]]
+    assert t.to_dict()["kind"] == "line" and t.xscale == t.yscale == "log"

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnlab.papers.transformer_math.claims.decoder import decoder_jacobian_blocks
+from attnlab.analysis.jacobian import decoder_jacobian_blocks
 from attnlab.errors import ConfigError
 from attnlab.nn.positional import sinusoidal_encoding
 from attnlab.nn.transformer import Encoder, EncoderDecoder

@@ -86,6 +86,35 @@ class SANLayer:
         return b
 
 
+def random_san(
+    n_layers: int, n_heads: int, d_model: int, d_head: int, d_v: int, g: torch.Generator
+) -> list[SANLayer]:
+    """L = n_layers random SAN layers of H = n_heads heads, float64, drawn from ``g``.
+
+    Weights ~ N(0, 1/fan_in): W_Q, W_K (H, d_model, d_head) and W_V (H, d_model, d_v)
+    with fan_in = d_model, W_O (H, d_v, d_model) with fan_in = H d_v (the concatenated
+    heads), so activations stay O(1) through the layers. Every bias (b_Q, b_K, b_V,
+    b_O) is N(0, 1) and nonzero, so the 1 b^T term of Theorem 2.1 is exercised.
+    """
+
+    def randn(*shape: int, fan_in: int = 1) -> Tensor:
+        return torch.randn(*shape, generator=g, dtype=torch.float64) / fan_in**0.5
+
+    return [
+        SANLayer(
+            W_Q=randn(n_heads, d_model, d_head, fan_in=d_model),
+            W_K=randn(n_heads, d_model, d_head, fan_in=d_model),
+            W_V=randn(n_heads, d_model, d_v, fan_in=d_model),
+            W_O=randn(n_heads, d_v, d_model, fan_in=d_v * n_heads),
+            b_Q=randn(n_heads, d_head),
+            b_K=randn(n_heads, d_head),
+            b_V=randn(n_heads, d_v),
+            b_O=randn(d_model),
+        )
+        for _ in range(n_layers)
+    ]
+
+
 def _check_layers(layers: list[SANLayer]) -> None:
     if not layers:
         raise ConfigError("a SAN needs at least one layer")

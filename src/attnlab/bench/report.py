@@ -1,14 +1,21 @@
 """Figure specs of a benchmark result (drawn by attnlab.reports.figures), shared by
-``attnlab bench --out``, the attention-speed experiment and benchmarks/bench_attention.py."""
+``attnlab bench --out``, the attention-speed experiment and benchmarks/bench_attention.py.
+
+Both figures are typed :class:`attnlab.results.LineFigure` specs, log-log against n,
+one series per variant: dashed for the O(n^2) variants, solid for the O(n) ones.
+``render(spec, folder)`` of :mod:`attnlab.reports.figures` draws them; an experiment
+stores them in its :class:`attnlab.results.ExperimentResult` as they are.
+"""
 
 from __future__ import annotations
 
-from attnlab.results import PALETTE, line_figure, series
+from attnlab.results import PALETTE, LineFigure, Series, line_figure, series
 
 _STYLE = {"linear": "solid", "quadratic": "dashed"}
 
 
-def _lines(rows: list[dict], key: str) -> list[dict]:
+def _lines(rows: list[dict], key: str) -> list[Series]:
+    """One series per variant (in the order of first appearance): ``key`` against n over its ok rows."""
     out = []
     names = list(dict.fromkeys(r["variant"] for r in rows))
     for i, name in enumerate(names):
@@ -20,7 +27,8 @@ def _lines(rows: list[dict], key: str) -> list[dict]:
     return out
 
 
-def time_figure(rows: list[dict], file: str = "attention-time.png", caption: str | None = None) -> dict:
+def time_figure(rows: list[dict], file: str = "attention-time.png", caption: str | None = None) -> LineFigure:
+    """Median forward time (ms) of every variant against n, from the rows of a bench result."""
     return line_figure(
         file, caption or "Forward time of each attention variant against n (B=1, H=8, d_head=64; median); "
         "dashed: O(n^2) variants, solid: O(n) variants.",
@@ -28,7 +36,8 @@ def time_figure(rows: list[dict], file: str = "attention-time.png", caption: str
         title="Attention forward time")
 
 
-def memory_figure(rows: list[dict], file: str = "attention-memory.png", caption: str | None = None) -> dict:
+def memory_figure(rows: list[dict], file: str = "attention-memory.png", caption: str | None = None) -> LineFigure:
+    """Peak memory (MiB) of one forward above its inputs, every variant against n."""
     return line_figure(
         file, caption or "Peak memory of one forward above its inputs (resident-set high-water mark) against n; "
         "dashed: O(n^2) variants, solid: O(n) variants.",

@@ -1,7 +1,7 @@
 """Sparse attention: attention over a graph D (math-behind-transformers §2.1.1, eq. 11).
 
 * graphs.py: BigBird, Longformer and sliding-window graphs as padded neighbour
-  lists, and their conversion to and from boolean masks;
+  lists, their conversion to and from boolean masks, and a graph's diameter in hops;
 * gather.py: graph_attention, the O(n w) gather path with autograd;
 * window.py: sliding_window_attention with the "gather" (banded), "flex" and
   "dense" backends;
@@ -16,6 +16,7 @@ from attnlab.ops.sparse.graphs import (
     graph_to_mask,
     longformer_graph,
     mask_to_graph,
+    max_hops,
     sliding_window_graph,
 )
 from attnlab.ops.sparse.pattern import SparsePattern, bigbird_pattern, longformer_pattern, pattern_from_mask
@@ -35,6 +36,7 @@ __all__ = [
     "graph_to_mask",
     "longformer_graph",
     "mask_to_graph",
+    "max_hops",
     "sliding_window_attention",
     "sliding_window_graph",
 ]

@@ -196,6 +196,30 @@ def mask_to_graph(mask: Tensor) -> Tensor:
     return canonical(torch.where(mask, j, torch.full_like(j, -1)), n_k)
 
 
+def max_hops(adjacency: Tensor) -> float:
+    """Diameter of a directed graph: the largest shortest-path length over ordered pairs
+    i != j, ``inf`` if some j cannot be reached from some i.
+
+    adjacency: boolean (n, n), True at (i, j) for an edge i -> j (a :func:`graph_to_mask`
+    mask: query i attends to key j). Breadth-first from every node at once by boolean
+    matrix products, reach_t = reach_{t-1} or (reach_{t-1} A), starting from
+    reach_1 = I or A; O(n^3) per hop, for checks on small n.
+    """
+    if adjacency.dtype != torch.bool or adjacency.ndim != 2 or adjacency.shape[0] != adjacency.shape[1]:
+        raise ConfigError(f"max_hops needs a square boolean adjacency (n, n), got dtype {adjacency.dtype} "
+                          f"and shape {tuple(adjacency.shape)}")
+    n = adjacency.shape[-1]
+    A = adjacency.to(torch.float32)  # (reach @ A)_ij counts <= n edges: exact in float32
+    reach = torch.eye(n, dtype=torch.bool, device=adjacency.device) | adjacency  # (n, n)
+    hops = 1
+    while not bool(reach.all()):
+        grown = reach | ((reach.to(torch.float32) @ A) > 0)
+        if torch.equal(grown, reach):  # nothing new is reachable: some pair never will be
+            return float("inf")
+        reach, hops = grown, hops + 1
+    return float(hops)
+
+
 def check_graph(neighbors: Tensor, n_k: int) -> None:
     """Raise a ConfigError unless ``neighbors`` is an integer list of keys in [-1, n_k)."""
     if neighbors.dtype not in (torch.int64, torch.int32) or neighbors.ndim < 2:

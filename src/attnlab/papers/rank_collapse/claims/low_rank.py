@@ -42,4 +42,6 @@ def _low_rank_log_n(seed: int) -> Measurement:
         ks.append(k_proj)
     detail = (f"c={c:g}, eps={eps}, delta={delta}, {draws} draws, 256 queries, w ~ N(1,1); P(error <= eps) at "
               + ", ".join(f"n={n} (k'={k}): {p:.3f}" for n, k, p in zip((256, 1024, 4096), ks, probs)))
-    return at_least(min(probs), 1 - delta, detail)
+    values = {"c": c, "eps": eps, "delta": delta, "draws": draws, "n_queries": 256, "n_values": [256, 1024, 4096],
+              "k_values": ks, "probabilities": probs}
+    return at_least(min(probs), 1 - delta, detail, values=values)

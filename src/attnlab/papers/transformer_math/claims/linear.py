@@ -7,7 +7,6 @@ import math
 
 import torch
 
-from attnlab.registry import Measurement, at_most, claim
 from attnlab.ops.linear import (
     favor_features,
     gaussian_features,
@@ -17,6 +16,7 @@ from attnlab.ops.linear import (
     taylor_closed_form,
 )
 from attnlab.ops.pooling import attention_pooling
+from attnlab.registry import Measurement, at_most, claim
 
 
 def _elu_kernel(q, k):
@@ -44,7 +44,9 @@ def _forms_agree(seed: int) -> Measurement:
     detail = "max |form - naive O(n^2) kernel form|, elu+1, float64, (2,3,37,11/13), chunk 8: " + ", ".join(
         f"{name} {err:.1e}" for name, err in worst.items()
     )
-    return at_most(max(worst.values()), 1e-12, detail)
+    return at_most(max(worst.values()), 1e-12, detail,
+                   values={"errors": worst, "shape_qk": [2, 3, 37, 11], "shape_v": [2, 3, 37, 13],
+                           "chunk_size": 8, "feature_map": "elu+1"})
 
 
 @claim(
@@ -69,7 +71,8 @@ def _taylor_identity(seed: int) -> Measurement:
         "(it weights every V_j by the same 1 + q^_i.sum_j k^_j); the simplified version leaves "
         "q^_i^T k^_j V_j outside the sum: it must read q^_i^T sum_j k^_j V_j^T"
     )
-    return at_most(err, 1e-12, detail)
+    return at_most(err, 1e-12, detail, values={"closed_form_error": err, "printed_first_error": printed,
+                                               "n": 29, "d_k": 7, "d_v": 5})
 
 
 @claim(
@@ -101,4 +104,8 @@ def _favor_unbiased(seed: int) -> Measurement:
         f"{est[i].mean().item():.4f}, relative SE {rel_se[i].item():.2e}; tolerance = 4 SE; "
         f"single-draw relative std {est[i].std().item() / exact[i].item():.2f}"
     )
-    return at_most(rel_err[i].item(), 4 * rel_se[i].item(), detail)
+    values = {"d": d, "m": m, "draws": R, "worst_pair": i, "exact": exact[i].item(),
+              "mean_estimate": est[i].mean().item(), "relative_se": rel_se[i].item(), "standard_errors": 4,
+              "single_draw_relative_std": est[i].std().item() / exact[i].item(),
+              "relative_errors": rel_err.tolist()}
+    return at_most(rel_err[i].item(), 4 * rel_se[i].item(), detail, values=values)

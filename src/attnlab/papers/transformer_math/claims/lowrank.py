@@ -20,8 +20,8 @@ import torch
 
 from attnlab.analysis.approximation import projection_action_errors, random_attention_and_values
 from attnlab.analysis.logit_scaling import loglog_slope
-from attnlab.registry import Measurement, at_least, claim
 from attnlab.ops.lowrank import best_rank_k, linformer_attention, linformer_projections, random_projection_weights
+from attnlab.registry import Measurement, at_least, claim
 
 
 @claim(
@@ -50,7 +50,9 @@ def _jl_random_projection(seed: int) -> Measurement:
     detail = (f"n={n}, d={d}, w ~ N(1,1), {draws} draws; RMS error at k'={k_values}: "
               + ", ".join(f"{r:.3f}" for r in rms)
               + f"; largest RMS error / JL bound = {worst:.2f} (must be <= 1)")
-    return Measurement(slope, 0.1, passed, "±", detail, target=-0.5)
+    values = {"n": n, "d": d, "draws": draws, "k_values": k_values, "rms_errors": rms, "jl_bounds": jl,
+              "max_rms_over_jl": worst, "slope": slope}
+    return Measurement(slope, 0.1, passed, "±", detail, target=-0.5, values=values)
 
 
 @claim(
@@ -83,5 +85,8 @@ def _svd_optimal(seed: int) -> Measurement:
                 svd_worst = max(svd_worst, e_svd)
                 for O in others:
                     worst = min(worst, torch.linalg.matrix_norm(P - O, ord=ord_).item() / e_svd)
-    return at_least(worst, 1 - 1e-12, f"n={n}, logit scales 0.5/1/3, k' in {{2, 8, 24}}, 2 norms, "
-                                       f"2 competitors; largest SVD error {svd_worst:.3g}")
+    detail = (f"n={n}, logit scales 0.5/1/3, k' in {{2, 8, 24}}, 2 norms, "
+              f"2 competitors; largest SVD error {svd_worst:.3g}")
+    values = {"n": n, "d": d, "logit_scales": [0.5, 1.0, 3.0], "k_values": [2, 8, 24],
+              "min_error_ratio": worst, "max_svd_error": svd_worst}
+    return at_least(worst, 1 - 1e-12, detail, values=values)

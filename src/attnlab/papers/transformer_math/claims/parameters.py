@@ -52,7 +52,9 @@ def _param_count_formula(seed: int) -> Measurement:
         f"without biases, (d, H, d_head, d_ff) in {_BLOCK_CONFIGS}; encoder-decoders (l=11/13, L=2/3, "
         f"tied or not, sinusoidal post-LN or learned pre-LN) for {_MODEL_CONFIGS}"
     )
-    return at_most(worst, 0, detail)
+    values = {"max_abs_difference": worst, "modules_checked": checked,
+              "block_configs": [list(c) for c in _BLOCK_CONFIGS], "model_configs": [list(c) for c in _MODEL_CONFIGS]}
+    return at_most(worst, 0, detail, values=values)
 
 
 @claim(
@@ -72,4 +74,7 @@ def _table1_counts(seed: int) -> Measurement:
         ". Table 1 rounds: GPT-2 XL is 1.558B (its paper prints 1542M), BERT-large 335M without "
         "pre-training heads, LaMDA's 137B counts non-embedding parameters"
     )
-    return at_most(worst, 0.05, detail)
+    values = {"max_rel_error": worst,
+              "models": {r["model"]: {"paper_value": r["paper_value"], "computed": r["computed"],
+                                      "rel_error": r["rel_error"]} for r in rows}}
+    return at_most(worst, 0.05, detail, values=values)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from attnlab.registry import Measurement, at_most, claim
 from attnlab.nn.positional import shift_matrix, sinusoidal_encoding
+from attnlab.registry import Measurement, at_most, claim
 
 
 @claim(
@@ -20,17 +20,18 @@ def _pe_shift_linear(seed: int) -> Measurement:
     drawn = torch.randint(2, 1000, (3,), generator=g).tolist()
     shifts = [1, 7, 64, 511] + drawn
     T = 512
-    worst, where = 0.0, ""
+    worst, where, worst_at = 0.0, "", {}
     for d in (16, 512):
         P = sinusoidal_encoding(T + max(shifts), d, dtype=torch.float64)  # (T + s_max, d)
         for s in shifts:
             M = shift_matrix(s, d)  # (d, d), fixed for every t
             err = (P[s : s + T] - P[:T] @ M.T).abs().max().item()  # rows: PE(t+s) - M_s PE(t)
             if err > worst:
-                worst, where = err, f"d={d}, s={s}"
+                worst, where, worst_at = err, f"d={d}, s={s}", {"d": d, "shift": s}
     detail = (
         f"max |PE(t+s) - M_s PE(t)| over t in 0..{T - 1}, s in {shifts}, d in {{16, 512}}, float64 "
         f"(worst at {where}); the text's b, b' depend on t through the paired cos/sin coordinate, "
         "and its complex form should read e^(i w_k t)"
     )
-    return at_most(worst, 1e-9, detail)
+    values = {"max_error": worst, "worst_at": worst_at, "shifts": shifts, "dims": [16, 512], "T": T}
+    return at_most(worst, 1e-9, detail, values=values)

@@ -42,4 +42,7 @@ def _dot_product_variance(seed: int) -> Measurement:
         f"log-log slope of Var vs d = {slope:.4f} (1 +- {SLOPE_TOLERANCE})"
         + ("" if slope_ok else " OUT OF TOLERANCE")
     )
-    return Measurement(deviation, tolerance, deviation <= tolerance and slope_ok, "<=", detail)
+    values = {"dims": list(r["dims"]), "var_scaled": list(r["var_scaled"]), "var_raw": list(r["var_raw"]),
+              "rel_se": list(r["rel_se"]), "n_samples": N_SAMPLES, "n_standard_errors": N_STANDARD_ERRORS,
+              "slope": slope, "slope_tolerance": SLOPE_TOLERANCE, "slope_ok": slope_ok}
+    return Measurement(deviation, tolerance, deviation <= tolerance and slope_ok, "<=", detail, values=values)

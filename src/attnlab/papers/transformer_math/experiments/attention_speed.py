@@ -18,90 +18,92 @@ paper: n = 512 ... 16384, every variant, 5 repeats (minutes).
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 from dataclasses import dataclass
 
+from attnlab.bench import BenchConfig, run_bench
+from attnlab.bench.report import memory_figure, time_figure
+from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _resolve
+from attnlab.results import Check, ExperimentResult, Table, check
+from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.attention-speed"
 _QUICK_VARIANTS = ("sdpa", "sdpa-causal", "softmax", "softmax-explicit", "window-gather", "linear",
                    "linear-causal", "favor+", "linformer", "unnormalized")
-PRESETS = {
-    "quick": {"n": (512, 1024, 2048), "variants": _QUICK_VARIANTS, "repeats": 2},
-    "paper": {"n": (512, 1024, 2048, 4096, 8192, 16384), "variants": (), "repeats": 5},
-}
 
 
 @dataclass(frozen=True)
 class AttentionSpeedConfig(RunConfig):
-    """n: sequence lengths; variants: names (empty: all); repeats: timed calls per point;
-    threads: torch threads (None: torch's default). Fields left None come from the preset."""
+    PRESETS = {"quick": {"n": (512, 1024, 2048), "variants": _QUICK_VARIANTS, "repeats": 2},
+               "paper": {"n": (512, 1024, 2048, 4096, 8192, 16384), "variants": (), "repeats": 5}}
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    n: tuple[int, ...] | None = None
-    variants: tuple[str, ...] | None = None
-    repeats: int | None = None
-    threads: int | None = None
+    n: tuple[int, ...] | None = param(None, "sequence lengths n")
+    variants: tuple[str, ...] | None = param(None, "variants of attnlab.bench.registry (empty: all)")
+    repeats: int | None = param(None, "timed calls per (variant, n)")
+    threads: int | None = param(None, "torch threads (None: torch's default)")
 
-    def __post_init__(self) -> None:
-        _resolve(self, PRESETS)
+    def validate(self) -> None:
         if self.device != "cpu":
             raise ConfigError("the attention-speed benchmark runs on the CPU: use --device cpu")
-        self.bench_config()  # validates n, variants, repeats, threads with the bench's messages
+        check_ints("n", self.n, minimum=1)
+        check_int("repeats", self.repeats, minimum=1)
+        if self.threads is not None:
+            check_int("threads", self.threads, minimum=1)
+        self.bench_config()  # the bench names an unknown variant and lists the known ones
 
-    def bench_config(self):
-        from attnlab.bench import BenchConfig
-
+    def bench_config(self) -> BenchConfig:
+        """The :class:`attnlab.bench.BenchConfig` this experiment measures with."""
         return BenchConfig(n=tuple(self.n), variants=tuple(self.variants) or None, repeats=self.repeats,
                            threads=self.threads, seed=self.seed)
 
 
-def run_attention_speed(cfg: AttentionSpeedConfig, run_dir=None) -> dict:
-    from attnlab.bench import run_bench
-    from attnlab.bench.report import memory_figure, time_figure
-
+def run_attention_speed(cfg: AttentionSpeedConfig, run_dir=None) -> ExperimentResult:
     result = run_bench(cfg.bench_config()).to_dict()
-    if run_dir is not None:
-        for r in result["rows"]:
-            run_dir.append_metric({"experiment": EXPERIMENT_ID, **{k: r[k] for k in (
-                "variant", "n", "status", "time_ms", "peak_mb", "ratio")}})
     rows = result["rows"]
-    table = {"title": f"Forward time and peak memory (B=1, H=8, d_head=64, float32, "
-                      f"{result['env']['threads']} threads; matmul ceiling {result['ceiling']['gflops']:.1f} GFLOP/s)",
-             "columns": ["variant", "n", "time ms", "IQR ms", "GFLOP/s", "% ceiling", "peak MiB", "time / SDPA",
-                         "status"],
-             "formats": ["text", "int", "float", "float", "float", "float", "float", "float", "text"],
-             "rows": [[r["variant"], r["n"], r["time_ms"], None if r["q3_ms"] is None else r["q3_ms"] - r["q1_ms"],
-                       r["gflops"], r["pct_ceiling"], r["peak_mb"], r["ratio"],
-                       r["status"] if r["status"] == "ok" else f"{r['status']}: {r['note']}"] for r in rows]}
-    cross = {"title": "Crossover n: where a variant becomes faster than fused SDPA of the same causality",
-             "columns": ["variant", "crossover n", "status", "memory log-log slope"],
-             "formats": ["text", "float", "text", "float"],
-             "rows": [[k, x["crossover_n"], x["status"], result["memory_slopes"].get(k)]
-                      for k, x in result["crossovers"].items()]}
-    # At the quick sizes (n <= 2048) fixed costs and allocator granularity dominate a
-    # memory slope fitted over three points, so every target is judged at paper scale only.
-    judged = cfg.scale == "paper"
-    summary = [{"quantity": t["statement"], "paper_value": "O(n) vs O(n^2)" if "memory" in t["target"] else None,
-                "measured": t["measured"], "expected": f"{t['relation']} {t['limit']:g}",
-                "status": t["status"] if judged and t["status"] in ("pass", "FAIL") else "info",
-                "detail": t["detail"] or ("not measured at this scale (n = 8192 is in the paper scale)"
-                                          if t["status"] == "not measured" else "")
-                + ("" if judged else " (indicative at quick sizes; judged at paper scale and by `attnlab bench`)")}
-               for t in result["targets"]]
-    notes = [f"Load average (1 min) {result['env']['load_average_1m']:.2f} before and "
-             f"{result['env']['load_average_1m_after']:.2f} after the run on {result['env']['cpus']} CPUs: "
+    for r in rows:
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **{k: r[k] for k in (
+            "variant", "n", "status", "time_ms", "peak_mb", "ratio")}})
+    env = result["env"]
+    table = Table(
+        f"Forward time and peak memory (B=1, H=8, d_head=64, float32, {env['threads']} threads; "
+        f"matmul ceiling {result['ceiling']['gflops']:.1f} GFLOP/s)",
+        ["variant", "n", "time ms", "IQR ms", "GFLOP/s", "% ceiling", "peak MiB", "time / SDPA", "status"],
+        [[r["variant"], r["n"], r["time_ms"], None if r["q3_ms"] is None else r["q3_ms"] - r["q1_ms"],
+          r["gflops"], r["pct_ceiling"], r["peak_mb"], r["ratio"],
+          r["status"] if r["status"] == "ok" else f"{r['status']}: {r['note']}"] for r in rows],
+        ["text", "int", "float", "float", "float", "float", "float", "float", "text"])
+    cross = Table(
+        "Crossover n: where a variant becomes faster than fused SDPA of the same causality",
+        ["variant", "crossover n", "status", "memory log-log slope"],
+        [[k, x["crossover_n"], x["status"], result["memory_slopes"].get(k)] for k, x in result["crossovers"].items()],
+        ["text", "float", "text", "float"])
+    notes = [f"Load average (1 min) {env['load_average_1m']:.2f} before and "
+             f"{env['load_average_1m_after']:.2f} after the run on {env['cpus']} CPUs: "
              "timings on a shared machine vary; every ratio compares two things measured in the same run.",
              "Peak memory: resident-set high-water mark of one forward above the inputs (attnlab.bench.memory).",
              "FLOPs are analytic (attnlab.bench.flops): 4 n^2 d per head for full softmax, 4 d |E| for sparse "
              "graphs, 4 n r d + 3 n r for linear attention with r features."]
-    return {"summary": summary, "tables": [table, cross],
-            "figures": [time_figure(rows), memory_figure(rows)], "notes": notes, "data": result}
+    return ExperimentResult(summary=[_target_check(t, cfg.scale) for t in result["targets"]],
+                            tables=[table, cross], figures=[time_figure(rows), memory_figure(rows)],
+                            notes=notes, data=result)
+
+
+def _target_check(t: dict, scale: str) -> Check:
+    """One target of :mod:`attnlab.bench.targets` as a summary line.
+
+    At the quick sizes (n <= 2048) fixed costs and allocator granularity dominate a
+    memory slope fitted over three points, so every target is judged at paper scale only.
+    """
+    judged = scale == "paper" and t["status"] in ("pass", "FAIL")
+    # The bench's own detail (e.g. the slope of every variant) is shown as it is; a
+    # target without one says why it has no verdict here.
+    detail = t["detail"] or (("not measured at this scale (n = 8192 is in the paper scale)"
+                              if t["status"] == "not measured" else "")
+                             + ("" if scale == "paper" else
+                                " (indicative at quick sizes; judged at paper scale and by `attnlab bench`)"))
+    return check(t["statement"], "O(n) vs O(n^2)" if "memory" in t["target"] else None, t["measured"],
+                 f"{t['relation']} {t['limit']:g}", t["status"] == "pass" if judged else None, detail)
 
 
 register(Experiment(EXPERIMENT_ID,

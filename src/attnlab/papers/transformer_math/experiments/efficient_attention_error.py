@@ -18,8 +18,6 @@ package does not import is left out with a note in the report.
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 import math
 from dataclasses import dataclass
 
@@ -27,12 +25,13 @@ import torch
 
 from attnlab.analysis.approximation import compare_to_exact, rank_summary
 from attnlab.analysis.logit_scaling import loglog_slope
+from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _log, _positive_ints, _resolve, _row
 from attnlab.ops.lowrank import best_rank_ks, linformer_attention, linformer_projections, random_projection_weights
 from attnlab.ops.softmax import softmax_attention
-from attnlab.results import PALETTE, bar_figure, line_figure, series
+from attnlab.registry import Experiment, register
+from attnlab.results import PALETTE, Check, ExperimentResult, Figure, Table, bar_figure, check, line_figure, series
+from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.efficient-attention-error"
 FEATURE_MAPS = ("elu+1", "relu", "taylor", "favor+")
@@ -41,40 +40,36 @@ METRICS = ("frobenius", "spectral", "max_row_tv", "rel_output_error")
 
 @dataclass(frozen=True)
 class EfficientAttentionErrorConfig(RunConfig):
-    """n_values: sequence lengths; d_k = d_v = d; logit_scales: t (logit std); k_values: ranks k'
-    of the low-rank variants; windows: window w of the sparse variants (BigBird adds g = 2 global
-    and r = w/4 random keys, Longformer one global token); favor_features: FAVOR+'s m."""
+    """BigBird adds g = 2 global and r = w/4 random keys to a window of w, Longformer one
+    global token; every k' and w must fit the smallest n."""
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    n_values: tuple[int, ...] | None = None
-    d: int = 64
-    logit_scales: tuple[float, ...] | None = None
-    k_values: tuple[int, ...] | None = None
-    windows: tuple[int, ...] | None = None
-    favor_features: int | None = None
+    PRESETS = {"quick": {"n_values": (128, 256), "logit_scales": (1.0, 3.0), "k_values": (8, 16, 32, 64),
+                         "windows": (8, 32, 64), "favor_features": 64},
+               "paper": {"n_values": (256, 512, 1024, 2048), "logit_scales": (0.5, 1.0, 2.0, 4.0),
+                         "k_values": (8, 16, 32, 64, 128, 256), "windows": (16, 64, 128, 256),
+                         "favor_features": 256}}
 
-    def __post_init__(self) -> None:
-        _resolve(self, {
-            "quick": {"n_values": (128, 256), "logit_scales": (1.0, 3.0), "k_values": (8, 16, 32, 64),
-                      "windows": (8, 32, 64), "favor_features": 64},
-            "paper": {"n_values": (256, 512, 1024, 2048), "logit_scales": (0.5, 1.0, 2.0, 4.0),
-                      "k_values": (8, 16, 32, 64, 128, 256), "windows": (16, 64, 128, 256),
-                      "favor_features": 256}})
-        object.__setattr__(self, "n_values", _positive_ints("n_values", self.n_values, minimum=2))
-        object.__setattr__(self, "k_values", _positive_ints("k_values", self.k_values))
-        object.__setattr__(self, "windows", _positive_ints("windows", self.windows))
-        _positive_ints("d", (self.d,))
-        _positive_ints("favor_features", (self.favor_features,))
+    n_values: tuple[int, ...] | None = param(None, "sequence lengths n")
+    d: int = param(64, "head width d = d_k = d_v")
+    logit_scales: tuple[float, ...] | None = param(None, "logit scales t (Q times t: logits of std t)")
+    k_values: tuple[int, ...] | None = param(None, "ranks k' of the low-rank variants")
+    windows: tuple[int, ...] | None = param(None, "windows w of the sparse variants")
+    favor_features: int | None = param(None, "random features m of FAVOR+")
+
+    def validate(self) -> None:
+        object.__setattr__(self, "n_values", check_ints("n_values", self.n_values, minimum=2))
+        object.__setattr__(self, "k_values", check_ints("k_values", self.k_values, minimum=1))
+        object.__setattr__(self, "windows", check_ints("windows", self.windows, minimum=1))
+        check_int("d", self.d, minimum=1)
+        check_int("favor_features", self.favor_features, minimum=1)
         n_min = min(self.n_values)
         if max(self.k_values) > n_min:
             raise ConfigError(f"k'={max(self.k_values)} exceeds the smallest n={n_min}: use k_values <= {n_min}")
         if max(self.windows) > n_min:
             raise ConfigError(f"window {max(self.windows)} exceeds the smallest n={n_min}: use windows <= {n_min}")
-        scales = tuple(float(t) for t in self.logit_scales)
-        if not scales or not all(math.isfinite(t) and t > 0 for t in scales):
-            raise ConfigError(f"logit_scales must be positive numbers, got {self.logit_scales!r}")
+        scales = tuple(check_number("every logit scale", t, 0, open_min=True) for t in self.logit_scales)
+        if not scales:
+            raise ConfigError("logit_scales must list at least one logit scale t > 0")
         object.__setattr__(self, "logit_scales", scales)
 
 
@@ -149,8 +144,8 @@ def _one_problem(cfg, n: int, t: float, families: dict, g, checks: dict, run_dir
                 checks["svd_vs_sigma"] = max(checks.get("svd_vs_sigma", 0.0),
                                              abs(row["spectral"] - ranks_P["singular_values"][kp]))
             rows.append(row)
-            _log(run_dir, {"experiment": EXPERIMENT_ID, "variant": name, "n": n, "logit_scale": t,
-                           **{m: row[m] for m in METRICS}})
+            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "variant": name, "n": n, "logit_scale": t,
+                                 **{m: row[m] for m in METRICS}})
     return rows
 
 
@@ -162,7 +157,7 @@ def _label(row: dict) -> str:
     return f"{row['variant']} ({_params_text(row['params'])})" if row["params"] else row["variant"]
 
 
-def _summary(rows: list[dict], checks: dict, cfg) -> list[dict]:
+def _summary(rows: list[dict], checks: dict, cfg: EfficientAttentionErrorConfig) -> list[Check]:
     out = []
     by = {}
     for r in rows:
@@ -171,41 +166,41 @@ def _summary(rows: list[dict], checks: dict, cfg) -> list[dict]:
               for o in g.values() if o["family"] == "low rank" and o is not g["best rank-k (SVD)"]
               for m in ("frobenius", "spectral")]
     worst = min(ratios)
-    out.append(_row("min over n, t, k' of (random projection or Linformer error) / SVD error, "
-                    "Frobenius and spectral", "SVD optimal (Eckart-Young)", worst, ">= 1 - 1e-12",
-                    worst >= 1 - 1e-12, f"{len(ratios)} comparisons"))
-    out.append(_row("max |spectral error of best rank-k - sigma_{k+1}(P)|", "||P - P_k||_2 = sigma_{k+1}",
-                    checks["svd_vs_sigma"], "<= 1e-12", checks["svd_vs_sigma"] <= 1e-12))
+    out.append(check("min over n, t, k' of (random projection or Linformer error) / SVD error, "
+                     "Frobenius and spectral", "SVD optimal (Eckart-Young)", worst, ">= 1 - 1e-12",
+                     worst >= 1 - 1e-12, f"{len(ratios)} comparisons"))
+    out.append(check("max |spectral error of best rank-k - sigma_{k+1}(P)|", "||P - P_k||_2 = sigma_{k+1}",
+                     checks["svd_vs_sigma"], "<= 1e-12", checks["svd_vs_sigma"] <= 1e-12))
     n0, t0 = max(cfg.n_values), cfg.logit_scales[0]
     rp = [r for r in rows if r["variant"] == "random projection" and r["n"] == n0 and r["logit_scale"] == t0]
     slope = loglog_slope([r["params"]["k'"] for r in rp], [r["rel_output_error"] for r in rp])
-    out.append(_row(f"slope of log(relative output error) vs log k', random projection, n={n0}, t={t0:g}",
-                    "JL: error ~ 1/sqrt(k')", slope, "-1/2", None,
-                    "one draw of R per k' (the claim transformer-math.jl-random-projection fits it over "
-                    "96 draws); the JL rate is about the spread, not the level: for "
-                    "zero-mean V the level grows like sqrt(n/k') (claims/lowrank.py)"))
+    out.append(check(f"slope of log(relative output error) vs log k', random projection, n={n0}, t={t0:g}",
+                     "JL: error ~ 1/sqrt(k')", slope, "-1/2", None,
+                     "one draw of R per k' (the claim transformer-math.jl-random-projection fits it over "
+                     "96 draws); the JL rate is about the spread, not the level: for "
+                     "zero-mean V the level grows like sqrt(n/k') (claims/lowrank.py)"))
     sparse = [r for r in rows if r["family"] == "sparse"]
     if sparse:
         gap = max(abs(r["max_row_tv"] - r["max_lost_mass"]) for r in sparse)
-        out.append(_row("max |max row TV - max lost mass| over sparse variants", "TV_i = L_i (identity)",
-                        gap, "<= 1e-12", gap <= 1e-12, "sparse softmax renormalises the kept mass"))
+        out.append(check("max |max row TV - max lost mass| over sparse variants", "TV_i = L_i (identity)",
+                         gap, "<= 1e-12", gap <= 1e-12, "sparse softmax renormalises the kept mass"))
         ratio = max(r["max_error_over_bound"] for r in sparse)
-        out.append(_row("max over rows of ||(P - P^)_i V|| / (2 L_i max_j ||v_j||)", "<= 1 (bound)",
-                        ratio, "<= 1", ratio <= 1 + 1e-12))
-        out.append(_row("max |graph_attention - dense masked softmax| (output and weights)", None,
-                        checks["sparse_vs_dense"], "<= 1e-12", checks["sparse_vs_dense"] <= 1e-12))
+        out.append(check("max over rows of ||(P - P^)_i V|| / (2 L_i max_j ||v_j||)", "<= 1 (bound)",
+                         ratio, "<= 1", ratio <= 1 + 1e-12))
+        out.append(check("max |graph_attention - dense masked softmax| (output and weights)", None,
+                         checks["sparse_vs_dense"], "<= 1e-12", checks["sparse_vs_dense"] <= 1e-12))
     lin = [r for r in rows if r["family"] == "linear" and r["n"] == n0 and r["logit_scale"] == t0]
     if lin:
-        out.append(_row("max |linear attention output - P^ V|", None, checks["linear_weights_vs_output"],
-                        "<= 1e-12", checks["linear_weights_vs_output"] <= 1e-12))
+        out.append(check("max |linear attention output - P^ V|", None, checks["linear_weights_vs_output"],
+                         "<= 1e-12", checks["linear_weights_vs_output"] <= 1e-12))
         for r in lin:
-            out.append(_row(f"{_label(r)}: relative output error at n={n0}, t={t0:g}",
-                            "FAVOR+: 70-100% reported at small n" if r["variant"] == "favor+" else None,
-                            r["rel_output_error"], None, None))
+            out.append(check(f"{_label(r)}: relative output error at n={n0}, t={t0:g}",
+                             "FAVOR+: 70-100% reported at small n" if r["variant"] == "favor+" else None,
+                             r["rel_output_error"], None, None))
     return out
 
 
-def _table(rows: list[dict]) -> dict:
+def _table(rows: list[dict]) -> Table:
     cols = ["family", "variant", "parameters", "n", "logit scale", "Frobenius", "spectral", "max row TV",
             "rel. output error", "stable rank P", "eff. rank P", "stable rank P^", "eff. rank P^",
             "max lost mass"]
@@ -213,11 +208,11 @@ def _table(rows: list[dict]) -> dict:
             "stable_rank_P_hat", "effective_rank_P_hat"]
     body = [[r["family"], r["variant"], _params_text(r["params"]), r["n"], r["logit_scale"],
              *(r[k] for k in keys), r.get("max_lost_mass")] for r in rows]
-    return {"title": "Error of every efficient attention against exact softmax (same Q, K, V)",
-            "columns": cols, "formats": ["text", "text", "text", "int"] + ["float"] * 10, "rows": body}
+    return Table("Error of every efficient attention against exact softmax (same Q, K, V)", cols, body,
+                 ["text", "text", "text", "int"] + ["float"] * 10)
 
 
-def _figures(rows: list[dict], cfg) -> list[dict]:
+def _figures(rows: list[dict], cfg: EfficientAttentionErrorConfig) -> list[Figure]:
     n0, t0 = max(cfg.n_values), cfg.logit_scales[0]
     at = [r for r in rows if r["n"] == n0 and r["logit_scale"] == t0]
     ks = list(cfg.k_values)
@@ -275,16 +270,16 @@ NOTES = [
 ]
 
 
-def run(cfg: EfficientAttentionErrorConfig, run_dir=None) -> dict:
+def run(cfg: EfficientAttentionErrorConfig, run_dir=None) -> ExperimentResult:
     families, notes = _families()
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     rows, checks = [], {}
     for n in cfg.n_values:
         for t in cfg.logit_scales:
             rows += _one_problem(cfg, n, t, families, g, checks, run_dir)
-    return {"summary": _summary(rows, checks, cfg), "tables": [_table(rows)], "figures": _figures(rows, cfg),
-            "notes": NOTES + notes,
-            "data": {"rows": rows, "checks": checks, "families": ["low rank", *families]}}
+    return ExperimentResult(summary=_summary(rows, checks, cfg), tables=[_table(rows)], figures=_figures(rows, cfg),
+                            notes=NOTES + notes,
+                            data={"rows": rows, "checks": checks, "families": ["low rank", *families]})
 
 
 register(Experiment(EXPERIMENT_ID,

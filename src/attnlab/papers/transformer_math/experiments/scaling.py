@@ -9,7 +9,8 @@ same batches, differing only in the logit scale c,
     scaled:    z = q K^T / sqrt(d_head)        unscaled:  z = q K^T     (c = 1)
 
 on the positional-copy task (:mod:`attnlab.tasks.copy`): context tokens t_1..t_n,
-a query naming position p, target t_p. The model (:class:`CopyAttention`) is one
+a query naming position p, target t_p. The model
+(:class:`attnlab.papers.transformer_math.scaling_model.CopyAttention`) is one
 attention head between an embedding and a readout.
 
 Measured every ``eval_every`` steps on a fixed held-out batch, per model: loss,
@@ -28,8 +29,6 @@ early once both models have reached the threshold (``stop_at_threshold``).
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 import copy
 import math
 from dataclasses import dataclass
@@ -37,122 +36,52 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
 
+from attnlab.config import RunConfig, check_bool, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.papers.transformer_math.scaling_model import CopyAttention, measure
 from attnlab.registry import Experiment, SweepPlan, register
-from attnlab.papers._legacy import _resolve
-from attnlab.ops import attention_logits, masked_softmax
-from attnlab.tasks import CopyBatch, copy_batch
+from attnlab.results import PALETTE, Check, ExperimentResult, LineFigure, Series, Table, check, line_figure, series
+from attnlab.runs.rundir import log_metric
+from attnlab.tasks import copy_batch
 
 EXPERIMENT_ID = "transformer-math.scaling"
 VARIANTS = {"scaled": "1/sqrt(d)", "unscaled": "none"}  # name -> scale of attention_logits
-PRESETS = {
-    "quick": {"n": 8, "V": 16, "steps": 400, "lr": 5e-3, "batch": 64, "eval_every": 10, "eval_batch": 256},
-    "paper": {"n": 16, "V": 32, "steps": 2000, "lr": 3e-3, "batch": 128, "eval_every": 20, "eval_batch": 2048},
-}
 SWEEPS = {"quick": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128]}, seeds=3),
           "paper": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128, 256, 512]}, seeds=5)}
 
 
 @dataclass(frozen=True)
 class ScalingConfig(RunConfig):
-    """d_head: key/query dimension d_k; d_model: embedding width (None: tied to d_head);
-    n: context length; V: vocabulary; steps, lr, batch: Adam training; eval_every,
-    eval_batch: held-out evaluation; loss_threshold: for steps_to_threshold;
-    logit_init_scale s: W_Q, W_K ~ N(0, s^2/d_model), so Var(q.k) = s^4 d_head at init
-    (s = 1 is the standard init); stop_at_threshold: stop once both models have
-    reached loss_threshold (final_* are then at that step). Fields left None come
-    from the scale preset."""
+    """One run: the scaled and the unscaled model at one d_head and one seed."""
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    d_head: int = 64
-    d_model: int | None = None
-    n: int | None = None
-    V: int | None = None
-    steps: int | None = None
-    lr: float | None = None
-    batch: int | None = None
-    eval_every: int | None = None
-    eval_batch: int | None = None
-    loss_threshold: float = 0.1
-    logit_init_scale: float = 1.0
-    stop_at_threshold: bool = True
+    PRESETS = {
+        "quick": {"n": 8, "V": 16, "steps": 400, "lr": 5e-3, "batch": 64, "eval_every": 10, "eval_batch": 256},
+        "paper": {"n": 16, "V": 32, "steps": 2000, "lr": 3e-3, "batch": 128, "eval_every": 20, "eval_batch": 2048},
+    }
 
-    def __post_init__(self) -> None:
-        _resolve(self, PRESETS)
+    d_head: int = param(64, "key/query dimension d_k of the head")
+    d_model: int | None = param(None, "embedding width (None: tied to d_head)")
+    n: int | None = param(None, "context length n")
+    V: int | None = param(None, "vocabulary size V")
+    steps: int | None = param(None, "Adam steps (the budget)")
+    lr: float | None = param(None, "Adam learning rate")
+    batch: int | None = param(None, "training examples per step")
+    eval_every: int | None = param(None, "steps between held-out evaluations")
+    eval_batch: int | None = param(None, "held-out examples (one fixed batch)")
+    loss_threshold: float = param(0.1, "held-out loss that counts as learned (steps_to_threshold)")
+    logit_init_scale: float = param(1.0, "s: W_Q, W_K ~ N(0, s^2/d_model), so Var(q.k) = s^4 d_head at init")
+    stop_at_threshold: bool = param(True, "stop once both models reached loss_threshold (final_* then at that step)")
+
+    def validate(self) -> None:
         if self.d_model is None:
             object.__setattr__(self, "d_model", self.d_head)
         for name, minimum in (("d_head", 1), ("d_model", 1), ("n", 2), ("V", 2), ("steps", 1),
                               ("batch", 1), ("eval_every", 1), ("eval_batch", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-                raise ConfigError(f"{name} must be an integer >= {minimum}, got {v!r}")
+            check_int(name, getattr(self, name), minimum=minimum)
         for name in ("lr", "loss_threshold", "logit_init_scale"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
-                raise ConfigError(f"{name} must be a positive finite number, got {v!r}")
-        if not isinstance(self.stop_at_threshold, bool):
-            raise ConfigError(f"stop_at_threshold must be true or false, got {self.stop_at_threshold!r}")
-
-
-class CopyAttention(nn.Module):
-    """Embedding -> one attention head -> readout, for the positional-copy task.
-
-        x_j = E[t_j] + P[j]      (n, d_model)  context rows, j = 0..n-1
-        y   = R[p]               (d_model,)    the query token naming position p
-        q = y W_Q,  K = X W_K,  V = X W_V      (d_head), (n, d_head), (n, d_head)
-        z = c q K^T              (n,)          attention logits, the softmax input
-        a = softmax(z),  logits = (a V) W_U    (V_vocab,)
-
-    Init: E, P ~ N(0, 1/2) (so x_j has unit-variance entries), R ~ N(0, 1),
-    W_Q, W_K ~ N(0, s^2/d_model) (Var(q.k) = s^4 d_head), W_V ~ N(0, 1/d_model),
-    W_U ~ N(0, 1/d_head).
-    """
-
-    def __init__(self, cfg: ScalingConfig, scale: str, generator: torch.Generator):
-        super().__init__()
-        dm, dh, s = cfg.d_model, cfg.d_head, cfg.logit_init_scale
-
-        def normal(*shape: int, std: float) -> nn.Parameter:
-            return nn.Parameter(torch.randn(*shape, generator=generator) * std)
-
-        self.scale = scale
-        self.E, self.P = normal(cfg.V, dm, std=math.sqrt(0.5)), normal(cfg.n, dm, std=math.sqrt(0.5))
-        self.R = normal(cfg.n, dm, std=1.0)
-        self.W_Q, self.W_K = normal(dm, dh, std=s / math.sqrt(dm)), normal(dm, dh, std=s / math.sqrt(dm))
-        self.W_V, self.W_U = normal(dm, dh, std=1 / math.sqrt(dm)), normal(dh, cfg.V, std=1 / math.sqrt(dh))
-
-    def logits_and_values(self, b: CopyBatch) -> tuple[Tensor, Tensor]:
-        """z (B, 1, n) and the values V (B, n, d_head)."""
-        X = self.E[b.tokens] + self.P  # (B, n, d_model)
-        y = self.R[b.positions][:, None]  # (B, 1, d_model)
-        return attention_logits(y @ self.W_Q, X @ self.W_K, self.scale), X @ self.W_V
-
-    def readout(self, z: Tensor, V: Tensor) -> Tensor:
-        """Class logits (B, V_vocab) from attention logits z (B, 1, n) and values (B, n, d_head)."""
-        return (masked_softmax(z, None) @ V).squeeze(1) @ self.W_U  # (B, V_vocab)
-
-    def forward(self, b: CopyBatch) -> Tensor:
-        return self.readout(*self.logits_and_values(b))
-
-
-def measure(model: CopyAttention, b: CopyBatch) -> dict[str, float]:
-    """Held-out loss, accuracy, mean attention entropy and mean ||dl_i/dz_i|| (module docstring)."""
-    from attnlab.analysis.logit_scaling import softmax_entropy
-
-    z, V = model.logits_and_values(b)
-    z = z.detach().requires_grad_(True)
-    with torch.enable_grad():
-        out = model.readout(z, V.detach())
-        losses = F.cross_entropy(out, b.targets, reduction="none")  # (B,)
-        (dz,) = torch.autograd.grad(losses.sum(), z)  # row i holds dl_i/dz_i: (B, 1, n)
-    return {"loss": losses.mean().item(),
-            "accuracy": (out.argmax(-1) == b.targets).double().mean().item(),
-            "entropy": softmax_entropy(z.detach()).mean().item(),
-            "grad_norm": dz.norm(dim=-1).mean().item()}
+            check_number(name, getattr(self, name), 0, open_min=True)
+        check_bool("stop_at_threshold", self.stop_at_threshold)
 
 
 def _generators(seed: int, device: str) -> list[torch.Generator]:
@@ -162,10 +91,16 @@ def _generators(seed: int, device: str) -> list[torch.Generator]:
     return [torch.Generator(device=d).manual_seed(int(s.generate_state(1)[0])) for s, d in zip(states, devices)]
 
 
-def train_pair(cfg: ScalingConfig, log=None) -> dict[str, dict]:
-    """Train the scaled and unscaled model (same init, same batches); per-model history."""
+def train_pair(cfg: ScalingConfig, run_dir=None) -> dict[str, dict]:
+    """Train the scaled and the unscaled model (same init, same batches) with Adam.
+
+    Returns per model {"step": [...], "loss": [...], "accuracy": [...], "entropy": [...],
+    "grad_norm": [...]}: the held-out :func:`measure` at step 0, every ``eval_every``
+    steps and at the last step, each also streamed to ``run_dir``'s metrics.jsonl.
+    """
     g_init, g_data, g_eval = _generators(cfg.seed, cfg.device)
-    first = CopyAttention(cfg, VARIANTS["scaled"], g_init).to(cfg.device)
+    first = CopyAttention(V=cfg.V, n=cfg.n, d_model=cfg.d_model, d_head=cfg.d_head, scale=VARIANTS["scaled"],
+                          logit_init_scale=cfg.logit_init_scale, generator=g_init).to(cfg.device)
     models = {"scaled": first, "unscaled": copy.deepcopy(first)}
     models["unscaled"].scale = VARIANTS["unscaled"]
     opts = {k: torch.optim.Adam(m.parameters(), lr=cfg.lr) for k, m in models.items()}
@@ -178,9 +113,8 @@ def train_pair(cfg: ScalingConfig, log=None) -> dict[str, dict]:
             history[k]["step"].append(step)
             for name, v in rec.items():
                 history[k].setdefault(name, []).append(v)
-            if log:
-                log({"experiment": EXPERIMENT_ID, "d_head": cfg.d_head, "seed": cfg.seed,
-                     "variant": k, "step": step, **rec})
+            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "d_head": cfg.d_head, "seed": cfg.seed,
+                                 "variant": k, "step": step, **rec})
 
     evaluate(0)
     step = 0
@@ -216,10 +150,9 @@ def scalars_of(cfg: ScalingConfig, history: dict[str, dict]) -> dict[str, float 
     return out
 
 
-def run_scaling(cfg: ScalingConfig, run_dir=None) -> dict:
-    from attnlab.results import PALETTE, line_figure, series
-
-    history = train_pair(cfg, run_dir.append_metric if run_dir is not None else None)
+def run_scaling(cfg: ScalingConfig, run_dir=None) -> ExperimentResult:
+    """One sweep run: one d_head, one seed, both models; its scalars are one row of the sweep."""
+    history = train_pair(cfg, run_dir)
     sc = scalars_of(cfg, history)
     colors = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
     label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
@@ -231,17 +164,14 @@ def run_scaling(cfg: ScalingConfig, run_dir=None) -> dict:
         + [series("threshold", [0, cfg.steps], [cfg.loss_threshold] * 2, style="dashed", marker=False,
                   color="#777777")],
         xlabel="step", ylabel="held-out cross-entropy", yscale="log", title="Training with and without 1/sqrt(d)")
-    summary = [{"quantity": f"{k}: steps to loss <= {cfg.loss_threshold:g}", "paper_value": None,
-                "measured": sc[f"{k}_steps_to_threshold"], "expected": f"<= {cfg.steps}",
-                "status": "info", "detail": f"final loss {sc[f'{k}_final_loss']:.3g}"} for k in history]
-    return {"scalars": sc, "summary": summary, "figures": [fig], "data": {"history": history}}
+    summary = [check(f"{k}: steps to loss <= {cfg.loss_threshold:g}", None, sc[f"{k}_steps_to_threshold"],
+                     f"<= {cfg.steps}", None, f"final loss {sc[f'{k}_final_loss']:.3g}") for k in history]
+    return ExperimentResult(summary=summary, figures=[fig], data={"history": history}, scalars=sc)
 
 
 def reproduce_plan(scale: str) -> SweepPlan:
     """The d_head x seeds sweep ``attnlab reproduce`` runs at ``scale``."""
-    if scale not in SWEEPS:
-        raise ConfigError(f"scale must be one of {', '.join(SWEEPS)}, got {scale!r}")
-    return SWEEPS[scale]
+    return SWEEPS[check_choice("scale", scale, tuple(SWEEPS))]
 
 
 # --------------------------------------------------------------------------------------
@@ -260,12 +190,7 @@ def _stat(runs: list[dict], key: str) -> dict[str, float]:
     return {"mean": float(x.mean()), "min": float(x.min()), "max": float(x.max())}
 
 
-def _row(quantity, paper_value, measured, expected, passed: bool, detail="") -> dict:
-    return {"quantity": quantity, "paper_value": paper_value, "measured": measured,
-            "expected": expected, "status": "pass" if passed else "FAIL", "detail": detail}
-
-
-def aggregate(rows: list[dict]) -> dict:
+def aggregate(rows: list[dict]) -> ExperimentResult:
     """Summary rows, a per-d_head table and three figures from the sweep's table rows."""
     groups = _by_d_head(rows)
     if not groups:
@@ -277,59 +202,60 @@ def aggregate(rows: list[dict]) -> dict:
     reached = {k: [sum(bool(r[f"{k}_reached_threshold"]) for r in groups[d]) for d in dims] for k in VARIANTS}
     first = groups[dims[0]][0]
     steps, thr, n = int(first["steps"]), float(first["loss_threshold"]), int(first["n"])
-    table = {"title": f"Steps to held-out loss <= {thr:g} (mean, min-max over seeds; {steps + 1} = not reached)",
-             "columns": ["d_head", "seeds", "scaled steps", "unscaled steps", "scaled reached",
-                         "unscaled reached", "init ||dl/dz|| scaled", "unscaled", "init entropy scaled", "unscaled"],
-             "formats": ["int", "int", "text", "text", "text", "text", "float", "float", "float", "float"],
-             "rows": []}
+    table_rows = []
     for i, d in enumerate(dims):
         K = len(groups[d])
         cell = {k: f"{stats[k]['steps_to_threshold'][i]['mean']:.0f} ({stats[k]['steps_to_threshold'][i]['min']:.0f}"
                    f"-{stats[k]['steps_to_threshold'][i]['max']:.0f})" for k in VARIANTS}
-        table["rows"].append([d, K, cell["scaled"], cell["unscaled"], f"{reached['scaled'][i]}/{K}",
-                              f"{reached['unscaled'][i]}/{K}"]
-                             + [stats[k]["initial_grad_norm"][i]["mean"] for k in VARIANTS]
-                             + [stats[k]["initial_entropy"][i]["mean"] for k in VARIANTS])
+        table_rows.append([d, K, cell["scaled"], cell["unscaled"], f"{reached['scaled'][i]}/{K}",
+                           f"{reached['unscaled'][i]}/{K}"]
+                          + [stats[k]["initial_grad_norm"][i]["mean"] for k in VARIANTS]
+                          + [stats[k]["initial_entropy"][i]["mean"] for k in VARIANTS])
+    table = Table(f"Steps to held-out loss <= {thr:g} (mean, min-max over seeds; {steps + 1} = not reached)",
+                  ["d_head", "seeds", "scaled steps", "unscaled steps", "scaled reached", "unscaled reached",
+                   "init ||dl/dz|| scaled", "unscaled", "init entropy scaled", "unscaled"], table_rows,
+                  ["int", "int", "text", "text", "text", "text", "float", "float", "float", "float"])
     mean = {k: {name: [s["mean"] for s in v] for name, v in stats[k].items()} for k in VARIANTS}
-    return {"summary": _summary(dims, mean, reached, groups, steps, thr), "tables": [table],
-            "figures": _figures(dims, stats, steps, thr, n),
-            "notes": [f"One run trains two models from the same init on the same batches (Adam, {steps} steps), "
-                      "one with c = 1/sqrt(d_head), one with c = 1; d_model is tied to d_head unless set.",
-                      f"steps to threshold: first evaluated step with held-out loss <= {thr:g}; "
-                      f"{steps + 1} when never reached, so means over seeds are lower bounds.",
-                      "||dl/dz||: mean over held-out examples of the norm of the gradient of the example's "
-                      "loss with respect to its attention logits z (the softmax input)."],
-            "data": {"d_head": dims, "stats": stats, "reached": reached,
-                     "seeds": {d: len(g) for d, g in groups.items()}}}
+    return ExperimentResult(
+        summary=_summary(dims, mean, reached, groups, steps, thr), tables=[table],
+        figures=_figures(dims, stats, steps, thr, n),
+        notes=[f"One run trains two models from the same init on the same batches (Adam, {steps} steps), "
+               "one with c = 1/sqrt(d_head), one with c = 1; d_model is tied to d_head unless set.",
+               f"steps to threshold: first evaluated step with held-out loss <= {thr:g}; "
+               f"{steps + 1} when never reached, so means over seeds are lower bounds.",
+               "||dl/dz||: mean over held-out examples of the norm of the gradient of the example's "
+               "loss with respect to its attention logits z (the softmax input)."],
+        data={"d_head": dims, "stats": stats, "reached": reached,
+              "seeds": {d: len(g) for d, g in groups.items()}})
 
 
-def _summary(dims, mean, reached, groups, steps, thr) -> list[dict]:
+def _summary(dims, mean, reached, groups, steps, thr) -> list[Check]:
+    """The paper's three effects at the largest d_head, as ratios unscaled / scaled of the means
+    over seeds, and whether every scaled run learned within the budget."""
     i, d = len(dims) - 1, dims[-1]
     ent = mean["unscaled"]["initial_entropy"][i] / mean["scaled"]["initial_entropy"][i]
     grad = mean["unscaled"]["initial_grad_norm"][i] / mean["scaled"]["initial_grad_norm"][i]
     slow = mean["unscaled"]["steps_to_threshold"][i] / mean["scaled"]["steps_to_threshold"][i]
     all_scaled = sum(reached["scaled"]) == sum(len(g) for g in groups.values())
     return [
-        _row(f"initial attention entropy at d_head={d}: unscaled / scaled", "softmax saturates without 1/sqrt(k)",
-             ent, "< 1", ent < 1),
-        _row(f"initial ||dl/dz|| at d_head={d}: unscaled / scaled", "gradient vanishes without 1/sqrt(k)",
-             grad, "< 1", grad < 1),
-        _row(f"mean steps to loss <= {thr:g} at d_head={d}: unscaled / scaled", "more stable gradients with 1/sqrt(k)",
-             slow, "> 1", slow > 1,
-             f"unscaled reached the threshold in {reached['unscaled'][i]}/{len(groups[d])} seeds"),
-        _row(f"scaled model reaches loss <= {thr:g} within {steps} steps", None,
-             f"{sum(reached['scaled'])}/{sum(len(g) for g in groups.values())} runs", "all runs", all_scaled,
-             f"d_head = {', '.join(map(str, dims))}"),
+        check(f"initial attention entropy at d_head={d}: unscaled / scaled", "softmax saturates without 1/sqrt(k)",
+              ent, "< 1", ent < 1),
+        check(f"initial ||dl/dz|| at d_head={d}: unscaled / scaled", "gradient vanishes without 1/sqrt(k)",
+              grad, "< 1", grad < 1),
+        check(f"mean steps to loss <= {thr:g} at d_head={d}: unscaled / scaled", "more stable gradients with 1/sqrt(k)",
+              slow, "> 1", slow > 1,
+              f"unscaled reached the threshold in {reached['unscaled'][i]}/{len(groups[d])} seeds"),
+        check(f"scaled model reaches loss <= {thr:g} within {steps} steps", None,
+              f"{sum(reached['scaled'])}/{sum(len(g) for g in groups.values())} runs", "all runs", all_scaled,
+              f"d_head = {', '.join(map(str, dims))}"),
     ]
 
 
-def _figures(dims, stats, steps, thr, n) -> list[dict]:
-    from attnlab.results import PALETTE, line_figure, series
-
+def _figures(dims, stats, steps, thr, n) -> list[LineFigure]:
     color = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
     label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
 
-    def lines(name: str, spread: bool) -> list[dict]:
+    def lines(name: str, spread: bool) -> list[Series]:
         out = []
         for k in VARIANTS:
             s = stats[k][name]
@@ -352,8 +278,9 @@ def _figures(dims, stats, steps, thr, n) -> list[dict]:
         line_figure("scaling-initial-gradient.png",
                     "Mean norm of the gradient of an example's loss with respect to its attention logits "
                     "(through the softmax) at initialisation, against d_head.",
-                    series=lines("initial_grad_norm", False), xlabel="d_head", ylabel=r"mean $\|\partial l/\partial z\|$",
-                    xscale="log", yscale="log", title="Gradient through softmax at init"),
+                    series=lines("initial_grad_norm", False), xlabel="d_head",
+                    ylabel=r"mean $\|\partial l/\partial z\|$", xscale="log", yscale="log",
+                    title="Gradient through softmax at init"),
         line_figure("scaling-initial-entropy.png",
                     "Mean entropy of the attention weights at initialisation, against d_head; "
                     "0 is one-hot (saturated).",

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry import get_experiment
-from attnlab.registry import SweepPlan
 from attnlab.papers.transformer_math.experiments.scaling import (
     EXPERIMENT_ID,
     ScalingConfig,
@@ -18,6 +15,7 @@ from attnlab.papers.transformer_math.experiments.scaling import (
     reproduce_plan,
     run_scaling,
 )
+from attnlab.registry import SweepPlan, get_experiment
 from attnlab.runs.rundir import RunDir
 
 PER_VARIANT = ("steps_to_threshold", "reached_threshold", "final_loss", "final_accuracy", "initial_loss",
@@ -34,12 +32,12 @@ def test_registered_with_a_sweep_plan():
         reproduce_plan("huge")
 
 
-def test_tiny_run_returns_scalars_and_streams_metrics(tmp_path):
+def test_tiny_run_returns_scalars_and_streams_metrics(tmp_path, storable):
     rd = RunDir.create(tmp_path / "run")
     cfg = ScalingConfig(d_head=8, n=5, V=7, steps=6, eval_every=3, eval_batch=32, batch=16, seed=2)
     res = run_scaling(cfg, rd)
-    json.dumps(res, allow_nan=False)
-    sc = res["scalars"]
+    storable(res)
+    sc = res.scalars
     assert set(sc) == {f"{k}_{s}" for k in ("scaled", "unscaled") for s in PER_VARIANT} | {"max_entropy"}
     assert all(isinstance(v, (bool, int, float)) for v in sc.values())
     assert sc["max_entropy"] == pytest.approx(math.log(5), abs=1e-12)
@@ -53,19 +51,21 @@ def test_tiny_run_returns_scalars_and_streams_metrics(tmp_path):
     metrics = rd.read_metrics()
     assert [(m["variant"], m["step"]) for m in metrics] == [(k, s) for s in (0, 3, 6) for k in ("scaled", "unscaled")]
     assert {"loss", "accuracy", "entropy", "grad_norm", "d_head", "seed"} <= set(metrics[0])
-    assert res["figures"][0]["file"] == "scaling-training-curves.png"
+    assert res.figures[0].file == "scaling-training-curves.png"
+    assert [c.status for c in res.summary] == ["info", "info"]
+    assert [c.measured for c in res.summary] == [sc["scaled_steps_to_threshold"], sc["unscaled_steps_to_threshold"]]
 
 
 def test_same_seed_same_numbers():
     cfg = ScalingConfig(d_head=8, n=5, V=7, steps=4, eval_every=2, eval_batch=32, batch=16, seed=1)
-    assert run_scaling(cfg)["scalars"] == run_scaling(cfg)["scalars"]
+    assert run_scaling(cfg).scalars == run_scaling(cfg).scalars
 
 
 def test_without_the_scale_the_initial_softmax_is_saturated_at_d_head_128():
     # q.k has variance d_head = 128 at init: unscaled logits have std ~11, scaled ~1.
     # Measured (seed 0, n=8): entropy 0.229 vs 1.703 nats (ratio 0.135), ||dl/dz|| ratio 0.279;
     # seeds 0-3 give entropy ratios 0.12-0.15 and gradient ratios 0.27-0.35.
-    sc = run_scaling(ScalingConfig(d_head=128, steps=1, seed=0))["scalars"]
+    sc = run_scaling(ScalingConfig(d_head=128, steps=1, seed=0)).scalars
     assert sc["unscaled_initial_entropy"] / sc["scaled_initial_entropy"] < 0.2
     assert sc["unscaled_initial_grad_norm"] / sc["scaled_initial_grad_norm"] < 0.4
     assert sc["scaled_initial_entropy"] > 0.75 * math.log(8)  # close to uniform attention
@@ -74,7 +74,7 @@ def test_without_the_scale_the_initial_softmax_is_saturated_at_d_head_128():
 def test_quick_preset_scaled_model_learns_at_d_head_64():
     # Measured: the scaled model reaches loss 0.1 at step 30 of 400 (seed 0; 20-30 over seeds
     # 0-2), a margin of more than 10x; the unscaled one needs 60-90 steps.
-    sc = run_scaling(ScalingConfig(d_head=64, seed=0))["scalars"]
+    sc = run_scaling(ScalingConfig(d_head=64, seed=0)).scalars
     assert sc["scaled_reached_threshold"] and sc["scaled_steps_to_threshold"] <= 100
     assert sc["scaled_steps_to_threshold"] < sc["unscaled_steps_to_threshold"]
 
@@ -93,24 +93,24 @@ def _rows():
             {"run_id": "bad", "status": "failed", "seed": 2, "d_head": 16}]
 
 
-def test_aggregate_by_hand():
+def test_aggregate_by_hand(storable):
     res = aggregate(_rows())
-    json.dumps(res, allow_nan=False)
-    assert res["data"]["d_head"] == [8, 16] and res["data"]["seeds"] == {8: 2, 16: 2}
-    st = res["data"]["stats"]
+    storable(res)
+    assert res.data["d_head"] == [8, 16] and res.data["seeds"] == {8: 2, 16: 2}
+    st = res.data["stats"]
     assert st["scaled"]["steps_to_threshold"][0] == {"mean": 50.0, "min": 40.0, "max": 60.0}
     assert st["unscaled"]["initial_entropy"][1]["mean"] == pytest.approx(0.5, abs=1e-12)
-    assert res["data"]["reached"] == {"scaled": [2, 2], "unscaled": [2, 0]}
-    summary = {r["quantity"].split(" at ")[0]: r for r in res["summary"]}
-    assert summary["initial attention entropy"]["measured"] == pytest.approx(0.5 / 1.6, abs=1e-12)
-    assert summary["initial ||dl/dz||"]["measured"] == pytest.approx(0.1 / 0.3, abs=1e-12)
-    assert summary["mean steps to loss <= 0.1"]["measured"] == pytest.approx(101 / 25, abs=1e-12)
-    assert {r["status"] for r in res["summary"]} == {"pass"}
-    assert res["tables"][0]["rows"][0][:6] == [8, 2, "50 (40-60)", "70 (60-80)", "2/2", "2/2"]
-    files = [f["file"] for f in res["figures"]]
+    assert res.data["reached"] == {"scaled": [2, 2], "unscaled": [2, 0]}
+    assert res.check("initial attention entropy").measured == pytest.approx(0.5 / 1.6, abs=1e-12)
+    assert res.check("initial ||dl/dz||").measured == pytest.approx(0.1 / 0.3, abs=1e-12)
+    assert res.check("mean steps to loss <= 0.1").measured == pytest.approx(101 / 25, abs=1e-12)
+    assert res.check("scaled model reaches").measured == "4/4 runs"
+    assert {c.status for c in res.summary} == {"pass"}
+    assert list(res.tables[0].rows[0][:6]) == [8, 2, "50 (40-60)", "70 (60-80)", "2/2", "2/2"]
+    files = [f.file for f in res.figures]
     assert files == ["scaling-steps-to-threshold.png", "scaling-initial-gradient.png", "scaling-initial-entropy.png"]
-    mean_scaled = res["figures"][0]["series"][0]
-    assert mean_scaled["x"] == [8, 16] and mean_scaled["y"] == [50.0, 25.0]
+    mean_scaled = res.figures[0].series[0]
+    assert list(mean_scaled.x) == [8, 16] and list(mean_scaled.y) == [50.0, 25.0]
 
 
 def test_aggregate_without_finished_runs():
@@ -122,12 +122,12 @@ def test_aggregate_without_finished_runs():
     (dict(d_head=0), "d_head must be an integer >= 1, got 0"),
     (dict(n=1), "n must be an integer >= 2, got 1"),
     (dict(V=1), "V must be an integer >= 2"),
-    (dict(lr=-1.0), "lr must be a positive finite number, got -1.0"),
-    (dict(loss_threshold=float("inf")), "loss_threshold must be a positive finite number"),
-    (dict(logit_init_scale=0), "logit_init_scale must be a positive finite number"),
+    (dict(lr=-1.0), r"lr must be a finite number in \(0, inf\), got -1.0"),
+    (dict(loss_threshold=float("inf")), r"loss_threshold must be a finite number in \(0, inf\)"),
+    (dict(logit_init_scale=0), r"logit_init_scale must be a finite number in \(0, inf\)"),
     (dict(stop_at_threshold="yes"), "stop_at_threshold must be true or false"),
     (dict(scale="huge"), "scale must be one of quick, paper"),
-    (dict(seed=-1), "seed must be a non-negative integer"),
+    (dict(seed=-1), r"seed must be an integer in \[0, 4294967295\], got -1"),
 ])
 def test_bad_config(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -154,7 +154,7 @@ def test_bad_config_via_the_cli(capsys, tmp_path):
         code = e.code
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "lr must be a positive finite number, got -1.0" in err[0]
+    assert err[0].startswith("attnlab: error: ") and "lr must be a finite number in (0, inf), got -1.0" in err[0]
 
 
 def test_unknown_experiment_name():

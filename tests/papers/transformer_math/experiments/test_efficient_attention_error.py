@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.registry import all_experiments
-from attnlab.papers.transformer_math.experiments.efficient_attention_error import EfficientAttentionErrorConfig, run
+from attnlab.papers.transformer_math.experiments.efficient_attention_error import (
+    EXPERIMENT_ID,
+    EfficientAttentionErrorConfig,
+    run,
+)
+from attnlab.registry import get_experiment
 from attnlab.runs.rundir import RunDir
 
 TINY = dict(n_values=(32,), d=8, logit_scales=(1.0, 2.0), k_values=(2, 4, 8, 16), windows=(4, 8),
@@ -23,22 +25,21 @@ def result(tmp_path_factory):
 
 
 def test_registered():
-    assert "transformer-math.efficient-attention-error" in {e.id for e in all_experiments()}
+    assert get_experiment(EXPERIMENT_ID).config_cls is EfficientAttentionErrorConfig
 
 
-def test_schema_and_checks(result):
-    json.dumps(result, allow_nan=False)
-    assert set(result) >= {"summary", "tables", "figures", "notes", "data"}
-    checks = [r for r in result["summary"] if r["status"] != "info"]
-    assert checks and all(r["status"] == "pass" for r in checks), [r for r in checks if r["status"] != "pass"]
-    files = {f["file"] for f in result["figures"]}
-    assert {"lowrank-error-vs-k.png", "error-all-variants.png"} <= files
-    table = result["tables"][0]
-    assert len(table["columns"]) == len(table["formats"]) == len(table["rows"][0])
+def test_schema_and_checks(result, storable):
+    stored = storable(result)
+    assert set(stored) >= {"summary", "tables", "figures", "notes", "data"}
+    judged = [c for c in result.summary if c.status != "info"]
+    assert judged and all(c.status == "pass" for c in judged), [c for c in judged if c.status != "pass"]
+    assert {"lowrank-error-vs-k.png", "error-all-variants.png"} <= {f.file for f in result.figures}
+    table = result.tables[0]
+    assert len(table.columns) == len(table.formats) == len(table.rows[0])
 
 
 def test_rows_numbers(result):
-    rows = result["data"]["rows"]
+    rows = result.data["rows"]
     low = [r for r in rows if r["family"] == "low rank"]
     assert len(low) == 2 * (1 + 3 * 4)  # per logit scale: uniform + 3 variants x 4 ranks
     for r in rows:
@@ -55,24 +56,32 @@ def test_rows_numbers(result):
 
 
 def test_optional_families_present_or_noted(result):
-    fams = result["data"]["families"]
-    rows = result["data"]["rows"]
+    fams = result.data["families"]
+    rows = result.data["rows"]
     for fam in ("sparse", "linear"):
         if fam in fams:
             assert any(r["family"] == fam for r in rows)
         else:
-            assert any(f"The {fam} variants were left out" in n for n in result["notes"])
+            assert any(f"The {fam} variants were left out" in n for n in result.notes)
     for r in rows:
         if r["family"] == "sparse":
             assert abs(r["max_row_tv"] - r["max_lost_mass"]) <= 1e-12
 
 
+def test_presets_fill_the_config():
+    q = EfficientAttentionErrorConfig()
+    assert (q.n_values, q.logit_scales, q.favor_features) == ((128, 256), (1.0, 3.0), 64)
+    assert EfficientAttentionErrorConfig(scale="paper").n_values == (256, 512, 1024, 2048)
+
+
 @pytest.mark.parametrize("kwargs,fragment", [
     ({"k_values": (8, 64)}, "k'=64 exceeds the smallest n=32"),
     ({"windows": (40,)}, "window 40 exceeds"),
-    ({"logit_scales": (0.0,)}, "logit_scales must be positive"),
+    ({"logit_scales": (0.0,)}, "every logit scale must be a finite number in (0, inf), got 0.0"),
+    ({"logit_scales": ()}, "logit_scales must list at least one logit scale"),
     ({"scale": "huge"}, "scale must be one of"),
     ({"k_values": ()}, "k_values must be a non-empty"),
+    ({"d": 0}, "d must be an integer >= 1, got 0"),
 ])
 def test_config_errors(kwargs, fragment):
     with pytest.raises(ConfigError) as e:
@@ -82,8 +91,7 @@ def test_config_errors(kwargs, fragment):
 
 def test_cli_config_error_is_one_line(capsys, tmp_path):
     try:
-        main(["sweep", "transformer-math.efficient-attention-error", "--set", "k_values=8;512",
-              "--executor", "inline", "--out", str(tmp_path / "sw")])
+        main(["sweep", EXPERIMENT_ID, "--set", "k_values=8;512", "--executor", "inline", "--out", str(tmp_path / "sw")])
         code = 0
     except SystemExit as e:
         code = e.code

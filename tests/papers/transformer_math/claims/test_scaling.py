@@ -1,4 +1,4 @@
-"""The dot-product variance claim passes for several seeds, fast, with its tolerance stated."""
+"""transformer-math.dot-product-variance (§1.2.3): passes for several seeds, with its tolerance stated."""
 
 from __future__ import annotations
 
@@ -18,4 +18,7 @@ def test_dot_product_variance_claim(seed):
     # tolerance = 4 relative standard errors at d = 16, N = 2^14
     assert m.tolerance == pytest.approx(4 * math.sqrt((2 + 6 / 16) / 2 ** 14), rel=1e-12)
     assert 0 <= m.measured <= m.tolerance
-    assert "log-log slope" in m.detail
+    v = m.values
+    assert v["dims"] == [16, 64, 256] and v["n_samples"] == 2 ** 14
+    assert m.measured == max(abs(x - 1) for x in v["var_scaled"])
+    assert abs(v["slope"] - 1) <= v["slope_tolerance"] == 0.05 and v["slope_ok"]

@@ -1,0 +1,11 @@
+"""rank-collapse.softmax-shift-invariance (§2.1): softmax(A + x 1^T) = softmax(A)."""
+
+from attnlab.registry import select_claims
+
+
+def test_shift_invariance():
+    (c,) = select_claims(["rank-collapse.softmax-shift-invariance"])
+    for seed in (0, 1):
+        m = c.run(seed).measurement
+        assert m.passed and m.tolerance == 1e-13
+        assert m.values["max_error"] == m.measured and m.values["n_values"] == [3, 7, 31]

@@ -1,0 +1,29 @@
+"""transformer-math.softmax-jacobian (§1.2.3, eq. 8) and softmax-jacobian-vanishes (eq. 9)."""
+
+import math
+
+import pytest
+
+from attnlab.registry import select_claims
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_jacobian_formula(seed):
+    (c,) = select_claims(["transformer-math.softmax-jacobian"])
+    m = c.run(seed).measurement
+    assert m.passed and m.tolerance == 1e-14
+    assert m.values["max_error"] == m.measured <= 1e-14
+    assert m.values["n_values"] == [2, 5, 13]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_jacobian_vanishes(seed):
+    (c,) = select_claims(["transformer-math.softmax-jacobian-vanishes"])
+    m = c.run(seed).measurement
+    assert m.passed and m.tolerance == 1.0
+    v = m.values
+    assert v["one_hot_norm"] == 0.0 and v["gap"] > 0
+    assert v["scales"] == pytest.approx([1.0, 10.0, 100.0, 1000.0], rel=1e-12)
+    for t, norm in zip(v["scales"], v["jacobian_norms"]):  # ||J(tz)||_F <= 4 (n-1) e^{-t gap}
+        assert norm <= 4 * (v["n"] - 1) * math.exp(-t * v["gap"])
+    assert v["max_ratio_to_bound"] == m.measured <= 1.0

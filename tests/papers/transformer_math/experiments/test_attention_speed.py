@@ -1,0 +1,43 @@
+"""transformer-math.attention-speed on tiny sizes: registered, typed result, config errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlab.errors import ConfigError, UnknownNameError
+from attnlab.papers.transformer_math.experiments.attention_speed import (
+    EXPERIMENT_ID,
+    AttentionSpeedConfig,
+    run_attention_speed,
+)
+from attnlab.registry import get_experiment
+
+
+def test_registered_with_presets():
+    e = get_experiment(EXPERIMENT_ID)
+    assert e.in_reproduce and e.config_cls is AttentionSpeedConfig
+    quick = AttentionSpeedConfig()
+    assert quick.n == (512, 1024, 2048) and "flex" not in quick.variants and quick.repeats == 2
+    paper = AttentionSpeedConfig(scale="paper")
+    assert paper.n[-1] == 16384 and paper.bench_config().variants is None  # every variant
+
+
+@pytest.mark.slow
+def test_tiny_run(storable):
+    res = run_attention_speed(AttentionSpeedConfig(n=(64, 128), variants=("softmax", "linear"), repeats=1))
+    storable(res)
+    assert [f.file for f in res.figures] == ["attention-time.png", "attention-memory.png"]
+    assert res.figures[0].xscale == res.figures[0].yscale == "log"
+    assert {s.label for s in res.figures[0].series} == {"sdpa", "softmax", "linear"}
+    assert {c.status for c in res.summary[:3]} == {"info"}  # targets sit at n = 8192
+    assert len(res.tables[0].rows) == 6
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"n": (0,)}, "n must be"), ({"variants": ("x",)}, "unknown variant"),
+    ({"device": "cuda"}, "use (--device )?cpu"), ({"repeats": 0}, "repeats must be an integer >= 1"),
+    ({"threads": 0}, "threads must be an integer >= 1"),
+])
+def test_config_errors(kwargs, message):
+    with pytest.raises((ConfigError, UnknownNameError), match=message):
+        AttentionSpeedConfig(**kwargs)

@@ -1,0 +1,57 @@
+"""transformer-math.softmax-saturation at a tiny config: the curves, the checks, config errors."""
+
+import math
+
+import pytest
+
+from attnlab.errors import ConfigError
+from attnlab.papers.transformer_math.experiments.softmax_saturation import (
+    EXPERIMENT_ID,
+    SaturationConfig,
+    run_softmax_saturation,
+)
+from attnlab.registry import get_experiment
+from attnlab.runs.rundir import RunDir
+
+
+def test_registered():
+    assert get_experiment(EXPERIMENT_ID).config_cls is SaturationConfig
+
+
+def test_softmax_saturation_tiny(tmp_path, storable):
+    rd = RunDir.create(tmp_path / "run")
+    cfg = SaturationConfig(n_values=(3, 7), n_samples=31, n_scales=11, t_min=1e-2, t_max=1e3)
+    res = run_softmax_saturation(cfg, rd)
+    storable(res)
+    scales = res.data["scales"]
+    assert len(scales) == 11 and scales[0] == pytest.approx(1e-2) and scales[-1] == pytest.approx(1e3)
+    for n in (3, 7):
+        c = res.data["curves"][str(n)]
+        # t -> 0: uniform softmax, ||J||_F = sqrt(n-1)/n, deviation O(t^2)
+        assert c["jacobian_norm"][0] == pytest.approx(math.sqrt(n - 1) / n, rel=1e-3)
+        assert c["max_prob"][0] == pytest.approx(1 / n, rel=0.05)
+        late = [i for i, t in enumerate(scales) if t >= 10]
+        for key in ("jacobian_norm", "gradient_norm"):
+            ys = [c[key][i] for i in late]
+            assert all(b < a for a, b in zip(ys, ys[1:])), (n, key, ys)
+        assert c["max_prob"][-1] > 0.95
+        assert c["jacobian_norm"][-1] == pytest.approx(c["one_hot_limit"][-1], rel=1e-6)
+    assert all(c.status == "pass" for c in res.summary)
+    assert [m["n"] for m in rd.read_metrics()] == [3, 7]
+
+
+def test_presets_fill_the_config():
+    assert SaturationConfig().n_values == (3, 11, 64)
+    assert SaturationConfig(scale="paper").n_samples == 4000
+    assert SaturationConfig(n_samples=5).n_samples == 5  # explicit values win over the preset
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: SaturationConfig(scale="huge"), "scale must be one of quick, paper"),
+    (lambda: SaturationConfig(n_values=(1, 3)), "n_values must be a non-empty list of integers >= 2"),
+    (lambda: SaturationConfig(t_min=10.0, t_max=1.0), "need 0 < t_min < t_max"),
+    (lambda: SaturationConfig(n_scales=1), "n_scales must be"),
+])
+def test_config_errors(make, message):
+    with pytest.raises(ConfigError, match=message):
+        make()
