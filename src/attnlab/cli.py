@@ -29,7 +29,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
-from attnlab.config import describe_fields
+from attnlab.config import check_int, describe_fields
 from attnlab.errors import AttnlabError, ConfigError
 
 app = typer.Typer(
@@ -195,6 +195,9 @@ def reproduce(
     from attnlab.reports.format import experiment_status, outline
     from attnlab.runs.reproduce import reproduce as run_reproduce
     from attnlab.runs.rundir import load_run
+
+    if out is not None:
+        _check_out_path(out, "--out")
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     with progress_bar() as progress:
         task = progress.add_task("starting", total=None)
@@ -361,8 +364,11 @@ def bench(
     """
     from attnlab.bench import PRESETS, BenchConfig, parse_n_list, run_bench
 
-    if repeats < 1:
-        raise ConfigError(f"--repeats must be >= 1, got {repeats}")
+    check_int("--repeats", repeats, minimum=1)
+    if threads is not None:
+        check_int("--threads", threads, minimum=1)
+    if out is not None:
+        _check_out_path(out, "--out")
     ns = parse_n_list(n) if n is not None else PRESETS["quick" if quick else "full"]
     cfg = BenchConfig(n=ns, variants=tuple(variant) if variant else None, dtype=dtype, threads=threads,
                       repeats=3 if quick and repeats == 5 else repeats)

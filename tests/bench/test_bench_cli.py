@@ -74,7 +74,7 @@ BAD_INPUT = [
     (["--n", "512,abc"], "'abc' is not one"),
     (["--variant", "nope"], "unknown variant 'nope'"),
     (["--dtype", "float16"], "dtype must be one of float32, float64, bfloat16"),
-    (["--repeats", "0"], "--repeats must be >= 1"),
+    (["--repeats", "0"], "--repeats must be an integer >= 1"),
 ]
 
 

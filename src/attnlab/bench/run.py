@@ -30,16 +30,12 @@ from attnlab.bench.ceiling import matmul_ceiling
 from attnlab.bench.memory import peak_memory
 from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
 from attnlab.bench.timing import num_threads, time_call
+from attnlab.config import check_choice, check_int, check_ints, check_seed
 from attnlab.errors import ConfigError
 
 PRESETS = {"full": (512, 1024, 2048, 4096, 8192, 16384), "quick": (512, 1024, 2048, 4096)}
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
 Progress = Callable[[str, int, int], None]  # (what, done, total)
-
-
-def _int(name: str, v, least: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < least:
-        raise ConfigError(f"{name} must be an integer >= {least}, got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -65,12 +61,9 @@ class BenchConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        ns = tuple(self.n) if isinstance(self.n, (list, tuple)) else self.n
-        if not isinstance(ns, tuple) or not ns:
+        if not isinstance(self.n, (list, tuple)):
             raise ConfigError(f"n must be a non-empty list of sequence lengths, got {self.n!r}")
-        for v in ns:
-            _int("every n", v, 1)
-        object.__setattr__(self, "n", tuple(sorted(set(ns))))
+        object.__setattr__(self, "n", tuple(sorted(set(check_ints("n (sequence lengths)", self.n, minimum=1)))))
         if self.variants is not None:
             names = tuple(dict.fromkeys(self.variants))
             if not names:
@@ -78,13 +71,13 @@ class BenchConfig:
             for name in names:
                 get_variant(name)  # UnknownNameError naming the choices
             object.__setattr__(self, "variants", names)
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        check_choice("dtype", self.dtype, DTYPES)
         if self.threads is not None:
-            _int("threads", self.threads, 1)
+            check_int("threads", self.threads, minimum=1)
         for name, least in (("repeats", 1), ("warmup", 1), ("B", 1), ("H", 1), ("d_head", 1),
-                            ("max_explicit_n", 1), ("ceiling_N", 16), ("seed", 0)):
-            _int(name, getattr(self, name), least)
+                            ("max_explicit_n", 1), ("ceiling_N", 16)):
+            check_int(name, getattr(self, name), minimum=least)
+        check_seed(self.seed)
 
     @property
     def variant_names(self) -> tuple[str, ...]:
@@ -215,7 +208,5 @@ def parse_n_list(text: str) -> tuple[int, ...]:
             value = int(part)
         except ValueError:
             raise ConfigError(f"--n takes comma-separated integers like 512,1024,2048; {part!r} is not one") from None
-        if value < 1:
-            raise ConfigError(f"--n values must be >= 1, got {value}")
-        out.append(value)
+        out.append(check_int("every --n value", value, minimum=1))
     return tuple(out)

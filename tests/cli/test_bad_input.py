@@ -1,0 +1,112 @@
+"""Every command with a bad value of every option: one line on stderr, exit status 2, no
+traceback, and nothing computed first. The option list is read from the commands
+themselves, so a new option without a bad value here fails the test."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlab.cli import app, main
+
+FLAGS = {"as_json", "resume", "quick", "help"}  # switches: no value to get wrong
+
+
+def _commands() -> dict:
+    import typer.main
+
+    group = typer.main.get_group(app)
+    return {name: cmd for name, cmd in group.commands.items()}
+
+
+def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
+    """(command, parameter) -> (arguments, what the one error line must say)."""
+    a_file = tmp / "a-file"
+    a_file.write_text("x")
+    missing = str(tmp / "no" / "such")
+    seed_range = "must be an integer in [0, 4294967295]"
+    tm, sw, mem = "transformer-math", ["sweep", "selftest.sweep"], ["construct", "memorization"]
+    return {
+        ("verify", "papers"): [(["verify", "nope"], "unknown paper or claim 'nope'"),
+                               (["verify", "invertibility"], "'invertibility' has no executable claims yet")],
+        ("verify", "seed"): [(["verify", "--seed", "-1"], "--seed " + seed_range),
+                             (["verify", "--seed", "x"], "Invalid value for '--seed'"),
+                             (["verify", "--seed", "4294967296"], "--seed " + seed_range)],
+        ("reproduce", "papers"): [(["reproduce", "nope"], "unknown paper 'nope'"),
+                                  (["reproduce", "logic"], "'logic' has no experiments yet"),
+                                  (["reproduce"], "Missing argument 'papers'")],
+        ("reproduce", "scale"): [(["reproduce", tm, "--scale", "huge"], "--scale must be one of quick, paper")],
+        ("reproduce", "out"): [(["reproduce", tm, "--out", str(a_file)], "is a file, not a directory"),
+                               (["reproduce", tm, "--out", ""], "--out is empty")],
+        ("reproduce", "seed"): [(["reproduce", tm, "--seed", "-1"], "--seed " + seed_range)],
+        ("reproduce", "device"): [(["reproduce", tm, "--device", "tpu"], "unknown device 'tpu'"),
+                                  (["reproduce", tm, "--device", "cuda:x"], "unknown device 'cuda:x'")],
+        ("report", "run_dir"): [(["report", missing], "does not exist"), (["report", str(a_file)], "is a file"),
+                                (["report", str(tmp)], "is not an attnlab run directory")],
+        ("sweep", "experiment"): [(["sweep", "nope.x"], "unknown experiment 'nope.x'")],
+        ("sweep", "set_"): [([*sw, "--set", "x"], "--set expects key=value"),
+                            ([*sw, "--set", "bogus=1"], "no config field 'bogus'"),
+                            ([*sw, "--set", "n=0"], "n must be an integer >= 1, got 0")],
+        ("sweep", "grid"): [([*sw, "--grid", "n"], "--grid expects key=value"),
+                            ([*sw, "--grid", "n=1,x"], "--grid n=x: expected an integer")],
+        ("sweep", "seeds"): [([*sw, "--seeds", "0"], "--seeds must be an integer >= 1")],
+        ("sweep", "seed"): [([*sw, "--seed", "-3"], "--seed " + seed_range)],
+        ("sweep", "out"): [([*sw, "--out", str(a_file)], "is a file")],
+        ("sweep", "workers"): [([*sw, "--workers", "0"], "--workers must be an integer >= 1")],
+        ("sweep", "executor"): [([*sw, "--executor", "magic"], "unknown executor 'magic'")],
+        ("sweep", "scheduler"): [([*sw, "--executor", "inline", "--scheduler", "tcp://127.0.0.1:9"],
+                                  "--scheduler runs on Dask")],
+        ("sweep", "device"): [([*sw, "--device", "tpu"], "unknown device 'tpu'")],
+        ("bench", "n"): [(["bench", "--n", "abc"], "--n takes comma-separated integers"),
+                         (["bench", "--n", "0"], "every --n value must be an integer >= 1")],
+        ("bench", "variant"): [(["bench", "--variant", "nope"], "unknown variant 'nope'")],
+        ("bench", "dtype"): [(["bench", "--dtype", "int8"], "dtype must be one of float32, float64, bfloat16")],
+        ("bench", "threads"): [(["bench", "--threads", "0"], "--threads must be an integer >= 1")],
+        ("bench", "repeats"): [(["bench", "--repeats", "0"], "--repeats must be an integer >= 1")],
+        ("bench", "out"): [(["bench", "--out", str(a_file)], "is a file; give a directory")],
+        ("construct", "name"): [(["construct", "nope"], "unknown construction 'nope'")],
+        ("construct", "set_"): [([*mem, "--set", "H=0"], "H must be an integer >= 1, got 0"),
+                                ([*mem, "--set", "bogus=1"], "has no parameter 'bogus'; parameters: H, n, d"),
+                                ([*mem, "--set", "H=x"], "--set H=x: expected an integer"),
+                                ([*mem, "--set", "T=10000"], "T = 10000 exceeds Theorem 1's bound")],
+        ("construct", "out"): [([*mem, "--out", str(tmp)], "is a directory; give a file path"),
+                               ([*mem, "--out", missing + ".npz"], "does not exist; create it")],
+        ("construct", "ctx"): [([*mem, "--nope", "1"], "has no option '--nope'; give parameters as --set key=value"),
+                               ([*mem, "--H"], "--H needs a value"),
+                               ([*mem, "--H", "2", "--set", "H=3"], "H is given twice")],
+    }
+
+
+def test_every_option_of_every_command_has_bad_values_listed(tmp_path):
+    bad = _bad_values(tmp_path)
+    for name, cmd in _commands().items():
+        for p in cmd.params:
+            if p.name in FLAGS:
+                continue
+            assert (name, p.name) in bad, f"attnlab {name}: option {p.name} has no bad value in this test"
+
+
+def _cases(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bad")
+    return [case for cases in _bad_values(tmp).values() for case in cases]
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    return _cases(tmp_path_factory)
+
+
+def test_every_bad_value_gives_one_line_and_exit_2(cases, capsys):
+    failures = []
+    for argv, needle in cases:
+        capsys.readouterr()
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        if (code != 2 or len(lines) != 1 or not lines[0].startswith("attnlab: error: ") or "Traceback" in err
+                or needle not in lines[0]):
+            failures.append(f"attnlab {' '.join(argv)} -> exit {code}, stderr {err!r}")
+    assert not failures, "\n".join(failures)
