@@ -408,24 +408,17 @@ def load_plugin(entry: str) -> None:
 
 
 @contextlib.contextmanager
-def scratch(*, discover_papers: bool = False) -> Iterator[_Registry]:
-    """A fresh, empty registry for the duration of the block (tests, examples); the old one
-    is restored afterwards. With ``discover_papers`` the real papers are discovered into it
-    first (their modules are imported again)."""
+def scratch() -> Iterator[_Registry]:
+    """A fresh, empty registry for the duration of the block (tests, examples): nothing is
+    discovered into it; what the block registers is gone afterwards, and the registry as
+    it was is back."""
     global _STATE
-    saved, saved_modules = _STATE, dict(sys.modules)
-    _STATE = _Registry(discovered=not discover_papers)
+    saved = _STATE
+    _STATE = _Registry(discovered=True)
     try:
-        if discover_papers:
-            for name in [m for m in sys.modules if m == PAPERS_PACKAGE or m.startswith(PAPERS_PACKAGE + ".")]:
-                del sys.modules[name]
-            discover()
         yield _STATE
     finally:
         _STATE = saved
-        for name in [m for m in sys.modules if m not in saved_modules]:
-            del sys.modules[name]
-        sys.modules.update(saved_modules)
 
 
 # ---- lookups -----------------------------------------------------------------------------
