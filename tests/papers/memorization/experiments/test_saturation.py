@@ -1,0 +1,107 @@
+"""memorization.saturation (Fig. 3, App. H): saturation statistics by hand, a tiny run, bad configs."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from attnlab.cli import main
+from attnlab.errors import ConfigError
+from attnlab.registry import get_experiment
+from attnlab.papers.memorization.experiments.saturation import (
+    EXPERIMENT_ID,
+    SaturationConfig,
+    max_theta_edges,
+    run_saturation,
+    saturation_stats,
+)
+from attnlab.runs.rundir import RunDir
+
+# counts are exact; fractions are ratios of small integers, exact to float64 rounding
+EXACT = 1e-15
+
+
+def test_saturation_stats_on_a_hand_made_theta():
+    # T = 3 examples, H = 2 heads, n = 3 tokens
+    theta = np.array([
+        [[0.995, 0.004, 0.001], [0.5, 0.3, 0.2]],  # head 1 saturated, head 2 not
+        [[0.009, 0.991, 0.0], [0.0, 0.0, 1.0]],  # both saturated
+        [[0.99, 0.01, 0.0], [0.4, 0.4, 0.2]],  # 0.99 is not > 0.99: none saturated
+    ])
+    s = saturation_stats(theta, 0.99)
+    assert np.array_equal(s["max_theta"], [[0.995, 0.5], [0.991, 1.0], [0.99, 0.4]])
+    assert np.array_equal(s["saturated"], [[True, False], [True, True], [False, False]])
+    assert s["saturated_per_example"].tolist() == [1, 2, 0]
+    assert s["heads_histogram"].tolist() == [1, 1, 1]  # examples with 0, 1, 2 saturated heads
+    assert abs(s["fraction_saturated"] - 3 / 6) < EXACT
+    assert abs(s["fraction_with_unsaturated"] - 2 / 3) < EXACT
+    hist = s["max_theta_histogram"].tolist()
+    edges = max_theta_edges(0.99)
+    assert len(hist) == len(edges) - 1 == 21
+    expected = [0] * 21
+    expected[8] += 1  # 0.4 in [0.40, 0.45)
+    expected[10] += 1  # 0.5 in [0.50, 0.55)
+    expected[19] += 1  # 0.99 in [0.95, 0.99]
+    expected[20] += 3  # 0.995, 0.991, 1.0 in (0.99, 1]
+    assert hist == expected and sum(hist) == theta.shape[0] * theta.shape[1]
+
+
+def test_threshold_moves_the_top_bin():
+    theta = np.array([[[0.96, 0.04], [0.5, 0.5]]])
+    s = saturation_stats(theta, 0.95)
+    assert s["saturated"].tolist() == [[True, False]] and s["max_theta_histogram"][-1] == 1
+    assert max_theta_edges(0.95)[-3:] == (0.9, 0.95, 1.0)
+    with pytest.raises(ConfigError, match=re.escape("theta must be (T, H, n)")):
+        saturation_stats(np.ones((2, 3)))
+
+
+TINY = dict(H_grid=(2,), Ts=(12,), d=8, n=4, n_classes=10, max_steps=300, min_steps=0, lr=3e-2, warmup=10)
+
+
+def test_tiny_run(tmp_path):
+    rd = RunDir.create(tmp_path / "run")
+    res = run_saturation(SaturationConfig(**TINY), rd)
+    assert set(res) == {"summary", "tables", "figures", "notes", "data"}
+    (r,) = res["data"]["per_H"]
+    assert r["H"] == 2 and r["T"] == 12 and r["bound"] == 2 * (4 - 1) + 1 and r["memorized"]
+    assert 1 <= r["memorized_at"] == r["steps"] < 300  # min_steps 0: measured when it memorizes
+    assert sum(r["heads_histogram"]) == 12 and sum(r["max_theta_histogram"]) == 2 * 12
+    frac = r["fraction_saturated"]
+    assert 0.0 <= frac <= 1.0 and r["max_theta_histogram"][-1] == round(frac * 24)
+    assert r["at_memorization"]["fraction_saturated"] == frac
+    assert res["summary"][0]["status"] == "pass"
+    assert len(res["figures"]) == 3 and len(res["tables"][0]["rows"]) == 12
+    assert len(rd.read_metrics()) == 1
+
+
+def test_registered_and_presets():
+    e = get_experiment(EXPERIMENT_ID)
+    assert e.in_reproduce and e.config_cls is SaturationConfig
+    quick, paper = SaturationConfig(), SaturationConfig(scale="paper")
+    assert quick.H_grid == (4, 8) and quick.Ts == (550, 1300) and quick.min_steps == 500
+    assert paper.Ts == (0, 0) and paper.min_steps == paper.max_steps
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(H_grid=(4, 8), Ts=(550,)), "give one T per H"),
+    (dict(Ts=(550, -1)), "every T in Ts (0 = search) must be an integer >= 0"),
+    (dict(threshold=1.5), "threshold must be in (0, 1)"),
+    (dict(min_steps=5000), "min_steps (5000) must be at most max_steps (3000)"),
+    (dict(lr=0.0), "lr must be a positive finite number"),
+    (dict(scale="huge"), "scale must be one of"),
+])
+def test_bad_config(bad, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        SaturationConfig(**bad)
+
+
+def test_bad_config_via_the_cli(capsys, tmp_path):
+    try:
+        main(["sweep", EXPERIMENT_ID, "--set", "threshold=2", "--out", str(tmp_path / "s")])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("attnlab: error: ") and "threshold must be in (0, 1), got 2" in err[0]

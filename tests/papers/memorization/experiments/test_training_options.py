@@ -1,0 +1,108 @@
+"""memorization.training-options: presets, a tiny run's results, bad configs (Python and CLI)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.errors import ConfigError
+from attnlab.registry import get_experiment
+from attnlab.papers.memorization.experiments.training_options import (
+    EXPERIMENT_ID,
+    OPTIONS,
+    TrainingOptionsConfig,
+    run_training_options,
+)
+from attnlab.runs.rundir import RunDir
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+
+# d=8, n=4, d_h=8, H=2: bound 2 (4 - 1) + 1 = 7; T=10 with batch 8 (minibatches) and 3 classes.
+# With seed 0 every option memorizes well inside its budget (Adam 20-70 of 300 updates, L-BFGS 2 of 15)
+TINY = dict(seed=0, d=8, n=4, H=2, n_classes=3, T=10, batch=8, steps=300, lr=2e-2, fast_lr=5e-2, lbfgs_steps=15,
+            replicates=2, eval_every=10)
+
+
+def test_registered_and_presets():
+    e = get_experiment(EXPERIMENT_ID)
+    assert e.in_reproduce and e.config_cls is TrainingOptionsConfig
+    cfg = TrainingOptionsConfig()
+    assert (cfg.d, cfg.n, cfg.d_h, cfg.H, cfg.n_classes) == (64, 32, 64, 4, 100)
+    assert cfg.bound == 125 and cfg.T == 250 and cfg.minibatch is None  # T < 256: full batch
+    assert cfg.lr == 1e-3 and cfg.batch == 256 and cfg.options == OPTIONS
+    paper = TrainingOptionsConfig(scale="paper")
+    assert paper.steps == 300_000 and paper.T == 550 and paper.minibatch == 256
+
+
+@pytest.mark.slow
+def test_tiny_run_has_every_option(tmp_path):
+    rd = RunDir.create(tmp_path / "run")
+    res = run_training_options(TrainingOptionsConfig(**TINY), rd)
+    assert set(res) == {"summary", "tables", "figures", "notes", "data"}
+    runs = {r["option"]: r for r in res["data"]["runs"]}
+    assert list(runs) == list(OPTIONS) and res["data"]["bound"] == 7 and res["data"]["batch"] == 8
+    table = res["tables"][0]
+    assert [row[0] for row in table["rows"]] == list(OPTIONS)
+    for row in table["rows"]:
+        assert all(math.isfinite(v) for v in row[4:]), row  # wall s, per model, accuracy
+    for name, r in runs.items():
+        assert r["models"] == (2 if name.startswith("replicates") else 1)
+        # T = 10 > bound 7 is memorized by every option within its budget
+        assert r["final_accuracy"] == [1.0] * r["models"], name
+        budget = TINY["lbfgs_steps"] if "lbfgs" in name else TINY["steps"]
+        every = 1 if "lbfgs" in name else TINY["eval_every"]  # L-BFGS is checked after every step
+        assert all(1 <= s <= budget and s % every == 0 for s in r["steps_to_100"]), name
+        t = r["curve_t"]
+        assert t[0] == 0.0 and all(b >= a for a, b in itertools.pairwise(t)) and len(t) == len(r["curve_acc"])
+        assert r["curve_acc"][-1] == 1.0 and r["curve_acc"][0] < 1.0
+        assert r["curve_acc"][0] == pytest.approx(sum(r["initial_accuracy"]) / r["models"], abs=1e-6)
+    # the same two models at once or one at a time: the same training up to float32 reduction order,
+    # so steps to 100% agree within one evaluation interval
+    for b, s in zip(runs["replicates-batched"]["steps_to_100"], runs["replicates-sequential"]["steps_to_100"]):
+        assert abs(b - s) <= TINY["eval_every"]
+    assert runs["authors"]["steps_to_100"][0] == runs["replicates-sequential"]["steps_to_100"][0]
+    assert res["summary"][0]["status"] == "pass"
+    assert res["figures"][0]["file"] == "memorization-training-options.png"
+    assert len(res["figures"][0]["series"]) == len(OPTIONS)
+    assert len(rd.read_metrics()) == len(OPTIONS)
+
+
+def test_subset_of_options_full_batch(tmp_path):
+    cfg = TrainingOptionsConfig(**{**TINY, "batch": 256, "options": ("full-batch-adam",)})
+    assert cfg.minibatch is None
+    res = run_training_options(cfg)
+    assert [r["option"] for r in res["data"]["runs"]] == ["full-batch-adam"]
+    assert res["data"]["runs"][0]["final_accuracy"] == [1.0]
+    assert any("whole data set" in note for note in res["notes"])
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(options=("authors", "adam")), "options must be distinct names among"),
+    (dict(options=("authors", "authors")), "options must be distinct names among"),
+    (dict(keys="query"), "keys must be one of all, context"),
+    (dict(d=7), "d must be even"),
+    (dict(fast_lr=0.0), "fast_lr must be a positive finite number"),
+    (dict(warmup_frac=1.0), "warmup_frac must be in [0, 1)"),
+    (dict(T=0), "T must be an integer >= 1"),
+    (dict(replicates=True), "replicates must be an integer >= 1"),
+    (dict(scale="huge"), "scale must be one of"),
+])
+def test_bad_config(bad, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[")):
+        TrainingOptionsConfig(**bad)
+
+
+def test_bad_config_via_the_cli(capsys, tmp_path):
+    try:
+        main(["sweep", EXPERIMENT_ID, "--set", "keys=query", "--out", str(tmp_path / "s")])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("attnlab: error: ") and "keys must be one of all, context, got 'query'" in err[0]

@@ -1,0 +1,23 @@
+"""An independent NumPy forward pass of eqs. (1)-(6) (memorization-capacity-of-mha §3)."""
+
+import numpy as np
+
+# Labels must be reproduced to 1e-8: the built weights reach logit scales c ~ 1e5-1e7,
+# so y_hat carries ~1e-9 of rounding (measured), not the 1e-12 class.
+LABEL_TOL = 1e-8
+
+
+def numpy_forward(E, e, W_Q, W_K, W_V, W_O, W_D, skip=False):
+    """Eqs. (1)-(6) example by example, written independently of the package."""
+    H = W_Q.shape[0]
+    out = []
+    for t in range(len(e)):
+        Et = E if E.ndim == 2 else E[t]
+        p = []
+        for h in range(H):
+            a = Et @ W_K[h] @ W_Q[h].T @ e[t]  # (1)
+            th = np.exp(a - a.max()) / np.exp(a - a.max()).sum()  # (2)
+            p.append(W_V[h].T @ (Et.T @ th))  # (3)-(4)
+        o = W_O.T @ np.concatenate(p) + (e[t] if skip else 0)  # (5)
+        out.append(W_D.T @ o)  # (6)
+    return np.array(out)
