@@ -20,6 +20,8 @@ from attnlab.papers.memorization.capacity_search import (
 from attnlab.papers.memorization.data import draw_nested_dataset
 from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny matrices, a shared machine
+
 # float64: the folded products reorder sums of O(10)-sized terms; 1e-10 relative leaves
 # ~1e5 ulps of room, and a wrong gradient (axis mix-up, missing term) is off by O(1).
 REL_TOL_FLOAT64 = 1e-10
