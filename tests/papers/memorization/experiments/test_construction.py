@@ -1,6 +1,5 @@
 """memorization.construction: Theorem 1's weights built, checked and reported."""
 
-import numpy as np
 import pytest
 
 from attnlab.errors import ConfigError
