@@ -22,7 +22,7 @@ float32, its own seed. Two layouts of the contexts E (uniform on [0, 1)):
 - loop:    for each model, S steps of the ordinary PyTorch loop (autograd +
   torch.optim.Adam) with the same minibatch order; same total model-steps.
 
-FLOPs: ``training_flops_per_step`` (training/models.py, formulas in its docstring:
+FLOPs: ``training_flops_per_step`` (attnlab/papers/memorization/model.py, formulas in its docstring:
 the forward matmuls as attention_classifier orders them for each layout, times 3
 for forward + backward), times steps, times 64 models. The ceiling is a
 float32 2048 x 2048 torch.matmul timed in the same run (2 * 2048^3 FLOPs).
@@ -42,7 +42,8 @@ from pathlib import Path
 import torch
 
 from attnlab.training import train_batched
-from attnlab.papers.memorization.batched_model import classifier_loss, classifier_metrics, init_attention_classifier, training_flops_per_step
+from attnlab.papers.memorization.losses import classifier_loss, classifier_metrics
+from attnlab.papers.memorization.model import init_attention_classifier, training_flops_per_step
 
 SIZES = dict(M=64, d=64, n=32, H=4, d_h=16, n_classes=100, T=1024, batch=256)
 RESULTS = Path(__file__).parent / "results" / "batched_training.json"

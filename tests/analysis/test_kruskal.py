@@ -1,4 +1,4 @@
-"""Kruskal rank, general position and the assumption checks on hand-built sets."""
+"""Kruskal rank, general position and the randomized rank tests on hand-built sets."""
 
 from __future__ import annotations
 
@@ -6,18 +6,13 @@ import numpy as np
 import pytest
 
 from attnlab.analysis.kruskal import (
-    assumption1_holds,
-    assumption1_test,
-    assumption2_holds,
-    assumption2_test,
-    assumption3_holds,
-    assumption3_test,
-    assumption3_vectors,
     general_position_test,
     in_general_position,
+    independent_rows,
     kruskal_rank,
     kruskal_rank_estimate,
     randomized_rank_test,
+    row_rank_margins,
 )
 from attnlab.errors import ConfigError
 
@@ -58,7 +53,6 @@ def test_vectors_in_a_subspace_cap_kruskal_rank():
     X = rng.standard_normal((8, 3)) @ rng.standard_normal((3, 6))
     assert kruskal_rank(X) == 3
     assert not in_general_position(X)
-    assert assumption1_holds(X, 3) and not assumption1_holds(X, 4)
 
 
 def test_relative_tolerance_decides_near_dependence():
@@ -104,29 +98,8 @@ def test_randomized_test_rejects_bad_arguments(kw):
 def test_bad_shapes_raise():
     with pytest.raises(ConfigError, match=r"\(m, d\)"):
         kruskal_rank(np.zeros(5))
-    with pytest.raises(ConfigError, match=r"\(n, d\) or \(T, n, d\)"):
-        assumption2_holds(np.zeros(5))
-    with pytest.raises(ConfigError, match="to fit e"):
-        assumption3_vectors(np.zeros((3, 4)), np.zeros((5, 6)))
-
-
-def test_assumption2_per_example_contexts():
-    E = np.random.default_rng(2).uniform(size=(4, 3, 6))
-    assert assumption2_holds(E)
-    E[2, 1] = E[2, 0] + E[2, 2]
-    assert not assumption2_holds(E)
-
-
-def test_assumption3_with_identical_queries():
-    # ViT-like: every query the same [CLS] vector (Assumption 1 fails), contexts distinct
-    rng = np.random.default_rng(4)
-    T, n, d = 8, 3, 6
-    e = np.tile(rng.standard_normal(d), (T, 1))
-    E = rng.uniform(size=(T, n, d))
-    assert kruskal_rank(e) == 1 and not assumption1_holds(e, n)
-    np.testing.assert_allclose(assumption3_vectors(E, e), e + E.mean(axis=1), rtol=0, atol=1e-15)
-    assert assumption3_holds(E, e)
-    assert not assumption3_holds(np.broadcast_to(E[0], (T, n, d)), e)  # shared context: all e~ equal
+    with pytest.raises(ConfigError, match=r"\(B, k, d\) stack with k <= d"):
+        row_rank_margins(np.zeros((2, 4, 3)))
 
 
 # --------------------------------------------------------------------------------------
@@ -161,38 +134,23 @@ def test_near_dependence_goes_to_the_exact_svd_and_obeys_rtol():
     assert strict.rtol == 1e-5 and not strict.holds_
 
 
+def test_stacked_row_rank_decisions_and_margins():
+    S = np.random.default_rng(2).uniform(size=(4, 3, 6))
+    S[2, 1] = S[2, 0] + S[2, 2]  # matrix 2 has rank 2 < 3 rows
+    assert independent_rows(S).tolist() == [True, True, False, True]
+    s = np.linalg.svd(S, compute_uv=False)  # (4, 3)
+    true = s[:, -1] / s[:, 0]
+    rel = row_rank_margins(S)
+    ok = np.arange(4) != 2
+    assert (true[ok] * 0.99 <= rel[ok]).all() and (rel[ok] <= true[ok] * (1 + 1e-9)).all()  # Gram screen: 1%
+    assert rel[2] < 1e-15
+
+
 def test_too_small_row_space_fails_every_trial():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((20, 3)) @ rng.standard_normal((3, 9))  # rank 3 in R^9
     assert randomized_rank_test(X, 4, trials=100).fraction_full_rank_ == 0.0
     assert randomized_rank_test(X, 3, trials=100).fraction_full_rank_ == 1.0
-
-
-def test_assumption1_fails_on_identical_queries_and_assumption3_holds():
-    # the embedding layer: every query the same [CLS] vector, distinct contexts
-    rng = np.random.default_rng(4)
-    T, n, d = 40, 5, 11
-    e = np.tile(rng.standard_normal(d), (T, 1))
-    E = rng.standard_normal((T, n, d))
-    a1 = assumption1_test(e, n, trials=500)
-    assert a1.fraction_full_rank_ == 0.0 and a1.min_rel_sigma_ == 0.0 and not a1.holds_
-    a3 = assumption3_test(E, e, trials=500)
-    assert a3.n == n and a3.fraction_full_rank_ == 1.0 and a3.holds_ and a3.min_rel_sigma_ > 1e-3
-
-
-def test_assumption2_fraction_and_margin():
-    E = np.random.default_rng(2).uniform(size=(4, 3, 6))
-    r = assumption2_test(E)
-    s = np.linalg.svd(E, compute_uv=False)
-    assert r.holds_ and r.fraction_full_rank_ == 1.0 and r.T == 4 and r.n == 3
-    true_min = (s[:, -1] / s[:, 0]).min()
-    assert true_min * 0.99 <= r.min_rel_sigma_ <= true_min * (1 + 1e-9)  # Gram screen: 1% margin, never above
-    E[2, 1] = E[2, 0] + E[2, 2]
-    r = assumption2_test(E)
-    assert r.fraction_full_rank_ == 0.75 and not r.holds_ and r.min_rel_sigma_ < 1e-15
-    assert assumption2_test(np.zeros((2, 4, 3))).fraction_full_rank_ == 0.0  # n > d
-    with pytest.raises(ConfigError, match="non-empty"):
-        assumption2_test(np.zeros((0, 3, 4)))
 
 
 def test_general_position_exact_counts_subsets():

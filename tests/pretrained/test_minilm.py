@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.analysis.kruskal import assumption1_test
+from attnlab.analysis.kruskal import randomized_rank_test
 from attnlab.data import english_examples
 from attnlab.errors import ConfigError
 from attnlab.pretrained import load_minilm, minilm_hidden_states, minilm_model_dir
@@ -53,9 +53,10 @@ def test_L0_queries_are_all_equal_so_assumption1_fails(minilm):
     _, _, _, h = minilm
     e0, e1 = h.L0[:, 0], h.L1[:, 0]
     assert np.abs(e0 - e0[0]).max() == 0.0  # [CLS] + position 0 + type 0, whatever the text
-    assert assumption1_test(e0, n, trials=200).fraction_full_rank_ == 0.0
+    # Assumption 1 of the memorization paper, by its §5.1 test: random n-subsets of the queries
+    assert randomized_rank_test(e0, n, trials=200).fraction_full_rank_ == 0.0
     assert np.abs(e1 - e1[0]).max() > 1e-3  # one layer mixes the context into the [CLS] position
-    assert assumption1_test(e1, n, trials=200).fraction_full_rank_ == 1.0
+    assert randomized_rank_test(e1, n, trials=200).fraction_full_rank_ == 1.0
 
 
 @pytest.mark.slow

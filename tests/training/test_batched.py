@@ -17,7 +17,8 @@ from tolerances import assert_close
 
 from attnlab.errors import ConfigError
 from attnlab.training import WarmupCosine, module_loss, train_batched
-from attnlab.papers.memorization.batched_model import classifier_loss, classifier_metrics, init_attention_classifier
+from attnlab.papers.memorization.losses import classifier_loss, classifier_metrics
+from attnlab.papers.memorization.model import init_attention_classifier
 
 # distinct primes: models, d, n, heads, d_h, classes; N = 22 examples, batch 5 (4 per epoch,
 # 2 dropped) so 11 steps cross two epoch boundaries

@@ -1,28 +1,23 @@
-"""Kruskal rank, general position and the memorization paper's data assumptions.
+"""Kruskal rank, general position, and randomized tests of both.
 
-memorization-capacity-of-mha §3 (Definitions 1-2, Assumptions 1-2), §4.4 (Assumption 3)
-and §5.1 (the randomized test behind Tables 1 and 3).
+Definitions 1-2 and the §5.1 test of memorization-capacity-of-mha (the data assumptions
+that paper builds on them are in :mod:`attnlab.papers.memorization.assumptions`):
 
     Kruskal rank of {x_1, ..., x_m} in R^d: the largest k such that EVERY subset of size k
     is linearly independent (Definition 1). General position: Kruskal rank = min(m, d)
     (Definition 2 says "the maximal possible Kruskal rank of d", which presumes m >= d).
-    Assumption 1: the queries {e^(t)}_{t=1..T} have Kruskal rank >= n.
-    Assumption 2: every context E^(t) (n x d) has rank n.
-    Assumption 3: {e~^(t) = e^(t) + (1/n) sum_i e_i^(t)} has Kruskal rank >= n.
-    (§4.4 calls it "more relaxed compared to Assumption 2"; it is Assumption 1 for the shifted
-    queries e~, i.e. a relaxation of Assumption 1, which is how Proposition 4 uses it.)
 
 Vectors are the ROWS of X (m, d). A subset is independent iff its smallest singular value
 is > rtol * its largest (RTOL = 1e-10 by default; a zero vector is never independent).
 The exact Kruskal rank enumerates subsets (NP-hard in general), so it is refused with a
 ConfigError beyond ``max_subsets``; the paper's randomized test is the scalable substitute,
-and it only ever tests subsets of size n.
+and it only ever tests subsets of one size.
 
-The tests behind Tables 1 and 3 (each result records its tolerance and how it was decided):
-:func:`assumption1_test` / :func:`assumption3_test` (the randomized test, 5000 trials, 99%),
-:func:`assumption2_test` (every context, with the smallest sigma_n / sigma_1),
-:func:`general_position_test` (exact enumeration when feasible, else randomized d-subsets) and
-:func:`kruskal_rank_estimate` (Figure 1: an upper estimate from nested random subsets).
+Tests that record their tolerance and how they decided:
+:func:`randomized_rank_test` (the §5.1 test: random n-subsets, 5000 trials, 99%),
+:func:`general_position_test` (exact enumeration when feasible, else randomized d-subsets),
+:func:`kruskal_rank_estimate` (Figure 1: an upper estimate from nested random subsets), and,
+for a stack of small matrices, :func:`independent_rows` and :func:`row_rank_margins`.
 """
 
 from __future__ import annotations
@@ -45,15 +40,17 @@ PROJECTION_RTOL = 1e-14  # row-space truncation in randomized tests (relative to
 GRAM_SAFE = 1e-8  # Gram screen: lambda_min / lambda_max above this certifies independence
 
 
-def _rows(X, name: str = "X") -> np.ndarray:
+def as_row_vectors(X, name: str = "X") -> np.ndarray:
+    """X as a float64 (m, d) array of m row vectors; ConfigError naming ``name`` otherwise."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
         raise ConfigError(f"{name} must be a non-empty (m, d) array of m row vectors, got shape {X.shape}")
     return X
 
 
-def _independent(S: np.ndarray, rtol: float) -> np.ndarray:
-    """For a stack S (B, k, d) of k row vectors each: are they linearly independent? (B,)"""
+def independent_rows(S: np.ndarray, rtol: float = RTOL) -> np.ndarray:
+    """For a stack S (B, k, d) of k row vectors each: are they linearly independent? (B,) bool,
+    sigma_k > rtol sigma_1 (and sigma_1 > 0)."""
     s = np.linalg.svd(S, compute_uv=False)  # (B, min(k, d)), descending
     if S.shape[1] > S.shape[2]:
         return np.zeros(S.shape[0], dtype=bool)  # more than d vectors in R^d
@@ -66,7 +63,7 @@ def _all_subsets_independent(X: np.ndarray, k: int, rtol: float) -> bool:
         idx = np.array([c for _, c in zip(range(_CHUNK), it)], dtype=np.intp)  # (B, k)
         if idx.size == 0:
             return True
-        if not _independent(X[idx], rtol).all():  # X[idx]: (B, k, d)
+        if not independent_rows(X[idx], rtol).all():  # X[idx]: (B, k, d)
             return False
 
 
@@ -75,7 +72,7 @@ def kruskal_rank(X, *, rtol: float = RTOL, max_subsets: int = MAX_SUBSETS) -> in
     size k = 1, 2, ... up to min(m, d) (independence of all k-subsets implies it for smaller ones).
 
     Raises ConfigError when sum_{k <= min(m, d)} C(m, k) > max_subsets."""
-    X = _rows(X)
+    X = as_row_vectors(X)
     m, d = X.shape
     k_max = min(m, d)
     needed = sum(comb(m, k) for k in range(1, k_max + 1))
@@ -93,7 +90,7 @@ def in_general_position(X, *, rtol: float = RTOL, max_subsets: int = MAX_SUBSETS
     """Definition 2: every subset of min(m, d) rows of X (m, d) is independent (checked exactly).
 
     Raises ConfigError when C(m, min(m, d)) > max_subsets."""
-    X = _rows(X)
+    X = as_row_vectors(X)
     m, d = X.shape
     k = min(m, d)
     if comb(m, k) > max_subsets:
@@ -180,7 +177,7 @@ def randomized_rank_test(X, n: int, *, trials: int = PAPER_TRIALS, seed: int = 0
     are seen), which is why the paper allows 1% failures. Speed: subsets are taken in the row-space
     coordinates (:func:`row_space_coordinates`; fewer than n of them means every trial fails) and
     screened with their Gram matrix (:func:`_subset_rel_sigma`); undecided ones get an exact SVD."""
-    X = _rows(X)
+    X = as_row_vectors(X)
     m = X.shape[0]
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= m:
         raise ConfigError(f"n must be an integer in [1, {m}] (the number of rows to sample), got {n!r}")
@@ -202,80 +199,18 @@ def randomized_rank_test(X, n: int, *, trials: int = PAPER_TRIALS, seed: int = 0
     return RandomizedRankTest(n, trials, pass_fraction, frac, frac >= pass_fraction, rtol, float(rel.min()))
 
 
-def assumption1_holds(e, n: int, *, rtol: float = RTOL, max_subsets: int = MAX_SUBSETS) -> bool:
-    """Assumption 1, exactly: Kruskal rank of the queries e (T, d) >= n."""
-    return kruskal_rank(_rows(e, "e"), rtol=rtol, max_subsets=max_subsets) >= n
+def row_rank_margins(S, *, rtol: float = RTOL) -> np.ndarray:
+    """sigma_k / sigma_1 of every matrix of a stack S (B, k, d), k <= d (a certified lower bound
+    within 1% where the Gram screen decides, as in :func:`randomized_rank_test`): (B,).
 
-
-def assumption2_holds(E, *, rtol: float = RTOL) -> bool:
-    """Assumption 2: every context E^(t) (n, d), given as (n, d) shared or (T, n, d), has rank n."""
-    E = np.asarray(E, dtype=np.float64)
-    if E.ndim not in (2, 3):
-        raise ConfigError(f"E must be (n, d) or (T, n, d), got shape {E.shape}")
-    E = E if E.ndim == 3 else E[None]
-    return bool(_independent(E, rtol).all())
-
-
-def assumption3_vectors(E, e) -> np.ndarray:
-    """e~^(t) = e^(t) + (1/n) sum_i e_i^(t) for every t (Assumption 3): (T, d)."""
-    E, e = np.asarray(E, dtype=np.float64), _rows(e, "e")
-    if E.ndim not in (2, 3) or E.shape[-1] != e.shape[1] or (E.ndim == 3 and E.shape[0] != e.shape[0]):
-        raise ConfigError(f"E must be (n, {e.shape[1]}) or ({e.shape[0]}, n, {e.shape[1]}) to fit e "
-                          f"{e.shape}, got {E.shape}")
-    return e + E.mean(axis=-2)  # (T, d) + (d,) or (T, d)
-
-
-def assumption3_holds(E, e, *, rtol: float = RTOL, max_subsets: int = MAX_SUBSETS) -> bool:
-    """Assumption 3, exactly: Kruskal rank of {e~^(t)} >= n (n = the context size)."""
-    n = np.asarray(E).shape[-2]
-    return kruskal_rank(assumption3_vectors(E, e), rtol=rtol, max_subsets=max_subsets) >= n
-
-
-# --------------------------------------------------------------------------------------
-# the assumption tests of Tables 1 and 3 (§5.1, App. J): every result carries its tolerance
-# --------------------------------------------------------------------------------------
-def assumption1_test(e, n: int, **kw) -> RandomizedRankTest:
-    """Assumption 1 as §5.1 tests it: ``trials`` random n-subsets of the queries e (T, d) have rank n
-    in >= 99% of trials (:func:`randomized_rank_test`; keyword arguments go there)."""
-    return randomized_rank_test(_rows(e, "e"), n, **kw)
-
-
-@dataclass(frozen=True)
-class ContextRankTest:
-    """Assumption 2 on T contexts E^(t) (n, d): fraction_full_rank_ = share of t with rank n
-    (sigma_n > rtol sigma_1); min_rel_sigma_ = min_t sigma_n(E^(t)) / sigma_1(E^(t)) (a certified
-    lower bound within 1% where the Gram screen decided, as in :func:`randomized_rank_test`);
-    holds_ = every context has rank n (fraction 1)."""
-
-    n: int
-    T: int
-    rtol: float
-    fraction_full_rank_: float
-    min_rel_sigma_: float
-    holds_: bool
-
-
-def assumption2_test(E, *, rtol: float = RTOL) -> ContextRankTest:
-    """Assumption 2 on E, (n, d) shared or (T, n, d): the rank of every context, with margins."""
-    E = np.asarray(E, dtype=np.float64)
-    if E.ndim not in (2, 3) or 0 in E.shape:
-        raise ConfigError(f"E must be a non-empty (n, d) or (T, n, d) array, got shape {E.shape}")
-    E = E if E.ndim == 3 else E[None]
-    T, n, d = E.shape
-    if n > d:
-        return ContextRankTest(n, T, rtol, 0.0, 0.0, False)  # n vectors in R^d, n > d: rank < n
+    A matrix has full row rank k iff its margin is > rtol; the Gram screen
+    (:func:`_screened_rel_sigma`) sends only the undecided matrices to an exact SVD."""
+    S = np.asarray(S, dtype=np.float64)
+    if S.ndim != 3 or S.shape[1] > S.shape[2]:
+        raise ConfigError(f"S must be a (B, k, d) stack with k <= d, got shape {S.shape}")
     with _blas_single_thread():
-        rel = np.concatenate([_screened_rel_sigma(C @ C.transpose(0, 2, 1), lambda mask, C=C: C[mask], rtol)
-                              for C in (E[i:i + _CHUNK] for i in range(0, T, _CHUNK))])  # (T,)
-    frac = float((rel > rtol).mean())
-    return ContextRankTest(n, T, rtol, frac, float(rel.min()), frac == 1.0)
-
-
-def assumption3_test(E, e, **kw) -> RandomizedRankTest:
-    """Assumption 3 (§4.4) by the §5.1 test: n-subsets of e~^(t) = e^(t) + (1/n) sum_i e_i^(t)
-    (:func:`assumption3_vectors`), n = the context size; keyword arguments go to
-    :func:`randomized_rank_test`."""
-    return randomized_rank_test(assumption3_vectors(E, e), np.asarray(E).shape[-2], **kw)
+        return np.concatenate([_screened_rel_sigma(C @ C.transpose(0, 2, 1), lambda mask, C=C: C[mask], rtol)
+                               for C in (S[i:i + _CHUNK] for i in range(0, S.shape[0], _CHUNK))])  # (B,)
 
 
 @dataclass(frozen=True)
@@ -299,14 +234,14 @@ def general_position_test(X, *, trials: int = 200, seed: int = 0, pass_fraction:
                           rtol: float = RTOL, max_subsets: int = MAX_SUBSETS) -> GeneralPositionTest:
     """General position of the rows of X (m, d): exactly when C(m, min(m, d)) <= max_subsets,
     otherwise by the §5.1 randomized test with min(m, d)-subsets (the method used is recorded)."""
-    X = _rows(X)
+    X = as_row_vectors(X)
     m, d = X.shape
     k = min(m, d)
     if comb(m, k) <= max_subsets:
         it, n_ok = combinations(range(m), k), 0
         with _blas_single_thread():
             while (idx := np.array([c for _, c in zip(range(_CHUNK), it)], dtype=np.intp)).size:  # (B, k)
-                n_ok += int(_independent(X[idx], rtol).sum())  # X[idx]: (B, k, d)
+                n_ok += int(independent_rows(X[idx], rtol).sum())  # X[idx]: (B, k, d)
         frac = n_ok / comb(m, k)
         return GeneralPositionTest(k, "exact", comb(m, k), 1.0, rtol, frac, frac == 1.0)
     r = randomized_rank_test(X, k, trials=trials, seed=seed, pass_fraction=pass_fraction, rtol=rtol)
@@ -334,7 +269,7 @@ def kruskal_rank_estimate(X, *, trials: int = 100, seed: int = 0, rtol: float = 
     min(m, r + 1) rows finds a candidate length (the first pivot |R_jj| <= rtol max_i ||x_i||, which
     implies sigma_j <= rtol sigma_1); an SVD confirms it, and a bisection with SVDs lowers it if not.
     The estimate is the minimum over trials of the longest independent prefix."""
-    X = _rows(X)
+    X = as_row_vectors(X)
     m, _ = X.shape
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
         raise ConfigError(f"trials must be an integer >= 1, got {trials!r}")

@@ -2,20 +2,17 @@
 
 memorization-capacity-of-mha §5.2: "Each input is then given to the model
 consisting of an embedding layer, positional encoding, and an Attention layer",
-with the §3 notation e^(t) = x^(t) + pos_0, e_i^(t) = x_i^(t) + pos_i. For one
-example (raw query x in R^{d_in}, raw context x_1..x_n in R^{d_in}) and every head
-h = 1..H:
+with the §3 notation e^(t) = x^(t) + pos_0, e_i^(t) = x_i^(t) + pos_i. The attention
+layer is eqs. (1)-(6) as :mod:`attnlab.papers.memorization.model` writes them out, applied
+to embedded tokens; for one example (raw query x in R^{d_in}, raw context x_1..x_n in
+R^{d_in}) what changes is:
 
-    e       = W_E^T x   + b_E + pos_0          (d)            embedding + PE
+    e       = W_E^T x   + b_E + pos_0          (d)            embedding + PE of the query
     e_i     = W_E^T x_i + b_E + pos_i          (d)            i = 1..n
     K       = [e; e_1; ...; e_n]               (n+1, d)       keys="all"
               [e_1; ...; e_n]                  (n, d)         keys="context"
-    alpha_h = s K W_K,h W_Q,h^T e              (n+1) or (n)   (1)
-    theta_h = Softmax(alpha_h)                                (2)
-    z_h     = K^T theta_h                      (d)            (3)
-    p_h     = W_V,h^T z_h                      (d_v)          (4)
-    o       = W_O^T [p_1; ...; p_H]            (d)            (5)
-    y_hat   = W_D^T o + b_D                    (d_out)        (6)
+    alpha_h = s K W_K,h W_Q,h^T e                             eq. (1) with K in place of E, scaled by s
+    eqs. (2)-(5) with K in place of E, and  y_hat = W_D^T o + b_D   (eq. (6) plus a bias)
 
 The sequence is laid out as the authors' data set does: the query token first
 (position 0), then the n context tokens (positions 1..n); only the first token's
@@ -39,7 +36,7 @@ code, github.com/smahdavi4/attention-memorization, where it settles the point):
 - biases: the embedding and the read-out carry biases b_E, b_D (as nn.Linear in
   the authors' code); the attention maps have none.
 - d_v: the authors' code uses d_v = 1 per head; here d_v defaults to d_h (as in
-  :mod:`attnlab.papers.memorization.batched_model`) and is an argument.
+  :mod:`attnlab.papers.memorization.model`) and is an argument.
 - init (:func:`init_authors_model`): as the authors' code, Xavier-uniform
   U(-a, a), a = sqrt(6 / (fan_in + fan_out)), for every W_K,h, W_Q,h, W_V,h and
   W_O; PyTorch's nn.Linear default U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for W_E,
@@ -66,6 +63,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from attnlab.config import check_choice, check_int, check_number
 from attnlab.errors import ConfigError
 from attnlab.nn.positional import sinusoidal_encoding
 
@@ -93,8 +91,7 @@ def init_authors_model(
     """
     d_v = d_h if d_v is None else d_v
     for name, value in dict(M=M, d_in=d_in, d=d, n=n, H=H, d_h=d_h, d_v=d_v, d_out=d_out).items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        check_int(name, value, 1)
     if d % 2:
         raise ConfigError(f"d must be even for the sinusoidal positional encoding, got d={d}")
     xavier = lambda fan_in, fan_out: math.sqrt(6.0 / (fan_in + fan_out))
@@ -122,10 +119,9 @@ def _positions(n_tokens: int, d: int, dtype: torch.dtype, device: str) -> Tensor
 
 
 def _check(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, keys: str, scale: float | None) -> None:
-    if keys not in KEYS:
-        raise ConfigError(f"keys must be one of {', '.join(KEYS)}, got {keys!r}")
-    if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
-        raise ConfigError(f"scale must be a positive number or None (1/sqrt(d)), got {scale!r}")
+    check_choice("keys", keys, KEYS)
+    if scale is not None:  # None: 1/sqrt(d)
+        check_number("scale", scale, 0, open_min=True)
     d_in = params["W_E"].shape[0]
     if x.shape[-1] != d_in or E_raw.ndim < 2 or E_raw.shape[-1] != d_in:
         raise ConfigError(f"queries x must be (..., {d_in}) and the context E_raw (n, {d_in}) or "

@@ -5,7 +5,7 @@ is one model size (H heads, context size n, head size d_h; d fixed) and one data
 size T: ``replicates`` models, each with its own data set and init, trained at once
 by :func:`attnlab.training.train_batched` (vmap over models). Data (§5.2, App. I.1):
 queries e^(t) iid U(0, 1)^d and context tokens iid U(0, 1)^d, either one context E
-shared by all T examples (``context = "shared"``, Proposition 2, Fig. 2 and 5) or
+shared by all T examples (``CONTEXT = "shared"``, Proposition 2, Fig. 2 and 5) or
 one per example (``"per-example"``, App. I.1, Fig. 4); labels (App. A) uniform over
 ``n_classes`` classes, or real y^(t) ~ U(0, 1) with d_out = 1 for regression.
 
@@ -24,22 +24,16 @@ warmup + cosine, at least 50k steps and at least 500 epochs, 300k steps for Fig.
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 import math
 import time
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 
-from attnlab.papers.memorization.model import draw_dataset, theorem1_bound
+from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.config import check_int
-from attnlab.papers._legacy import _resolve
-from attnlab.training import WarmupCosine, train_batched
-from attnlab.papers.memorization.batched_model import classifier_loss, classifier_metrics
 from attnlab.papers.memorization.authors_model import (
     authors_loss,
     authors_metrics,
@@ -47,11 +41,16 @@ from attnlab.papers.memorization.authors_model import (
     authors_regression_metrics,
     init_authors_model,
 )
-from attnlab.papers.memorization.batched_model import (
-    init_attention_classifier,
+from attnlab.papers.memorization.data import draw_dataset
+from attnlab.papers.memorization.losses import (
+    classifier_loss,
+    classifier_metrics,
     regression_loss,
     regression_metrics,
 )
+from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound
+from attnlab.runs.rundir import log_metric
+from attnlab.training import WarmupCosine, train_batched
 
 OPTIMIZERS = ("adam", "lbfgs")
 MODELS = ("plain", "authors")  # eqs. (1)-(6) on the raw tokens | §5.2's embedding + PE + attention
@@ -67,10 +66,9 @@ LBFGS_PRESETS = {"quick": {"steps": 25, "lr": 1.0, "warmup": 0, "batch": None, "
 
 def check_grid(name: str, values, what: str, minimum: int = 1) -> tuple[int, ...]:
     """A swept grid (H_grid, n_grid, d_h_grid): distinct integers >= minimum, sorted."""
-    if not isinstance(values, (list, tuple)) or not values or len(set(values)) != len(values):
+    values = check_ints(name, values, minimum)
+    if len(set(values)) != len(values):
         raise ConfigError(f"{name} must list distinct {what}, got {values!r}")
-    for v in values:
-        check_int(f"every {name.removesuffix('_grid')} in {name}", v, minimum)
     return tuple(sorted(values))
 
 
@@ -78,54 +76,50 @@ def check_grid(name: str, values, what: str, minimum: int = 1) -> tuple[int, ...
 class CapacitySettings(RunConfig):
     """Settings every capacity experiment shares (paper notation).
 
-    d, n, d_h (None: d_h = d), n_classes: data and model at the fixed point of a sweep;
-    T_factors: data-set sizes as multiples of the bound H (min(n, d_h) - 1) + 1 of each
-    model size; model: "plain" (eqs. (1)-(6) on the raw tokens) or "authors" (§5.2: linear
-    embedding + sinusoidal PE + attention, read out at the query token;
-    attnlab.papers.memorization.authors_model); optimizer: "adam" or "lbfgs"; steps, lr (peak), warmup, batch (None:
-    full batch), min_epochs (steps >= min_epochs T / batch, App. A): training;
-    replicates: models (data set + init) per cell; eval_every: updates between
-    memorization checks (early stop); threads: torch intra-op threads while a cell
-    trains (restored afterwards; 1 by default: the matrices are tiny, and on a busy
-    2-core machine 2 threads made a cell ~30x slower, 57 s instead of 1.7 s). Fields left None come from the scale preset
-    (and, for L-BFGS, from LBFGS_PRESETS). Subclasses add the swept grid(s) and set
-    ``TASK`` ("classification" | "regression") and ``CONTEXT`` ("shared" | "per-example").
+    Fields left None come from the scale preset (the subclass's ``PRESETS``; with
+    ``optimizer="lbfgs"``, :data:`LBFGS_PRESETS` first). Subclasses add the swept grid(s)
+    and set ``TASK`` ("classification" | "regression") and ``CONTEXT`` ("shared" |
+    "per-example").
     """
 
     TASK: ClassVar[str] = "classification"
     CONTEXT: ClassVar[str] = "shared"
-    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    d: int = 64
-    n: int = 32
-    d_h: int | None = None
-    n_classes: int = 100
-    T_factors: tuple[float, ...] | None = None
-    optimizer: str = "adam"
-    model: str = "plain"
-    steps: int | None = None
-    lr: float | None = None
-    warmup: int | None = None
-    batch: int | None = None
-    min_epochs: int | None = None
-    replicates: int | None = None
-    eval_every: int | None = None
-    threads: int = 1
+    d: int = param(64, "token dimension d")
+    n: int = param(32, "context size n at the fixed point of a sweep")
+    d_h: int | None = param(None, "head size d_h at the fixed point (None: d)")
+    n_classes: int = param(100, "label classes")
+    T_factors: tuple[float, ...] | None = param(
+        None, "data-set sizes as multiples of the bound H (min(n, d_h) - 1) + 1 of each model size")
+    optimizer: str = param("adam", "adam or lbfgs")
+    model: str = param("plain", "plain (eqs. (1)-(6) on the raw tokens) or authors (§5.2: linear embedding + "
+                                "sinusoidal PE + attention, read out at the query token)")
+    steps: int | None = param(None, "training steps (L-BFGS: steps of up to 20 iterations)")
+    lr: float | None = param(None, "peak learning rate (L-BFGS: the constant rate)")
+    warmup: int | None = param(None, "linear warmup steps before the cosine decay")
+    batch: int | None = param(None, "minibatch size (None: full batch)")
+    min_epochs: int | None = param(None, "at least min_epochs T / batch steps (App. A)")
+    replicates: int | None = param(None, "models (data set + init) per cell")
+    eval_every: int | None = param(None, "updates between memorization checks (early stop)")
+    # 1 by default: the matrices are tiny, and on a busy 2-core machine 2 threads made a
+    # cell ~30x slower (57 s instead of 1.7 s)
+    threads: int = param(1, "torch intra-op threads while a cell trains (restored afterwards)")
 
     def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise ConfigError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
-        if self.optimizer == "lbfgs" and self.batch is not None:
-            raise ConfigError(f"L-BFGS trains full batch: leave batch unset, got batch={self.batch!r}")
-        presets = self.PRESETS
-        if self.optimizer == "lbfgs" and self.scale in presets:
-            presets = {s: {**p, **LBFGS_PRESETS[s]} for s, p in presets.items()}
-        _resolve(self, presets)
+        if self.optimizer == "lbfgs":
+            # L-BFGS trains full batch with its own budget and rate: its preset fills first
+            if self.batch is not None:
+                raise ConfigError(f"L-BFGS trains full batch: leave batch unset, got batch={self.batch!r}")
+            for name, value in LBFGS_PRESETS.get(self.scale, {}).items():
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, value)
+        super().__post_init__()
+
+    def validate(self) -> None:
+        check_choice("model", self.model, MODELS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        if self.optimizer == "lbfgs":  # full batch, whatever the Adam preset's batch
+            object.__setattr__(self, "batch", None)
         if self.d_h is None:
             object.__setattr__(self, "d_h", self.d)
         for name, minimum in (("d", 1), ("n", 2), ("d_h", 1), ("n_classes", 2), ("steps", 1), ("warmup", 0),
@@ -135,13 +129,12 @@ class CapacitySettings(RunConfig):
             check_int("batch", self.batch, 1)
         if self.warmup >= self.steps:
             raise ConfigError(f"warmup ({self.warmup}) must be smaller than steps ({self.steps})")
-        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
-            raise ConfigError(f"lr must be a positive finite number, got {self.lr!r}")
-        T_factors = self.T_factors
-        if not isinstance(T_factors, (list, tuple)) or not T_factors or not all(
-                isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f < math.inf for f in T_factors):
-            raise ConfigError(f"T_factors must be positive numbers (multiples of the bound), got {T_factors!r}")
-        object.__setattr__(self, "T_factors", tuple(sorted(float(f) for f in T_factors)))
+        check_number("lr", self.lr, 0, open_min=True)
+        if not isinstance(self.T_factors, (list, tuple)) or not self.T_factors:
+            raise ConfigError(f"T_factors must list positive numbers (multiples of the bound), got {self.T_factors!r}")
+        for f in self.T_factors:
+            check_number("every factor in T_factors", f, 0, open_min=True)
+        object.__setattr__(self, "T_factors", tuple(sorted(float(f) for f in self.T_factors)))
 
     def T_grid(self, H: int, n: int | None = None, d_h: int | None = None) -> list[int]:
         """Data-set sizes tried at (H, n, d_h): round(f * (H (min(n, d_h) - 1) + 1)), distinct, ascending."""
@@ -177,8 +170,26 @@ class CapacitySettings(RunConfig):
                 f"steps, {batch}")
 
 
-def config_fields(cfg) -> dict:
-    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+@dataclass(frozen=True)
+class TwoPanelSettings(CapacitySettings):
+    """Fig. 4 and 5's layout: an H panel (H_grid at n = ``n``) and an n panel (n_grid at H = ``H``)."""
+
+    H_grid: tuple[int, ...] | None = param(None, "numbers of heads H of the H panel (at n = n)")
+    H: int | None = param(None, "number of heads of the n panel")
+    n_grid: tuple[int, ...] | None = param(None, "context sizes n of the n panel (empty: no n panel)")
+
+    def validate(self) -> None:
+        super().validate()
+        object.__setattr__(self, "H_grid", check_grid("H_grid", self.H_grid, "head counts"))
+        check_int("H", self.H, 1)
+        if self.n_grid in ((), []):
+            object.__setattr__(self, "n_grid", ())
+            return
+        n_grid = check_grid("n_grid", self.n_grid, "context sizes (or be empty: no n panel)", minimum=2)
+        if max(n_grid) > self.d:
+            raise ConfigError(f"every n in n_grid must be <= d={self.d} (Assumption 2: n linearly independent "
+                              f"tokens in R^d), got {self.n_grid!r}")
+        object.__setattr__(self, "n_grid", n_grid)
 
 
 # --------------------------------------------------------------------------------------
@@ -277,8 +288,7 @@ def run_points(cfg: CapacitySettings, points: list[tuple[int, int, int]], run_di
             cell = train_cell(cfg, H, T, n, d_h)
             cells.append(cell)
             have.add((H, n, d_h, T))
-            if run_dir is not None:
-                run_dir.append_metric({"experiment": experiment_id, **cell})
+            log_metric(run_dir, {"experiment": experiment_id, **cell})
     return cells
 
 

@@ -17,12 +17,9 @@ import math
 
 import numpy as np
 
+from attnlab.papers.memorization.capacity_cells import largest_memorized, linear_fit, run_points
 from attnlab.papers.memorization.model import memorization_bound, theorem1_bound
-from attnlab.papers.memorization.capacity_cells import (
-    largest_memorized,
-    linear_fit,
-)
-from attnlab.papers._legacy import _row
+from attnlab.results import PALETTE, Check, LineFigure, Series, Table, check, line_figure, series
 
 PAPER_R2 = 0.98  # §5.2: R^2 of the linear fit of the non-saturated part of Fig. 2(a)
 SYMBOL = {"H": "H", "n": "n", "d_h": "d_h"}
@@ -54,46 +51,49 @@ def fixed_text(cfg, p: dict, H: int) -> str:
 # --------------------------------------------------------------------------------------
 # summary rows
 # --------------------------------------------------------------------------------------
-def bound_rows(cfg, p: dict, H: int, paper_values: dict | None = None) -> list[dict]:
+def bound_rows(cfg, p: dict, H: int, paper_values: dict | None = None) -> list[Check]:
     """Per value: T* >= H (min(n, d_h) - 1) + 1 (pass/FAIL)."""
     rows = []
     for v, bound, t, top in zip(p["values"], p["bound"], p["largest_T_memorized"], p["grid_top"], strict=True):
         detail = f"{cfg.describe_training()}; grid up to T={top}" + (" (grid top reached: a lower bound)"
                                                                      if t == top else "")
-        rows.append(_row(f"largest T memorized, {p['swept']}={v} ({fixed_text(cfg, p, H)})",
-                         (paper_values or {}).get(v), t, f">= H(min(n,d_h)-1)+1 = {bound}", t >= bound, detail))
+        rows.append(check(f"largest T memorized, {p['swept']}={v} ({fixed_text(cfg, p, H)})",
+                          (paper_values or {}).get(v), t, f">= H(min(n,d_h)-1)+1 = {bound}", t >= bound, detail))
     return rows
 
 
-def bound_info_row(p: dict) -> dict:
-    return _row("Theorem 1 bound H(min(n,d_h)-1)+1 at " + ", ".join(f"{p['swept']}={v}" for v in p["values"]),
-                "H(min(n,d_h)-1)+1", ", ".join(map(str, p["bound"])), None, None)
+def bound_info_row(p: dict) -> Check:
+    """The bound at every value of the panel (info)."""
+    return check("Theorem 1 bound H(min(n,d_h)-1)+1 at " + ", ".join(f"{p['swept']}={v}" for v in p["values"]),
+                 "H(min(n,d_h)-1)+1", ", ".join(map(str, p["bound"])), None, None)
 
 
-def r2_row(p: dict, judged: bool = True) -> dict | None:
+def r2_row(p: dict, judged: bool = True) -> Check | None:
     """R^2 of T* = a v + b against the paper's >= 0.98 (needs >= 3 values)."""
     if len(p["values"]) < 3:
         return None
     r2 = p["fit"]["r2"]
-    return _row(f"R^2 of the linear fit of largest T memorized vs {p['swept']}", f">= {PAPER_R2}", r2,
-                f">= {PAPER_R2}" if judged else None, (r2 >= PAPER_R2) if judged else None,
-                f"{p['swept']} = {p['values']}; slope {p['fit']['slope']:.2f}")
+    return check(f"R^2 of the linear fit of largest T memorized vs {p['swept']}", f">= {PAPER_R2}", r2,
+                 f">= {PAPER_R2}" if judged else None, (r2 >= PAPER_R2) if judged else None,
+                 f"{p['swept']} = {p['values']}; slope {p['fit']['slope']:.2f}")
 
 
-def monotone_row(p: dict) -> dict | None:
-    """T* non-decreasing in the swept value (Theorem 1: more heads / a longer context never hurt)."""
+def monotone_row(p: dict, judged: bool = True) -> Check | None:
+    """T* non-decreasing in the swept value (Theorem 1: more heads / a longer context never hurt);
+    with ``judged=False`` shown as info (no criterion)."""
     if len(p["values"]) < 2:
         return None
     best = p["largest_T_memorized"]
     ok = all(b >= a for a, b in zip(best, best[1:]))
-    return _row(f"largest T memorized is non-decreasing in {p['swept']}", "monotone", ", ".join(map(str, best)),
-                "non-decreasing", ok, f"{p['swept']} = {p['values']}")
+    return check(f"largest T memorized is non-decreasing in {p['swept']}", "monotone", ", ".join(map(str, best)),
+                 "non-decreasing" if judged else None, ok if judged else None, f"{p['swept']} = {p['values']}")
 
 
 # --------------------------------------------------------------------------------------
 # table and figures
 # --------------------------------------------------------------------------------------
-def cells_table(cfg, cells: list[dict]) -> dict:
+def cells_table(cfg, cells: list[dict]) -> Table:
+    """One row per trained cell: (H, n, d_h, T), the bound, replicates memorized, mean final score, steps."""
     regression = cfg.TASK == "regression"
     rows = []
     for c in cells:
@@ -102,16 +102,14 @@ def cells_table(cfg, cells: list[dict]) -> dict:
                      f"{sum(c['memorized'])}/{len(c['memorized'])}", score,
                      ", ".join(str(s) if s >= 0 else "-" for s in c["steps_to_memorize"])])
     what = f"train MSE <= {cfg.mse_tol:g}" if regression else "100% train accuracy"
-    return {"title": f"Memorization per (H, n, d_h, T): replicates at {what} within the step budget",
-            "columns": ["H", "n", "d_h", "T", "bound H(r-1)+1", "memorized",
-                        "mean final MSE" if regression else "mean final accuracy", "steps to memorize"],
-            "formats": ["int", "int", "int", "int", "int", "text", "float", "text"], "rows": rows}
+    return Table(f"Memorization per (H, n, d_h, T): replicates at {what} within the step budget",
+                 ["H", "n", "d_h", "T", "bound H(r-1)+1", "memorized",
+                  "mean final MSE" if regression else "mean final accuracy", "steps to memorize"],
+                 rows, ["int", "int", "int", "int", "int", "text", "float", "text"])
 
 
-def curves_figure(cfg, cells: list[dict], p: dict, file: str, title: str) -> dict:
+def curves_figure(cfg, cells: list[dict], p: dict, file: str, title: str) -> LineFigure:
     """What the paper plots: mean train accuracy (or train MSE, log scale) vs T, one curve per value."""
-    from attnlab.results import PALETTE, line_figure, series
-
     regression = cfg.TASK == "regression"
     lines = []
     for i, (v, point) in enumerate(zip(p["values"], p["points"])):
@@ -128,10 +126,8 @@ def curves_figure(cfg, cells: list[dict], p: dict, file: str, title: str) -> dic
                        yscale="log" if regression else "linear")
 
 
-def largest_figure(cfg, p: dict, file: str, title: str, *, extra: list[dict] = ()) -> dict:
+def largest_figure(cfg, p: dict, file: str, title: str, *, extra: list[Series] = ()) -> LineFigure:
     """T* vs the swept value, beside Theorem 1's bound, with the fitted line where H is swept."""
-    from attnlab.results import PALETTE, line_figure, series
-
     v = p["values"]
     lines = [series("largest T memorized (GD)", v, p["largest_T_memorized"], color=PALETTE[0]),
              series("Theorem 1 bound H(min(n,d_h)-1)+1", v, p["bound"], style="dashed", color=PALETTE[1])]
@@ -146,10 +142,8 @@ def largest_figure(cfg, p: dict, file: str, title: str, *, extra: list[dict] = (
                        series=lines, xlabel=AXIS[p["swept"]], ylabel="T", title=title)
 
 
-def general_position_series(p: dict, d: int) -> list[dict]:
+def general_position_series(p: dict, d: int) -> list[Series]:
     """App. I.1's alternative H (d - 1) + 1 at every point of the panel (Proposition 5's rank cap)."""
-    from attnlab.results import PALETTE, series
-
     return [series("H(d-1)+1 (App. I.1, Prop. 5)", p["values"],
                    [memorization_bound(h, d) for h, _, _ in p["points"]], style="dashdot", color=PALETTE[2])]
 
@@ -157,28 +151,8 @@ def general_position_series(p: dict, d: int) -> list[dict]:
 def run_h_and_n_panels(cfg, run_dir, experiment_id: str) -> tuple[list[dict], list[dict]]:
     """Fig. 4 and 5 layout: an H panel (n = cfg.n) and, if cfg.n_grid is not empty, an n panel
     (H = cfg.H); -> (cells, [panel_H, panel_n])."""
-    from attnlab.papers.memorization.capacity_cells import run_points
-
     specs = [("H", cfg.H_grid, cfg.H_grid[0])] + ([("n", cfg.n_grid, cfg.H)] if cfg.n_grid else [])
     cells: list[dict] = []
     for swept, values, H in specs:
         cells = run_points(cfg, panel_points(swept, values, H, cfg.n, cfg.d_h), run_dir, experiment_id, cells)
     return cells, [panel(cfg, cells, swept, values, H) for swept, values, H in specs]
-
-
-def check_h_and_n_grids(cfg) -> None:
-    """Validate H_grid, n_grid (may be empty: no n panel) and H of a two-panel config."""
-    from attnlab.errors import ConfigError
-    from attnlab.config import check_int
-    from attnlab.papers.memorization.capacity_cells import check_grid
-
-    object.__setattr__(cfg, "H_grid", check_grid("H_grid", cfg.H_grid, "head counts"))
-    check_int("H", cfg.H, 1)
-    if cfg.n_grid not in ((), []):
-        n_grid = check_grid("n_grid", cfg.n_grid, "context sizes (or be empty: no n panel)", minimum=2)
-        if max(n_grid) > cfg.d:
-            raise ConfigError(f"every n in n_grid must be <= d={cfg.d} (Assumption 2: n linearly independent "
-                              f"tokens in R^d), got {cfg.n_grid!r}")
-        object.__setattr__(cfg, "n_grid", n_grid)
-    else:
-        object.__setattr__(cfg, "n_grid", ())

@@ -2,8 +2,9 @@
 
 memorization-capacity-of-mha §5.2 and Appendix H. Setting: one context E (n x d)
 shared by all T examples, queries e^(t) iid U(0, 1)^d, labels y^(t) uniform on
-[n_classes]; the model is eqs. (1)-(6) (attnlab.papers.memorization.batched_model). Memorized means
-every one of the T labels is the argmax of y_hat^(t).
+[n_classes] (:func:`attnlab.papers.memorization.data.draw_nested_dataset`); the model
+is eqs. (1)-(6) of :mod:`attnlab.papers.memorization.model`, with its symbols and
+shapes. Memorized means every one of the T labels is the argmax of y_hat^(t).
 
 Fast forward/backward. With a shared context the keys and values of head h are the
 same for every example, so the query and output sides fold into two small matrices
@@ -25,7 +26,7 @@ per step for the folding, independent of T.
 The backward pass is written out (``loss_and_grads``): the gradients of the
 cross-entropy reach A and N through two GEMMs over the examples and then the weights
 through small products (chain rule through the two definitions above). It equals
-autograd through attention_classifier (tests/training/test_capacity_search.py:
+autograd through attention_classifier (tests/papers/memorization/test_capacity_search.py:
 float64, 1e-10 relative). The parameters, and so the optimisation path, are the
 paper's W_K, W_Q, W_V, W_O, W_D: only the order of the products changes.
 
@@ -50,12 +51,13 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
-import numpy as np
 import torch
 from torch import Tensor
 
+from attnlab.config import Config, check_choice, check_device, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
-from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier
+from attnlab.papers.memorization.data import draw_nested_dataset
+from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier, theorem1_bound
 from attnlab.training.optim import AdamState, adam_init, adam_update
 from attnlab.training.schedules import WarmupCosine
 
@@ -63,24 +65,8 @@ Params = dict[str, Tensor]
 
 
 # --------------------------------------------------------------------------------------
-# data and the folded forward/backward
+# the folded forward/backward
 # --------------------------------------------------------------------------------------
-def draw_nested_dataset(T: int, n: int, d: int, n_classes: int, seed: int,
-                        dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor, Tensor]:
-    """(E (n, d), e (T, d), y (T,) int64), §5.2: E and e iid U(0, 1), y uniform on [n_classes].
-
-    The rows of e and y are drawn one example at a time from one stream, so the data
-    set of size T is exactly the first T rows of any larger draw with the same seed."""
-    for name, v in dict(T=T, n=n, d=d, n_classes=n_classes).items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
-    ctx, queries, labels = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    E = ctx.uniform(size=(n, d))
-    e = queries.uniform(size=(T, d))
-    y = labels.integers(0, n_classes, size=T)
-    return (torch.tensor(E, dtype=dtype), torch.tensor(e, dtype=dtype), torch.tensor(y))
-
-
 def _folded(params: Params, E: Tensor) -> tuple[Tensor, ...]:
     """K, V (M, H, n, d_h|d_v); A = [A_1..A_H] (M, d, H n); U = W_O W_D (M, H, d_v, C); N (M, H n, C)."""
     W_K, W_Q, W_V, W_O, W_D = (params[k] for k in ("W_K", "W_Q", "W_V", "W_O", "W_D"))
@@ -265,66 +251,52 @@ def memorized_in_float64(params: Params, E: Tensor, e: Tensor, y: Tensor) -> boo
 # the search
 # --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class SearchConfig:
-    """H, d, n, d_h (None: d), n_classes: model and data (paper notation).  seed: data draw
-    and initialisation.  max_steps: update budget per attempt.  lr: Adam's peak rate,
-    warmup steps of linear warmup, then cosine decay to lr * min_lr_ratio at max_steps.
-    T_start: first T tried (None: 2 x Theorem 1's bound H (min(n, d_h) - 1) + 1).
-    growth: factor between bracketing attempts.  candidates: T trained together per
-    round.  resolution: stop once smallest failure - largest success <= max(1, resolution
-    x largest success) (0: exact).
-    diverged_below: an attempt that ends below this training accuracy diverged and is
-    retried once at lr / 2.  T_limit: never try more than this many examples (the draw's size)."""
+class SearchConfig(Config):
+    """The search: model and data in paper notation, the trainer, the bracketing rule.
 
-    H: int = 4
-    d: int = 64
-    n: int = 32
-    d_h: int | None = None
-    n_classes: int = 100
-    seed: int = 0
-    max_steps: int = 1000
-    lr: float = 1e-2
-    warmup: int = 100
-    min_lr_ratio: float = 0.05
-    T_start: int | None = None
-    growth: float = 2.0
-    candidates: int = 2
-    resolution: float = 0.05
-    diverged_below: float = 0.5
-    T_limit: int = 20_000
-    dtype: torch.dtype = torch.float32
-    device: str = "cpu"
+    Memorization is judged on full-batch Adam with linear warmup then cosine decay; the
+    search stops once smallest failure - largest success <= max(1, resolution x largest
+    success)."""
 
-    def __post_init__(self) -> None:
+    H: int = param(4, "number of heads H")
+    d: int = param(64, "token dimension d")
+    n: int = param(32, "context size n")
+    d_h: int | None = param(None, "head size d_h (None: d)")
+    n_classes: int = param(100, "label classes")
+    seed: int = param(0, "seed of the data draw and the initialisation")
+    max_steps: int = param(1000, "update budget per attempt")
+    lr: float = param(1e-2, "Adam's peak learning rate")
+    warmup: int = param(100, "linear warmup steps, then cosine decay to lr x min_lr_ratio at max_steps")
+    min_lr_ratio: float = param(0.05, "final learning rate as a fraction of lr")
+    T_start: int | None = param(None, "first T tried (None: 2 x Theorem 1's bound H (min(n, d_h) - 1) + 1)")
+    growth: float = param(2.0, "largest factor between bracketing attempts")
+    candidates: int = param(2, "values of T trained together per round")
+    resolution: float = param(0.05, "relative width of the final bracket (0: exact)")
+    diverged_below: float = param(0.5, "an attempt ending below this training accuracy diverged and is "
+                                       "retried once at lr / 2")
+    T_limit: int = param(20_000, "never try more than this many examples (the draw's size)")
+    dtype: torch.dtype = param(torch.float32, "training dtype: torch.float32 or torch.float64")
+    device: str = param("cpu", "'cpu', 'cuda' or 'cuda:N'")
+
+    def validate(self) -> None:
         if self.d_h is None:
             object.__setattr__(self, "d_h", self.d)
-        for name, low in (("H", 1), ("d", 1), ("n", 1), ("d_h", 1), ("n_classes", 2), ("seed", 0),
-                          ("max_steps", 1), ("warmup", 0), ("candidates", 1), ("T_limit", 2)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ConfigError(f"{name} must be an integer >= {low}, got {v!r}")
+        for name, low in (("H", 1), ("d", 1), ("n", 1), ("d_h", 1), ("n_classes", 2), ("max_steps", 1),
+                          ("warmup", 0), ("candidates", 1), ("T_limit", 2)):
+            check_int(name, getattr(self, name), low)
+        check_seed(self.seed)
         if self.warmup >= self.max_steps:
             raise ConfigError(f"warmup ({self.warmup}) must be smaller than max_steps ({self.max_steps})")
-        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not 0 < self.lr < math.inf:
-            raise ConfigError(f"lr must be a positive finite number, got {self.lr!r}")
-        if isinstance(self.resolution, bool) or not isinstance(self.resolution, (int, float)) \
-                or not 0 <= self.resolution < 1:
-            raise ConfigError(f"resolution must be a fraction in [0, 1), got {self.resolution!r}")
-        if not 0 <= self.diverged_below <= 1:
-            raise ConfigError(f"diverged_below must be an accuracy in [0, 1], got {self.diverged_below!r}")
-        if not 0 <= self.min_lr_ratio <= 1:
-            raise ConfigError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio!r}")
-        if not (isinstance(self.growth, (int, float)) and self.growth > 1):
-            raise ConfigError(f"growth must be a number > 1, got {self.growth!r}")
+        check_number("lr", self.lr, 0, open_min=True)
+        check_number("resolution", self.resolution, 0, 1, open_max=True)
+        check_number("diverged_below", self.diverged_below, 0, 1)
+        check_number("min_lr_ratio", self.min_lr_ratio, 0, 1)
+        check_number("growth", self.growth, 1, open_min=True)
         if self.T_start is None:
-            bound = self.H * (min(self.n, self.d_h) - 1) + 1
-            object.__setattr__(self, "T_start", min(2 * bound, self.T_limit - 1))
-        if isinstance(self.T_start, bool) or not isinstance(self.T_start, int) or not 1 <= self.T_start < self.T_limit:
-            raise ConfigError(f"T_start must be an integer in [1, T_limit={self.T_limit}), got {self.T_start!r}")
-        if self.device != "cpu" and not self.device.startswith("cuda"):
-            raise ConfigError(f"device must be 'cpu' or 'cuda[:i]', got {self.device!r}")
-        if self.dtype not in (torch.float32, torch.float64):
-            raise ConfigError(f"dtype must be torch.float32 or torch.float64, got {self.dtype!r}")
+            object.__setattr__(self, "T_start", min(2 * theorem1_bound(self.H, self.n, self.d_h), self.T_limit - 1))
+        check_int("T_start", self.T_start, 1, self.T_limit - 1)
+        check_device(self.device)
+        check_choice("dtype", self.dtype, (torch.float32, torch.float64))
 
 
 @dataclass(frozen=True)

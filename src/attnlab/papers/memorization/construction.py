@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from attnlab.config import Config, check_bool, check_int, check_seed, param
+from attnlab.config import Config, check_bool, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
+from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.model import (
     attention_features,
     context_ranks,
-    draw_dataset,
     memorization_bound,
     memorization_forward,
     rank_and_sigma_min,
@@ -130,6 +130,15 @@ def build_memorizing_weights(E, e, y, *, H: int, d_h: int, c: float | None = Non
         W_D = W_D @ codes.T  # logits y_hat_j = u_j^T u_y: (d, m) @ (m, k) -> (d, k)
     return MemorizingWeights(W_Q, W_K, W_V, W_O, W_D, skip, r, bound, name, tuple(notes), blocks,
                              c_, c_req, rank, smin, tol, codes)
+
+
+def memorize_drawn_dataset(T: int, n: int, d: int, d_out: int, *, H: int, d_h: int, shared: bool,
+                           seed: int) -> tuple[tuple, MemorizingWeights, dict]:
+    """Theorem 1's weights for T examples drawn as in §5.2 (:func:`draw_dataset` with ``seed``),
+    built with ``seed`` and checked: -> ((E, e, y), weights, :func:`check_memorization`'s numbers)."""
+    E, e, y = draw_dataset(T, n, d, d_out, shared=shared, seed=seed)
+    weights = build_memorizing_weights(E, e, y, H=H, d_h=d_h, seed=seed)
+    return (E, e, y), weights, check_memorization(weights, E, e, y)
 
 
 def check_memorization(weights: MemorizingWeights, E, e, y) -> dict:
@@ -428,16 +437,15 @@ def class_logits(weights: MemorizingWeights, y: np.ndarray) -> np.ndarray:
 
 def _validate(*, H, d_h, d_v, d_out, n, d, c):
     for name, v in dict(H=H, d_h=d_h, d_v=d_v).items():
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+        check_int(name, int(v) if isinstance(v, np.integer) else v, 1)
     if d_v < d_out:
         raise ConfigError(f"Theorem 1 needs d_v >= d_out; got d_v = {d_v} < d_out = {d_out}: raise d_v")
     if d_out > d:
         raise ConfigError(f"W_D = I_(d x d_out) needs d_out <= d; got d_out = {d_out} > d = {d}")
     if n >= d:
         raise ConfigError(f"Theorem 1 needs context size n < d; got n = {n}, d = {d}: shorten the context")
-    if c is not None and not (np.isfinite(c) and c > 0):
-        raise ConfigError(f"c must be a finite number > 0 (or omitted for App. B.2's value), got {c!r}")
+    if c is not None:  # None: App. B.2's value, scanned down (_smallest_valid_c)
+        check_number("c", c, 0, open_min=True)
 
 
 # --- `attnlab construct memorization` ------------------------------------------------
@@ -475,9 +483,8 @@ def construct_memorization(p: MemorizationParams) -> ConstructionResult:
     (H, d, d_h), W_V (H, d, d_v), W_O (H d_v, d), W_D (d, d_out): y_hat per eqs. (1)-(6).
     """
     T = memorization_bound(p.H, min(p.n, p.d_h)) if p.T is None else p.T
-    E, e, y = draw_dataset(T, p.n, p.d, p.d_out, shared=p.shared, seed=p.seed)
-    weights = build_memorizing_weights(E, e, y, H=p.H, d_h=p.d_h, seed=p.seed)
-    checked = check_memorization(weights, E, e, y)
+    (E, e, y), weights, checked = memorize_drawn_dataset(T, p.n, p.d, p.d_out, H=p.H, d_h=p.d_h, shared=p.shared,
+                                                         seed=p.seed)
     values = {**checked, "H": p.H, "n": p.n, "d": p.d, "d_h": p.d_h, "d_out": p.d_out, "seed": p.seed,
               "shared_context": p.shared}
     return ConstructionResult(arrays=dict(E=E, e=e, y=y, **weights.matrices()), values=values,

@@ -49,16 +49,19 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from attnlab.analysis.kruskal import assumption2_holds, kruskal_rank
+from attnlab.analysis.kruskal import kruskal_rank
+from attnlab.config import check_int
 from attnlab.errors import ConfigError
+from attnlab.papers.memorization.assumptions import assumption2_holds
+from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier
+from attnlab.training import train_batched
 
 Params = dict[str, Tensor]
 
 
 def _check_ints(**values: int) -> None:
     for name, v in values.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+        check_int(name, v, 1)
 
 
 # --- the network and its size -------------------------------------------------------
@@ -139,6 +142,17 @@ def extended_dataset(x: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, np.
     x_FCN = np.concatenate([np.broadcast_to(E.reshape(-1), (T, n * d)), e], axis=1)  # (T, (n+1)d)
     c_FCN = np.concatenate([E.reshape(-1), np.zeros(d - n)])  # ((n+1)d - n,)
     return E, e, x_FCN, c_FCN
+
+
+def draw_eq29_dataset(T: int, n: int, d: int, d_out: int, seed: int) -> tuple[np.ndarray, ...]:
+    """eq. (29)'s data set with random points and labels: x^(t) ~ N(0, I_n), y^(t) ~ N(0, I_{d_out})
+    (one generator seeded with [seed, T], x drawn before y) -> (E (n, d), e (T, d), x_FCN (T, (n+1)d),
+    y (T, d_out)); see :func:`extended_dataset`."""
+    _check_ints(T=T, n=n, d=d, d_out=d_out)
+    rng = np.random.default_rng([seed, T])
+    x, y = rng.standard_normal((T, n)), rng.standard_normal((T, d_out))
+    E, e, x_FCN, _ = extended_dataset(x, d)
+    return E, e, x_FCN, y
 
 
 def reduce_weights(params: Params, c_FCN: Tensor, *, sign: float = 1.0) -> Params:
@@ -270,8 +284,6 @@ def train_fcn(x: Tensor, y: Tensor, m: int, *, restarts: int, steps: int, seed: 
     relative residual 0.10 and 0.12 for two of three data sets; the projected problem
     reached 1e-10 or below on all three.
     -> best relative residual, every restart's residual, and the best parameters."""
-    from attnlab.training import train_batched
-
     _check_ints(m=m, restarts=restarts, steps=steps)
     x, y = x.to(torch.float64), y.to(torch.float64)
     gen = torch.Generator().manual_seed(seed)
@@ -287,12 +299,9 @@ def train_fcn(x: Tensor, y: Tensor, m: int, *, restarts: int, steps: int, seed: 
 
 def train_attention(E: Tensor, e: Tensor, y: Tensor, *, H: int, d_h: int, d_v: int, restarts: int, steps: int,
                     seed: int, init_scale: float = 1.0) -> dict:
-    """Fit eqs. (1)-(6) (attnlab.papers.memorization.batched_model.attention_classifier, regression: d_out =
-    y.shape[1]) to (E (n, d) shared, e (T, d), y (T, d_out)) as :func:`train_fcn` does.
+    """Fit eqs. (1)-(6) (:func:`attnlab.papers.memorization.model.attention_classifier`, regression:
+    d_out = y.shape[1]) to (E (n, d) shared, e (T, d), y (T, d_out)) as :func:`train_fcn` does.
     init_scale multiplies W_Q (the logit scale of the initial softmax)."""
-    from attnlab.training import train_batched
-    from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier
-
     _check_ints(H=H, d_h=d_h, d_v=d_v, restarts=restarts, steps=steps)
     E, e, y = E.to(torch.float64), e.to(torch.float64), y.to(torch.float64)
     gen = torch.Generator().manual_seed(seed)

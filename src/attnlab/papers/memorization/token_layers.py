@@ -21,12 +21,14 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from attnlab.config import check_seed
 from attnlab.errors import ConfigError
 from attnlab.nn import (
     LayerNorm,
     MultiHeadAttention,
     SinusoidalPositionalEncoding,
     TransformerBlock,
+    sinusoidal_encoding,
 )
 
 LAYERS = ("embedding", "attention", "transformer")
@@ -47,7 +49,7 @@ class RandomEmbedding(nn.Module):
         super().__init__()
         if vocab_size < 1 or d < 2 or d % 2:
             raise ConfigError(f"need vocab_size >= 1 and an even d >= 2, got vocab_size={vocab_size}, d={d}")
-        gen = torch.Generator().manual_seed(_check_seed(seed))
+        gen = torch.Generator().manual_seed(check_seed(seed))
         self.W_emb = nn.Parameter(torch.randn(vocab_size, d, generator=gen, dtype=torch.float64))
         self.pos = SinusoidalPositionalEncoding(d, max_len=max_len)
 
@@ -63,7 +65,7 @@ class RandomAttentionLayer(nn.Module):
     def __init__(self, d: int, n_heads: int, *, seed: int = 0):
         super().__init__()
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(_check_seed(seed))
+            torch.manual_seed(check_seed(seed))
             self.norm = LayerNorm(d, "standard")
             self.attn = MultiHeadAttention(d, n_heads)
         self.double()
@@ -79,19 +81,13 @@ class RandomTransformerLayer(nn.Module):
     def __init__(self, d: int, n_heads: int, *, d_ff: int | None = None, seed: int = 0):
         super().__init__()
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(_check_seed(seed))
+            torch.manual_seed(check_seed(seed))
             self.block = TransformerBlock(d, n_heads, d_ff or 4 * d, norm="standard", norm_position="pre")
         self.double()
 
     def forward(self, E: Tensor) -> Tensor:
         """E: (B, n, d) -> (B, n, d)."""
         return self.block(E)
-
-
-def _check_seed(seed) -> int:
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-    return seed
 
 
 def sinusoidal_rank(n: int, d: int, *, rtol: float = 1e-10) -> int:
@@ -101,8 +97,6 @@ def sinusoidal_rank(n: int, d: int, *, rtol: float = 1e-10) -> int:
     arithmetic it is; numerically P's columns are band-limited in t (frequencies w_k <= 1 rad per
     position), so its singular values decay fast: at d = 384, rank 36 of n = 64 at rtol 1e-10. Contexts
     where one token repeats many times inherit that deficiency."""
-    from attnlab.nn import sinusoidal_encoding
-
     s = np.linalg.svd(sinusoidal_encoding(n, d, dtype=torch.float64).numpy(), compute_uv=False)  # (min(n, d),)
     return int((s > rtol * s[0]).sum())
 

@@ -2,27 +2,28 @@
 network on the flattened inputs memorizes at most (n+1) m / d_out + m + 1 examples, beside an
 attention layer of matched size that memorizes H (r - 1) + 1 by Theorem 1's construction.
 
-All three use the data set of the proof, eq. (29): contexts = the first n standard basis rows,
-queries e^(t) = [0_{d-n}; x^(t)] with x^(t) ~ N(0, I_n), labels y^(t) ~ N(0, 1) (d_out = 1).
+All three use the data set of the proof, eq. (29)
+(:func:`attnlab.papers.memorization.fcn.draw_eq29_dataset`): contexts = the first n standard
+basis rows, queries e^(t) = [0_{d-n}; x^(t)] with x^(t) ~ N(0, I_n), labels y^(t) ~ N(0, 1)
+(d_out = 1).
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
+from attnlab.papers.memorization.construction import build_memorizing_weights, check_memorization
 from attnlab.papers.memorization.fcn import (
     check_reduction,
-    extended_dataset,
+    draw_eq29_dataset,
     homogeneity_bound,
     matched_hidden_width,
     max_examples,
     proposition3_bound,
     train_fcn,
 )
-from attnlab.registry import Measurement, at_most, claim
-from attnlab.papers.memorization.construction import build_memorizing_weights, check_memorization
 from attnlab.papers.memorization.model import theorem1_bound
+from attnlab.registry import Measurement, at_most, claim
 
 REDUCTION_TOL = 1e-12  # float64 identity f_{(n+1)d}(x_FCN) = f_n(x)
 # the attention layer whose size the FCN matches: m = matched_hidden_width(...) = 7
@@ -31,13 +32,6 @@ RESIDUAL_FLOOR = 1e-3  # relative residual the trained FCN must stay above beyon
 CONTROL_TOL = 1e-8  # relative residual the same training must reach well below the bound
 ATTENTION_TOL = 1e-8  # max |y_hat - y| of Theorem 1's construction
 RESTARTS, STEPS = 4, 3  # L-BFGS restarts, x 50 iterations each
-
-
-def _data(T: int, seed: int) -> tuple[np.ndarray, ...]:
-    rng = np.random.default_rng([seed, T])
-    x, y = rng.standard_normal((T, n)), rng.standard_normal((T, d_out))
-    E, e, x_FCN, _ = extended_dataset(x, d)
-    return E, e, x_FCN, y
 
 
 @claim(
@@ -56,13 +50,7 @@ def _reduction(seed: int) -> Measurement:
         f"d_out={r['d_out']}, outputs up to {r['output_scale']:.2g}; Kruskal rank of queries "
         f"{r['kruskal_rank_queries']} (Assumption 1 needs {r['n']}), rank E {r['rank_E']} (Assumption 2); "
         f"with the paper's printed sign b_1 = b'_1 - W'_1[...]^T c_FCN the error is "
-        f"{r['max_abs_error_paper_sign']:.2g} (a typo: the map needs +)"))
-
-
-def _fcn_residual(T: int, m: int, seed: int) -> float:
-    _, _, x_FCN, y = _data(T, seed)
-    fit = train_fcn(torch.from_numpy(x_FCN), torch.from_numpy(y), m, restarts=RESTARTS, steps=STEPS, seed=seed)
-    return fit["residual"]
+        f"{r['max_abs_error_paper_sign']:.2g} (a typo: the map needs +)"), values=r)
 
 
 @claim(
@@ -76,13 +64,22 @@ def _fcn_trained(seed: int) -> Measurement:
     m = matched_hidden_width(H, d, n, d_h, d_v, d_out)
     bound = proposition3_bound(n, m, d_out)
     T_above, T_below = 2 * max_examples(bound), theorem1_bound(H, n, d_h)
-    above, below = _fcn_residual(T_above, m, seed), _fcn_residual(T_below, m, seed)
+    residuals = []
+    for T in (T_above, T_below):
+        _, _, x_FCN, y = draw_eq29_dataset(T, n, d, d_out, seed)
+        fit = train_fcn(torch.from_numpy(x_FCN), torch.from_numpy(y), m, restarts=RESTARTS, steps=STEPS, seed=seed)
+        residuals.append(fit["residual"])
+    above, below = residuals
     passed = above >= RESIDUAL_FLOOR and below <= CONTROL_TOL
     return Measurement(above, RESIDUAL_FLOOR, passed, ">=", (
         f"min relative residual ||f - y||/||y|| of the trained f_(n+1)d,m,1 at T={T_above} > bound "
         f"{bound:g} (m={m} matched to H={H} d={d} n={n} d_h={d_h} d_v={d_v}); control at T={T_below}: "
         f"{below:.1e} (must be <= {CONTROL_TOL:g}); full-batch float64 L-BFGS, {RESTARTS} restarts; "
-        f"ReLU homogeneity tightens the bound to nm/d_out+m+1 = {homogeneity_bound(n, m, d_out):g}"))
+        f"ReLU homogeneity tightens the bound to nm/d_out+m+1 = {homogeneity_bound(n, m, d_out):g}"),
+        values={"T_above": T_above, "T_below": T_below, "bound": bound, "m": m, "H": H, "d": d, "n": n,
+                "d_h": d_h, "d_v": d_v, "residual_above": above, "residual_below": below,
+                "control_tol": CONTROL_TOL, "restarts": RESTARTS,
+                "homogeneity_bound": homogeneity_bound(n, m, d_out)})
 
 
 @claim(
@@ -94,11 +91,15 @@ def _fcn_trained(seed: int) -> Measurement:
 )
 def _attention_beside(seed: int) -> Measurement:
     T = theorem1_bound(H, n, d_h)
-    E, e, _, y = _data(T, seed)
+    E, e, _, y = draw_eq29_dataset(T, n, d, d_out, seed)
     W = build_memorizing_weights(E, e, y, H=H, d_h=d_h, d_v=d_v, seed=seed)
     r = check_memorization(W, E, e, y)
     m = matched_hidden_width(H, d, n, d_h, d_v, d_out)
+    p3 = proposition3_bound(n, m, d_out)
     return at_most(r["max_abs_error"], ATTENTION_TOL, (
         f"max |y_hat - y|, float64; H={H} d={d} n={n} d_h={d_h} d_v={d_v}, T={T} ({r['bound_name']}); "
         f"rank Z {r['rank_Z']}, sigma_min(Z) {r['sigma_min_Z']:.1e}, saturation scale c {r['c']:.2g}; "
-        f"the matched FCN (m={m}) has Proposition 3 bound {proposition3_bound(n, m, d_out):g}"))
+        f"the matched FCN (m={m}) has Proposition 3 bound {p3:g}"),
+        values={"H": H, "d": d, "n": n, "d_h": d_h, "d_v": d_v, "T": T, "bound_name": r["bound_name"],
+                "max_abs_error": r["max_abs_error"], "rank_Z": r["rank_Z"], "sigma_min_Z": r["sigma_min_Z"],
+                "c": r["c"], "m": m, "proposition3_bound": p3})

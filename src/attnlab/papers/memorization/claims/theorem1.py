@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
+from attnlab.papers.memorization.construction import memorize_drawn_dataset
 from attnlab.registry import Measurement, at_least, at_most, claim
-from attnlab.papers.memorization.construction import build_memorizing_weights, check_memorization
-from attnlab.papers.memorization.model import draw_dataset
 
 D, N = 64, 32  # the paper's §5.2 sizes
-
-
-def _built(T: int, n: int, H: int, d_h: int, *, shared: bool, seed: int) -> dict:
-    E, e, y = draw_dataset(T, n, D, 1, shared=shared, seed=seed)
-    return check_memorization(build_memorizing_weights(E, e, y, H=H, d_h=d_h, seed=seed), E, e, y)
 
 
 @claim(
@@ -21,15 +15,17 @@ def _built(T: int, n: int, H: int, d_h: int, *, shared: bool, seed: int) -> dict
     paper_value="T = 32 (H=1), 125 (H=4) at d=64, n=32, d_h=64",
 )
 def _theorem1(seed: int) -> Measurement:
-    worst, parts = 0.0, []
+    worst, parts, cases = 0.0, [], []
     for H in (1, 4):
         T = H * (N - 1) + 1
-        r = _built(T, N, H, D, shared=True, seed=seed)
+        _, _, r = memorize_drawn_dataset(T, N, D, 1, H=H, d_h=D, shared=True, seed=seed)
         worst = max(worst, r["max_abs_error"])
         parts.append(f"H={H} T={T}: err {r['max_abs_error']:.1e}, rank Z {r['rank_Z']}, "
                      f"sigma_min {r['sigma_min_Z']:.1e}, c {r['c']:.2g}")
+        cases.append({"H": H, "T": T, "max_abs_error": r["max_abs_error"], "rank_Z": r["rank_Z"],
+                      "sigma_min_Z": r["sigma_min_Z"], "c": r["c"]})
     return at_most(worst, 1e-8, "max |y_hat - y|, float64, shared context, d=64, n=32, d_h=64, y ~ N(0,1); "
-                   + "; ".join(parts))
+                   + "; ".join(parts), values={"d": D, "n": N, "d_h": D, "cases": cases})
 
 
 @claim(
@@ -39,17 +35,20 @@ def _theorem1(seed: int) -> Measurement:
     paper_value="rank Z >= H(r-1)+1",
 )
 def _proposition1(seed: int) -> Measurement:
-    cases = [  # (T, H, d_h, shared): r = 32, 16, 32
+    plan = [  # (T, H, d_h, shared): r = 32, 16, 32
         (4 * 31 + 1, 4, D, False),
         (3 * 15 + 1, 3, 16, True),
         (40, 2, D, True),
     ]
-    margin, parts = None, []
-    for T, H, d_h, shared in cases:
-        r = _built(T, N, H, d_h, shared=shared, seed=seed)
+    margin, parts, cases = None, [], []
+    for T, H, d_h, shared in plan:
+        _, _, r = memorize_drawn_dataset(T, N, D, 1, H=H, d_h=d_h, shared=shared, seed=seed)
         need = min(H * (min(N, d_h) - 1) + 1, T)
         margin = r["rank_Z"] - need if margin is None else min(margin, r["rank_Z"] - need)
         parts.append(f"H={H} d_h={d_h} T={T} {'shared' if shared else 'per-example'}: rank {r['rank_Z']} "
                      f"(need {need}), sigma_min {r['sigma_min_Z']:.1e}")
+        cases.append({"H": H, "d_h": d_h, "T": T, "shared": shared, "rank_Z": r["rank_Z"], "need": need,
+                      "sigma_min_Z": r["sigma_min_Z"]})
     return at_least(margin, 0, "min over cases of rank Z - min(H(r-1)+1, T); rank counts singular values "
-                    "> sigma_max max(T, Hd) eps; d=64, n=32; " + "; ".join(parts))
+                    "> sigma_max max(T, Hd) eps; d=64, n=32; " + "; ".join(parts),
+                    values={"d": D, "n": N, "cases": cases})

@@ -22,17 +22,24 @@ at quick scale instead of 197 patches / 512 tokens.
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 from dataclasses import dataclass
 
 import numpy as np
 
-from attnlab.analysis import kruskal
+from attnlab.analysis.kruskal import (
+    PAPER_PASS_FRACTION,
+    RTOL,
+    RandomizedRankTest,
+    general_position_test,
+    kruskal_rank_estimate,
+)
+from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.config import check_int
+from attnlab.papers.memorization.assumptions import assumption1_test, assumption2_test, assumption3_test
+from attnlab.papers.memorization.token_layers import random_layer_outputs, sinusoidal_rank
 from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _resolve
+from attnlab.results import PALETTE, Check, ExperimentResult, LineFigure, Table, check, line_figure, series
+from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.assumptions"
 CHECKS = ("general_position", "assumption1", "assumption2", "assumption3")
@@ -49,45 +56,37 @@ LAYERS = {
     "minilm-random-L0": ("MiniLM architecture, re-initialised, L0", "Table 3: BERT Random L0", (NO, NO, YES, NA)),
     "minilm-random-L1": ("MiniLM architecture, re-initialised, L1", "Table 3: BERT Random L1", (NO, NO, YES, NA)),
 }
-PRESETS = {
-    "quick": {"T": 500, "n": 64, "trials": 5000, "gp_trials": 20, "estimate_trials": 20,
-              "fig_T": 400, "fig_n": (8, 16, 32, 64), "fig_d": (64, 128, 256), "fig_n_at_d": 32},
-    "paper": {"T": 1800, "n": 128, "trials": 5000, "gp_trials": 500, "estimate_trials": 100,
-              "fig_T": 1800, "fig_n": (16, 32, 64, 128, 256), "fig_d": (64, 128, 256, 384, 768),
-              "fig_n_at_d": 32},
-}
 
 
 @dataclass(frozen=True)
 class AssumptionsConfig(RunConfig):
-    """T examples of n tokens (n < d); d, n_heads: the random layers (MiniLM is fixed at d = 384, 12
-    heads); trials: n-subsets per randomized test (paper: 5000); gp_trials: d-subsets for General
-    Position; estimate_trials: random orderings per Kruskal-rank estimate; rtol: sigma_k > rtol
-    sigma_1 decides independence; pass_fraction: the paper's 99%; layers: which rows to test (None:
-    all of LAYERS); fig_n (at d), fig_d (at n = fig_n_at_d), fig_T: the Figure 1 grid for the random
-    attention layer. Fields left None come from the scale preset. ``device`` is accepted for the
-    runner; the layers and the tests run on the CPU in float64."""
+    """T examples of n tokens (n < d) through every layer of ``layers``. ``device`` is accepted for
+    the runner; the layers and the tests run on the CPU in float64."""
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    T: int | None = None
-    n: int | None = None
-    d: int = 384
-    n_heads: int = 12
-    trials: int | None = None
-    gp_trials: int | None = None
-    estimate_trials: int | None = None
-    rtol: float = kruskal.RTOL
-    pass_fraction: float = kruskal.PAPER_PASS_FRACTION
-    layers: tuple[str, ...] | None = None
-    fig_T: int | None = None
-    fig_n: tuple[int, ...] | None = None
-    fig_d: tuple[int, ...] | None = None
-    fig_n_at_d: int | None = None
+    PRESETS = {
+        "quick": {"T": 500, "n": 64, "trials": 5000, "gp_trials": 20, "estimate_trials": 20,
+                  "fig_T": 400, "fig_n": (8, 16, 32, 64), "fig_d": (64, 128, 256), "fig_n_at_d": 32},
+        "paper": {"T": 1800, "n": 128, "trials": 5000, "gp_trials": 500, "estimate_trials": 100,
+                  "fig_T": 1800, "fig_n": (16, 32, 64, 128, 256), "fig_d": (64, 128, 256, 384, 768),
+                  "fig_n_at_d": 32},
+    }
 
-    def __post_init__(self) -> None:
-        _resolve(self, PRESETS)
+    T: int | None = param(None, "examples (each one query and one context)")
+    n: int | None = param(None, "tokens per example, n < d")
+    d: int = param(384, "width of the random layers (MiniLM is fixed at d = 384, 12 heads)")
+    n_heads: int = param(12, "heads of the random layers")
+    trials: int | None = param(None, "n-subsets per randomized test (paper: 5000)")
+    gp_trials: int | None = param(None, "d-subsets for General Position")
+    estimate_trials: int | None = param(None, "random orderings per Kruskal-rank estimate")
+    rtol: float = param(RTOL, "sigma_k > rtol sigma_1 decides independence")
+    pass_fraction: float = param(PAPER_PASS_FRACTION, "share of full-rank trials for a pass (paper: 99%)")
+    layers: tuple[str, ...] | None = param(None, f"rows to test (None: all of {', '.join(LAYERS)})")
+    fig_T: int | None = param(None, "examples of the Figure 1 grid (random attention layer)")
+    fig_n: tuple[int, ...] | None = param(None, "context sizes n of Figure 1, at d")
+    fig_d: tuple[int, ...] | None = param(None, "widths d of Figure 1 (multiples of 32), at n = fig_n_at_d")
+    fig_n_at_d: int | None = param(None, "context size of the Figure 1 sweep over d")
+
+    def validate(self) -> None:
         for name, lo in (("T", 2), ("n", 5), ("d", 2), ("n_heads", 1), ("trials", 1), ("gp_trials", 1),
                          ("estimate_trials", 1), ("fig_T", 2), ("fig_n_at_d", 5)):
             check_int(name, getattr(self, name), lo)
@@ -97,10 +96,8 @@ class AssumptionsConfig(RunConfig):
             raise ConfigError(f"the paper's setting needs n < d: got n={self.n}, d={self.d}; lower n")
         if not self.n <= self.T:
             raise ConfigError(f"T={self.T} must be at least n={self.n} (n-subsets of the T queries are tested)")
-        if not (isinstance(self.rtol, float) and 0 < self.rtol < 1):
-            raise ConfigError(f"rtol must be a float in (0, 1), got {self.rtol!r}")
-        if not (isinstance(self.pass_fraction, float) and 0 < self.pass_fraction <= 1):
-            raise ConfigError(f"pass_fraction must be a float in (0, 1], got {self.pass_fraction!r}")
+        check_number("rtol", self.rtol, 0, 1, open_min=True, open_max=True)
+        check_number("pass_fraction", self.pass_fraction, 0, 1, open_min=True)
         layers = tuple(LAYERS) if self.layers is None else tuple(self.layers)
         unknown = [x for x in layers if x not in LAYERS]
         if unknown or not layers:
@@ -108,10 +105,7 @@ class AssumptionsConfig(RunConfig):
                                    f"{', '.join(LAYERS)}")
         object.__setattr__(self, "layers", layers)
         for name in ("fig_n", "fig_d"):
-            v = tuple(getattr(self, name))
-            if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 5 for x in v):
-                raise ConfigError(f"{name} must list integers >= 5, got {v!r}")
-            object.__setattr__(self, name, v)
+            object.__setattr__(self, name, check_ints(name, getattr(self, name), minimum=5))
         if any(d % FIG_D_HEAD or d <= self.fig_n_at_d for d in self.fig_d):
             raise ConfigError(f"every fig_d must be a multiple of {FIG_D_HEAD} (the head size) and above "
                               f"fig_n_at_d={self.fig_n_at_d}, got {self.fig_d!r}")
@@ -127,12 +121,12 @@ def assumption_tests(E: np.ndarray, e: np.ndarray, cfg: AssumptionsConfig, seed:
     """GP, Assumptions 1-3 and a Kruskal-rank estimate of the queries for contexts E (T, n, d), queries e (T, d)."""
     n = E.shape[1]
     kw = dict(trials=cfg.trials, seed=seed, pass_fraction=cfg.pass_fraction, rtol=cfg.rtol)
-    gp = kruskal.general_position_test(e, trials=cfg.gp_trials, seed=seed + 1, pass_fraction=cfg.pass_fraction,
-                                       rtol=cfg.rtol)
-    a1 = kruskal.assumption1_test(e, n, **kw)
-    a2 = kruskal.assumption2_test(E, rtol=cfg.rtol)
-    a3 = kruskal.assumption3_test(E, e, **kw)
-    est = kruskal.kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=seed + 2, rtol=cfg.rtol)
+    gp = general_position_test(e, trials=cfg.gp_trials, seed=seed + 1, pass_fraction=cfg.pass_fraction,
+                               rtol=cfg.rtol)
+    a1 = assumption1_test(e, n, **kw)
+    a2 = assumption2_test(E, rtol=cfg.rtol)
+    a3 = assumption3_test(E, e, **kw)
+    est = kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=seed + 2, rtol=cfg.rtol)
     return {
         "general_position": {"holds": gp.holds_, "fraction": gp.fraction_independent_, "k": gp.k,
                              "method": gp.method, "trials": gp.trials, "rtol": gp.rtol},
@@ -145,7 +139,7 @@ def assumption_tests(E: np.ndarray, e: np.ndarray, cfg: AssumptionsConfig, seed:
     }
 
 
-def _randomized(r: kruskal.RandomizedRankTest) -> dict:
+def _randomized(r: RandomizedRankTest) -> dict:
     return {"holds": r.holds_, "fraction": r.fraction_full_rank_, "min_rel_sigma": r.min_rel_sigma_, "k": r.n,
             "trials": r.trials, "pass_fraction": r.pass_fraction, "rtol": r.rtol}
 
@@ -163,8 +157,6 @@ def _word_ids(T: int, n: int, seed: int) -> tuple[np.ndarray, int]:
 
 def random_outputs(cfg: AssumptionsConfig, layer: str, T: int, n: int, d: int, n_heads: int):
     """(E, e) of a random layer ("embedding", "attention", "transformer") on T English examples."""
-    from attnlab.papers.memorization.token_layers import random_layer_outputs
-
     ids, V = _word_ids(T, n, cfg.seed)
     out = random_layer_outputs(ids, layer, vocab_size=V, d=d, n_heads=n_heads, seed=cfg.seed)
     return out.E, out.e
@@ -201,7 +193,7 @@ def figure1_estimates(cfg: AssumptionsConfig) -> dict:
     (at d) and vs d (at fig_n_at_d)."""
     def est(n: int, d: int) -> int:
         _, e = random_outputs(cfg, "attention", cfg.fig_T, n, d, d // FIG_D_HEAD)
-        return kruskal.kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=cfg.seed, rtol=cfg.rtol).estimate_
+        return kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=cfg.seed, rtol=cfg.rtol).estimate_
 
     return {"vs_n": {"d": cfg.d, "n": list(cfg.fig_n), "estimate": [est(n, cfg.d) for n in cfg.fig_n]},
             "vs_d": {"n": cfg.fig_n_at_d, "d": list(cfg.fig_d),
@@ -212,45 +204,40 @@ def figure1_estimates(cfg: AssumptionsConfig) -> dict:
 # --------------------------------------------------------------------------------------
 # the experiment
 # --------------------------------------------------------------------------------------
-def run_assumptions(cfg: AssumptionsConfig, run_dir=None) -> dict:
+def run_assumptions(cfg: AssumptionsConfig, run_dir=None) -> ExperimentResult:
     results = {}
     for i, (layer, E, e) in enumerate(_layer_outputs(cfg)):
         res = assumption_tests(E, e, cfg, seed=cfg.seed + 10 * i)
         res["shape"] = list(E.shape)
         results[layer] = res
-        if run_dir is not None:
-            run_dir.append_metric({"experiment": EXPERIMENT_ID, "layer": layer, **res})
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "layer": layer, **res})
     fig = figure1_estimates(cfg)
-    from attnlab.papers.memorization.token_layers import sinusoidal_rank
-
     fig["sinusoidal_rank"] = {"n": cfg.n, "d": cfg.d, "rtol": cfg.rtol,
                               "rank": sinusoidal_rank(cfg.n, cfg.d, rtol=cfg.rtol)}
-    return {"summary": _summary(results), "tables": [_table_ours(cfg, results), _table_paper(results)],
-            "figures": _figures(cfg, fig), "notes": _notes(cfg, results, fig),
-            "data": {"layers": results, "figure1": fig}}
+    return ExperimentResult(summary=_summary(results), tables=[_table_ours(cfg, results), _table_paper(results)],
+                            figures=_figures(cfg, fig), notes=_notes(cfg, results, fig),
+                            data={"layers": results, "figure1": fig})
 
 
 def _mark(holds: bool) -> str:
     return YES if holds else NO
 
 
-def _summary(results: dict) -> list[dict]:
+def _summary(results: dict) -> list[Check]:
     """One row per (layer, check): the paper's verdict for the counterpart beside ours. Agreement is
     "pass"; a different verdict is "info" (different data and model, explained in the notes), not a
     failure of the code."""
     rows = []
     for layer, res in results.items():
         _, counterpart, paper = LAYERS[layer]
-        for check, verdict in zip(CHECKS, paper):
-            r = res[check]
+        for name, verdict in zip(CHECKS, paper):
+            r = res[name]
             ours = _mark(r["holds"])
-            status = "info" if verdict == NA or verdict != ours else "pass"
             margin = f", min sigma ratio {r['min_rel_sigma']:.2e}" if "min_rel_sigma" in r else ""
-            rows.append({"quantity": f"{check.replace('_', ' ')}: {layer} (T={res['shape'][0]}, n={res['shape'][1]}, "
-                                     f"d={res['shape'][2]})",
-                         "paper_value": f"{verdict} ({counterpart})", "measured": f"{ours} {r['fraction']:.4f}",
-                         "expected": verdict, "status": status,
-                         "detail": _how(r) + margin + ("" if verdict in (NA, ours) else "; DIFFERS from the paper")})
+            rows.append(check(f"{name.replace('_', ' ')}: {layer} (T={res['shape'][0]}, n={res['shape'][1]}, "
+                              f"d={res['shape'][2]})", f"{verdict} ({counterpart})", f"{ours} {r['fraction']:.4f}",
+                              verdict, None if verdict == NA or verdict != ours else True,
+                              _how(r) + margin + ("" if verdict in (NA, ours) else "; DIFFERS from the paper")))
     return rows
 
 
@@ -262,7 +249,7 @@ def _how(r: dict) -> str:
             f"independent (sigma_k > {r['rtol']:g} sigma_1)")
 
 
-def _table_ours(cfg: AssumptionsConfig, results: dict) -> dict:
+def _table_ours(cfg: AssumptionsConfig, results: dict) -> Table:
     rows = []
     for layer, res in results.items():
         gp, a1, a2, a3 = (res[c] for c in CHECKS)
@@ -271,28 +258,26 @@ def _table_ours(cfg: AssumptionsConfig, results: dict) -> dict:
                      f"{_mark(a1['holds'])} {a1['fraction']:.4f}", a1["min_rel_sigma"],
                      f"{_mark(a2['holds'])} {a2['fraction']:.4f}", a2["min_rel_sigma"],
                      f"{_mark(a3['holds'])} {a3['fraction']:.4f}", res["kruskal_estimate"]["estimate"]])
-    return {"title": f"Assumption tests on English text (T x n x d; rank decided at sigma_k > {cfg.rtol:g} sigma_1; "
-                     f"A1/A3: {cfg.trials} random n-subsets, holds iff >= {cfg.pass_fraction:.0%} of full rank)",
-            "columns": ["layer", "source", "T x n x d", "General Position", "Asm. 1 fraction", "Asm. 1 min sigma ratio",
-                        "Asm. 2 fraction", "Asm. 2 min sigma ratio", "Asm. 3 fraction", "Kruskal estimate (upper)"],
-            "formats": ["text", "text", "text", "text", "text", "float", "text", "float", "text", "int"], "rows": rows}
+    return Table(f"Assumption tests on English text (T x n x d; rank decided at sigma_k > {cfg.rtol:g} sigma_1; "
+                 f"A1/A3: {cfg.trials} random n-subsets, holds iff >= {cfg.pass_fraction:.0%} of full rank)",
+                 ["layer", "source", "T x n x d", "General Position", "Asm. 1 fraction", "Asm. 1 min sigma ratio",
+                  "Asm. 2 fraction", "Asm. 2 min sigma ratio", "Asm. 3 fraction", "Kruskal estimate (upper)"],
+                 rows, ["text", "text", "text", "text", "text", "float", "text", "float", "text", "int"])
 
 
-def _table_paper(results: dict) -> dict:
+def _table_paper(results: dict) -> Table:
     rows = []
     for layer, res in results.items():
         _, counterpart, paper = LAYERS[layer]
         rows.append([layer, counterpart, *(f"{p} / {_mark(res[c]['holds'])}" for c, p in zip(CHECKS, paper))])
-    return {"title": "Paper (Table 1: ViT on ImageNet; Table 3: BERT on Wikipedia) / ours (MiniLM and random layers "
-                     "on Python's documentation); — = not reported",
-            "columns": ["layer", "paper counterpart", "Gen. Pos. paper / ours", "Asm. 1 paper / ours",
-                        "Asm. 2 paper / ours", "Asm. 3 paper / ours"],
-            "formats": ["text"] * 6, "rows": rows}
+    return Table("Paper (Table 1: ViT on ImageNet; Table 3: BERT on Wikipedia) / ours (MiniLM and random layers "
+                 "on Python's documentation); — = not reported",
+                 ["layer", "paper counterpart", "Gen. Pos. paper / ours", "Asm. 1 paper / ours",
+                  "Asm. 2 paper / ours", "Asm. 3 paper / ours"],
+                 rows, ["text"] * 6)
 
 
-def _figures(cfg: AssumptionsConfig, fig: dict) -> list[dict]:
-    from attnlab.results import PALETTE, line_figure, series
-
+def _figures(cfg: AssumptionsConfig, fig: dict) -> list[LineFigure]:
     vn, vd = fig["vs_n"], fig["vs_d"]
     return [
         line_figure("memorization-kruskal-vs-n.png",

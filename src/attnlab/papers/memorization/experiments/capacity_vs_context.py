@@ -16,14 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnlab.config import check_int, param
 from attnlab.errors import ConfigError
-from attnlab.config import check_int
-from attnlab.papers.memorization.capacity_cells import (
-    AUTHORS_PROTOCOL,
-    CapacitySettings,
-    check_grid,
-    run_points,
-)
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, check_grid, run_points
 from attnlab.papers.memorization.capacity_report import (
     bound_info_row,
     bound_rows,
@@ -35,29 +30,30 @@ from attnlab.papers.memorization.capacity_report import (
     panel_points,
 )
 from attnlab.registry import Experiment, register
+from attnlab.results import ExperimentResult
 
 EXPERIMENT_ID = "memorization.capacity-vs-context"
-PRESETS = {
-    # quick: H = 4 instead of 20 and n up to 32 so that T stays in the hundreds
-    "quick": {"H": 4, "n_grid": (4, 8, 16, 32), "T_factors": (1.0, 2.0, 4.0, 8.0), "steps": 600, "lr": 5e-3,
-              "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2, "eval_every": 50},
-    "paper": {"H": 20, "n_grid": (4, 8, 16, 24, 32, 48, 64), "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0),
-              **AUTHORS_PROTOCOL, "replicates": 3},
-}
 
 
 @dataclass(frozen=True)
 class ContextConfig(CapacitySettings):
-    """Fig. 2(b): H heads fixed, n_grid: context sizes n (each <= d, Assumption 2).
-    The other fields: :class:`CapacitySettings` (``n`` is not used: n_grid sweeps it)."""
+    """Fig. 2(b): H heads fixed, context sizes n swept (each <= d, Assumption 2). The other
+    fields: :class:`~attnlab.papers.memorization.capacity_cells.CapacitySettings` (``n`` is not
+    used: n_grid sweeps it)."""
 
-    PRESETS = PRESETS
+    PRESETS = {
+        # quick: H = 4 instead of 20 and n up to 32 so that T stays in the hundreds
+        "quick": {"H": 4, "n_grid": (4, 8, 16, 32), "T_factors": (1.0, 2.0, 4.0, 8.0), "steps": 600, "lr": 5e-3,
+                  "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2, "eval_every": 50},
+        "paper": {"H": 20, "n_grid": (4, 8, 16, 24, 32, 48, 64),
+                  "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), **AUTHORS_PROTOCOL, "replicates": 3},
+    }
 
-    H: int | None = None
-    n_grid: tuple[int, ...] | None = None
+    H: int | None = param(None, "number of heads H (paper: 20)")
+    n_grid: tuple[int, ...] | None = param(None, "context sizes n, each <= d")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         check_int("H", self.H, 1)
         n_grid = check_grid("n_grid", self.n_grid, "context sizes", minimum=2)
         if max(n_grid) > self.d:
@@ -66,16 +62,17 @@ class ContextConfig(CapacitySettings):
         object.__setattr__(self, "n_grid", n_grid)
 
 
-def run_context(cfg: ContextConfig, run_dir=None) -> dict:
+def run_context(cfg: ContextConfig, run_dir=None) -> ExperimentResult:
     cells = run_points(cfg, panel_points("n", cfg.n_grid, cfg.H, cfg.n, cfg.d_h), run_dir, EXPERIMENT_ID)
     p = panel(cfg, cells, "n", cfg.n_grid, cfg.H)
     summary = bound_rows(cfg, p, cfg.H) + [r for r in [monotone_row(p)] if r] + [bound_info_row(p)]
-    return {"summary": summary, "tables": [cells_table(cfg, cells)],
-            "figures": [curves_figure(cfg, cells, p, "memorization-vs-T-per-context.png",
-                                      "Memorization vs T per context size n (Fig. 2(b))"),
-                        largest_figure(cfg, p, "memorization-capacity-vs-context.png",
-                                       "Largest T memorized vs context size n (Fig. 2(b))")],
-            "notes": _notes(cfg), "data": {"cells": cells, "panel": p}}
+    return ExperimentResult(
+        summary=summary, tables=[cells_table(cfg, cells)],
+        figures=[curves_figure(cfg, cells, p, "memorization-vs-T-per-context.png",
+                               "Memorization vs T per context size n (Fig. 2(b))"),
+                 largest_figure(cfg, p, "memorization-capacity-vs-context.png",
+                                "Largest T memorized vs context size n (Fig. 2(b))")],
+        notes=_notes(cfg), data={"cells": cells, "panel": p})
 
 
 def _notes(cfg: ContextConfig) -> list[str]:

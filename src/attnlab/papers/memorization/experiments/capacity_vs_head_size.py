@@ -24,15 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnlab.papers.memorization.model import theorem1_bound
+from attnlab.config import check_int, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.config import check_int
-from attnlab.papers.memorization.capacity_cells import (
-    AUTHORS_PROTOCOL,
-    CapacitySettings,
-    check_grid,
-    run_points,
-)
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, check_grid, run_points
 from attnlab.papers.memorization.capacity_report import (
     bound_info_row,
     bound_rows,
@@ -43,40 +37,39 @@ from attnlab.papers.memorization.capacity_report import (
     panel,
     panel_points,
 )
+from attnlab.papers.memorization.model import theorem1_bound
 from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _row
+from attnlab.results import Check, ExperimentResult, check
 
 EXPERIMENT_ID = "memorization.capacity-vs-head-size"
-PRESETS = {
-    # quick: H = 2 instead of 4; the flat part is d_h = 64 against d_h = n = 32
-    "quick": {"H": 2, "d_h_grid": (8, 16, 32, 64), "T_factors": (1.0, 2.0, 3.0, 4.0), "steps": 1200,
-              "lr": 5e-3, "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2, "eval_every": 50},
-    # App. A: Fig. 2(c) needs 300k steps
-    "paper": {"H": 4, "d_h_grid": (4, 8, 16, 24, 32, 48, 64, 128), "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0),
-              **AUTHORS_PROTOCOL, "steps": 300_000, "warmup": 15_000, "eval_every": 2_000, "replicates": 3},
-}
 
 
 @dataclass(frozen=True)
 class HeadSizeConfig(CapacitySettings):
-    """Fig. 2(c): H heads and n fixed, d_h_grid: head sizes; flat_tol: the relative gain in T* beyond
-    d_h > n still counted as "no gain". The other fields: :class:`CapacitySettings`."""
+    """Fig. 2(c): H heads and n fixed, head sizes d_h swept. The other fields:
+    :class:`~attnlab.papers.memorization.capacity_cells.CapacitySettings`."""
 
-    PRESETS = PRESETS
+    PRESETS = {
+        # quick: H = 2 instead of 4; the flat part is d_h = 64 against d_h = n = 32
+        "quick": {"H": 2, "d_h_grid": (8, 16, 32, 64), "T_factors": (1.0, 2.0, 3.0, 4.0), "steps": 1200,
+                  "lr": 5e-3, "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2, "eval_every": 50},
+        # App. A: Fig. 2(c) needs 300k steps
+        "paper": {"H": 4, "d_h_grid": (4, 8, 16, 24, 32, 48, 64, 128),
+                  "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), **AUTHORS_PROTOCOL, "steps": 300_000,
+                  "warmup": 15_000, "eval_every": 2_000, "replicates": 3},
+    }
 
-    H: int | None = None
-    d_h_grid: tuple[int, ...] | None = None
-    flat_tol: float = 0.5
+    H: int | None = param(None, "number of heads H")
+    d_h_grid: tuple[int, ...] | None = param(None, "head sizes d_h (at least one <= n)")
+    flat_tol: float = param(0.5, "relative gain in T* beyond d_h > n still counted as no gain")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         check_int("H", self.H, 1)
         object.__setattr__(self, "d_h_grid", check_grid("d_h_grid", self.d_h_grid, "head sizes"))
         if min(self.d_h_grid) > self.n:
             raise ConfigError(f"d_h_grid needs a head size <= n={self.n} to compare against, got {self.d_h_grid!r}")
-        tol = self.flat_tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < math.inf:
-            raise ConfigError(f"flat_tol must be a number >= 0 (relative gain in T*), got {tol!r}")
+        check_number("flat_tol", self.flat_tol, 0)
 
     def T_grid(self, H: int, n: int | None = None, d_h: int | None = None) -> list[int]:
         """One T axis for every d_h, as in Fig. 2(c): f (H (n - 1) + 1) for f in T_factors (the bound
@@ -86,9 +79,9 @@ class HeadSizeConfig(CapacitySettings):
         return sorted(set(CapacitySettings.T_grid(self, H, n, n)) | {theorem1_bound(H, n, d_h)})
 
 
-def flat_beyond_n(cfg: HeadSizeConfig, cells: list[dict], p: dict) -> list[dict]:
+def flat_beyond_n(cfg: HeadSizeConfig, cells: list[dict], p: dict) -> list[Check]:
     """For every d_h > n: T* gain over d_h0 = max{d_h <= n} (pass if <= flat_tol), and the largest
-    gain in mean train accuracy at a T both were trained on (info)."""
+    gain in mean train accuracy at a T both were trained on (in the detail)."""
     ref = max(v for v in p["values"] if v <= cfg.n)
     best = dict(zip(p["values"], p["largest_T_memorized"]))
 
@@ -100,14 +93,14 @@ def flat_beyond_n(cfg: HeadSizeConfig, cells: list[dict], p: dict) -> list[dict]
         gain = (best[v] - best[ref]) / best[ref] if best[ref] else math.inf
         a, a0 = acc(v), acc(ref)
         acc_gain = max((a[T] - a0[T] for T in a.keys() & a0.keys()), default=float("nan"))
-        rows.append(_row(f"no gain beyond d_h > n: T* at d_h={v} vs d_h={ref} (n={cfg.n})", "flat",
-                         f"{best[v]} vs {best[ref]} ({gain:+.0%})", f"gain <= {cfg.flat_tol:.0%}",
-                         gain <= cfg.flat_tol,
-                         f"largest gain in mean train accuracy at a common T: {acc_gain:+.3f}"))
+        rows.append(check(f"no gain beyond d_h > n: T* at d_h={v} vs d_h={ref} (n={cfg.n})", "flat",
+                          f"{best[v]} vs {best[ref]} ({gain:+.0%})", f"gain <= {cfg.flat_tol:.0%}",
+                          gain <= cfg.flat_tol,
+                          f"largest gain in mean train accuracy at a common T: {acc_gain:+.3f}"))
     return rows
 
 
-def run_head_size(cfg: HeadSizeConfig, run_dir=None) -> dict:
+def run_head_size(cfg: HeadSizeConfig, run_dir=None) -> ExperimentResult:
     points = panel_points("d_h", cfg.d_h_grid, cfg.H, cfg.n, cfg.d_h)
     cells = run_points(cfg, points, run_dir, EXPERIMENT_ID)
     p = panel(cfg, cells, "d_h", cfg.d_h_grid, cfg.H)
@@ -115,12 +108,13 @@ def run_head_size(cfg: HeadSizeConfig, run_dir=None) -> dict:
              for k in ("values", "largest_T_memorized")} | {"swept": "d_h (<= n)"}
     summary = bound_rows(cfg, p, cfg.H) + [r for r in [monotone_row(below)] if r]
     summary += flat_beyond_n(cfg, cells, p) + [bound_info_row(p)]
-    return {"summary": summary, "tables": [cells_table(cfg, cells)],
-            "figures": [curves_figure(cfg, cells, p, "memorization-vs-T-per-head-size.png",
-                                      "Memorization vs T per head size d_h (Fig. 2(c))"),
-                        largest_figure(cfg, p, "memorization-capacity-vs-head-size.png",
-                                       "Largest T memorized vs head size d_h (Fig. 2(c))")],
-            "notes": _notes(cfg), "data": {"cells": cells, "panel": p}}
+    return ExperimentResult(
+        summary=summary, tables=[cells_table(cfg, cells)],
+        figures=[curves_figure(cfg, cells, p, "memorization-vs-T-per-head-size.png",
+                               "Memorization vs T per head size d_h (Fig. 2(c))"),
+                 largest_figure(cfg, p, "memorization-capacity-vs-head-size.png",
+                                "Largest T memorized vs head size d_h (Fig. 2(c))")],
+        notes=_notes(cfg), data={"cells": cells, "panel": p})
 
 
 def _notes(cfg: HeadSizeConfig) -> list[str]:

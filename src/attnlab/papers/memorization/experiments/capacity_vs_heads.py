@@ -3,7 +3,7 @@
 memorization-capacity-of-mha §5.2 and Appendix H. Setting (§5.2): d = 64, context
 size n = 32, head size d_h = d, one context E (n x d) shared by all T examples
 (Proposition 2), raw tokens and queries iid U(0, 1)^d, labels uniform over 100
-classes. The model is eqs. (1)-(6) (attnlab.papers.memorization.batched_model.attention_classifier)
+classes. The model is eqs. (1)-(6) (:mod:`attnlab.papers.memorization.model`)
 applied to the raw inputs: the paper's embedding layer and positional encoding are
 left out, so the only trained maps are W_K, W_Q, W_V, W_O, W_D.
 
@@ -23,28 +23,20 @@ after 300k Adam steps; quick scale trains about 600 steps, so ours are lower bou
 of what gradient descent reaches, on a grid). The line T*_H = a H + b is fitted by
 least squares and its R^2 compared with the paper's R^2 >= 0.98.
 
-The shared machinery (settings, cells, T*, figures) lives in
-``memorization_capacity_cells`` and ``memorization_capacity_report``; the other
-panels of Fig. 2, Fig. 4 and Fig. 5 are ``memorization_capacity_context``,
-``_head_size``, ``_general_position`` and ``_regression``.
+The shared machinery (settings, cells, T*, figures) is in
+:mod:`attnlab.papers.memorization.capacity_cells` and
+:mod:`attnlab.papers.memorization.capacity_report`; the other panels of Fig. 2 and
+Fig. 4 and 5 are the experiments capacity-vs-context, capacity-vs-head-size,
+general-position and regression.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnlab.papers.memorization.model import theorem1_bound  # noqa: F401  (re-exported)
-from attnlab.papers.memorization.capacity_cells import (  # noqa: F401  (re-exported)
-    AUTHORS_PROTOCOL,
-    CapacitySettings,
-    check_grid,
-    largest_memorized,
-    linear_fit,
-    run_points,
-    train_cell,
-)
+from attnlab.config import param
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, check_grid, run_points
 from attnlab.papers.memorization.capacity_report import (
-    PAPER_R2,  # noqa: F401  (re-exported)
     bound_info_row,
     bound_rows,
     cells_table,
@@ -54,51 +46,50 @@ from attnlab.papers.memorization.capacity_report import (
     r2_row,
 )
 from attnlab.registry import Experiment, register
+from attnlab.results import PALETTE, ExperimentResult, LineFigure, series
 
 EXPERIMENT_ID = "memorization.capacity-vs-heads"
 # App. H (FIELD-NOTES): d=64, n=32, d_h=64, 300k steps. App. H calls H = 4, 8 "head sizes"; H is the
 # number of heads (the head size d_h is 64 there).
 PAPER_T_MEMORIZED = {4: 550, 8: 1300}
-PRESETS = {
-    "quick": {"H_grid": (1, 2, 4), "T_factors": (1.0, 2.0, 4.0, 6.0), "steps": 600, "lr": 5e-3,
-              "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2, "eval_every": 50},
-    "paper": {"H_grid": (1, 2, 4, 8, 16), "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0),
-              **AUTHORS_PROTOCOL, "replicates": 3},
-}
 
 
 @dataclass(frozen=True)
 class CapacityConfig(CapacitySettings):
-    """Fig. 2(a): H_grid: numbers of heads, n and d_h fixed (paper: n = 32, d_h = d = 64).
-    The other fields: :class:`CapacitySettings`."""
+    """Fig. 2(a): numbers of heads H swept, n and d_h fixed (paper: n = 32, d_h = d = 64).
+    The other fields: :class:`~attnlab.papers.memorization.capacity_cells.CapacitySettings`."""
 
-    PRESETS = PRESETS
+    PRESETS = {
+        "quick": {"H_grid": (1, 2, 4), "T_factors": (1.0, 2.0, 4.0, 6.0), "steps": 600, "lr": 5e-3,
+                  "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2, "eval_every": 50},
+        "paper": {"H_grid": (1, 2, 4, 8, 16), "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0),
+                  **AUTHORS_PROTOCOL, "replicates": 3},
+    }
 
-    H_grid: tuple[int, ...] | None = None
+    H_grid: tuple[int, ...] | None = param(None, "numbers of heads H")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def validate(self) -> None:
+        super().validate()
         object.__setattr__(self, "H_grid", check_grid("H_grid", self.H_grid, "head counts"))
 
 
-def run_capacity(cfg: CapacityConfig, run_dir=None) -> dict:
+def run_capacity(cfg: CapacityConfig, run_dir=None) -> ExperimentResult:
     points = [(H, cfg.n, cfg.d_h) for H in cfg.H_grid]
     cells = run_points(cfg, points, run_dir, EXPERIMENT_ID)
     p = panel(cfg, cells, "H", cfg.H_grid, cfg.H_grid[0])
     paper = PAPER_T_MEMORIZED if (cfg.d, cfg.n, cfg.d_h) == (64, 32, 64) else {}
     summary = bound_rows(cfg, p, cfg.H_grid[0], paper) + [bound_info_row(p)]
     summary += [r for r in [r2_row(p)] if r]
-    return {"summary": summary, "tables": [cells_table(cfg, cells)],
-            "figures": [_figure(cfg, p, paper), curves_figure(cfg, cells, p, "memorization-vs-T-per-heads.png",
-                                                              "Memorization vs T per H (Fig. 2(a))")],
-            "notes": _notes(cfg),
-            "data": {"cells": cells, "H": p["values"], "bound": p["bound"],
-                     "largest_T_memorized": p["largest_T_memorized"], "fit": p["fit"]}}
+    return ExperimentResult(
+        summary=summary, tables=[cells_table(cfg, cells)],
+        figures=[_figure(cfg, p, paper), curves_figure(cfg, cells, p, "memorization-vs-T-per-heads.png",
+                                                       "Memorization vs T per H (Fig. 2(a))")],
+        notes=_notes(cfg),
+        data={"cells": cells, "H": p["values"], "bound": p["bound"],
+              "largest_T_memorized": p["largest_T_memorized"], "fit": p["fit"]})
 
 
-def _figure(cfg, p: dict, paper: dict) -> dict:
-    from attnlab.results import PALETTE, series
-
+def _figure(cfg: CapacityConfig, p: dict, paper: dict) -> LineFigure:
     extra = []
     if paper:
         extra.append(series("paper, 300k steps (App. H)", list(paper), list(paper.values()), style="dotted",
@@ -107,7 +98,7 @@ def _figure(cfg, p: dict, paper: dict) -> dict:
                           extra=extra)
 
 
-def _notes(cfg) -> list[str]:
+def _notes(cfg: CapacityConfig) -> list[str]:
     return [
         f"Each (H, T) trains {cfg.replicates} models at once (vmap), each with its own data set and init; "
         f"{cfg.describe_training()}; a model stops at 100% train accuracy (checked every {cfg.eval_every} steps).",

@@ -3,7 +3,7 @@
 memorization-capacity-of-mha §4 (Theorem 1, Proposition 1; proof in Appendix B).
 With d = 64, n = 32, d_h = 64 (r = min(n, d_h) = 32) and T = H (r - 1) + 1 examples
 drawn as in §5.2 (tokens and queries iid U(0, 1)^d, labels N(0, 1)), for every H of
-the grid :func:`attnlab.constructions.build_memorizing_weights` builds W_Q, W_K, W_V,
+the grid :func:`attnlab.papers.memorization.construction.build_memorizing_weights` builds W_Q, W_K, W_V,
 W_O, W_D in float64, with a shared context (Proposition 2's setting, §5.2) and with
 one context per example (Appendix I.1's setting). Measured per build:
 
@@ -11,83 +11,60 @@ one context per example (Appendix I.1's setting). Measured per build:
   sigma_min(Z): Proposition 1 says rank Z >= min(H (r - 1) + 1, T) = T;
 - c, the largest saturation scale used, beside App. B.2's sufficient c_required;
 - max_t |y_hat^(t) - y^(t)| with the model's forward (eqs. (1)-(6), torch float64) and
-  with an independent NumPy forward written here head by head: the issue's target is
-  1e-8;
+  with the independent head-by-head NumPy forward
+  (:func:`attnlab.papers.memorization.model.numpy_forward`): the target is 1e-8;
 - classification (100 classes, labels memorized as one-hot rows, argmax right) and
   d_out > 1 at one H.
 """
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from attnlab.papers.memorization.construction import build_memorizing_weights, check_memorization, class_logits
-from attnlab.papers.memorization.model import draw_dataset, theorem1_bound
+from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
+from attnlab.papers.memorization.construction import build_memorizing_weights, check_memorization, class_logits
+from attnlab.papers.memorization.data import draw_dataset
+from attnlab.papers.memorization.model import numpy_forward, theorem1_bound
 from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _positive_ints, _resolve
+from attnlab.results import PALETTE, Check, ExperimentResult, LineFigure, Table, check, line_figure, series
+from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.construction"
-ERROR_TARGET = 1e-8  # the issue's bar for regression labels
-PRESETS = {
-    "quick": {"H_shared": (1, 2, 4, 8, 12, 16, 20), "H_per_example": (1, 4, 8), "H_labels": 4},
-    "paper": {"H_shared": (1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24),
-              "H_per_example": (1, 2, 4, 8, 12, 16, 20), "H_labels": 8},
-}
+ERROR_TARGET = 1e-8  # the bar for real labels: max |y_hat - y| over the data set
 
 
 @dataclass(frozen=True)
 class ConstructionConfig(RunConfig):
-    """d, n, d_h: the sizes (paper: 64, 32, 64); H_shared / H_per_example: head counts
-    built with a shared context / one context per example, each at T = H(r-1)+1;
-    H_labels: the H of the classification (n_classes, §5.2: 100) and d_out = 4 builds.
-    More classes than d are memorized through the codes +-s_i (see _class_codes)."""
+    """Theorem 1's weights built at T = H(r-1)+1 for every H of two grids. More classes than d
+    are memorized as the sign codes +-s_i of :func:`attnlab.papers.memorization.construction.build_memorizing_weights`."""
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    d: int = 64
-    n: int = 32
-    d_h: int = 64
-    H_shared: tuple[int, ...] | None = None
-    H_per_example: tuple[int, ...] | None = None
-    H_labels: int | None = None
-    n_classes: int = 100
+    PRESETS = {
+        "quick": {"H_shared": (1, 2, 4, 8, 12, 16, 20), "H_per_example": (1, 4, 8), "H_labels": 4},
+        "paper": {"H_shared": (1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24),
+                  "H_per_example": (1, 2, 4, 8, 12, 16, 20), "H_labels": 8},
+    }
 
-    def __post_init__(self) -> None:
-        _resolve(self, PRESETS)
+    d: int = param(64, "token dimension d (paper: 64)")
+    n: int = param(32, "context size n < d (paper: 32)")
+    d_h: int = param(64, "head size d_h (paper: 64)")
+    H_shared: tuple[int, ...] | None = param(None, "head counts built with one context shared by all examples")
+    H_per_example: tuple[int, ...] | None = param(None, "head counts built with one context per example")
+    H_labels: int | None = param(None, "H of the classification and d_out = 4 builds")
+    n_classes: int = param(100, "classes of the classification build (§5.2: 100), in 2..2d")
+
+    def validate(self) -> None:
         for name in ("d", "n", "d_h", "H_labels", "n_classes"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(name, getattr(self, name), 1)
         if self.n >= self.d:
             raise ConfigError(f"Theorem 1 needs n < d, got n = {self.n}, d = {self.d}: lower n or raise d")
         if not 2 <= self.n_classes <= 2 * self.d:
             raise ConfigError(f"n_classes must lie in 2..2d = {2 * self.d} (class codes +-s_i), got {self.n_classes}")
         for name in ("H_shared", "H_per_example"):
-            object.__setattr__(self, name, tuple(sorted(set(_positive_ints(name, getattr(self, name))))))
-
-
-def numpy_forward(E: np.ndarray, e: np.ndarray, W_Q, W_K, W_V, W_O, W_D) -> np.ndarray:
-    """eqs. (1)-(6) head by head in NumPy, independent of the torch forward used by the build.
-
-    E (n, d) or (T, n, d); e (T, d) -> y_hat (T, d_out)."""
-    T = e.shape[0]
-    Es = np.broadcast_to(E, (T, *E.shape)) if E.ndim == 2 else E  # (T, n, d)
-    H, _, d_v = W_V.shape
-    p = np.empty((T, H * d_v))
-    for h in range(H):
-        alpha = np.einsum("tnk,tk->tn", Es @ W_K[h], e @ W_Q[h])  # (1): (T, n)
-        theta = np.exp(alpha - alpha.max(axis=1, keepdims=True))
-        theta /= theta.sum(axis=1, keepdims=True)  # (2)
-        z = np.einsum("tn,tnd->td", theta, Es)  # (3)
-        p[:, h * d_v:(h + 1) * d_v] = z @ W_V[h]  # (4)
-    return (p @ W_O) @ W_D  # (5), (6)
+            object.__setattr__(self, name, tuple(sorted(set(check_ints(name, getattr(self, name), minimum=1)))))
 
 
 def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,
@@ -112,17 +89,16 @@ def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,
             "bound_name": w.bound_name, "seconds": seconds}
 
 
-def run_construction(cfg: ConstructionConfig, run_dir=None) -> dict:
+def run_construction(cfg: ConstructionConfig, run_dir=None) -> ExperimentResult:
     rows = []
     plan = [(H, True, {}) for H in cfg.H_shared] + [(H, False, {}) for H in cfg.H_per_example]
     plan += [(cfg.H_labels, True, {"n_classes": cfg.n_classes}), (cfg.H_labels, True, {"d_out": 4})]
     for H, shared, extra in plan:
         row = build_one(cfg, H, shared=shared, **extra)
         rows.append(row)
-        if run_dir is not None:
-            run_dir.append_metric({"experiment": EXPERIMENT_ID, **row})
-    return {"summary": _summary(cfg, rows), "tables": [_table(rows)], "figures": _figures(cfg, rows),
-            "notes": _notes(cfg), "data": {"builds": rows}}
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **row})
+    return ExperimentResult(summary=_summary(cfg, rows), tables=[_table(rows)], figures=_figures(cfg, rows),
+                            notes=_notes(cfg), data={"builds": rows})
 
 
 def _passes(row: dict) -> bool:
@@ -130,45 +106,39 @@ def _passes(row: dict) -> bool:
     return ok and (row["accuracy"] is None or row["accuracy"] == 1.0)
 
 
-def _summary(cfg: ConstructionConfig, rows: list[dict]) -> list[dict]:
+def _summary(cfg: ConstructionConfig, rows: list[dict]) -> list[Check]:
     out = []
     for kind in ("shared", "per-example"):
         sel = [r for r in rows if r["context"] == kind and r["labels"] == "real" and r["d_out"] == 1]
         if not sel:
             continue
         worst = max(max(r["max_abs_error"], r["numpy_max_abs_error"]) for r in sel)
-        out.append({"quantity": f"Theorem 1 weights, {kind} context: max |y_hat - y| over H = "
-                                f"{', '.join(str(r['H']) for r in sel)} (T = H(r-1)+1, d={cfg.d}, n={cfg.n}, "
-                                f"d_h={cfg.d_h})",
-                    "paper_value": "exact (Theorem 1)", "measured": worst, "expected": f"<= {ERROR_TARGET:g}",
-                    "status": "pass" if all(_passes(r) for r in sel) else "FAIL",
-                    "detail": "rank Z = T in every build; smallest sigma_min(Z) "
-                              f"{min(r['sigma_min_Z'] for r in sel):.2e}; largest c {max(r['c'] for r in sel):.3g}"})
+        out.append(check(f"Theorem 1 weights, {kind} context: max |y_hat - y| over H = "
+                         f"{', '.join(str(r['H']) for r in sel)} (T = H(r-1)+1, d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})",
+                         "exact (Theorem 1)", worst, f"<= {ERROR_TARGET:g}", all(_passes(r) for r in sel),
+                         "rank Z = T in every build; smallest sigma_min(Z) "
+                         f"{min(r['sigma_min_Z'] for r in sel):.2e}; largest c {max(r['c'] for r in sel):.3g}"))
     for r in rows:
         if r["labels"] == "classes" or r["d_out"] > 1:
             what = f"{cfg.n_classes} classes (argmax)" if r["labels"] == "classes" else f"d_out = {r['d_out']} real labels"
-            out.append({"quantity": f"Theorem 1 weights, {what}, H={r['H']}, T={r['T']}",
-                        "paper_value": "exact", "measured": max(r["max_abs_error"], r["numpy_max_abs_error"]),
-                        "expected": f"<= {ERROR_TARGET:g}" + (", accuracy 1" if r["accuracy"] is not None else ""),
-                        "status": "pass" if _passes(r) else "FAIL",
-                        "detail": f"accuracy {r['accuracy']}" if r["accuracy"] is not None else ""})
+            out.append(check(f"Theorem 1 weights, {what}, H={r['H']}, T={r['T']}", "exact",
+                             max(r["max_abs_error"], r["numpy_max_abs_error"]),
+                             f"<= {ERROR_TARGET:g}" + (", accuracy 1" if r["accuracy"] is not None else ""),
+                             _passes(r), f"accuracy {r['accuracy']}" if r["accuracy"] is not None else ""))
     return out
 
 
-def _table(rows: list[dict]) -> dict:
+def _table(rows: list[dict]) -> Table:
     body = [[r["H"], r["T"], r["context"], r["labels"] if r["d_out"] == 1 or r["labels"] == "classes"
              else f"real, d_out={r['d_out']}", r["rank_Z"], r["rank_tol"], r["sigma_min_Z"], r["c"],
              r["c_required"], r["max_abs_error"], r["numpy_max_abs_error"], r["seconds"]] for r in rows]
-    return {"title": "Theorem 1's construction (float64): rank, conditioning, saturation scale, error",
-            "columns": ["H", "T", "context", "labels", "rank Z", "rank tol", "sigma_min(Z)", "c used",
-                        "c App. B.2", "max error (model)", "max error (NumPy)", "build s"],
-            "formats": ["int", "int", "text", "text", "int", "sci", "sci", "sci", "sci", "sci", "sci", "float"],
-            "rows": body}
+    return Table("Theorem 1's construction (float64): rank, conditioning, saturation scale, error",
+                 ["H", "T", "context", "labels", "rank Z", "rank tol", "sigma_min(Z)", "c used",
+                  "c App. B.2", "max error (model)", "max error (NumPy)", "build s"],
+                 body, ["int", "int", "text", "text", "int", "sci", "sci", "sci", "sci", "sci", "sci", "float"])
 
 
-def _figures(cfg: ConstructionConfig, rows: list[dict]) -> list[dict]:
-    from attnlab.results import PALETTE, line_figure, series
-
+def _figures(cfg: ConstructionConfig, rows: list[dict]) -> list[LineFigure]:
     lines_err, lines_cond = [], []
     for i, kind in enumerate(("shared", "per-example")):
         sel = [r for r in rows if r["context"] == kind and r["labels"] == "real" and r["d_out"] == 1]
@@ -208,7 +178,7 @@ def _notes(cfg: ConstructionConfig) -> list[str]:
         "With one context per example the scan often reaches c ~ 1e-6 (no saturation at all): generic "
         "contexts already make the fresh block full rank, so the check accepts it.",
         "Typos of the proof implemented as the mathematics requires are listed in "
-        "attnlab/constructions/memorization.py (Claim 2's R^c, Lemma 3's index, App. B.2's row index).",
+        "attnlab/papers/memorization/construction.py (Claim 2's R^c, Lemma 3's index, App. B.2's row index).",
     ]
 
 

@@ -17,16 +17,15 @@ more than (n+1) m + m + 1 examples; Theorem 1 guarantees the attention layer H (
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
+from attnlab.config import RunConfig, check_int, check_ints, param
+from attnlab.errors import ConfigError
 from attnlab.papers.memorization.fcn import (
     attention_parameter_count,
-    extended_dataset,
+    draw_eq29_dataset,
     fcn_parameter_count,
     homogeneity_bound,
     matched_hidden_width,
@@ -36,53 +35,44 @@ from attnlab.papers.memorization.fcn import (
     train_fcn,
 )
 from attnlab.papers.memorization.model import theorem1_bound
-from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _resolve
+from attnlab.results import PALETTE, Check, ExperimentResult, LineFigure, Table, check, line_figure, series
+from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.fcn-vs-attention"
 MEMORIZED_TOL = 1e-8  # relative residual at or below which T examples count as memorized
 PLOT_FLOOR = 1e-16  # residuals are drawn at least here on the log axis
-PRESETS = {
-    "quick": {"H": 4, "d": 6, "n": 3, "d_h": 3, "T_grid": (5, 9, 14, 20, 29, 36, 45), "restarts": 3, "steps": 3},
-    "paper": {"H": 4, "d": 64, "n": 32, "d_h": 64, "T_grid": (64, 125, 250, 375, 511, 640, 768),
-              "restarts": 3, "steps": 40},
-}
 
 
 @dataclass(frozen=True)
 class FCNvsAttentionConfig(RunConfig):
-    """H, d, n, d_h: the attention layer (d_v = d_out = 1; the FCN's width m is matched to
-    its parameter count); T_grid: data-set sizes; restarts: random inits per model and T;
-    steps: L-BFGS calls of 50 iterations each. Fields left None come from the scale preset."""
+    """The attention layer has d_v = d_out = 1; the FCN's width m is matched to its parameter
+    count (:func:`attnlab.papers.memorization.fcn.matched_hidden_width`)."""
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    H: int | None = None
-    d: int | None = None
-    n: int | None = None
-    d_h: int | None = None
-    T_grid: tuple[int, ...] | None = None
-    restarts: int | None = None
-    steps: int | None = None
+    PRESETS = {
+        "quick": {"H": 4, "d": 6, "n": 3, "d_h": 3, "T_grid": (5, 9, 14, 20, 29, 36, 45), "restarts": 3,
+                  "steps": 3},
+        "paper": {"H": 4, "d": 64, "n": 32, "d_h": 64, "T_grid": (64, 125, 250, 375, 511, 640, 768),
+                  "restarts": 3, "steps": 40},
+    }
 
-    def __post_init__(self) -> None:
-        _resolve(self, PRESETS)
+    H: int | None = param(None, "number of heads H of the attention layer")
+    d: int | None = param(None, "token dimension d")
+    n: int | None = param(None, "context size n < d")
+    d_h: int | None = param(None, "head size d_h")
+    T_grid: tuple[int, ...] | None = param(None, "data-set sizes T")
+    restarts: int | None = param(None, "random inits per model and T")
+    steps: int | None = param(None, "L-BFGS calls of 50 iterations each")
+
+    def validate(self) -> None:
         if self.device != "cpu":
             raise ConfigError(f"{EXPERIMENT_ID} trains small float64 problems on the CPU: use device 'cpu'")
         for name in ("H", "d", "n", "d_h", "restarts", "steps"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {v!r}")
+            check_int(name, getattr(self, name), 1)
         if not self.n < self.d:
             raise ConfigError(f"the paper needs n < d (eq. (29) pads queries with d - n zeros): got n = {self.n}, "
                               f"d = {self.d}")
-        grid = self.T_grid
-        if not isinstance(grid, (list, tuple)) or not grid or not all(
-                isinstance(T, int) and not isinstance(T, bool) and T >= 2 for T in grid):
-            raise ConfigError(f"T_grid must be a non-empty list of integers >= 2, got {grid!r}")
-        object.__setattr__(self, "T_grid", tuple(sorted(set(grid))))
+        object.__setattr__(self, "T_grid", tuple(sorted(set(check_ints("T_grid", self.T_grid, minimum=2)))))
         matched_hidden_width(self.H, self.d, self.n, self.d_h, 1, 1)  # raises if no FCN fits
 
     @property
@@ -92,9 +82,7 @@ class FCNvsAttentionConfig(RunConfig):
 
 def train_cell(cfg: FCNvsAttentionConfig, T: int) -> dict:
     """Both models on one eq. (29) data set of size T: best relative residuals over restarts."""
-    rng = np.random.default_rng([cfg.seed, T])
-    x, y = rng.standard_normal((T, cfg.n)), rng.standard_normal((T, 1))
-    E, e, x_FCN, _ = extended_dataset(x, cfg.d)
+    E, e, x_FCN, y = draw_eq29_dataset(T, cfg.n, cfg.d, 1, cfg.seed)
     t = dict(E=torch.from_numpy(E), e=torch.from_numpy(e), x=torch.from_numpy(x_FCN), y=torch.from_numpy(y))
     kw = dict(restarts=cfg.restarts, steps=cfg.steps, seed=cfg.seed + T)
     fcn = train_fcn(t["x"], t["y"], cfg.m, **kw)
@@ -107,52 +95,46 @@ def _largest(cells: list[dict], key: str) -> int:
     return max((c["T"] for c in cells if c[key] <= MEMORIZED_TOL), default=0)
 
 
-def run_fcn_vs_attention(cfg: FCNvsAttentionConfig, run_dir=None) -> dict:
+def run_fcn_vs_attention(cfg: FCNvsAttentionConfig, run_dir=None) -> ExperimentResult:
     cells = []
     for T in cfg.T_grid:
         cells.append(train_cell(cfg, T))
-        if run_dir is not None:
-            run_dir.append_metric({"experiment": EXPERIMENT_ID, **cells[-1]})
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **cells[-1]})
     m = cfg.m
     sizes = {"m": m, "P_attention": attention_parameter_count(cfg.H, cfg.d, cfg.d_h, 1, 1),
              "P_fcn": fcn_parameter_count((cfg.n + 1) * cfg.d, m, 1),
              "proposition3_bound": proposition3_bound(cfg.n, m, 1), "homogeneity_bound": homogeneity_bound(cfg.n, m, 1),
              "theorem1_bound": theorem1_bound(cfg.H, cfg.n, cfg.d_h)}
     best = {"fcn": _largest(cells, "fcn_residual"), "attention": _largest(cells, "attention_residual")}
-    return {"summary": _summary(cfg, sizes, best), "tables": [_table(cells, sizes)],
-            "figures": [_figure(cfg, cells, sizes)], "notes": _notes(cfg, sizes),
-            "data": {"cells": cells, **sizes, "largest_T_memorized": best}}
+    return ExperimentResult(summary=_summary(cfg, sizes, best), tables=[_table(cells, sizes)],
+                            figures=[_figure(cfg, cells, sizes)], notes=_notes(cfg, sizes),
+                            data={"cells": cells, **sizes, "largest_T_memorized": best})
 
 
-def _summary(cfg, sizes, best) -> list[dict]:
+def _summary(cfg: FCNvsAttentionConfig, sizes: dict, best: dict) -> list[Check]:
     p3, t1 = sizes["proposition3_bound"], sizes["theorem1_bound"]
     grid = f"grid {list(cfg.T_grid)}; memorized: relative residual <= {MEMORIZED_TOL:g}"
     t1_in_grid = t1 in cfg.T_grid
     return [
-        {"quantity": f"largest T the trained FCN memorizes (m={sizes['m']}, {sizes['P_fcn']} parameters)",
-         "paper_value": f"<= (n+1)m+m+1 = {p3:g}", "measured": best["fcn"], "expected": f"<= {max_examples(p3)}",
-         "status": "pass" if best["fcn"] <= p3 else "FAIL", "detail": grid},
-        {"quantity": f"largest T the trained attention layer memorizes (H={cfg.H}, {sizes['P_attention']} parameters)",
-         "paper_value": f">= H(r-1)+1 = {t1}", "measured": best["attention"], "expected": f">= {t1}",
-         "status": ("pass" if best["attention"] >= t1 else "FAIL") if t1_in_grid else "info",
-         "detail": grid + ("" if t1_in_grid else "; the Theorem 1 bound is not on the grid")},
-        {"quantity": "FCN bound with ReLU's scaling symmetry removed, nm/d_out+m+1", "paper_value": None,
-         "measured": sizes["homogeneity_bound"], "expected": None, "status": "info",
-         "detail": f"Proposition 3's (n+1)m/d_out+m+1 = {p3:g} is valid but loose by m/d_out"},
+        check(f"largest T the trained FCN memorizes (m={sizes['m']}, {sizes['P_fcn']} parameters)",
+              f"<= (n+1)m+m+1 = {p3:g}", best["fcn"], f"<= {max_examples(p3)}", best["fcn"] <= p3, grid),
+        check(f"largest T the trained attention layer memorizes (H={cfg.H}, {sizes['P_attention']} parameters)",
+              f">= H(r-1)+1 = {t1}", best["attention"], f">= {t1}", best["attention"] >= t1 if t1_in_grid else None,
+              grid + ("" if t1_in_grid else "; the Theorem 1 bound is not on the grid")),
+        check("FCN bound with ReLU's scaling symmetry removed, nm/d_out+m+1", None, sizes["homogeneity_bound"],
+              None, None, f"Proposition 3's (n+1)m/d_out+m+1 = {p3:g} is valid but loose by m/d_out"),
     ]
 
 
-def _table(cells, sizes) -> dict:
+def _table(cells: list[dict], sizes: dict) -> Table:
     rows = [[c["T"], c["fcn_residual"], c["attention_residual"], c["T"] <= sizes["proposition3_bound"],
              c["T"] <= sizes["theorem1_bound"]] for c in cells]
-    return {"title": "Final relative training residual ||y_hat - y|| / ||y|| (best of the restarts) per T",
-            "columns": ["T", "FCN residual", "attention residual", "T <= Prop. 3 bound", "T <= Theorem 1 bound"],
-            "formats": ["int", "float", "float", "text", "text"], "rows": rows}
+    return Table("Final relative training residual ||y_hat - y|| / ||y|| (best of the restarts) per T",
+                 ["T", "FCN residual", "attention residual", "T <= Prop. 3 bound", "T <= Theorem 1 bound"],
+                 rows, ["int", "float", "float", "text", "text"])
 
 
-def _figure(cfg, cells, sizes) -> dict:
-    from attnlab.results import PALETTE, line_figure, series
-
+def _figure(cfg: FCNvsAttentionConfig, cells: list[dict], sizes: dict) -> LineFigure:
     T = [c["T"] for c in cells]
     clip = [[max(c[k], PLOT_FLOOR) for c in cells] for k in ("fcn_residual", "attention_residual")]
     top = max(1.0, *clip[0], *clip[1])
@@ -172,7 +154,7 @@ def _figure(cfg, cells, sizes) -> dict:
                        title="FCN vs attention of matched size (Prop. 3)")
 
 
-def _notes(cfg, sizes) -> list[str]:
+def _notes(cfg: FCNvsAttentionConfig, sizes: dict) -> list[str]:
     return [
         f"Matched size: the FCN's width m = {sizes['m']} is the largest whose (n+1)d-input network has at most "
         f"the attention layer's {sizes['P_attention']} trained parameters (2Hdd_h + Hdd_v + Hd_v d + d d_out, "

@@ -18,16 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnlab.papers.memorization.model import memorization_bound
-from attnlab.papers.memorization.capacity_cells import (
-    AUTHORS_PROTOCOL,
-    CapacitySettings,
-)
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, TwoPanelSettings
 from attnlab.papers.memorization.capacity_report import (
     bound_info_row,
     bound_rows,
     cells_table,
-    check_h_and_n_grids,
     curves_figure,
     general_position_series,
     largest_figure,
@@ -35,45 +30,38 @@ from attnlab.papers.memorization.capacity_report import (
     r2_row,
     run_h_and_n_panels,
 )
+from attnlab.papers.memorization.model import memorization_bound
 from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _row
+from attnlab.results import Check, ExperimentResult, check
 
 EXPERIMENT_ID = "memorization.general-position"
-PRESETS = {
-    "quick": {"H_grid": (1, 2, 4), "H": 2, "n_grid": (8, 16, 32), "T_factors": (1.0, 2.0, 4.0, 8.0, 12.0),
-              "steps": 600, "lr": 5e-3, "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 1,
-              "eval_every": 50},
-    "paper": {"H_grid": (1, 2, 4, 8, 16), "H": 20, "n_grid": (4, 8, 16, 24, 32, 48, 64),
-              "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), **AUTHORS_PROTOCOL, "replicates": 3},
-}
 
 
 @dataclass(frozen=True)
-class GeneralPositionConfig(CapacitySettings):
-    """App. I.1 / Fig. 4: per-example contexts; H_grid (n = ``n``), n_grid (H = ``H``; empty: no n
-    panel). The other fields: :class:`CapacitySettings`."""
+class GeneralPositionConfig(TwoPanelSettings):
+    """App. I.1 / Fig. 4: one context per example; an H panel (n = ``n``) and an n panel
+    (H = ``H``; empty n_grid: none). The other fields:
+    :class:`~attnlab.papers.memorization.capacity_cells.TwoPanelSettings`."""
 
     CONTEXT = "per-example"
-    PRESETS = PRESETS
-
-    H_grid: tuple[int, ...] | None = None
-    H: int | None = None
-    n_grid: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_h_and_n_grids(self)
+    PRESETS = {
+        "quick": {"H_grid": (1, 2, 4), "H": 2, "n_grid": (8, 16, 32), "T_factors": (1.0, 2.0, 4.0, 8.0, 12.0),
+                  "steps": 600, "lr": 5e-3, "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 1,
+                  "eval_every": 50},
+        "paper": {"H_grid": (1, 2, 4, 8, 16), "H": 20, "n_grid": (4, 8, 16, 24, 32, 48, 64),
+                  "T_factors": (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), **AUTHORS_PROTOCOL, "replicates": 3},
+    }
 
 
-def _vs_hd_row(cfg, p: dict) -> dict:
+def _vs_hd_row(cfg: GeneralPositionConfig, p: dict) -> Check:
     hd = [memorization_bound(h, cfg.d) for h, _, _ in p["points"]]
     ratios = [t / b for t, b in zip(p["largest_T_memorized"], hd)]
-    return _row(f"T* / (H(d-1)+1) per {p['swept']} (App. I.1's conjectured O(H d))", "H(d-1)+1",
-                ", ".join(f"{r:.2f}" for r in ratios), None, None,
-                f"{p['swept']} = {p['values']}; H(d-1)+1 = {hd}")
+    return check(f"T* / (H(d-1)+1) per {p['swept']} (App. I.1's conjectured O(H d))", "H(d-1)+1",
+                 ", ".join(f"{r:.2f}" for r in ratios), None, None,
+                 f"{p['swept']} = {p['values']}; H(d-1)+1 = {hd}")
 
 
-def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> dict:
+def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> ExperimentResult:
     cells, panels = run_h_and_n_panels(cfg, run_dir, EXPERIMENT_ID)
     summary, figures = [], []
     for p, H, tag in zip(panels, (cfg.H_grid[0], cfg.H), ("H", "n")):
@@ -81,17 +69,15 @@ def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> dict:
         summary += bound_rows(cfg, p, H)
         # the paper: linearity in H remains (judged against R^2 >= 0.98); in n it weakens (info)
         summary += [r for r in [r2_row(p, judged=p["swept"] == "H")] if r]
-        mono = monotone_row(p)
-        if mono is not None and p["swept"] == "n":
-            mono = mono | {"status": "info", "expected": None}
-        summary += [r for r in [mono] if r] + [_vs_hd_row(cfg, p), bound_info_row(p)]
+        summary += [r for r in [monotone_row(p, judged=p["swept"] != "n")] if r]
+        summary += [_vs_hd_row(cfg, p), bound_info_row(p)]
         figures += [curves_figure(cfg, cells, p, f"general-position-vs-T-per-{name}.png",
                                   f"Memorization vs T per {tag}, per-example contexts (Fig. 4)"),
                     largest_figure(cfg, p, f"general-position-capacity-vs-{name}.png",
                                    f"Largest T memorized vs {tag}, per-example contexts (Fig. 4)",
                                    extra=general_position_series(p, cfg.d))]
-    return {"summary": summary, "tables": [cells_table(cfg, cells)], "figures": figures,
-            "notes": _notes(cfg), "data": {"cells": cells, "panels": panels}}
+    return ExperimentResult(summary=summary, tables=[cells_table(cfg, cells)], figures=figures,
+                            notes=_notes(cfg), data={"cells": cells, "panels": panels})
 
 
 def _notes(cfg: GeneralPositionConfig) -> list[str]:

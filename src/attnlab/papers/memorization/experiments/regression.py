@@ -2,7 +2,7 @@
 
 memorization-capacity-of-mha Appendix A and Fig. 5: the setting of Fig. 2 (d = 64,
 shared context, tokens and queries iid U(0, 1)^d) with real labels y^(t) ~ U(0, 1),
-d_out = 1 and the mean squared error loss (attnlab.papers.memorization.batched_model.regression_loss).
+d_out = 1 and the mean squared error loss (:func:`attnlab.papers.memorization.losses.regression_loss`).
 Two panels: H swept with n, d_h fixed (Fig. 5(a)), and n swept with H fixed
 (Fig. 5(b)). The paper measures memorization by the train MSE on a log axis; we
 plot that (final train MSE vs T, one curve per H or n) and, to set it beside
@@ -16,19 +16,14 @@ paper claims monotonicity in H and n for regression too (Fig. 5 caption).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from attnlab.errors import ConfigError
-from attnlab.papers.memorization.capacity_cells import (
-    AUTHORS_PROTOCOL,
-    CapacitySettings,
-)
+from attnlab.config import check_number, param
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, TwoPanelSettings
 from attnlab.papers.memorization.capacity_report import (
     bound_info_row,
     bound_rows,
     cells_table,
-    check_h_and_n_grids,
     curves_figure,
     largest_figure,
     monotone_row,
@@ -36,41 +31,35 @@ from attnlab.papers.memorization.capacity_report import (
     run_h_and_n_panels,
 )
 from attnlab.registry import Experiment, register
+from attnlab.results import ExperimentResult
 
 EXPERIMENT_ID = "memorization.regression"
-PRESETS = {
-    "quick": {"H_grid": (1, 2, 4), "H": 2, "n_grid": (8, 16, 32), "T_factors": (1.0, 2.0, 4.0, 6.0),
-              "steps": 800, "lr": 5e-3, "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2,
-              "eval_every": 50, "mse_tol": 1e-4},
-    "paper": {"H_grid": (1, 2, 4, 8, 16), "H": 20, "n_grid": (4, 8, 16, 24, 32, 48, 64),
-              "T_factors": (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), **AUTHORS_PROTOCOL, "replicates": 3,
-              "mse_tol": 1e-4},
-}
 
 
 @dataclass(frozen=True)
-class RegressionConfig(CapacitySettings):
-    """Fig. 5: H_grid (n = ``n``, d_h fixed), n_grid (H = ``H``; empty: no n panel), mse_tol: the
-    train MSE at or below which a data set counts as memorized (labels U(0, 1) have variance 1/12).
-    ``n_classes`` is not used (d_out = 1). The other fields: :class:`CapacitySettings`."""
+class RegressionConfig(TwoPanelSettings):
+    """Fig. 5: an H panel (n = ``n``, d_h fixed) and an n panel (H = ``H``), real labels
+    U(0, 1) (variance 1/12), d_out = 1 (``n_classes`` is not used). The other fields:
+    :class:`~attnlab.papers.memorization.capacity_cells.TwoPanelSettings`."""
 
     TASK = "regression"
-    PRESETS = PRESETS
+    PRESETS = {
+        "quick": {"H_grid": (1, 2, 4), "H": 2, "n_grid": (8, 16, 32), "T_factors": (1.0, 2.0, 4.0, 6.0),
+                  "steps": 800, "lr": 5e-3, "warmup": 60, "batch": None, "min_epochs": 0, "replicates": 2,
+                  "eval_every": 50, "mse_tol": 1e-4},
+        "paper": {"H_grid": (1, 2, 4, 8, 16), "H": 20, "n_grid": (4, 8, 16, 24, 32, 48, 64),
+                  "T_factors": (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0), **AUTHORS_PROTOCOL, "replicates": 3,
+                  "mse_tol": 1e-4},
+    }
 
-    H_grid: tuple[int, ...] | None = None
-    H: int | None = None
-    n_grid: tuple[int, ...] | None = None
-    mse_tol: float | None = None
+    mse_tol: float | None = param(None, "train MSE at or below which a data set counts as memorized")
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_h_and_n_grids(self)
-        tol = self.mse_tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < math.inf:
-            raise ConfigError(f"mse_tol must be a positive number (e.g. 1e-4), got {tol!r}")
+    def validate(self) -> None:
+        super().validate()
+        check_number("mse_tol", self.mse_tol, 0, open_min=True)
 
 
-def run_regression(cfg: RegressionConfig, run_dir=None) -> dict:
+def run_regression(cfg: RegressionConfig, run_dir=None) -> ExperimentResult:
     cells, panels = run_h_and_n_panels(cfg, run_dir, EXPERIMENT_ID)
     summary, figures = [], []
     for p, H, tag in zip(panels, (cfg.H_grid[0], cfg.H), ("a", "b")):
@@ -83,8 +72,8 @@ def run_regression(cfg: RegressionConfig, run_dir=None) -> dict:
                                   f"Train MSE vs T per {p['swept']} (Fig. 5({tag}))"),
                     largest_figure(cfg, p, f"regression-capacity-vs-{name}.png",
                                    f"Largest T with train MSE <= {cfg.mse_tol:g} vs {p['swept']} (Fig. 5({tag}))")]
-    return {"summary": summary, "tables": [cells_table(cfg, cells)], "figures": figures,
-            "notes": _notes(cfg), "data": {"cells": cells, "panels": panels}}
+    return ExperimentResult(summary=summary, tables=[cells_table(cfg, cells)], figures=figures,
+                            notes=_notes(cfg), data={"cells": cells, "panels": panels})
 
 
 def _notes(cfg: RegressionConfig) -> list[str]:

@@ -3,7 +3,7 @@
 memorization-capacity-of-mha Appendix H. Setting (§5.2): d = 64, n = 32, d_h = d, one
 context E shared by all T examples, tokens and queries iid U(0, 1)^d, labels uniform on
 100 classes; H = 4 and H = 8. A model is trained (full-batch Adam,
-attnlab.papers.memorization.capacity_search.train_candidates) until it memorizes all T labels; then,
+:func:`attnlab.papers.memorization.capacity_search.train_candidates`) until it memorizes all T labels; then,
 for every example t and head h, the softmax coefficients theta_h^(t) = Softmax(alpha_h^(t))
 of eq. (2) are measured. Head h is *saturated* for example t if max_i theta_h,i^(t) > 0.99.
 
@@ -27,25 +27,35 @@ but one with an unsaturated head; at 3000 steps (loss 1e-4) still 16%.
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from attnlab.papers.memorization.model import theorem1_bound
+from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.config import check_int
-from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _resolve
 from attnlab.papers.memorization.capacity_search import (
     SearchConfig,
     attention_coefficients,
-    draw_nested_dataset,
     search_capacity,
     train_candidates,
 )
+from attnlab.papers.memorization.data import draw_nested_dataset
+from attnlab.papers.memorization.model import theorem1_bound
+from attnlab.registry import Experiment, register
+from attnlab.results import (
+    PALETTE,
+    BarFigure,
+    Check,
+    ExperimentResult,
+    LineFigure,
+    Table,
+    bar_figure,
+    check,
+    line_figure,
+    series,
+)
+from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.saturation"
 THRESHOLD = 0.99  # App. H: saturated if one softmax coefficient > 0.99
@@ -57,58 +67,48 @@ def max_theta_edges(threshold: float = THRESHOLD) -> tuple[float, ...]:
     """Bin edges of the max-theta histogram (Fig. 3 (c), (f)): 0.05 wide below the threshold,
     then [.., threshold] and (threshold, 1]."""
     return tuple(round(0.05 * i, 2) for i in range(20) if 0.05 * i < threshold) + (threshold, 1.0)
-PRESETS = {
-    "quick": {"Ts": (550, 1300), "max_steps": 3000, "min_steps": 500},
-    "paper": {"Ts": (0, 0), "max_steps": 20_000, "min_steps": 20_000},
-}
 
 
 @dataclass(frozen=True)
 class SaturationConfig(RunConfig):
-    """H_grid: heads; Ts: data-set size per H (0: search the largest T memorized);
-    d, n, d_h (None: d), n_classes: data and model; max_steps, lr, warmup: full-batch Adam
-    with linear warmup + cosine decay over max_steps; a model stops at the first step
-    >= min_steps at which it memorizes (the paper trains a fixed 300k steps; saturation
-    grows with training after memorization); threshold: the saturation level (App. H:
-    0.99). Fields left None come from the scale preset."""
+    """Full-batch Adam with linear warmup + cosine decay over max_steps; a model stops at the
+    first step >= min_steps at which it memorizes (the paper trains a fixed 300k steps;
+    saturation grows with training after memorization)."""
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    H_grid: tuple[int, ...] = (4, 8)
-    Ts: tuple[int, ...] | None = None
-    d: int = 64
-    n: int = 32
-    d_h: int | None = None
-    n_classes: int = 100
-    max_steps: int | None = None
-    min_steps: int | None = None
-    lr: float = 1e-2
-    warmup: int = 100
-    threshold: float = THRESHOLD
+    PRESETS = {
+        "quick": {"Ts": (550, 1300), "max_steps": 3000, "min_steps": 500},
+        "paper": {"Ts": (0, 0), "max_steps": 20_000, "min_steps": 20_000},
+    }
 
-    def __post_init__(self) -> None:
-        _resolve(self, PRESETS)
+    H_grid: tuple[int, ...] = param((4, 8), "numbers of heads H")
+    Ts: tuple[int, ...] | None = param(None, "data-set size per H (0: search the largest T memorized)")
+    d: int = param(64, "token dimension d")
+    n: int = param(32, "context size n")
+    d_h: int | None = param(None, "head size d_h (None: d)")
+    n_classes: int = param(100, "label classes")
+    max_steps: int | None = param(None, "Adam's update budget")
+    min_steps: int | None = param(None, "updates before a memorizing model may stop")
+    lr: float = param(1e-2, "Adam's peak learning rate")
+    warmup: int = param(100, "linear warmup steps")
+    threshold: float = param(THRESHOLD, "saturation level: max_i theta_h,i above it (App. H: 0.99)")
+
+    def validate(self) -> None:
         if self.d_h is None:
             object.__setattr__(self, "d_h", self.d)
-        if not isinstance(self.H_grid, (list, tuple)) or not isinstance(self.Ts, (list, tuple)):
-            raise ConfigError(f"H_grid and Ts must be lists, got {self.H_grid!r} and {self.Ts!r}")
-        if len(self.H_grid) != len(self.Ts) or not self.H_grid:
-            raise ConfigError(f"give one T per H: H_grid {list(self.H_grid)} has {len(self.H_grid)} entries, "
-                              f"Ts {list(self.Ts)} has {len(self.Ts)}")
-        for name, v in [("H", H) for H in self.H_grid] + [("d", self.d), ("n", self.n), ("d_h", self.d_h),
-                                                          ("max_steps", self.max_steps)]:
-            check_int(f"every {name}" if name == "H" else name, v, 1)
-        for T in self.Ts:
-            check_int("every T in Ts (0 = search)", T, 0)
+        H_grid = check_ints("H_grid", self.H_grid, minimum=1)
+        Ts = check_ints("Ts (0 = search)", self.Ts, minimum=0)
+        if len(H_grid) != len(Ts):
+            raise ConfigError(f"give one T per H: H_grid {list(H_grid)} has {len(H_grid)} entries, "
+                              f"Ts {list(Ts)} has {len(Ts)}")
+        object.__setattr__(self, "H_grid", H_grid)
+        object.__setattr__(self, "Ts", Ts)
+        for name in ("d", "n", "d_h", "max_steps"):
+            check_int(name, getattr(self, name), 1)
         check_int("min_steps", self.min_steps, 0)
         if self.min_steps > self.max_steps:
             raise ConfigError(f"min_steps ({self.min_steps}) must be at most max_steps ({self.max_steps})")
         check_int("n_classes", self.n_classes, 2)
-        object.__setattr__(self, "H_grid", tuple(self.H_grid))
-        object.__setattr__(self, "Ts", tuple(self.Ts))
-        if not 0 < self.threshold < 1:
-            raise ConfigError(f"threshold must be in (0, 1), got {self.threshold!r}")
+        check_number("threshold", self.threshold, 0, 1, open_min=True, open_max=True)
         # the trainer's own checks (lr, warmup < max_steps) with this config's values
         self.search_config(self.H_grid[0])
 
@@ -175,20 +175,19 @@ def measure_H(cfg: SaturationConfig, H: int, T: int) -> dict:
             **stats({k: v[:1] for k, v in run.params.items()})}
 
 
-def run_saturation(cfg: SaturationConfig, run_dir=None) -> dict:
+def run_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
     per_H = []
     for H, T in zip(cfg.H_grid, cfg.Ts):
         r = measure_H(cfg, H, T)
         per_H.append(r)
-        if run_dir is not None:
-            run_dir.append_metric({"experiment": EXPERIMENT_ID, "H": H, "T": r["T"], "memorized": r["memorized"],
-                                   "steps": r["steps"], "fraction_saturated": r["fraction_saturated"],
-                                   "fraction_with_unsaturated": r["fraction_with_unsaturated"]})
-    figures = [f for r in per_H for f in _figures(cfg, r)]
-    return {"summary": [row for r in per_H for row in _summary(cfg, r)],
-            "tables": [_grid_table(r) for r in per_H], "figures": figures, "notes": _notes(cfg),
-            "data": {"threshold": cfg.threshold, "max_theta_edges": list(max_theta_edges(cfg.threshold)),
-                     "per_H": [_jsonable(r) for r in per_H]}}
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "H": H, "T": r["T"], "memorized": r["memorized"],
+                             "steps": r["steps"], "fraction_saturated": r["fraction_saturated"],
+                             "fraction_with_unsaturated": r["fraction_with_unsaturated"]})
+    return ExperimentResult(
+        summary=[row for r in per_H for row in _summary(cfg, r)], tables=[_grid_table(r) for r in per_H],
+        figures=[f for r in per_H for f in _figures(cfg, r)], notes=_notes(cfg),
+        data={"threshold": cfg.threshold, "max_theta_edges": list(max_theta_edges(cfg.threshold)),
+              "per_H": [_jsonable(r) for r in per_H]})
 
 
 def _jsonable(r: dict) -> dict:
@@ -202,43 +201,38 @@ def _jsonable(r: dict) -> dict:
 # --------------------------------------------------------------------------------------
 # report pieces
 # --------------------------------------------------------------------------------------
-def _summary(cfg: SaturationConfig, r: dict) -> list[dict]:
+def _summary(cfg: SaturationConfig, r: dict) -> list[Check]:
     H, T = r["H"], r["T"]
     where = f"H={H}, T={T}"
     return [
-        {"quantity": f"all T={T} labels memorized, H={H} (d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})",
-         "paper_value": f"T={PAPER_T.get(H)} after 300k steps", "measured": r["memorized"],
-         "expected": True, "status": "pass" if r["memorized"] else "FAIL",
-         "detail": f"first memorized at step {r['memorized_at']}, measured at step {r['steps']} "
-                   f"(final loss {r['final_loss']:.3g}); Theorem 1 bound {r['bound']}"},
-        {"quantity": f"fraction of saturated (head, example) pairs, max theta > {cfg.threshold}, {where}",
-         "paper_value": "majority of heads saturated (300k steps)", "measured": r["fraction_saturated"],
-         "expected": "> 0.5 in the paper's reading", "status": "info",
-         "detail": f"{int(r['saturated'].sum())} of {r['saturated'].size}; at the first memorizing step "
-                   f"{r['at_memorization']['fraction_saturated']:.3f}"
-                   + ("" if r["fraction_saturated"] > 0.5 else "; the paper's majority is not reproduced "
-                      "(see notes)")},
-        {"quantity": f"fraction of examples with at least one unsaturated head, {where}",
-         "paper_value": "almost all", "measured": r["fraction_with_unsaturated"], "expected": ">= 0.9",
-         "status": "pass" if r["fraction_with_unsaturated"] >= 0.9 else "FAIL",
-         "detail": f"examples with all {H} heads saturated: {int(r['heads_histogram'][H])} of {T}; at the "
-                   f"first memorizing step {r['at_memorization']['fraction_with_unsaturated']:.3f}"},
+        check(f"all T={T} labels memorized, H={H} (d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})",
+              f"T={PAPER_T.get(H)} after 300k steps", r["memorized"], True, r["memorized"],
+              f"first memorized at step {r['memorized_at']}, measured at step {r['steps']} "
+              f"(final loss {r['final_loss']:.3g}); Theorem 1 bound {r['bound']}"),
+        check(f"fraction of saturated (head, example) pairs, max theta > {cfg.threshold}, {where}",
+              "majority of heads saturated (300k steps)", r["fraction_saturated"], "> 0.5 in the paper's reading",
+              None, f"{int(r['saturated'].sum())} of {r['saturated'].size}; at the first memorizing step "
+                    f"{r['at_memorization']['fraction_saturated']:.3f}"
+                    + ("" if r["fraction_saturated"] > 0.5 else "; the paper's majority is not reproduced "
+                       "(see notes)")),
+        check(f"fraction of examples with at least one unsaturated head, {where}", "almost all",
+              r["fraction_with_unsaturated"], ">= 0.9", r["fraction_with_unsaturated"] >= 0.9,
+              f"examples with all {H} heads saturated: {int(r['heads_histogram'][H])} of {T}; at the "
+              f"first memorizing step {r['at_memorization']['fraction_with_unsaturated']:.3f}"),
     ]
 
 
-def _grid_table(r: dict) -> dict:
+def _grid_table(r: dict) -> Table:
     H = r["H"]
     rows = [[t + 1, *("S" if s else "." for s in r["saturated"][t]), int(r["saturated"][t].sum())]
             for t in range(min(GRID_EXAMPLES, r["T"]))]
-    return {"title": f"Saturated heads (S: max theta > 0.99) for the first {len(rows)} examples, H={H}, T={r['T']} "
-                     f"(Fig. 3 {'(a)' if H == 8 else '(d)'})",
-            "columns": ["example", *(f"head {h + 1}" for h in range(H)), "saturated"],
-            "formats": ["int", *("text",) * H, "int"], "rows": rows}
+    return Table(f"Saturated heads (S: max theta > 0.99) for the first {len(rows)} examples, H={H}, T={r['T']} "
+                 f"(Fig. 3 {'(a)' if H == 8 else '(d)'})",
+                 ["example", *(f"head {h + 1}" for h in range(H)), "saturated"], rows,
+                 ["int", *("text",) * H, "int"])
 
 
-def _figures(cfg: SaturationConfig, r: dict) -> list[dict]:
-    from attnlab.results import PALETTE, bar_figure, line_figure, series
-
+def _figures(cfg: SaturationConfig, r: dict) -> list[LineFigure | BarFigure]:
     H, T = r["H"], r["T"]
     grid = r["saturated"][:GRID_EXAMPLES]
     points = {True: ([], []), False: ([], [])}

@@ -10,7 +10,7 @@ by several options, each with a step budget:
   :mod:`attnlab.papers.memorization.authors_model`): Adam, lr 1e-3, batch 256, linear warmup
   (5% of the budget, as the authors' code) then cosine decay to 0 at the budget;
 - ``authors-plain``: the same protocol on the plain eqs. (1)-(6) model on the raw
-  inputs (:mod:`attnlab.papers.memorization.batched_model`, no embedding, no positional encoding);
+  inputs (:mod:`attnlab.papers.memorization.model`, no embedding, no positional encoding);
 - ``full-batch-adam``: the authors' model, full-batch Adam with a larger peak lr;
 - ``full-batch-lbfgs``: the authors' model, full-batch L-BFGS (strong Wolfe);
 - ``replicates-batched`` / ``replicates-sequential``: M replicates (own data set
@@ -30,9 +30,6 @@ yields full batches, and so does this experiment (noted in the report).
 
 from __future__ import annotations
 
-from attnlab.config import RunConfig  # noqa: E402  (TEMPORARY import placement)
-
-import math
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -40,67 +37,54 @@ from functools import partial
 import numpy as np
 import torch
 
-from attnlab.papers.memorization.model import draw_dataset, theorem1_bound
+from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.config import check_int
+from attnlab.papers.memorization.authors_model import KEYS, authors_loss, authors_metrics, init_authors_model
+from attnlab.papers.memorization.data import draw_dataset
+from attnlab.papers.memorization.losses import classifier_loss, classifier_metrics
+from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound
 from attnlab.registry import Experiment, register
-from attnlab.papers._legacy import _resolve
+from attnlab.results import PALETTE, Check, ExperimentResult, LineFigure, Table, check, line_figure, series
+from attnlab.runs.rundir import log_metric
 from attnlab.training import WarmupCosine, train_batched
-from attnlab.papers.memorization.batched_model import classifier_loss, classifier_metrics, init_attention_classifier
-from attnlab.papers.memorization.authors_model import (
-    KEYS,
-    authors_loss,
-    authors_metrics,
-    init_authors_model,
-)
 
 EXPERIMENT_ID = "memorization.training-options"
 PAPER_STEPS = 300_000  # App. H: "We train both models for 300,000 optimization steps"
 PAPER_T_MEMORIZED_H4 = 550  # App. H: about 550 examples memorized at H = 4 (d=64, n=32)
 OPTIONS = ("authors", "authors-plain", "full-batch-adam", "full-batch-lbfgs",
            "replicates-batched", "replicates-sequential")
-PRESETS = {
-    "quick": {"T": 250, "steps": 1500, "fast_lr": 1e-2, "lbfgs_steps": 30, "replicates": 3, "eval_every": 25},
-    "paper": {"T": 550, "steps": PAPER_STEPS, "fast_lr": 1e-2, "lbfgs_steps": 2_000, "replicates": 4,
-              "eval_every": 500},
-}
 
 
 @dataclass(frozen=True)
 class TrainingOptionsConfig(RunConfig):
-    """d, n, d_h (None: d), d_v (None: d_h), H, n_classes, T: the cell (paper notation);
-    steps: update budget of every Adam option; lr, batch, warmup_frac: the authors'
-    protocol (Adam 1e-3, batch 256, warmup 5% of the budget then cosine decay);
-    fast_lr: peak lr of full-batch Adam; lbfgs_steps: L-BFGS budget in torch.optim.LBFGS
-    steps of up to 20 iterations each;
-    replicates: M for the batched / sequential comparison; eval_every: updates
-    between train-accuracy checks; keys: the authors' model's keys ("all": the
-    query attends to all n + 1 tokens, "context": to the n context tokens);
-    options: which options to run. Fields left None come from the scale preset."""
+    """One cell of Fig. 2(a) (paper notation) and the options that train it (module docstring)."""
 
-    scale: str = "quick"
-    seed: int = 0
-    device: str = "cpu"
-    d: int = 64
-    n: int = 32
-    d_h: int | None = None
-    d_v: int | None = None
-    H: int = 4
-    n_classes: int = 100
-    T: int | None = None
-    steps: int | None = None
-    lr: float = 1e-3
-    batch: int = 256
-    warmup_frac: float = 0.05
-    fast_lr: float | None = None
-    lbfgs_steps: int | None = None
-    replicates: int | None = None
-    eval_every: int | None = None
-    keys: str = "all"
-    options: tuple[str, ...] = OPTIONS
+    PRESETS = {
+        "quick": {"T": 250, "steps": 1500, "fast_lr": 1e-2, "lbfgs_steps": 30, "replicates": 3, "eval_every": 25},
+        "paper": {"T": 550, "steps": PAPER_STEPS, "fast_lr": 1e-2, "lbfgs_steps": 2_000, "replicates": 4,
+                  "eval_every": 500},
+    }
 
-    def __post_init__(self) -> None:
-        _resolve(self, PRESETS)
+    d: int = param(64, "token dimension d (even: sinusoidal positional encoding)")
+    n: int = param(32, "context size n")
+    d_h: int | None = param(None, "head size d_h (None: d)")
+    d_v: int | None = param(None, "value size d_v per head (None: d_h)")
+    H: int = param(4, "number of heads H")
+    n_classes: int = param(100, "label classes")
+    T: int | None = param(None, "examples in the data set")
+    steps: int | None = param(None, "update budget of every Adam option")
+    lr: float = param(1e-3, "the authors' Adam learning rate (App. A)")
+    batch: int = param(256, "the authors' batch size (App. A)")
+    warmup_frac: float = param(0.05, "linear warmup as a fraction of the budget, then cosine decay")
+    fast_lr: float | None = param(None, "peak learning rate of full-batch Adam")
+    lbfgs_steps: int | None = param(None, "L-BFGS budget in torch.optim.LBFGS steps of up to 20 iterations")
+    replicates: int | None = param(None, "models M of the batched / sequential comparison")
+    eval_every: int | None = param(None, "updates between train-accuracy checks")
+    keys: str = param("all", "the authors' model's keys: all (the query attends to all n + 1 tokens) or "
+                             "context (to the n context tokens)")
+    options: tuple[str, ...] = param(OPTIONS, "which options to run")
+
+    def validate(self) -> None:
         if self.d_h is None:
             object.__setattr__(self, "d_h", self.d)
         if self.d_v is None:
@@ -112,13 +96,9 @@ class TrainingOptionsConfig(RunConfig):
         if self.d % 2:
             raise ConfigError(f"d must be even (sinusoidal positional encoding), got {self.d}")
         for name in ("lr", "fast_lr"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
-                raise ConfigError(f"{name} must be a positive finite number, got {v!r}")
-        if not 0 <= self.warmup_frac < 1:
-            raise ConfigError(f"warmup_frac must be in [0, 1), got {self.warmup_frac!r}")
-        if self.keys not in KEYS:
-            raise ConfigError(f"keys must be one of {', '.join(KEYS)}, got {self.keys!r}")
+            check_number(name, getattr(self, name), 0, open_min=True)
+        check_number("warmup_frac", self.warmup_frac, 0, 1, open_max=True)
+        check_choice("keys", self.keys, KEYS)
         options = (self.options,) if isinstance(self.options, str) else tuple(self.options)
         unknown = [o for o in options if o not in OPTIONS]
         if not options or unknown or len(set(options)) != len(options):
@@ -270,62 +250,57 @@ def _warm_up(cfg: TrainingOptionsConfig) -> None:
         train_once(cfg, [0], model="authors", optimizer="lbfgs", lr=1.0, steps=1, batch=None)
 
 
-def run_training_options(cfg: TrainingOptionsConfig, run_dir=None) -> dict:
+def run_training_options(cfg: TrainingOptionsConfig, run_dir=None) -> ExperimentResult:
     _warm_up(cfg)
     runs = []
     for option in cfg.options:
         run = run_option(cfg, option)
         runs.append(run)
-        if run_dir is not None:
-            run_dir.append_metric({"experiment": EXPERIMENT_ID, **{k: v for k, v in run.items()
-                                                                    if not k.startswith("curve")}})
-    return {"summary": _summary(cfg, runs), "tables": [_table(cfg, runs)], "figures": [_figure(cfg, runs)],
-            "notes": _notes(cfg, runs),
-            "data": {"T": cfg.T, "bound": cfg.bound, "batch": cfg.minibatch, "runs": runs}}
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **{k: v for k, v in run.items()
+                                                             if not k.startswith("curve")}})
+    return ExperimentResult(summary=_summary(cfg, runs), tables=[_table(cfg, runs)], figures=[_figure(cfg, runs)],
+                            notes=_notes(cfg, runs),
+                            data={"T": cfg.T, "bound": cfg.bound, "batch": cfg.minibatch, "runs": runs})
 
 
 def _steps_text(steps: list[int]) -> str:
     return ", ".join(str(s) if s >= 0 else "-" for s in steps)
 
 
-def _summary(cfg: TrainingOptionsConfig, runs: list[dict]) -> list[dict]:
+def _summary(cfg: TrainingOptionsConfig, runs: list[dict]) -> list[Check]:
     rows = []
     for run in runs:
         done = all(s >= 0 for s in run["steps_to_100"])
         authors = run["option"] == "authors"
-        rows.append({
-            "quantity": f"updates to 100% train accuracy: {LABELS[run['option']]} (T={cfg.T}, H={cfg.H})",
-            "paper_value": f"memorized within {PAPER_STEPS:,} steps (App. H)" if authors else None,
-            "measured": _steps_text(run["steps_to_100"]),
-            "expected": f"100% within {cfg.steps if 'lbfgs' not in run['option'] else cfg.lbfgs_steps} updates",
-            "status": ("pass" if done else "FAIL") if authors else "info",
-            "detail": f"{run['wall_s']:.1f} s wall; final accuracy "
-                      + ", ".join(f"{a:.3f}" for a in run["final_accuracy"])})
+        rows.append(check(
+            f"updates to 100% train accuracy: {LABELS[run['option']]} (T={cfg.T}, H={cfg.H})",
+            f"memorized within {PAPER_STEPS:,} steps (App. H)" if authors else None,
+            _steps_text(run["steps_to_100"]),
+            f"100% within {cfg.steps if 'lbfgs' not in run['option'] else cfg.lbfgs_steps} updates",
+            done if authors else None,
+            f"{run['wall_s']:.1f} s wall; final accuracy " + ", ".join(f"{a:.3f}" for a in run["final_accuracy"])))
     by = {run["option"]: run for run in runs}
     if {"replicates-batched", "replicates-sequential"} <= set(by):
         b, s = by["replicates-batched"], by["replicates-sequential"]
-        rows.append({"quantity": f"wall-time speed-up of {b['models']} replicates at once over one at a time",
-                     "paper_value": None, "measured": s["wall_s"] / b["wall_s"], "expected": "> 1",
-                     "status": "info",
-                     "detail": f"{b['wall_s']:.1f} s at once vs {s['wall_s']:.1f} s one at a time; "
-                               f"same models: steps to 100% {_steps_text(b['steps_to_100'])} vs "
-                               f"{_steps_text(s['steps_to_100'])}"})
+        rows.append(check(f"wall-time speed-up of {b['models']} replicates at once over one at a time", None,
+                          s["wall_s"] / b["wall_s"], "> 1", None,
+                          f"{b['wall_s']:.1f} s at once vs {s['wall_s']:.1f} s one at a time; "
+                          f"same models: steps to 100% {_steps_text(b['steps_to_100'])} vs "
+                          f"{_steps_text(s['steps_to_100'])}"))
     return rows
 
 
-def _table(cfg: TrainingOptionsConfig, runs: list[dict]) -> dict:
+def _table(cfg: TrainingOptionsConfig, runs: list[dict]) -> Table:
     rows = [[run["option"], _settings(cfg, run["option"]), run["models"], _steps_text(run["steps_to_100"]),
              run["wall_s"], run["wall_s"] / run["models"], float(np.mean(run["final_accuracy"]))] for run in runs]
-    return {"title": f"Training options on one cell: d={cfg.d}, n={cfg.n}, d_h={cfg.d_h}, d_v={cfg.d_v}, "
-                     f"H={cfg.H}, T={cfg.T} (bound {cfg.bound}), {cfg.n_classes} classes, shared context",
-            "columns": ["option", "settings", "models", "updates to 100%", "wall s", "wall s per model",
-                        "mean final accuracy"],
-            "formats": ["text", "text", "int", "text", "float", "float", "float"], "rows": rows}
+    return Table(f"Training options on one cell: d={cfg.d}, n={cfg.n}, d_h={cfg.d_h}, d_v={cfg.d_v}, "
+                 f"H={cfg.H}, T={cfg.T} (bound {cfg.bound}), {cfg.n_classes} classes, shared context",
+                 ["option", "settings", "models", "updates to 100%", "wall s", "wall s per model",
+                  "mean final accuracy"],
+                 rows, ["text", "text", "int", "text", "float", "float", "float"])
 
 
-def _figure(cfg: TrainingOptionsConfig, runs: list[dict]) -> dict:
-    from attnlab.results import PALETTE, line_figure, series
-
+def _figure(cfg: TrainingOptionsConfig, runs: list[dict]) -> LineFigure:
     lines = [series(f"{run['option']} (M={run['models']})" if run["models"] > 1 else run["option"],
                     run["curve_t"], run["curve_acc"], color=PALETTE[i % len(PALETTE)],
                     style="dashed" if run["option"].startswith("replicates") else "solid")

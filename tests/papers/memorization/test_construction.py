@@ -8,15 +8,18 @@ scales c ~ 1e5-1e7, so the 1e-12 class does not apply to y_hat; measured ~1e-9).
 import numpy as np
 import pytest
 
-from attnlab.constructions import (
-    attention_features,
+from numpy_reference import LABEL_TOL, numpy_forward
+
+from attnlab.errors import ConfigError
+from attnlab.papers.memorization.construction import (
+    MemorizationParams,
     build_memorizing_weights,
     check_memorization,
-    draw_dataset,
-    memorization_forward,
+    construct_memorization,
+    memorize_drawn_dataset,
 )
-from attnlab.errors import ConfigError
-from numpy_reference import LABEL_TOL, numpy_forward
+from attnlab.papers.memorization.data import draw_dataset
+from attnlab.papers.memorization.model import memorization_forward
 
 
 @pytest.mark.parametrize("shared", [True, False])
@@ -111,17 +114,6 @@ def test_skip_connection_appendix_c():
     np.testing.assert_allclose(numpy_forward(E, e, **w.matrices(), skip=True), y_hat, atol=1e-10, rtol=0)
 
 
-def test_forward_matches_independent_numpy_on_random_weights():
-    rng = np.random.default_rng(5)
-    E, e = rng.standard_normal((7, 5, 13)), rng.standard_normal((7, 13))
-    W = dict(W_Q=rng.standard_normal((3, 13, 2)), W_K=rng.standard_normal((3, 13, 2)),
-             W_V=rng.standard_normal((3, 13, 11)), W_O=rng.standard_normal((33, 13)),
-             W_D=rng.standard_normal((13, 4)))
-    np.testing.assert_allclose(memorization_forward(E, e, **W), numpy_forward(E, e, **W), atol=1e-12, rtol=1e-12)
-    Z = attention_features(E, e, W["W_Q"], W["W_K"])
-    assert Z.shape == (7, 3 * 13)  # eq. (7): T x H d
-
-
 def test_assumption1_failure_falls_back_to_remark1():
     rng = np.random.default_rng(6)
     basis = rng.uniform(size=(3, 13))  # queries in a 3-dim subspace: Kruskal rank <= 3 < n = 5
@@ -166,7 +158,7 @@ def test_fixed_c_is_recorded():
         (dict(H=2, d_h=0, T=3), "d_h must be an integer >= 1"),
         (dict(H=0, d_h=5, T=3), "H must be an integer >= 1"),
         (dict(H=2, d_h=5, T=3, d_v=0), "d_v must be an integer >= 1"),
-        (dict(H=2, d_h=5, T=3, c=-1.0), "c must be a finite number > 0"),
+        (dict(H=2, d_h=5, T=3, c=-1.0), r"c must be a finite number in \(0, inf\), got -1.0"),
     ],
 )
 def test_bad_input_raises_config_error(kwargs, message):
@@ -185,3 +177,22 @@ def test_context_longer_than_d_and_label_mismatch_raise():
     E, e, y = draw_dataset(3, 5, 13, 1, shared=True, seed=0)
     with pytest.raises(ConfigError, match="one label per query"):
         build_memorizing_weights(E, e, y[:2], H=1, d_h=3)
+
+
+def test_memorize_drawn_dataset_is_draw_build_check():
+    (E, e, y), w, out = memorize_drawn_dataset(13, 5, 13, 2, H=3, d_h=7, shared=False, seed=4)
+    E2, e2, y2 = draw_dataset(13, 5, 13, 2, shared=False, seed=4)
+    assert np.array_equal(E, E2) and np.array_equal(e, e2) and np.array_equal(y, y2)
+    assert out == check_memorization(build_memorizing_weights(E, e, y, H=3, d_h=7, seed=4), E, e, y)
+    assert out["T"] == out["bound"] == out["rank_Z"] == 13 and out["max_abs_error"] <= LABEL_TOL
+    assert w.W_V.shape == (3, 13, 2)
+
+
+def test_registered_construction_builds_at_the_bound():
+    res = construct_memorization(MemorizationParams(H=2, n=5, d=13, d_h=5, d_out=3, seed=1))
+    assert res.passed and res.criterion == "max |y_hat - y| <= 1e-08 (float64)"
+    assert res.values["T"] == res.values["bound"] == res.values["rank_Z"] == 9  # 2 (5 - 1) + 1
+    assert set(res.arrays) == {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}
+    assert res.to_dict()["max_abs_error"] <= LABEL_TOL and res.to_dict()["shared_context"] is True
+    with pytest.raises(ConfigError, match="d_h must be an integer >= 1, got 0"):
+        MemorizationParams(d_h=0)

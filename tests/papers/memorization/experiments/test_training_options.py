@@ -43,12 +43,12 @@ def test_registered_and_presets():
 def test_tiny_run_has_every_option(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_training_options(TrainingOptionsConfig(**TINY), rd)
-    assert set(res) == {"summary", "tables", "figures", "notes", "data"}
-    runs = {r["option"]: r for r in res["data"]["runs"]}
-    assert list(runs) == list(OPTIONS) and res["data"]["bound"] == 7 and res["data"]["batch"] == 8
-    table = res["tables"][0]
-    assert [row[0] for row in table["rows"]] == list(OPTIONS)
-    for row in table["rows"]:
+    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    runs = {r["option"]: r for r in res.data["runs"]}
+    assert list(runs) == list(OPTIONS) and res.data["bound"] == 7 and res.data["batch"] == 8
+    table = res.tables[0]
+    assert [row[0] for row in table.rows] == list(OPTIONS)
+    for row in table.rows:
         assert all(math.isfinite(v) for v in row[4:]), row  # wall s, per model, accuracy
     for name, r in runs.items():
         assert r["models"] == (2 if name.startswith("replicates") else 1)
@@ -66,9 +66,10 @@ def test_tiny_run_has_every_option(tmp_path):
     for b, s in zip(runs["replicates-batched"]["steps_to_100"], runs["replicates-sequential"]["steps_to_100"]):
         assert abs(b - s) <= TINY["eval_every"]
     assert runs["authors"]["steps_to_100"][0] == runs["replicates-sequential"]["steps_to_100"][0]
-    assert res["summary"][0]["status"] == "pass"
-    assert res["figures"][0]["file"] == "memorization-training-options.png"
-    assert len(res["figures"][0]["series"]) == len(OPTIONS)
+    assert res.summary[0].status == "pass"
+    assert [c.status for c in res.summary[1:]] == ["info"] * len(OPTIONS)  # the others and the speed-up
+    assert res.figures[0].file == "memorization-training-options.png"
+    assert len(res.figures[0].series) == len(OPTIONS)
     assert len(rd.read_metrics()) == len(OPTIONS)
 
 
@@ -76,9 +77,9 @@ def test_subset_of_options_full_batch(tmp_path):
     cfg = TrainingOptionsConfig(**{**TINY, "batch": 256, "options": ("full-batch-adam",)})
     assert cfg.minibatch is None
     res = run_training_options(cfg)
-    assert [r["option"] for r in res["data"]["runs"]] == ["full-batch-adam"]
-    assert res["data"]["runs"][0]["final_accuracy"] == [1.0]
-    assert any("whole data set" in note for note in res["notes"])
+    assert [r["option"] for r in res.data["runs"]] == ["full-batch-adam"]
+    assert res.data["runs"][0]["final_accuracy"] == [1.0]
+    assert any("whole data set" in note for note in res.notes)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -86,8 +87,8 @@ def test_subset_of_options_full_batch(tmp_path):
     (dict(options=("authors", "authors")), "options must be distinct names among"),
     (dict(keys="query"), "keys must be one of all, context"),
     (dict(d=7), "d must be even"),
-    (dict(fast_lr=0.0), "fast_lr must be a positive finite number"),
-    (dict(warmup_frac=1.0), "warmup_frac must be in [0, 1)"),
+    (dict(fast_lr=0.0), "fast_lr must be a finite number in (0, inf), got 0.0"),
+    (dict(warmup_frac=1.0), "warmup_frac must be a finite number in [0, 1), got 1.0"),
     (dict(T=0), "T must be an integer >= 1"),
     (dict(replicates=True), "replicates must be an integer >= 1"),
     (dict(scale="huge"), "scale must be one of"),

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnlab.analysis.kruskal import assumption1_test, assumption2_test
+from attnlab.errors import ConfigError
+from attnlab.papers.memorization.assumptions import assumption1_test, assumption2_test
 from attnlab.papers.memorization.token_layers import (
     RandomAttentionLayer,
     RandomEmbedding,
@@ -15,7 +16,6 @@ from attnlab.papers.memorization.token_layers import (
     random_layer_outputs,
     sinusoidal_rank,
 )
-from attnlab.errors import ConfigError
 
 T, n, d, H, V = 37, 7, 22, 2, 50
 
@@ -108,7 +108,7 @@ def test_sinusoidal_rank_is_numerically_deficient_for_long_contexts():
 @pytest.mark.parametrize("kw, needle", [
     (dict(layer="mlp"), "unknown layer 'mlp'"),
     (dict(d=21), "d=21 must be divisible by n_heads=2"),
-    (dict(seed=-1), "seed must be a non-negative integer"),
+    (dict(seed=-1), r"seed must be an integer in \[0, 4294967295\], got -1"),
     (dict(ids=np.zeros(5, dtype=int)), r"\(T, n\) array"),
     (dict(ids=np.full((2, 3), V)), "token ids must be int64 in"),
 ])

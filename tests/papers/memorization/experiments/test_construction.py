@@ -1,33 +1,32 @@
 """memorization.construction: Theorem 1's weights built, checked and reported."""
 
-import numpy as np
 import pytest
 
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.experiments.construction import (
     ERROR_TARGET,
+    EXPERIMENT_ID,
     ConstructionConfig,
     build_one,
-    numpy_forward,
     run_construction,
 )
-from attnlab.papers.memorization.model import draw_dataset, memorization_forward
+from attnlab.registry import get_experiment
 
 TINY = dict(d=16, n=6, d_h=8, H_shared=(1, 3), H_per_example=(2,), H_labels=2, n_classes=20)
 
 
-def test_numpy_forward_matches_the_model_forward():
-    rng = np.random.default_rng(0)
-    for shared in (True, False):
-        E, e, _ = draw_dataset(7, 5, 9, 1, shared=shared, seed=1)
-        w = dict(W_Q=rng.normal(size=(3, 9, 4)), W_K=rng.normal(size=(3, 9, 4)), W_V=rng.normal(size=(3, 9, 2)),
-                 W_O=rng.normal(size=(6, 9)), W_D=rng.normal(size=(9, 3)))
-        np.testing.assert_allclose(numpy_forward(E, e, **w), memorization_forward(E, e, **w), rtol=1e-12, atol=1e-12)
+def test_registered_and_presets():
+    e = get_experiment(EXPERIMENT_ID)
+    assert e.in_reproduce and e.config_cls is ConstructionConfig and e.run is run_construction
+    quick, paper = ConstructionConfig(), ConstructionConfig(scale="paper")
+    assert quick.H_shared == (1, 2, 4, 8, 12, 16, 20) and quick.H_per_example == (1, 4, 8) and quick.H_labels == 4
+    assert paper.H_labels == 8 and max(paper.H_shared) == 24
+    assert ConstructionConfig(H_shared=(4, 1, 4)).H_shared == (1, 4)  # sorted, duplicates dropped
 
 
 def test_tiny_run_passes_every_row():
     out = run_construction(ConstructionConfig(**TINY))
-    builds = out["data"]["builds"]
+    builds = out.data["builds"]
     assert [(b["H"], b["context"]) for b in builds] == [(1, "shared"), (3, "shared"), (2, "per-example"),
                                                         (2, "shared"), (2, "shared")]
     for b in builds:
@@ -35,9 +34,12 @@ def test_tiny_run_passes_every_row():
         assert max(b["max_abs_error"], b["numpy_max_abs_error"]) <= ERROR_TARGET
     classes = [b for b in builds if b["labels"] == "classes"][0]
     assert classes["d_out"] == 20 and classes["accuracy"] == 1.0  # 20 classes > d = 16: the +-s_i codes
-    assert all(row["status"] == "pass" for row in out["summary"])
-    assert {f["file"] for f in out["figures"]} == {"memorization-construction-error.png",
-                                                    "memorization-construction-conditioning.png"}
+    assert [row.status for row in out.summary] == ["pass"] * 4  # shared, per-example, classes, d_out = 4
+    assert out.summary[0].measured == max(max(b["max_abs_error"], b["numpy_max_abs_error"]) for b in builds[:2])
+    assert {f.file for f in out.figures} == {"memorization-construction-error.png",
+                                             "memorization-construction-conditioning.png"}
+    (table,) = out.tables
+    assert len(table.rows) == len(builds) and len(table.columns) == len(table.formats) == 12
 
 
 @pytest.mark.slow
@@ -51,7 +53,7 @@ def test_paper_size_twenty_heads_shared_context():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(n=16, d=16), "needs n < d"),
     (dict(n_classes=33, d=16, n=6), "n_classes must lie in 2..2d = 32"),
-    (dict(H_shared=(0,)), "H_shared"),
+    (dict(H_shared=(0,)), "H_shared must be a non-empty list of integers >= 1"),
     (dict(d_h=0), "d_h must be an integer >= 1"),
 ])
 def test_bad_config(kwargs, message):

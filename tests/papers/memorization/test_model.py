@@ -1,16 +1,27 @@
-"""The memorization paper's attention classifier (training/models.py), eqs. (1)-(6)."""
+"""The memorization paper's model (papers/memorization/model.py), eqs. (1)-(8): the batched torch
+forward against the equations written out, the float64 NumPy helpers against independent references."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+from numpy_reference import numpy_forward as reference_forward
 from tolerances import assert_close
 from torch.func import vmap
 
 from attnlab.errors import ConfigError
-from attnlab.training import train_batched
-from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier, training_flops_per_step
-from attnlab.papers.memorization.batched_model import regression_loss, regression_metrics
+from attnlab.papers.memorization.data import draw_dataset
+from attnlab.papers.memorization.model import (
+    attention_classifier,
+    attention_features,
+    attention_features_torch,
+    init_attention_classifier,
+    memorization_forward,
+    numpy_forward,
+    theorem1_bound,
+    training_flops_per_step,
+)
 
 F64 = torch.float64
 # distinct primes so an axis mix-up fails: M, d, n, H, d_h, d_v, classes, batch
@@ -87,49 +98,49 @@ def test_bad_sizes_raise_config_error():
         init_attention_classifier(2, 8, 4, 0, 2, 3, torch.Generator())
 
 
-def test_regression_loss_and_metrics_by_hand_float64():
-    gen = torch.Generator().manual_seed(5)
-    stacked = init_attention_classifier(M, d, n, H, d_h, 1, gen, d_v=d_v, dtype=F64)  # d_out = 1
-    E = torch.rand(M, n, d, generator=gen, dtype=F64)
-    e = torch.rand(M, B, d, generator=gen, dtype=F64)
-    y = torch.rand(M, B, generator=gen, dtype=F64)  # y ~ U(0, 1), shape (B,) per model (App. A)
-    losses = vmap(regression_loss)(stacked, E, e, y)
-    metrics = vmap(regression_metrics)(stacked, E, e, y)
-    for m in range(M):
-        one = {k: p[m] for k, p in stacked.items()}
-        y_hat = torch.stack([_literal(one, E[m], e[m, b])[0] for b in range(B)])  # eqs. (1)-(6), d_out = 1
-        mse = ((y_hat - y[m]) ** 2).sum() / B  # (1 / B) sum_t (y_hat^(t) - y^(t))^2
-        assert_close(losses[m], mse)
-        assert_close(metrics["mse"][m], mse)
-        assert_close(metrics["loss"][m], mse)
-        assert_close(metrics["max_abs_error"][m], (y_hat - y[m]).abs().max())
-    # (B, 1) targets give the same loss as (B,)
-    one = {k: p[0] for k, p in stacked.items()}
-    assert_close(regression_loss(one, E[0], e[0], y[0][:, None]), losses[0])
+def test_theorem1_bound_matches_the_paper_numbers():
+    # FIELD-NOTES: d=64, n=32, d_h=64 -> 125 (H=4), 249 (H=8); r = min(n, d_h)
+    assert theorem1_bound(4, 32, 64) == 125 and theorem1_bound(8, 32, 64) == 249
+    assert theorem1_bound(1, 32, 64) == 32
+    assert theorem1_bound(3, 32, 5) == 3 * 4 + 1  # d_h < n: r = d_h
 
 
-def test_regression_loss_is_zero_exactly_at_the_targets():
-    gen = torch.Generator().manual_seed(6)
-    one = {k: p[0] for k, p in init_attention_classifier(1, d, n, H, d_h, 3, gen, dtype=F64).items()}
-    E, e = torch.rand(B, n, d, generator=gen, dtype=F64), torch.rand(B, d, generator=gen, dtype=F64)
-    y = attention_classifier(one, E, e)  # (B, 3): d_out = 3
-    assert regression_loss(one, E, e, y).item() == 0.0
-    assert regression_loss(one, E, e, y + 0.5).item() == pytest.approx(0.25, abs=1e-15)
+def test_forward_matches_independent_numpy_on_random_weights():
+    rng = np.random.default_rng(5)
+    E, e = rng.standard_normal((7, 5, 13)), rng.standard_normal((7, 13))
+    W = dict(W_Q=rng.standard_normal((3, 13, 2)), W_K=rng.standard_normal((3, 13, 2)),
+             W_V=rng.standard_normal((3, 13, 11)), W_O=rng.standard_normal((33, 13)),
+             W_D=rng.standard_normal((13, 4)))
+    np.testing.assert_allclose(memorization_forward(E, e, **W), reference_forward(E, e, **W), atol=1e-12, rtol=1e-12)
+    Z = attention_features(E, e, W["W_Q"], W["W_K"])
+    assert Z.shape == (7, 3 * 13)  # eq. (7): T x H d
 
 
-def test_regression_trains_below_a_tenth_of_the_label_variance():
-    # T = 4 = Theorem 1's bound H (min(n, d_h) - 1) + 1 = 3 (2 - 1) + 1 at n = 5, d_h = 2: Adam must
-    # bring the MSE of U(0, 1) labels (variance 1/12) below 1e-3
-    gen = torch.Generator().manual_seed(7)
-    params = init_attention_classifier(2, d, n, H, d_h, 1, gen)
-    E, e, y = torch.rand(2, n, d, generator=gen), torch.rand(2, 4, d, generator=gen), torch.rand(2, 4, generator=gen)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: extra intra-op threads only wait on a busy machine
-    try:
-        res = train_batched(regression_loss, params, (e, y), model_data=(E,), steps=150, lr=2e-2,
-                            eval_every=150, metrics_fn=regression_metrics)
-    finally:
-        torch.set_num_threads(threads)
-    first = vmap(regression_loss)(params, E, e, y)
-    assert (first > 1e-3).all()  # it had something to learn
-    assert (res.history["mse"][-1] < 1e-3).all()
+def test_numpy_forward_matches_the_model_forward():
+    rng = np.random.default_rng(0)
+    for shared in (True, False):
+        E, e, _ = draw_dataset(7, 5, 9, 1, shared=shared, seed=1)
+        w = dict(W_Q=rng.normal(size=(3, 9, 4)), W_K=rng.normal(size=(3, 9, 4)), W_V=rng.normal(size=(3, 9, 2)),
+                 W_O=rng.normal(size=(6, 9)), W_D=rng.normal(size=(9, 3)))
+        np.testing.assert_allclose(numpy_forward(E, e, **w), memorization_forward(E, e, **w), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_features_in_torch_equal_the_numpy_features(shared):
+    # eq. (7) twice: NumPy (constructions) and torch (differentiable rank search), float64
+    rng = np.random.default_rng(6)
+    E = rng.uniform(size=(5, 11) if shared else (7, 5, 11))
+    e, W_Q, W_K = rng.uniform(size=(7, 11)), rng.standard_normal((3, 11, 2)), rng.standard_normal((3, 11, 2))
+    Z = attention_features_torch(*(torch.from_numpy(a) for a in (E, e, W_Q, W_K))).numpy()
+    assert Z.shape == (7, 3 * 11)
+    np.testing.assert_allclose(Z, attention_features(E, e, W_Q, W_K), rtol=1e-12, atol=1e-12)
+
+
+def test_memorization_forward_rejects_mismatched_shapes():
+    rng = np.random.default_rng(7)
+    W = dict(W_Q=rng.standard_normal((2, 5, 3)), W_K=rng.standard_normal((2, 5, 3)),
+             W_V=rng.standard_normal((2, 5, 1)), W_O=rng.standard_normal((2, 5)), W_D=rng.standard_normal((5, 1)))
+    with pytest.raises(ConfigError, match="does not fit e"):
+        memorization_forward(rng.uniform(size=(3, 4, 5)), rng.uniform(size=(6, 5)), **W)
+    with pytest.raises(ConfigError, match=r"W_O must be \(2, 5\)"):
+        memorization_forward(rng.uniform(size=(4, 5)), rng.uniform(size=(6, 5)), **{**W, "W_O": np.eye(5)})

@@ -1,4 +1,4 @@
-"""The authors' trained model (training/authors_model.py): embedding + PE + one attention layer."""
+"""The authors' trained model (papers/memorization/authors_model.py): embedding + PE + one attention layer."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from torch.func import jacrev, vmap
 from attnlab.errors import ConfigError
 from attnlab.nn.positional import sinusoidal_encoding
 from attnlab.training import train_batched
-from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier
 from attnlab.papers.memorization.authors_model import (
     authors_loss,
     authors_metrics,
@@ -22,6 +21,7 @@ from attnlab.papers.memorization.authors_model import (
     authors_regression_metrics,
     init_authors_model,
 )
+from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -156,7 +156,7 @@ def test_trains_with_train_batched():
     (lambda: authors_model(_one(_params()), torch.rand(n, D_IN), torch.rand(B, D_IN), keys="query"),
      "keys must be one of all, context"),
     (lambda: authors_model(_one(_params()), torch.rand(n, D_IN), torch.rand(B, D_IN), scale=-1.0),
-     "scale must be a positive number"),
+     r"scale must be a finite number in \(0, inf\)"),
     (lambda: authors_model(_one(_params()), torch.rand(n, D_IN), torch.rand(B, D_IN + 1)),
      "queries x must be"),
     (lambda: authors_model(_one(_params()), torch.rand(B + 1, n, D_IN), torch.rand(B, D_IN)),

@@ -3,8 +3,6 @@ control, and the matched attention layer beside it; numbers asserted, tolerances
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from attnlab.registry import all_claims
@@ -20,10 +18,6 @@ def _run(cid, seed):
     return r
 
 
-def _number(pattern, text):
-    return float(re.search(pattern, text).group(1))
-
-
 def test_registered_under_the_proposition3_prefix():
     ids = sorted(c.id for c in all_claims() if c.id.startswith("memorization.proposition3"))
     assert ids == sorted(IDS)
@@ -32,29 +26,32 @@ def test_registered_under_the_proposition3_prefix():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_reduction(seed):
     r = _run(IDS[0], seed)
-    m = r.measurement
+    m, v = r.measurement, r.measurement.values
     assert r.status == "pass" and m.relation == "<=" and m.tolerance == 1e-12
-    assert m.measured <= 1e-12
-    assert "Kruskal rank of queries 3 (Assumption 1 needs 3), rank E 3" in m.detail
-    assert _number(r"printed sign .* error is ([0-9.e+-]+)", m.detail) > 1e-2  # the typo matters
+    assert m.measured <= 1e-12 and v["max_abs_error"] == m.measured
+    assert (v["T"], v["n"], v["d"], v["m"], v["d_out"]) == (11, 3, 7, 5, 2)
+    assert v["kruskal_rank_queries"] == 3 and v["assumption1"] and v["rank_E"] == 3 and v["assumption2"]
+    assert v["max_abs_error_paper_sign"] > 1e-2  # the typo matters
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fcn_trained_stays_above_zero_beyond_the_bound(seed):
     r = _run(IDS[1], seed)
-    m = r.measurement
+    m, v = r.measurement, r.measurement.values
     assert r.status == "pass" and m.relation == ">=" and m.tolerance == 1e-3
     assert m.measured >= 0.1  # measured 0.58 (seed 0), 0.75 (seed 1): far from zero, not just above 1e-3
-    assert "at T=72 > bound 36 (m=7 matched" in m.detail
-    assert _number(r"control at T=9: ([0-9.e+-]+)", m.detail) <= 1e-8
-    assert "nm/d_out+m+1 = 29" in m.detail
+    assert v["residual_above"] == m.measured
+    assert (v["T_above"], v["bound"], v["m"]) == (72, 36, 7)  # T = 72 > bound 36, m = 7 matched
+    assert v["T_below"] == 9 and v["residual_below"] <= 1e-8  # the control
+    assert v["homogeneity_bound"] == 29  # nm/d_out+m+1
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_attention_beside(seed):
     r = _run(IDS[2], seed)
-    m = r.measurement
+    m, v = r.measurement, r.measurement.values
     assert r.status == "pass" and m.relation == "<=" and m.tolerance == 1e-8
     assert m.measured <= 1e-12  # measured ~1e-14
-    assert "T=9 (Theorem 1); rank Z 9" in m.detail and "bound 36" in m.detail
+    assert v["T"] == 9 and v["bound_name"] == "Theorem 1" and v["rank_Z"] == 9
+    assert v["proposition3_bound"] == 36 and v["m"] == 7

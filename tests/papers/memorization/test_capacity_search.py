@@ -11,14 +11,16 @@ from attnlab.papers.memorization.capacity_search import (
     SearchConfig,
     _next_candidates,
     attention_coefficients,
-    draw_nested_dataset,
     folded_logits,
     loss_and_grads,
     memorized_in_float64,
     search_capacity,
     train_candidates,
 )
-from attnlab.papers.memorization.batched_model import attention_classifier, init_attention_classifier
+from attnlab.papers.memorization.data import draw_nested_dataset
+from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny matrices, a shared machine
 
 # float64: the folded products reorder sums of O(10)-sized terms; 1e-10 relative leaves
 # ~1e5 ulps of room, and a wrong gradient (axis mix-up, missing term) is off by O(1).
@@ -70,13 +72,6 @@ def test_loss_and_gradients_match_autograd_with_masks():
         assert int(correct[m]) == int((logits.argmax(-1) == y[:T]).sum())
 
 
-def test_nested_data_prefixes():
-    E1, e1, y1 = draw_nested_dataset(40, 4, 6, 10, seed=7)
-    E2, e2, y2 = draw_nested_dataset(17, 4, 6, 10, seed=7)
-    assert torch.equal(E1, E2) and torch.equal(e1[:17], e2) and torch.equal(y1[:17], y2)
-    assert 0 <= float(e1.min()) and float(e1.max()) < 1 and set(y1.tolist()) <= set(range(10))
-
-
 TINY = dict(H=2, d=8, n=4, n_classes=10, max_steps=300, lr=3e-2, warmup=10, T_start=8, resolution=0.0,
             T_limit=400)
 
@@ -117,12 +112,14 @@ def test_next_candidates():
 @pytest.mark.parametrize("bad, message", [
     (dict(H=0), "H must be an integer >= 1"),
     (dict(max_steps=10, warmup=10), "warmup (10) must be smaller than max_steps (10)"),
-    (dict(lr=-1.0), "lr must be a positive finite number"),
-    (dict(growth=1.0), "growth must be a number > 1"),
-    (dict(resolution=1.5), "resolution must be a fraction in [0, 1)"),
-    (dict(T_start=20_000), "T_start must be an integer in [1, T_limit=20000)"),
-    (dict(device="tpu"), "device must be 'cpu' or 'cuda[:i]'"),
-    (dict(diverged_below=2.0), "diverged_below must be an accuracy in [0, 1]"),
+    (dict(lr=-1.0), "lr must be a finite number in (0, inf), got -1.0"),
+    (dict(growth=1.0), "growth must be a finite number in (1, inf), got 1.0"),
+    (dict(resolution=1.5), "resolution must be a finite number in [0, 1), got 1.5"),
+    (dict(T_start=20_000), "T_start must be an integer in [1, 19999], got 20000"),
+    (dict(device="tpu"), "unknown device 'tpu'; use cpu, cuda or cuda:N"),
+    (dict(diverged_below=2.0), "diverged_below must be a finite number in [0, 1], got 2.0"),
+    (dict(dtype=torch.float16), "dtype must be one of torch.float32, torch.float64"),
+    (dict(seed=-1), "seed must be an integer in [0, 4294967295]"),
 ])
 def test_bad_search_config(bad, message):
     import re

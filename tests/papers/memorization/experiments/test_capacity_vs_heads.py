@@ -1,4 +1,4 @@
-"""memorization.capacity-vs-heads: the bound, a tiny run's results, bad configs (Python and CLI)."""
+"""memorization.capacity-vs-heads: presets, a tiny run's results, bad configs (Python and CLI)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,11 @@ import pytest
 from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
-from attnlab.papers.memorization.experiments.capacity_vs_heads import (
-    EXPERIMENT_ID,
-    CapacityConfig,
-    largest_memorized,
-    linear_fit,
-    run_capacity,
-    theorem1_bound,
-)
+from attnlab.papers.memorization.experiments.capacity_vs_heads import EXPERIMENT_ID, CapacityConfig, run_capacity
 from attnlab.runs.rundir import RunDir
 
 TINY = dict(d=8, n=4, n_classes=10, H_grid=(1, 2), T_factors=(1.0, 2.0), steps=150, lr=2e-2, warmup=10,
             replicates=2, eval_every=10)
-
-
-def test_theorem1_bound_matches_the_paper_numbers():
-    # FIELD-NOTES: d=64, n=32, d_h=64 -> 125 (H=4), 249 (H=8); r = min(n, d_h)
-    assert theorem1_bound(4, 32, 64) == 125 and theorem1_bound(8, 32, 64) == 249
-    assert theorem1_bound(1, 32, 64) == 32
-    assert theorem1_bound(3, 32, 5) == 3 * 4 + 1  # d_h < n: r = d_h
 
 
 def test_registered_and_quick_preset():
@@ -41,24 +27,17 @@ def test_registered_and_quick_preset():
     assert paper.min_epochs == 500 and paper.steps == 50_000 and paper.optimizer == "adam"  # App. A
     lbfgs = CapacityConfig(optimizer="lbfgs")
     assert lbfgs.batch is None and lbfgs.lr == 1.0 and lbfgs.H_grid == (1, 2, 4)
-
-
-def test_linear_fit_and_largest_memorized():
-    a, b, r2 = linear_fit([1, 2, 4], [3, 5, 9])  # exactly 2 H + 1
-    assert abs(a - 2) < 1e-12 and abs(b - 1) < 1e-12 and abs(r2 - 1) < 1e-12
-    a, b, r2 = linear_fit([1, 2, 3], [1, 3, 2])  # by hand: a = 1/2, b = 1, SS_res = 1.5, SS_tot = 2
-    assert abs(a - 0.5) < 1e-12 and abs(b - 1) < 1e-12 and abs(r2 - 0.25) < 1e-12
-    cells = [{"H": 1, "T": 4, "memorized": [True, True]}, {"H": 1, "T": 8, "memorized": [True, False]},
-             {"H": 2, "T": 7, "memorized": [False, False]}]
-    assert largest_memorized(cells, 1) == 4 and largest_memorized(cells, 2) == 0
+    # L-BFGS's preset comes first, so at paper scale it stays full batch (not the Adam preset's 256)
+    lbfgs = CapacityConfig(scale="paper", optimizer="lbfgs")
+    assert (lbfgs.batch, lbfgs.steps, lbfgs.lr, lbfgs.warmup, lbfgs.eval_every) == (None, 2_500, 1.0, 0, 50)
 
 
 @pytest.mark.slow
 def test_tiny_run_memorizes_small_T(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_capacity(CapacityConfig(**TINY), rd)
-    assert set(res) == {"summary", "tables", "figures", "notes", "data"}
-    data = res["data"]
+    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    data = res.data
     assert data["H"] == [1, 2] and data["bound"] == [4, 7]  # H (4 - 1) + 1
     cells = {(c["H"], c["T"]): c for c in data["cells"]}
     assert set(cells) == {(1, 4), (1, 8), (2, 7), (2, 14)}
@@ -67,14 +46,14 @@ def test_tiny_run_memorizes_small_T(tmp_path):
         assert cells[key]["final_accuracy"] == [1.0, 1.0]
         assert all(1 <= s <= TINY["steps"] for s in cells[key]["steps_to_memorize"])
     assert data["largest_T_memorized"][0] >= 4 and data["largest_T_memorized"][1] >= 7
-    assert res["summary"][0]["measured"] == data["largest_T_memorized"][0]
-    assert res["figures"][0]["file"] == "memorization-capacity-vs-heads.png"
+    assert res.summary[0].measured == data["largest_T_memorized"][0] and res.summary[0].status == "pass"
+    assert res.figures[0].file == "memorization-capacity-vs-heads.png"
     # the paper's own plot: mean train accuracy vs T, one curve per H, on each H's T grid
-    curves = res["figures"][1]
-    assert curves["file"] == "memorization-vs-T-per-heads.png"
-    assert [s["label"] for s in curves["series"]] == ["H=1", "H=2"]
-    assert curves["series"][0]["x"] == [4, 8] and curves["series"][0]["y"][0] == 1.0
-    assert len(res["tables"][0]["rows"]) == 4
+    curves = res.figures[1]
+    assert curves.file == "memorization-vs-T-per-heads.png"
+    assert [s.label for s in curves.series] == ["H=1", "H=2"]
+    assert curves.series[0].x == [4, 8] and curves.series[0].y[0] == 1.0
+    assert len(res.tables[0].rows) == 4
     assert len(rd.read_metrics()) == 4
 
 
@@ -83,21 +62,22 @@ def test_authors_model_option_memorizes_at_the_bound():
     same cells: at T = bound both replicates reach 100% train accuracy, and the notes say which model."""
     cfg = CapacityConfig(**{**TINY, "H_grid": (1,), "T_factors": (1.0,), "steps": 300}, model="authors")
     res = run_capacity(cfg)
-    (cell,) = res["data"]["cells"]
+    (cell,) = res.data["cells"]
     assert (cell["H"], cell["T"]) == (1, 4)
     assert cell["memorized"] == [True, True] and cell["final_accuracy"] == [1.0, 1.0]
-    assert any("model=authors" in note for note in res["notes"])
+    assert any("model=authors" in note for note in res.notes)
     assert any("model=plain" in note for note in run_capacity(CapacityConfig(**{**TINY, "H_grid": (1,),
-                                                                                "T_factors": (1.0,)}))["notes"])
+                                                                                "T_factors": (1.0,)})).notes)
 
 
 @pytest.mark.parametrize("bad, message", [
     (dict(model="bert"), "model must be one of plain, authors"),
-    (dict(H_grid=(0, 2)), "every H in H_grid must be an integer >= 1"),
+    (dict(H_grid=(0, 2)), "H_grid must be a non-empty list of integers >= 1, got (0, 2)"),
     (dict(H_grid=(2, 2)), "H_grid must list distinct head counts"),
-    (dict(T_factors=(1.0, -2.0)), "T_factors must be positive numbers"),
+    (dict(T_factors=(1.0, -2.0)), "every factor in T_factors must be a finite number in (0, inf), got -2.0"),
+    (dict(T_factors=()), "T_factors must list positive numbers"),
     (dict(steps=10, warmup=10), "warmup (10) must be smaller than steps (10)"),
-    (dict(lr=math.inf), "lr must be a positive finite number"),
+    (dict(lr=math.inf), "lr must be a finite number in (0, inf), got inf"),
     (dict(n=1), "n must be an integer >= 2"),
     (dict(scale="huge"), "scale must be one of"),
 ])
@@ -113,4 +93,4 @@ def test_bad_config_via_the_cli(capsys, tmp_path):
         code = e.code
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "lr must be a positive finite number, got -1" in err[0]
+    assert err[0].startswith("attnlab: error: ") and "lr must be a finite number in (0, inf), got -1" in err[0]

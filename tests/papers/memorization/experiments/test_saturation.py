@@ -63,16 +63,17 @@ TINY = dict(H_grid=(2,), Ts=(12,), d=8, n=4, n_classes=10, max_steps=300, min_st
 def test_tiny_run(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_saturation(SaturationConfig(**TINY), rd)
-    assert set(res) == {"summary", "tables", "figures", "notes", "data"}
-    (r,) = res["data"]["per_H"]
+    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    (r,) = res.data["per_H"]
     assert r["H"] == 2 and r["T"] == 12 and r["bound"] == 2 * (4 - 1) + 1 and r["memorized"]
     assert 1 <= r["memorized_at"] == r["steps"] < 300  # min_steps 0: measured when it memorizes
     assert sum(r["heads_histogram"]) == 12 and sum(r["max_theta_histogram"]) == 2 * 12
     frac = r["fraction_saturated"]
     assert 0.0 <= frac <= 1.0 and r["max_theta_histogram"][-1] == round(frac * 24)
     assert r["at_memorization"]["fraction_saturated"] == frac
-    assert res["summary"][0]["status"] == "pass"
-    assert len(res["figures"]) == 3 and len(res["tables"][0]["rows"]) == 12
+    assert res.summary[0].status == "pass" and res.summary[1].status == "info"  # the paper's reading: not judged
+    assert res.summary[0].measured is True and res.summary[1].measured == frac
+    assert len(res.figures) == 3 and len(res.tables[0].rows) == 12
     assert len(rd.read_metrics()) == 1
 
 
@@ -86,10 +87,10 @@ def test_registered_and_presets():
 
 @pytest.mark.parametrize("bad, message", [
     (dict(H_grid=(4, 8), Ts=(550,)), "give one T per H"),
-    (dict(Ts=(550, -1)), "every T in Ts (0 = search) must be an integer >= 0"),
-    (dict(threshold=1.5), "threshold must be in (0, 1)"),
+    (dict(Ts=(550, -1)), "Ts (0 = search) must be a non-empty list of integers >= 0"),
+    (dict(threshold=1.5), "threshold must be a finite number in (0, 1), got 1.5"),
     (dict(min_steps=5000), "min_steps (5000) must be at most max_steps (3000)"),
-    (dict(lr=0.0), "lr must be a positive finite number"),
+    (dict(lr=0.0), "lr must be a finite number in (0, inf), got 0.0"),
     (dict(scale="huge"), "scale must be one of"),
 ])
 def test_bad_config(bad, message):
@@ -104,4 +105,4 @@ def test_bad_config_via_the_cli(capsys, tmp_path):
         code = e.code
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "threshold must be in (0, 1), got 2" in err[0]
+    assert err[0].startswith("attnlab: error: ") and "threshold must be a finite number in (0, 1), got 2" in err[0]

@@ -9,6 +9,7 @@ import torch
 from attnlab.papers.memorization.fcn import (
     attention_parameter_count,
     check_reduction,
+    draw_eq29_dataset,
     extended_dataset,
     fcn_forward,
     fcn_parameter_count,
@@ -52,6 +53,15 @@ def test_extended_dataset_is_eq_29():
     assert np.array_equal(e, [[0, 0, 1, 2, 3], [0, 0, 4, 5, 6]])
     assert np.array_equal(c_FCN, np.concatenate([np.eye(3, 5).ravel(), [0, 0]])) and c_FCN.shape == (4 * 5 - 3,)
     assert np.array_equal(x_FCN, np.concatenate([np.tile(c_FCN, (2, 1)), x], axis=1)) and x_FCN.shape == (2, 20)
+
+
+def test_eq29_draw_is_seeded_by_seed_and_T():
+    E, e, x_FCN, y = draw_eq29_dataset(6, 2, 5, 3, seed=4)
+    rng = np.random.default_rng([4, 6])  # x first, then y, from one generator
+    x = rng.standard_normal((6, 2))
+    assert np.array_equal(y, rng.standard_normal((6, 3)))
+    assert np.array_equal(e, extended_dataset(x, 5)[1]) and np.array_equal(E, np.eye(2, 5))
+    assert x_FCN.shape == (6, 15) and np.array_equal(x_FCN[:, -2:], x)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

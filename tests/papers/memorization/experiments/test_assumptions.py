@@ -40,7 +40,7 @@ def test_registered():
 
 def test_random_layers_numbers(result):
     cfg, res = result
-    lay = res["data"]["layers"]
+    lay = res.data["layers"]
     emb, att, tra = lay["embedding"], lay["attention"], lay["transformer"]
     # embedding: every query is the same [CLS] vector -> Kruskal rank 1, Assumption 1 fails in every trial
     assert emb["assumption1"]["fraction"] == 0.0 and emb["kruskal_estimate"]["estimate"] == 1
@@ -61,24 +61,24 @@ def test_report_parts(result, tmp_path):
     from attnlab.reports.figures import render
 
     cfg, res = result
-    for spec in res["figures"]:
+    for spec in res.figures:
         assert render(spec, tmp_path).path.stat().st_size > 5000  # a real PNG was drawn
-    json.dumps(res, allow_nan=False)
-    assert len(res["summary"]) == 3 * len(CHECKS)
-    by_q = {row["quantity"].split(" (")[0]: row for row in res["summary"]}
-    assert by_q["assumption1: embedding"]["status"] == "pass"  # ✗ in Table 1 and here
-    assert by_q["assumption1: attention"]["status"] == "pass"  # ✓ in Table 1 and here
-    assert by_q["general position: attention"]["status"] == "info"  # ✗ in Table 1, ✓ here: explained
-    assert "DIFFERS" in by_q["general position: attention"]["detail"]
-    ours, paper = res["tables"]
-    assert [r[0] for r in ours["rows"]] == ["embedding", "attention", "transformer"]
-    assert len(ours["columns"]) == len(ours["formats"]) == len(ours["rows"][0])
-    assert paper["rows"][0][3] == "✗ / ✗"  # Asm. 1 at the embedding: paper / ours
-    fig = res["data"]["figure1"]
+    json.dumps(res.to_dict(), allow_nan=False)
+    assert len(res.summary) == 3 * len(CHECKS)
+    by_q = {row.quantity.split(" (")[0]: row for row in res.summary}
+    assert by_q["assumption1: embedding"].status == "pass"  # ✗ in Table 1 and here
+    assert by_q["assumption1: attention"].status == "pass"  # ✓ in Table 1 and here
+    assert by_q["general position: attention"].status == "info"  # ✗ in Table 1, ✓ here: explained
+    assert "DIFFERS" in by_q["general position: attention"].detail
+    ours, paper = res.tables
+    assert [r[0] for r in ours.rows] == ["embedding", "attention", "transformer"]
+    assert len(ours.columns) == len(ours.formats) == len(ours.rows[0])
+    assert paper.rows[0][3] == "✗ / ✗"  # Asm. 1 at the embedding: paper / ours
+    fig = res.data["figure1"]
     assert fig["vs_n"]["n"] == [6, 12] and fig["vs_d"]["d"] == [64, 96]
     assert all(1 <= k <= min(cfg.fig_T, cfg.d) for k in fig["vs_n"]["estimate"])
-    assert [f["file"] for f in res["figures"]] == ["memorization-kruskal-vs-n.png", "memorization-kruskal-vs-d.png"]
-    assert any("learn their position table" in note for note in res["notes"])
+    assert [f.file for f in res.figures] == ["memorization-kruskal-vs-n.png", "memorization-kruskal-vs-d.png"]
+    assert any("learn their position table" in note for note in res.notes)
 
 
 def test_assumption_tests_on_hand_built_data():
@@ -101,7 +101,7 @@ def test_assumption_tests_on_hand_built_data():
 @pytest.mark.slow
 def test_minilm_rows():
     cfg = AssumptionsConfig(layers=("minilm-L0", "minilm-L1"), **{**SMALL, "T": 40, "n": 12})
-    lay = run_assumptions(cfg)["data"]["layers"]
+    lay = run_assumptions(cfg).data["layers"]
     assert lay["minilm-L0"]["assumption1"]["fraction"] == 0.0  # one [CLS] vector for every example
     assert lay["minilm-L0"]["assumption2"]["fraction"] == 1.0  # learned positions: contexts of rank n
     assert lay["minilm-L1"]["assumption1"]["fraction"] == 1.0 and lay["minilm-L1"]["shape"] == [40, 12, 384]
@@ -111,11 +111,11 @@ def test_minilm_rows():
     (dict(n=400), ConfigError, "needs n < d"),
     (dict(T=10, n=20), ConfigError, "T=10 must be at least n=20"),
     (dict(layers=("embedding", "vit")), UnknownNameError, "unknown layer 'vit'"),
-    (dict(rtol=2.0), ConfigError, r"rtol must be a float in \(0, 1\)"),
+    (dict(rtol=2.0), ConfigError, r"rtol must be a finite number in \(0, 1\)"),
     (dict(pass_fraction=0.0), ConfigError, "pass_fraction"),
     (dict(d=100), ConfigError, "divisible by n_heads=12"),
     (dict(fig_d=(48,)), ConfigError, "multiple of 32"),
-    (dict(fig_n=(2,)), ConfigError, "fig_n must list integers >= 5"),
+    (dict(fig_n=(2,)), ConfigError, "fig_n must be a non-empty list of integers >= 5"),
     (dict(trials=0), ConfigError, "trials must be an integer >= 1"),
     (dict(scale="huge"), ConfigError, "scale must be one of"),
 ])

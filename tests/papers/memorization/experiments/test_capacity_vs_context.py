@@ -1,0 +1,58 @@
+"""memorization.capacity-vs-context (Fig. 2(b)): a tiny run, L-BFGS, bad configs (Python and CLI)."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.errors import ConfigError
+from attnlab.papers.memorization.experiments.capacity_vs_context import ContextConfig, run_context
+
+# tiny: d = 8, T a small multiple of the bound, few steps; every cell trains in about a second
+TRAIN = dict(d=8, n=4, steps=150, lr=2e-2, warmup=10, replicates=2, eval_every=10)
+
+
+@pytest.mark.slow
+def test_tiny_context_run(tmp_path):
+    cfg = ContextConfig(H=2, n_grid=(2, 4), T_factors=(1.0, 2.0), **TRAIN)
+    res = run_context(cfg)
+    p = res.data["panel"]
+    assert p["values"] == [2, 4] and p["bound"] == [3, 7]  # 2 (n - 1) + 1
+    cells = {(c["n"], c["T"]): c for c in res.data["cells"]}
+    assert set(cells) == {(2, 3), (2, 6), (4, 7), (4, 14)}
+    for key in [(2, 3), (4, 7)]:  # T at the bound: gradient descent fits every label
+        assert cells[key]["memorized"] == [True, True] and cells[key]["final_accuracy"] == [1.0, 1.0]
+    assert all(t >= b for t, b in zip(p["largest_T_memorized"], p["bound"]))
+    statuses = {r.quantity: r.status for r in res.summary}
+    assert statuses["largest T memorized, n=2 (d=8, H=2, d_h=8)"] == "pass"
+    assert "largest T memorized is non-decreasing in n" in statuses
+    assert [f.file for f in res.figures] == ["memorization-vs-T-per-context.png",
+                                            "memorization-capacity-vs-context.png"]
+    assert res.figures[0].series[1].x == [7, 14]
+
+
+@pytest.mark.slow
+def test_lbfgs_run_memorizes_at_the_bound():
+    lb = ContextConfig(optimizer="lbfgs", H=1, n_grid=(4,), T_factors=(1.0,), d=8, steps=10, eval_every=1,
+                       replicates=2)
+    (cell,) = run_context(lb).data["cells"]
+    assert cell["T"] == 4 and cell["memorized"] == [True, True]
+    assert all(1 <= s <= 10 for s in cell["steps_to_memorize"])
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(n_grid=(4, 128)), "every n in n_grid must be <= d=64"),
+    (dict(n_grid=(8, 8)), "n_grid must list distinct context sizes"),
+    (dict(H=0), "H must be an integer >= 1, got 0"),
+])
+def test_bad_config(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        ContextConfig(**bad)
+
+
+def test_bad_config_via_the_cli(capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "memorization.capacity-vs-context", "--set", "n_grid=4;128", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1
+    assert err[0].startswith("attnlab: error: ") and "every n in n_grid must be <= d=64" in err[0]

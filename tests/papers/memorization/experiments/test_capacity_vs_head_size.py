@@ -1,0 +1,62 @@
+"""memorization.capacity-vs-head-size (Fig. 2(c)): the T axis, "no gain beyond d_h > n" by hand,
+bad configs (Python and CLI)."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlab.cli import main
+from attnlab.errors import ConfigError
+from attnlab.papers.memorization.capacity_report import monotone_row, panel
+from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig, flat_beyond_n
+
+
+def _panel_cells(values, best, H=2, n=4, d=8):
+    # one cell per value at T = best (memorized) and at 2 best + 1 (not memorized)
+    cells = []
+    for v, t in zip(values, best):
+        for T, ok in ((t, True), (2 * t + 1, False)):
+            cells.append({"H": H, "n": n, "d_h": v, "T": T, "memorized": [ok, ok],
+                          "final_accuracy": [1.0, 1.0] if ok else [0.5, 0.7]})
+    return cells
+
+
+def test_one_T_axis_for_every_head_size():
+    cfg = HeadSizeConfig()  # quick: H = 2, n = 32, T_factors 1..4 of H (n - 1) + 1 = 63
+    assert cfg.T_grid(2, 32, 64) == [63, 126, 189, 252]
+    assert cfg.T_grid(2, 32, 8) == [15, 63, 126, 189, 252]  # plus its own bound 2 (8 - 1) + 1
+
+
+def test_flat_beyond_n_and_monotone_rows_by_hand():
+    cfg = HeadSizeConfig(d=8, n=4, H=2, d_h_grid=(2, 4, 8, 16), flat_tol=0.5, T_factors=(1.0,), steps=20,
+                         warmup=0)
+    cells = _panel_cells([2, 4, 8, 16], [4, 10, 14, 16])
+    p = panel(cfg, cells, "d_h", cfg.d_h_grid, cfg.H)
+    assert p["bound"] == [3, 7, 7, 7]  # 2 (min(4, d_h) - 1) + 1
+    assert p["largest_T_memorized"] == [4, 10, 14, 16]
+    rows = flat_beyond_n(cfg, cells, p)
+    # d_h = 8: (14 - 10) / 10 = +40% <= 50%; d_h = 16: +60% > 50%
+    assert [r.status for r in rows] == ["pass", "FAIL"]
+    assert rows[0].measured == "14 vs 10 (+40%)"
+    # accuracy at the T both trained on: none in common here
+    assert "nan" in rows[0].detail
+    assert monotone_row(p).status == "pass"
+    assert monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}).status == "FAIL"
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(d_h_grid=(48, 64)), "d_h_grid needs a head size <= n=32"),
+    (dict(d_h_grid=(0, 8)), "d_h_grid must be a non-empty list of integers >= 1"),
+    (dict(flat_tol=-0.1), r"flat_tol must be a finite number in \[0, inf\), got -0.1"),
+])
+def test_bad_config(bad, message):
+    with pytest.raises(ConfigError, match=message):
+        HeadSizeConfig(**bad)
+
+
+def test_bad_config_via_the_cli(capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", "memorization.capacity-vs-head-size", "--set", "optimizer=sgd", "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1
+    assert err[0].startswith("attnlab: error: ") and "optimizer must be one of adam, lbfgs" in err[0]
