@@ -29,7 +29,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
-from attnlab.config import check_int, describe_fields
+from attnlab.config import check_int, check_seed, describe_fields
 from attnlab.errors import AttnlabError, ConfigError
 
 app = typer.Typer(
@@ -82,7 +82,6 @@ def verify(
     Exit status 0 iff every claim passes; 2 for an unknown name, a paper without
     claims yet, or a bad seed.
     """
-    from attnlab.config import check_seed
     from attnlab.registry import select_claims
 
     check_seed(seed, "--seed")
