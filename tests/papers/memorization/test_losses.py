@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from numpy_reference import literal_forward
 from tolerances import assert_close
 from torch.func import vmap
 
@@ -16,18 +17,6 @@ F64 = torch.float64
 M, d, n, H, d_h, d_v, C, B = 2, 7, 5, 3, 2, 11, 13, 4
 
 
-def _literal(params, E, e):
-    """Eqs. (1)-(6) written out for one example, head by head."""
-    ps = []
-    for h in range(H):
-        alpha = E @ params["W_K"][h] @ params["W_Q"][h].T @ e  # (1)
-        theta = torch.softmax(alpha, dim=0)  # (2)
-        z = E.T @ theta  # (3)
-        ps.append(params["W_V"][h].T @ z)  # (4)
-    o = params["W_O"].T @ torch.cat(ps)  # (5)
-    return params["W_D"].T @ o  # (6)
-
-
 def test_regression_loss_and_metrics_by_hand_float64():
     gen = torch.Generator().manual_seed(5)
     stacked = init_attention_classifier(M, d, n, H, d_h, 1, gen, d_v=d_v, dtype=F64)  # d_out = 1
@@ -38,7 +27,7 @@ def test_regression_loss_and_metrics_by_hand_float64():
     metrics = vmap(regression_metrics)(stacked, E, e, y)
     for m in range(M):
         one = {k: p[m] for k, p in stacked.items()}
-        y_hat = torch.stack([_literal(one, E[m], e[m, b])[0] for b in range(B)])  # eqs. (1)-(6), d_out = 1
+        y_hat = torch.stack([literal_forward(one, E[m], e[m, b])[0] for b in range(B)])  # eqs. (1)-(6), d_out = 1
         mse = ((y_hat - y[m]) ** 2).sum() / B  # (1 / B) sum_t (y_hat^(t) - y^(t))^2
         assert_close(losses[m], mse)
         assert_close(metrics["mse"][m], mse)

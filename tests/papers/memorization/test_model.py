@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from numpy_reference import literal_forward
 from numpy_reference import numpy_forward as reference_forward
 from tolerances import assert_close
 from torch.func import vmap
@@ -28,18 +29,6 @@ F64 = torch.float64
 M, d, n, H, d_h, d_v, C, B = 2, 7, 5, 3, 2, 11, 13, 4
 
 
-def _literal(params, E, e):
-    """Eqs. (1)-(6) written out for one example, head by head."""
-    ps = []
-    for h in range(H):
-        alpha = E @ params["W_K"][h] @ params["W_Q"][h].T @ e  # (1)
-        theta = torch.softmax(alpha, dim=0)  # (2)
-        z = E.T @ theta  # (3)
-        ps.append(params["W_V"][h].T @ z)  # (4)
-    o = params["W_O"].T @ torch.cat(ps)  # (5)
-    return params["W_D"].T @ o  # (6)
-
-
 def test_matches_equations_1_to_6_float64():
     gen = torch.Generator().manual_seed(0)
     stacked = init_attention_classifier(M, d, n, H, d_h, C, gen, d_v=d_v, dtype=F64)
@@ -48,7 +37,7 @@ def test_matches_equations_1_to_6_float64():
     e = torch.rand(M, B, d, generator=gen, dtype=F64)
     batched = vmap(attention_classifier)(stacked, E, e)  # (M, B, C)
     expected = torch.stack([
-        torch.stack([_literal({k: p[m] for k, p in stacked.items()}, E[m, b], e[m, b])
+        torch.stack([literal_forward({k: p[m] for k, p in stacked.items()}, E[m, b], e[m, b])
                      for b in range(B)])
         for m in range(M)
     ])
@@ -63,7 +52,7 @@ def test_shared_context_matches_equations_1_to_6_float64():
     e = torch.rand(M, B, d, generator=gen, dtype=F64)
     batched = vmap(attention_classifier)(stacked, E, e)  # (M, B, C)
     expected = torch.stack([
-        torch.stack([_literal({k: p[m] for k, p in stacked.items()}, E[m], e[m, b])
+        torch.stack([literal_forward({k: p[m] for k, p in stacked.items()}, E[m], e[m, b])
                      for b in range(B)])
         for m in range(M)
     ])
