@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnlab.cli import main
+
 SELFTEST_PLUGIN = str(Path(__file__).parent / "fixtures" / "selftest_paper.py")
 os.environ["ATTNLAB_PLUGINS"] = SELFTEST_PLUGIN
 
@@ -23,3 +25,20 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def cli(capsys):
+    """The command line in-process: cli(argv) -> (exit status, stdout, stderr)."""
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.cli import app, main
+from attnlab.cli import app
 
 FLAGS = {"as_json", "resume", "quick", "help"}  # switches: no value to get wrong
 
@@ -95,16 +95,10 @@ def cases(tmp_path_factory):
     return _cases(tmp_path_factory)
 
 
-def test_every_bad_value_gives_one_line_and_exit_2(cases, capsys):
+def test_every_bad_value_gives_one_line_and_exit_2(cases, cli):
     failures = []
     for argv, needle in cases:
-        capsys.readouterr()
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as e:
-            code = e.code
-        out, err = capsys.readouterr()
+        code, _, err = cli(argv)
         lines = err.strip().splitlines()
         if (code != 2 or len(lines) != 1 or not lines[0].startswith("attnlab: error: ") or "Traceback" in err
                 or needle not in lines[0]):

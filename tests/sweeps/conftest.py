@@ -1,4 +1,4 @@
-"""Fixtures shared by the sweep tests: tables without timing columns, the CLI in-process."""
+"""Fixtures shared by the sweep tests: tables without timing columns."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import io
 from pathlib import Path
 
 import pytest
-
-from attnlab.cli import main
 
 
 def _table_without_timing(path: Path) -> list[list[str]]:
@@ -19,22 +17,6 @@ def _table_without_timing(path: Path) -> list[list[str]]:
     return [[r[i] for i in keep] for r in rows]
 
 
-def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.fixture(scope="session")
 def table_without_timing():
     return _table_without_timing
-
-
-@pytest.fixture
-def cli(capsys):
-    return lambda argv: _cli(argv, capsys)
