@@ -44,7 +44,7 @@ def test_run_bench_rows_ratios_and_skips():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"n": ()}, ConfigError, "non-empty"), ({"n": (0,)}, ConfigError, "n must be an integer >= 1"),
+    ({"n": ()}, ConfigError, "non-empty"), ({"n": (0,)}, ConfigError, r"n \(sequence lengths\) must be a non-empty list of integers >= 1"),
     ({"variants": ("nope",)}, UnknownNameError, "unknown variant 'nope'"),
     ({"dtype": "float16"}, ConfigError, "float32, float64, bfloat16"), ({"threads": 0}, ConfigError, "threads"),
     ({"repeats": 0}, ConfigError, "repeats")])

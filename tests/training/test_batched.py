@@ -159,7 +159,7 @@ def test_module_loss_full_batch_matches_torch():
         (dict(steps=5, batch_size=N + 1), "exceeds the dataset size"),
         (dict(steps=0, batch_size=B), "steps must be"),
         (dict(steps=-3, batch_size=B), "steps must be"),
-        (dict(steps=5, batch_size=B, optimizer="sgd"), "unknown optimizer"),
+        (dict(steps=5, batch_size=B, optimizer="sgd"), "optimizer must be one of adam, adamw, lbfgs, got .sgd."),
         (dict(steps=5, batch_size=0), "batch_size"),
         (dict(steps=5, batch_size=B, lr=-1.0), "lr must be"),
         (dict(steps=5, optimizer="lbfgs", lr=SCHED), "constant lr"),
