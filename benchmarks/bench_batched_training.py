@@ -3,7 +3,7 @@
 Run by hand (not a test):  .venv/bin/python benchmarks/bench_batched_training.py [--steps S]
 
 Workload (memorization paper, §5.2 / Appendix A sizes): M = 64 single-layer
-attention classifiers (training.models, eqs. (1)-(6)) with d = 64, n = 32, H = 4,
+attention classifiers (papers.memorization.model, eqs. (1)-(6)) with d = 64, n = 32, H = 4,
 d_h = d_v = 16, 100 classes; each model has its own data set of 1024 examples
 (queries e uniform on [0, 1)^d, labels uniform on [100]), batch 256, Adam, lr 1e-3,
 float32, its own seed. Two layouts of the contexts E (uniform on [0, 1)):

@@ -4,7 +4,7 @@ Run by hand (not a test):  .venv/bin/python benchmarks/bench_memorization_capaci
 
 Workload (memorization paper, Appendix H): d = 64, n = 32, d_h = d_v = 64, one context
 E shared by all T examples, queries and tokens U(0, 1)^d, labels uniform on 100 classes,
-the single-layer model of eqs. (1)-(6) (training.models). For H = 4 and H = 8,
+the single-layer model of eqs. (1)-(6) (papers.memorization.model). For H = 4 and H = 8,
 ``attnlab.papers.memorization.capacity_search.search_capacity`` finds the largest T that
 full-batch Adam (peak lr 1e-2, 100 warmup steps, cosine decay over the budget) memorizes
 (every one of the T labels argmax-correct) within ``--max-steps`` updates per attempt:
