@@ -70,19 +70,23 @@ def toy(tmp_path, monkeypatch):
     for folder in (tmp_path / "src" / "attnlab" / "papers").rglob("*"):
         if folder.is_dir() and folder.name != "__pycache__":
             assert (folder / "__init__.py").is_file(), f"the guide gives no __init__.py for {folder}"
-    # Imported before the scratch registry, which forgets the modules first imported inside it.
-    import attnlab.cli  # noqa: F401
-    import attnlab.reports.figures  # noqa: F401
-    import attnlab.runs.construct  # noqa: F401
-    import attnlab.runs.reproduce  # noqa: F401
-    import attnlab.sweeps  # noqa: F401
-
     monkeypatch.setattr(attnlab.papers, "__path__", [*attnlab.papers.__path__, str(tmp_path / "src/attnlab/papers")])
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "160")
-    with registry.scratch() as state:
-        names = registry.import_recursively("attnlab.papers.toy")
-        yield tmp_path, state, names
+    _forget_toy_modules()  # each test imports (and so registers) the toy paper afresh
+    try:
+        with registry.scratch() as state:
+            names = registry.import_recursively("attnlab.papers.toy")
+            yield tmp_path, state, names
+    finally:
+        _forget_toy_modules()
+
+
+def _forget_toy_modules() -> None:
+    import sys
+
+    for name in [m for m in sys.modules if m == "attnlab.papers.toy" or m.startswith("attnlab.papers.toy.")]:
+        del sys.modules[name]
 
 
 def test_the_guide_shows_a_paper_a_claim_an_experiment_a_construction_and_their_tests():
