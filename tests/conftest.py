@@ -42,3 +42,16 @@ def cli(capsys):
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def cli_error(cli):
+    """cli_error(argv) -> the one error line of a command that must fail with exit status 2."""
+
+    def run(argv: list[str]) -> str:
+        code, _, err = cli(argv)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("attnlab: error: "), (code, err)
+        return lines[0]
+
+    return run

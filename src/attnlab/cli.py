@@ -174,8 +174,12 @@ def list_(
 
 
 def _parameters_text(params_cls) -> str:
-    return "\n".join(f"{f['name']}={_fmt(f['default'])}: {f['help']}" if f["help"] else f"{f['name']}={_fmt(f['default'])}"
-                     for f in describe_fields(params_cls))
+    """One line per parameter: name=default: meaning."""
+    lines = []
+    for f in describe_fields(params_cls):
+        line = f"{f['name']}={_fmt(f['default'])}"
+        lines.append(f"{line}: {f['help']}" if f["help"] else line)
+    return "\n".join(lines)
 
 
 @app.command()

@@ -54,13 +54,14 @@ def check_int(name: str, v: Any, minimum: int | None = None, maximum: int | None
 
 def check_ints(name: str, values: Any, minimum: int | None = None) -> tuple[int, ...]:
     """A non-empty tuple of ints >= minimum (a list, tuple or other iterable is accepted)."""
+    message = f"{name} must be a non-empty list of integers{_range(minimum, None)}, got {values!r}"
     try:
         values = tuple(values)
     except TypeError:
-        raise ConfigError(f"{name} must be a non-empty list of integers{_range(minimum, None)}, got {values!r}") from None
+        raise ConfigError(message) from None
     if not values or any(isinstance(v, bool) or not isinstance(v, int) or (minimum is not None and v < minimum)
                          for v in values):
-        raise ConfigError(f"{name} must be a non-empty list of integers{_range(minimum, None)}, got {values!r}")
+        raise ConfigError(message)
     return values
 
 

@@ -6,19 +6,9 @@ from attnlab.papers.memorization.capacity_report import bound_info_row, monotone
 from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig
 
 
-def _panel_cells(values, best, H=2, n=4, d=8):
-    # one cell per value at T = best (memorized) and at 2 best + 1 (not memorized)
-    cells = []
-    for v, t in zip(values, best):
-        for T, ok in ((t, True), (2 * t + 1, False)):
-            cells.append({"H": H, "n": n, "d_h": v, "T": T, "memorized": [ok, ok],
-                          "final_accuracy": [1.0, 1.0] if ok else [0.5, 0.7]})
-    return cells
-
-
-def test_panel_and_rows_by_hand():
+def test_panel_and_rows_by_hand(panel_cells):
     cfg = HeadSizeConfig(d=8, n=4, H=2, d_h_grid=(2, 4, 8, 16), T_factors=(1.0,), steps=20, warmup=0)
-    p = panel(cfg, _panel_cells([2, 4, 8, 16], [4, 10, 14, 16]), "d_h", cfg.d_h_grid, cfg.H)
+    p = panel(cfg, panel_cells([2, 4, 8, 16], [4, 10, 14, 16]), "d_h", cfg.d_h_grid, cfg.H)
     assert p["bound"] == [3, 7, 7, 7]  # 2 (min(4, d_h) - 1) + 1
     assert p["largest_T_memorized"] == [4, 10, 14, 16]
     assert p["points"] == [[2, 4, 2], [2, 4, 4], [2, 4, 8], [2, 4, 16]]

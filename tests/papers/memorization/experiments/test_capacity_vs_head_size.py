@@ -11,26 +11,16 @@ from attnlab.papers.memorization.capacity_report import monotone_row, panel
 from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig, flat_beyond_n
 
 
-def _panel_cells(values, best, H=2, n=4, d=8):
-    # one cell per value at T = best (memorized) and at 2 best + 1 (not memorized)
-    cells = []
-    for v, t in zip(values, best):
-        for T, ok in ((t, True), (2 * t + 1, False)):
-            cells.append({"H": H, "n": n, "d_h": v, "T": T, "memorized": [ok, ok],
-                          "final_accuracy": [1.0, 1.0] if ok else [0.5, 0.7]})
-    return cells
-
-
 def test_one_T_axis_for_every_head_size():
     cfg = HeadSizeConfig()  # quick: H = 2, n = 32, T_factors 1..4 of H (n - 1) + 1 = 63
     assert cfg.T_grid(2, 32, 64) == [63, 126, 189, 252]
     assert cfg.T_grid(2, 32, 8) == [15, 63, 126, 189, 252]  # plus its own bound 2 (8 - 1) + 1
 
 
-def test_flat_beyond_n_and_monotone_rows_by_hand():
+def test_flat_beyond_n_and_monotone_rows_by_hand(panel_cells):
     cfg = HeadSizeConfig(d=8, n=4, H=2, d_h_grid=(2, 4, 8, 16), flat_tol=0.5, T_factors=(1.0,), steps=20,
                          warmup=0)
-    cells = _panel_cells([2, 4, 8, 16], [4, 10, 14, 16])
+    cells = panel_cells([2, 4, 8, 16], [4, 10, 14, 16])
     p = panel(cfg, cells, "d_h", cfg.d_h_grid, cfg.H)
     assert p["bound"] == [3, 7, 7, 7]  # 2 (min(4, d_h) - 1) + 1
     assert p["largest_T_memorized"] == [4, 10, 14, 16]

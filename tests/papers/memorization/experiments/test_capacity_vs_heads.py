@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
 from attnlab.papers.memorization.experiments.capacity_vs_heads import EXPERIMENT_ID, CapacityConfig, run_capacity
@@ -86,11 +85,6 @@ def test_bad_config(bad, message):
         CapacityConfig(**bad)
 
 
-def test_bad_config_via_the_cli(capsys, tmp_path):
-    try:
-        main(["sweep", EXPERIMENT_ID, "--set", "lr=-1", "--out", str(tmp_path / "s")])
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "lr must be a finite number in (0, inf), got -1" in err[0]
+def test_bad_config_via_the_cli(cli_error, tmp_path):
+    argv = ["sweep", EXPERIMENT_ID, "--set", "lr=-1", "--out", str(tmp_path / "s")]
+    assert "lr must be a finite number in (0, inf), got -1" in cli_error(argv)

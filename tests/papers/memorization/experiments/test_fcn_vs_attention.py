@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
 from attnlab.papers.memorization.experiments.fcn_vs_attention import (
@@ -58,11 +57,6 @@ def test_bad_config(bad, message):
         FCNvsAttentionConfig(**bad)
 
 
-def test_bad_config_via_the_cli(capsys, tmp_path):
-    try:
-        main(["sweep", EXPERIMENT_ID, "--set", "n=9", "--out", str(tmp_path / "s")])
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "the paper needs n < d" in err[0]
+def test_bad_config_via_the_cli(cli_error, tmp_path):
+    argv = ["sweep", EXPERIMENT_ID, "--set", "n=9", "--out", str(tmp_path / "s")]
+    assert "the paper needs n < d" in cli_error(argv)

@@ -7,7 +7,6 @@ import re
 import numpy as np
 import pytest
 
-from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
 from attnlab.papers.memorization.experiments.saturation import (
@@ -98,11 +97,6 @@ def test_bad_config(bad, message):
         SaturationConfig(**bad)
 
 
-def test_bad_config_via_the_cli(capsys, tmp_path):
-    try:
-        main(["sweep", EXPERIMENT_ID, "--set", "threshold=2", "--out", str(tmp_path / "s")])
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "threshold must be a finite number in (0, 1), got 2" in err[0]
+def test_bad_config_via_the_cli(cli_error, tmp_path):
+    argv = ["sweep", EXPERIMENT_ID, "--set", "threshold=2", "--out", str(tmp_path / "s")]
+    assert "threshold must be a finite number in (0, 1), got 2" in cli_error(argv)

@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
 from attnlab.papers.memorization.experiments.training_options import (
@@ -99,11 +98,6 @@ def test_bad_config(bad, message):
         TrainingOptionsConfig(**bad)
 
 
-def test_bad_config_via_the_cli(capsys, tmp_path):
-    try:
-        main(["sweep", EXPERIMENT_ID, "--set", "keys=query", "--out", str(tmp_path / "s")])
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "keys must be one of all, context, got 'query'" in err[0]
+def test_bad_config_via_the_cli(cli_error, tmp_path):
+    argv = ["sweep", EXPERIMENT_ID, "--set", "keys=query", "--out", str(tmp_path / "s")]
+    assert "keys must be one of all, context, got 'query'" in cli_error(argv)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.papers.transformer_math.experiments.efficient_attention_error import (
     EXPERIMENT_ID,
@@ -89,11 +88,6 @@ def test_config_errors(kwargs, fragment):
     assert fragment in str(e.value) and "\n" not in str(e.value)
 
 
-def test_cli_config_error_is_one_line(capsys, tmp_path):
-    try:
-        main(["sweep", EXPERIMENT_ID, "--set", "k_values=8;512", "--executor", "inline", "--out", str(tmp_path / "sw")])
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "k'=512 exceeds the smallest n=128" in err[0]
+def test_cli_config_error_is_one_line(cli_error, tmp_path):
+    argv = ["sweep", EXPERIMENT_ID, "--set", "k_values=8;512", "--executor", "inline", "--out", str(tmp_path / "sw")]
+    assert "k'=512 exceeds the smallest n=128" in cli_error(argv)

@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from attnlab.cli import main
 from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.papers.transformer_math.experiments.scaling import (
     EXPERIMENT_ID,
@@ -147,14 +146,9 @@ def test_sweep_plan_validation():
         SweepPlan(grid={"d_head": []})
 
 
-def test_bad_config_via_the_cli(capsys, tmp_path):
-    try:
-        main(["sweep", EXPERIMENT_ID, "--set", "lr=-1", "--out", str(tmp_path / "s")])
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1
-    assert err[0].startswith("attnlab: error: ") and "lr must be a finite number in (0, inf), got -1.0" in err[0]
+def test_bad_config_via_the_cli(cli_error, tmp_path):
+    argv = ["sweep", EXPERIMENT_ID, "--set", "lr=-1", "--out", str(tmp_path / "s")]
+    assert "lr must be a finite number in (0, inf), got -1.0" in cli_error(argv)
 
 
 def test_unknown_experiment_name():
