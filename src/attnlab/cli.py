@@ -29,7 +29,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
-from attnlab.config import check_int, check_seed, describe_fields
+from attnlab.config import check_device, check_int, check_seed, describe_fields
 from attnlab.errors import AttnlabError, ConfigError
 
 app = typer.Typer(
@@ -349,6 +349,7 @@ def bench(
     variant: Optional[list[str]] = typer.Option(
         None, "--variant", help="A variant to time (repeatable; default all). Fused SDPA is always timed."),
     dtype: str = typer.Option("float32", help="float32, float64 or bfloat16."),
+    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     threads: Optional[int] = typer.Option(None, help="torch threads (default: torch's choice)."),
     repeats: int = typer.Option(5, help="Timed calls per measurement (median and IQR reported)."),
     quick: bool = typer.Option(False, "--quick", help="n = 512..4096, 3 repeats (1 to 3 minutes)."),
@@ -357,10 +358,12 @@ def bench(
 ) -> None:
     """Time and size every attention variant against PyTorch's fused SDPA, in one run.
 
-    Prints per variant and n: median time, GFLOP/s, % of the float matmul ceiling
-    (measured in the same run), peak memory of one forward, and the ratio to fused
-    SDPA (causal variants against causal SDPA); then the crossover n per variant and
-    the targets at n = 8192 with pass/fail. Variants that materialise n x n are
+    Prints per variant and n: median time, GFLOP/s, % of the matmul ceiling of the
+    device and dtype (measured in the same run), peak memory of one forward, and the
+    ratio to the fused call that computes the same thing (plain, causal or key-padded
+    SDPA); then the crossover n per variant and the targets at n = 8192 with
+    pass/fail. SDPA's backends (flash, memory-efficient, math) are timed one by one
+    where they run. Variants that materialise n x n are
     skipped above n = 8192. The full run (n up to 16384) takes 5 to 15 minutes on
     2 cores (FlexAttention compiles once per n); --quick 1 to 3. Exit status 0
     whether or not the targets pass.
@@ -374,7 +377,7 @@ def bench(
         _check_out_path(out, "--out")
     ns = parse_n_list(n) if n is not None else PRESETS["quick" if quick else "full"]
     cfg = BenchConfig(n=ns, variants=tuple(variant) if variant else None, dtype=dtype, threads=threads,
-                      repeats=3 if quick and repeats == 5 else repeats)
+                      repeats=3 if quick and repeats == 5 else repeats, device=check_device(device, "--device"))
     out_dir = _bench_out_dir(out)
     with progress_bar(disable=as_json) as progress:
         task = progress.add_task("bench", total=None)
@@ -415,15 +418,17 @@ def _write_bench(out_dir, result: dict) -> None:
 def _print_bench(result: dict) -> None:
     ceiling = result["ceiling"]
     env = result["env"]
-    t = Table(title=f"attnlab bench ({result['config']['dtype']}, {env['threads']} threads, matmul ceiling "
+    t = Table(title=f"attnlab bench ({env.get('device', 'cpu')}: {env.get('device_name', '')}, "
+                    f"{result['config']['dtype']}, {env['threads']} threads, matmul ceiling "
                     f"{ceiling['gflops']:.1f} GFLOP/s, load {env['load_average_1m']:.2f})")
-    for col in ("variant", "n", "time ms", "IQR ms", "GFLOP/s", "% ceiling", "peak MB", "vs SDPA"):
+    for col in ("variant", "n", "time ms", "IQR ms", "GFLOP/s", "% ceiling", "peak MB", "vs reference"):
         t.add_column(col, no_wrap=col != "variant", justify="left" if col == "variant" else "right")
     for r in result["rows"]:
         if r["status"] != "ok":
             t.add_row(escape(r["variant"]), str(r["n"]), f"[dim]{r['status']}[/]", "", "", "", "", "")
             continue
-        ratio = f"{r['ratio']:.3g}x" + (" (causal)" if r["causal"] else "") if r["ratio"] else "-"
+        ratio = f"{r['ratio']:.3g}x vs {r['reference']}" if r["ratio"] and r["variant"] != r["reference"] else (
+            "-" if not r["ratio"] else "1")
         t.add_row(escape(r["variant"]), str(r["n"]), f"{r['time_ms']:.3g}", f"{r['q3_ms'] - r['q1_ms']:.2g}",
                   f"{r['gflops']:.3g}", f"{r['pct_ceiling']:.3g}", _fmt(r["peak_mb"]), ratio)
     console.print(t)

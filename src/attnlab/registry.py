@@ -223,7 +223,9 @@ class Experiment:
     ``attnlab sweep``). ``reproduce_sweep(scale) -> SweepPlan`` makes ``reproduce`` run a
     sweep of it (the plan's grid x seeds, seeds counted from the run's seed) instead of
     one run, and ``aggregate(rows) -> ExperimentResult`` turns the sweep's table rows
-    into what the report shows.
+    into what the report shows. ``cpu_only``, when set, says why the experiment is better
+    on the CPU (small float64 problems, say): inside a CUDA run it runs on the CPU, and
+    its report says so (:meth:`run_device`).
     """
 
     id: str
@@ -233,6 +235,13 @@ class Experiment:
     in_reproduce: bool = True
     reproduce_sweep: Callable[[str], SweepPlan] | None = None
     aggregate: Callable[[list[dict]], Any] | None = None
+    cpu_only: str = ""
+
+    def run_device(self, device: str) -> tuple[str, str | None]:
+        """(the device this experiment runs on in a run on ``device``, the note saying why, or None)."""
+        if self.cpu_only and device != "cpu":
+            return "cpu", f"Ran on the CPU inside a {device} run: {self.cpu_only}."
+        return device, None
 
     def __post_init__(self) -> None:
         if (self.reproduce_sweep is None) != (self.aggregate is None):

@@ -67,4 +67,21 @@ def test_targets_not_measured_without_n_8192_and_quadratic_memory_ignored():
     rows.append(row("unnormalized", 2048, 1.0, peak_mb=1.0, order="quadratic"))
     rows.append(row("unnormalized", 4096, 1.0, peak_mb=100.0, order="quadratic"))  # slope 6.6, not O(n)
     assert t["linear-memory"]["status"] == "pass"
-    assert evaluate_targets(rows)[3]["status"] == "pass" and memory_slopes(rows)["unnormalized"] > 6
+    linear_memory = {x["target"]: x for x in evaluate_targets(rows)}["linear-memory"]
+    assert linear_memory["status"] == "pass" and memory_slopes(rows)["unnormalized"] > 6
+
+
+def test_masked_exact_paths_are_judged_against_their_own_reference():
+    rows = []
+    for n in (4096, 8192):
+        s = n / 8192
+        for name, ms, peak, ref, masked in (("sdpa-causal", 600.0, 10.0, "sdpa-causal", False),
+                                            ("softmax-causal", 690.0, 10.0, "sdpa-causal", True),
+                                            ("softmax-causal-padding", 1000.0, 20.0, "sdpa-causal", True)):
+            r = row(name, n, ms * s * s, peak_mb=peak * s, order="quadratic", causal=True)
+            rows.append({**r, "reference": ref, "masked": masked, "ratio": ms / 600.0})
+    t = {x["target"]: x for x in evaluate_targets(rows)}
+    assert t["masked-exact-overhead"]["measured"] == pytest.approx(1000 / 600)
+    assert t["masked-exact-overhead"]["status"] == "FAIL"
+    assert "softmax-causal 1.15x" in t["masked-exact-overhead"]["detail"]
+    assert t["masked-exact-memory"]["measured"] == pytest.approx(1.0) and t["masked-exact-memory"]["status"] == "pass"

@@ -60,6 +60,7 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
                          (["bench", "--n", "0"], "every --n value must be an integer >= 1")],
         ("bench", "variant"): [(["bench", "--variant", "nope"], "unknown variant 'nope'")],
         ("bench", "dtype"): [(["bench", "--dtype", "int8"], "dtype must be one of float32, float64, bfloat16")],
+        ("bench", "device"): [(["bench", "--device", "tpu"], "unknown device 'tpu'")],
         ("bench", "threads"): [(["bench", "--threads", "0"], "--threads must be an integer >= 1")],
         ("bench", "repeats"): [(["bench", "--repeats", "0"], "--repeats must be an integer >= 1")],
         ("bench", "out"): [(["bench", "--out", str(a_file)], "is a file; give a directory")],

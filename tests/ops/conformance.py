@@ -144,7 +144,7 @@ def _multihead(q, k, v, *, return_weights=False, **masks) -> AttentionOutput:
         [k.transpose(1, 2).reshape(B, n_k, H * d_k), v.transpose(1, 2).reshape(B, n_k, H * d_v)],
         dim=-1,
     )  # (B, n_k, d_model)
-    E = torch.eye(d_model, dtype=q.dtype)
+    E = torch.eye(d_model, dtype=q.dtype, device=q.device)
     W_Q = torch.stack([E[:, h * d_k : (h + 1) * d_k] for h in range(H)])  # (H, d_model, d_k)
     W_V = torch.stack(
         [E[:, H * d_k + h * d_v : H * d_k + (h + 1) * d_v] for h in range(H)]

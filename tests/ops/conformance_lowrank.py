@@ -23,9 +23,9 @@ from attnlab.ops.softmax import AttentionOutput
 K_PROJ = 3  # k' < n_k for every suite shape (n_k = 5 or 7)
 
 
-def _projections(n_k: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(1000 + n_k)
-    return linformer_projections(min(K_PROJ, n_k), n_k, generator=g, dtype=dtype)
+def _projections(n_k: int, dtype: torch.dtype, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 + n_k)  # drawn on the CPU, the same on every device
+    return linformer_projections(min(K_PROJ, n_k), n_k, generator=g, dtype=dtype, device=device)
 
 
 def _no_masks(masks: dict) -> None:
@@ -35,7 +35,7 @@ def _no_masks(masks: dict) -> None:
 
 def _linformer(q, k, v, *, return_weights=False, **masks) -> AttentionOutput:
     _no_masks(masks)
-    E, F = _projections(k.shape[-2], q.dtype)
+    E, F = _projections(k.shape[-2], q.dtype, q.device)
     return linformer_attention(q, k, v, E, F, return_weights=return_weights)
 
 

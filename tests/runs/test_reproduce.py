@@ -265,3 +265,33 @@ def test_reproduce_quick_runs_the_scaling_sweep_into_the_report(tmp_path, monkey
     assert all(f"figures/{f}" in md for f in figures)
     rows = (out / "sweeps" / sid / "results.csv").read_text().splitlines()
     assert len(rows) == 3 and "scaled_steps_to_threshold" in rows[0]
+
+
+def test_an_experiment_better_on_the_cpu_runs_there_inside_a_cuda_run_and_says_so(fake, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # no GPU is touched: the runs record devices
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "a test GPU")
+    seen = {}
+
+    def record(name):
+        def run(cfg, run_dir):
+            seen[name] = cfg.device
+            return ExperimentResult(notes=["its own note"])
+        return run
+
+    fake["a"] = Experiment("toy.a", "A", _Cfg, record("a"))
+    fake["b"] = Experiment("toy.b", "B", _Cfg, record("b"), cpu_only="small float64 problems")
+    out = runner.reproduce("toy", out=tmp_path / "r", device="cuda")
+    assert seen == {"a": "cuda", "b": "cpu"}
+    res = json.loads((out / "results.json").read_text())["experiments"]
+    assert res["toy.b"]["config"]["device"] == "cpu"
+    assert res["toy.b"]["results"]["notes"] == ["Ran on the CPU inside a cuda run: small float64 problems.",
+                                                 "its own note"]
+    assert res["toy.a"]["results"]["notes"] == ["its own note"]
+    assert "Ran on the CPU inside a cuda run" in (out / "report.md").read_text()
+    seen.clear()
+    runner.reproduce("toy", out=tmp_path / "cpu-run")
+    assert seen == {"a": "cpu", "b": "cpu"}
+    cpu = json.loads((tmp_path / "cpu-run" / "results.json").read_text())["experiments"]
+    assert cpu["toy.b"]["results"]["notes"] == ["its own note"]  # nothing to say on a CPU run

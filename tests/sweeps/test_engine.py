@@ -149,3 +149,20 @@ def test_process_pool_gives_the_inline_table(tmp_path, table_without_timing):
     pool = run_sweep(SPEC, tmp_path / "pool", executor="process", workers=2)
     assert (pool.n_ok, pool.n_failed) == (4, 4)
     assert table_without_timing(pool.table_path) == table_without_timing(inline.table_path)
+
+
+def test_an_experiment_better_on_the_cpu_sweeps_there_and_the_sweep_says_so(tmp_path, monkeypatch):
+    import dataclasses
+
+    from attnlab import registry
+
+    selftest = registry.get_experiment(SELFTEST)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the runs themselves stay on the CPU
+    with registry.scratch():
+        registry.register_paper("toy", "Toy", "toy.md", package="tests.toy")
+        registry.register(dataclasses.replace(selftest, id="toy.sweep", cpu_only="a test of the policy"))
+        result = run_sweep(SweepSpec("toy.sweep", grid={"n": ["2", "3"]}), tmp_path / "s", executor="inline",
+                           device="cuda")
+    assert result.n_ok == 2 and {r["device"] for r in result.rows} == {"cpu"}
+    header = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert header["device"] == "cuda" and header["device_note"] == "Ran on the CPU inside a cuda run: a test of the policy."

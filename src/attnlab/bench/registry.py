@@ -8,7 +8,11 @@ imported inside the builders, so a missing one is reported as unavailable
 (:class:`Unavailable`) rather than breaking the benchmark; a configuration that
 cannot run at this n (memory) raises :class:`Skipped`.
 
-Every variant is compared with fused SDPA of the same causality (``reference``).
+Every variant is compared with the fused SDPA call that computes the same thing
+(``reference``): plain SDPA, ``is_causal=True``, or SDPA with a (B, 1, 1, n) key-padding mask.
+The masked exact paths (``softmax-causal``, ``softmax-padding``, ``softmax-causal-padding``)
+pad the last n/PADDING_DIVISOR keys of every sequence; causal with padding has no single
+fused call, so it is compared with causal SDPA, the cheaper of the two.
 Parameters (fixed so that runs compare): sliding window w = 256 (i - w/2 <= j <= i + w/2),
 BigBird w = 256 and r = 64 random keys, Longformer w = 256 with per-head dilations
 1,1,2,2,4,4,8,8, linear attention chunk C = 64, FAVOR+ m = 256 features, Linformer k' = 256.
@@ -48,6 +52,7 @@ CHUNK = 64
 FAVOR_FEATURES = 256
 LINFORMER_K = 256
 GATHER_LIMIT_BYTES = 4 * 2**30  # graph variants above this gather size are skipped
+PADDING_DIVISOR = 8  # the masked variants pad the last n / 8 keys of every sequence
 
 
 class Unavailable(Exception):
@@ -70,8 +75,10 @@ class BuildContext:
 @dataclass(frozen=True)
 class Variant:
     """name; description; causal: compared with causal SDPA; order: "quadratic" or "linear"
-    in n (time and memory); explicit: materialises an n x n matrix (skipped above
-    max_explicit_n); build(q, k, v, ctx) -> fn; flops(shape, ctx) -> forward FLOPs."""
+    in n (time); explicit: materialises an n x n matrix (skipped above max_explicit_n);
+    build(q, k, v, ctx) -> fn; flops(shape, ctx) -> forward FLOPs; compare_with: the
+    reference variant when it is not SDPA of the same causality; masked: an exact softmax
+    path with a causal or padding mask (held to the masked-exact targets)."""
 
     name: str
     description: str
@@ -80,10 +87,12 @@ class Variant:
     explicit: bool
     build: Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]
     flops: Callable[[Shape, BuildContext], float]
+    compare_with: str | None = None
+    masked: bool = False
 
     @property
     def reference(self) -> str:
-        return "sdpa-causal" if self.causal else "sdpa"
+        return self.compare_with or ("sdpa-causal" if self.causal else "sdpa")
 
 
 def _shape(q: Tensor) -> Shape:
@@ -110,6 +119,44 @@ def _sdpa(causal: bool):
     return build
 
 
+def _sdpa_backend(backend: str):
+    """SDPA restricted to one of PyTorch's backends (FLASH_ATTENTION, EFFICIENT_ATTENTION, MATH);
+    unavailable where that backend cannot take these inputs (the efficient kernel on the CPU)."""
+
+    def build(q, k, v, ctx):
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        chosen = getattr(SDPBackend, backend)
+
+        def fn():
+            with sdpa_kernel([chosen]):
+                return F.scaled_dot_product_attention(q, k, v)
+
+        try:
+            fn()
+        except RuntimeError as e:
+            raise Unavailable(f"SDPA backend {backend} does not run here: {' '.join(str(e).split())[:160]}") from None
+        return fn
+
+    return build
+
+
+def padding_mask(q: Tensor) -> Tensor:
+    """(B, n) bool, True = padding: the last n // PADDING_DIVISOR keys of every sequence."""
+    B, n = q.shape[0], q.shape[-2]
+    pad = torch.zeros(B, n, dtype=torch.bool, device=q.device)
+    pad[:, n - n // PADDING_DIVISOR:] = True
+    return pad
+
+
+def _sdpa_padding(q, k, v, ctx):
+    import torch.nn.functional as F
+
+    keep = ~padding_mask(q)[:, None, None, :]  # (B, 1, 1, n): broadcast by the kernel
+    return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
 def _flex_full(q, k, v, ctx):
     flex = _import("FlexAttention", "torch.nn.attention.flex_attention", "flex_attention")
     if q.dtype == torch.float64:
@@ -123,6 +170,16 @@ def _softmax(explicit: bool):
         from attnlab.ops.softmax import softmax_attention
 
         return lambda: softmax_attention(q, k, v, return_weights=explicit).output
+
+    return build
+
+
+def _softmax_masked(causal: bool, padding: bool):
+    def build(q, k, v, ctx):
+        from attnlab.ops.softmax import softmax_attention
+
+        pad = padding_mask(q) if padding else None
+        return lambda: softmax_attention(q, k, v, causal=causal, key_padding_mask=pad).output
 
     return build
 
@@ -186,8 +243,8 @@ def _linformer(q, k, v, ctx):
         raise Skipped(f"k'={LINFORMER_K} > n={n}")
     g = torch.Generator().manual_seed(ctx.seed)
     # E, F: (H, k', n) with N(0, 1/k') entries (eq. 17; Theorem 2.3 of the rank-collapse notes)
-    E = torch.randn(q.shape[1], LINFORMER_K, n, generator=g).div_(LINFORMER_K**0.5).to(q.dtype)
-    F = torch.randn(q.shape[1], LINFORMER_K, n, generator=g).div_(LINFORMER_K**0.5).to(q.dtype)
+    E = torch.randn(q.shape[1], LINFORMER_K, n, generator=g).div_(LINFORMER_K**0.5).to(q.device, q.dtype)
+    F = torch.randn(q.shape[1], LINFORMER_K, n, generator=g).div_(LINFORMER_K**0.5).to(q.device, q.dtype)
     return lambda: attend(q, k, v, E, F).output
 
 
@@ -207,11 +264,26 @@ def _pairs(s, ctx):
 _V = [
     Variant("sdpa", "fused F.scaled_dot_product_attention", False, "quadratic", False, _sdpa(False), _full),
     Variant("sdpa-causal", "fused SDPA, is_causal=True", True, "quadratic", False, _sdpa(True), _causal),
+    Variant("sdpa-flash", "fused SDPA, flash backend only", False, "quadratic", False,
+            _sdpa_backend("FLASH_ATTENTION"), _full),
+    Variant("sdpa-efficient", "fused SDPA, memory-efficient backend only", False, "quadratic", False,
+            _sdpa_backend("EFFICIENT_ATTENTION"), _full),
+    Variant("sdpa-math", "SDPA, math backend only (materialises n x n)", False, "quadratic", True,
+            _sdpa_backend("MATH"), _full),
     Variant("flex", "FlexAttention, full, torch.compile", False, "quadratic", False, _flex_full, _full),
     Variant("softmax", "attnlab softmax_attention (the exact softmax path)", False, "quadratic", False,
             _softmax(False), _full),
     Variant("softmax-explicit", "attnlab softmax_attention, return_weights=True", False, "quadratic", True,
             _softmax(True), _full),
+    Variant("sdpa-padding", f"fused SDPA, key padding as a (B, 1, 1, n) mask (last n/{PADDING_DIVISOR} keys)",
+            False, "quadratic", False, _sdpa_padding, _full),
+    Variant("softmax-causal", "attnlab softmax_attention, causal=True", True, "quadratic", False,
+            _softmax_masked(True, False), _causal, masked=True),
+    Variant("softmax-padding", f"attnlab softmax_attention, key_padding_mask (last n/{PADDING_DIVISOR} keys)",
+            False, "quadratic", False, _softmax_masked(False, True), _full, compare_with="sdpa-padding",
+            masked=True),
+    Variant("softmax-causal-padding", "attnlab softmax_attention, causal=True and key_padding_mask", True,
+            "quadratic", False, _softmax_masked(True, True), _causal, masked=True),
     Variant("window-gather", f"sliding window w={WINDOW}, gather backend", False, "linear", False,
             _window("gather"), lambda s, ctx: sparse_flops(s, window_pairs(s.n, WINDOW))),
     Variant("window-flex", f"sliding window w={WINDOW}, FlexAttention backend", False, "linear", False,

@@ -30,7 +30,7 @@ from attnlab.bench.ceiling import matmul_ceiling
 from attnlab.bench.memory import peak_memory
 from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
 from attnlab.bench.timing import num_threads, time_call
-from attnlab.config import check_choice, check_int, check_ints, check_seed
+from attnlab.config import check_choice, check_device, check_int, check_ints, check_seed
 from attnlab.errors import ConfigError
 
 PRESETS = {"full": (512, 1024, 2048, 4096, 8192, 16384), "quick": (512, 1024, 2048, 4096)}
@@ -44,7 +44,8 @@ class BenchConfig:
     threads: torch threads (None: torch's default); repeats, warmup: timed and warm-up
     calls; B, H, d_head: the shape of q, k, v; max_explicit_n: largest n for variants
     that materialise n x n; memory: measure peak memory; ceiling_N: size of the
-    ceiling matmul; seed: for q, k, v and the variants' random parts."""
+    ceiling matmul; seed: for q, k, v and the variants' random parts; device: cpu, cuda
+    or cuda:N (timings synchronise the device; peak memory is the allocator's on CUDA)."""
 
     n: tuple[int, ...] = PRESETS["full"]
     variants: tuple[str, ...] | None = None
@@ -59,6 +60,7 @@ class BenchConfig:
     memory: bool = True
     ceiling_N: int = 2048
     seed: int = 0
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, (list, tuple)):
@@ -78,6 +80,7 @@ class BenchConfig:
                             ("max_explicit_n", 1), ("ceiling_N", 16)):
             check_int(name, getattr(self, name), minimum=least)
         check_seed(self.seed)
+        check_device(self.device)
 
     @property
     def variant_names(self) -> tuple[str, ...]:
@@ -99,18 +102,26 @@ class BenchResult:
                 "targets": evaluate_targets(self.rows)}
 
 
-def environment(threads: int) -> dict:
+def environment(threads: int, device: str = "cpu") -> dict:
+    """Versions, processor, threads, load and the device (its name and CUDA version on a GPU)."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    return {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
-            "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "threads": threads, "load_average_1m": load[0], "load_average_5m": load[1]}
+    env = {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
+           "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+           "threads": threads, "load_average_1m": load[0], "load_average_5m": load[1], "device": device,
+           "device_name": platform.processor() or platform.machine()}
+    if device.startswith("cuda"):
+        env["device_name"] = torch.cuda.get_device_name(torch.device(device))
+        env["cuda"] = torch.version.cuda
+    return env
 
 
 def make_qkv(cfg: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """q, k, v: (B, H, n, d_head), standard normal, seeded by (seed, n)."""
+    """q, k, v: (B, H, n, d_head), standard normal, seeded by (seed, n) on the CPU (the same
+    numbers on every device), then moved to the bench's device."""
     g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + n)
     shape = (cfg.B, cfg.H, n, cfg.d_head)
-    return tuple(torch.randn(shape, generator=g).to(DTYPES[cfg.dtype]) for _ in range(3))  # type: ignore
+    return tuple(torch.randn(shape, generator=g).to(device=cfg.device, dtype=DTYPES[cfg.dtype])  # type: ignore
+                 for _ in range(3))
 
 
 def run_bench(cfg: BenchConfig, progress: Progress | None = None) -> BenchResult:
@@ -118,14 +129,14 @@ def run_bench(cfg: BenchConfig, progress: Progress | None = None) -> BenchResult
     dtype = DTYPES[cfg.dtype]
     names = cfg.variant_names
     # references are measured even when not asked for: every ratio needs them
-    wanted = {"sdpa", *(("sdpa-causal",) if any(VARIANTS[v].causal for v in names) else ())}
+    wanted = {"sdpa", *(VARIANTS[v].reference for v in names)}
     order = [v for v in VARIANTS if v in wanted or v in names]
     total, done = len(order) * len(cfg.n) + 1, 0
     if progress:
         progress("matmul ceiling", done, total)
     with num_threads(cfg.threads) as threads, _compile_cache_room(len(cfg.n)):
-        c = matmul_ceiling(N=cfg.ceiling_N, dtype=dtype, threads=threads, seed=cfg.seed)
-        result = BenchResult(_config_dict(cfg), environment(threads), dataclasses.asdict(c))
+        c = matmul_ceiling(N=cfg.ceiling_N, dtype=dtype, threads=threads, device=cfg.device, seed=cfg.seed)
+        result = BenchResult(_config_dict(cfg), environment(threads, cfg.device), dataclasses.asdict(c))
         for n in cfg.n:
             q, k, v = make_qkv(cfg, n)
             for name in order:
@@ -167,6 +178,7 @@ def measure_variant(var, q, k, v, cfg: BenchConfig, threads: int, ceiling_gflops
     """One row: status ok/unavailable/skipped/failed with the numbers or the reason."""
     n = q.shape[-2]
     row = {"variant": var.name, "n": n, "causal": var.causal, "order": var.order, "reference": var.reference,
+           "masked": var.masked,
            "status": "ok", "note": "", "time_ms": None, "q1_ms": None, "q3_ms": None, "first_call_ms": None,
            "gflop": None, "gflops": None, "pct_ceiling": None, "peak_mb": None, "ratio": None}
     if var.explicit and n > cfg.max_explicit_n:
@@ -176,7 +188,7 @@ def measure_variant(var, q, k, v, cfg: BenchConfig, threads: int, ceiling_gflops
     try:
         fn = var.build(q, k, v, ctx)
         t = time_call(fn, repeats=cfg.repeats, warmup=cfg.warmup, threads=threads)
-        mem = peak_memory(fn) if cfg.memory else None
+        mem = peak_memory(fn, device=cfg.device) if cfg.memory else None
     except Unavailable as e:
         return {**row, "status": "unavailable", "note": str(e)}
     except (Skipped, ConfigError) as e:  # e.g. a window wider than n

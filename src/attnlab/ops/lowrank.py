@@ -63,13 +63,12 @@ def gaussian_projection(
 ) -> Tensor:
     """R (*batch_shape, k', n) with i.i.d. N(0, 1/k') entries, so E[R^T R] = I_n.
 
-    Drawn in float64 and cast, so the same generator state gives the same R
-    (up to rounding) in every dtype.
+    Drawn in float64 on the generator's device and then moved and cast, so the same
+    generator state gives the same R (up to rounding) in every dtype and on every device.
     """
     _check_rank(k_proj, n)
-    R = torch.randn(*batch_shape, k_proj, n, generator=generator, dtype=torch.float64,
-                    device=device or generator.device)
-    return (R / math.sqrt(k_proj)).to(dtype)
+    R = torch.randn(*batch_shape, k_proj, n, generator=generator, dtype=torch.float64, device=generator.device)
+    return (R / math.sqrt(k_proj)).to(device=device or generator.device, dtype=dtype)
 
 
 def random_projection_weights(P: Tensor, k_proj: int, generator: torch.Generator) -> Tensor:
@@ -101,7 +100,7 @@ def linformer_projections(
     return E, F
 
 
-def _check_projections(E: Tensor, F: Tensor, n_k: int, dtype: torch.dtype) -> None:
+def _check_projections(E: Tensor, F: Tensor, n_k: int, dtype: torch.dtype, device: torch.device) -> None:
     if E.ndim < 2 or F.ndim < 2:
         raise ConfigError(f"E and F must have shape (..., k', n), got {tuple(E.shape)} and {tuple(F.shape)}")
     if E.shape[-1] != n_k or F.shape[-1] != n_k:
@@ -113,6 +112,9 @@ def _check_projections(E: Tensor, F: Tensor, n_k: int, dtype: torch.dtype) -> No
     _check_rank(E.shape[-2], n_k)
     if E.dtype != dtype or F.dtype != dtype:
         raise ConfigError(f"E, F dtypes ({E.dtype}, {F.dtype}) must match q, k, v ({dtype})")
+    if E.device != device or F.device != device:
+        raise ConfigError(f"E, F are on {E.device} and {F.device} but q, k, v on {device}: "
+                          "build them with device= or move them with .to(q.device)")
 
 
 def linformer_attention(
@@ -134,7 +136,7 @@ def linformer_attention(
     can be compared entry by entry with exact softmax weights.
     """
     check_qkv(q, k, v)
-    _check_projections(E, F, k.shape[-2], q.dtype)
+    _check_projections(E, F, k.shape[-2], q.dtype, q.device)
     c = resolve_scale(scale, q.shape[-1])
     K_bar = E @ k  # (..., k', d_k)
     V_bar = F @ v  # (..., k', d_v)

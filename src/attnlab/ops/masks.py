@@ -116,20 +116,25 @@ def combine_masks(
         allowed = _and(allowed, causal_mask(n_q, n_k, alignment=alignment, device=device))
 
     if key_padding_mask is not None:
-        if key_padding_mask.dtype != torch.bool:
-            raise ConfigError("key_padding_mask must be boolean (True marks a padding key)")
-        if not batch_shape:
-            raise ConfigError("key_padding_mask needs batched inputs of shape (batch, ..., n, d)")
-        expected = (batch_shape[0], n_k)
-        if tuple(key_padding_mask.shape) != expected:
-            raise ConfigError(
-                f"key_padding_mask must have shape (batch, n_k) = {expected}, "
-                f"got {tuple(key_padding_mask.shape)}"
-            )
+        check_key_padding_mask(key_padding_mask, batch_shape, n_k)
         keep = ~key_padding_mask  # (B, n_k)
         shape = (batch_shape[0],) + (1,) * (len(batch_shape) - 1) + (1, n_k)
         allowed = _and(allowed, keep.reshape(shape))  # (B, 1, ..., 1, n_k)
     return allowed, additive
+
+
+def check_key_padding_mask(key_padding_mask: Tensor, batch_shape: tuple[int, ...], n_k: int) -> None:
+    """ConfigError unless ``key_padding_mask`` is boolean of shape (batch_shape[0], n_k)."""
+    if key_padding_mask.dtype != torch.bool:
+        raise ConfigError("key_padding_mask must be boolean (True marks a padding key)")
+    if not batch_shape:
+        raise ConfigError("key_padding_mask needs batched inputs of shape (batch, ..., n, d)")
+    expected = (batch_shape[0], n_k)
+    if tuple(key_padding_mask.shape) != expected:
+        raise ConfigError(
+            f"key_padding_mask must have shape (batch, n_k) = {expected}, "
+            f"got {tuple(key_padding_mask.shape)}"
+        )
 
 
 def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:

@@ -19,7 +19,10 @@ undefined, and NaN would poison every later layer.
 
 Without ``return_weights`` the computation goes through PyTorch's fused
 ``scaled_dot_product_attention``, which never materialises the n_q x n_k
-weights; with it, the explicit path below is used. Both agree to the dtype's
+weights; causal and key-padding masks reach it without an n_q x n_k mask either
+(:mod:`attnlab.ops.fused`), so time and memory stay those of the fused kernel.
+Only an arbitrary dense ``mask`` is handed to the kernel as a tensor. With
+``return_weights`` the explicit path below is used. Both agree to the dtype's
 tolerance (tests/ops/test_conformance.py).
 """
 
@@ -34,7 +37,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnlab.errors import ConfigError
-from attnlab.ops.masks import combine_masks
+from attnlab.ops.fused import fused_attention
+from attnlab.ops.masks import check_key_padding_mask, combine_masks, resolve_causal
 
 Scale = Union[str, float, None]
 SCALE_NAMES = ("1/sqrt(d)", "1/d", "none")
@@ -147,6 +151,14 @@ def softmax_attention(
     check_qkv(q, k, v)
     n_q, n_k = q.shape[-2], k.shape[-2]
     c = resolve_scale(scale, q.shape[-1])
+    if not return_weights and mask is None:  # structured masks only: no n_q x n_k tensor
+        batch = batch_shape(q, k, v)
+        alignment = resolve_causal(causal, n_q, n_k)
+        if key_padding_mask is not None:
+            check_key_padding_mask(key_padding_mask, batch, n_k)
+            key_padding_mask = key_padding_mask.to(q.device)
+        return AttentionOutput(fused_attention(q, k, v, scale=c, alignment=alignment,
+                                               key_padding_mask=key_padding_mask))
     allowed, additive = combine_masks(
         n_q,
         n_k,
@@ -168,7 +180,8 @@ def softmax_attention(
 def _fused(
     q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, additive: Tensor | None, c: float
 ) -> Tensor:
-    """PyTorch's fused kernel with attnlab's fully-masked-row semantics."""
+    """PyTorch's fused kernel given a dense mask (``mask=``), with attnlab's fully-masked-row
+    semantics: the mask is expanded to (..., n_q, n_k), as the kernel needs."""
     if allowed is None and additive is None:
         return F.scaled_dot_product_attention(q, k, v, scale=c)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])

@@ -52,8 +52,9 @@ def experiments_for(papers: Sequence[str]) -> list[Experiment]:
 
 
 def make_config(exp: Experiment, *, scale: str, seed: int, device: str):
-    """The experiment's config at ``scale`` with the run's seed and device."""
-    return exp.config_cls(scale=scale, seed=seed, device=device)
+    """The experiment's config at ``scale`` with the run's seed, on the run's device (the CPU
+    for an experiment that is better there, :meth:`Experiment.run_device`)."""
+    return exp.config_cls(scale=scale, seed=seed, device=exp.run_device(device)[0])
 
 
 def sweep_spec(exp: Experiment, *, scale: str, seed: int):
@@ -164,7 +165,7 @@ def _run_one(e: Experiment, cfg, rd: RunDir, seed: int) -> dict:
     rd.append_metric({"event": "start", "experiment": e.id, "at": entry["started"]})
     start = time.perf_counter()
     try:
-        entry["results"] = stored_result(e, e.run(cfg, rd))
+        entry["results"] = stored_result(e, e.run(cfg, rd), device_note(e, rd))
         entry["status"] = "ok"
     except Exception:  # recorded and reported; --resume runs it again
         entry["status"] = "error"
@@ -197,7 +198,7 @@ def _run_sweep(e: Experiment, spec, rd: RunDir, seed: int, options: dict) -> dic
         if result.n_failed:
             raise RuntimeError(f"{result.n_failed} of {len(result.rows)} sweep runs failed; their logs are in "
                                f"{rel}/runs/<run_id>/log.txt; `attnlab reproduce --resume` reruns them")
-        entry["results"] = stored_result(e, e.aggregate(result.rows))
+        entry["results"] = stored_result(e, e.aggregate(result.rows), device_note(e, rd))
         entry["status"] = "ok"
     # Recorded and reported; --resume runs it again. Ctrl-C (SweepInterrupted) is not an
     # Exception: it stops reproduce and keeps the finished runs.
@@ -207,12 +208,20 @@ def _run_sweep(e: Experiment, spec, rd: RunDir, seed: int, options: dict) -> dic
     return _finish(entry, e, rd, start)
 
 
-def stored_result(e: Experiment, result: ExperimentResult) -> dict:
-    """What results.json stores of an experiment's result; TypeError if it is not typed."""
+def stored_result(e: Experiment, result: ExperimentResult, note: str | None = None) -> dict:
+    """What results.json stores of an experiment's result (``note`` first among its notes);
+    TypeError if it is not typed."""
     if not isinstance(result, ExperimentResult):
         raise TypeError(f"{e.id} returned {type(result).__name__}; an experiment returns "
                         "attnlab.results.ExperimentResult")
+    if note:
+        result.notes.insert(0, note)
     return result.to_dict()
+
+
+def device_note(e: Experiment, rd: RunDir) -> str | None:
+    """The note of an experiment run on the CPU inside a run on another device."""
+    return e.run_device(rd.read_json("config.json", {}).get("device", "cpu"))[1]
 
 
 def _run_claims(papers: Sequence[str], seed: int) -> list[dict]:

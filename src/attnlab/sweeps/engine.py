@@ -76,9 +76,12 @@ def run_sweep(spec: SweepSpec, out: Path, *, resume: bool = False, workers: int 
     exp = get_experiment(spec.experiment)
     kind = check_executor(executor, scheduler, workers)
     device = check_device(device, "--device")
-    plans = expand(exp, spec, device)
+    run_device, note = exp.run_device(device)  # the CPU for an experiment better there
+    plans = expand(exp, spec, run_device)
     out = Path(out)
     header = _header(exp.id, spec, resolved_overrides(exp, spec), device, plans, argv)
+    if note:
+        header["device_note"] = note
     stored = _check_out(out, header, resume)
     table = SweepTable(out, exp.id, plans)
     todo = []

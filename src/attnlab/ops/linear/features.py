@@ -123,7 +123,8 @@ class FeatureMap:
                 f"favor+ features were drawn for d={self.W.shape[-1]} but the inputs have "
                 f"d={x.shape[-1]}: build the feature map with d={x.shape[-1]}"
             )
-        s = favor_exponent(x, self.W.to(x.dtype))  # (..., n, m)
+        # W is drawn once, in float64 on the generator's device; it follows the inputs.
+        s = favor_exponent(x, self.W.to(device=x.device, dtype=x.dtype))  # (..., n, m)
         if role == "query":
             s = s - s.detach().amax(dim=-1, keepdim=True)
         elif role == "key":

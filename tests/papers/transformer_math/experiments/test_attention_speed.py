@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.papers.transformer_math.experiments.attention_speed import (
@@ -35,9 +36,15 @@ def test_tiny_run(storable):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"n": (0,)}, "n must be"), ({"variants": ("x",)}, "unknown variant"),
-    ({"device": "cuda"}, "use (--device )?cpu"), ({"repeats": 0}, "repeats must be an integer >= 1"),
+    ({"repeats": 0}, "repeats must be an integer >= 1"),
     ({"threads": 0}, "threads must be an integer >= 1"),
 ])
 def test_config_errors(kwargs, message):
     with pytest.raises((ConfigError, UnknownNameError), match=message):
         AttentionSpeedConfig(**kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cuda_is_refused_only_where_it_is_missing():
+    with pytest.raises(ConfigError, match="CUDA is not available on this machine; use cpu"):
+        AttentionSpeedConfig(device="cuda")

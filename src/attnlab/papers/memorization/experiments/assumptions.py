@@ -60,8 +60,8 @@ LAYERS = {
 
 @dataclass(frozen=True)
 class AssumptionsConfig(RunConfig):
-    """T examples of n tokens (n < d) through every layer of ``layers``. ``device`` is accepted for
-    the runner; the layers and the tests run on the CPU in float64."""
+    """T examples of n tokens (n < d) through every layer of ``layers``; the layers and the tests
+    run on the CPU in float64 (inside a CUDA run too: the experiment is ``cpu_only``)."""
 
     PRESETS = {
         "quick": {"T": 500, "n": 64, "trials": 5000, "gp_trials": 20, "estimate_trials": 20,
@@ -339,4 +339,5 @@ def _notes(cfg: AssumptionsConfig, results: dict, fig: dict) -> list[str]:
 
 register(Experiment(EXPERIMENT_ID,
                     "Tables 1 and 3, Fig. 1: General Position and Assumptions 1-3 on random layers and MiniLM, "
-                    "English text", AssumptionsConfig, run_assumptions))
+                    "English text", AssumptionsConfig, run_assumptions,
+                    cpu_only="the rank tests are float64 SVDs of a few hundred rows, in NumPy"))

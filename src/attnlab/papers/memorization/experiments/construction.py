@@ -184,4 +184,5 @@ def _notes(cfg: ConstructionConfig) -> list[str]:
 
 register(Experiment(EXPERIMENT_ID,
                     "Theorem 1's weights at d=64, n=32 for H up to 20: rank Z, sigma_min, c and label error",
-                    ConstructionConfig, run_construction))
+                    ConstructionConfig, run_construction,
+                    cpu_only="Theorem 1's construction is float64 linear algebra in NumPy"))
