@@ -1,1 +1,1 @@
-"""Measurements on tensors and models (ranks, spectra, Jacobians, residuals)."""
+"""Measurements on tensors and models (ranks, spectra, Jacobians, residuals, attention heads)."""

@@ -1,6 +1,7 @@
 """The math behind transformers: the transformer block and encoder-decoder as written,
-parameter counts (Table 1), softmax saturation and the 1/sqrt(d) scale, and the
-efficient attention variants of §2 (sparse, linear, low-rank)."""
+parameter counts (Table 1), softmax saturation and the 1/sqrt(d) scale, the
+efficient attention variants of §2 (sparse, linear, low-rank), and the head structure
+of §3.1 (Sigma_1, Sigma_2, Sigma_3, the projection of eqs. (21)-(22), head roles)."""
 
 from attnlab.registry import register_paper
 

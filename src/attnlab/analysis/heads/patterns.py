@@ -1,0 +1,172 @@
+"""Pattern scores in the style of TransformerLens' head detector: previous-token, duplicate-token
+and induction heads, with its two measures, for causal and bidirectional models.
+
+TransformerLens (transformer_lens/head_detector.py, ``detect_head``) scores a map A against a
+0/1 detection pattern D (rows are queries):
+
+    "mul"   sum(A * D) / sum(A)                       the fraction of attention on the pattern
+    "abs"   1 - round(mean|A - D| * T, 3)             = 1 - sum|A - D| / T (T = sequence length)
+
+with ``exclude_bos`` / ``exclude_current_token`` zeroing column 0 / the diagonal first. Its
+code asserts a lower-triangular pattern (causal models only), its list-of-prompts path drops
+``error_measure``, ``heads`` and both ``exclude_*`` options, and it zeroes the cached maps in
+place. Here every option applies on every path, maps are never written, and patterns exist
+for bidirectional models too.
+
+Patterns (tokens t_0..t_{n-1}; with ``causal=True`` only keys j <= i, as TransformerLens):
+
+    previous_token   D_ij = [j = i - 1]
+    duplicate_token  D_ij = [t_j = t_i, j != i]                  (an earlier or, bidirectional,
+                                                                  any other occurrence of t_i)
+    induction        D_ij = [j >= 1, t_{j-1} = t_i, j - 1 != i]  (the token after another
+                                                                  occurrence: the duplicate
+                                                                  pattern moved one key right)
+
+Scores. K_ij = 1 for the kept keys: real tokens, minus column 0 with ``exclude_bos``, minus
+j = i with ``exclude_current_token``; D' = D K. The rows scored are R = the real rows where
+D' has an entry: a row whose pattern is empty (the first token for previous-token heads, a
+token not seen before for induction) makes no prediction and is not held against the head.
+
+    "mul"   sum_{i in R, j} K A D' / sum_{i in R, j} K A                     in [0, 1]
+    "abs"   1 - mean_{i in R} sum_j |A^_ij - D^_ij|                           in [-1, 1]
+            A^_i = K_i A_i / sum_j K_ij A_ij and D^_i = D'_i / sum_j D'_ij: the head's and the
+            pattern's distributions over the kept keys (A^_i = 0 if the head puts nothing
+            there), so a perfect head scores 1 and total disagreement -1, the range the
+            TransformerLens docstring announces but its raw 0/1 pattern does not give (a
+            duplicate row with two earlier copies has sum_j D_ij = 2).
+
+``convention="transformerlens"`` computes TransformerLens' numbers instead (without the
+rounding to 3 decimals): R = every row, "mul" = sum K A D / sum K A, "abs" = 1 - sum_ij
+K_ij |A_ij - D_ij| / n. A perfect causal previous-token head then scores (n - 1)/n with
+"mul" (row 0 has nowhere else to look) and 1 - 1/n with "abs".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from attnlab.analysis.heads.maps import as_maps, real_tokens, token_ids
+from attnlab.config import check_bool, check_choice
+from attnlab.errors import ConfigError
+
+Measure = Literal["mul", "abs"]
+PATTERN_KINDS = ("previous_token", "duplicate_token", "induction")
+CONVENTIONS = ("attnlab", "transformerlens")
+
+
+def previous_token_pattern(n: int, *, causal: bool = True) -> Tensor:
+    """D (n, n) float64 with D_{i,i-1} = 1 (the same for both settings: key i - 1 is always earlier)."""
+    return torch.eye(n, dtype=torch.float64).roll(-1, dims=-1).tril(-1)
+
+
+def duplicate_token_pattern(tokens, *, causal: bool = True) -> Tensor:
+    """D (..., n, n) with D_ij = [t_j = t_i and j != i] (j < i when causal). tokens: int (..., n)."""
+    t = torch.as_tensor(tokens)
+    n = t.shape[-1]
+    D = (t[..., :, None] == t[..., None, :]) & ~torch.eye(n, dtype=torch.bool)
+    return (D.tril() if causal else D).to(torch.float64)
+
+
+def induction_pattern(tokens, *, causal: bool = True) -> Tensor:
+    """D (..., n, n) with D_ij = [j >= 1, t_{j-1} = t_i, j - 1 != i] (j <= i when causal)."""
+    t = torch.as_tensor(tokens)
+    n = t.shape[-1]
+    dup = (t[..., :, None] == t[..., None, :]) & ~torch.eye(n, dtype=torch.bool)  # dup[i, j-1]
+    D = torch.zeros(dup.shape, dtype=torch.bool)
+    D[..., 1:] = dup[..., :-1]
+    return (D.tril() if causal else D).to(torch.float64)
+
+
+def _kept_keys(A: Tensor, real: Tensor, exclude_bos: bool, exclude_current_token: bool) -> Tensor:
+    """K (..., n, n): the real keys, without column 0 (exclude_bos) and the diagonal (exclude_current_token)."""
+    K = real[..., None, :].expand(A.shape).clone()
+    if exclude_bos:
+        K[..., 0] = False
+    if exclude_current_token:
+        K &= ~torch.eye(A.shape[-1], dtype=torch.bool)
+    return K
+
+
+def pattern_score(A, D, *, measure: Measure = "mul", exclude_bos: bool = False, exclude_current_token: bool = False,
+                  key_padding_mask=None, convention: str = "attnlab") -> Tensor:
+    """The score (...) of maps A (..., n, n) against pattern(s) D (..., n, n) (broadcast), module docstring.
+    NaN for a map with no scored row (or no kept attention, "mul")."""
+    check_choice("measure", measure, ("mul", "abs"))
+    check_choice("convention", convention, CONVENTIONS)
+    check_bool("exclude_bos", exclude_bos)
+    check_bool("exclude_current_token", exclude_current_token)
+    A = as_maps(A)
+    D = torch.as_tensor(D).to(torch.float64)
+    n = A.shape[-1]
+    if D.ndim < 2 or D.shape[-2:] != (n, n):
+        raise ConfigError(f"the pattern D must have shape (..., {n}, {n}) like the maps, got {tuple(D.shape)}")
+    if bool(((D != 0) & (D != 1)).any()):
+        raise ConfigError("the pattern D must hold 0s and 1s (which keys the head should attend)")
+    real = real_tokens(A, key_padding_mask)
+    Kf = _kept_keys(A, real, exclude_bos, exclude_current_token).to(torch.float64)
+    KA = Kf * A
+    Dk = D * Kf  # D' = D K, broadcast to the maps
+    if convention == "transformerlens":
+        if measure == "mul":
+            den = KA.sum((-2, -1))
+            return torch.where(den > 0, (KA * Dk).sum((-2, -1)) / den.clamp_min(1e-300), float("nan"))
+        return 1 - (Kf * (A - D).abs()).sum((-2, -1)) / n
+    rows = real & (Dk.sum(-1) > 0)  # R, (..., n)
+    Rf = rows.to(torch.float64)[..., None]
+    if measure == "mul":
+        den = (Rf * KA).sum((-2, -1))
+        return torch.where(den > 0, (Rf * KA * Dk).sum((-2, -1)) / den.clamp_min(1e-300), float("nan"))
+    kept = KA.sum(-1, keepdim=True)
+    A_hat = torch.where(kept > 0, KA / kept.clamp_min(1e-300), 0.0)
+    D_hat = Dk / Dk.sum(-1, keepdim=True).clamp_min(1)
+    dist = (A_hat - D_hat).abs().sum(-1)  # (..., n)
+    count = rows.sum(-1)
+    return torch.where(count > 0, 1 - (dist * rows).sum(-1) / count.clamp_min(1), float("nan"))
+
+
+@dataclass(frozen=True)
+class PatternScores:
+    """previous_token, duplicate_token, induction: scores (...); scored_rows: {kind: rows scored (...)};
+    and the options that produced them."""
+
+    previous_token: Tensor
+    duplicate_token: Tensor
+    induction: Tensor
+    scored_rows: dict
+    measure: str
+    causal: bool
+    exclude_bos: bool
+    exclude_current_token: bool
+    convention: str
+
+    def best(self) -> Tensor:
+        """int64 (...): the index in PATTERN_KINDS of each map's highest score (NaN counts as lowest)."""
+        s = torch.stack([self.previous_token, self.duplicate_token, self.induction], -1)
+        return torch.nan_to_num(s, nan=-torch.inf).argmax(-1)
+
+
+def pattern_scores(A, tokens, *, causal: bool = True, measure: Measure = "mul", exclude_bos: bool = False,
+                   exclude_current_token: bool = False, key_padding_mask=None,
+                   convention: str = "attnlab") -> PatternScores:
+    """The three named patterns' scores for maps A (..., n, n) of the token ids ``tokens`` (..., n)
+    (aligned from the left: tokens (B, n) for maps (B, L, H, n, n)). Average prompts yourself:
+    every option applies to each of them."""
+    check_bool("causal", causal)
+    A = as_maps(A)
+    t = token_ids(tokens, A)  # (..., n)
+    n = A.shape[-1]
+    patterns = {"previous_token": previous_token_pattern(n, causal=causal),
+                "duplicate_token": duplicate_token_pattern(t, causal=causal),
+                "induction": induction_pattern(t, causal=causal)}
+    opts = dict(measure=measure, exclude_bos=exclude_bos, exclude_current_token=exclude_current_token,
+                key_padding_mask=key_padding_mask, convention=convention)
+    scores = {k: pattern_score(A, D, **opts) for k, D in patterns.items()}
+    real = real_tokens(A, key_padding_mask)
+    keep = _kept_keys(A, real, exclude_bos, exclude_current_token)
+    scored = {k: (real & ((D * keep).sum(-1) > 0)).sum(-1) for k, D in patterns.items()}
+    return PatternScores(**scores, scored_rows=scored, measure=measure, causal=causal, exclude_bos=exclude_bos,
+                         exclude_current_token=exclude_current_token, convention=convention)

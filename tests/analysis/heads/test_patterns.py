@@ -1,0 +1,142 @@
+"""Previous-token, duplicate-token and induction patterns and scores ("mul", "abs"), causal and
+bidirectional, against hand-derived patterns and TransformerLens' own formulas."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlab.analysis.heads.patterns import (
+    duplicate_token_pattern,
+    induction_pattern,
+    pattern_score,
+    pattern_scores,
+    previous_token_pattern,
+)
+from attnlab.errors import ConfigError
+
+TOKENS = torch.tensor([0, 5, 7, 5, 7])  # BOS, then "5 7" twice
+
+
+def _random(n, seed, causal=True, batch=()):
+    g = torch.Generator().manual_seed(seed)
+    e = -torch.log(torch.rand(*batch, n, n, generator=g, dtype=torch.float64))
+    if causal:
+        e = e.tril()
+    return e / e.sum(-1, keepdim=True)
+
+
+def _tl_score(A, D, exclude_bos, exclude_current_token, measure):
+    """TransformerLens' compute_head_attention_similarity_score, written from its formulas
+    (on a copy: the original zeroes the cached pattern in place)."""
+    A, D = A.clone(), D.clone()
+    if measure == "mul":
+        if exclude_bos:
+            A[:, 0] = 0
+        if exclude_current_token:
+            A.fill_diagonal_(0)
+        return float((A * D).sum() / A.sum())
+    diff = (A - D).abs()
+    if exclude_bos:
+        diff[:, 0] = 0
+    if exclude_current_token:
+        diff.fill_diagonal_(0)
+    return 1 - float(diff.mean() * len(diff))
+
+
+def test_patterns_by_hand():
+    P = previous_token_pattern(5)
+    assert P.nonzero().tolist() == [[1, 0], [2, 1], [3, 2], [4, 3]]
+    assert duplicate_token_pattern(TOKENS).nonzero().tolist() == [[3, 1], [4, 2]]
+    assert duplicate_token_pattern(TOKENS, causal=False).nonzero().tolist() == [[1, 3], [2, 4], [3, 1], [4, 2]]
+    # induction: key j whose previous token t_{j-1} equals t_i: row 3 ("5") -> key 2 (after the first 5)
+    assert induction_pattern(TOKENS).nonzero().tolist() == [[3, 2], [4, 3]]
+    # bidirectionally also forwards: row 1 ("5") -> key 4 (after the second 5); row 2 ("7") has none
+    assert induction_pattern(TOKENS, causal=False).nonzero().tolist() == [[1, 4], [3, 2], [4, 3]]
+
+
+def test_a_perfect_head_scores_one_here_and_less_under_transformerlens():
+    n = 7
+    A = torch.eye(n, dtype=torch.float64).roll(-1, -1).tril(-1)
+    A[0, 0] = 1.0  # the first token has nowhere else to look
+    D = previous_token_pattern(n)
+    assert pattern_score(A, D, measure="mul").item() == 1.0
+    assert pattern_score(A, D, measure="abs").item() == 1.0
+    assert pattern_score(A, D, measure="mul", convention="transformerlens").item() == pytest.approx((n - 1) / n)
+    assert pattern_score(A, D, measure="abs", convention="transformerlens").item() == pytest.approx(1 - 1 / n)
+
+
+@pytest.mark.parametrize("measure", ["mul", "abs"])
+@pytest.mark.parametrize("exclude_bos", [False, True])
+@pytest.mark.parametrize("exclude_current_token", [False, True])
+def test_the_transformerlens_convention_reproduces_its_formulas(measure, exclude_bos, exclude_current_token):
+    tokens = torch.tensor([0, 3, 4, 3, 4, 3, 8])
+    A = _random(7, 3)
+    for D in (previous_token_pattern(7), duplicate_token_pattern(tokens), induction_pattern(tokens)):
+        ours = pattern_score(A, D, measure=measure, exclude_bos=exclude_bos,
+                             exclude_current_token=exclude_current_token, convention="transformerlens")
+        assert ours.item() == pytest.approx(_tl_score(A, D, exclude_bos, exclude_current_token, measure), abs=1e-12)
+
+
+def test_mul_scores_agree_when_every_row_has_a_target():
+    n = 5
+    D = previous_token_pattern(n)
+    D[0, 0] = 1  # a pattern for row 0 too
+    A = _random(n, 0)
+    assert pattern_score(A, D).item() == pytest.approx(pattern_score(A, D, convention="transformerlens").item())
+
+
+def test_exclusions_apply_to_both_measures():
+    n = 5
+    A = 0.5 * torch.eye(n, dtype=torch.float64) + 0.5 * torch.eye(n, dtype=torch.float64).roll(-1, -1).tril(-1)
+    A[0, 0] = 1.0
+    D = previous_token_pattern(n)
+    assert pattern_score(A, D, measure="mul").item() == pytest.approx(0.5)
+    assert pattern_score(A, D, measure="abs").item() == pytest.approx(0.0)  # |(.5, .5) - (1, 0)| = 1
+    assert pattern_score(A, D, measure="mul", exclude_current_token=True).item() == pytest.approx(1.0)
+    assert pattern_score(A, D, measure="abs", exclude_current_token=True).item() == pytest.approx(1.0)
+
+
+def test_inputs_are_never_written():
+    A = _random(5, 1, batch=(2, 3))
+    before = A.clone()
+    pattern_scores(A, TOKENS, exclude_bos=True, exclude_current_token=True, measure="abs")
+    pattern_scores(A, TOKENS, exclude_bos=True, exclude_current_token=True, convention="transformerlens")
+    assert torch.equal(A, before)
+
+
+def test_prompts_in_a_batch_each_get_every_option():
+    tokens = torch.stack([TOKENS, torch.tensor([0, 2, 2, 9, 2])])  # (B, n)
+    A = _random(5, 2, batch=(2, 3, 4))  # (B, L, H, n, n)
+    s = pattern_scores(A, tokens, measure="abs", exclude_bos=True)
+    assert s.duplicate_token.shape == (2, 3, 4)
+    one = pattern_scores(A[1, 2, 3], tokens[1], measure="abs", exclude_bos=True)
+    assert s.duplicate_token[1, 2, 3].item() == pytest.approx(one.duplicate_token.item())
+    assert s.scored_rows["duplicate_token"][1, 0, 0].item() == 2  # rows 2 and 4 repeat "2" (key 0 is BOS)
+
+
+def test_empty_patterns_give_nan_and_bad_input_is_refused():
+    assert torch.isnan(pattern_scores(torch.eye(4, dtype=torch.float64), torch.arange(4)).induction)
+    with pytest.raises(ConfigError, match="0s and 1s"):
+        pattern_score(torch.eye(3, dtype=torch.float64), 0.5 * torch.eye(3))
+    with pytest.raises(ConfigError, match="measure must be one of mul, abs"):
+        pattern_score(torch.eye(3, dtype=torch.float64), torch.eye(3), measure="l2")
+    with pytest.raises(ConfigError, match=r"shape \(\.\.\., 3, 3\)"):
+        pattern_score(torch.eye(3, dtype=torch.float64), torch.eye(4))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), measure=st.sampled_from(["mul", "abs"]))
+def test_bidirectional_duplicate_scores_ignore_the_order_of_tokens(seed, measure):
+    """Without causality the duplicate pattern depends on token identity only: relabelling positions
+    (tokens and both axes of the map together) leaves the score unchanged."""
+    g = torch.Generator().manual_seed(seed)
+    n = 7
+    tokens = torch.randint(0, 3, (n,), generator=g)
+    A = _random(n, seed, causal=False)
+    perm = torch.randperm(n, generator=g)
+    a = pattern_scores(A, tokens, causal=False, measure=measure).duplicate_token
+    b = pattern_scores(A[perm][:, perm], tokens[perm], causal=False, measure=measure).duplicate_token
+    assert torch.allclose(a, b, atol=1e-12, equal_nan=True)
