@@ -9,8 +9,14 @@ from conformance import draw_qkv, entries
 from tolerances import assert_close
 
 from attnlab.errors import ConfigError
-from attnlab.ops import causal_mask, combine_masks, reference_attention, softmax_attention
-from attnlab.ops.masks import resolve_causal
+from attnlab.ops import (
+    causal_mask,
+    combine_masks,
+    reference_attention,
+    softmax_attention,
+    unnormalized_attention,
+)
+from attnlab.ops.masks import key_padding_mask_from_attention_mask, resolve_causal
 
 T, F = True, False
 
@@ -114,6 +120,55 @@ def test_wrong_mask_dtype():
     q, k, v = draw_qkv((3, 5, 7, 11, 13), torch.float64, seed=6)
     with pytest.raises(ConfigError, match="mask must be bool or floating point, got dtype torch.int64"):
         softmax_attention(q, k, v, mask=torch.ones(5, 7, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("attention_mask", [
+    torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]]),
+    torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.int32),
+    torch.tensor([[T, T, T, F], [T, T, T, T]]),
+    torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]]),
+])
+def test_attention_mask_converts_to_key_padding_mask(attention_mask):
+    # transformers: 1 = real token; attnlab: True = padding
+    kpm = key_padding_mask_from_attention_mask(attention_mask)
+    assert kpm.dtype == torch.bool and kpm.tolist() == [[F, F, F, T], [F, F, F, F]]
+
+
+@pytest.mark.parametrize("attention_mask, message", [
+    (torch.tensor([[0.0, float("-inf")]]), r"must hold only 0 \(padding\) and 1 \(real token\)"),
+    (torch.tensor([[1, 2]]), "must hold only 0"),
+    (torch.ones(1, 1, 2, 2), r"must have shape \(batch, n\)"),
+    ([[1, 0]], "must be a tensor of 0 and 1"),
+])
+def test_attention_mask_conversion_rejects_what_is_not_a_0_1_mask(attention_mask, message):
+    with pytest.raises(ConfigError, match=message):
+        key_padding_mask_from_attention_mask(attention_mask)
+
+
+@pytest.mark.parametrize("name", ["softmax", "softmax-weights", "reference", "unnormalized"])
+def test_a_transformers_mask_given_as_key_padding_mask_is_an_error(name):
+    q, k, v = draw_qkv((3, 5, 7, 11, 13), torch.float64, seed=7)
+    fn = {"softmax": softmax_attention, "reference": reference_attention, "unnormalized": unnormalized_attention,
+          "softmax-weights": lambda *a, **kw: softmax_attention(*a, return_weights=True, **kw)}[name]
+    attention_mask = torch.ones(3, 7, dtype=torch.int64)
+    attention_mask[0, 5:] = 0
+    # integer (or float) where a boolean key_padding_mask is expected: points to the converter
+    with pytest.raises(ConfigError, match="key_padding_mask_from_attention_mask"):
+        fn(q, k, v, key_padding_mask=attention_mask)
+    # an unpadded batch's attention_mask made boolean pads every key of every sequence
+    with pytest.raises(ConfigError, match="every key of every sequence"):
+        fn(q, k, v, key_padding_mask=torch.ones(3, 7, dtype=torch.int64).bool())
+    out = fn(q, k, v, key_padding_mask=key_padding_mask_from_attention_mask(attention_mask)).output
+    assert torch.isfinite(out).all()
+
+
+def test_one_fully_padded_sequence_stays_legal():
+    q, k, v = draw_qkv((3, 5, 7, 11, 13), torch.float64, seed=8)
+    kpm = torch.zeros(3, 7, dtype=torch.bool)
+    kpm[1] = True  # sequence 1 has no key; the others do
+    out = softmax_attention(q, k, v, key_padding_mask=kpm, return_weights=True)
+    assert (out.output[1] == 0).all() and (out.weights[1] == 0).all()
+    assert_close(out.output, reference_attention(q, k, v, key_padding_mask=kpm).output)
 
 
 def test_key_padding_mask_dtype_and_shape():

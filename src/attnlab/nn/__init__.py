@@ -1,7 +1,9 @@
 """Thin ``nn.Module`` wrappers over :mod:`attnlab.ops`: the transformer of math-behind-transformers §1.2."""
 
+from attnlab.nn.activations import ACTIVATIONS, resolve_activation
 from attnlab.nn.attention import MultiHeadAttention, merge_heads, split_heads
-from attnlab.nn.block import DecoderBlock, FeedForward, TransformerBlock
+from attnlab.nn.block import BlockOutput, BlockParts, DecoderBlock, FeedForward, TransformerBlock
+from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm, layer_norm_paper
 from attnlab.nn.positional import (
     LearnedPositionalEmbedding,
@@ -10,22 +12,29 @@ from attnlab.nn.positional import (
     shift_matrix,
     sinusoidal_encoding,
 )
-from attnlab.nn.transformer import Decoder, Encoder, EncoderDecoder
+from attnlab.nn.transformer import Decoder, Encoder, EncoderDecoder, EncoderDecoderOutput, TransformerOutput
 
 __all__ = [
+    "ACTIVATIONS",
+    "BlockOutput",
+    "BlockParts",
     "Decoder",
     "DecoderBlock",
+    "Embedding",
     "Encoder",
     "EncoderDecoder",
+    "EncoderDecoderOutput",
     "FeedForward",
     "LayerNorm",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
     "SinusoidalPositionalEncoding",
     "TransformerBlock",
+    "TransformerOutput",
     "frequencies",
     "layer_norm_paper",
     "merge_heads",
+    "resolve_activation",
     "shift_matrix",
     "sinusoidal_encoding",
     "split_heads",

@@ -162,17 +162,23 @@ class MultiHeadAttention(nn.Module):
         causal: bool | str | None = None,
         key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
+        attention: str | None = None,
     ) -> AttentionOutput:
         """x_q: (..., n_q, d_model), x_kv: (..., n_k, d_model) (default x_q: self-attention).
 
         Returns output (..., n_q, d_model) and, with ``return_weights``, P (..., H, n_q, n_k).
+        ``attention`` overrides the module's operator for this call ("softmax" or
+        "unnormalized"; a block with its softmax switched off passes "unnormalized").
         """
+        name = self.attention if attention is None else attention
+        if name not in ATTENTIONS:
+            raise UnknownNameError(f"unknown attention {name!r}: choose one of {', '.join(ATTENTIONS)}")
         return multi_head_attention(
             x_q,
             x_q if x_kv is None else x_kv,
             self.W_Q, self.W_K, self.W_V, self.W_O,
             self.b_Q, self.b_K, self.b_V, self.b_O,
-            attention=ATTENTIONS[self.attention],
+            attention=ATTENTIONS[name],
             return_weights=return_weights,
             mask=mask,
             causal=causal,

@@ -3,11 +3,12 @@
 Encoder block f_theta: R^{n x d} -> R^{n x d}, post-LN exactly as §1.2.2:
 
     u = LN(x + MHA(x); gamma_1, beta_1)
-    z = LN(u + FFN(u); gamma_2, beta_2),     FFN(u) = ReLU(u W_1 + b_1) W_2 + b_2
+    z = LN(u + FFN(u); gamma_2, beta_2),     FFN(u) = phi(u W_1 + b_1) W_2 + b_2
 
 with W_1 in R^{d x m}, b_1 in R^m, W_2 in R^{m x d}, b_2 in R^d (the text
 writes b_1, b_2 in R: a typo, they are vectors; it also repeats gamma_1, beta_1
-where gamma_2, beta_2 are meant). Pre-LN (GPT-2 and later):
+where gamma_2, beta_2 are meant) and phi = ReLU in the text (GELU in BERT and
+GPT-2: :mod:`attnlab.nn.activations`). Pre-LN (GPT-2 and later):
 
     u = x + MHA(LN(x)),   z = u + FFN(LN(u)).
 
@@ -17,15 +18,33 @@ cross-attention as softmax(X Z^T / sqrt(k)) Z, which omits the projections:
 queries are X W_Q,h and keys/values Z W_K,h, Z W_V,h with the cross-attention
 layer's own W_K, W_V (and W_O), as in [1].
 
+Parts that can be switched off (:class:`BlockParts`, one per block, changeable after
+construction so a loaded model can be ablated and restored; switched-off parts keep their
+parameters). With S(x) = x (skip on) or 0 (off), N = LN (layer_norm on) or the identity
+(off), A = MHA with softmax (softmax on) or with the unnormalized (c Q_h K_h^T) V_h of
+:mod:`attnlab.ops.unnormalized` (off; same scale c, masked pairs weigh 0):
+
+    post-LN:  u = N_1(S(x) + A(x)),   z = N_2(S(u) + FFN(u))   (mlp on)   or  z = u   (mlp off)
+    pre-LN:   u = S(x) + A(N_1(x)),   z = S(u) + FFN(N_2(u))   (mlp on)   or  z = u   (mlp off)
+
+"mlp off" removes the whole second sublayer (FFN, its skip and its LayerNorm). With every
+part off but softmax, a block is pure self-attention z = MHA(x), the network whose output
+collapses to rank one (rank-collapse notes, "pure attention"). The decoder block follows
+the same rule for its three sublayers (mlp off removes the third).
+
 Dropout is optional and 0.0 by default, so every forward is deterministic.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import torch
 from torch import Tensor, nn
 
+from attnlab.config import check_bool
 from attnlab.errors import ConfigError
+from attnlab.nn.activations import resolve_activation
 from attnlab.nn.attention import MultiHeadAttention
 from attnlab.nn.layernorm import LayerNorm
 from attnlab.ops.softmax import Scale
@@ -34,13 +53,19 @@ NORM_POSITIONS = ("post", "pre")
 
 
 class FeedForward(nn.Module):
-    """FFN(u) = ReLU(u W_1 + b_1) W_2 + b_2, W_1 (d_model, d_ff), W_2 (d_ff, d_model) (§1.2.4)."""
+    """FFN(u) = phi(u W_1 + b_1) W_2 + b_2, W_1 (d_model, d_ff), W_2 (d_ff, d_model) (§1.2.4).
 
-    def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0):
+    phi is ``activation``: "relu" (the text, default), "gelu" (BERT) or "gelu_tanh" (GPT-2),
+    defined in :mod:`attnlab.nn.activations`.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = True, dropout: float = 0.0,
+                 activation: str = "relu"):
         super().__init__()
         if d_model <= 0 or d_ff <= 0:
             raise ConfigError(f"d_model and d_ff must be positive, got {d_model}, {d_ff}")
-        self.d_model, self.d_ff = d_model, d_ff
+        self.phi = resolve_activation(activation)
+        self.d_model, self.d_ff, self.activation = d_model, d_ff, activation
         self.W_1 = nn.Parameter(torch.randn(d_model, d_ff) / d_model**0.5)
         self.W_2 = nn.Parameter(torch.randn(d_ff, d_model) / d_ff**0.5)
         self.b_1 = nn.Parameter(torch.zeros(d_ff)) if bias else None
@@ -52,8 +77,47 @@ class FeedForward(nn.Module):
         h = u @ self.W_1  # (..., n, d_ff)
         if self.b_1 is not None:
             h = h + self.b_1
-        z = self.dropout(torch.relu(h)) @ self.W_2  # (..., n, d_model)
+        z = self.dropout(self.phi(h)) @ self.W_2  # (..., n, d_model)
         return z if self.b_2 is None else z + self.b_2
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
+
+
+@dataclass(frozen=True)
+class BlockParts:
+    """Which parts of a block run (module docstring): True = on, as in the text.
+
+    skip:       the residual connections x + ...
+    mlp:        the feed-forward sublayer (with its skip and LayerNorm)
+    layer_norm: every LayerNorm of the block
+    softmax:    softmax attention; off = unnormalized (c Q K^T) V
+    """
+
+    skip: bool = True
+    mlp: bool = True
+    layer_norm: bool = True
+    softmax: bool = True
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            check_bool(f.name, getattr(self, f.name))
+
+    @classmethod
+    def pure_attention(cls) -> "BlockParts":
+        """No skip, no MLP, no LayerNorm: z = MHA(x)."""
+        return cls(skip=False, mlp=False, layer_norm=False)
+
+
+@dataclass(frozen=True)
+class BlockOutput:
+    """A block's output z (B, n, d_model) with the attention weights of every head:
+    weights (B, H, n_q, n_k) of the (self-)attention, cross_weights (B, H, n_tgt, n_src)
+    of a decoder block's cross-attention (None for an encoder block)."""
+
+    output: Tensor
+    weights: Tensor
+    cross_weights: Tensor | None = None
 
 
 def _check_norm_position(norm_position: str) -> None:
@@ -63,8 +127,37 @@ def _check_norm_position(norm_position: str) -> None:
         )
 
 
-class TransformerBlock(nn.Module):
-    """One encoder block f_theta (module docstring): MHA + FFN, residuals, LayerNorm post or pre."""
+class _Switchable(nn.Module):
+    """The ``parts`` switches shared by both blocks."""
+
+    _parts: BlockParts
+
+    @property
+    def parts(self) -> BlockParts:
+        return self._parts
+
+    @parts.setter
+    def parts(self, parts: BlockParts) -> None:
+        if not isinstance(parts, BlockParts):
+            raise ConfigError(f"parts must be a BlockParts, got {type(parts).__name__}")
+        self._parts = parts
+
+    def _norm(self, norm: LayerNorm, h: Tensor) -> Tensor:
+        return norm(h) if self._parts.layer_norm else h
+
+    def _skip(self, h: Tensor) -> Tensor | float:
+        return h if self._parts.skip else 0.0
+
+    def _attention_name(self) -> str | None:
+        return None if self._parts.softmax else "unnormalized"
+
+
+class TransformerBlock(_Switchable):
+    """One encoder block f_theta (module docstring): MHA + FFN, residuals, LayerNorm post or pre.
+
+    ``activation`` is the FFN's phi; ``skip``, ``mlp``, ``layer_norm``, ``softmax`` are the
+    :class:`BlockParts` switches (all on by default, the text's block).
+    """
 
     def __init__(
         self,
@@ -80,12 +173,18 @@ class TransformerBlock(nn.Module):
         bias: bool = True,
         scale: Scale = "1/sqrt(d)",
         attention: str = "softmax",
+        activation: str = "relu",
+        skip: bool = True,
+        mlp: bool = True,
+        layer_norm: bool = True,
+        softmax: bool = True,
     ):
         super().__init__()
         _check_norm_position(norm_position)
+        self.parts = BlockParts(skip, mlp, layer_norm, softmax)
         self.norm_position = norm_position
         self.attn = MultiHeadAttention(d_model, n_heads, d_head, bias=bias, scale=scale, attention=attention)
-        self.ffn = FeedForward(d_model, d_ff, bias=bias, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, bias=bias, dropout=dropout, activation=activation)
         self.norm1 = LayerNorm(d_model, norm, eps)
         self.norm2 = LayerNorm(d_model, norm, eps)
         self.dropout = nn.Dropout(dropout)
@@ -97,22 +196,32 @@ class TransformerBlock(nn.Module):
         mask: Tensor | None = None,
         causal: bool | str | None = None,
         key_padding_mask: Tensor | None = None,
-    ) -> Tensor:
-        """x: (B, n, d_model) -> z: (B, n, d_model)."""
+        return_weights: bool = False,
+    ) -> Tensor | BlockOutput:
+        """x: (B, n, d_model) -> z: (B, n, d_model); with ``return_weights`` a
+        :class:`BlockOutput` holding z and every head's weights P (B, H, n, n) of the same pass."""
+        weights = []
 
         def mha(h: Tensor) -> Tensor:
-            out = self.attn(h, mask=mask, causal=causal, key_padding_mask=key_padding_mask).output
-            return self.dropout(out)
+            res = self.attn(h, mask=mask, causal=causal, key_padding_mask=key_padding_mask,
+                            return_weights=return_weights, attention=self._attention_name())
+            weights.append(res.weights)
+            return self.dropout(res.output)
 
         if self.norm_position == "post":
-            u = self.norm1(x + mha(x))
-            return self.norm2(u + self.dropout(self.ffn(u)))
-        u = x + mha(self.norm1(x))
-        return u + self.dropout(self.ffn(self.norm2(u)))
+            u = self._norm(self.norm1, self._skip(x) + mha(x))
+            z = self._norm(self.norm2, self._skip(u) + self.dropout(self.ffn(u))) if self.parts.mlp else u
+        else:
+            u = self._skip(x) + mha(self._norm(self.norm1, x))
+            z = self._skip(u) + self.dropout(self.ffn(self._norm(self.norm2, u))) if self.parts.mlp else u
+        return BlockOutput(z, weights[0]) if return_weights else z
 
 
-class DecoderBlock(nn.Module):
-    """Masked self-attention, cross-attention to Z, FFN; each with residual + LN (§1.2.5)."""
+class DecoderBlock(_Switchable):
+    """Masked self-attention, cross-attention to Z, FFN; each with residual + LN (§1.2.5).
+
+    Options as :class:`TransformerBlock`.
+    """
 
     def __init__(
         self,
@@ -128,14 +237,20 @@ class DecoderBlock(nn.Module):
         bias: bool = True,
         scale: Scale = "1/sqrt(d)",
         attention: str = "softmax",
+        activation: str = "relu",
+        skip: bool = True,
+        mlp: bool = True,
+        layer_norm: bool = True,
+        softmax: bool = True,
     ):
         super().__init__()
         _check_norm_position(norm_position)
+        self.parts = BlockParts(skip, mlp, layer_norm, softmax)
         self.norm_position = norm_position
         kw = dict(bias=bias, scale=scale, attention=attention)
         self.self_attn = MultiHeadAttention(d_model, n_heads, d_head, **kw)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, d_head, **kw)
-        self.ffn = FeedForward(d_model, d_ff, bias=bias, dropout=dropout)
+        self.ffn = FeedForward(d_model, d_ff, bias=bias, dropout=dropout, activation=activation)
         self.norm1 = LayerNorm(d_model, norm, eps)
         self.norm2 = LayerNorm(d_model, norm, eps)
         self.norm3 = LayerNorm(d_model, norm, eps)
@@ -148,23 +263,35 @@ class DecoderBlock(nn.Module):
         *,
         tgt_key_padding_mask: Tensor | None = None,
         memory_key_padding_mask: Tensor | None = None,
-    ) -> Tensor:
-        """x: (B, n_tgt, d_model) decoder stream, Z: (B, n_src, d_model) encoder output."""
+        return_weights: bool = False,
+    ) -> Tensor | BlockOutput:
+        """x: (B, n_tgt, d_model) decoder stream, Z: (B, n_src, d_model) encoder output.
+
+        Returns z (B, n_tgt, d_model), or with ``return_weights`` a :class:`BlockOutput` with the
+        self-attention weights (B, H, n_tgt, n_tgt) and cross-attention weights (B, H, n_tgt, n_src).
+        """
+        weights = {}
+        name = self._attention_name()
 
         def self_mha(h: Tensor) -> Tensor:  # eq. (10): query i sees targets j <= i only
-            return self.dropout(
-                self.self_attn(h, causal=True, key_padding_mask=tgt_key_padding_mask).output
-            )
+            res = self.self_attn(h, causal=True, key_padding_mask=tgt_key_padding_mask,
+                                 return_weights=return_weights, attention=name)
+            weights["self"] = res.weights
+            return self.dropout(res.output)
 
         def cross_mha(h: Tensor) -> Tensor:  # queries from the decoder, keys/values from Z
-            return self.dropout(
-                self.cross_attn(h, Z, key_padding_mask=memory_key_padding_mask).output
-            )
+            res = self.cross_attn(h, Z, key_padding_mask=memory_key_padding_mask,
+                                  return_weights=return_weights, attention=name)
+            weights["cross"] = res.weights
+            return self.dropout(res.output)
 
+        S, N = self._skip, self._norm
         if self.norm_position == "post":
-            u = self.norm1(x + self_mha(x))
-            v = self.norm2(u + cross_mha(u))
-            return self.norm3(v + self.dropout(self.ffn(v)))
-        u = x + self_mha(self.norm1(x))
-        v = u + cross_mha(self.norm2(u))
-        return v + self.dropout(self.ffn(self.norm3(v)))
+            u = N(self.norm1, S(x) + self_mha(x))
+            v = N(self.norm2, S(u) + cross_mha(u))
+            z = N(self.norm3, S(v) + self.dropout(self.ffn(v))) if self.parts.mlp else v
+        else:
+            u = S(x) + self_mha(N(self.norm1, x))
+            v = S(u) + cross_mha(N(self.norm2, u))
+            z = S(v) + self.dropout(self.ffn(N(self.norm3, v))) if self.parts.mlp else v
+        return BlockOutput(z, weights["self"], weights["cross"]) if return_weights else z

@@ -80,6 +80,25 @@ def _check_length(n: int, max_len: int) -> None:
         )
 
 
+def _rows(P: Tensor, x: Tensor, position_ids: Tensor | None, max_len: int) -> Tensor:
+    """P[:n] (n = x's length), or P[position_ids] for explicit positions."""
+    n = x.shape[-2]
+    if position_ids is None:
+        _check_length(n, max_len)
+        return P[:n]  # (n, d)
+    if position_ids.dtype not in (torch.int64, torch.int32) or position_ids.shape[-1:] != (n,):
+        raise ConfigError(
+            f"position_ids must be an integer tensor (..., {n}) matching the input's length, "
+            f"got {position_ids.dtype} {tuple(position_ids.shape)}"
+        )
+    if position_ids.numel() and (position_ids.min() < 0 or position_ids.max() >= max_len):
+        raise ConfigError(
+            f"position_ids must lie in [0, {max_len}), got [{position_ids.min()}, {position_ids.max()}]: "
+            "build the encoding with a larger max_len"
+        )
+    return P[position_ids]  # (..., n, d)
+
+
 class SinusoidalPositionalEncoding(nn.Module):
     """x -> x + P[:n] with the fixed sinusoidal P (buffer, no parameters)."""
 
@@ -90,11 +109,12 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("P", sinusoidal_encoding(max_len, d_model, N, torch.float64), persistent=False)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """x: (..., n, d_model) -> (..., n, d_model)."""
-        n = x.shape[-2]
-        _check_length(n, self.max_len)
-        return self.dropout(x + self.P[:n].to(x.dtype))
+    def forward(self, x: Tensor, position_ids: Tensor | None = None) -> Tensor:
+        """x: (..., n, d_model) -> x + P[position_ids] (default P[:n]), (..., n, d_model).
+
+        position_ids: integer (..., n) (or (n,)), each in [0, max_len).
+        """
+        return self.dropout(x + _rows(self.P, x, position_ids, self.max_len).to(x.dtype))
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -108,8 +128,9 @@ class LearnedPositionalEmbedding(nn.Module):
         self.P = nn.Parameter(torch.randn(max_len, d_model) * std)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """x: (..., n, d_model) -> (..., n, d_model)."""
-        n = x.shape[-2]
-        _check_length(n, self.max_len)
-        return self.dropout(x + self.P[:n])
+    def forward(self, x: Tensor, position_ids: Tensor | None = None) -> Tensor:
+        """x: (..., n, d_model) -> x + P[position_ids] (default P[:n]), (..., n, d_model).
+
+        position_ids: integer (..., n) (or (n,)), each in [0, max_len).
+        """
+        return self.dropout(x + _rows(self.P, x, position_ids, self.max_len))

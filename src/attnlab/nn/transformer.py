@@ -1,31 +1,73 @@
 """Encoder, decoder and the encoder-decoder transformer (math-behind-transformers §1.2, §1.2.5).
 
-Encoder:  X = W^E[tokens] sqrt(d) + P[:n]        W^E in R^{l x d} (one-hot X times W^E)
-          Z = f_theta_L o ... o f_theta_1(X)     L TransformerBlocks
+Encoder:  X_0 = W^E[tokens] sqrt(d) + P[:n]      W^E in R^{l x d} (one-hot X times W^E)
+          X_l = f_theta_l(X_{l-1}),  l = 1..L    L TransformerBlocks;  Z = X_L
 Decoder:  Y = g_L o ... o g_1(W^E_tgt[tokens] sqrt(d) + P[:n'], Z)   L DecoderBlocks
           logits = Y P_out,   P_out in R^{d x l}  (the text's P; here P_out to keep
           P for positions). With ``tie_embeddings`` P_out = (W^E_tgt)^T.
 
-The sqrt(d) factor is the text's "multiply X W^E by sqrt(512) for stability".
-With norm_position="pre" each stack ends with a final LayerNorm (as in GPT-2);
-the text's post-LN stack has none. Causality of the decoder is exact: the
-self-attention of every decoder block masks j > i (eq. 10), cross-attention
-and FFN act per position, so logits_i never depend on target tokens j > i.
+The sqrt(d) factor is the text's "multiply X W^E by sqrt(512) for stability";
+:class:`attnlab.nn.embedding.Embedding` documents the other embedding options (no scale,
+token types, a LayerNorm: BERT). With norm_position="pre" each stack ends with a final
+LayerNorm (as in GPT-2); the text's post-LN stack has none. Causality of the decoder is
+exact: the self-attention of every decoder block masks j > i (eq. 10), cross-attention
+and FFN act per position, so logits_i never depend on target tokens j > i. An Encoder
+with ``causal=True`` masks j > i in every block: a decoder-only stack (GPT-2).
+
+One pass returns every intermediate on request (``output_hidden_states``,
+``output_attentions``): :class:`TransformerOutput` with hidden_states = [X_0, ..., X_L]
+(the embedding output and every block's output, before the final LayerNorm) and
+attentions = [P_1, ..., P_L], P_l (B, H, n_q, n_k) the weights of every head of block l.
+
+Parts of every block can be switched off per layer (:class:`attnlab.nn.block.BlockParts`):
+``parts=`` at construction or :meth:`Encoder.set_parts` later, one BlockParts for every
+layer or a sequence of L.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
+from attnlab.config import check_bool
 from attnlab.errors import ConfigError
-from attnlab.nn.block import DecoderBlock, TransformerBlock
+from attnlab.nn.block import BlockParts, DecoderBlock, TransformerBlock
+from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm
-from attnlab.nn.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
-POSITIONALS = ("sinusoidal", "learned")
+__all__ = ["Decoder", "Encoder", "EncoderDecoder", "EncoderDecoderOutput", "TransformerOutput"]
+
+
+@dataclass(frozen=True)
+class TransformerOutput:
+    """Everything one pass of a stack computes, on request.
+
+    output:           Z (B, n, d) for an encoder (after the final LayerNorm of a pre-LN
+                      stack), logits (B, n', l) for a decoder
+    hidden_states:    [X_0, X_1, ..., X_L], each (B, n, d): the embedding output and the
+                      output of every block (before any final LayerNorm); None unless asked
+    attentions:       [P_1, ..., P_L], each (B, H, n_q, n_k): every head's (self-)attention
+                      weights; None unless asked
+    cross_attentions: a decoder's [C_1, ..., C_L], each (B, H, n', n); None otherwise
+    """
+
+    output: Tensor
+    hidden_states: list[Tensor] | None = None
+    attentions: list[Tensor] | None = None
+    cross_attentions: list[Tensor] | None = None
+
+
+@dataclass(frozen=True)
+class EncoderDecoderOutput:
+    """logits (B, n', l_tgt) with the encoder's and the decoder's :class:`TransformerOutput`."""
+
+    logits: Tensor
+    encoder: TransformerOutput
+    decoder: TransformerOutput
 
 
 def _final_norm(d_model: int, block_kwargs: dict) -> LayerNorm | None:
@@ -35,81 +77,121 @@ def _final_norm(d_model: int, block_kwargs: dict) -> LayerNorm | None:
     return LayerNorm(d_model, block_kwargs.get("norm", "paper"), block_kwargs.get("eps"))
 
 
-def _positional(kind: str, d_model: int, max_len: int, N: float, dropout: float) -> nn.Module:
-    if kind == "sinusoidal":
-        return SinusoidalPositionalEncoding(d_model, max_len, N, dropout)
-    if kind == "learned":
-        return LearnedPositionalEmbedding(d_model, max_len, dropout)
-    raise ConfigError(f"unknown positional encoding {kind!r}: use 'sinusoidal' (eq. 1) or 'learned'")
+class _Stack(nn.Module):
+    """Per-layer :class:`BlockParts` of ``self.blocks``."""
+
+    blocks: nn.ModuleList
+
+    @property
+    def parts(self) -> list[BlockParts]:
+        """The switches of every layer, in order."""
+        return [block.parts for block in self.blocks]
+
+    def set_parts(self, parts: BlockParts | Sequence[BlockParts]) -> None:
+        """One BlockParts for every layer, or a sequence of one per layer."""
+        if isinstance(parts, BlockParts):
+            parts = [parts] * len(self.blocks)
+        parts = list(parts) if isinstance(parts, Sequence) and not isinstance(parts, str) else None
+        if parts is None or len(parts) != len(self.blocks):
+            raise ConfigError(f"parts must be one BlockParts or a sequence of {len(self.blocks)} (one per layer)")
+        for block, p in zip(self.blocks, parts):
+            block.parts = p
 
 
-class _Embedding(nn.Module):
-    """tokens (B, n) -> W^E[tokens] sqrt(d) + positions, (B, n, d)."""
-
-    def __init__(self, vocab_size: int, d_model: int, max_len: int, positional: str, N: float, dropout: float):
-        super().__init__()
-        if vocab_size <= 0 or d_model <= 0:
-            raise ConfigError(f"vocab_size and d_model must be positive, got {vocab_size}, {d_model}")
-        self.vocab_size, self.d_model = vocab_size, d_model
-        self.W_E = nn.Parameter(torch.randn(vocab_size, d_model) / math.sqrt(d_model))
-        self.positions = _positional(positional, d_model, max_len, N, dropout)
-
-    def forward(self, tokens: Tensor) -> Tensor:
-        if tokens.dtype not in (torch.int64, torch.int32) or tokens.ndim != 2:
-            raise ConfigError(
-                f"tokens must be an integer tensor of shape (batch, n), got {tokens.dtype} {tuple(tokens.shape)}"
-            )
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
-            raise ConfigError(f"token ids must lie in [0, {self.vocab_size}), got [{tokens.min()}, {tokens.max()}]")
-        return self.positions(self.W_E[tokens] * math.sqrt(self.d_model))  # (B, n, d)
+def _flags(output_hidden_states: bool, output_attentions: bool) -> bool:
+    check_bool("output_hidden_states", output_hidden_states)
+    check_bool("output_attentions", output_attentions)
+    return output_hidden_states or output_attentions
 
 
-class Encoder(nn.Module):
-    """Token embedding x sqrt(d) + positional encoding, then L TransformerBlocks."""
+class Encoder(_Stack):
+    """Embedding, then L TransformerBlocks (and the final LayerNorm of a pre-LN stack).
+
+    ``embedding_scale``, ``type_vocab_size``, ``embedding_norm`` configure the
+    :class:`~attnlab.nn.embedding.Embedding` (its ``scale``, ``type_vocab_size``, ``norm``;
+    the norm takes the blocks' ``eps``); ``causal`` masks j > i in every block; ``parts``
+    as :meth:`set_parts`; the remaining keywords go to every TransformerBlock.
+    """
 
     def __init__(
         self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
         max_len: int = 512, positional: str = "sinusoidal", N: float = 10000.0,
-        dropout: float = 0.0, **block_kwargs,
+        dropout: float = 0.0, causal: bool = False, embedding_scale: bool = True, type_vocab_size: int = 0,
+        embedding_norm: str | None = None, parts: BlockParts | Sequence[BlockParts] | None = None,
+        **block_kwargs,
     ):
         super().__init__()
         if n_layers <= 0:
             raise ConfigError(f"n_layers must be positive, got {n_layers}")
-        self.embed = _Embedding(vocab_size, d_model, max_len, positional, N, dropout)
+        self.causal = check_bool("causal", causal)
+        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N, dropout=dropout,
+                               scale=embedding_scale, type_vocab_size=type_vocab_size, norm=embedding_norm,
+                               eps=block_kwargs.get("eps"))
         self.blocks = nn.ModuleList(
             TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, **block_kwargs) for _ in range(n_layers)
         )
         self.final_norm = _final_norm(d_model, block_kwargs)
+        if parts is not None:
+            self.set_parts(parts)
 
-    def encode(self, X: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """Position-aware embeddings X (B, n, d) -> Z (B, n, d)."""
+    def encode(
+        self, X: Tensor, key_padding_mask: Tensor | None = None, *,
+        output_hidden_states: bool = False, output_attentions: bool = False,
+    ) -> Tensor | TransformerOutput:
+        """Position-aware embeddings X (B, n, d) -> Z (B, n, d), or a :class:`TransformerOutput`
+        when ``output_hidden_states`` or ``output_attentions`` asks for the intermediates."""
+        full = _flags(output_hidden_states, output_attentions)
+        hidden, attentions = [X], []
         for block in self.blocks:
-            X = block(X, key_padding_mask=key_padding_mask)
-        return X if self.final_norm is None else self.final_norm(X)
+            res = block(X, causal=self.causal or None, key_padding_mask=key_padding_mask,
+                        return_weights=output_attentions)
+            X = res.output if output_attentions else res
+            if output_attentions:
+                attentions.append(res.weights)
+            if output_hidden_states:
+                hidden.append(X)
+        Z = X if self.final_norm is None else self.final_norm(X)
+        if not full:
+            return Z
+        return TransformerOutput(Z, hidden if output_hidden_states else None,
+                                 attentions if output_attentions else None)
 
-    def forward(self, tokens: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        """tokens (B, n) -> Z (B, n, d_model)."""
-        return self.encode(self.embed(tokens), key_padding_mask)
+    def forward(
+        self, tokens: Tensor, key_padding_mask: Tensor | None = None, *,
+        token_type_ids: Tensor | None = None, position_ids: Tensor | None = None,
+        output_hidden_states: bool = False, output_attentions: bool = False,
+    ) -> Tensor | TransformerOutput:
+        """tokens (B, n) -> Z (B, n, d_model) (or a TransformerOutput, as :meth:`encode`).
+
+        key_padding_mask: bool (B, n), True = padding (:mod:`attnlab.ops.masks`);
+        token_type_ids, position_ids: integer (B, n), see :class:`~attnlab.nn.embedding.Embedding`.
+        """
+        X = self.embed(tokens, token_type_ids, position_ids)
+        return self.encode(X, key_padding_mask, output_hidden_states=output_hidden_states,
+                           output_attentions=output_attentions)
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """Embedding + PE, L DecoderBlocks, output projection P_out (d x l)."""
 
     def __init__(
         self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
         max_len: int = 512, positional: str = "sinusoidal", N: float = 10000.0,
-        dropout: float = 0.0, tie_embeddings: bool = False, **block_kwargs,
+        dropout: float = 0.0, tie_embeddings: bool = False,
+        parts: BlockParts | Sequence[BlockParts] | None = None, **block_kwargs,
     ):
         super().__init__()
         if n_layers <= 0:
             raise ConfigError(f"n_layers must be positive, got {n_layers}")
-        self.embed = _Embedding(vocab_size, d_model, max_len, positional, N, dropout)
+        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N, dropout=dropout)
         self.blocks = nn.ModuleList(
             DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, **block_kwargs) for _ in range(n_layers)
         )
         self.final_norm = _final_norm(d_model, block_kwargs)
         self.tie_embeddings = tie_embeddings
         self.P_out = None if tie_embeddings else nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model))
+        if parts is not None:
+            self.set_parts(parts)
 
     def output_projection(self) -> Tensor:
         """P_out in R^{d x l} (W_E^T when tied)."""
@@ -118,18 +200,31 @@ class Decoder(nn.Module):
     def decode(
         self, X: Tensor, Z: Tensor, *,
         tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-    ) -> Tensor:
-        """Position-aware target embeddings X (B, n', d) and Z (B, n, d) -> logits (B, n', l)."""
+        output_hidden_states: bool = False, output_attentions: bool = False,
+    ) -> Tensor | TransformerOutput:
+        """Position-aware target embeddings X (B, n', d) and Z (B, n, d) -> logits (B, n', l),
+        or a :class:`TransformerOutput` (output = logits) when the intermediates are asked for."""
+        full = _flags(output_hidden_states, output_attentions)
+        hidden, attentions, cross = [X], [], []
         for block in self.blocks:
-            X = block(
-                X, Z, tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask
-            )
+            res = block(X, Z, tgt_key_padding_mask=tgt_key_padding_mask,
+                        memory_key_padding_mask=memory_key_padding_mask, return_weights=output_attentions)
+            X = res.output if output_attentions else res
+            if output_attentions:
+                attentions.append(res.weights)
+                cross.append(res.cross_weights)
+            if output_hidden_states:
+                hidden.append(X)
         Y = X if self.final_norm is None else self.final_norm(X)
-        return Y @ self.output_projection()  # (B, n', l)
+        logits = Y @ self.output_projection()  # (B, n', l)
+        if not full:
+            return logits
+        return TransformerOutput(logits, hidden if output_hidden_states else None,
+                                 attentions if output_attentions else None, cross if output_attentions else None)
 
-    def forward(self, tokens: Tensor, Z: Tensor, **masks) -> Tensor:
-        """tokens (B, n') and encoder output Z (B, n, d) -> logits (B, n', l)."""
-        return self.decode(self.embed(tokens), Z, **masks)
+    def forward(self, tokens: Tensor, Z: Tensor, **kwargs) -> Tensor | TransformerOutput:
+        """tokens (B, n') and encoder output Z (B, n, d) -> logits (B, n', l); keywords as :meth:`decode`."""
+        return self.decode(self.embed(tokens), Z, **kwargs)
 
 
 class EncoderDecoder(nn.Module):
@@ -149,14 +244,20 @@ class EncoderDecoder(nn.Module):
 
     def forward(
         self, src_tokens: Tensor, tgt_tokens: Tensor,
-        src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
-    ) -> Tensor:
-        """src_tokens (B, n), tgt_tokens (B, n') -> logits (B, n', l_tgt)."""
+        src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None, *,
+        output_hidden_states: bool = False, output_attentions: bool = False,
+    ) -> Tensor | EncoderDecoderOutput:
+        """src_tokens (B, n), tgt_tokens (B, n') -> logits (B, n', l_tgt), or an
+        :class:`EncoderDecoderOutput` when the intermediates are asked for."""
         if src_tokens.shape[0] != tgt_tokens.shape[0]:
             raise ConfigError(
                 f"source and target batches differ: {src_tokens.shape[0]} vs {tgt_tokens.shape[0]}"
             )
-        Z = self.encoder(src_tokens, src_key_padding_mask)
-        return self.decoder(
-            tgt_tokens, Z, tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=src_key_padding_mask
+        full = _flags(output_hidden_states, output_attentions)
+        flags = dict(output_hidden_states=output_hidden_states, output_attentions=output_attentions)
+        enc = self.encoder(src_tokens, src_key_padding_mask, **flags)
+        dec = self.decoder(
+            tgt_tokens, enc.output if full else enc, tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=src_key_padding_mask, **flags,
         )
+        return EncoderDecoderOutput(dec.output, enc, dec) if full else dec

@@ -3,7 +3,7 @@
 ``reference.py`` is the slow float64 oracle the others are tested against.
 """
 
-from attnlab.ops.masks import causal_mask, combine_masks
+from attnlab.ops.masks import causal_mask, combine_masks, key_padding_mask_from_attention_mask
 from attnlab.ops.multihead import multi_head_attention, ov_circuit, qk_circuit
 from attnlab.ops.pooling import SIMILARITIES, attention_pooling
 from attnlab.ops.reference import reference_attention
@@ -23,6 +23,7 @@ __all__ = [
     "attention_pooling",
     "causal_mask",
     "combine_masks",
+    "key_padding_mask_from_attention_mask",
     "masked_softmax",
     "multi_head_attention",
     "ov_circuit",

@@ -1,10 +1,27 @@
 """Attention masks.
 
-Convention used everywhere in attnlab: a boolean mask is ``True`` where a query
-*may* attend to a key (the same convention as PyTorch's
-``scaled_dot_product_attention``). An additive (float) mask is added to the
-logits; ``-inf`` forbids a pair. ``key_padding_mask`` is the one exception, with
-PyTorch's ``nn.MultiheadAttention`` meaning: ``True`` marks a *padding* key.
+One convention holds everywhere in attnlab:
+
+* a boolean ``mask`` is ``True`` where a query *may* attend to a key (the convention of
+  PyTorch's ``scaled_dot_product_attention``);
+* an additive (float) ``mask`` is added to the logits; ``-inf`` forbids a pair;
+* ``key_padding_mask`` is boolean (B, n_k) with ``True`` marking a *padding* key (the
+  meaning of PyTorch's ``nn.MultiheadAttention``): the one mask whose True forbids.
+
+transformers' ``attention_mask`` has the opposite polarity and an integer dtype
+(1 = real token, 0 = padding); :func:`key_padding_mask_from_attention_mask` converts it.
+Because ``~attention_mask.bool()`` and ``attention_mask.bool()`` differ only in sign, an
+inverted mask must not pass silently, so :func:`check_key_padding_mask` refuses
+
+* a key_padding_mask that is not boolean (an integer or float tensor is what a
+  transformers mask looks like), and
+* a key_padding_mask that pads every key of every sequence: nothing could be attended
+  to anywhere, which is what an inverted mask of an unpadded batch looks like.
+
+Single sequences (or rows) with every key padded, within a batch that has real keys
+elsewhere, stay legal: their attention weights and outputs are 0 (see
+:mod:`attnlab.ops.softmax`). Checking "every key of every sequence" reads one bit from
+the device (one synchronisation per call on CUDA).
 
 Causal alignment (the masked decoder of math-behind-transformers §1.2.5, eq. 10):
 
@@ -124,9 +141,14 @@ def combine_masks(
 
 
 def check_key_padding_mask(key_padding_mask: Tensor, batch_shape: tuple[int, ...], n_k: int) -> None:
-    """ConfigError unless ``key_padding_mask`` is boolean of shape (batch_shape[0], n_k)."""
+    """ConfigError unless ``key_padding_mask`` is boolean of shape (batch_shape[0], n_k) and
+    leaves at least one key of the batch unpadded (the rules of the module docstring)."""
     if key_padding_mask.dtype != torch.bool:
-        raise ConfigError("key_padding_mask must be boolean (True marks a padding key)")
+        raise ConfigError(
+            f"key_padding_mask must be boolean (True marks a padding key), got {key_padding_mask.dtype}; "
+            "a transformers attention_mask (1 = real token) converts with "
+            "attnlab.ops.masks.key_padding_mask_from_attention_mask"
+        )
     if not batch_shape:
         raise ConfigError("key_padding_mask needs batched inputs of shape (batch, ..., n, d)")
     expected = (batch_shape[0], n_k)
@@ -135,7 +157,35 @@ def check_key_padding_mask(key_padding_mask: Tensor, batch_shape: tuple[int, ...
             f"key_padding_mask must have shape (batch, n_k) = {expected}, "
             f"got {tuple(key_padding_mask.shape)}"
         )
+    if key_padding_mask.numel() and bool(key_padding_mask.all()):
+        raise ConfigError(
+            "key_padding_mask marks every key of every sequence as padding (True = padding): if it is "
+            "a transformers attention_mask (1 = real token), convert it with "
+            "attnlab.ops.masks.key_padding_mask_from_attention_mask"
+        )
 
+
+def key_padding_mask_from_attention_mask(attention_mask: Tensor) -> Tensor:
+    """transformers' ``attention_mask`` (B, n), 1 = real token, 0 = padding -> attnlab's
+    boolean ``key_padding_mask`` (B, n), True = padding: ``attention_mask == 0``.
+
+    The mask may be integer, boolean, or floating point holding only 0 and 1; anything else
+    (an additive mask of 0 and -inf, a 4-D extended mask) is a ConfigError.
+    """
+    if not isinstance(attention_mask, Tensor):
+        raise ConfigError(f"attention_mask must be a tensor of 0 and 1, got {type(attention_mask).__name__}")
+    if attention_mask.ndim != 2:
+        raise ConfigError(
+            f"attention_mask must have shape (batch, n) with 1 = real token, got {tuple(attention_mask.shape)}"
+        )
+    if attention_mask.dtype == torch.bool:
+        return ~attention_mask
+    if attention_mask.is_complex() or not bool(((attention_mask == 0) | (attention_mask == 1)).all()):
+        raise ConfigError(
+            "attention_mask must hold only 0 (padding) and 1 (real token); an additive mask of 0 and "
+            "-inf goes to mask=, not through this conversion"
+        )
+    return attention_mask == 0
 
 def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     """True iff a tensor of ``shape`` broadcasts to exactly ``target``."""

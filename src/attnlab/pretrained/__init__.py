@@ -1,5 +1,13 @@
-"""Pretrained models that ship offline (the ``models`` extra): all-MiniLM-L6-v2 (:mod:`attnlab.pretrained.minilm`)."""
+"""Pretrained checkpoints as attnlab modules.
 
+:func:`load_pretrained` (:mod:`attnlab.pretrained.loader`) turns a local BERT-family or GPT-2
+checkpoint directory, or the shipped all-MiniLM-L6-v2 ("minilm"), into an
+:class:`attnlab.nn.Encoder`; :mod:`attnlab.pretrained.minilm` runs all-MiniLM-L6-v2 through
+transformers for the memorization paper's App. J tables.
+"""
+
+from attnlab.pretrained.architecture import Architecture
+from attnlab.pretrained.loader import Encoded, PretrainedModel, load_pretrained
 from attnlab.pretrained.minilm import (
     MiniLMHidden,
     load_minilm,
@@ -7,4 +15,13 @@ from attnlab.pretrained.minilm import (
     minilm_model_dir,
 )
 
-__all__ = ["MiniLMHidden", "load_minilm", "minilm_hidden_states", "minilm_model_dir"]
+__all__ = [
+    "Architecture",
+    "Encoded",
+    "MiniLMHidden",
+    "PretrainedModel",
+    "load_minilm",
+    "load_pretrained",
+    "minilm_hidden_states",
+    "minilm_model_dir",
+]

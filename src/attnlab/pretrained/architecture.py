@@ -1,0 +1,77 @@
+"""What attnlab needs to know of a checkpoint's architecture, and the attnlab model it becomes.
+
+A BERT-family or GPT-2-family checkpoint is an :class:`attnlab.nn.Encoder`:
+
+    BERT (post-LN, bidirectional)               GPT-2 (pre-LN, causal)
+    X_0 = LN_e(W_E[x] + W_T[t] + P[p])          X_0 = W_E[x] + P[p]
+    X_l = f_l(X_{l-1}), post-LN blocks, GELU     X_l = f_l(X_{l-1}), pre-LN blocks, causal mask
+    Z = X_L                                      Z = LN_f(X_L)
+
+Every LayerNorm is the "standard" variant of :mod:`attnlab.nn.layernorm`,
+gamma (z - mu) / sqrt(sigma^2 + eps) + beta with the checkpoint's eps (BERT's layer_norm_eps,
+GPT-2's layer_norm_epsilon), which is what both families compute; the text's (sigma + eps)
+form would differ by O(eps / sigma).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from attnlab.nn.transformer import Encoder
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The numbers of a checkpoint's config.json, in attnlab's names.
+
+    family: "bert" or "gpt2"; model_type: config.json's; d_model, n_heads, d_ff, n_layers,
+    vocab_size; max_len: rows of the position table; type_vocab_size: rows of W_T (0: none);
+    eps: every LayerNorm's; activation: an :mod:`attnlab.nn.activations` name; scales: the
+    attention scale c of every layer; position_offset, pad_token_id: RoBERTa's positions
+    (p_i = pad_token_id + 1 + index among real tokens), 0 and None elsewhere.
+    """
+
+    family: str
+    model_type: str
+    d_model: int
+    n_heads: int
+    d_ff: int
+    n_layers: int
+    vocab_size: int
+    max_len: int
+    type_vocab_size: int
+    eps: float
+    activation: str
+    scales: tuple[float, ...]
+    position_offset: int = 0
+    pad_token_id: int | None = None
+
+    @property
+    def causal(self) -> bool:
+        return self.family == "gpt2"
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+def build_encoder(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder:
+    """The attnlab Encoder of ``arch``, parameters allocated (uninitialised) in ``dtype`` on ``device``.
+
+    Built on the meta device: no random draws (the caller's generator state is untouched) and no
+    time spent initialising weights the checkpoint overwrites.
+    """
+    bert = arch.family == "bert"
+    with torch.device("meta"):
+        model = Encoder(
+            arch.vocab_size, arch.d_model, arch.n_heads, arch.d_ff, arch.n_layers,
+            max_len=arch.max_len, positional="learned", causal=arch.causal, embedding_scale=False,
+            type_vocab_size=arch.type_vocab_size, embedding_norm="standard" if bert else None,
+            norm="standard", norm_position="post" if bert else "pre", eps=arch.eps,
+            activation=arch.activation, scale=arch.scales[0],
+        )
+    for block, c in zip(model.blocks, arch.scales):
+        block.attn.scale = c  # GPT-2's scale_attn_by_inverse_layer_idx: c_l = 1 / (sqrt(d_head) (l + 1))
+    return model.to_empty(device=device).to(dtype).eval()

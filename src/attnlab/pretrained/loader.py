@@ -1,0 +1,217 @@
+"""Local pretrained checkpoints as attnlab modules: ``load_pretrained(name_or_path)``.
+
+    pm = load_pretrained("minilm", dtype="float64")        # or a checkpoint directory
+    out = pm.run(["A first sentence.", "A second, longer sentence."])
+    out.hidden_states[l]   # (B, n, d): X_0 = embedding output, X_l = output of block l
+    out.attentions[l]      # (B, H, n, n): every head's weights in block l + 1
+
+Supported families (config.json's model_type): the BERT family (bert, roberta, xlm-roberta;
+:mod:`attnlab.pretrained.bert`) and GPT-2 (gpt2; :mod:`attnlab.pretrained.gpt2`). The model is an
+:class:`attnlab.nn.Encoder` whose parameters are the checkpoint's, mapped into the paper's
+orientation (W_Q, W_K, W_V (H, d, d_head), W_O (H, d_head, d)). Shipped names: "minilm" and
+"all-MiniLM-L6-v2" (the ``models`` extra, :mod:`attnlab.pretrained.minilm`).
+
+Padding and masks (the convention of :mod:`attnlab.ops.masks`): :meth:`PretrainedModel.encode`
+returns ``key_padding_mask`` (B, n) bool with True = padding, never transformers'
+``attention_mask`` (1 = real token); :func:`attnlab.ops.masks.key_padding_mask_from_attention_mask`
+converts one. Padding may be on either side (``padding_side``); position ids count real tokens
+only, so a padded sequence's real tokens get exactly the positions (and, since padded keys weigh
+0, the hidden states) of the same sequence unpadded:
+
+    BERT, GPT-2:  p_i = max(0, i - s_b),  s_b the index of sequence b's first real token
+                  (right padding: p_i = i, transformers' default; left padding: real tokens
+                  0, 1, ..., leading pads 0)
+    RoBERTa:      p_i = pad + 1 + #(real tokens before i) for a real token, pad for padding
+                  (transformers' create_position_ids_from_input_ids)
+
+Padded positions are computed like real ones (their hidden states are finite but meaningless)
+and never attended to; a padded query whose causal window holds only padding (GPT-2, left
+padding) has attention weights 0 and attention output 0.
+
+Every LayerNorm of both families is attnlab's "standard" variant, gamma (z - mu) / sqrt(var + eps)
++ beta with the checkpoint's eps (:mod:`attnlab.pretrained.architecture`), not the text's
+(sigma + eps) form.
+
+The tokenizer is transformers' AutoTokenizer from the same directory, loaded offline; a
+checkpoint without tokenizer files loads without one (``tokenizer`` None; pass token ids).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnlab.config import check_choice, check_device, check_int
+from attnlab.errors import ConfigError
+from attnlab.nn.transformer import Encoder, TransformerOutput
+from attnlab.ops.masks import check_key_padding_mask
+from attnlab.pretrained import bert, gpt2
+from attnlab.pretrained.architecture import Architecture, build_encoder
+from attnlab.pretrained.checkpoint import checkpoint_dir, read_checkpoint
+from attnlab.pretrained.minilm import minilm_model_dir
+
+FAMILIES = {**{t: bert for t in bert.MODEL_TYPES}, **{t: gpt2 for t in gpt2.MODEL_TYPES}}
+SHIPPED = {"minilm": minilm_model_dir, "all-minilm-l6-v2": minilm_model_dir}
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+PADDING_SIDES = ("right", "left")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A padded batch of texts, ready for :meth:`PretrainedModel.forward`.
+
+    input_ids (B, n) int64; key_padding_mask (B, n) bool, True = padding; token_type_ids (B, n)
+    int64 (BERT family; None for GPT-2); position_ids (B, n) int64 (module docstring);
+    tokens: B lists of n token strings, aligned with input_ids (padding included).
+    """
+
+    input_ids: Tensor
+    key_padding_mask: Tensor
+    token_type_ids: Tensor | None
+    position_ids: Tensor
+    tokens: list[list[str]]
+
+
+@dataclass
+class PretrainedModel:
+    """model: the attnlab Encoder (eval mode); tokenizer: transformers' tokenizer or None;
+    architecture: the config.json numbers; path: the checkpoint directory."""
+
+    model: Encoder
+    tokenizer: Any
+    architecture: Architecture
+    path: Path
+    tokenizer_error: str | None = None
+
+    def position_ids(self, key_padding_mask: Tensor) -> Tensor:
+        """Position ids (B, n) int64 from a key_padding_mask (module docstring's rule)."""
+        check_key_padding_mask(key_padding_mask, (key_padding_mask.shape[0],), key_padding_mask.shape[-1])
+        real = (~key_padding_mask).to(torch.int64)  # (B, n)
+        if self.architecture.position_offset:  # RoBERTa: pad + 1 + index among real tokens
+            return (real.cumsum(-1) * real) + self.architecture.pad_token_id
+        first = real.argmax(-1, keepdim=True)  # s_b, (B, 1); 0 for a sequence of padding only
+        i = torch.arange(real.shape[-1], device=real.device)
+        return (i - first).clamp(min=0)
+
+    def encode(self, texts: str | Sequence[str], max_tokens: int | None = None, *,
+               padding_side: str = "right") -> Encoded:
+        """Tokenize ``texts`` (special tokens added, truncated to ``max_tokens``, default the model's
+        position count) and pad them on ``padding_side`` to the longest."""
+        if self.tokenizer is None:
+            raise ConfigError(f"{self.path} has no usable tokenizer ({self.tokenizer_error}): pass token ids "
+                              "to forward() instead of texts")
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if not texts or not all(isinstance(t, str) for t in texts):
+            raise ConfigError("texts must be a string or a non-empty list of strings")
+        limit = self.architecture.max_len - self.architecture.position_offset
+        max_tokens = limit if max_tokens is None else check_int("max_tokens", max_tokens, 1, limit)
+        check_choice("padding_side", padding_side, PADDING_SIDES)
+        tok = self.tokenizer
+        if tok.pad_token is None:  # GPT-2's tokenizer has none; the id is irrelevant, padded keys weigh 0
+            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+        before, tok.padding_side = tok.padding_side, padding_side
+        try:
+            enc = tok(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
+        finally:
+            tok.padding_side = before
+        ids = enc["input_ids"].to(torch.int64)
+        pad = enc["attention_mask"] == 0  # transformers' 1 = real token -> attnlab's True = padding
+        types = enc.get("token_type_ids") if self.architecture.type_vocab_size else None
+        if types is None and self.architecture.type_vocab_size:
+            types = torch.zeros_like(ids)
+        device = self.device
+        return Encoded(ids.to(device), pad.to(device), None if types is None else types.to(torch.int64).to(device),
+                       self.position_ids(pad).to(device),
+                       [tok.convert_ids_to_tokens(row) for row in ids.tolist()])
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.embed.W_E.device
+
+    def forward(self, input_ids: Tensor, key_padding_mask: Tensor | None = None, *,
+                token_type_ids: Tensor | None = None, position_ids: Tensor | None = None,
+                output_hidden_states: bool = True, output_attentions: bool = True) -> TransformerOutput | Tensor:
+        """The attnlab model on token ids (B, n); positions from ``key_padding_mask`` when not given.
+
+        Runs without gradients; call ``self.model`` directly to differentiate through it.
+        """
+        if position_ids is None:
+            pad = key_padding_mask if key_padding_mask is not None else torch.zeros_like(input_ids, dtype=torch.bool)
+            position_ids = self.position_ids(pad)
+        with torch.no_grad():
+            return self.model(input_ids, key_padding_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+                              output_hidden_states=output_hidden_states, output_attentions=output_attentions)
+
+    def run(self, texts: str | Sequence[str] | Encoded, max_tokens: int | None = None, *,
+            padding_side: str = "right", output_hidden_states: bool = True,
+            output_attentions: bool = True) -> TransformerOutput | Tensor:
+        """encode + forward in one call: every hidden state and every head's weights of one pass."""
+        e = texts if isinstance(texts, Encoded) else self.encode(texts, max_tokens, padding_side=padding_side)
+        return self.forward(e.input_ids, e.key_padding_mask, token_type_ids=e.token_type_ids,
+                            position_ids=e.position_ids, output_hidden_states=output_hidden_states,
+                            output_attentions=output_attentions)
+
+
+def resolve_checkpoint(name_or_path: str | Path) -> Path:
+    """A shipped model's directory for a known name (case-insensitive; an existing path of the
+    same name wins), else ``name_or_path`` checked as a checkpoint directory."""
+    if not isinstance(name_or_path, (str, Path)):
+        raise ConfigError(f"name_or_path must be a model name or a directory, got {type(name_or_path).__name__}")
+    key = str(name_or_path).lower()
+    if isinstance(name_or_path, str) and key in SHIPPED and not Path(name_or_path).exists():
+        return checkpoint_dir(SHIPPED[key]())
+    return checkpoint_dir(name_or_path)
+
+
+def load_pretrained(name_or_path: str | Path, *, dtype: str | torch.dtype = "float64",
+                    device: str = "cpu") -> PretrainedModel:
+    """A local BERT-family or GPT-2 checkpoint as an attnlab :class:`PretrainedModel`.
+
+    name_or_path: "minilm" / "all-MiniLM-L6-v2" (shipped) or a directory with config.json and
+    model.safetensors (or pytorch_model.bin, or their sharded index); dtype: "float32" or
+    "float64" (or the torch dtype); device: "cpu", "cuda" or "cuda:N".
+    """
+    if isinstance(dtype, torch.dtype):
+        dtype = str(dtype).removeprefix("torch.")
+    dtype_t = DTYPES[check_choice("dtype", dtype, tuple(DTYPES))]
+    device = check_device(device)
+    ckpt = read_checkpoint(resolve_checkpoint(name_or_path))
+    model_type = ckpt.config.get("model_type")
+    if model_type not in FAMILIES:
+        raise ConfigError(f"{ckpt.path / 'config.json'}: model_type {model_type!r} is not supported; attnlab "
+                          f"loads the BERT family ({', '.join(bert.MODEL_TYPES)}) and GPT-2 "
+                          f"({', '.join(gpt2.MODEL_TYPES)})")
+    family = FAMILIES[model_type]
+    arch = family.architecture(ckpt.config, ckpt.path)
+    state = family.attnlab_state(arch, ckpt.tensors, ckpt.weights)
+    model = build_encoder(arch, dtype_t, device)
+    model.load_state_dict(state, strict=True)  # strict: every parameter comes from the checkpoint
+    tokenizer, error = _tokenizer(ckpt.path)
+    return PretrainedModel(model, tokenizer, arch, ckpt.path, error)
+
+
+def _tokenizer(path: Path) -> tuple[Any, str | None]:
+    """transformers' AutoTokenizer from ``path``, offline; (None, reason) when there is none.
+
+    Only a directory with tokenizer files is asked: given config.json alone, transformers may
+    build a tokenizer with an empty vocabulary, which would turn every word into [UNK].
+    """
+    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+        return None, f"none of {', '.join(TOKENIZER_FILES)} in the directory"
+    os.environ["HF_HUB_OFFLINE"] = "1"  # before the import: never reach for the Hub
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    try:
+        import transformers
+    except ImportError:
+        return None, 'transformers is not installed: pip install -e ".[models]"'
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(path)), None
+    except Exception as e:  # no tokenizer files, or files transformers cannot read: text input is unavailable
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no tokenizer files'}"
