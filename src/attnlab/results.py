@@ -7,7 +7,7 @@ that stored JSON alone (:mod:`attnlab.reports`), so a report can always be rebui
     ExperimentResult(
         summary=[Check(quantity, paper_value, measured, expected, status, detail)],
         tables=[Table(title, columns, rows, formats)],
-        figures=[line_figure(...) | bar_figure(...)],
+        figures=[line_figure(...) | bar_figure(...) | heatmap_figure(...)],
         notes=[str],
         data={raw numbers},
         scalars={name: number},   # one row of a sweep's results table
@@ -24,6 +24,15 @@ Figures are specs (plain data), drawn only when a report is built. Their JSON::
                  "marker": bool, "color": str | None}]}
     {"kind": "bar", "file": ..., "caption": ..., "title": ..., "ylabel": ..., "yscale": ...,
      "categories": [str], "groups": [{"label": str, "values": [number|None]}]}
+    {"kind": "heatmap", "file": ..., "caption": ..., "title": ..., "ncols": int,
+     "cmap": str, "vmin": number|None, "vmax": number|None, "colorbar": str,
+     "xlabel": str, "ylabel": str,
+     "panels": [{"title": str, "values": [[number, ...], ...],   # rows x columns
+                 "xlabels": [str] | None, "ylabels": [str] | None}]}
+
+A heatmap figure is a grid of matrices (attention maps: row = query, column = key),
+``ncols`` panels per row, one shared colour scale; panels with tick labels are drawn
+large enough to read them.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ STATUSES = ("pass", "FAIL", "info")
 FIGURE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.png$")
 AXIS_SCALES = ("linear", "log")
 LINE_STYLES = ("solid", "dashed", "dotted", "dashdot")
+HEATMAP_CMAPS = ("viridis", "magma", "Blues", "Greys", "RdBu_r")
 # A colour-blind-safe palette (Okabe-Ito), in a fixed order so figures are stable.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 
@@ -178,7 +188,75 @@ class BarFigure:
                 "groups": [{"label": g["label"], "values": list(g["values"])} for g in self.groups]}
 
 
-Figure = LineFigure | BarFigure
+@dataclass(frozen=True)
+class HeatmapPanel:
+    """One matrix of a heatmap grid: ``values`` is rows x columns (query x key for attention)."""
+
+    title: str
+    values: Sequence[Sequence[Any]]
+    xlabels: Sequence[str] | None = None
+    ylabels: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        rows = len(self.values)
+        cols = {len(r) for r in self.values}
+        if rows == 0 or len(cols) != 1 or 0 in cols:
+            raise ConfigError(f"heatmap panel {self.title!r}: values must be a non-empty rectangular matrix")
+        (c,) = cols
+        if self.xlabels is not None and len(self.xlabels) != c:
+            raise ConfigError(f"heatmap panel {self.title!r}: {len(self.xlabels)} x labels for {c} columns")
+        if self.ylabels is not None and len(self.ylabels) != rows:
+            raise ConfigError(f"heatmap panel {self.title!r}: {len(self.ylabels)} y labels for {rows} rows")
+
+    def to_dict(self) -> dict:
+        return {"title": self.title, "values": [[_plain(v) for v in r] for r in self.values],
+                "xlabels": None if self.xlabels is None else [str(x) for x in self.xlabels],
+                "ylabels": None if self.ylabels is None else [str(y) for y in self.ylabels]}
+
+
+@dataclass(frozen=True)
+class HeatmapFigure:
+    """A grid of matrices with one colour scale (see the module docstring for the JSON)."""
+
+    file: str
+    caption: str
+    panels: Sequence[HeatmapPanel]
+    ncols: int
+    title: str = ""
+    cmap: str = "viridis"
+    vmin: float | None = None
+    vmax: float | None = None
+    colorbar: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+    kind = "heatmap"
+
+    def __post_init__(self) -> None:
+        check_figure_file(self.file)
+        if not self.panels:
+            raise ConfigError(f"figure {self.file}: a heatmap needs at least one panel")
+        if not isinstance(self.ncols, int) or self.ncols < 1:
+            raise ConfigError(f"figure {self.file}: ncols must be a positive integer, got {self.ncols!r}")
+        if self.cmap not in HEATMAP_CMAPS:
+            raise ConfigError(f"figure {self.file}: cmap must be one of {', '.join(HEATMAP_CMAPS)}")
+
+    def to_dict(self) -> dict:
+        return {"kind": "heatmap", "file": self.file, "caption": self.caption, "title": self.title,
+                "ncols": self.ncols, "cmap": self.cmap, "vmin": self.vmin, "vmax": self.vmax,
+                "colorbar": self.colorbar, "xlabel": self.xlabel, "ylabel": self.ylabel,
+                "panels": [p.to_dict() for p in self.panels]}
+
+
+def _plain(v: Any) -> Any:
+    # Store plain floats (tensor/numpy scalars included) rounded to 6 significant digits.
+    try:
+        return float(f"{float(v):.6g}")
+    except (TypeError, ValueError):
+        return None
+
+
+Figure = LineFigure | BarFigure | HeatmapFigure
+FIGURE_TYPES = (LineFigure, BarFigure, HeatmapFigure)
 
 
 def check_figure_file(file: str) -> None:
@@ -195,6 +273,23 @@ def series(label: str, x: Sequence[Any], y: Sequence[Any], *, style: str = "soli
 def line_figure(file: str, caption: str, *, series: Sequence[Series], xlabel: str, ylabel: str,
                 title: str = "", xscale: str = "linear", yscale: str = "linear") -> LineFigure:
     return LineFigure(file, caption, list(series), xlabel, ylabel, title, xscale, yscale)
+
+
+def heatmap_panel(title: str, values: Any, *, xlabels: Sequence[str] | None = None,
+                  ylabels: Sequence[str] | None = None) -> HeatmapPanel:
+    """One panel; ``values`` is a 2-D list, array or tensor (rows x columns)."""
+    if hasattr(values, "tolist"):
+        values = values.tolist()
+    return HeatmapPanel(title, [list(r) for r in values], None if xlabels is None else list(xlabels),
+                        None if ylabels is None else list(ylabels))
+
+
+def heatmap_figure(file: str, caption: str, *, panels: Sequence[HeatmapPanel], ncols: int, title: str = "",
+                   cmap: str = "viridis", vmin: float | None = None, vmax: float | None = None,
+                   colorbar: str = "", xlabel: str = "", ylabel: str = "") -> HeatmapFigure:
+    """A grid of ``panels``, ``ncols`` per row, sharing one colour scale [vmin, vmax]
+    (the panels' overall min and max when None)."""
+    return HeatmapFigure(file, caption, list(panels), ncols, title, cmap, vmin, vmax, colorbar, xlabel, ylabel)
 
 
 def bar_figure(file: str, caption: str, *, categories: Sequence[str], groups: Sequence[Mapping[str, Any]],
@@ -216,7 +311,7 @@ class ExperimentResult:
 
     def __post_init__(self) -> None:
         for name, items, kind in (("summary", self.summary, Check), ("tables", self.tables, Table),
-                                  ("figures", self.figures, (LineFigure, BarFigure))):
+                                  ("figures", self.figures, FIGURE_TYPES)):
             for x in items:
                 if not isinstance(x, kind):
                     raise TypeError(f"ExperimentResult.{name} holds a {type(x).__name__}; build it with "
@@ -259,6 +354,13 @@ class ExperimentResult:
     def from_dict(cls, d: Mapping[str, Any]) -> "ExperimentResult":
         """Read a stored result back (figures come back typed as well)."""
         def fig(f: Mapping[str, Any]) -> Figure:
+            if f.get("kind") == "heatmap":
+                return heatmap_figure(
+                    f["file"], f.get("caption", ""), ncols=f.get("ncols", 1), title=f.get("title", ""),
+                    cmap=f.get("cmap", "viridis"), vmin=f.get("vmin"), vmax=f.get("vmax"),
+                    colorbar=f.get("colorbar", ""), xlabel=f.get("xlabel", ""), ylabel=f.get("ylabel", ""),
+                    panels=[HeatmapPanel(p.get("title", ""), p["values"], p.get("xlabels"), p.get("ylabels"))
+                            for p in f.get("panels", [])])
             if f.get("kind") == "bar":
                 return bar_figure(f["file"], f.get("caption", ""), categories=f["categories"],
                                   groups=f["groups"], ylabel=f.get("ylabel", ""), title=f.get("title", ""),

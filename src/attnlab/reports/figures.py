@@ -43,12 +43,15 @@ def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigur
         spec = spec.to_dict()
     check_figure_file(spec.get("file", ""))
     drawers = {"line": _draw_line, "bar": _draw_bar}
-    if spec.get("kind") not in drawers:
+    if spec.get("kind") not in (*drawers, "heatmap"):
         raise ConfigError(f"figure {spec['file']}: unknown kind {spec.get('kind')!r}")
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110, layout="constrained")
-    try:
+    if spec["kind"] == "heatmap":
+        fig = _draw_heatmap(plt, spec)
+    else:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110, layout="constrained")
         drawers[spec["kind"]](ax, spec)
         _style_axes(ax, spec)
+    try:
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
     finally:
@@ -96,6 +99,59 @@ def _draw_bar(ax, spec: dict) -> None:
                color=PALETTE[i % len(PALETTE)], label=g["label"])
     ax.set_xticks(range(len(cats)), cats, rotation=20, ha="right")
     ax.set_yscale(spec.get("yscale", "linear"))
+
+
+def _draw_heatmap(plt, spec: dict):
+    """A grid of panels with one shared colour scale and one colour bar.
+
+    Panels without tick labels are small (about 1.25 in each, enough for a 12 x 6
+    grid of attention maps); a panel with tick labels gets 0.16 in per label so
+    that every token can be read.
+    """
+    import numpy as np
+
+    panels = spec["panels"]
+    ncols = max(1, min(int(spec.get("ncols", 1)), len(panels)))
+    nrows = math.ceil(len(panels) / ncols)
+    mats = [np.array([[_num(v) for v in r] for r in p["values"]], dtype=float) for p in panels]
+    finite = np.concatenate([m[np.isfinite(m)] for m in mats]) if mats else np.zeros(1)
+    vmin = _num(spec["vmin"]) if spec.get("vmin") is not None else float(finite.min(initial=0.0))
+    vmax = _num(spec["vmax"]) if spec.get("vmax") is not None else float(finite.max(initial=1.0))
+    labelled = any(p.get("xlabels") or p.get("ylabels") for p in panels)
+    if labelled:
+        side = max(3.0, 0.16 * max(max(m.shape) for m in mats))
+    else:
+        side = 1.25 if len(panels) > 1 else 4.0
+    fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 1.2, side * nrows + 0.6 + 0.4 * bool(spec.get("title"))),
+                             dpi=110, layout="constrained", squeeze=False)
+    image = None
+    for k, ax in enumerate(axes.flat):
+        if k >= len(panels):
+            ax.set_axis_off()
+            continue
+        p, m = panels[k], mats[k]
+        image = ax.imshow(m, cmap=spec.get("cmap", "viridis"), vmin=vmin, vmax=vmax, aspect="auto",
+                          interpolation="nearest")
+        ax.set_title(p.get("title", ""), fontsize=7 if not labelled else 10, pad=2)
+        if p.get("xlabels"):
+            ax.set_xticks(range(m.shape[1]), p["xlabels"], rotation=90, fontsize=7)
+        else:
+            ax.set_xticks([])
+        if p.get("ylabels"):
+            ax.set_yticks(range(m.shape[0]), p["ylabels"], fontsize=7)
+        else:
+            ax.set_yticks([])
+        if k // ncols == nrows - 1 and spec.get("xlabel"):
+            ax.set_xlabel(spec["xlabel"], fontsize=8)
+        if k % ncols == 0 and spec.get("ylabel"):
+            ax.set_ylabel(spec["ylabel"], fontsize=8)
+    if image is not None:
+        bar = fig.colorbar(image, ax=axes, shrink=0.6 if nrows > 1 else 0.9, pad=0.01)
+        bar.set_label(spec.get("colorbar", ""), fontsize=8)
+        bar.ax.tick_params(labelsize=7)
+    if spec.get("title"):
+        fig.suptitle(spec["title"], fontsize=11)
+    return fig
 
 
 def _style_axes(ax, spec: dict) -> None:
