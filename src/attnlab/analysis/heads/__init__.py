@@ -25,8 +25,16 @@ from attnlab.analysis.heads.clark import (
     ClarkLabels,
     clark_key_sets,
     clark_labels,
+    clark_labels_from_statistics,
 )
-from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS, KovalevaPatterns, kovaleva_patterns
+from attnlab.analysis.heads.kovaleva import (
+    KOVALEVA_PATTERNS,
+    MIX_SHARE,
+    PATTERN_THRESHOLD,
+    KovalevaPatterns,
+    kovaleva_decide,
+    kovaleva_patterns,
+)
 from attnlab.analysis.heads.maps import token_mask
 from attnlab.analysis.heads.patterns import (
     PatternScores,
@@ -48,18 +56,20 @@ from attnlab.analysis.heads.projection import (
 from attnlab.analysis.heads.statistics import CLARK_SMOOTHING, HeadStatistics, head_statistics, row_entropy
 from attnlab.analysis.heads.voita import (
     POSITIONAL_FRACTION,
+    RARE_TOKEN_FRACTION,
     DependencyAccuracy,
     VoitaLabels,
     dependency_accuracy,
     voita_labels,
+    voita_labels_from_scores,
 )
 
 __all__ = [
-    "BROAD_ENTROPY_NATS", "CLARK_SMOOTHING", "KOVALEVA_PATTERNS", "POSITIONAL_FRACTION", "POSITION_THRESHOLD",
-    "SPECIAL_TOKEN_THRESHOLD", "BandSparseProjection", "ClarkLabels", "DependencyAccuracy", "HeadStatistics",
+    "BROAD_ENTROPY_NATS", "CLARK_SMOOTHING", "KOVALEVA_PATTERNS", "MIX_SHARE", "PATTERN_THRESHOLD",
+    "POSITIONAL_FRACTION", "POSITION_THRESHOLD", "RARE_TOKEN_FRACTION", "SPECIAL_TOKEN_THRESHOLD", "BandSparseProjection", "ClarkLabels", "DependencyAccuracy", "HeadStatistics",
     "KovalevaPatterns", "PatternScores", "RowPermutationFit", "VoitaLabels", "band_mask", "band_sparse_distance",
-    "best_row_permutation", "clark_key_sets", "clark_labels", "dependency_accuracy", "duplicate_token_pattern",
-    "head_statistics", "in_band_sparse", "induction_pattern", "kovaleva_patterns", "pattern_score",
+    "best_row_permutation", "clark_key_sets", "clark_labels", "clark_labels_from_statistics", "dependency_accuracy", "duplicate_token_pattern",
+    "head_statistics", "in_band_sparse", "induction_pattern", "kovaleva_decide", "kovaleva_patterns", "pattern_score",
     "pattern_scores", "previous_token_pattern", "project_band_sparse", "row_entropy", "token_mask",
-    "voita_labels",
+    "voita_labels", "voita_labels_from_scores",
 ]

@@ -87,6 +87,13 @@ def clark_labels(A, *, key_padding_mask=None, causal: bool = False, keys: Mappin
     or {"[CLS]": [0], "[SEP]": [n - 1]}; without them no head is labelled special.
     """
     stats = head_statistics(A, key_padding_mask=key_padding_mask, causal=causal, keys=keys, smoothing=smoothing)
+    return clark_labels_from_statistics(stats)
+
+
+def clark_labels_from_statistics(stats: HeadStatistics) -> ClarkLabels:
+    """The labels of the module docstring applied to given statistics, e.g. averages over
+    documents (Clark et al. average each head's statistics over their 1000 segments, then
+    compare with the thresholds)."""
     return ClarkLabels(
         broad=stats.entropy > BROAD_ENTROPY_NATS,
         previous=stats.previous > POSITION_THRESHOLD,

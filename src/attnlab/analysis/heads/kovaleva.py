@@ -116,11 +116,21 @@ def kovaleva_patterns(A, *, special=None, segments=None, key_padding_mask=None, 
         scores["block"] = chance["block"] = torch.full(A.shape[:-2], float("nan"), dtype=torch.float64)
     else:
         scores["block"] = torch.where(two, scores["block"], float("nan"))
-    mv, md, mb = scores["vertical"], scores["diagonal"], torch.nan_to_num(scores["block"], nan=-1.0)
+    return KovalevaPatterns(pattern=kovaleva_decide(scores["vertical"], scores["diagonal"], scores["block"]),
+                            scores=scores, chance=chance, vertical_columns=V,
+                            thresholds={"pattern": PATTERN_THRESHOLD, "mix_share": MIX_SHARE})
+
+
+def kovaleva_decide(vertical: Tensor, diagonal: Tensor, block: Tensor | None = None) -> Tensor:
+    """The module docstring's decision rule on template fits m_T (...), e.g. averages over
+    documents: int64 (...) indexing KOVALEVA_PATTERNS, the first rule that holds. A NaN (or
+    absent) block fit never decides block."""
+    mv, md = torch.as_tensor(vertical, dtype=torch.float64), torch.as_tensor(diagonal, dtype=torch.float64)
+    mb = torch.full_like(mv, -1.0) if block is None else torch.nan_to_num(
+        torch.as_tensor(block, dtype=torch.float64), nan=-1.0)
     tau, mu = PATTERN_THRESHOLD, MIX_SHARE
-    pattern = torch.full(A.shape[:-2], 4, dtype=torch.int64)
+    pattern = torch.full(mv.shape, 4, dtype=torch.int64)
     for k, ok in reversed(list(enumerate([mv >= tau, md >= tau, (mv + md >= tau) & (mv >= mu) & (md >= mu),
                                           mb >= tau]))):
         pattern = torch.where(ok, k, pattern)  # written last-to-first, so the first rule that holds wins
-    return KovalevaPatterns(pattern=pattern, scores=scores, chance=chance, vertical_columns=V,
-                            thresholds={"pattern": tau, "mix_share": mu})
+    return pattern

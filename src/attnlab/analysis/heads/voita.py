@@ -132,18 +132,28 @@ def voita_labels(A, *, key_padding_mask=None, causal: bool = False, frequencies=
                  offsets: Sequence[int] = VOITA_OFFSETS) -> VoitaLabels:
     """Positional and rare-token roles and confidence of maps A (..., n, n) (module docstring)."""
     F = offset_argmax_fraction(A, offsets, key_padding_mask=key_padding_mask, causal=causal)
+    mass = argmax = None
+    if frequencies is not None:
+        mass, argmax = rare_token_scores(A, frequencies, key_padding_mask=key_padding_mask, causal=causal)
+    return voita_labels_from_scores(F, offsets, confidence(A, key_padding_mask=key_padding_mask, exclude=exclude),
+                                    rare_mass=mass, rare_argmax=argmax)
+
+
+def voita_labels_from_scores(offset_fractions: Tensor, offsets: Sequence[int], confidence: Tensor, *,
+                             rare_mass: Tensor | None = None, rare_argmax: Tensor | None = None) -> VoitaLabels:
+    """The roles of the module docstring decided on given scores (..., len(offsets)) and (...),
+    e.g. averages over documents: positional where the best offset's fraction is >=
+    POSITIONAL_FRACTION, rare-token where rare_argmax >= RARE_TOKEN_FRACTION."""
+    offsets = check_ints("offsets", offsets)
+    F = torch.as_tensor(offset_fractions, dtype=torch.float64)
     best = torch.nan_to_num(F, nan=-1.0).amax(-1)
     which = torch.nan_to_num(F, nan=-1.0).argmax(-1)
     positional = best >= POSITIONAL_FRACTION
     offs = torch.tensor(tuple(offsets))
-    rare = mass = argmax = None
-    if frequencies is not None:
-        mass, argmax = rare_token_scores(A, frequencies, key_padding_mask=key_padding_mask, causal=causal)
-        rare = argmax >= RARE_TOKEN_FRACTION
+    rare = None if rare_argmax is None else rare_argmax >= RARE_TOKEN_FRACTION
     return VoitaLabels(positional=positional, positional_offset=torch.where(positional, offs[which], 0),
-                       offset_fractions=F, offsets=tuple(offsets),
-                       confidence=confidence(A, key_padding_mask=key_padding_mask, exclude=exclude),
-                       rare=rare, rare_mass=mass, rare_argmax=argmax,
+                       offset_fractions=F, offsets=tuple(offsets), confidence=confidence,
+                       rare=rare, rare_mass=rare_mass, rare_argmax=rare_argmax,
                        thresholds={"positional_fraction": POSITIONAL_FRACTION,
                                    "rare_token_fraction": RARE_TOKEN_FRACTION})
 
