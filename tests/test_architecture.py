@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.registry": {"attnlab.errors", "attnlab.config", "attnlab.results"},
     "attnlab.bench": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.ops"},
     "attnlab.runs": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry",
-                     "attnlab.reports", "attnlab.sweeps"},
+                     "attnlab.reports", "attnlab.sweeps", "attnlab.pretrained", "attnlab.analysis", "attnlab.data"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
     "attnlab.reports": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
 }

@@ -7,7 +7,9 @@ from attnlab.data.english import (
     Vocabulary,
     english_examples,
     english_sentences,
+    split_sentences,
     word_tokens,
 )
 
-__all__ = ["CLS", "SEP", "TextExamples", "Vocabulary", "english_examples", "english_sentences", "word_tokens"]
+__all__ = ["CLS", "SEP", "TextExamples", "Vocabulary", "english_examples", "english_sentences", "split_sentences",
+           "word_tokens"]

@@ -49,9 +49,19 @@ def english_sentences() -> tuple[str, ...]:
     for key in sorted(topics):
         for paragraph in re.split(r"\n\s*\n", topics[key]):
             if _prose(paragraph):
-                text = " ".join(paragraph.split())
-                out.extend(s for s in _SENTENCE_END.split(text) if len(s.split()) >= _MIN_WORDS)
+                out.extend(s for s in split_sentences(paragraph) if len(s.split()) >= _MIN_WORDS)
     return tuple(out)
+
+
+def split_sentences(text: str) -> list[str]:
+    """``text`` as sentences, in order: paragraphs (split at blank lines) with their whitespace
+    collapsed, each cut after ". ! ?" followed by a capital, a quote or "(". Nothing is dropped."""
+    out = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        flat = " ".join(paragraph.split())
+        if flat:
+            out.extend(s for s in _SENTENCE_END.split(flat) if s)
+    return out
 
 
 def word_tokens(text: str) -> list[str]:

@@ -1,0 +1,574 @@
+"""``attnlab analyze``: every head of a pretrained model on real text, classified by the published criteria.
+
+Order of work, chosen so that bad input costs nothing and a finished computation is kept:
+
+1. check the options, read the text (default: the prose of ``pydoc_data.topics``, English that
+   ships with Python, :func:`attnlab.data.english_sentences`), check ``--out``; then load the
+   model (:func:`attnlab.pretrained.load_pretrained`). Any bad input is a one-line ConfigError
+   before a directory is created;
+2. cut the text into segments of at most ``max_tokens`` tokens (special tokens included) and
+   keep ``segments`` of them, evenly spaced through the text;
+3. create the run directory, write config.json, env.json and segments.json (the token ids fed,
+   so every number can be recomputed); run the model once per batch of segments and analyse
+   each segment's maps A (L, H, n, n) on its own (no padding reaches an analysis);
+4. write heads.json and results.json, then build report.html and report.md.
+
+Segments. The text is split into sentences (:func:`attnlab.data.split_sentences`; the default
+corpus is already sentences) and consecutive sentences are packed greedily into documents of at
+most ``max_tokens - s`` tokens, s the tokenizer's special tokens (a longer sentence is cut). For
+a model with sentence pairs (the BERT family: a [SEP] token and two token types) a document of
+two or more sentences becomes ``[CLS] A [SEP] B [SEP]`` with A and B consecutive runs of its
+sentences split where their token counts are closest, the input Clark et al. 2019 analysed
+(two consecutive paragraphs) and the one Kovaleva et al.'s "block" pattern needs; otherwise a
+document is one sequence.
+
+Per head, per segment b, the numbers of :mod:`attnlab.analysis.heads` (all in float64):
+
+    Clark et al. 2019    H (smoothed entropy, nats), mean distance, a_{i,i-1}, a_{i,i+1} and the
+                         mass on [CLS], [SEP] (the tokenizer's cls/sep tokens, bos/eos where it
+                         has none) and punctuation (". ,"): :func:`head_statistics`
+    Kovaleva et al. 2019 template fits m_T for vertical ([CLS] and [SEP] columns; the most
+                         attended column where the segment has neither), diagonal,
+                         vertical+diagonal and block (sentence A / B as segments)
+    Voita et al. 2019    the fraction of rows whose maximum is at offset -1 / +1; confidence
+                         without [SEP] (their EOS); rare-token mass and argmax fraction, with
+                         token frequencies counted in the analysed segments themselves (the
+                         paper used the training corpus' frequencies, which this run lacks)
+    TransformerLens      previous-token, duplicate-token and induction scores ("mul", no
+                         exclusions): for a causal model as TransformerLens defines them; for a
+                         bidirectional one with the bidirectional patterns of
+                         :mod:`attnlab.analysis.heads.patterns` and marked so in the report
+
+Every number is averaged over the segments (NaN-aware: a segment that has no row to score,
+e.g. no repeated token for induction, is left out of that average), and the labels are decided
+on the averages with the modules' own rules and constants, as Clark et al. do (statistics
+averaged over documents, then compared with the thresholds):
+:func:`~attnlab.analysis.heads.clark_labels_from_statistics`,
+:func:`~attnlab.analysis.heads.kovaleva_decide`,
+:func:`~attnlab.analysis.heads.voita_labels_from_scores`. Layers and heads are numbered from 0.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from attnlab.analysis.heads import (
+    BROAD_ENTROPY_NATS,
+    CLARK_SMOOTHING,
+    KOVALEVA_PATTERNS,
+    MIX_SHARE,
+    PATTERN_THRESHOLD,
+    POSITION_THRESHOLD,
+    POSITIONAL_FRACTION,
+    RARE_TOKEN_FRACTION,
+    SPECIAL_TOKEN_THRESHOLD,
+    HeadStatistics,
+    clark_labels,
+    clark_labels_from_statistics,
+    kovaleva_decide,
+    kovaleva_patterns,
+    pattern_scores,
+    token_mask,
+    voita_labels,
+    voita_labels_from_scores,
+)
+from attnlab.analysis.heads.maps import CLARK_PUNCTUATION
+from attnlab.analysis.heads.voita import VOITA_OFFSETS
+from attnlab.config import check_choice, check_device, check_int
+from attnlab.errors import ConfigError
+from attnlab.results import (
+    ExperimentResult,
+    Table,
+    bar_figure,
+    heatmap_figure,
+    heatmap_panel,
+    line_figure,
+    series,
+)
+from attnlab.runs.rundir import CONFIG, RunDir, to_jsonable, utc_now
+
+DEFAULT_MAX_TOKENS = 128  # Clark et al.'s segments are at most 128 tokens
+DEFAULT_SEGMENTS = 8
+MAX_SEGMENTS = 1024
+GRID_TOKENS = 48  # the map grid shows the first 48 queries and keys of segment 0
+ZOOM_TOKENS = 28  # the labelled panels, one token label per row and column
+BATCH = 8
+DTYPES = ("float32", "float64")
+HEADS_JSON, SEGMENTS_JSON = "heads.json", "segments.json"
+KEY_SETS = ("[CLS]", "[SEP]", "punctuation")
+TL_KINDS = ("previous_token", "duplicate_token", "induction")
+DEFAULT_TEXT = "pydoc_data.topics"
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Segments:
+    """The analysed inputs: per segment its token ids, token strings and token types (sentence A = 0,
+    B = 1; None for a model without token types), unpadded; ``pairs``: inputs are [CLS] A [SEP] B [SEP]."""
+
+    input_ids: list[list[int]]
+    tokens: list[list[str]]
+    token_type_ids: list[list[int]] | None
+    pairs: bool
+    documents: int  # how many documents the text gave (the segments are evenly spaced among them)
+    cut_sentences: int  # sentences longer than a segment, cut to fit
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What :func:`analyze` returns: the run directory and the per-head payload (heads.json)."""
+
+    path: Path
+    payload: dict
+
+
+# ---- input ------------------------------------------------------------------------------------
+def read_text(text: str | Path | None) -> tuple[str, list[str]]:
+    """(source, sentences): the default corpus, or the sentences of a UTF-8 text file."""
+    from attnlab.data import english_sentences, split_sentences
+
+    if text is None:
+        return DEFAULT_TEXT, list(english_sentences())
+    p = Path(text).expanduser()
+    if not p.exists():
+        raise ConfigError(f"--text {text} does not exist: give a UTF-8 text file (or leave --text out for the "
+                          "English of pydoc_data.topics)")
+    if not p.is_file():
+        raise ConfigError(f"--text {text} is not a file: give a UTF-8 text file")
+    try:
+        content = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"--text {text} is not UTF-8 text (byte {e.start}): convert it to UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read --text {text}: {e.strerror or e}") from None
+    sentences = split_sentences(content)
+    if not sentences:
+        raise ConfigError(f"--text {text} is empty (no words): give a file with text in it")
+    return str(p), sentences
+
+
+def check_out(out: str | Path) -> Path:
+    """``out`` as a place for a new run directory: not a file, not a non-empty directory."""
+    p = Path(out)
+    if not str(out).strip():
+        raise ConfigError("--out is empty; give a directory path")
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory; choose another --out")
+    if p.is_dir() and any(p.iterdir()):
+        what = "already holds a run" if (p / CONFIG).is_file() else "is not empty"
+        raise ConfigError(f"--out {out} {what}; choose a new or empty directory (nothing in it is changed)")
+    return p
+
+
+def default_out(model: str) -> Path:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = Path(model).name if Path(model).exists() else model
+    return Path("runs") / f"analyze-{''.join(c if c.isalnum() or c in '-_.' else '_' for c in name)}-{stamp}"
+
+
+def special_tokens(tokenizer) -> dict[str, str | None]:
+    """The strings of Clark's [CLS] and [SEP] for this tokenizer (cls/sep, else bos/eos; None if neither)."""
+    return {"[CLS]": tokenizer.cls_token or tokenizer.bos_token, "[SEP]": tokenizer.sep_token or tokenizer.eos_token}
+
+
+def make_segments(pm, sentences: Sequence[str], max_tokens: int, count: int) -> Segments:
+    """``count`` segments of at most ``max_tokens`` tokens, evenly spaced through ``sentences``
+    (module docstring, "Segments")."""
+    tok = pm.tokenizer
+    pairs = bool(pm.architecture.type_vocab_size >= 2 and tok.sep_token is not None)
+    budget = max_tokens - tok.num_special_tokens_to_add(pair=pairs)
+    if budget < 1:
+        raise ConfigError(f"--max-tokens {max_tokens} leaves no room for text beside the model's special tokens: "
+                          f"use --max-tokens >= {max_tokens - budget + 1}")
+    lengths = [len(ids) for ids in tok(list(sentences), add_special_tokens=False)["input_ids"]]
+    docs, current, size, cut = [], [], 0, 0
+    for s, n in zip(sentences, lengths):
+        if n == 0:
+            continue
+        cut += n > budget
+        if current and size + min(n, budget) > budget:
+            docs.append(current)
+            current, size = [], 0
+        current.append((s, n))
+        size += min(n, budget)
+    if current:
+        docs.append(current)
+    if not docs:
+        raise ConfigError("the text has no tokens for this tokenizer: give a file with words in it")
+    k = min(count, len(docs))
+    picked = [docs[round(i * (len(docs) - 1) / (k - 1))] if k > 1 else docs[0] for i in range(k)]
+    if pairs:
+        a_texts, b_texts = [], []
+        for doc in picked:
+            a, b = _split_pair(doc)
+            a_texts.append(a)
+            b_texts.append(b)
+        has_b = [b is not None for b in b_texts]
+        enc_pairs = tok([a for a, h in zip(a_texts, has_b) if h], [b for b in b_texts if b is not None],
+                        truncation=True, max_length=max_tokens) if any(has_b) else None
+        enc_single = tok([a for a, h in zip(a_texts, has_b) if not h], truncation=True,
+                         max_length=max_tokens) if not all(has_b) else None
+        ids, types, ip, isg = [], [], 0, 0
+        for h in has_b:
+            enc, j = (enc_pairs, ip) if h else (enc_single, isg)
+            ids.append(list(enc["input_ids"][j]))
+            types.append(list(enc["token_type_ids"][j]) if "token_type_ids" in enc else [0] * len(ids[-1]))
+            ip, isg = ip + h, isg + (not h)
+    else:
+        enc = tok([" ".join(s for s, _ in doc) for doc in picked], truncation=True, max_length=max_tokens)
+        ids = [list(x) for x in enc["input_ids"]]
+        types = [[0] * len(x) for x in ids] if pm.architecture.type_vocab_size else None
+    tokens = [tok.convert_ids_to_tokens(x) for x in ids]
+    return Segments(ids, tokens, types, pairs, len(docs), cut)
+
+
+def _split_pair(doc: list[tuple[str, int]]) -> tuple[str, str | None]:
+    """Sentences -> (A, B) split where the token counts of A and B are closest; B None for one sentence."""
+    if len(doc) < 2:
+        return doc[0][0], None
+    total, run, best, at = sum(n for _, n in doc), 0, math.inf, 1
+    for m in range(1, len(doc)):
+        run += doc[m - 1][1]
+        if abs(total - 2 * run) < best:
+            best, at = abs(total - 2 * run), m
+    return " ".join(s for s, _ in doc[:at]), " ".join(s for s, _ in doc[at:])
+
+
+def segment_maps(pm, segs: Segments, batch: int = BATCH):
+    """Yield (b, A) for every segment: A (L, H, n_b, n_b), the attention weights of its real tokens."""
+    for start in range(0, len(segs.input_ids), batch):
+        rows = segs.input_ids[start:start + batch]
+        n = max(map(len, rows))
+        ids = torch.zeros(len(rows), n, dtype=torch.int64)
+        pad = torch.ones(len(rows), n, dtype=torch.bool)
+        types = torch.zeros(len(rows), n, dtype=torch.int64) if segs.token_type_ids is not None else None
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = torch.tensor(r)
+            pad[i, :len(r)] = False
+            if types is not None:
+                types[i, :len(r)] = torch.tensor(segs.token_type_ids[start + i])
+        dev = pm.device
+        out = pm.forward(ids.to(dev), pad.to(dev), token_type_ids=None if types is None else types.to(dev),
+                         position_ids=pm.position_ids(pad).to(dev), output_hidden_states=False)
+        A = torch.stack(list(out.attentions), 1).cpu()  # (B, L, H, n, n)
+        for i, r in enumerate(rows):
+            yield start + i, A[i, :, :, :len(r), :len(r)]
+
+
+# ---- per segment ------------------------------------------------------------------------------
+def analyse_segment(A: torch.Tensor, input_ids: Sequence[int], tokens: Sequence[str], token_types, *,
+                    causal: bool, specials: dict, frequencies: dict[int, int]) -> dict[str, torch.Tensor]:
+    """Every per-head number of one segment (module docstring), each (L, H) (offset fractions (L, H, 2)),
+    straight from the classifiers of :mod:`attnlab.analysis.heads`."""
+    keys = {"[CLS]": token_mask(tokens, [specials["[CLS]"]] if specials["[CLS]"] else []),
+            "[SEP]": token_mask(tokens, [specials["[SEP]"]] if specials["[SEP]"] else []),
+            "punctuation": token_mask(tokens, CLARK_PUNCTUATION)}
+    clark = clark_labels(A, causal=causal, keys=keys)
+    vertical = keys["[CLS]"] | keys["[SEP]"]
+    two = token_types is not None and len(set(token_types)) > 1
+    kov = kovaleva_patterns(A, special=vertical if bool(vertical.any()) else None,
+                            segments=torch.tensor(list(token_types)) if two else None, causal=causal)
+    freq = torch.tensor([float(frequencies[int(t)]) for t in input_ids], dtype=torch.float64)
+    voita = voita_labels(A, causal=causal, frequencies=freq, exclude=keys["[SEP]"])
+    tl = pattern_scores(A, torch.tensor(list(input_ids)), causal=causal)
+    s = clark.stats
+    out = {"entropy": s.entropy, "uniform_entropy": s.uniform_entropy, "distance": s.distance,
+           "previous": s.previous, "self": s.self_, "next": s.next, "max_weight": s.confidence,
+           **{f"to_{k}": v for k, v in s.to_keys.items()},
+           **{f"kovaleva_{k}": v for k, v in kov.scores.items()},
+           "offset_fractions": voita.offset_fractions, "confidence": voita.confidence,
+           "rare_mass": voita.rare_mass, "rare_argmax": voita.rare_argmax,
+           **{f"tl_{k}": getattr(tl, k) for k in TL_KINDS}}
+    return out
+
+
+def average(per_segment: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The mean over segments of every number, NaN-aware (NaN only where no segment has one)."""
+    return {k: torch.nanmean(torch.stack([d[k] for d in per_segment]), 0) for k in per_segment[0]}
+
+
+def decide(avg: dict[str, torch.Tensor]) -> dict:
+    """The labels of the averaged numbers, by the analysis modules' own rules and constants."""
+    stats = HeadStatistics(entropy=avg["entropy"], uniform_entropy=avg["uniform_entropy"],
+                           distance=avg["distance"], previous=avg["previous"], self_=avg["self"],
+                           next=avg["next"], confidence=avg["max_weight"],
+                           to_keys={k: avg[f"to_{k}"] for k in KEY_SETS})
+    return {"clark": clark_labels_from_statistics(stats),
+            "kovaleva": kovaleva_decide(avg["kovaleva_vertical"], avg["kovaleva_diagonal"], avg["kovaleva_block"]),
+            "voita": voita_labels_from_scores(avg["offset_fractions"], VOITA_OFFSETS, avg["confidence"],
+                                              rare_mass=avg["rare_mass"], rare_argmax=avg["rare_argmax"])}
+
+
+def thresholds() -> dict:
+    """Every threshold the labels use, read from the analysis modules."""
+    return {"clark": {"broad_entropy_nats": BROAD_ENTROPY_NATS, "position": POSITION_THRESHOLD,
+                      "special_token": SPECIAL_TOKEN_THRESHOLD, "entropy_smoothing": CLARK_SMOOTHING},
+            "kovaleva": {"pattern": PATTERN_THRESHOLD, "mix_share": MIX_SHARE},
+            "voita": {"positional_fraction": POSITIONAL_FRACTION, "rare_token_fraction": RARE_TOKEN_FRACTION},
+            "transformerlens": {"measure": "mul", "exclude_bos": False, "exclude_current_token": False}}
+
+
+def rules() -> list[tuple[str, str, str]]:
+    """(framework, label, rule with its threshold) for the report."""
+    t = thresholds()
+    c, k, v = t["clark"], t["kovaleva"], t["voita"]
+    return [
+        ("Clark et al. 2019", "broad", f"mean smoothed entropy > {c['broad_entropy_nats']:g} nats "
+                                       f"(a' = {c['entropy_smoothing']:g} a + {1 - c['entropy_smoothing']:.4g}/|K|)"),
+        ("Clark et al. 2019", "previous / next", f"mean a(i, i-1) / a(i, i+1) > {c['position']:g}"),
+        ("Clark et al. 2019", "special:[CLS] / [SEP] / punctuation",
+         f"mean attention to that key set > {c['special_token']:g} (punctuation = {' '.join(CLARK_PUNCTUATION)})"),
+        ("Kovaleva et al. 2019", "vertical", f"fit on [CLS]/[SEP] columns >= {k['pattern']:g}"),
+        ("Kovaleva et al. 2019", "diagonal", f"fit on keys i-1, i, i+1 >= {k['pattern']:g}"),
+        ("Kovaleva et al. 2019", "vertical+diagonal",
+         f"vertical + diagonal >= {k['pattern']:g}, each >= {k['mix_share']:g}"),
+        ("Kovaleva et al. 2019", "block", f"fit on the query's own sentence (A or B) >= {k['pattern']:g}"),
+        ("Kovaleva et al. 2019", "heterogeneous", "none of the above (first rule that holds wins, in this order)"),
+        ("Voita et al. 2019", "positional -1 / +1",
+         f"row maximum on key i-1 (or i+1) in >= {v['positional_fraction']:g} of the rows"),
+        ("Voita et al. 2019", "rare-token",
+         f"row maximum on the segment's rarest token in >= {v['rare_token_fraction']:g} of the rows"),
+        ("TransformerLens", "previous-token / duplicate-token / induction",
+         "score = attention on the pattern / all attention (\"mul\"), no threshold: the highest heads are listed"),
+    ]
+
+
+# ---- the command -------------------------------------------------------------------------------
+def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+            segments: int = DEFAULT_SEGMENTS, out: str | Path | None = None, device: str = "cpu",
+            dtype: str = "float32", argv: Sequence[str] | None = None,
+            progress: Progress | None = None) -> Analysis:
+    """Analyse every head of ``model`` on ``text`` into a run directory (module docstring); return it
+    with the per-head payload that heads.json and ``attnlab analyze --json`` hold."""
+    from attnlab.pretrained import load_pretrained
+
+    start = time.perf_counter()
+    check_int("--max-tokens", max_tokens, 2)
+    check_int("--segments", segments, 1, MAX_SEGMENTS)
+    check_choice("--dtype", dtype, DTYPES)
+    device = check_device(device, "--device")
+    source, sentences = read_text(text)
+    path = check_out(out) if out is not None else default_out(str(model))
+    if progress:
+        progress("loading the model", 0, segments + 2)
+    pm = load_pretrained(model, dtype=dtype, device=device)
+    if pm.tokenizer is None:
+        raise ConfigError(f"{pm.path} has no usable tokenizer ({pm.tokenizer_error}): analyze feeds text, so the "
+                          "checkpoint directory needs its tokenizer files")
+    limit = pm.architecture.max_len - pm.architecture.position_offset
+    check_int(f"--max-tokens (this model has {limit} positions)", max_tokens, 2, limit)
+    segs = make_segments(pm, sentences, max_tokens, segments)
+    causal = bool(pm.model.causal)
+    config = {"command": "analyze", "title": f"Attention heads of {Path(str(model)).name}",
+              "model": str(model), "checkpoint": str(pm.path), "model_type": pm.architecture.model_type,
+              "text": source, "max_tokens": max_tokens, "segments": segments, "dtype": dtype, "device": device,
+              "created": utc_now()}
+    rd = RunDir.create(path)
+    rd.write_config(config, list(argv or []))
+    rd.write_env(seed=0, device=device)
+    rd.write_json(SEGMENTS_JSON, {"input_ids": segs.input_ids, "token_type_ids": segs.token_type_ids,
+                                  "tokens": segs.tokens, "pairs": segs.pairs})
+    frequencies = Counter(t for ids in segs.input_ids for t in ids)
+    specials = special_tokens(pm.tokenizer)
+    per_segment, first = [], None
+    for b, A in segment_maps(pm, segs):
+        if progress:
+            progress(f"segment {b + 1}/{len(segs.input_ids)}", b + 1, len(segs.input_ids) + 2)
+        per_segment.append(analyse_segment(
+            A, segs.input_ids[b], segs.tokens[b], None if segs.token_type_ids is None else segs.token_type_ids[b],
+            causal=causal, specials=specials, frequencies=frequencies))
+        if b == 0:
+            first = A
+    avg = average(per_segment)
+    labels = decide(avg)
+    payload = _payload(config, pm, segs, causal, specials, avg, labels)
+    rd.write_json(HEADS_JSON, payload)
+    result = _result(payload, avg, first, segs)
+    rd.write_results({"experiments": {"analyze": {
+        "id": "analyze", "description": f"every head of {config['model']} ({config['model_type']}, "
+                                         f"{'causal' if causal else 'bidirectional'}) on {len(segs.input_ids)} "
+                                         f"segments of {source}",
+        "config": config, "status": "ok", "results": result.to_dict(),
+        "seconds": round(time.perf_counter() - start, 3), "finished": utc_now()}}})
+    if progress:
+        progress("report", len(segs.input_ids) + 1, len(segs.input_ids) + 2)
+    from attnlab.reports import build_report
+
+    build_report(rd.path)
+    return Analysis(rd.path, payload)
+
+
+def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict) -> dict:
+    clark, kov, voita = labels["clark"], labels["kovaleva"], labels["voita"]
+    L, H = avg["entropy"].shape
+    present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
+    heads = []
+    for l in range(L):
+        for h in range(H):
+            i = (l, h)
+            f = {o: avg["offset_fractions"][l, h, j].item() for j, o in enumerate(VOITA_OFFSETS)}
+            heads.append({
+                "layer": l, "head": h,
+                "entropy": avg["entropy"][i].item(), "uniform_entropy": avg["uniform_entropy"][i].item(),
+                "distance": avg["distance"][i].item(), "previous": avg["previous"][i].item(),
+                "self": avg["self"][i].item(), "next": avg["next"][i].item(),
+                "to_cls": avg["to_[CLS]"][i].item(), "to_sep": avg["to_[SEP]"][i].item(),
+                "to_punctuation": avg["to_punctuation"][i].item(), "max_weight": avg["max_weight"][i].item(),
+                "clark": clark.labels(i),
+                "kovaleva": KOVALEVA_PATTERNS[int(kov[i])],
+                "kovaleva_scores": {k: avg[f"kovaleva_{k}"][i].item() for k in
+                                    ("vertical", "diagonal", "vertical+diagonal", "block")},
+                "voita": ([f"positional {int(voita.positional_offset[i]):+d}"] if bool(voita.positional[i]) else [])
+                + (["rare-token"] if bool(voita.rare[i]) else []),
+                "voita_argmax_previous": f[-1], "voita_argmax_next": f[1],
+                "confidence": avg["confidence"][i].item(), "rare_mass": avg["rare_mass"][i].item(),
+                "rare_argmax": avg["rare_argmax"][i].item(),
+                "tl_previous_token": avg["tl_previous_token"][i].item(),
+                "tl_duplicate_token": avg["tl_duplicate_token"][i].item(),
+                "tl_induction": avg["tl_induction"][i].item(),
+            })
+    counts = {"clark": {name: sum(name in x["clark"] for x in heads) for name in
+                        ("broad", "previous", "next", "special:[CLS]", "special:[SEP]", "special:punctuation")},
+              "kovaleva": {p: sum(x["kovaleva"] == p for x in heads) for p in KOVALEVA_PATTERNS},
+              "voita": {"positional -1": sum("positional -1" in x["voita"] for x in heads),
+                        "positional +1": sum("positional +1" in x["voita"] for x in heads),
+                        "rare-token": sum("rare-token" in x["voita"] for x in heads)}}
+    counts["clark"]["special (any)"] = sum(any(c.startswith("special") for c in x["clark"]) for x in heads)
+    counts["clark"]["no label"] = sum(not x["clark"] for x in heads)
+    notes = [
+        f"Layers and heads are numbered from 0. Every number is the mean over {len(segs.input_ids)} segments "
+        f"of at most {config['max_tokens']} tokens (of {segs.documents} documents the text gave, evenly spaced), "
+        "each segment analysed on its own; labels are decided on those means.",
+        "Voita's rare-token role uses token frequencies counted in the analysed segments themselves "
+        "(the paper used its training corpus), so 'rare' means rarest in this text.",
+    ]
+    if not causal:
+        notes.append("TransformerLens defines its previous-token, duplicate-token and induction scores for causal "
+                     "models; this model is bidirectional, so they are computed with the bidirectional patterns "
+                     "(a duplicate or induction target may also lie after the query) and read as descriptive only.")
+    for k, ok in present.items():
+        if not ok:
+            notes.append(f"The analysed text holds no {k} token of this tokenizer ({specials[k] or 'it has none'}): "
+                         f"attention to {k} is 0 and no head can be special:{k}."
+                         + (" Kovaleva's vertical columns fall back to each map's most attended column."
+                            if k == "[CLS]" and not present["[SEP]"] else ""))
+    if segs.cut_sentences:
+        notes.append(f"{segs.cut_sentences} sentence(s) longer than a segment were cut to fit.")
+    if not segs.pairs:
+        notes.append("Inputs are single sequences (no sentence pairs for this model), so Kovaleva's block pattern "
+                     "is undefined (NaN) and never assigned.")
+    return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
+            "causal": causal, "layers": L, "heads_per_layer": H, "segments": len(segs.input_ids),
+            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
+            "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
+            "counts": counts, "notes": notes, "heads": heads}
+
+
+# ---- the report ---------------------------------------------------------------------------------
+def _labels_text(x: dict) -> tuple[str, str]:
+    return ", ".join(x["clark"]) or "–", ", ".join(x["voita"]) or "–"
+
+
+def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> ExperimentResult:
+    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+    causal = payload["causal"]
+    tl = "" if causal else " (bidir.)"
+    rows = []
+    for x in heads:
+        clark, voita = _labels_text(x)
+        rows.append([x["layer"], x["head"], x["entropy"], x["distance"], x["previous"], x["next"], x["to_cls"],
+                     x["to_sep"], x["to_punctuation"], clark, x["kovaleva"], voita, x["tl_previous_token"],
+                     x["tl_duplicate_token"], x["tl_induction"]])
+    per_head = Table(
+        "Per head (means over segments)",
+        ["layer", "head", "entropy (nats)", "distance", "prev", "next", "[CLS]", "[SEP]", "punct.", "Clark",
+         "Kovaleva", "Voita", f"TL prev{tl}", f"TL dup{tl}", f"TL ind{tl}"],
+        rows, ["int", "int", "float", "float", "float", "float", "float", "float", "float", "text", "text", "text",
+               "float", "float", "float"])
+    counts = payload["counts"]
+    count_rows = ([["Clark", k, v] for k, v in counts["clark"].items()]
+                  + [["Kovaleva", k, v] for k, v in counts["kovaleva"].items()]
+                  + [["Voita", k, v] for k, v in counts["voita"].items()])
+    count_table = Table(f"Heads per label (of {L * H})", ["criteria", "label", "heads"], count_rows,
+                        ["text", "text", "int"])
+    rule_table = Table("Criteria and thresholds (from attnlab.analysis.heads)", ["criteria", "label", "rule"],
+                       [list(r) for r in rules()])
+    top = []
+    for k in TL_KINDS:
+        order = sorted(heads, key=lambda x: -_finite(x[f"tl_{k}"]))[:3]
+        top.append([k.replace("_", "-") + tl, ", ".join(f"L{x['layer']} H{x['head']} ({x[f'tl_{k}']:.3f})"
+                                                      for x in order)])
+    tl_table = Table("TransformerLens scores: the three highest heads", ["pattern", "heads (score)"], top)
+    return ExperimentResult(tables=[count_table, rule_table, tl_table, per_head],
+                            figures=_figures(payload, avg, first, segs), notes=list(payload["notes"]))
+
+
+def _finite(v: float) -> float:
+    return v if math.isfinite(v) else -math.inf
+
+
+def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
+    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+    tokens = segs.tokens[0]
+    g = min(GRID_TOKENS, len(tokens))
+    grid = heatmap_figure(
+        "attention-maps.png",
+        f"Every head on the first {g} tokens of segment 0 (rows: queries, columns: keys; the rows of this "
+        f"corner need not sum to 1). One colour scale, 0 to 1.",
+        panels=[heatmap_panel(f"L{l} H{h}", A[l, h, :g, :g].double()) for l in range(L) for h in range(H)],
+        ncols=H, title=f"Attention maps, {L} layers x {H} heads", vmin=0.0, vmax=1.0, colorbar="attention weight",
+        cmap="Blues")
+    picks: dict[tuple[int, int], str] = {}
+    for key, what in (("previous", "most previous-token"), ("next", "most next-token"),
+                      ("special", "most [CLS]/[SEP]"), ("entropy", "broadest")):
+        score = (lambda x: x["to_cls"] + x["to_sep"]) if key == "special" else (lambda x, k=key: x[k])
+        best = max(heads, key=lambda x: _finite(score(x)))
+        picks.setdefault((best["layer"], best["head"]), what)
+    z = min(ZOOM_TOKENS, len(tokens))
+    labels = [t if len(t) <= 12 else t[:11] + "…" for t in tokens[:z]]
+    zoom = heatmap_figure(
+        "zoom.png", f"Selected heads on the first {z} tokens of segment 0, tokens labelled (rows: queries, "
+                    "columns: keys).",
+        panels=[heatmap_panel(f"L{l} H{h}: {what}", A[l, h, :z, :z].double(), xlabels=labels, ylabels=labels)
+                for (l, h), what in picks.items()],
+        ncols=2, title="Zoomed heads", vmin=0.0, vmax=1.0, colorbar="attention weight", cmap="Blues")
+    layer_labels, head_labels = [str(l) for l in range(L)], [str(h) for h in range(H)]
+    stats = heatmap_figure(
+        "head-statistics.png", "Mean attention per head (rows: layers, columns: heads) to the previous and next "
+                               "token, [CLS], [SEP] and punctuation; one scale, 0 to 1.",
+        panels=[heatmap_panel(title, avg[key], xlabels=head_labels, ylabels=layer_labels) for key, title in
+                (("previous", "previous token"), ("next", "next token"), ("to_[CLS]", "[CLS]"),
+                 ("to_[SEP]", "[SEP]"), ("to_punctuation", "punctuation ( . , )"))],
+        ncols=3, title="Where the heads look", vmin=0.0, vmax=1.0, colorbar="mean attention", cmap="Blues",
+        xlabel="head", ylabel="layer")
+    ent = avg["entropy"]
+    layers = list(range(L))
+    entropy = line_figure(
+        "entropy.png", f"Mean smoothed attention entropy per layer (mean, min and max over heads); Clark's broad "
+                       f"threshold {BROAD_ENTROPY_NATS:g} nats and the entropy of uniform attention.",
+        series=[series("mean over heads", layers, ent.mean(-1).tolist()),
+                series("min over heads", layers, ent.amin(-1).tolist(), style="dotted"),
+                series("max over heads", layers, ent.amax(-1).tolist(), style="dotted"),
+                series("uniform attention", layers, avg["uniform_entropy"].mean(-1).tolist(), style="dashdot",
+                       marker=False),
+                series(f"broad threshold ({BROAD_ENTROPY_NATS:g})", layers, [BROAD_ENTROPY_NATS] * L, style="dashed",
+                       marker=False)],
+        xlabel="layer", ylabel="entropy (nats)", title="Attention entropy")
+    counts = payload["counts"]
+    cats = ([f"Clark {k}" for k in ("broad", "previous", "next", "special (any)", "no label")]
+            + [f"Kov. {k}" for k in KOVALEVA_PATTERNS] + ["Voita positional", "Voita rare-token"])
+    values = ([counts["clark"][k] for k in ("broad", "previous", "next", "special (any)", "no label")]
+              + [counts["kovaleva"][k] for k in KOVALEVA_PATTERNS]
+              + [counts["voita"]["positional -1"] + counts["voita"]["positional +1"], counts["voita"]["rare-token"]])
+    bars = bar_figure("labels.png", f"How many of the {L * H} heads carry each label.", categories=cats,
+                      groups=[{"label": "heads", "values": values}], ylabel="heads", title="Heads per label")
+    return [grid, zoom, stats, entropy, bars]
