@@ -451,6 +451,57 @@ def _print_bench(result: dict) -> None:
     console.print(g)
 
 
+@app.command()
+def analyze(
+    model: str = typer.Option("minilm", help="minilm (shipped all-MiniLM-L6-v2) or a checkpoint directory "
+                                             "(BERT family or GPT-2: config.json, weights, tokenizer files)."),
+    text: Optional[str] = typer.Option(None, help="A UTF-8 text file (default: the English of pydoc_data.topics)."),
+    max_tokens: int = typer.Option(128, "--max-tokens", help="Tokens per segment, special tokens included "
+                                                             "(2 to the model's positions)."),
+    segments: int = typer.Option(8, help="Segments analysed, evenly spaced through the text; numbers are "
+                                         "averaged over them."),
+    dtype: str = typer.Option("float32", help="float32 or float64 (the model's weights and activations)."),
+    out: Optional[str] = typer.Option(None, help="A new run directory (default runs/analyze-<model>-<UTC time>)."),
+    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
+    as_json: bool = typer.Option(False, "--json", help="Print the per-head numbers as JSON (also in heads.json)."),
+) -> None:
+    """Classify every attention head of a model on real text, with the published criteria side by side.
+
+    Writes a run directory: heads.json (per head: entropy, distance, attention to the
+    previous/next token, [CLS], [SEP] and punctuation; Clark, Kovaleva and Voita labels;
+    TransformerLens scores; the thresholds), segments.json (the token ids analysed) and
+    report.html (attention maps of every head, zoomed labelled heads, tables).
+    Exit status 2 for bad input (unknown model, a directory that is not a checkpoint, an
+    unsupported architecture, a missing or empty text file, --max-tokens out of range).
+    """
+    from attnlab.runs.analyze import analyze as run_analyze
+
+    if out is not None:
+        _check_out_path(out, "--out")
+    argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
+    with progress_bar(disable=as_json) as progress:
+        task = progress.add_task("analyze", total=None)
+        result = run_analyze(model, text=text, max_tokens=max_tokens, segments=segments, out=out, device=device,
+                             dtype=dtype, argv=argv,
+                             progress=lambda what, done, total: progress.update(
+                                 task, description=what, completed=done, total=total))
+    if as_json:
+        _print_json(result.payload)
+        return
+    p, counts = result.payload, result.payload["counts"]
+    t = Table(title=f"attnlab analyze {p['model']} ({p['layers']} layers x {p['heads_per_layer']} heads, "
+                    f"{p['segments']} segments of {p['text']})")
+    for col in ("criteria", "label", "heads"):
+        t.add_column(col)
+    for framework, labels in counts.items():
+        for label, n in labels.items():
+            t.add_row(framework, escape(label), str(n))
+    console.print(t)
+    console.print(f"run directory: {result.path}", highlight=False, soft_wrap=True)
+    console.print(f"per-head numbers: {result.path / 'heads.json'}", highlight=False, soft_wrap=True)
+    console.print(f"report: {result.path / 'report.html'}", highlight=False, soft_wrap=True)
+
+
 class _ConstructCommand(TyperCommand):
     """`attnlab construct --help` ends with every registered construction and its parameters."""
 

