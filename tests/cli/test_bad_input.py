@@ -24,6 +24,15 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
     a_file.write_text("x")
     missing = str(tmp / "no" / "such")
     seed_range = "must be an integer in [0, 4294967295]"
+    empty = tmp / "empty.txt"
+    empty.write_text(" \n\n \t\n")
+    t5 = tmp / "t5"  # a readable checkpoint of an architecture attnlab does not load
+    t5.mkdir()
+    (t5 / "config.json").write_text('{"model_type": "t5"}')
+    from safetensors.torch import save_file
+    import torch
+
+    save_file({"shared.weight": torch.zeros(2, 2)}, str(t5 / "model.safetensors"))
     tm, sw, mem = "transformer-math", ["sweep", "selftest.sweep"], ["construct", "memorization"]
     return {
         ("verify", "papers"): [(["verify", "nope"], "unknown paper or claim 'nope'"),
@@ -71,6 +80,20 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
                                 ([*mem, "--set", "T=10000"], "T = 10000 exceeds Theorem 1's bound")],
         ("construct", "out"): [([*mem, "--out", str(tmp)], "is a directory; give a file path"),
                                ([*mem, "--out", missing + ".npz"], "does not exist; create it")],
+        ("analyze", "model"): [(["analyze", "--model", "nope"], "--model nope: no shipped model has that name"),
+                               (["analyze", "--model", str(tmp)], "has no config.json, so it is not a checkpoint"),
+                               (["analyze", "--model", str(t5)], "model_type 't5' is not supported")],
+        ("analyze", "text"): [(["analyze", "--text", missing], "does not exist: give a UTF-8 text file"),
+                              (["analyze", "--text", str(empty)], "is empty (no words)"),
+                              (["analyze", "--text", str(tmp)], "is not a file")],
+        ("analyze", "max_tokens"): [(["analyze", "--max-tokens", "1"], "--max-tokens must be an integer >= 2"),
+                                    (["analyze", "--max-tokens", "100000"], "must be an integer in [2, 512]")],
+        ("analyze", "segments"): [(["analyze", "--segments", "0"], "--segments must be an integer in [1, 1024]")],
+        ("analyze", "dtype"): [(["analyze", "--dtype", "float16"], "--dtype must be one of float32, float64")],
+        ("analyze", "out"): [(["analyze", "--out", str(a_file)], "is a file, not a directory"),
+                             (["analyze", "--out", str(tmp)], "is not empty"),
+                             (["analyze", "--out", ""], "--out is empty")],
+        ("analyze", "device"): [(["analyze", "--device", "tpu"], "unknown device 'tpu'")],
         ("construct", "ctx"): [([*mem, "--nope", "1"], "has no option '--nope'; give parameters as --set key=value"),
                                ([*mem, "--H"], "--H needs a value"),
                                ([*mem, "--H", "2", "--set", "H=3"], "H is given twice")],

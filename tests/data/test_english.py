@@ -11,6 +11,7 @@ from attnlab.data import (
     Vocabulary,
     english_examples,
     english_sentences,
+    split_sentences,
     word_tokens,
 )
 from attnlab.errors import ConfigError
@@ -22,6 +23,12 @@ def test_corpus_is_prose_sentences():
     assert all(len(x.split()) >= 4 and "::=" not in x for x in s)
     assert sum(len(x) for x in s) > 150_000  # a large share of the ~465k characters survives
     assert s[0].startswith("Assert statements are a convenient way")
+
+
+def test_split_sentences_keeps_every_sentence_in_order():
+    text = "First one. Second (2) here!\n\n  Third\n   wraps lines? \"Quoted.\" end"
+    assert split_sentences(text) == ["First one.", "Second (2) here!", "Third wraps lines?", '"Quoted." end']
+    assert split_sentences(" \n\n \t") == []
 
 
 def test_word_tokens():
