@@ -80,7 +80,7 @@ def test_report_is_self_contained(minilm_run):
     imgs = re.findall(r"<img [^>]*>", html)
     assert len(imgs) == 7 and all('src="data:image/png;base64,' in i for i in imgs)
     for needle in ("Attention maps, 6 layers x 12 heads", "Zoomed heads", f"&gt; {BROAD_ENTROPY_NATS:g} nats",
-                   f"&gt; {SPECIAL_TOKEN_THRESHOLD:g}", "Per head (means over segments)", "bidir."):
+                   f"&gt; {SPECIAL_TOKEN_THRESHOLD:g}", "Per head (means over segments", "bidir.)"):
         assert needle in html, needle
     assert (path / "report.md").is_file() and (path / "figures" / "attention-maps.png").is_file()
 
@@ -219,4 +219,4 @@ def test_a_causal_model_gets_transformerlens_scores(gpt2_dir, tmp_path):
     direct = _direct(load_pretrained(gpt2_dir, dtype="float64"), segs, causal=True)
     assert _compare(p, direct) <= TOL
     html = (run.path / "report.html").read_text()
-    assert "TL prev" in html and "bidir." not in html
+    assert "TL prev" in html and "bidir" not in html

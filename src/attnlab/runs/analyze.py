@@ -286,6 +286,7 @@ def analyse_segment(A: torch.Tensor, input_ids: Sequence[int], tokens: Sequence[
            "previous": s.previous, "self": s.self_, "next": s.next, "max_weight": s.confidence,
            **{f"to_{k}": v for k, v in s.to_keys.items()},
            **{f"kovaleva_{k}": v for k, v in kov.scores.items()},
+           "kovaleva_block_chance": kov.chance["block"],
            "offset_fractions": voita.offset_fractions, "confidence": voita.confidence,
            "rare_mass": voita.rare_mass, "rare_argmax": voita.rare_argmax,
            **{f"tl_{k}": getattr(tl, k) for k in TL_KINDS}}
@@ -467,6 +468,12 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
                          f"attention to {k} is 0 and no head can be special:{k}."
                          + (" Kovaleva's vertical columns fall back to each map's most attended column."
                             if k == "[CLS]" and not present["[SEP]"] else ""))
+    if segs.pairs:
+        chance = torch.nanmean(avg["kovaleva_block_chance"]).item()
+        if math.isfinite(chance):
+            notes.append(f"Kovaleva's block fit of uniform attention (its chance level) is {chance:.2f} on these "
+                         f"segments (sentences A and B are about equal halves), against the threshold "
+                         f"{PATTERN_THRESHOLD:g}, so a block label is weak evidence of attention bound to its sentence.")
     if segs.cut_sentences:
         notes.append(f"{segs.cut_sentences} sentence(s) of the text are longer than a segment; a segment "
                      "holding one is cut at --max-tokens.")
@@ -497,9 +504,10 @@ def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> Ex
                      clark, x["kovaleva"], voita,
                      *(_round(x[f"tl_{k}"], 3) for k in TL_KINDS)])
     per_head = Table(
-        "Per head (means over segments)",
+        "Per head (means over segments; TL = TransformerLens previous-token, duplicate-token, induction scores"
+        + (")" if causal else ", bidirectional patterns)"),
         ["layer", "head", "entropy (nats)", "distance", "prev", "next", "[CLS]", "[SEP]", "punct.", "Clark",
-         "Kovaleva", "Voita", f"TL prev{tl}", f"TL dup{tl}", f"TL ind{tl}"],
+         "Kovaleva", "Voita", "TL prev", "TL dup", "TL ind"],
         rows, ["int", "int", "float", "float", "float", "float", "float", "float", "float", "text", "text", "text",
                "float", "float", "float"])
     counts = payload["counts"]
