@@ -467,12 +467,13 @@ def analyze(
 ) -> None:
     """Classify every attention head of a model on real text, with the published criteria side by side.
 
-    Writes a run directory: heads.json (per head: entropy, distance, attention to the
-    previous/next token, [CLS], [SEP] and punctuation; Clark, Kovaleva and Voita labels;
-    TransformerLens scores; the thresholds), segments.json (the token ids analysed) and
-    report.html (attention maps of every head, zoomed labelled heads, tables).
-    Exit status 2 for bad input (unknown model, a directory that is not a checkpoint, an
-    unsupported architecture, a missing or empty text file, --max-tokens out of range).
+    Writes a run directory: heads.json (per head: entropy, distance, attention
+    to the previous/next token, [CLS], [SEP] and punctuation; Clark, Kovaleva
+    and Voita labels; TransformerLens scores; the thresholds), segments.json
+    (the token ids analysed) and report.html (every head's attention map,
+    zoomed heads with token labels, tables). Exit status 2 for bad input: an
+    unknown model, a directory that is not a checkpoint, an unsupported
+    architecture, a missing or empty text file, --max-tokens out of range.
     """
     from attnlab.runs.analyze import analyze as run_analyze
 
