@@ -109,7 +109,10 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
     """The page; ``figures`` maps (experiment id, spec file) to its rendered figure."""
     counts = o.status_counts()
     badges = "".join(f'<span class="pill {s}">{counts[s]} {label}</span>'
-                     for s, label in (("pass", "pass"), ("FAIL", "fail"), ("error", "error")) if counts[s] or s == "pass")
+                     for s, label in (("pass", "pass"), ("FAIL", "fail"), ("error", "error")) if counts[s])
+    if not badges:  # nothing judged (an analysis, or info-only experiments)
+        badges = (f'<span class="pill">{counts["info"]} info</span>' if counts.get("info")
+                  else '<span class="pill">descriptive: no pass/fail checks</span>')
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
