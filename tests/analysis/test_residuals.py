@@ -172,6 +172,15 @@ def test_bad_input_is_a_config_error(bad, match):
         residual(bad, "composite")
 
 
+def test_non_finite_input_and_empty_batches():
+    X = torch.ones(3, 2, **F64)
+    X[1, 0] = float("nan")
+    with pytest.raises(ConfigError, match="inf or nan"):
+        residual(X, "composite")
+    empty = torch.zeros(0, 3, 2, **F64)
+    assert composite_shift(empty).shape == (0, 2) and residual(empty, "composite").norm.shape == (0,)
+
+
 def test_unknown_kind_names_the_choices():
     with pytest.raises(ConfigError, match="unknown residual kind 'frobenius': choose one of mean, composite, svd"):
         residual(torch.ones(2, 2, **F64), "frobenius")

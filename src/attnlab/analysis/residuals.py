@@ -150,9 +150,11 @@ def composite_shift(X: Tensor, *, rtol: float = 1e-9) -> Tensor:
     Cost: at least 4 LPs; a 30 x 384 matrix takes about 10 s on one core.
     """
     _check(X)
+    if not bool(torch.isfinite(X).all()):
+        raise ConfigError("X has inf or nan entries: the composite residual needs finite values")
     Xn = X.detach().to(device="cpu", dtype=torch.float64).numpy()
     flat = Xn.reshape(-1, *Xn.shape[-2:])
-    xs = np.stack([_composite_shift_one(M, rtol) for M in flat])  # (batch, d)
+    xs = np.stack([_composite_shift_one(M, rtol) for M in flat]) if len(flat) else np.zeros((0, Xn.shape[-1]))
     return torch.as_tensor(xs.reshape(*Xn.shape[:-2], Xn.shape[-1]), dtype=X.dtype, device=X.device)
 
 
