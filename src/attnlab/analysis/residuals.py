@@ -21,8 +21,12 @@ and three ways of choosing x (:func:`residual`, ``kind=``):
                  ||res_svd(X)|| can be smaller than every shift's residual.
 
 The notes define x as argmin ||X - 1 x^T||_2 (§2.2) and then measure the residual in
-||.||_{1,inf}; Dong et al.'s theorem takes the argmin of the composite norm itself, and
-their code the row mean. The three agree only when X = 1 x^T (all residuals 0).
+||.||_{1,inf}; read as the Frobenius norm that is "mean" (the spectral-norm argmin is
+another, unimplemented, choice). Dong et al.'s theorem takes the argmin of the
+composite norm itself, and their code the row mean. The three differ in general; the
+"mean" and "composite" residuals vanish exactly when X = 1 x^T, the "svd" one whenever
+rank X <= 1. Since X - 1 mean^T = (I - 1 1^T / n)(X - 1 x*^T) and the composite norm is
+submultiplicative, ||res_mean(X)|| <= 2 (1 - 1/n) ||res_composite(X)||.
 
 The composite "norm" is not a norm (§2.4, problem 2): it is absolutely homogeneous,
 definite, invariant under X -> -X and X -> X^T, and min(||X||_1, ||X||_inf) <=
