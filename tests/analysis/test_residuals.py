@@ -136,6 +136,7 @@ def test_composite_is_never_worse_than_the_mean_and_svd_never_worse_in_frobenius
     X = torch.randn(6, 5, 4, generator=g, **F64)
     mean, comp, svd = (residual(X, k) for k in KINDS)
     assert (comp.norm <= mean.norm * (1 + 1e-9)).all()
+    assert (mean.norm <= 2 * (1 - 1 / 5) * comp.norm * (1 + 1e-9)).all()  # (I - 11^T/n) has norm 2(1 - 1/n)
     # Eckart-Young: rank-one residual <= every shift's residual in the Frobenius norm
     assert (torch.linalg.matrix_norm(svd.matrix) <= torch.linalg.matrix_norm(mean.matrix) + 1e-12).all()
 
