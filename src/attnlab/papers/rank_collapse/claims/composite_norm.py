@@ -1,0 +1,121 @@
+"""The composite "norm" ||X||_{1,inf} = sqrt(||X||_1 ||X||_inf) of the rank-collapse notes
+(§2.2, Definition 2.1) and §2.4's problem 2: "if a norm does not satisfy the triangle
+inequality, can it represent distance?"
+
+What holds (checked on random matrices, float64, relative tolerance 1e-12):
+absolute homogeneity ||cX|| = |c| ||X||; definiteness (||X|| = 0 iff X = 0, since both
+factors are norms); symmetry ||-X|| = ||X|| and ||X^T|| = ||X|| (||X^T||_1 = ||X||_inf);
+min(||X||_1, ||X||_inf) <= ||X||_{1,inf} <= max(||X||_1, ||X||_inf) (a geometric mean);
+and the quasi-triangle inequality ||A + B|| <= (nd)^{1/4} (||A|| + ||B||), from
+||X||_1 <= n ||X||_inf, ||X||_inf <= d ||X||_1 and (a1 + a2)(b1 + b2) =
+c1^2 + c2^2 + a1 b2 + a2 b1 with a1 b2 <= sqrt(nd) c1 c2.
+
+What fails: the triangle inequality. On 1 x 1 matrices the composite norm is |x|, a
+norm, so no counterexample exists there; on a 1 x 2 (or 2 x 1) matrix it is
+sqrt(max_j |x_j| sum_j |x_j|), and A = [1, 0], B = [1, 1]/sqrt 2 give ||A + B|| = 2.0301 >
+2 = ||A|| + ||B||. So 1 x 2 is the smallest size with a counterexample (one row or
+column is not enough to make it a norm). Its distance d(X, Y) = ||X - Y|| is symmetric
+and definite but not a metric; Dong et al.'s theorem never needs the triangle
+inequality for res (it bounds one residual at a time), so the answer to problem 2 is
+"a quasi-metric is enough for that proof".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.optimize import minimize
+
+from attnlab.analysis.residuals import composite_norm, l1_norm, linf_norm
+from attnlab.registry import Measurement, at_least, at_most, claim
+
+SIZES = ((1, 2), (2, 2), (3, 3))
+PROPERTY_TOL = 1e-12  # relative, float64
+
+
+def triangle_ratio(A: torch.Tensor, B: torch.Tensor) -> float:
+    """||A + B||_{1,inf} / (||A||_{1,inf} + ||B||_{1,inf}): above 1 breaks the triangle inequality."""
+    return (composite_norm(A + B) / (composite_norm(A) + composite_norm(B))).item()
+
+
+def largest_triangle_ratio(n: int, d: int, rng: np.random.Generator, starts: int = 4) -> tuple[float, np.ndarray]:
+    """Nelder-Mead ascent on the ratio over (A, B), n x d each, from ``starts`` random starts."""
+    def norm(M):  # composite_norm in numpy: the ascent calls it ~10^4 times
+        a = np.abs(M)
+        return math.sqrt(a.sum(0).max() * a.sum(1).max())
+
+    def neg(v):
+        A, B = v[: n * d].reshape(n, d), v[n * d:].reshape(n, d)
+        return -norm(A + B) / (norm(A) + norm(B))
+
+    best, arg = 0.0, None
+    for _ in range(starts):
+        r = minimize(neg, rng.standard_normal(2 * n * d), method="Nelder-Mead",
+                     options=dict(maxiter=1000, xatol=1e-10, fatol=1e-12))
+        if -r.fun > best:
+            best, arg = -r.fun, r.x
+    A, B = (torch.from_numpy(arg[: n * d].reshape(n, d)), torch.from_numpy(arg[n * d:].reshape(n, d)))
+    return triangle_ratio(A, B), arg  # re-measured with the library's composite_norm
+
+
+@claim(
+    "rank-collapse.composite-norm-triangle",
+    where="§2.2 Definition 2.1; §2.4 problem 2",
+    statement="the composite norm sqrt(||X||_1 ||X||_inf) violates the triangle inequality; the smallest "
+              "size with a counterexample is 1 x 2 (on 1 x 1 it is |x|); it is a quasi-norm with constant (nd)^{1/4}",
+    paper_value="called a norm (Definition 2.1); §2.4 asks whether it can represent distance",
+)
+def _triangle(seed: int) -> Measurement:
+    """Measured: the hand counterexample's ratio ||A + B|| / (||A|| + ||B||) on 1 x 2
+    (2.0301 / 2 = 1.0151), and the largest ratio an ascent finds per size (must stay
+    under (nd)^{1/4}). Passes iff the 1 x 2 ratio exceeds 1 + 1e-3 and no ratio exceeds
+    the quasi-norm constant."""
+    rng = np.random.default_rng(seed)
+    A = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    B = torch.tensor([[1.0, 1.0]], dtype=torch.float64) / math.sqrt(2)
+    hand = triangle_ratio(A, B)
+    found = {f"{n}x{d}": largest_triangle_ratio(n, d, rng)[0] for n, d in SIZES}
+    over = max(found[f"{n}x{d}"] - (n * d) ** 0.25 for n, d in SIZES)
+    # 1 x 1: ||a + b|| = |a + b| <= |a| + |b|; check a grid of signs and sizes anyway
+    one = max(triangle_ratio(torch.tensor([[a]], dtype=torch.float64), torch.tensor([[b]], dtype=torch.float64))
+              for a in (-2.0, -0.5, 0.3, 1.0) for b in (-1.0, 0.7, 3.0))
+    measured = hand if over <= 0 and one <= 1 + PROPERTY_TOL else 0.0
+    detail = (f"A=[1,0], B=[1,1]/sqrt2: ||A+B||/(||A||+||B||) = {hand:.5f} (> 1); largest ratio found by "
+              f"Nelder-Mead (4 starts) " + ", ".join(f"{k}: {v:.4f} (bound {(int(k[0]) * int(k[2])) ** .25:.3f})"
+                                                 for k, v in found.items())
+              + f"; 1x1 max ratio {one:.3g} (= |x|, a norm)")
+    values = {"hand_ratio": hand, "largest_ratio": found, "quasi_norm_constants": {f"{n}x{d}": (n * d) ** 0.25
+              for n, d in SIZES}, "max_excess_over_constant": over, "one_by_one_max_ratio": one,
+              "smallest_counterexample": "1x2"}
+    return at_least(measured, 1 + 1e-3, detail, values=values)
+
+
+@claim(
+    "rank-collapse.composite-norm-properties",
+    where="§2.2 Definition 2.1",
+    statement="the composite norm is absolutely homogeneous, definite, invariant under X -> -X and X -> X^T, "
+              "and lies between min and max of ||X||_1 and ||X||_inf",
+    paper_value="(properties of a norm, implicitly)",
+)
+def _properties(seed: int) -> Measurement:
+    """Measured: the largest relative violation of each property over 200 random
+    matrices of sizes n, d in 1..6 (float64); passes iff every one is <= 1e-12."""
+    g = torch.Generator().manual_seed(seed)
+    worst = {"homogeneity": 0.0, "negation": 0.0, "transpose": 0.0, "between_min_max": 0.0, "definite": 0.0}
+    for k in range(200):
+        n, d = 1 + k % 6, 1 + (k // 6) % 6
+        X = torch.randn(n, d, generator=g, dtype=torch.float64) * 10 ** (k % 5 - 2)
+        c = torch.randn((), generator=g, dtype=torch.float64).item() * 3
+        nx = composite_norm(X).item()
+        worst["homogeneity"] = max(worst["homogeneity"], abs(composite_norm(c * X).item() - abs(c) * nx) / nx)
+        worst["negation"] = max(worst["negation"], abs(composite_norm(-X).item() - nx) / nx)
+        worst["transpose"] = max(worst["transpose"], abs(composite_norm(X.T).item() - nx) / nx)
+        lo, hi = sorted((l1_norm(X).item(), linf_norm(X).item()))
+        worst["between_min_max"] = max(worst["between_min_max"], (lo - nx) / nx, (nx - hi) / nx)
+    worst["definite"] = composite_norm(torch.zeros(3, 4, dtype=torch.float64)).item()  # = 0 exactly
+    measured = max(worst.values())
+    detail = ("largest relative violation over 200 random n x d (n, d in 1..6, scales 1e-2..1e2): "
+              + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()))
+    return at_most(measured, PROPERTY_TOL, detail, values=worst)

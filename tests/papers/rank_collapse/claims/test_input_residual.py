@@ -1,0 +1,19 @@
+"""rank-collapse.input-residual (§2.4 problem 3) on MiniLM's embedding output."""
+
+import pytest
+
+from attnlab.registry import select_claims
+
+
+@pytest.mark.slow  # loads MiniLM and solves 2 LPs of 8 x 384 (~15 s)
+def test_input_residual_is_far_above_one():
+    (c,) = select_claims(["rank-collapse.input-residual"])
+    r = c.run(seed=0)
+    assert r.status == "pass", r.error
+    m, v = r.measurement, r.measurement.values
+    assert m.tolerance == 1.0 and m.measured > 10  # tens, not below 1
+    # the exact argmin is never worse than the mean (LP tolerance 1e-9 relative) and never above ||X||
+    for comp, mean, full in zip(v["absolute"]["composite"], v["absolute"]["mean"], v["full_norm"]):
+        assert comp <= mean * (1 + 1e-9) and comp <= full * (1 + 1e-9)
+    assert all(0.5 < x <= 1 + 1e-9 for x in v["relative"]["composite"])
+    assert min(v["beta_heads_layer1"]) > 1e3 * v["beta_needed"] and v["d_qk"] == 32

@@ -1,0 +1,43 @@
+"""rank-collapse.minilm-attention-spectrum and rank-collapse.minilm-projection (§2.3, Theorem 2.3)
+on MiniLM's attention maps."""
+
+import math
+
+import pytest
+import torch
+
+from attnlab.papers.rank_collapse.claims.minilm_spectrum import energy_ranks
+from attnlab.registry import select_claims
+
+
+def test_energy_ranks_by_hand():
+    """diag(2, 1, 0): ||P||_F^2 = 5; sigma^2 = 4, 1, 0: 80% after one, 100% after two.
+    The identity I_4 needs 4 for 99% (and 4 for 90%: 3/4 < 0.9)."""
+    k = energy_ranks(torch.diag(torch.tensor([2.0, 1.0, 0.0], dtype=torch.float64)), (0.8, 0.9, 0.99))
+    assert (k[0.8].item(), k[0.9].item(), k[0.99].item()) == (1, 2, 2)
+    k = energy_ranks(torch.eye(4, dtype=torch.float64).expand(3, 4, 4))
+    assert k[0.9].tolist() == [4, 4, 4] and k[0.99].tolist() == [4, 4, 4]
+
+
+@pytest.mark.slow  # MiniLM forward passes at n = 32..256 (~10-20 s on a shared CPU)
+def test_spectrum_grows_faster_than_log_squared():
+    (c,) = select_claims(["rank-collapse.minilm-attention-spectrum"])
+    r = c.run(seed=0)
+    assert r.status == "pass", r.error
+    v = r.measurement.values
+    assert abs(v["slope_ln_n_sq"] - 0.45) < 0.01 and v["slope_k99"] > 0.6
+    assert [row["n"] for row in v["rows"]] == [32, 64, 128, 256] and v["rank_rtol"] == 1e-2
+    last = v["rows"][-1]
+    assert last["k90_median"] <= 2 * math.log(256) and last["k99_max"] > 128  # most heads low, some near full
+
+
+@pytest.mark.slow
+def test_projection_is_jl_for_vectors_but_no_matrix_approximation():
+    (c,) = select_claims(["rank-collapse.minilm-projection"])
+    m = c.run(seed=2).measurement
+    assert m.passed and m.target == -0.5 and m.tolerance == 0.2
+    v = m.values
+    assert v["k_values"] == [math.ceil(c * math.log(256)) for c in (2, 4, 8, 16)]
+    assert v["median_vector_error"][-1] < v["median_vector_error"][0]
+    # the sketch's matrix error is ~ sqrt(n/k) (> 1), the SVD truncation's far below
+    assert abs(v["matrix_error_sketch"] / v["sqrt_n_over_k"] - 1) < 0.25 and v["matrix_error_svd"] < 0.1
