@@ -240,7 +240,7 @@ def fit_heads(maps: list[torch.Tensor], frequencies: list[torch.Tensor], *, caus
         searched = [random_search(A[s, h], cfg.search_draws, cfg.w_max, seed + 7919 * s + h) for s in range(S)]
         search = float(np.mean(searched))
         gap = max(best_sigma(p).distance - q for p, q in zip(per, searched))
-        fam = Counter("sigma2" if best_sigma(p) is p["sigma2"] else "sigma3" for p in per).most_common(1)[0][0]
+        fam = "sigma2" if d["sigma2"] <= d["sigma3"] else "sigma3"  # the family of d_Sigma on the mean
         offs = torch.nan_to_num(voita.offset_fractions[h], nan=0.0).mean(0)  # (2,)
         rare = float(voita.rare_argmax[h].mean())
         rows.append({"model": model, "kind": kind, "head": h, "n": n, "maps": S,
@@ -251,7 +251,7 @@ def fit_heads(maps: list[torch.Tensor], frequencies: list[torch.Tensor], *, caus
                      "voita_positional": bool(offs.max() >= POSITIONAL_FRACTION),
                      "voita_offset_fraction": float(offs.max()), "voita_rare": rare >= RARE_TOKEN_FRACTION,
                      "voita_rare_argmax": rare, "confidence": float(voita.confidence[h].mean()),
-                     "example_fit": best_sigma(per[0]).P, "example_map": A[0, h]})
+                     "example_fit": per[0][fam].P, "example_map": A[0, h]})
     return rows
 
 
