@@ -17,8 +17,11 @@ Sigma = Sigma_1 u Sigma_2(w) u Sigma_3 (positional, syntactic, rare-token heads)
 4. each crop H fitted exactly (:mod:`attnlab.papers.transformer_math.head_structure`, error box
    eps = 0, i.e. the plain L1 distance of eq. 22): Sigma_1 = {I}, the best clamped shift
    |k| <= w_max, the best permutation matrix, Sigma_2(w1, w2 <= w_max) with every dropout pattern,
-   and Sigma_3 (any blocks); the distance of H to Sigma is d_Sigma = min(d_Sigma2, d_Sigma3)
-   (Sigma_1 is inside both). Distances are reported raw (comparable with the thesis's "min L1
+   and Sigma_3 (any blocks); the distance of H to Sigma is d_Sigma = min(d_shift, d_Sigma2,
+   d_Sigma3) (Sigma_1 = the shift k = 0 is inside all three). The shifts are counted in Sigma because
+   eq. (19)'s P is there "to shift the positional heads, i.e. the diagonal": Sigma_2 and Sigma_3 as
+   printed keep every other row on the diagonal, so without the shifts a previous-token head
+   (Voita's positional head, offset -1) would sit at half the largest distance from Sigma. Distances are reported raw (comparable with the thesis's "min L1
    distance"), per entry (d / crop^2, its "mean error per entry") and normalised by 2 crop,
    the largest L1 distance between row-stochastic maps;
 5. baselines: the same fits of uniform attention and of ``draws`` random row-stochastic maps,
@@ -94,8 +97,8 @@ from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.head-structure"
 FITS = ("sigma1", "shift", "permutation", "sigma2", "sigma3")
-FIT_NAMES = {"sigma1": "Sigma1 (I)", "shift": "best shift", "permutation": "best permutation",
-             "sigma2": "Sigma2 (w<=3)", "sigma3": "Sigma3", "sigma": "Sigma (best)"}
+FIT_NAMES = {"sigma1": "Σ1 (I)", "shift": "best shift", "permutation": "best permutation",
+             "sigma2": "Σ2 (w ≤ 3)", "sigma3": "Σ3", "sigma": "Σ (best)"}
 LABELS = ("positional", "syntactic", "rare-token", "unstructured")
 # The thesis's numbers (Conti repo, Attn_approx.ipynb, w=3, num_pos=2, 16 x 16 crops): per head.
 THESIS_L1 = (15.7, 21.1)
@@ -169,9 +172,12 @@ def fit_all(H: torch.Tensor, w_max: int) -> dict[str, object]:
             "sigma2": fit_sigma2(H, 0.0, w_max), "sigma3": fit_sigma3(H)}
 
 
+SIGMA = ("shift", "sigma2", "sigma3")  # the families whose minimum is d_Sigma, simplest first
+
+
 def best_sigma(fits: dict) -> object:
-    """The fit realising d_Sigma = min(d_Sigma2, d_Sigma3) (Sigma_2 on a tie)."""
-    return fits["sigma2"] if fits["sigma2"].distance <= fits["sigma3"].distance else fits["sigma3"]
+    """The fit realising d_Sigma = min(d_shift, d_Sigma2, d_Sigma3) (the simplest family on a tie)."""
+    return min((fits[k] for k in SIGMA), key=lambda f: f.distance)
 
 
 def random_search(H: torch.Tensor, draws: int, w_max: int, seed: int) -> float:
@@ -240,7 +246,7 @@ def fit_heads(maps: list[torch.Tensor], frequencies: list[torch.Tensor], *, caus
         searched = [random_search(A[s, h], cfg.search_draws, cfg.w_max, seed + 7919 * s + h) for s in range(S)]
         search = float(np.mean(searched))
         gap = max(best_sigma(p).distance - q for p, q in zip(per, searched))
-        fam = "sigma2" if d["sigma2"] <= d["sigma3"] else "sigma3"  # the family of d_Sigma on the mean
+        fam = min(SIGMA, key=lambda k: d[k])  # the family of d_Sigma on the mean distances
         offs = torch.nan_to_num(voita.offset_fractions[h], nan=0.0).mean(0)  # (2,)
         rare = float(voita.rare_argmax[h].mean())
         rows.append({"model": model, "kind": kind, "head": h, "n": n, "maps": S,
@@ -417,7 +423,8 @@ def _baseline_table(base: Baselines) -> Table:
 
 
 def _short(r) -> str:
-    return {"sigma2": "S2", "sigma3": "S3"}[r["best_family"]] + f" {r['normalized']:.2f} {r['label'][:3]}"
+    return {"shift": "shift", "sigma2": "Σ2", "sigma3": "Σ3"}[r["best_family"]] + \
+        f" {r['normalized']:.2f} {r['label'][:3]}"
 
 
 def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
@@ -428,7 +435,7 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
         r, ylab, xlab = figmaps[(one, kind)]
         for h in r:
             panels.append(heatmap_panel(f"{kind}, head {h['head']}", h["example_map"], xlabels=xlab, ylabels=ylab))
-            panels.append(heatmap_panel(f"best Sigma: {FIT_NAMES[h['best_family']]}, L1 "
+            panels.append(heatmap_panel(f"best Σ: {FIT_NAMES[h['best_family']]}, L1 "
                                         f"{(h['example_map'] - h['example_fit']).abs().sum():.1f}",
                                         h["example_fit"], xlabels=xlab, ylabels=ylab))
     figs.append(heatmap_figure(
@@ -437,17 +444,16 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
         f"({cfg.crop}x{cfg.crop} crop, rows renormalised), each map beside its best-fitting member of Sigma. "
         "Rows are queries, columns keys.",
         panels=panels, ncols=2 * min(len(r), 4), vmin=0.0, vmax=1.0, colorbar="attention weight",
-        title=f"{one} head: attention and best Sigma"))
+        title=f"{one} head: attention and best Σ"))
     many = max(cfg.heads)
     if many != one:
         for kind, file in (("encoder self", "fig12-heads-encoder.png"), ("cross", "fig12-heads-cross.png")):
             r, _, _ = figmaps[(many, kind)]
             panels = [heatmap_panel(f"head {h['head']}: {_short(h)}", h["example_map"]) for h in r]
-            panels += [heatmap_panel(f"head {h['head']}: best Sigma", h["example_fit"]) for h in r]
+            panels += [heatmap_panel(f"head {h['head']}: best Σ", h["example_fit"]) for h in r]
             figs.append(heatmap_figure(
                 file, f"Like the text's Fig. 12: the {many}-head model's {kind} attention on one held-out pair "
-                f"(top row) and each head's best member of Sigma (bottom row). Titles: the family (S2 = Sigma_2, "
-                "S3 = Sigma_3), d_Sigma / 2n averaged over the fitted pairs, and the head's label.",
+                f"(top row) and each head's best member of Sigma (bottom row). Titles: the family (shift, Σ2 or Σ3), d_Sigma / 2n averaged over the fitted pairs, and the head's label.",
                 panels=panels, ncols=len(r), vmin=0.0, vmax=1.0, colorbar="attention weight",
                 title=f"{many} heads, {kind} attention"))
     if mini:
@@ -472,7 +478,7 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
         "mean over heads, beside the same fits of uniform and of random attention. The thesis's per-head range "
         f"{THESIS_L1[0]}-{THESIS_L1[1]} on 16x16 is {THESIS_L1[0] / 32:.2f}-{THESIS_L1[1] / 32:.2f} on this scale.",
         categories=[FIT_NAMES[k] for k in list(FITS) + ["sigma"]], groups=groups, ylabel="distance / 2n",
-        title="Distance to Sigma against baselines"))
+        title="Distance to Σ against baselines"))
     lines = []
     for i, name in enumerate(dict.fromkeys(r["model"] for r in rows + mini)):
         ys = sorted(r["normalized"] for r in rows + mini if r["model"] == name)
@@ -488,7 +494,7 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
         "Each head's d_Sigma / 2n, sorted, against the fraction of heads (x): below the dashed line a head is "
         "closer to Sigma than uniform attention is. Dash-dot: the thesis's per-head range (random search, "
         "so an upper bound on the exact minimum).",
-        series=lines, xlabel="fraction of heads (sorted)", ylabel="d_Sigma / 2n", title="Every head against baselines"))
+        series=lines, xlabel="fraction of heads (sorted)", ylabel="d_Σ / 2n", title="Every head against baselines"))
     return figs
 
 
