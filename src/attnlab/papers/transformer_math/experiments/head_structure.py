@@ -527,7 +527,12 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     start = time.perf_counter()
     base = baselines(cfg.crop, cfg.w_max, cfg.draws, cfg.seed)
     corpus, models, rows, figmaps, sizes = _translation(cfg, run_dir, base)
-    mini, mini_tokens, n_mini = _minilm(cfg, base) if cfg.minilm else ([], [], 0)
+    mini, mini_tokens, n_mini, extra = [], [], 0, []
+    if cfg.minilm:
+        try:
+            mini, mini_tokens, n_mini = _minilm(cfg, base)
+        except ConfigError as e:  # the model package is an optional extra
+            extra.append(f"MiniLM's heads were left out: {e}")
     figures = _figures(cfg, rows, mini, figmaps, mini_tokens, base)
     plain = [{k: v for k, v in r.items() if k not in ("example_fit", "example_map")} for r in rows + mini]
     data = {"corpus": corpus.name, "corpus_description": corpus.description, "sizes": sizes,
@@ -545,7 +550,7 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     return ExperimentResult(summary=_summary(cfg, corpus, models, rows, mini, base),
                             tables=[_train_table(models, sizes, cfg, corpus), _baseline_table(base),
                                     _head_table(plain)],
-                            figures=figures, notes=_notes(cfg, corpus, sizes, n_mini), data=data, scalars=scalars)
+                            figures=figures, notes=_notes(cfg, corpus, sizes, n_mini) + extra, data=data, scalars=scalars)
 
 
 register(Experiment(EXPERIMENT_ID,
