@@ -460,24 +460,26 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
         figs.append(heatmap_figure(
             "minilm-72-heads.png",
             f"All 72 heads of all-MiniLM-L6-v2 on one pydoc sentence of {cfg.crop} word pieces "
-            f"({' '.join(mini_tokens)}); rows = layers 0-5, columns = heads 0-11. Titles: best family, "
-            "d_Sigma / 2n, label.",
+            f"({' '.join(mini_tokens)}); two rows per layer (heads 0-5, 6-11), layers 0-5 from the top. "
+            "Titles: layer, head, best family, d_Sigma / 2n averaged over the fitted sentences, label.",
             panels=[heatmap_panel(f"L{r['kind'][-1]} H{r['head']}: {_short(r)}", r["example_map"]) for r in mini],
-            ncols=12, vmin=0.0, vmax=1.0, colorbar="attention weight", title="MiniLM: every head"))
+            ncols=6, vmin=0.0, vmax=1.0, colorbar="attention weight", title="MiniLM: every head"))
     groups = []
+    cats = ["sigma1", "shift", "permutation", "sigma3", "sigma2", "sigma"]  # the low bars last, under the legend
     for name in dict.fromkeys(r["model"] for r in rows + mini):
         rs = [r for r in rows + mini if r["model"] == name]
-        groups.append({"label": f"{name} (mean of {len(rs)} heads)",
+        groups.append({"label": f"{name.replace('translation ', '')} ({len(rs)})",
                        "values": [float(np.mean([normalized_distance(r[f"d_{k}"], cfg.crop) for r in rs]))
-                                  for k in list(FITS) + ["sigma"]]})
-    groups.append({"label": "uniform map", "values": [base.uniform[k] for k in list(FITS) + ["sigma"]]})
-    groups.append({"label": "random maps (mean)", "values": [base.random[k] for k in list(FITS) + ["sigma"]]})
+                                  for k in cats]})
+    groups.append({"label": "uniform map", "values": [base.uniform[k] for k in cats]})
+    groups.append({"label": "random maps", "values": [base.random[k] for k in cats]})
     figs.append(bar_figure(
         "distance-by-family.png",
         f"L1 distance to each family divided by 2n (n = {cfg.crop}; 1 = as far as two row-stochastic maps can be), "
-        "mean over heads, beside the same fits of uniform and of random attention. The thesis's per-head range "
+        "mean over heads (in brackets: how many), beside the same fits of uniform and of random attention "
+        "(the mean over random maps). The thesis's per-head range "
         f"{THESIS_L1[0]}-{THESIS_L1[1]} on 16x16 is {THESIS_L1[0] / 32:.2f}-{THESIS_L1[1] / 32:.2f} on this scale.",
-        categories=[FIT_NAMES[k] for k in list(FITS) + ["sigma"]], groups=groups, ylabel="distance / 2n",
+        categories=[FIT_NAMES[k] for k in cats], groups=groups, ylabel="distance / 2n",
         title="Distance to Σ against baselines"))
     lines = []
     for i, name in enumerate(dict.fromkeys(r["model"] for r in rows + mini)):
