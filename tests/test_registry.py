@@ -35,7 +35,7 @@ EXPECTED = {
     "logic": (0, 0, 0),
     "memorization": (8, 10, 1),
     "rank-collapse": (12, 0, 0),
-    "transformer-math": (25, 6, 0),
+    "transformer-math": (25, 7, 0),
 }
 
 

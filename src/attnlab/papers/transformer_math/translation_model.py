@@ -1,0 +1,198 @@
+"""The one-layer translation transformer of §3.1, trained on a parallel corpus, and its attention maps.
+
+The text trains the transformer of §1.2 with "just 1 layer and either 1 or 8 heads" for 20 epochs
+on English -> Italian, then looks at the attention weights (Figs. 11-12). Here the model is
+:class:`attnlab.nn.EncoderDecoder` with one encoder and one decoder block (post-LN, sinusoidal
+positions, the text's choices), trained with teacher forcing on
+
+    source  x_1 .. x_m </s>          (encoder input, n = m + 1)
+    decoder <s> y_1 .. y_k           (decoder input, n' = k + 1)
+    target  y_1 .. y_k </s>          (cross-entropy, mean over target tokens, padding ignored)
+
+by Adam. One pass returns three kinds of maps per head h (rows = queries):
+
+    encoder self-attention   (n, n)    softmax(Q K^T / sqrt(d_k)) of the encoder block
+    decoder self-attention   (n', n')  the causal one (eq. 10): row i sees j <= i
+    cross-attention          (n', n)   decoder queries on encoder keys
+
+The baseline a trained model must beat is the unigram model: predicting every target token with the
+training frequencies p(y), whose held-out loss is -mean log p(y) (the same tokens, </s> included).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from attnlab.nn import EncoderDecoder
+from attnlab.papers.transformer_math.translation_corpus import BOS, EOS, PAD, Vocabulary
+
+ATTENTION_KINDS = ("encoder self", "decoder self", "cross")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """src (B, n), dec_in (B, n'), target (B, n') int64; masks True = padding."""
+
+    src: Tensor
+    dec_in: Tensor
+    target: Tensor
+    src_pad: Tensor
+    tgt_pad: Tensor
+
+
+def make_batch(pairs: Sequence[tuple[Sequence[str], Sequence[str]]], src_vocab: Vocabulary, tgt_vocab: Vocabulary,
+               device: str = "cpu") -> Batch:
+    """Pad a list of (English, Italian) token pairs into one teacher-forcing batch (module docstring)."""
+    pad_s, pad_t = src_vocab.stoi[PAD], tgt_vocab.stoi[PAD]
+    src = [src_vocab.ids(e) + [src_vocab.stoi[EOS]] for e, _ in pairs]
+    tgt = [tgt_vocab.ids(i) for _, i in pairs]
+    dec = [[tgt_vocab.stoi[BOS]] + t for t in tgt]
+    out = [t + [tgt_vocab.stoi[EOS]] for t in tgt]
+    n, m = max(map(len, src)), max(map(len, dec))
+
+    def pad(rows, length, value):
+        return torch.tensor([r + [value] * (length - len(r)) for r in rows], dtype=torch.int64, device=device)
+
+    S, D, T = pad(src, n, pad_s), pad(dec, m, pad_t), pad(out, m, pad_t)
+    return Batch(S, D, T, S == pad_s, D == pad_t)
+
+
+def build_model(src_vocab: Vocabulary, tgt_vocab: Vocabulary, *, d_model: int, n_heads: int, d_ff: int,
+                dropout: float, max_len: int, seed: int, device: str = "cpu") -> EncoderDecoder:
+    """A one-layer EncoderDecoder, initialised from ``seed`` without touching the global generator."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = EncoderDecoder(len(src_vocab), len(tgt_vocab), d_model, n_heads, d_ff, 1, dropout=dropout,
+                               max_len=max_len)
+    return model.to(device)
+
+
+def batch_loss(model: EncoderDecoder, b: Batch) -> tuple[Tensor, Tensor, int]:
+    """(mean cross-entropy, number of correct argmax predictions, number of target tokens)."""
+    logits = model(b.src, b.dec_in, b.src_pad, b.tgt_pad)
+    keep = ~b.tgt_pad
+    loss = torch.nn.functional.cross_entropy(logits[keep], b.target[keep])
+    correct = (logits.argmax(-1)[keep] == b.target[keep]).sum()
+    return loss, correct, int(keep.sum())
+
+
+@dataclass(frozen=True)
+class TrainedTranslator:
+    """model (eval mode); epoch_losses: mean training loss per epoch; heldout_loss, heldout_accuracy:
+    teacher-forced cross-entropy (nats per token) and argmax accuracy on the held-out pairs;
+    unigram_loss: the unigram baseline's held-out loss; seconds: training time."""
+
+    model: EncoderDecoder
+    n_heads: int
+    epoch_losses: list[float]
+    heldout_loss: float
+    heldout_accuracy: float
+    unigram_loss: float
+    seconds: float
+
+
+def evaluate(model: EncoderDecoder, pairs, src_vocab, tgt_vocab, batch_size: int, device: str) -> tuple[float, float]:
+    """Held-out (loss per token, accuracy), summed over batches then divided by the token count."""
+    model.eval()
+    total, correct, count = 0.0, 0, 0
+    with torch.no_grad():
+        for k in range(0, len(pairs), batch_size):
+            loss, c, n = batch_loss(model, make_batch(pairs[k: k + batch_size], src_vocab, tgt_vocab, device))
+            total, correct, count = total + float(loss) * n, correct + int(c), count + n
+    return total / count, correct / count
+
+
+def unigram_loss(train_pairs, heldout_pairs, tgt_vocab: Vocabulary) -> float:
+    """-mean log p(y) over held-out target tokens (ids as the model sees them, </s> included), p the
+    training frequencies with add-one smoothing over the vocabulary."""
+    counts = torch.ones(len(tgt_vocab), dtype=torch.float64)
+    for _, i in train_pairs:
+        counts.index_add_(0, torch.tensor(tgt_vocab.ids(list(i)) + [tgt_vocab.stoi[EOS]]),
+                          torch.ones(len(i) + 1, dtype=torch.float64))
+    logp = counts.log() - counts.sum().log()
+    ids = [t for _, i in heldout_pairs for t in tgt_vocab.ids(list(i)) + [tgt_vocab.stoi[EOS]]]
+    return float(-logp[torch.tensor(ids)].mean())
+
+
+def train_translator(train_pairs, heldout_pairs, src_vocab: Vocabulary, tgt_vocab: Vocabulary, *, n_heads: int,
+                     d_model: int, d_ff: int, dropout: float, epochs: int, batch_size: int, lr: float, seed: int,
+                     max_len: int, device: str = "cpu", log=None) -> TrainedTranslator:
+    """Adam (lr, betas (0.9, 0.98)) on shuffled minibatches, ``epochs`` passes; deterministic in ``seed``.
+
+    On the CPU training runs on one intra-op thread: multi-threaded CPU reductions change the last
+    bits from one process to the next (measured: held-out losses differing at 1e-8), one thread
+    makes the run bit-identical across processes."""
+    threads = torch.get_num_threads()
+    if str(device) == "cpu":
+        torch.set_num_threads(1)
+    try:
+        return _train(train_pairs, heldout_pairs, src_vocab, tgt_vocab, n_heads=n_heads, d_model=d_model, d_ff=d_ff,
+                      dropout=dropout, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_len=max_len,
+                      device=device, log=log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(train_pairs, heldout_pairs, src_vocab, tgt_vocab, *, n_heads, d_model, d_ff, dropout, epochs, batch_size,
+           lr, seed, max_len, device, log) -> TrainedTranslator:
+    start = time.perf_counter()
+    model = build_model(src_vocab, tgt_vocab, d_model=d_model, n_heads=n_heads, d_ff=d_ff, dropout=dropout,
+                        max_len=max_len, seed=seed, device=device)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
+    g = torch.Generator().manual_seed(seed)
+    losses = []
+    for epoch in range(epochs):
+        model.train()
+        order = torch.randperm(len(train_pairs), generator=g).tolist()
+        total, count = 0.0, 0
+        with torch.random.fork_rng(devices=[]):  # dropout draws from the global generator
+            torch.manual_seed(seed * 1000 + epoch)
+            for k in range(0, len(order), batch_size):
+                b = make_batch([train_pairs[j] for j in order[k: k + batch_size]], src_vocab, tgt_vocab, device)
+                loss, _, n = batch_loss(model, b)
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                total, count = total + loss.item() * n, count + n
+        losses.append(total / count)
+        if log is not None:
+            log(epoch, losses[-1])
+    h_loss, h_acc = evaluate(model, heldout_pairs, src_vocab, tgt_vocab, batch_size, device)
+    model.eval()
+    return TrainedTranslator(model, n_heads, losses, h_loss, h_acc,
+                             unigram_loss(train_pairs, heldout_pairs, tgt_vocab), time.perf_counter() - start)
+
+
+def attention_maps(model: EncoderDecoder, pairs, src_vocab: Vocabulary, tgt_vocab: Vocabulary,
+                   device: str = "cpu") -> list[dict[str, Tensor]]:
+    """Per pair, {kind: (H, n_q, n_k) float64} for the three kinds (module docstring), without padding."""
+    model.eval()
+    b = make_batch(pairs, src_vocab, tgt_vocab, device)
+    with torch.no_grad():
+        out = model(b.src, b.dec_in, b.src_pad, b.tgt_pad, output_attentions=True)
+    maps = []
+    for r, (e, i) in enumerate(pairs):
+        n, m = len(e) + 1, len(i) + 1
+        maps.append({"encoder self": out.encoder.attentions[0][r, :, :n, :n].double().cpu(),
+                     "decoder self": out.decoder.attentions[0][r, :, :m, :m].double().cpu(),
+                     "cross": out.decoder.cross_attentions[0][r, :, :m, :n].double().cpu()})
+    return maps
+
+
+def crop(A: Tensor, size: int) -> tuple[Tensor, Tensor]:
+    """The top-left size x size block of maps A (..., n_q, n_k), rows renormalised to sum to 1, and
+    the attention mass each row kept (..., size) before renormalising."""
+    C = A[..., :size, :size]
+    kept = C.sum(-1)
+    return C / kept.clamp_min(1e-300)[..., None], kept
+
+
+def perplexity(loss: float) -> float:
+    return math.exp(loss)
