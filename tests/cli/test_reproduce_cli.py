@@ -16,7 +16,9 @@ EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturati
                     "scaling-steps-to-threshold.png", "scaling-initial-gradient.png",
                     "scaling-initial-entropy.png", "lowrank-error-vs-k.png",
                     "sparse-error-vs-density.png", "error-all-variants.png",
-                    "attention-time.png", "attention-memory.png"}
+                    "attention-time.png", "attention-memory.png", "fig11-one-head.png",
+                    "fig12-heads-encoder.png", "fig12-heads-cross.png", "minilm-72-heads.png",
+                    "distance-per-head.png"}
 
 
 def _main(argv):
@@ -33,7 +35,7 @@ def run_dir(tmp_path_factory):
     proc = subprocess.run(
         [sys.executable, "-m", "attnlab.cli", "reproduce", "transformer-math", "--scale", "quick",
          "--out", str(out), "--seed", "3"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"run directory: {out}" in proc.stdout
@@ -53,7 +55,7 @@ def test_reproduce_writes_the_run_directory(run_dir):
     assert cfg["seed"] == 3 and cfg["experiments"]["transformer-math.dot-product-scaling"]["seed"] == 3
     res = json.loads((run_dir / "results.json").read_text())
     assert {e["status"] for e in res["experiments"].values()} == {"ok"}
-    assert len(res["experiments"]) == 6
+    assert len(res["experiments"]) == 7
     assert "selftest.sweep" not in res["experiments"]
     scaling = res["experiments"]["transformer-math.scaling"]
     assert scaling["sweep"]["ok"] == 15 and scaling["sweep"]["failed"] == 0  # 5 d_head x 3 seeds
