@@ -121,6 +121,24 @@ class Batch:
     X0: Tensor
 
 
+def long_texts(count: int, n: int, seed: int) -> list[str]:
+    """``count`` distinct help topics of pydoc_data.topics with at least n MiniLM tokens, in the
+    order of a permutation drawn from ``seed`` (whitespace collapsed)."""
+    from pydoc_data.topics import topics
+
+    tok = minilm("cpu").tokenizer
+    names = sorted(topics)
+    order = torch.randperm(len(names), generator=torch.Generator().manual_seed(seed)).tolist()
+    picked = []
+    for i in order:
+        text = " ".join(topics[names[i]].split())
+        if len(tok(text, add_special_tokens=True, verbose=False)["input_ids"]) >= n:
+            picked.append(text)
+            if len(picked) == count:
+                return picked
+    raise ConfigError(f"only {len(picked)} help topics have {n} tokens or more: ask for fewer texts or tokens")
+
+
 def text_batch(texts: Sequence[str], n: int, device: str = "cpu") -> Batch:
     """Tokenize ``texts`` with MiniLM's tokenizer, each cut to n tokens ([CLS] ... [SEP] included).
 
@@ -161,5 +179,5 @@ def run_model(model_name: str, model: Encoder, batch: Batch,
                      output_hidden_states=True, output_attentions=True)
 
 
-__all__ = ["BERT_INIT_STD", "Batch", "MODELS", "VARIANTS", "attnlab_stack", "bert_random", "build_model", "minilm", "run_model",
+__all__ = ["BERT_INIT_STD", "Batch", "MODELS", "VARIANTS", "attnlab_stack", "bert_random", "build_model", "long_texts", "minilm", "run_model",
            "text_batch", "with_parts"]

@@ -30,9 +30,8 @@ import torch
 from attnlab.analysis.residuals import KINDS, composite_norm, relative_residual, residual
 from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.minilm_text import pydoc_texts
 from attnlab.papers.rank_collapse.notes_errors import COLUMNS, NOTES_ERRORS
-from attnlab.papers.rank_collapse.stacks import MODELS, VARIANTS, build_model, run_model, text_batch
+from attnlab.papers.rank_collapse.stacks import long_texts, MODELS, VARIANTS, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register
 from attnlab.results import PALETTE, ExperimentResult, Table, check, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -108,7 +107,7 @@ def _first_below(ys: list[float], level: float) -> int | None:
 def measure(cfg: AblationsConfig, run_dir=None) -> dict:
     """The curves: data["curves"][model][variant][kind] = {"mean": [...], "std": [...]} over layers,
     and data["composite"][model][variant][kind] on the short sequences (all three kinds)."""
-    texts = pydoc_texts(cfg.texts, cfg.seed)
+    texts = long_texts(cfg.texts, cfg.tokens, cfg.seed)
     batch = text_batch(texts, cfg.tokens, cfg.device)
     short = text_batch(texts[:cfg.composite_texts], cfg.composite_tokens, cfg.device) if cfg.composite_texts else None
     curves, composite, worst_gap = {}, {}, 0.0

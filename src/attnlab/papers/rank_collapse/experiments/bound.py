@@ -39,8 +39,7 @@ from attnlab.config import RunConfig, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.ops.multihead import ov_circuit, qk_circuit
 from attnlab.ops.softmax import softmax_attention
-from attnlab.papers.rank_collapse.minilm_text import pydoc_texts
-from attnlab.papers.rank_collapse.stacks import VARIANTS, build_model, run_model, text_batch
+from attnlab.papers.rank_collapse.stacks import long_texts, VARIANTS, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register
 from attnlab.results import PALETTE, ExperimentResult, Table, check, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -130,7 +129,7 @@ def _one_san(cfg: BoundConfig, s: float, r0: float, g: torch.Generator) -> dict:
 
 
 def _minilm(cfg: BoundConfig) -> dict:
-    batch = text_batch(pydoc_texts(cfg.minilm_texts, cfg.seed), cfg.minilm_tokens, cfg.device)
+    batch = text_batch(long_texts(cfg.minilm_texts, cfg.minilm_tokens, cfg.seed), cfg.minilm_tokens, cfg.device)
     out = {}
     for m in ("pretrained", "random"):
         model = build_model(m, cfg.seed, cfg.device)

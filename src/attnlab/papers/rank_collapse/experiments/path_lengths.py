@@ -38,8 +38,7 @@ from attnlab.analysis.path_decomposition import (SANLayer, accumulated_bias, pat
 from attnlab.analysis.residuals import relative_residual
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.minilm_text import pydoc_texts
-from attnlab.papers.rank_collapse.stacks import build_model, run_model, text_batch
+from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register
 from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, check, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -118,7 +117,7 @@ def exact_stack(L: int, H: int, cfg: PathLengthsConfig, g: torch.Generator) -> d
 
 def minilm_linearised(cfg: PathLengthsConfig) -> dict:
     """Sections 2 and 3 of the module docstring (pretrained all-MiniLM-L6-v2)."""
-    batch = text_batch(pydoc_texts(cfg.texts, cfg.seed), cfg.tokens, cfg.device)
+    batch = text_batch(long_texts(cfg.texts, cfg.tokens, cfg.seed), cfg.tokens, cfg.device)
     model = build_model("pretrained", cfg.seed, cfg.device)
     out = run_model("pretrained", model, batch)  # the full model, as trained
     layers = [SANLayer(*(None if t is None else t.detach() for t in (
