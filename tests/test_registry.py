@@ -34,7 +34,7 @@ EXPECTED = {
     "invertibility": (0, 0, 0),
     "logic": (0, 0, 0),
     "memorization": (8, 10, 1),
-    "rank-collapse": (3, 0, 0),
+    "rank-collapse": (3, 5, 0),
     "transformer-math": (25, 6, 0),
 }
 
