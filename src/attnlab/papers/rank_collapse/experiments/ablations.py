@@ -202,7 +202,7 @@ def _summary(data: dict, cfg: AblationsConfig) -> list:
 
 def _figures(data: dict, cfg: AblationsConfig) -> list:
     figs = []
-    colors = {v: PALETTE[i] for i, v in enumerate(VARIANTS)}
+    colors = {v: c for v, c in zip(VARIANTS, (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3], PALETTE[6]))}
     refs = {"pretrained": "Dong et al. (pretrained, l=12, SAN+skip / transformer): BERT 0.07 / 0.31, ALBERT 0 / 0.56, "
                           "XLNet 0.10 / 0.52; SAN ~0 by l=5-9.",
             "random": "Dong et al. (random init): layer 0 0.60-1.0; SAN 0.02 at l=1 (BERT), 0 from l=2; "
@@ -227,6 +227,7 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
     comp = {m: vs for m, vs in data["composite"].items() if vs}
     if comp:
         lines, styles = [], {"mean": "solid", "composite": "dashed", "svd": "dotted"}
+        colors = {v: c for v, c in zip(VARIANTS, (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3], PALETTE[6]))}
         for m, vs in comp.items():
             for v, kinds in vs.items():
                 for kind, ys in kinds.items():
