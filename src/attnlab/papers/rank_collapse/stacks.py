@@ -179,5 +179,6 @@ def run_model(model_name: str, model: Encoder, batch: Batch,
                      output_hidden_states=True, output_attentions=True)
 
 
-__all__ = ["BERT_INIT_STD", "Batch", "MODELS", "VARIANTS", "attnlab_stack", "bert_random", "build_model", "long_texts", "minilm", "run_model",
+__all__ = ["BERT_INIT_STD", "Batch", "MODELS", "VARIANTS", "attnlab_stack", "bert_random", "build_model", "long_texts",
+           "minilm", "run_model",
            "text_batch", "with_parts"]

@@ -232,7 +232,8 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
         "As Dong et al. draw it (linear axis): relative residual per layer, residual = token-mean residual "
         "X - 1 mean^T, for every network (" + ", ".join(
             f"{m} {st}" for m, st in zip(data["curves"], ("solid", "dashed", "dotted")))
-        + ") and ablation. On this axis pure attention, SAN+MLP and SAN+LN are 0 after 2-4 layers, as in their figures; only the skip connection keeps the residual up. Dong et al. at l=12: "
+        + ") and ablation. On this axis pure attention, SAN+MLP and SAN+LN are 0 after 2-4 layers, as in "
+        "their figures; only the skip connection keeps the residual up. Dong et al. at l=12: "
         "pretrained SAN+skip / transformer 0.07 / 0.31 (BERT), 0 / 0.56 (ALBERT), 0.10 / 0.52 (XLNet); random "
         "init 0.45 / 0.35, 0.26 / 0.26, 0.93 / 0.73.",
         series=dong, xlabel="layer l", ylabel="relative residual", title="All ablations, linear axis"))

@@ -105,8 +105,8 @@ def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator) -> dict:
                 e = projection_action_errors(P[l, b, h], w, ks, draws=cfg.draws, generator=g)  # (k, draws)
                 errs.append(e.median(-1).values)
                 Pw = P[l, b, h] @ w
-                svd_errs.append(torch.stack([(U[l, b, h, :, :k] @ (S[l, b, h, :k, None] * (Vh[l, b, h, :k] @ w[:, None]))
-                                              )[:, 0].sub(Pw).norm() / Pw.norm() for k in ks]))
+                Pk_w = [U[l, b, h, :, :k] @ (S[l, b, h, :k] * (Vh[l, b, h, :k] @ w)) for k in ks]  # P_k w
+                svd_errs.append(torch.stack([(x - Pw).norm() / Pw.norm() for x in Pk_w]))
     E, Es = torch.stack(errs), torch.stack(svd_errs)  # (matrices, k)
     return {"n": n, "matrices": int(E.shape[0]), **{k: _median(v) for k, v in st.items() if k != "cumulative"},
             "k90_q90": float(st["k90"].quantile(0.9)), "k99_max": float(st["k99"].max()),

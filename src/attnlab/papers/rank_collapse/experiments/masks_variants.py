@@ -49,6 +49,8 @@ from attnlab.runs.rundir import log_metric
 EXPERIMENT_ID = "rank-collapse.masks-variants"
 NETWORKS = ("pretrained", "attnlab-12")
 CONFIGS = ("SAN", "transformer")
+NETWORK_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2",
+                "attnlab-12": "12-layer attnlab stack (MiniLM shape, N(0, 1/fan_in) init, on MiniLM embeddings)"}
 
 
 @dataclass(frozen=True)
@@ -166,8 +168,8 @@ def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
             L = len(curves[net][conf]["softmax"])
             figs.append(line_figure(
                 f"variants-{net}-{conf.lower()}.png",
-                f"{'pretrained all-MiniLM-L6-v2' if net == 'pretrained' else '12-layer attnlab stack (MiniLM shape, N(0, 1/fan_in) init, on MiniLM embeddings)'}, "
-                f"{'pure attention (SAN)' if conf == 'SAN' else 'full post-LN transformer'}: relative residual per layer "
+                f"{NETWORK_TEXT[net]}, {'pure attention (SAN)' if conf == 'SAN' else 'full post-LN transformer'}: "
+                "relative residual per layer "
                 "with the token-mean residual (||X - 1 mean^T||_{1,inf} / ||X||_{1,inf}), every layer's attention "
                 f"replaced by a mask or an efficient variant; mean over {cfg.texts} texts of {cfg.tokens} tokens. "
                 "Values at ~1e-16 are float64 rounding.",
