@@ -24,7 +24,7 @@ def test_random_inits_have_the_stated_scales():
     m = bert_random(3)
     W = m.blocks[0].attn.W_Q.detach()
     assert abs(float(W.std()) - BERT_INIT_STD) < 0.05 * BERT_INIT_STD
-    assert float(m.blocks[2].attn.b_V.abs().max()) == 0.0 and torch.all(m.blocks[1].norm1.gamma == 1)
+    assert float(m.blocks[2].attn.b_V.detach().abs().max()) == 0.0 and torch.all(m.blocks[1].norm1.gamma == 1)
     s = attnlab_stack(3, n_layers=12)
     assert len(s.blocks) == 12
     assert abs(float(s.blocks[5].attn.W_K.detach().std()) * 384**0.5 - 1) < 0.05  # N(0, 1/d)

@@ -86,7 +86,8 @@ def _median(t: torch.Tensor) -> float:
     return float(t.median())
 
 
-def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator) -> dict:
+def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator, g_device: torch.Generator) -> dict:
+    """One n: ``g`` (CPU) picks the value columns, ``g_device`` (on cfg.device) draws every R."""
     batch = text_batch(long_texts(cfg.texts, n, cfg.seed), n, cfg.device)
     model = build_model("pretrained", cfg.seed, cfg.device)
     out = run_model("pretrained", model, batch)
@@ -102,7 +103,7 @@ def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator) -> dict:
             for h in range(P.shape[2]):
                 j = int(torch.randint(V.shape[-1], (1,), generator=g))
                 w = V[b, h, :, j]
-                e = projection_action_errors(P[l, b, h], w, ks, draws=cfg.draws, generator=g)  # (k, draws)
+                e = projection_action_errors(P[l, b, h], w, ks, draws=cfg.draws, generator=g_device)  # (k, draws)
                 errs.append(e.median(-1).values)
                 Pw = P[l, b, h] @ w
                 Pk_w = [U[l, b, h, :, :k] @ (S[l, b, h, :k] * (Vh[l, b, h, :k] @ w)) for k in ks]  # P_k w
@@ -121,9 +122,10 @@ def _k_needed(row: dict, ks: list[int], eps: float) -> int | None:
 
 def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
     g = torch.Generator().manual_seed(cfg.seed)
+    g_device = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     rows = []
     for n in cfg.n_values:
-        rows.append(measure_n(cfg, n, g))
+        rows.append(measure_n(cfg, n, g, g_device))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "n": n, "k90": rows[-1]["k90"], "k99": rows[-1]["k99"]})
     ks = list(cfg.k_values)
     first, last = rows[0], rows[-1]
