@@ -160,3 +160,30 @@ def test_config_errors():
         path_sum(X, P3, layers[:1] + three_heads)
     with pytest.raises(ConfigError, match="W_K has shape"):
         SANLayer(W_Q=torch.zeros(2, 5, 3), W_K=torch.zeros(2, 5, 4), W_V=torch.zeros(2, 5, 2), W_O=torch.zeros(2, 2, 5))
+
+
+@pytest.mark.parametrize("L, H", [(1, 2), (3, 2), (4, 3)])
+def test_path_length_terms_match_enumeration_by_length(L, H):
+    from attnlab.analysis.path_decomposition import (accumulated_bias, path_count, path_length_counts,
+                                                     path_length_terms, path_term, paths)
+
+    g = torch.Generator().manual_seed(L * 10 + H)
+    layers = random_san(L, H, 6, 3, 4, g)
+    X = torch.randn(2, 5, 6, generator=g, dtype=torch.float64)
+    Y, P = san_forward(X, layers, skip=True)
+    S = path_length_terms(X, P, [layer.path_weights() for layer in layers])  # (L+1, 2, 5, 6)
+    by_length = torch.zeros_like(S)
+    for p in paths(H, L, skip=True):
+        by_length[sum(h != H for h in p)] += path_term(X, P, layers, p)
+    assert (S - by_length).abs().max() <= 1e-12 * Y.abs().max()
+    assert (S.sum(0) + accumulated_bias(layers, skip=True) - Y).abs().max() <= 1e-12 * Y.abs().max()
+    counts = path_length_counts(H, L)
+    assert sum(counts) == path_count(H, L, skip=True) and counts[0] == 1 and counts[-1] == H**L
+    assert torch.equal(S[0], X)  # the all-skip path is X itself
+
+
+def test_path_length_terms_rejects_mismatched_layers():
+    from attnlab.analysis.path_decomposition import path_length_terms
+
+    with pytest.raises(ConfigError, match="one P and one W per layer"):
+        path_length_terms(torch.zeros(3, 2, dtype=torch.float64), [torch.zeros(1, 3, 3)], [])

@@ -29,11 +29,25 @@ Typos in the text, corrected here:
   SA_1(X), not at X;
 * the bias "b isn't the same all the time": it is the accumulated b^T above,
   which needs P 1 = 1 (a row-stochastic P: softmax, not unnormalized attention).
+
+Path lengths (Dong et al. 2021, §3): with skips, a path's length k is the number of
+layers where it takes a real head (L - k skips). Of the (H+1)^L paths, C(L, k) H^k have
+length k (:func:`path_length_counts`), and the terms of one length sum to
+
+    S_k = sum_{paths of length k} P_path X W_path,      SAN_skip(X) = sum_{k=0}^L S_k + 1 b^T,
+
+computed without enumerating paths by the recursion over layers (:func:`path_length_terms`)
+
+    S_k^{(0)} = X [k = 0],     S_k^{(l)} = S_k^{(l-1)} + sum_h P_{l,h} S_{k-1}^{(l-1)} W_{l,h},
+
+O(L^2 H) matrix products instead of (H+1)^L path terms, with the P's held at the values
+recorded in one pass (exact for the network that pass defines).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -181,6 +195,29 @@ def _path_term(X: Tensor, P: list[Tensor], W: list[Tensor], path: tuple[int, ...
     for l, h in enumerate(path):  # W_{1,h_1} first, W_{L,h_L} last (rightmost)
         Y = Y if h == W[l].shape[0] else Y @ W[l][h]  # (..., n, d_model)
     return Y
+
+
+def path_length_counts(n_heads: int, n_layers: int) -> list[int]:
+    """[C(L, k) H^k for k = 0..L]: how many of the (H+1)^L skip paths have length k (exact ints)."""
+    return [math.comb(n_layers, k) * n_heads**k for k in range(n_layers + 1)]
+
+
+def path_length_terms(X: Tensor, P: list[Tensor], W: list[Tensor]) -> Tensor:
+    """S_0, ..., S_L of the module docstring, stacked: (L + 1, ..., n, d_model).
+
+    X: (..., n, d_model); P: [P_1, ..., P_L], each (..., H, n, n); W: [W_1, ..., W_L], each
+    (H, d_model, d_model), the path weights W_{l,h} = W_{V,l,h} W_{O,l,h}
+    (:meth:`SANLayer.path_weights`). S_k sums every skip path with exactly k attention
+    layers; their sum plus 1 b^T (:func:`accumulated_bias` with skip) is the skip SAN's output.
+    """
+    if len(P) != len(W) or not P:
+        raise ConfigError(f"need one P and one W per layer, got {len(P)} and {len(W)}")
+    S = [X] + [torch.zeros_like(X) for _ in P]
+    for Pl, Wl in zip(P, W):
+        # each S_k gains the length-(k-1) terms routed through one of this layer's heads
+        step = [torch.einsum("...hij,...jd,hde->...ie", Pl, S[k - 1], Wl) for k in range(1, len(S))]
+        S = [S[0]] + [S[k] + step[k - 1] for k in range(1, len(S))]
+    return torch.stack(S)
 
 
 def path_sum(

@@ -1,0 +1,282 @@
+"""rank-collapse.path-lengths: how the output of a network with skips splits over path lengths.
+
+Notes §2.1, remark after Theorem 2.1: with skip connections a SAN is a sum over (H+1)^L
+paths. Of those, C(L, k) H^k take a real head in exactly k layers (length k), and
+Dong et al. (2021, §3 and their path-length figure) plot this count distribution: for
+BERT-base (L = H = 12) it peaks at k = 11 and 12 (0.38 each). The count says nothing about
+which paths carry the output; this experiment measures it.
+
+1. **Exact, small random stacks** (:func:`attnlab.analysis.path_decomposition.random_san`
+   with skips, float64): the length-k terms S_k = sum of the length-k path terms, by the
+   recursion :func:`~attnlab.analysis.path_decomposition.path_length_terms`, checked against
+   the enumeration of all (H+1)^L paths; SAN_skip(X) = sum_k S_k + 1 b^T exactly.
+2. **MiniLM, linearised** (estimated): all-MiniLM-L6-v2's attention matrices P_{l,h} recorded
+   in one pass of the full model, then held fixed, and the network reduced to its attention
+   with skips, X_l = X_{l-1} + sum_h P_{l,h} X_{l-1} W_{l,h} + 1 b_l^T (LayerNorm and MLP
+   dropped) from the model's own X_0. The S_k of this linear network are exact; as a
+   statement about MiniLM they are an estimate, since LayerNorm rescales every token and the
+   MLP adds terms no path of heads describes.
+3. **Path products** (Dong et al.'s sampled experiment): random paths of depth k through
+   (layer, head) pairs of MiniLM, l_1 < ... < l_k, and the relative residual of the product
+   P_{l_k,h_k} ... P_{l_1,h_1} (rank-one SVD residual, as their code's rank-1 variant).
+
+Two shares per length: the norm share ||S_k||_F / sum_j ||S_j||_F, and the signed share
+<S_k, Y - 1 b^T>_F / ||Y - 1 b^T||_F^2, which sums to 1 exactly when the decomposition is
+exact (a share can be negative: terms of different lengths can cancel).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import torch
+
+from attnlab.analysis.path_decomposition import (SANLayer, accumulated_bias, path_length_counts,
+                                                 path_length_terms, path_term, paths, random_san, san_forward)
+from attnlab.analysis.residuals import relative_residual
+from attnlab.config import RunConfig, check_int, check_ints, param
+from attnlab.errors import ConfigError
+from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
+from attnlab.registry import Experiment, register
+from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, check, line_figure, series
+from attnlab.runs.rundir import log_metric
+
+EXPERIMENT_ID = "rank-collapse.path-lengths"
+ARCHITECTURES = {"BERT-base (L=12, H=12)": (12, 12), "all-MiniLM-L6-v2 (L=6, H=12)": (6, 12),
+                 "BERT-large (L=24, H=16)": (24, 16), "DeiT-Tiny (L=12, H=3)": (12, 3)}
+EXACT_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class PathLengthsConfig(RunConfig):
+    """``stacks`` lists (L, H) pairs written "L:H"; each is enumerated path by path ((H+1)^L terms)."""
+
+    PRESETS = {"quick": {"stacks": ("3:2", "4:3"), "texts": 2, "tokens": 32, "path_samples": 48},
+               "paper": {"stacks": ("3:2", "4:3", "6:3", "5:4"), "texts": 8, "tokens": 128, "path_samples": 256}}
+
+    stacks: tuple[str, ...] | None = param(None, "small random stacks 'L:H' for the exact decomposition")
+    d_model: int = param(8, "width of the small random stacks")
+    stack_tokens: int = param(8, "tokens n of the small stacks' random input")
+    texts: int | None = param(None, "texts for MiniLM (pydoc help topics)")
+    tokens: int | None = param(None, "tokens per text for MiniLM")
+    path_samples: int | None = param(None, "sampled paths per depth for the path-product residual")
+
+    def validate(self) -> None:
+        parsed = []
+        for s in tuple(self.stacks):
+            try:
+                L, H = (int(x) for x in str(s).split(":"))
+            except ValueError:
+                raise ConfigError(f"stacks entries must be 'L:H' with integers, got {s!r}") from None
+            if not (1 <= L and 1 <= H and (H + 1) ** L <= 20000):
+                raise ConfigError(f"stack {s!r}: need L, H >= 1 and (H+1)^L <= 20000 paths to enumerate")
+            parsed.append(f"{L}:{H}")
+        if not parsed:
+            raise ConfigError("stacks must list at least one 'L:H'")
+        object.__setattr__(self, "stacks", tuple(parsed))
+        check_int("d_model", self.d_model, minimum=2)
+        check_int("stack_tokens", self.stack_tokens, minimum=2)
+        check_int("texts", self.texts, minimum=1)
+        check_int("tokens", self.tokens, minimum=3, maximum=512)
+        check_int("path_samples", self.path_samples, minimum=1)
+
+
+def count_shares(L: int, H: int) -> list[float]:
+    """C(L,k) H^k / (H+1)^L for k = 0..L, from exact fractions."""
+    total = (H + 1) ** L
+    return [float(Fraction(c, total)) for c in path_length_counts(H, L)]
+
+
+def _shares(S: torch.Tensor, Y: torch.Tensor) -> dict:
+    """Norm and signed shares of S (L+1, ..., n, d) in Y (..., n, d) (Y without its bias term)."""
+    norms = torch.stack([s.norm() for s in S])
+    signed = torch.stack([(s * Y).sum() for s in S]) / (Y * Y).sum()
+    return {"norm_share": (norms / norms.sum()).tolist(), "signed_share": signed.tolist()}
+
+
+def exact_stack(L: int, H: int, cfg: PathLengthsConfig, g: torch.Generator) -> dict:
+    """Section 1 of the module docstring for one random skip SAN."""
+    layers = random_san(L, H, cfg.d_model, max(1, cfg.d_model // H), max(1, cfg.d_model // H), g)
+    layers = [SANLayer(*(t.to(cfg.device) if t is not None else None for t in (
+        ly.W_Q, ly.W_K, ly.W_V, ly.W_O, ly.b_Q, ly.b_K, ly.b_V, ly.b_O))) for ly in layers]
+    X = torch.randn(cfg.stack_tokens, cfg.d_model, generator=g, dtype=torch.float64).to(cfg.device)
+    Y, P = san_forward(X, layers, skip=True)
+    S = path_length_terms(X, P, [ly.path_weights() for ly in layers])
+    enum = torch.zeros_like(S)
+    for p in paths(H, L, skip=True):
+        enum[sum(h != H for h in p)] += path_term(X, P, layers, p)
+    scale = Y.abs().max()
+    Yb = Y - accumulated_bias(layers, skip=True)
+    return {"L": L, "H": H, **_shares(S, Yb), "count_share": count_shares(L, H),
+            "recursion_vs_enumeration": float((S - enum).abs().max() / scale),
+            "sum_vs_output": float((S.sum(0) - Yb).abs().max() / scale),
+            "residual_by_length": relative_residual(S, "mean").tolist()}
+
+
+def minilm_linearised(cfg: PathLengthsConfig) -> dict:
+    """Sections 2 and 3 of the module docstring (pretrained all-MiniLM-L6-v2)."""
+    batch = text_batch(long_texts(cfg.texts, cfg.tokens, cfg.seed), cfg.tokens, cfg.device)
+    model = build_model("pretrained", cfg.seed, cfg.device)
+    out = run_model("pretrained", model, batch)  # the full model, as trained
+    layers = [SANLayer(*(None if t is None else t.detach() for t in (
+        b.attn.W_Q, b.attn.W_K, b.attn.W_V, b.attn.W_O, b.attn.b_Q, b.attn.b_K, b.attn.b_V, b.attn.b_O)))
+        for b in model.blocks]
+    W = [ly.path_weights() for ly in layers]
+    X0, P = batch.X0, out.attentions  # (B, n, d), each (B, H, n, n)
+    Y = X0
+    for Pl, Wl, ly in zip(P, W, layers):  # the linearised network, directly
+        Y = Y + torch.einsum("bhij,bjd,hde->bie", Pl, Y, Wl) + ly.bias()
+    S = path_length_terms(X0, P, W)  # (L+1, B, n, d)
+    Yb = Y - accumulated_bias(layers, skip=True)
+    H, L = layers[0].n_heads, len(layers)
+    shares = [_shares(S[:, b], Yb[b]) for b in range(S.shape[1])]
+    mean = lambda key: [sum(s[key][k] for s in shares) / len(shares) for k in range(L + 1)]  # noqa: E731
+    res_by_length = relative_residual(S, "mean").mean(-1).tolist()  # (L+1,) mean over texts
+    g = torch.Generator().manual_seed(cfg.seed)
+    products = {}
+    for depth in range(1, L + 1):
+        vals = []
+        for _ in range(cfg.path_samples):
+            chosen = sorted(torch.randperm(L, generator=g)[:depth].tolist())
+            b = int(torch.randint(S.shape[1], (1,), generator=g))
+            M = torch.eye(X0.shape[-2], dtype=X0.dtype, device=X0.device)
+            for l in chosen:
+                h = int(torch.randint(H, (1,), generator=g))
+                M = P[l][b, h] @ M  # later layers act on the left
+            vals.append(float(relative_residual(M, "svd")))
+        vals.sort()
+        q = lambda f: vals[min(len(vals) - 1, int(f * len(vals)))]  # noqa: E731
+        products[depth] = {"median": q(0.5), "q25": q(0.25), "q75": q(0.75), "min": vals[0], "max": vals[-1]}
+    return {"L": L, "H": H, "norm_share": mean("norm_share"), "signed_share": mean("signed_share"),
+            "count_share": count_shares(L, H), "residual_by_length": res_by_length,
+            "linear_vs_paths": float((S.sum(0) - Yb).abs().max() / Y.abs().max()), "products": products}
+
+
+def _mean_length(shares: list[float]) -> float:
+    return sum(k * s for k, s in enumerate(shares))
+
+
+def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
+    g = torch.Generator().manual_seed(cfg.seed)
+    stacks = []
+    for s in cfg.stacks:
+        L, H = (int(x) for x in s.split(":"))
+        stacks.append(exact_stack(L, H, cfg, g))
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "stack": s, "sum_vs_output": stacks[-1]["sum_vs_output"]})
+    mini = minilm_linearised(cfg)
+    counts = {name: count_shares(L, H) for name, (L, H) in ARCHITECTURES.items()}
+    bert = counts["BERT-base (L=12, H=12)"]
+
+    summary = [
+        check("BERT-base (L=H=12): share of paths of length 11 / 12", "0.38 / 0.38 (Dong et al.'s figure)",
+              f"{bert[11]:.4f} / {bert[12]:.4f}", "each 0.38 ± 0.01",
+              abs(bert[11] - 0.38) <= 0.01 and abs(bert[12] - 0.38) <= 0.01, "C(L,k) H^k / (H+1)^L, exact"),
+        check("all-MiniLM-L6-v2: number of skip paths (H+1)^L", "(H+1)^L (notes §2.1)", 13**6, None, None,
+              "most common length: " + str(max(range(7), key=lambda k: counts['all-MiniLM-L6-v2 (L=6, H=12)'][k]))),
+    ]
+    worst_rec = max(s["recursion_vs_enumeration"] for s in stacks)
+    worst_sum = max(s["sum_vs_output"] for s in stacks)
+    worst_signed = max(abs(sum(s["signed_share"]) - 1) for s in stacks)
+    summary += [
+        check("max |S_k by recursion - S_k by enumerating paths| / max|Y|, small stacks", "Theorem 2.1",
+              f"{worst_rec:.2g}", f"<= {EXACT_TOL:g}", worst_rec <= EXACT_TOL,
+              "stacks " + ", ".join(cfg.stacks) + " (L:H)"),
+        check("max |sum_k S_k + 1 b^T - SAN_skip(X)| / max|Y|, small stacks", "Theorem 2.1 with (H+1)^L paths",
+              f"{worst_sum:.2g}", f"<= {EXACT_TOL:g}", worst_sum <= EXACT_TOL),
+        check("max |sum of signed shares - 1|, small stacks", "shares of an exact decomposition sum to 1",
+              f"{worst_signed:.2g}", f"<= {EXACT_TOL:g}", worst_signed <= EXACT_TOL),
+    ]
+    summary += [
+        check("MiniLM linearised: |sum_k S_k - (Y - 1 b^T)| / max|Y|", None, f"{mini['linear_vs_paths']:.2g}",
+              "<= 1e-10", mini["linear_vs_paths"] <= 1e-10, "P held at the full model's values"),
+        check("MiniLM linearised: mean path length by norm share vs by count",
+              f"by count: L H / (H+1) = {6 * 12 / 13:.2f}",
+              f"{_mean_length(mini['norm_share']):.2f}", None, None,
+              "an estimate: LayerNorm and MLP dropped, attention fixed (module docstring)"),
+    ]
+    med = [mini["products"][k]["median"] for k in sorted(mini["products"])]
+    summary.append(check("MiniLM path products: median relative residual (SVD) at depth 1 vs depth L",
+                         "decreases with depth (Dong et al.'s path-product box plot, BERT)",
+                         f"{med[0]:.3g} -> {med[-1]:.3g}", "depth L < depth 1", med[-1] < med[0],
+                         f"{cfg.path_samples} sampled paths per depth"))
+
+    ks = list(range(mini["L"] + 1))
+    figs = [
+        line_figure("path-count-distribution.png",
+                    "Share of the (H+1)^L skip paths that have length k (a real head in k layers): "
+                    "C(L,k) H^k / (H+1)^L, exact. Dong et al.'s figure reads 0.38 at k = 11 and 12 for BERT-base.",
+                    series=[series(name, list(range(len(c))), c, color=PALETTE[i])
+                            for i, (name, c) in enumerate(counts.items())],
+                    xlabel="path length k", ylabel="share of paths", title="How many paths have each length"),
+        bar_figure("path-shares-minilm.png",
+                   f"all-MiniLM-L6-v2, linearised (attention fixed at its values in the full model, LayerNorm "
+                   f"and MLP dropped; an estimate of the real model): share of the output carried by paths of "
+                   f"length k. Norm share ||S_k||_F / sum_j ||S_j||_F and signed share "
+                   f"<S_k, Y - 1b^T> / ||Y - 1b^T||^2, mean over {cfg.texts} texts of {cfg.tokens} tokens, "
+                   "beside the share of paths (count).",
+                   categories=[str(k) for k in ks],
+                   groups=[{"label": "share of paths (count)", "values": mini["count_share"]},
+                           {"label": "norm share", "values": mini["norm_share"]},
+                           {"label": "signed share", "values": mini["signed_share"]}],
+                   ylabel="share", title="MiniLM: output by path length"),
+    ]
+    big = max(stacks, key=lambda s: s["L"])
+    figs.append(bar_figure(
+        "path-shares-exact.png",
+        f"Exact decomposition of a random skip SAN (L={big['L']}, H={big['H']}, d={cfg.d_model}, "
+        f"n={cfg.stack_tokens}, weights N(0, 1/fan_in)): share of the output by path length, every "
+        f"one of the (H+1)^L = {(big['H'] + 1) ** big['L']} paths enumerated.",
+        categories=[str(k) for k in range(big["L"] + 1)],
+        groups=[{"label": "share of paths (count)", "values": big["count_share"]},
+                {"label": "norm share", "values": big["norm_share"]},
+                {"label": "signed share", "values": big["signed_share"]}],
+        ylabel="share", title="Small stack: exact shares"))
+    figs.append(line_figure(
+        "path-residual-by-length.png",
+        "Relative residual (token mean) of the length-k term S_k: longer paths are closer to rank one. "
+        "MiniLM linearised (mean over texts) and the small random stacks (exact).",
+        series=[series("MiniLM (linearised)", ks, [max(y, 1e-17) for y in mini["residual_by_length"]],
+                       color=PALETTE[0])]
+        + [series(f"random stack L={s['L']}, H={s['H']}", list(range(s["L"] + 1)),
+                  [max(y, 1e-17) for y in s["residual_by_length"]], color=PALETTE[i + 1])
+           for i, s in enumerate(stacks)],
+        xlabel="path length k", ylabel="relative residual of S_k", yscale="log",
+        title="Long paths collapse"))
+    depths = sorted(mini["products"])
+    figs.append(line_figure(
+        "path-product-residual.png",
+        f"Dong et al.'s path-product experiment on all-MiniLM-L6-v2: {cfg.path_samples} random paths per "
+        "depth k (layers l_1 < ... < l_k, one head each), relative residual ||P - rank1(P)||_{1,inf} / "
+        "||P||_{1,inf} of the product of their attention matrices (rank-one SVD residual). Median with "
+        "the quartiles dashed.",
+        series=[series("median", depths, [mini["products"][k]["median"] for k in depths], color=PALETTE[0]),
+                series("25th percentile", depths, [mini["products"][k]["q25"] for k in depths], style="dashed",
+                       marker=False, color=PALETTE[0]),
+                series("75th percentile", depths, [mini["products"][k]["q75"] for k in depths], style="dashed",
+                       marker=False, color=PALETTE[0])],
+        xlabel="path depth k", ylabel="relative residual of the product", yscale="log",
+        title="Products of attention matrices"))
+    table = Table("Share of the output by path length", ["network", "k", "share of paths", "norm share",
+                                                         "signed share", "relative residual of S_k"],
+                  [[name, k, s["count_share"][k], s["norm_share"][k], s["signed_share"][k], s["residual_by_length"][k]]
+                   for name, s in [("MiniLM (linearised)", mini)]
+                   + [(f"random L={s['L']} H={s['H']}", s) for s in stacks] for k in range(s["L"] + 1)],
+                  ["text", "int", "float", "float", "float", "float"])
+    notes = [
+        "Exact vs estimated: the small stacks' shares are exact (every path enumerated, checked against the "
+        "recursion). MiniLM's are exact for the linearised network (attention matrices fixed at the full "
+        "model's values, LayerNorm and MLP removed) and only an estimate for MiniLM itself.",
+        "The notes count (H+1)^L paths; the count by length, C(L,k) H^k, is Dong et al.'s figure. The share "
+        "of paths and the share of the output differ: the output is carried by paths much shorter than the "
+        "typical path.",
+    ]
+    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes,
+                            data={"stacks": stacks, "minilm": mini, "counts": counts})
+
+
+register(Experiment(EXPERIMENT_ID,
+                    "Theorem 2.1's (H+1)^L skip paths: share of paths and of the output by path length (exact "
+                    "for small stacks, linearised MiniLM) and Dong et al.'s path products",
+                    PathLengthsConfig, run))

@@ -1,0 +1,44 @@
+"""rank-collapse.masks-variants at a tiny config: the block replica, masks slow the collapse."""
+
+import pytest
+import torch
+
+from attnlab.errors import ConfigError
+from attnlab.nn.block import BlockParts
+from attnlab.papers.rank_collapse.experiments.masks_variants import (EXPERIMENT_ID, MasksVariantsConfig,
+                                                                     _softmax_variant, forward, run)
+from attnlab.papers.rank_collapse.stacks import VARIANTS, build_model, long_texts, run_model, text_batch
+from attnlab.registry import get_experiment
+
+
+def test_registered():
+    assert get_experiment(EXPERIMENT_ID).config_cls is MasksVariantsConfig
+
+
+def test_forward_with_softmax_is_the_model():
+    batch = text_batch(long_texts(1, 12, 0), 12)
+    model = build_model("pretrained", 0)
+    for full, parts in ((True, BlockParts()), (False, VARIANTS["SAN"])):
+        mine = forward(model, batch.X0, _softmax_variant, full)
+        ref = run_model("pretrained", model, batch, parts).hidden_states
+        assert max(float((a - b).abs().max()) for a, b in zip(mine, ref)) <= 1e-12
+
+
+@pytest.mark.slow
+def test_masks_variants_tiny(storable):
+    res = run(MasksVariantsConfig(texts=1, tokens=16, window=4, favor_features=16, linformer_k=4))
+    storable(res)
+    san = res.data["curves"]["pretrained"]["SAN"]
+    assert san["softmax"][-1] < 1e-8  # no mask: collapsed
+    assert san["causal window w=4"][3] > 100 * san["softmax"][3]  # a local mask slows it
+    assert san["linear elu+1"][-1] < 1e-8  # a row-stochastic kernel averages too
+    assert min(c[-1] for c in res.data["curves"]["pretrained"]["transformer"].values()) > 0.01
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(tokens=8, window=9), "window must be"),
+    (dict(tokens=8, linformer_k=9), "linformer_k=9 exceeds tokens=8"),
+])
+def test_config_errors(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        MasksVariantsConfig(**changes)

@@ -1,0 +1,49 @@
+"""rank-collapse.path-lengths at a tiny config: exact shares, counts, the linearised MiniLM."""
+
+import math
+
+import pytest
+
+from attnlab.errors import ConfigError
+from attnlab.papers.rank_collapse.experiments.path_lengths import (EXPERIMENT_ID, PathLengthsConfig, count_shares,
+                                                                   run)
+from attnlab.registry import get_experiment
+
+
+def test_registered():
+    assert get_experiment(EXPERIMENT_ID).config_cls is PathLengthsConfig
+
+
+def test_count_shares_are_the_binomial_law():
+    bert = count_shares(12, 12)
+    assert sum(bert) == pytest.approx(1, abs=1e-15)
+    assert bert[12] == pytest.approx((12 / 13) ** 12, rel=1e-15) and bert[11] == pytest.approx(bert[12], rel=1e-15)
+    assert bert[12] == pytest.approx(0.3827, abs=1e-4)  # Dong et al.'s figure reads 0.38
+    assert count_shares(2, 1) == [0.25, 0.5, 0.25]
+
+
+def test_path_lengths_tiny(storable):
+    res = run(PathLengthsConfig(stacks=("2:2", "3:2"), texts=1, tokens=12, path_samples=4))
+    storable(res)
+    for s in res.data["stacks"]:
+        assert abs(sum(s["signed_share"]) - 1) <= 1e-12  # the decomposition is exact
+        assert sum(s["norm_share"]) == pytest.approx(1, abs=1e-12)
+        assert s["recursion_vs_enumeration"] <= 1e-12 and s["sum_vs_output"] <= 1e-12
+    m = res.data["minilm"]
+    assert m["linear_vs_paths"] <= 1e-10
+    assert abs(sum(m["signed_share"]) - 1) <= 1e-10
+    mean_norm = sum(k * x for k, x in enumerate(m["norm_share"]))
+    assert mean_norm < 6 * 12 / 13  # the output rides on shorter paths than the typical path
+    assert m["products"][6]["median"] < m["products"][1]["median"]
+    assert all(c.status != "FAIL" for c in res.summary)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(stacks=("3x2",)), "stacks entries must be 'L:H'"),
+    (dict(stacks=("9:4",)), "paths to enumerate"),
+    (dict(stacks=()), "at least one"),
+    (dict(path_samples=0), "path_samples must be"),
+])
+def test_config_errors(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        PathLengthsConfig(**changes)
