@@ -35,6 +35,7 @@ EXPECTED = {
     "logic": (0, 0, 0),
     "memorization": (8, 10, 1),
     "rank-collapse": (12, 5, 0),
+    "transformer-math": (25, 7, 0),
 }
 
 
