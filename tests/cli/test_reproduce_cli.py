@@ -18,7 +18,7 @@ EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturati
                     "sparse-error-vs-density.png", "error-all-variants.png",
                     "attention-time.png", "attention-memory.png", "fig11-one-head.png",
                     "fig12-heads-encoder.png", "fig12-heads-cross.png", "minilm-72-heads.png",
-                    "distance-per-head.png"}
+                    "distance-per-head.png", "distance-by-family.png"}
 
 
 def _main(argv):
