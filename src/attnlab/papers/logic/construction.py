@@ -14,6 +14,8 @@ A = v X X^t k^t q X (eq. 2.28):
     solution 1-linear: Y = C (A + X)               (bias zeros; Y_1 = d_{X_1}, see solutions)
     solutions 2, 3:    Y = C ReLU(A + X + bias[:, None])
 
+and ``form`` (a 0-d string) names which: "relu-B", "linear" or "relu".
+
 The check recomputes Y from X with the weights (float64) and compares with q_true.
 """
 
@@ -97,7 +99,7 @@ def construct_logic(p: LogicParams) -> ConstructionResult:
     if w.relu_const is not None:
         notes.append("offset m keeps negative q_true (the text's read-out outputs ReLU(q_true))")
     return ConstructionResult(
-        arrays=dict(tokens=tokens, X=X, Y=Y, q_true=q_true, **w.arrays()), values=values,
+        arrays=dict(tokens=tokens, X=X, Y=Y, q_true=q_true, form=np.array(w.form), **w.arrays()), values=values,
         passed=err <= MAX_ERROR, criterion=f"max |Y_hat - Y| <= {MAX_ERROR:g} (float64)", notes=notes)
 
 
