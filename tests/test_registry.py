@@ -159,7 +159,7 @@ def test_unknown_selector_and_a_paper_without_claims_say_what_to_use():
     with pytest.raises(UnknownNameError, match="unknown paper or claim 'nope'.*attnlab list"):
         select_claims(["nope"])
     with pytest.raises(ConfigError, match="paper 'invertibility' has no executable claims yet; papers with claims: "
-                                          "memorization, rank-collapse, transformer-math"):
+                                          "logic, memorization, rank-collapse, transformer-math"):
         select_claims(["invertibility"])
 
 
