@@ -13,7 +13,8 @@ def _run(cid, seed=0):
     return r.measurement
 
 
-@pytest.mark.parametrize("cid", ["logic.equivalence", "logic.relu-constant", "logic.or-of-ands", "logic.happy-sad"])
+@pytest.mark.parametrize("cid", ["logic.equivalence", "logic.relu-constant", "logic.or-of-ands", "logic.happy-sad",
+                                 "logic.gradient-closed-form", "logic.stationary-set"])
 @pytest.mark.parametrize("seed", [0, 3])
 def test_fast_claims_pass(cid, seed):
     m = _run(cid, seed)
