@@ -152,3 +152,12 @@ def test_hundred_thousand_random_at_the_texts_size(solution):
         err = max(err, np.abs(forward(build(solution, q_true, 50), encode(t, 10)) - targets(t, q_true)).max())
     print(f"solution {solution}: max |Y_hat - Y| over 10^5 sequences at N=10, M=50: {err:.2e}")
     assert err <= TOL
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("solution", ["1", "2", "3"])
+def test_cuda_matches_cpu(solution):
+    q_true, tokens, X, Y = _data(3, 6, seed=2)
+    w = build(solution, q_true, 6)
+    assert np.abs(forward(w, X, device="cuda") - Y).max() <= TOL
+    assert np.abs(forward_module(w, X, device="cuda") - Y).max() <= TOL
