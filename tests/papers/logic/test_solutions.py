@@ -3,6 +3,7 @@ versions that fail, and the weights loaded into attnlab's attention module."""
 
 import numpy as np
 import pytest
+import torch
 
 from attnlab.errors import ConfigError
 from attnlab.papers.logic.encoding import all_sequences, encode, random_sequences, shift_matrix, targets
@@ -51,7 +52,7 @@ def test_every_sequence_exact(solution, N, M):
 def test_solution1_attention_plus_skip_is_eq_2_14():
     w = solution1(np.zeros((4, 4)), 4)
     X = encode(np.array([[0, 2, 1, 1]]), 4)
-    H = attention_star_t(*(__import__("torch").as_tensor(a) for a in (X, w.q, w.k, w.v)))[0].numpy() + X[0]
+    H = attention_star_t(*(torch.as_tensor(a) for a in (X, w.q, w.k, w.v)))[0].numpy() + X[0]
     top = np.array([[1, 2, 0, 0], [0, 0, 1, 3], [0, 1, 2, 0], [0, 0, 0, 0]])
     assert np.array_equal(H[:4], top) and np.array_equal(H[4:], np.eye(4))
     assert pair_order(4)[11] == (2, 1)  # pair (3, 2) is B's twelfth row, as the text says
@@ -154,7 +155,7 @@ def test_hundred_thousand_random_at_the_texts_size(solution):
     assert err <= TOL
 
 
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("solution", ["1", "2", "3"])
 def test_cuda_matches_cpu(solution):
     q_true, tokens, X, Y = _data(3, 6, seed=2)

@@ -30,6 +30,7 @@ from attnlab.errors import ConfigError
 from attnlab.papers.logic.encoding import all_sequences, encode, random_sequences, targets
 from attnlab.papers.logic.solutions import (
     SOLUTIONS,
+    LogicWeights,
     build,
     forward,
     linear_q_true,
@@ -65,8 +66,9 @@ class LogicParams(Config):
                 raise ConfigError(f"relu_const applies to solutions 2 and 3 only, not {self.solution}: drop it")
 
 
-def logic_data(p: LogicParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, object]:
-    """(tokens, X, Y, weights) for the parameters; Y from q_true (linear case: Y_1 = d_{X_1})."""
+def logic_data(p: LogicParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, LogicWeights, bool]:
+    """(tokens, X, Y, q_true, weights, exhaustive) for the parameters; Y from q_true (linear
+    case: Y_1 = d_{X_1}); exhaustive: whether tokens are all N^M sequences."""
     rng = np.random.default_rng(p.seed)
     if p.solution == "1-linear":
         digits, base = np.arange(p.N, dtype=np.float64), float(p.N)
@@ -80,12 +82,12 @@ def logic_data(p: LogicParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, obje
     Y = targets(tokens, q_true)
     if p.solution == "1-linear":
         Y[:, 0] = digits[tokens[:, 0]]
-    return tokens, encode(tokens, p.N), Y, (w, q_true, exhaustive)
+    return tokens, encode(tokens, p.N), Y, q_true, w, exhaustive
 
 
 def construct_logic(p: LogicParams) -> ConstructionResult:
     """Build, check (max |Y_hat - Y| over the sequences) and return the arrays listed above."""
-    tokens, X, Y, (w, q_true, exhaustive) = logic_data(p)
+    tokens, X, Y, q_true, w, exhaustive = logic_data(p)
     err = float(np.abs(forward(w, X) - Y).max())
     values = {"solution": p.solution, "N": p.N, "M": p.M, "seed": p.seed, "sequences": len(tokens),
               "exhaustive": exhaustive, "max_abs_error": err}
