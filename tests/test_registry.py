@@ -32,7 +32,7 @@ from attnlab.registry import (
 # reach of discovery, or a claim dropped, changes these numbers.
 EXPECTED = {
     "invertibility": (0, 0, 0),
-    "logic": (0, 0, 0),
+    "logic": (10, 0, 1),
     "memorization": (8, 10, 1),
     "rank-collapse": (12, 5, 0),
     "transformer-math": (25, 7, 0),
@@ -159,7 +159,7 @@ def test_unknown_selector_and_a_paper_without_claims_say_what_to_use():
     with pytest.raises(UnknownNameError, match="unknown paper or claim 'nope'.*attnlab list"):
         select_claims(["nope"])
     with pytest.raises(ConfigError, match="paper 'invertibility' has no executable claims yet; papers with claims: "
-                                          "memorization, rank-collapse, transformer-math"):
+                                          "logic, memorization, rank-collapse, transformer-math"):
         select_claims(["invertibility"])
 
 

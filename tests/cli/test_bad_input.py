@@ -34,6 +34,7 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
 
     save_file({"shared.weight": torch.zeros(2, 2)}, str(t5 / "model.safetensors"))
     tm, sw, mem = "transformer-math", ["sweep", "selftest.sweep"], ["construct", "memorization"]
+    logic = ["construct", "logic"]
     return {
         ("verify", "papers"): [(["verify", "nope"], "unknown paper or claim 'nope'"),
                                (["verify", "invertibility"], "'invertibility' has no executable claims yet")],
@@ -77,7 +78,15 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
         ("construct", "set_"): [([*mem, "--set", "H=0"], "H must be an integer >= 1, got 0"),
                                 ([*mem, "--set", "bogus=1"], "has no parameter 'bogus'; parameters: H, n, d"),
                                 ([*mem, "--set", "H=x"], "--set H=x: expected an integer"),
-                                ([*mem, "--set", "T=10000"], "T = 10000 exceeds Theorem 1's bound")],
+                                ([*mem, "--set", "T=10000"], "T = 10000 exceeds Theorem 1's bound"),
+                                ([*logic, "--set", "N=0"], "N must be an integer >= 1, got 0"),
+                                ([*logic, "--set", "M=1"], "M must be an integer >= 2, got 1"),
+                                ([*logic, "--set", "solution=4"], "solution must be one of 1, 1-linear, 2, 3"),
+                                ([*logic, "--set", "K=3"], "has no parameter 'K'; parameters: solution, N, M"),
+                                ([*logic, "--set", "samples=0"], "samples must be an integer >= 1"),
+                                ([*logic, "--set", "relu_const=-1"], "relu_const must be a finite number in (0"),
+                                ([*logic, "--set", "solution=1", "--set", "relu_const=5"],
+                                 "relu_const applies to solutions 2 and 3 only")],
         ("construct", "out"): [([*mem, "--out", str(tmp)], "is a directory; give a file path"),
                                ([*mem, "--out", missing + ".npz"], "does not exist; create it")],
         ("analyze", "model"): [(["analyze", "--model", "nope"], "--model nope: no shipped model has that name"),

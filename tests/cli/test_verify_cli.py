@@ -42,9 +42,12 @@ def test_list_json_has_papers_claims_experiments():
     }
     assert any(c["id"] == "transformer-math.softmax-jacobian" for c in d["claims"])
     assert isinstance(d["experiments"], list)
-    assert [c["name"] for c in d["constructions"]] == ["memorization"]
-    params = {p["name"]: p for p in d["constructions"][0]["parameters"]}
+    constructions = {c["name"]: c for c in d["constructions"]}
+    assert sorted(constructions) == ["logic", "memorization"]
+    params = {p["name"]: p for p in constructions["memorization"]["parameters"]}
     assert params["H"] == {"name": "H", "type": "int", "default": 4, "help": "number of heads H"}
+    logic = {p["name"]: p for p in constructions["logic"]["parameters"]}
+    assert logic["solution"]["default"] == "3" and logic["M"]["type"] == "int"
 
 
 def test_list_shows_no_test_fixture_but_a_plugin_paper_when_asked_for():

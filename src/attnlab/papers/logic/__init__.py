@@ -1,7 +1,14 @@
-"""Logic in self-attention: hand-programmed one-layer transformers for q(X_{i-1}, X_i).
+"""Logic in self-attention (Shin & Matzinger): hand-programmed one-layer transformers for
+Y_i = q_true(X_{i-1}, X_i).
 
-Registered so that commands name it; its claims, experiments and constructions are
-not built yet."""
+- :mod:`~attnlab.papers.logic.encoding`: X = (X_C; X_P), the targets, every sequence.
+- :mod:`~attnlab.papers.logic.solutions`: the three solutions of §2 and the linear case,
+  the ReLU constant, the batched float64 forward and the attention-module path.
+- :mod:`~attnlab.papers.logic.construction`: ``attnlab construct logic``.
+- :mod:`~attnlab.papers.logic.examples`: the two fully connected networks of §1.
+- :mod:`~attnlab.papers.logic.gradients`: §3.1's gradient of E[SSE] and its zeros.
+- :mod:`~attnlab.papers.logic.notes_errors`: where the text is wrong, and what is implemented.
+"""
 
 from attnlab.registry import register_paper
 
