@@ -138,7 +138,7 @@ def certify_case(case: Case, **kwargs) -> RankCertificate:
     if not p.positions:
         classes = permutation_classes(case.sequences)
         left = duplicate_row_null_vectors(classes, T)
-    if cap == T and P * p.d >= T and p.d <= p.N + p.L - 2:
+    if p.positions and cap == T and P * p.d >= T and p.d <= p.N + p.L - 2:
         kwargs.setdefault("rows", range(T))
         kwargs.setdefault("cols", range(T))
     else:
