@@ -63,7 +63,7 @@ class InvertibilityParams(Config):
     d: int = param(2, "embedding dimension d")
     P: int | None = param(None, "number of single-head modules P (default: the minimal one, ceil(N^L/d))")
     embedding: str = param("explicit", "explicit (2^-m exp(sqrt(prime))) or random (U(0.5, 1.5) from seed)")
-    w: float = param(1.0, "scale of the W_QK entries: w_p = w p")
+    w: float = param(0.1, "scale of the W_QK entries: w_p = w p (0.1: best conditioned for c_i in [1, 2))")
     positions: bool = param(True, "add the positional embeddings pos_j (false: pos = 0)")
     seed: int = param(0, "seed of the random embeddings")
     certify: bool = param(True, "certify the rank with ball arithmetic")

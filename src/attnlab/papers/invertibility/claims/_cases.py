@@ -6,7 +6,7 @@ from attnlab.papers.invertibility.construction import InvertibilityParams, build
 from attnlab.papers.invertibility.matrix import rank_cap
 
 
-def certified(N: int, L: int, d: int, P: int, *, embedding: str = "explicit", seed: int = 0, w: float = 1.0,
+def certified(N: int, L: int, d: int, P: int, *, embedding: str = "explicit", seed: int = 0, w: float = 0.1,
               positions: bool = True) -> dict:
     """Certified rank bracket of one case, beside its cap (a proven upper bound) and the float64 rank."""
     params = InvertibilityParams(N=N, L=L, d=d, P=P, embedding=embedding, seed=seed, w=w, positions=positions,

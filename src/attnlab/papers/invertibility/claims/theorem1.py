@@ -44,7 +44,7 @@ def _full_rank(seed: int) -> Measurement:
     s = _summary(cases)
     return at_most(len(bad), 0, (
         f"cases without certified rank N^L, of {len(cases)} ({len(FULL_GRID)} (N,L,d), P = ceil(N^L/d), explicit and "
-        f"random embeddings, w_p = p): {bad or 'none'}; ball determinants exclude 0 at <= {s['max_prec_bits']} bits, "
+        f"random embeddings, w_p = 0.1 p): {bad or 'none'}; ball determinants exclude 0 at <= {s['max_prec_bits']} bits, "
         f"margin >= {s['min_margin']:.3g}, |det| >= 1e{s['min_log10_det']:.0f}; float64 rank wrong in "
         f"{s['float_rank_wrong']} cases"), values={**s, "failures": bad})
 
