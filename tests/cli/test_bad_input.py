@@ -36,7 +36,7 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
     tm, sw, mem = "transformer-math", ["sweep", "selftest.sweep"], ["construct", "memorization"]
     return {
         ("verify", "papers"): [(["verify", "nope"], "unknown paper or claim 'nope'"),
-                               (["verify", "invertibility"], "'invertibility' has no executable claims yet")],
+                               (["verify", "logic"], "'logic' has no executable claims yet")],
         ("verify", "seed"): [(["verify", "--seed", "-1"], "--seed " + seed_range),
                              (["verify", "--seed", "x"], "Invalid value for '--seed'"),
                              (["verify", "--seed", "4294967296"], "--seed " + seed_range)],
@@ -77,7 +77,12 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
         ("construct", "set_"): [([*mem, "--set", "H=0"], "H must be an integer >= 1, got 0"),
                                 ([*mem, "--set", "bogus=1"], "has no parameter 'bogus'; parameters: H, n, d"),
                                 ([*mem, "--set", "H=x"], "--set H=x: expected an integer"),
-                                ([*mem, "--set", "T=10000"], "T = 10000 exceeds Theorem 1's bound")],
+                                ([*mem, "--set", "T=10000"], "T = 10000 exceeds Theorem 1's bound"),
+                                (["construct", "invertibility", "--set", "embedding=nope"],
+                                 "embedding must be one of explicit, random, got 'nope'"),
+                                (["construct", "invertibility", "--set", "L=1"], "L must be an integer >= 2, got 1"),
+                                (["construct", "invertibility", "--set", "N=10", "--set", "L=4"],
+                                 "N^L = 10000 rows exceeds 4096; lower N or L")],
         ("construct", "out"): [([*mem, "--out", str(tmp)], "is a directory; give a file path"),
                                ([*mem, "--out", missing + ".npz"], "does not exist; create it")],
         ("analyze", "model"): [(["analyze", "--model", "nope"], "--model nope: no shipped model has that name"),
