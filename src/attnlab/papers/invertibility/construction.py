@@ -18,7 +18,12 @@ analytic in (w_1, ..., w_P); det of an N^L x N^L minor is an analytic function t
 not identically zero (the note's expansion in exp(-w gap) argues this; it is thin, see
 the notes), so it is nonzero for all but a null set of w, in particular for generic
 distinct w_p. No w needs to be large: the certificate holds at w = 0.01 as at w = 100;
-w -> oo is only the proof's device, and it makes A worse conditioned.
+w -> oo is only the proof's device, and it makes A worse conditioned. Measured (explicit
+embeddings, w_p = w p, minimal P, 150-digit SVD): sigma_min/sigma_max of A for
+(N, L, d) = (2,3,2), (2,4,4), (3,3,4), (2,5,5), (2,6,6) is 1e-6, 1e-6, 1e-9, 1e-10, 1e-27 at
+w = 1, 1e-9, 1e-7, 1e-10, 1e-15, 1e-14 at w = 0.1, 1e-12..1e-23 at w = 0.01 and 1e-9..1e-155
+at w = 10; extra heads help a little ((2,4,4): 1e-7.3 at P = 4, 1e-5.6 at P = 8). At
+N^L = 256 the ball determinant needs 128 bits at w = 0.1, 256 at w = 1, 768 at w = 3.
 
 The .npz holds e, pos, W_QK (P x d x d), sequences (N^L x L, 0-based, the row order of A)
 and A (float64), so the rank can be re-checked with other code. The certificate is for
@@ -63,7 +68,7 @@ class InvertibilityParams(Config):
     d: int = param(2, "embedding dimension d")
     P: int | None = param(None, "number of single-head modules P (default: the minimal one, ceil(N^L/d))")
     embedding: str = param("explicit", "explicit (2^-m exp(sqrt(prime))) or random (U(0.5, 1.5) from seed)")
-    w: float = param(0.1, "scale of the W_QK entries: w_p = w p (0.1: best conditioned for c_i in [1, 2))")
+    w: float = param(0.1, "scale of the W_QK entries: w_p = w p (0.1: fewest bits to certify at N^L >= 256)")
     positions: bool = param(True, "add the positional embeddings pos_j (false: pos = 0)")
     seed: int = param(0, "seed of the random embeddings")
     certify: bool = param(True, "certify the rank with ball arithmetic")

@@ -64,7 +64,8 @@ NOTES_ERRORS: tuple[tuple[str, str, str, str], ...] = (
      "(claim invertibility.theorem1-full-rank: (3, 2, 3), (3, 3, 4), (4, 3, 5) have d > L)."),
     ("Proof, the limit",
      "'taking W_11 -> +oo'",
-     "any distinct positive w_p: rank N^L is certified from w = 0.01 to 100; w = 0.1 p is best conditioned",
+     "any distinct positive w_p: rank N^L is certified from w = 0.01 to 100; the conditioning is best "
+     "near w = 0.1-1 (w_p = w p) and degrades at both ends",
      "det of a maximal minor is analytic in w, so it vanishes only on a null set; large w saturates the "
      "softmax and worsens the conditioning (claim invertibility.any-w)."),
 )
