@@ -31,7 +31,7 @@ from attnlab.registry import (
 # What every paper registers: (claims, experiments, constructions). A file moved out of
 # reach of discovery, or a claim dropped, changes these numbers.
 EXPECTED = {
-    "invertibility": (0, 0, 0),
+    "invertibility": (7, 0, 1),
     "logic": (10, 0, 1),
     "memorization": (8, 10, 1),
     "rank-collapse": (12, 5, 0),
@@ -158,9 +158,9 @@ def test_selection_by_paper_id_and_prefix():
 def test_unknown_selector_and_a_paper_without_claims_say_what_to_use():
     with pytest.raises(UnknownNameError, match="unknown paper or claim 'nope'.*attnlab list"):
         select_claims(["nope"])
-    with pytest.raises(ConfigError, match="paper 'invertibility' has no executable claims yet; papers with claims: "
-                                          "logic, memorization, rank-collapse, transformer-math"):
-        select_claims(["invertibility"])
+    with pytest.raises(ConfigError, match="paper 'selftest' has no executable claims yet; papers with claims: "
+                                          "invertibility, logic, memorization, rank-collapse, transformer-math"):
+        select_claims(["selftest"])
 
 
 def test_bad_claim_id_is_rejected():

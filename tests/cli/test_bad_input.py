@@ -37,7 +37,7 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
     logic = ["construct", "logic"]
     return {
         ("verify", "papers"): [(["verify", "nope"], "unknown paper or claim 'nope'"),
-                               (["verify", "invertibility"], "'invertibility' has no executable claims yet")],
+                               (["verify", "selftest"], "'selftest' has no executable claims yet")],
         ("verify", "seed"): [(["verify", "--seed", "-1"], "--seed " + seed_range),
                              (["verify", "--seed", "x"], "Invalid value for '--seed'"),
                              (["verify", "--seed", "4294967296"], "--seed " + seed_range)],
@@ -86,7 +86,12 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
                                 ([*logic, "--set", "samples=0"], "samples must be an integer >= 1"),
                                 ([*logic, "--set", "relu_const=-1"], "relu_const must be a finite number in (0"),
                                 ([*logic, "--set", "solution=1", "--set", "relu_const=5"],
-                                 "relu_const applies to solutions 2 and 3 only")],
+                                 "relu_const applies to solutions 2 and 3 only"),
+                                (["construct", "invertibility", "--set", "embedding=nope"],
+                                 "embedding must be one of explicit, random, got 'nope'"),
+                                (["construct", "invertibility", "--set", "L=1"], "L must be an integer >= 2, got 1"),
+                                (["construct", "invertibility", "--set", "N=10", "--set", "L=4"],
+                                 "N^L = 10000 rows exceeds 4096; lower N or L")],
         ("construct", "out"): [([*mem, "--out", str(tmp)], "is a directory; give a file path"),
                                ([*mem, "--out", missing + ".npz"], "does not exist; create it")],
         ("analyze", "model"): [(["analyze", "--model", "nope"], "--model nope: no shipped model has that name"),

@@ -1,7 +1,8 @@
-"""Invertibility of the attention matrix over all N^L token sequences.
-
-Registered so that commands name it; its claims, experiments and constructions are
-not built yet."""
+"""Invertibility of the attention matrix over all N^L token sequences (Dana): the matrix A
+(:mod:`.matrix`), explicit transcendental embeddings (:mod:`.embeddings`), Theorem 1's
+construction with a certified rank (:mod:`.construction`), the claims on full rank, the
+minimal number of heads and the rank caps the note leaves out (:mod:`.claims`), and where
+the note is wrong or thin (:mod:`.notes_errors`)."""
 
 from attnlab.registry import register_paper
 
