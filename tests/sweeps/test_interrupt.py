@@ -21,14 +21,18 @@ from attnlab.sweeps import SweepSpec, run_sweep
 
 SELFTEST = "selftest.sweep"
 N_RUNS = 5
+# Each run sleeps SLEEP s: long enough that the sweep cannot finish its remaining runs
+# between the first result.json and the signal even when the test process is starved
+# of CPU for a moment (0.2 s was not, on 2 busy cores).
+SLEEP = 0.6
 ARGS = ["--grid", ",".join(f"n={n}" if i == 0 else str(n) for i, n in enumerate(range(1, N_RUNS + 1))),
-        "--set", "sleep=0.2"]
+        "--set", f"sleep={SLEEP}"]
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, table_without_timing):
     """The table of the same sweep, uninterrupted."""
-    spec = SweepSpec(SELFTEST, base={"sleep": 0.2}, grid={"n": list(range(1, N_RUNS + 1))})
+    spec = SweepSpec(SELFTEST, base={"sleep": SLEEP}, grid={"n": list(range(1, N_RUNS + 1))})
     res = run_sweep(spec, tmp_path_factory.mktemp("reference") / "s", executor="inline")
     assert res.n_ok == N_RUNS
     return table_without_timing(res.table_path)
