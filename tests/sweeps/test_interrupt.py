@@ -42,7 +42,15 @@ def _start(out: Path, executor: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "attnlab.cli", "sweep", SELFTEST, *ARGS, "--executor", executor,
            "--workers", "2", "--out", str(out)]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own process group: workers included
+                            start_new_session=True,  # its own process group: workers included
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    # As started from a terminal. An ignored SIGINT is inherited across exec, and Python
+    # then keeps ignoring it: a test process that ignores SIGINT (some library in the
+    # suite leaves it so) would otherwise start a sweep that Ctrl-C cannot reach.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _finished(out: Path) -> dict[str, os.stat_result]:
