@@ -32,6 +32,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from attnlab.analysis.regression import linear_fit as _line
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.authors_model import (
@@ -304,10 +305,6 @@ def largest_memorized(cells: list[dict], H: int, n: int | None = None, d_h: int 
 
 def linear_fit(x: list[float], y: list[float]) -> tuple[float, float, float]:
     """Least-squares y = a x + b -> (a, b, R^2), R^2 = 1 - SS_res / SS_tot (nan if y is constant)."""
-    X, Y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(X) < 2:
+    if len(x) < 2 or len(set(map(float, x))) < 2:
         return float("nan"), float("nan"), float("nan")
-    a, b = np.polyfit(X, Y, 1)
-    ss_tot = float(((Y - Y.mean()) ** 2).sum())
-    r2 = 1.0 - float(((Y - (a * X + b)) ** 2).sum()) / ss_tot if ss_tot > 0 else float("nan")
-    return float(a), float(b), r2
+    return tuple(_line(x, y))

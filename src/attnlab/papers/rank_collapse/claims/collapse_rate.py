@@ -26,6 +26,7 @@ import math
 
 import torch
 
+from attnlab.analysis.regression import linear_fit
 from attnlab.analysis.residuals import composite_norm, residual
 from attnlab.papers.rank_collapse.single_head_san import (
     layer_constant,
@@ -51,11 +52,7 @@ def residual_trajectory(X: torch.Tensor, layers) -> tuple[list[float], list[floa
 
 
 def _r2(x: list[float], y: list[float]) -> float:
-    x_t, y_t = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
-    A = torch.stack([x_t, torch.ones_like(x_t)], 1)
-    coef = torch.linalg.lstsq(A, y_t[:, None]).solution[:, 0]
-    res = y_t - A @ coef
-    return 1 - (res @ res).item() / ((y_t - y_t.mean()) @ (y_t - y_t.mean())).item()
+    return linear_fit(x, y).r2
 
 
 @claim(
@@ -83,9 +80,7 @@ def _rate(seed: int) -> Measurement:
             r2_lin.append(_r2([float(l) for l in keep], [math.log(r[l]) for l in keep]))
         c = max(layer_constant(*w).item() for w in layers)
         vac.append(math.sqrt(c) * r[0])
-    x_t, y_t = torch.tensor(xs, dtype=torch.float64), torch.tensor(ys, dtype=torch.float64)
-    A = torch.stack([x_t, torch.ones_like(x_t)], 1)
-    p, q = torch.linalg.lstsq(A, y_t[:, None]).solution[:, 0].tolist()
+    p, q, _ = linear_fit(xs, ys)
     med = (lambda v: sorted(v)[len(v) // 2] if v else float("nan"))
     detail = (f"log r_(l+1) = {p:.2f} log r_l + {q:.2f} over {len(xs)} layer pairs of {SANS} random SANs "
               f"(n={N}, d=d_qk={D}, relative residual in ({FLOOR:g}, {CUBIC}]); median R^2 of log r_l vs 3^l "

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from attnlab.analysis.path_decomposition import random_san
+from attnlab.analysis.regression import linear_fit
 from attnlab.analysis.residuals import composite_norm, l1_norm, relative_residual, residual
 from attnlab.config import RunConfig, check_int, check_number, param
 from attnlab.errors import ConfigError
@@ -96,13 +97,8 @@ def fit_doubly_exponential(ys: list[float]) -> dict:
         if len(pts) < 3:
             out |= {f"{name}_slope": None, f"{name}_r2": None}
             continue
-        x = torch.tensor([f(l) for l, _ in pts], dtype=torch.float64)
-        y = torch.tensor([v for _, v in pts], dtype=torch.float64)
-        A = torch.stack([x, torch.ones_like(x)], -1)
-        coef = torch.linalg.lstsq(A, y[:, None]).solution[:, 0]
-        resid = y - A @ coef
-        ss = ((y - y.mean()) ** 2).sum()
-        out |= {f"{name}_slope": float(coef[0]), f"{name}_r2": float(1 - (resid**2).sum() / ss) if ss > 0 else 1.0}
+        fit = linear_fit([f(l) for l, _ in pts], [v for _, v in pts])
+        out |= {f"{name}_slope": fit.slope, f"{name}_r2": 1.0 if math.isnan(fit.r2) else fit.r2}
     return out
 
 
