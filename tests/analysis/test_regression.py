@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from attnlab.analysis.regression import linear_fit
@@ -21,8 +21,7 @@ def test_exact_line_is_recovered():
 @given(st.lists(st.tuples(finite, finite), min_size=3, max_size=30))
 def test_matches_numpy_polyfit(pts):
     x, y = zip(*pts)
-    if np.ptp(x) < 1e-3:
-        return
+    assume(np.ptp(x) > 0.1 * max(1.0, float(np.abs(x).max())))  # well-conditioned x: polyfit is a fair reference
     a, b = np.polyfit(x, y, 1)
     fit = linear_fit(x, y)
     scale = max(1.0, float(np.abs(y).max()))
