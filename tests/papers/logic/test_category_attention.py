@@ -107,3 +107,10 @@ def test_descent_generic_reaches_the_family_degenerate_does_not():
     assert reached.mean() >= 0.75 and r.delta_Q[reached].min() > 0.1
     r = ca.descend(g, 3, 32, 0)
     assert (r.loss <= 1e-6).mean() >= 0.75 and (r.distance <= 1e-2).mean() <= 0.25
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    q_true = np.random.default_rng(4).standard_normal((3, 3))
+    a, b = ca.descend(q_true, 3, 4, 2, steps=50), ca.descend(q_true, 3, 4, 2, steps=50, device="cuda")
+    assert np.abs(a.q - b.q).max() <= 1e-10 and np.abs(a.v - b.v).max() <= 1e-10

@@ -70,3 +70,9 @@ def test_descent_reaches_the_solution_at_rate_t_to_the_minus_half():
     assert np.median(r.loss_half / r.loss) == pytest.approx(2.0, abs=0.1)
     worst = max(abs(stationary_conditions(r.q[b], r.v[b])["delta_q_times_delta_v"] - 1) for b in range(32))
     assert worst <= 0.05
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    a, b = descend(3, 4, 4, 2, steps=50), descend(3, 4, 4, 2, steps=50, device="cuda")
+    assert np.abs(a.q - b.q).max() <= 1e-10 and np.abs(a.v - b.v).max() <= 1e-10
