@@ -128,7 +128,8 @@ def descend(N: int, M: int, starts: int, seed: int, *, lr: float = LR, steps: in
     step: L -= lr dE/dL, v -= lr dE/dv, gradients by autograd of the exact E[SSE]. Runs on one
     torch thread (tiny tensors: faster, and bit-reproducible); cached per arguments."""
     if N < 2 or M < 2 or starts < 1 or steps < 2 or not lr > 0:
-        raise ConfigError(f"need N >= 2, M >= 2, starts >= 1, steps >= 2, lr > 0; got {N}, {M}, {starts}, {steps}, {lr}")
+        raise ConfigError(f"need N >= 2, M >= 2, starts >= 1, steps >= 2, lr > 0; "
+                          f"got {N}, {M}, {starts}, {steps}, {lr}")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -60,7 +60,8 @@ def _softmax_stationary(seed: int) -> Measurement:
     q0, v0 = intended(N, M)
     q0[0, 0] = 1.0  # column 1 (no target) on the simplex too
     exact = stationary_conditions(q0, v0)
-    exact_gap = max(exact["lagrange"], exact["grad_v"], abs(exact["delta_q_times_delta_v"] - 1), exact["row_sum_spread"])
+    exact_gap = max(exact["lagrange"], exact["grad_v"], abs(exact["delta_q_times_delta_v"] - 1),
+                    exact["row_sum_spread"])
     measured = max(worst["lagrange"], worst["delta_q_times_delta_v"], worst["delta_q"], worst["delta_v"])
     ok = measured <= COND_TOL and worst["row_sum_spread"] <= 1e-9 and worst["grad_v"] <= 1e-4 and exact_gap <= EXACT_TOL
     detail = (f"over {STARTS} end points: column spread of dE/dq <= {worst['lagrange']:.4f}, |Dq Dv - 1| <= "
