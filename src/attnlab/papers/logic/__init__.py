@@ -7,6 +7,9 @@ Y_i = q_true(X_{i-1}, X_i).
 - :mod:`~attnlab.papers.logic.construction`: ``attnlab construct logic``.
 - :mod:`~attnlab.papers.logic.examples`: the two fully connected networks of §1.
 - :mod:`~attnlab.papers.logic.gradients`: §3.1's gradient of E[SSE] and its zeros.
+- :mod:`~attnlab.papers.logic.softmax_positions`: §3.2, softmax columns, gradient descent to v = I.
+- :mod:`~attnlab.papers.logic.category_attention`: §3.3, attention on categories read on the
+  diagonal, the intended family, Delta Q and the degenerate q_true.
 - :mod:`~attnlab.papers.logic.notes_errors`: where the text is wrong, and what is implemented.
 """
 
