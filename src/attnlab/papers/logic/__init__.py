@@ -8,6 +8,10 @@ Y_i = q_true(X_{i-1}, X_i).
 - :mod:`~attnlab.papers.logic.examples`: the two fully connected networks of §1.
 - :mod:`~attnlab.papers.logic.gradients`: §3.1's gradient of E[SSE] and its zeros.
 - :mod:`~attnlab.papers.logic.notes_errors`: where the text is wrong, and what is implemented.
+- :mod:`~attnlab.papers.logic.model`: §4's trainable encoder (attention without softmax, LayerNorm,
+  two linear layers), the access-pattern masks of the restricted systems, the gauge.
+- :mod:`~attnlab.papers.logic.mechanism`: structure fractions modulo the gauge and path ablations.
+- :mod:`~attnlab.papers.logic.experiments.learning`: ``logic.learning``, §4's experiments (Figs. 1-2).
 """
 
 from attnlab.registry import register_paper
