@@ -65,19 +65,16 @@ def test_run_tiny(storable):
 
 
 @pytest.mark.slow
-def test_quick_size_system2_learns_a_scaled_q_true():
-    """N = 10, M = 50 as in the text, batch 100: system 2's k^t q correlates with q_true."""
+def test_quick_size_system1_learns():
+    """N = 10, M = 50 as in the text, batch 100, 50 L-BFGS iterations: system 1 (positions route, B decides)
+    ends at MSE <= 0.45 Var(Y) (measured 0.30-0.34 Var(Y) over 3 seeds at the quick scale)."""
     cfg = LearningConfig(batch=100, seeds=1, sweep_seeds=0, test_batch=50)
-    mem = [Member("main", "system 2", 0, (0.0, 0.0, 0.0), 1.0)]
-    from attnlab.papers.logic import mechanism as mech
-
+    mem = [Member("main", "system 1", 0, (0.0, 0.0, 0.0), 1.0)]
     tasks = [task(cfg, 0)]
-    p, h = train_all(cfg, mem, tasks)
-    m = masks("2", 10, 50, dtype=p["q"].dtype)
-    A = ((p["k"][0] * m["k"]).T @ (p["q"][0] * m["q"])).double().numpy()
-    corr, _ = mech.centred_fit(A[:10, :10], tasks[0]["q_true"])
-    assert abs(corr) >= 0.9
-    assert float(h[-1, 0]) < 0.5 * float(np.var(tasks[0]["Y"]))
+    _, h = train_all(cfg, mem, tasks)
+    var_y = float(np.var(tasks[0]["Y"]))
+    assert float(h[-1, 0]) <= 0.45 * var_y
+    assert float(h[-1, 0]) <= 0.5 * float(h[0, 0])
 
 
 @pytest.mark.parametrize("changes, message", [
