@@ -461,6 +461,9 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
         "arbitrary gauge. The hand-built columns show each solution has fraction 1 in its own structures.",
         f"Training on {cfg.device} in {cfg.dtype}: {len(mem)} models ({cfg.batch} sequences each) in "
         f"{train_s:.1f} s.",
+        f"'50 iterations' is read here as {cfg.iterations} L-BFGS steps of {cfg.inner_iterations} iteration(s) each. "
+        "A PyTorch loop of 50 steps with torch's default max_iter = 20 is the other reading (inner_iterations=20): "
+        "it trains far further per step, and the ordering of the flavours can change with it.",
     ]
     if cfg.batch * (cfg.M - 1) < 3 * (N + M) ** 2:
         notes.append(f"At batch {cfg.batch} the combined model has more parameters than there are targets "
