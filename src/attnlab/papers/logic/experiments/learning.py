@@ -58,7 +58,8 @@ from attnlab.config import RunConfig, check_choice, check_int, check_number, par
 from attnlab.errors import ConfigError
 from attnlab.papers.logic import mechanism as mech
 from attnlab.papers.logic.encoding import random_sequences, targets
-from attnlab.papers.logic.model import NORMS, effective, hidden_width, init_params, masks, predict
+from attnlab.papers.logic.model import NORMS, effective, hand_built_params, hidden_width, init_params, masks, predict
+from attnlab.papers.logic.model import mse as model_mse
 from attnlab.papers.logic.solutions import build
 from attnlab.registry import Experiment, register
 from attnlab.results import PALETTE, ExperimentResult, Table, check, heatmap_figure, heatmap_panel, line_figure, series
@@ -420,8 +421,6 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
     # ---- the hand-built weights in the trainable model ----
     tok64 = torch.as_tensor(tasks[0]["test"])
     Y64 = torch.as_tensor(tasks[0]["Y_test"])
-    from attnlab.papers.logic.model import hand_built_params, mse as model_mse
-
     hb = {s: float(model_mse(hand_built_params(build(s, qt0, M)), masks("combined", N, M), tok64, Y64, N, norm="none"))
           for s in ("1", "2", "3")}
 
