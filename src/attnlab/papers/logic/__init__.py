@@ -11,6 +11,10 @@ Y_i = q_true(X_{i-1}, X_i).
 - :mod:`~attnlab.papers.logic.category_attention`: §3.3, attention on categories read on the
   diagonal, the intended family, Delta Q and the degenerate q_true.
 - :mod:`~attnlab.papers.logic.notes_errors`: where the text is wrong, and what is implemented.
+- :mod:`~attnlab.papers.logic.model`: §4's trainable encoder (attention without softmax, LayerNorm,
+  two linear layers), the access-pattern masks of the restricted systems, the gauge.
+- :mod:`~attnlab.papers.logic.mechanism`: structure fractions modulo the gauge and path ablations.
+- :mod:`~attnlab.papers.logic.experiments.learning`: ``logic.learning``, §4's experiments (Figs. 1-2).
 """
 
 from attnlab.registry import register_paper

@@ -1,0 +1,2 @@
+"""Experiments of the logic text, one module each, named by the experiment id
+(``logic.learning`` is ``learning.py``)."""

@@ -1,0 +1,168 @@
+"""Which mechanism a trained model of §4 uses: structure fractions of k^t q, v, B and path ablations.
+
+**Structure fraction.** A structure s is a linear subspace S of d x d matrices: a block mask
+(entries free inside, zero outside) plus optional fixed directions E_1..E_r (e.g. "A_PP is a
+multiple of D_{-1}"). The output of the model does not see a gauge subspace G
+(:mod:`~attnlab.papers.logic.model`: A + g w^t + w' g^t; v + u g^t, and v + 1_d u^t under the
+LayerNorm, with g = (1_N; -1_M)). So the fraction of the Frobenius norm of A that lies in S is
+measured modulo G:
+
+    frac_s(A) = 1 - min_{Z in S, Gamma in G} ||A - Z - Gamma||_F^2 / min_{Gamma in G} ||A - Gamma||_F^2
+
+(1: A is, up to the gauge, in S; 0: orthogonal to it). The denominator is ||P_out A P_in||_F^2
+with P = I - g g^t / |g|^2 (and P_out = I - 1 1^t / d for v under the LayerNorm); the numerator is
+a least-squares problem over the gauge and the E's, on the entries outside the mask.
+
+Structures (the hand-built weights of :mod:`~attnlab.papers.logic.solutions` have fraction 1 in
+their own; tests):
+
+    A = k^t q   CC block (solution 2), PP block (solutions 1, 3), multiple of diag(0, D_{-1}) (1, 3)
+    v           PP block (2), multiple of diag(0, S) (2), CC block (1, 3), multiple of diag(I_N, 0) (1)
+    B           diagonal of its first d rows ("no B": solutions 2, 3); no gauge
+
+**Path ablations** keep one path of the attention: A and v replaced by their in-structure parts
+Z of the gauge representative nearest to the structure (the minimiser above), everything else
+as trained. Reported as R^2 = 1 - MSE / Var(Y) on fresh sequences:
+
+    full                    the model as trained
+    no attention            H = X
+    solution-2 path only    A -> its CC part, v -> its PP part
+    solution-1/3 path only  A -> its PP part, v -> its CC part
+    linear feed-forward     ReLU -> identity
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnlab.papers.logic.encoding import shift_matrix
+
+
+@dataclass(frozen=True)
+class Structure:
+    """mask: d x d 0/1 (free entries); directions: fixed d x d matrices added to the subspace."""
+
+    name: str
+    mask: np.ndarray
+    directions: tuple[np.ndarray, ...] = ()
+
+
+def _block(N: int, M: int, rows: str, cols: str) -> np.ndarray:
+    d = N + M
+    m = np.zeros((d, d))
+    r = slice(0, N) if rows == "C" else slice(N, d)
+    c = slice(0, N) if cols == "C" else slice(N, d)
+    m[r, c] = 1
+    return m
+
+
+def _embed(N: int, M: int, cc: np.ndarray | None = None, pp: np.ndarray | None = None) -> np.ndarray:
+    out = np.zeros((N + M, N + M))
+    if cc is not None:
+        out[:N, :N] = cc
+    if pp is not None:
+        out[N:, N:] = pp
+    return out
+
+
+def structures(N: int, M: int) -> dict[str, list[Structure]]:
+    """The structures measured per matrix ("A", "v", "B"), module docstring."""
+    zero = np.zeros((N + M, N + M))
+    D = shift_matrix(M)
+    return {
+        "A": [Structure("CC block (sol. 2)", _block(N, M, "C", "C")),
+              Structure("PP block (sol. 1, 3)", _block(N, M, "P", "P")),
+              Structure("c D_{-1} in PP (sol. 1, 3)", zero, (_embed(N, M, pp=D),))],
+        "v": [Structure("PP block (sol. 2)", _block(N, M, "P", "P")),
+              Structure("c S in PP (sol. 2)", zero, (_embed(N, M, pp=D.T),)),
+              Structure("CC block (sol. 1, 3)", _block(N, M, "C", "C")),
+              Structure("c I_N in CC (sol. 1)", zero, (_embed(N, M, cc=np.eye(N)),))],
+    }
+
+
+def gauge_directions(N: int, M: int, which: str, layernorm: bool) -> list[np.ndarray]:
+    """A basis of the gauge G of A ("A": g w^t, w' g^t) or v ("v": u g^t, and 1 u^t under LayerNorm)."""
+    d = N + M
+    g = np.concatenate([np.ones(N), -np.ones(M)])
+    E = np.eye(d)
+    if which == "A":
+        return [np.outer(g, E[c]) for c in range(d)] + [np.outer(E[r], g) for r in range(d)]
+    out = [np.outer(E[r], g) for r in range(d)]
+    if layernorm:
+        out += [np.outer(np.ones(d), E[c]) for c in range(d)]
+    return out
+
+
+def _projector(vec: np.ndarray) -> np.ndarray:
+    return np.eye(vec.size) - np.outer(vec, vec) / (vec @ vec)
+
+
+def gauge_free_norm2(A: np.ndarray, N: int, M: int, which: str, layernorm: bool) -> float:
+    """min over the gauge of ||A - Gamma||_F^2 = ||P_out A P_in||_F^2."""
+    g = np.concatenate([np.ones(N), -np.ones(M)])
+    P = _projector(g)
+    P_out = P if which == "A" else (_projector(np.ones(N + M)) if layernorm else np.eye(N + M))
+    return float(np.sum((P_out @ A @ P) ** 2))
+
+
+def fit_structure(A: np.ndarray, s: Structure, gauge: list[np.ndarray]) -> tuple[float, np.ndarray]:
+    """(the residual min ||A - Z - Gamma||^2, the in-structure part Z of the minimiser)."""
+    out = s.mask == 0
+    basis = list(gauge) + list(s.directions)
+    design = np.stack([b[out] for b in basis], axis=1)  # (#outside, p)
+    theta, *_ = np.linalg.lstsq(design, A[out], rcond=None)
+    rep = A - np.tensordot(theta, np.stack(basis), axes=1)  # gauge representative minus the E's
+    resid = float(np.sum(rep[out] ** 2))
+    n_g = len(gauge)
+    Z = s.mask * rep + np.tensordot(theta[n_g:], np.stack(s.directions), axes=1) if s.directions else s.mask * rep
+    return resid, Z
+
+
+def structure_fractions(A: np.ndarray, v: np.ndarray, B: np.ndarray, N: int, M: int, *,
+                        layernorm: bool = True) -> dict[str, float]:
+    """frac_s of A = k^t q and v for every structure of :func:`structures`, and B's diagonal fraction."""
+    out = {}
+    st = structures(N, M)
+    for which, mat in (("A", A), ("v", v)):
+        gauge = gauge_directions(N, M, which, layernorm)
+        total = gauge_free_norm2(mat, N, M, which, layernorm)
+        for s in st[which]:
+            resid, _ = fit_structure(mat, s, gauge)
+            out[f"{which}: {s.name}"] = 1.0 - resid / total if total > 0 else float("nan")
+    d = N + M
+    diag = np.zeros_like(B)
+    diag[:d, :d] = np.eye(d)
+    out["B: diagonal (sol. 2, 3: no B)"] = float(np.sum((B * diag) ** 2) / max(np.sum(B ** 2), 1e-300))
+    return out
+
+
+def path_weights(A: np.ndarray, v: np.ndarray, N: int, M: int, path: str, *, layernorm: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(A, v) reduced to one path: "2" (A's CC part, v's PP part) or "13" (A's PP part, v's CC part)."""
+    sa = Structure("", _block(N, M, "C", "C") if path == "2" else _block(N, M, "P", "P"))
+    sv = Structure("", _block(N, M, "P", "P") if path == "2" else _block(N, M, "C", "C"))
+    _, Za = fit_structure(A, sa, gauge_directions(N, M, "A", layernorm))
+    _, Zv = fit_structure(v, sv, gauge_directions(N, M, "v", layernorm))
+    return Za, Zv
+
+
+def centred_fit(A_cc: np.ndarray, q_true: np.ndarray) -> tuple[float, float]:
+    """(correlation, scale) of the learned CC block with q_true after removing row and column
+    effects from both (double centring: the CC block's gauge adds 1 w^t and w' 1^t, and §3.3's
+    q(r, t) + a(t) is the same freedom); scale: least squares A_cc ~ scale * q_true."""
+    def dc(a):
+        return a - a.mean(0, keepdims=True) - a.mean(1, keepdims=True) + a.mean()
+
+    a, b = dc(np.asarray(A_cc, np.float64)), dc(np.asarray(q_true, np.float64))
+    denom = np.sqrt(np.sum(a * a) * np.sum(b * b))
+    corr = float(np.sum(a * b) / denom) if denom > 0 else float("nan")
+    scale = float(np.sum(a * b) / np.sum(b * b)) if np.sum(b * b) > 0 else float("nan")
+    return corr, scale
+
+
+def r2(pred: torch.Tensor, Y: torch.Tensor) -> float:
+    """1 - MSE / Var(Y) over all sequences and positions."""
+    return float(1 - ((pred - Y) ** 2).mean() / Y.var(unbiased=False))

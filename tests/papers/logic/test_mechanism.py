@@ -1,0 +1,66 @@
+"""Structure fractions modulo the gauge, path ablations and the centred fit of Fig. 1."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.papers.logic import mechanism as mech
+from attnlab.papers.logic.encoding import all_sequences, targets
+from attnlab.papers.logic.model import hand_built_params, hidden_width, predict
+from attnlab.papers.logic.solutions import build
+
+N, M = 3, 5
+
+
+def _fractions(solution, q_true):
+    w = build(solution, q_true, M)
+    B = np.zeros((hidden_width(N, M), N + M))
+    B[: (w.B.shape[0] if w.B is not None else N + M)] = w.B if w.B is not None else np.eye(N + M)
+    return mech.structure_fractions(w.k.T @ w.q, w.v, B, N, M)
+
+
+@pytest.mark.parametrize("solution, own", [
+    ("1", ["A: PP block (sol. 1, 3)", "A: c D_{-1} in PP (sol. 1, 3)", "v: CC block (sol. 1, 3)", "v: c I_N in CC (sol. 1)"]),
+    ("2", ["A: CC block (sol. 2)", "v: PP block (sol. 2)", "v: c S in PP (sol. 2)", "B: diagonal (sol. 2, 3: no B)"]),
+    ("3", ["A: PP block (sol. 1, 3)", "A: c D_{-1} in PP (sol. 1, 3)", "v: CC block (sol. 1, 3)",
+           "B: diagonal (sol. 2, 3: no B)"]),
+])
+def test_hand_built_solutions_have_fraction_one_in_their_structures(solution, own):
+    q_true = np.random.default_rng(0).standard_normal((N, N))
+    fr = _fractions(solution, q_true)
+    for k in own:
+        assert abs(fr[k] - 1) <= 1e-10, (k, fr[k])
+    other = "A: CC block (sol. 2)" if solution != "2" else "A: c D_{-1} in PP (sol. 1, 3)"
+    assert fr[other] <= 0.1
+
+
+def test_fractions_are_gauge_invariant():
+    rng = np.random.default_rng(1)
+    d = N + M
+    A, v, B = rng.standard_normal((d, d)), rng.standard_normal((d, d)), rng.standard_normal((hidden_width(N, M), d))
+    g = np.concatenate([np.ones(N), -np.ones(M)])
+    A2 = A + np.outer(g, rng.standard_normal(d)) + np.outer(rng.standard_normal(d), g)
+    v2 = v + np.outer(rng.standard_normal(d), g) + np.outer(np.ones(d), rng.standard_normal(d))
+    f1, f2 = mech.structure_fractions(A, v, B, N, M), mech.structure_fractions(A2, v2, B, N, M)
+    assert max(abs(f1[k] - f2[k]) for k in f1) <= 1e-10
+
+
+def test_path_ablation_keeps_solution_2_and_kills_it_on_the_other_path():
+    q_true = np.random.default_rng(2).standard_normal((N, N))
+    p = hand_built_params(build("2", q_true, M))
+    tok = torch.as_tensor(all_sequences(N, M))
+    Y = torch.as_tensor(targets(all_sequences(N, M), q_true))
+    A, v = (p["k"].T @ p["q"]).numpy(), p["v"].numpy()
+    for path, expect_exact in (("2", True), ("13", False)):
+        Za, Zv = mech.path_weights(A, v, N, M, path, layernorm=False)
+        e = dict(p, q=torch.as_tensor(Za), k=torch.eye(N + M, dtype=torch.float64), v=torch.as_tensor(Zv))
+        r2 = mech.r2(predict(e, tok, N, norm="none"), Y)
+        assert (abs(r2 - 1) <= 1e-12) if expect_exact else (r2 < 0.5)
+
+
+def test_centred_fit_ignores_row_and_column_effects():
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((4, 4))
+    A = -2.5 * q + rng.standard_normal(4)[:, None] + rng.standard_normal(4)[None, :]
+    corr, scale = mech.centred_fit(A, q)
+    assert abs(corr + 1) <= 1e-12 and abs(scale + 2.5) <= 1e-12

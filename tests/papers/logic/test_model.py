@@ -1,0 +1,78 @@
+"""The trainable §4 model: the one-hot forward is eq. 2.28, masks are access patterns, the hand-built
+solutions load exactly."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.errors import ConfigError
+from attnlab.papers.logic.encoding import all_sequences, encode, random_sequences, targets
+from attnlab.papers.logic.model import (attention_t, effective, hand_built_params, hidden_rows, init_params, masks,
+                                        mse, predict)
+from attnlab.papers.logic.solutions import build, solution1_linear
+
+
+def test_one_hot_forward_is_eq_2_28():
+    N, M = 3, 5
+    rng = np.random.default_rng(0)
+    tok = random_sequences(N, M, 30, rng)
+    p = init_params(N, M, torch.Generator().manual_seed(1))
+    X = torch.as_tensor(encode(tok, N))
+    dense = (X + attention_t(X, p["q"], p["k"], p["v"])).transpose(1, 2)
+    assert float((hidden_rows(p, torch.as_tensor(tok), N) - dense).abs().max()) <= 1e-12
+
+
+@pytest.mark.parametrize("solution", ["1", "2", "3"])
+def test_hand_built_weights_give_zero_mse_in_float64(solution):
+    N, M = 3, 4
+    rng = np.random.default_rng(2)
+    q_true = rng.standard_normal((N, N))
+    tok = all_sequences(N, M)  # all 81 sequences
+    p = hand_built_params(build(solution, q_true, M))
+    Y = torch.as_tensor(targets(tok, q_true))
+    loss = mse(p, masks("combined", N, M), torch.as_tensor(tok), Y, N, norm="none")
+    assert float(loss) < 1e-20
+    # the paper's size: solution 2 at N = 10, M = 50
+    q10 = rng.standard_normal((10, 10))
+    tok10 = random_sequences(10, 50, 100, rng)
+    p10 = hand_built_params(build("2", q10, 50))
+    loss10 = mse(p10, masks("2", 10, 50), torch.as_tensor(tok10), torch.as_tensor(targets(tok10, q10)), 10, norm="none")
+    assert float(loss10) < 1e-20
+
+
+def test_masks_are_the_access_patterns_and_block_the_gradient():
+    N, M = 3, 5
+    d = N + M
+    p = {k: v.requires_grad_(True) for k, v in init_params(N, M, torch.Generator().manual_seed(0)).items()}
+    e2 = effective(p, masks("2", N, M))
+    d2 = {k: t.detach() for k, t in e2.items()}
+    A2 = d2["k"].T @ d2["q"]
+    assert float(A2[N:].abs().max()) == 0 and float(A2[:, N:].abs().max()) == 0  # categories only
+    assert float(d2["v"][:N].abs().max()) == 0 and float(d2["v"][:, :N].abs().max()) == 0  # positions only
+    assert float((d2["B"][:d] - torch.diag(torch.diagonal(d2["B"][:d]))).abs().max()) == 0
+    e3 = {k: t.detach() for k, t in effective(p, masks("3", N, M)).items()}
+    A3 = e3["k"].T @ e3["q"]
+    assert float(A3[:N].abs().max()) == 0 and float(A3[:, :N].abs().max()) == 0
+    tok = torch.as_tensor(random_sequences(N, M, 10, np.random.default_rng(0)))
+    predict(e2, tok, N).pow(2).sum().backward()
+    assert float(p["v"].grad[:N].abs().max()) == 0 and float(p["v"].grad[N:, N:].abs().max()) > 0
+
+
+def test_gauge_directions_do_not_change_the_output():
+    N, M = 3, 5
+    g = torch.cat([torch.ones(N), -torch.ones(M)]).double()
+    p = init_params(N, M, torch.Generator().manual_seed(3))
+    tok = torch.as_tensor(random_sequences(N, M, 20, np.random.default_rng(1)))
+    y = predict(p, tok, N)
+    w, u = torch.randn(N + M, dtype=torch.float64), torch.randn(N + M, dtype=torch.float64)
+    # A -> A + g w^t through q -> q + c w^t with k^t c = g (k invertible); v -> v + u g^t + 1 u^t (LayerNorm)
+    c = torch.linalg.solve(p["k"].T, g)
+    p2 = dict(p, q=p["q"] + torch.outer(c, w), v=p["v"] + torch.outer(u, g) + torch.outer(torch.ones(N + M).double(), u))
+    assert float((predict(p2, tok, N) - y).abs().max()) <= 1e-10
+
+
+def test_bad_inputs():
+    with pytest.raises(ConfigError, match="system must be one of"):
+        masks("4", 3, 5)
+    with pytest.raises(ConfigError, match="no ReLU read-out"):
+        hand_built_params(solution1_linear(np.arange(3), 5, 10.0))
