@@ -63,7 +63,7 @@ class ConditioningConfig(RunConfig):
                   "size_cases": ("2:2:2", "2:3:3", "3:2:3", "2:4:4", "3:3:4", "2:5:5", "4:3:5", "2:6:6", "3:4:5",
                                  "5:3:6", "2:7:7", "3:5:6", "4:4:6", "2:8:8", "2:9:9", "4:5:7", "2:10:10",
                                  "2:11:11", "2:12:12"),
-                  "size_w": (0.1, 0.3, 1.0), "head_cases": ("2:4:4", "3:3:4", "2:6:6"), "extra_heads": 6,
+                  "size_w": (0.1, 1.0), "head_cases": ("2:4:4", "3:3:4", "2:6:6"), "extra_heads": 6,
                   "dim_cases": ("2:3", "3:3", "2:4", "4:3"), "dims_beyond": 4, "hp_max_rows": 256,
                   "certify_max_rows": 256},
     }
@@ -328,6 +328,9 @@ NOTES = [
     "and degrades fast for large w (softmax saturation: the smallest singular value falls like exp(-c w)).",
     "Ranks: float64 rank = #{sigma_i > max(N^L, Pd) eps sigma_1}; certified rank = size of a minor whose ball "
     "determinant excludes 0 (lower bound), with the rank cap's proof (upper bound).",
+    "w_p = w p (construction.build_case): with P = ceil(N^L/d) heads the largest scale is w P, so the sweep over "
+    "N^L also raises the largest w_p; at N^L = 1024 ((2,10,10), P = 103, w = 1) most heads' softmax is saturated "
+    "and float64 sees rank 64 of 1024.",
     "sigma_min below max(N^L, Pd) eps sigma_max is not reported from float64: the high-precision value is exact "
     "to ~1e-3 in log10 (two successive precisions agree), the float64 one is round-off.",
 ]
