@@ -81,6 +81,8 @@ def ratio_text(r: dict) -> str:
         return f"{r['hp_log10_ratio']:.2f} ({r['hp_bits']} bits)"
     if r["float_resolved"]:
         return f"{r['float_log10_ratio']:.2f} (float64)"
+    if r["hp_bits"] is not None:
+        return f"below float resolution (< {r['resolution_log10']:.1f}); not resolved at {r['hp_bits']} bits"
     return f"below float resolution (< {r['resolution_log10']:.1f})"
 
 

@@ -82,9 +82,9 @@ class ConditioningConfig(RunConfig):
     embedding: str = param("explicit", "explicit (2^-m exp(sqrt(prime))) or random (U(0.5, 1.5) from the seed)")
 
     def validate(self) -> None:
-        for name in ("w_cases", "size_cases", "head_cases"):
-            object.__setattr__(self, name, tuple(":".join(map(str, c)) for c in parse_cases(name, getattr(self, name), 3)))
-        object.__setattr__(self, "dim_cases", tuple(":".join(map(str, c)) for c in parse_cases("dim_cases", self.dim_cases, 2)))
+        for name, parts in (("w_cases", 3), ("size_cases", 3), ("head_cases", 3), ("dim_cases", 2)):
+            cases = parse_cases(name, getattr(self, name), parts)
+            object.__setattr__(self, name, tuple(":".join(map(str, c)) for c in cases))
         for name in ("w_values", "size_w"):
             vals = tuple(check_number(f"every entry of {name}", v, 0, open_min=True) for v in getattr(self, name))
             if not vals:
@@ -200,7 +200,8 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
                          "w -> +oo ('for a large enough w')",
                          f"best w = {s['best_w']:g} (log10 sigma_min/sigma_max = {s['best_log10_ratio']:.2f})"
                          if s["best_w"] is not None else "none resolved", None, None,
-                         f"sigma_min/sigma_max > max(N^L,Pd) eps for w in {_range(s)}; the proof's series needs w > w* = {s['w_star']:.3g} where "
+                         f"sigma_min/sigma_max > max(N^L,Pd) eps for w in {_range(s)}; the proof's series needs "
+                         f"w > w* = {s['w_star']:.3g} where "
                          + (f"log10 ratio = {s['log10_ratio_at_w_star']:.1f} (at w = {s['w_at_w_star']:g})"
                             if s["log10_ratio_at_w_star"] is not None else "no grid point reaches")
                          + f"; rank N^L certified at every w ({s['certified']} of {s['count']} certified)"))
@@ -234,7 +235,9 @@ def _tables(data: dict, ws: list[dict]) -> list[Table]:
                 "float64 rank", "log10 sigma_cap/sigma_1 (float64)", "log10 sigma_{cap+1}/sigma_1 (float64)",
                 "theorem holds"]
     dims = [[r["N"], r["L"], r["d"], r["P"], "yes" if r["theorem"] else "no", r["N"] + r["L"] - 2, r["rows"],
-             r["cap"], cert_text(r), r["float_rank"], f"{r['float_log10_ratio_cap']:.2f}",
+             r["cap"], cert_text(r), r["float_rank"],
+             f"{r['float_log10_ratio_cap']:.2f}" if r["float_log10_ratio_cap"] > r["resolution_log10"] else
+             f"below float resolution ({r['float_log10_ratio_cap']:.1f} is round-off)",
              "-" if r["float_log10_ratio_next"] is None else f"{r['float_log10_ratio_next']:.2f} (round-off)",
              "yes" if r["cert_lower"] == r["rows"] else ("no" if r["cert_lower"] is not None else "?")]
             for r in data["dims"]]

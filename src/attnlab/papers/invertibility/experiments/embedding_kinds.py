@@ -38,11 +38,17 @@ from attnlab.config import RunConfig, check_choice, check_int, check_number, par
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
 from attnlab.papers.invertibility.experiments._common import CPU_ONLY, minimal_theorem_heads, parse_cases
-from attnlab.papers.invertibility.matrix import attention_matrix, attention_matrix_arb_qk, default_w, qk_matrices, rank_cap
+from attnlab.papers.invertibility.matrix import (
+    attention_matrix,
+    attention_matrix_arb_qk,
+    default_w,
+    qk_matrices,
+    rank_cap,
+)
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
 from attnlab.papers.invertibility.trained import RESTRICTIONS, WORDS, minilm_embeddings
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, check
+from attnlab.results import ExperimentResult, Table, bar_figure, check
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "invertibility.embedding-kinds"
@@ -54,8 +60,8 @@ QK_KINDS = ("E11", "gaussian")
 class EmbeddingKindsConfig(RunConfig):
     PRESETS = {"quick": {"cases": ("2:4:4", "3:3:4", "2:6:6"), "w_values": (0.1, 1.0), "hp_max_rows": 64,
                          "certify_max_rows": 64},
-               "paper": {"cases": ("2:4:4", "3:3:4", "2:6:6", "4:3:5", "3:4:5", "2:8:8", "4:4:6"),
-                         "w_values": (0.1, 0.3, 1.0, 3.0), "hp_max_rows": 256, "certify_max_rows": 256}}
+               "paper": {"cases": ("2:4:4", "3:3:4", "2:6:6", "4:3:5", "3:4:5", "2:7:7", "2:8:8", "4:4:6"),
+                         "w_values": (0.1, 0.3, 1.0, 3.0), "hp_max_rows": 128, "certify_max_rows": 128}}
 
     cases: tuple[str, ...] | None = param(None, "(N, L, d) cases, written N:L:d (N <= 16 for the trained tables)")
     w_values: tuple[float, ...] | None = param(None, "scales w of W_QK (w p E_11, or w G / d)")
@@ -176,7 +182,8 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
                 "no resolved sigma_min"))
     wrong = [r for r in certified if r["cert_lower"] and r["float_rank"] != r["cert_lower"]]
     summary.append(check("float64 rank below the certified rank", None, f"{len(wrong)} of {len(certified)} cases",
-                         None, None, "tol max(N^L, Pd) eps sigma_1; the float rank undercounts where sigma_min/sigma_max "
+                         None, None, "tol max(N^L, Pd) eps sigma_1; the float rank undercounts where "
+                         "sigma_min/sigma_max "
                          "falls below it"))
     table = Table("Rank and conditioning of A (N^L x Pd, P = ceil(N^L/d)) by embedding and W_QK kind",
                   ["N", "L", "d", "P", "embedding", "W_QK", "w", "N^L", "rank cap", "float64 rank", "float64 tol",

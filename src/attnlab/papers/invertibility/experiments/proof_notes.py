@@ -110,7 +110,8 @@ def _claim_text(c: dict | None) -> str:
         return "-"
     if c["status"] == "error":
         return f"{c['id']}: error"
-    return f"{c['id']}: {c['status']} (measured {c['measured']:.3g} {c['relation']} {c['tolerance']:.3g}); {c['detail']}"
+    return (f"{c['id']}: {c['status']} (measured {c['measured']:.3g} {c['relation']} {c['tolerance']:.3g}); "
+            f"{c['detail']}")
 
 
 def _measured(says: str, data: dict) -> str:
@@ -183,8 +184,9 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
                 [[x["N"], x["L"], x["d"], x["w_star"], str(x["argmax"]), x["closed_form"], x["min_gap"]]
                  for x in data["expansion"]], ["int"] * 3 + ["float", "text", "float", "float"])
     notes = ["The claims named in 'checked by' run again in the claims section of this report, with their full detail.",
-             "w* is exact (bisection on x_t(w) = 1); the closed form ln(L-1) / (q_t min_i g_{t,i}) is only sufficient and "
-             "overshoots it (e.g. 28.5 against 5.34 for (2,4,4)). Either way the rank does not need it: it is full at every "
+             "w* is exact (bisection on x_t(w) = 1); the closed form ln(L-1) / (q_t min_i g_{t,i}) is only sufficient "
+             "and overshoots it (e.g. 28.5 against 5.34 for (2,4,4)). Either way the rank does not need it: it is full "
+             "at every "
              "w > 0 measured, and the conditioning at w* is already far worse than at w ~ 0.1-1."]
     return ExperimentResult(summary=summary, tables=[table, exp, why], notes=notes, data=data)
 

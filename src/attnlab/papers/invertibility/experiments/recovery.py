@@ -46,7 +46,7 @@ class RecoveryConfig(RunConfig):
                          "levels": tuple(10.0 ** k for k in range(-14, 1)) + (HUGE,), "draws": 4, "hp_max_rows": 64},
                "paper": {"cases": ("2:4:4", "3:3:4", "2:6:6", "4:3:5", "3:4:5", "2:8:8", "4:4:6", "2:10:10"),
                          "w_values": (0.1, 0.3, 1.0),
-                         "levels": tuple(10.0 ** (k / 2) for k in range(-30, 1)) + (HUGE,), "draws": 8,
+                         "levels": tuple(10.0 ** (k / 2) for k in range(-30, 1)) + (HUGE,), "draws": 4,
                          "hp_max_rows": 256}}
 
     cases: tuple[str, ...] | None = param(None, "(N, L, d) cases, written N:L:d (P = ceil(N^L/d))")
@@ -91,7 +91,8 @@ def measure_case(N: int, L: int, d: int, w: float, cfg: RecoveryConfig, rng: np.
     sig = None if log10_smin is None else 10 ** log10_smin / (2 * float(norms.max()))
     return dict(N=N, L=L, d=d, P=P, w=w, rows=N ** L, cols=P * d, levels=levels, nearest=rates["nearest"],
                 least_squares=rates["least_squares"], float_resolved=fs.resolved(),
-                float_log10_ratio=fs.log10_ratio(), log10_sigma_min=log10_smin, log10_sigma_max=math.log10(fs.sigma[0]), hp_bits=hp_bits,
+                float_log10_ratio=fs.log10_ratio(), log10_sigma_min=log10_smin,
+                log10_sigma_max=math.log10(fs.sigma[0]), hp_bits=hp_bits,
                 sep_guarantee=sep, median_sep=float(np.median(delta / (2 * norms))), sigma_guarantee=sig,
                 cross_nearest=crossing_level(levels, rates["nearest"]),
                 cross_least_squares=crossing_level(levels, rates["least_squares"]),
