@@ -3,7 +3,8 @@
 A (N^L x Pd) holds one row A(t) in R^{Pd} per sequence t. Given y = A(t) + n:
 
 - nearest row:    t_hat = argmin_s ||y - A(s)||_2 (needs only distinct rows: injectivity);
-- least squares:  c = argmin_c ||A^T c - y||_2 (numpy lstsq, rcond = max(N^L, Pd) eps, so
+- least squares:  c = argmin_c ||A^T c - y||_2 (minimum norm, by the SVD of A with singular values
+                  below max(N^L, Pd) eps sigma_1 dropped, as numpy's lstsq with that rcond, so
                   directions below float64's resolution are dropped), t_hat = argmax_s c_s
                   (needs A of full row rank: invertibility; c = e_t when n = 0).
 
@@ -26,41 +27,60 @@ import numpy as np
 from attnlab.papers.invertibility.spectrum import EPS
 
 
-CHUNK_ENTRIES = 1 << 24  # float64 entries of one block of differences (128 MB)
+CANDIDATES = 8  # nearest rows by the fast expansion, then compared exactly
+CHUNK_ROWS = 512
 
 
-def _squared_distances(Y: np.ndarray, A: np.ndarray):
-    """Yield (start, D) with D[i, s] = ||Y[start + i] - A[s]||^2, from the differences themselves
-    (the expansion |y|^2 + |a|^2 - 2 y.a loses rows closer than ~1e-8 ||a||)."""
-    step = max(1, CHUNK_ENTRIES // max(1, A.size))
-    for start in range(0, len(Y), step):
-        diff = Y[start:start + step, None, :] - A[None, :, :]
-        yield start, np.einsum("ksj,ksj->ks", diff, diff)
+def _nearest(Y: np.ndarray, A: np.ndarray, exclude_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(index, distance) of the row of A nearest to each row of Y.
+
+    Candidates come from the expansion ||y||^2 - 2 y.a + ||a||^2 (one matrix product; its
+    round-off, ~eps ||a||^2, hides gaps below ~1e-8 ||a|| in the squared distance), and the
+    ``CANDIDATES`` best are compared by their exact differences ||y - a||, so the answer is
+    exact unless more than ``CANDIDATES`` rows tie within that round-off. ``exclude_self``
+    (Y is A): row t is never its own neighbour."""
+    k = min(CANDIDATES, len(A) - (1 if exclude_self else 0))
+    a2 = (A ** 2).sum(1)
+    idx_out = np.empty(len(Y), dtype=np.int64)
+    dist_out = np.empty(len(Y))
+    for start in range(0, len(Y), CHUNK_ROWS):
+        Yc = Y[start:start + CHUNK_ROWS]
+        D = (Yc ** 2).sum(1)[:, None] - 2 * Yc @ A.T + a2[None, :]
+        if exclude_self:
+            D[np.arange(len(Yc)), start + np.arange(len(Yc))] = np.inf
+        cand = np.argpartition(D, k - 1, axis=1)[:, :k]  # (c, k)
+        diff = Yc[:, None, :] - A[cand]
+        exact = np.sqrt(np.einsum("ckj,ckj->ck", diff, diff))
+        best = np.argmin(exact, axis=1)
+        rows = np.arange(len(Yc))
+        idx_out[start:start + len(Yc)] = cand[rows, best]
+        dist_out[start:start + len(Yc)] = exact[rows, best]
+    return idx_out, dist_out
 
 
 def row_separation(A: np.ndarray) -> np.ndarray:
     """delta_t = min_{s != t} ||A(s) - A(t)||_2 for every row t: (N^L,)."""
     A = np.asarray(A, dtype=np.float64)
-    out = np.empty(len(A))
-    for start, D in _squared_distances(A, A):
-        D[np.arange(len(D)), start + np.arange(len(D))] = np.inf
-        out[start:start + len(D)] = np.sqrt(D.min(axis=1))
-    return out
+    return _nearest(A, A, exclude_self=True)[1]
 
 
 def decode_nearest(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """argmin_s ||y - A(s)|| for each row y of Y (k, Pd): (k,) row indices of A."""
-    A, Y = np.asarray(A, dtype=np.float64), np.asarray(Y, dtype=np.float64)
-    out = np.empty(len(Y), dtype=np.int64)
-    for start, D in _squared_distances(Y, A):
-        out[start:start + len(D)] = np.argmin(D, axis=1)
-    return out
+    return _nearest(np.asarray(Y, dtype=np.float64), np.asarray(A, dtype=np.float64))[0]
 
 
-def decode_least_squares(A: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """argmax_s c_s with c = argmin ||A^T c - y|| (lstsq, rcond max(N^L, Pd) eps), per row y of Y."""
-    C = np.linalg.lstsq(A.T, Y.T, rcond=max(A.shape) * EPS)[0]  # (N^L, k)
-    return np.argmax(C, axis=0)
+def least_squares_operator(A: np.ndarray) -> np.ndarray:
+    """(A^T)^+ (N^L x Pd) by SVD, singular values <= max(N^L, Pd) eps sigma_1 dropped (lstsq's
+    rcond): c = (A^T)^+ y is lstsq's minimum-norm solution of A^T c = y."""
+    A = np.asarray(A, dtype=np.float64)
+    return np.linalg.pinv(A.T, rcond=max(A.shape) * EPS)
+
+
+def decode_least_squares(A: np.ndarray, Y: np.ndarray, operator: np.ndarray | None = None) -> np.ndarray:
+    """argmax_s c_s with c = argmin ||A^T c - y|| (rcond max(N^L, Pd) eps), per row y of Y;
+    ``operator``: :func:`least_squares_operator` of A, when already computed."""
+    op = least_squares_operator(A) if operator is None else operator
+    return np.argmax(op @ np.asarray(Y, dtype=np.float64).T, axis=0)
 
 
 def noisy_rows(A: np.ndarray, level: float, rng: np.random.Generator) -> np.ndarray:
@@ -74,13 +94,14 @@ def error_rates(A: np.ndarray, levels, draws: int, rng: np.random.Generator) -> 
     """Share of wrongly decoded rows, by decoder and noise level (every row, ``draws`` noises each)."""
     A = np.asarray(A, dtype=np.float64)
     truth = np.arange(len(A))
+    op = least_squares_operator(A)
     out: dict[str, list[float]] = {"nearest": [], "least_squares": []}
     for level in levels:
         wrong_n = wrong_l = 0
         for _ in range(draws):
             Y = noisy_rows(A, float(level), rng) if level > 0 else A.copy()
             wrong_n += int((decode_nearest(A, Y) != truth).sum())
-            wrong_l += int((decode_least_squares(A, Y) != truth).sum())
+            wrong_l += int((decode_least_squares(A, Y, op) != truth).sum())
         out["nearest"].append(wrong_n / (draws * len(A)))
         out["least_squares"].append(wrong_l / (draws * len(A)))
     return out
@@ -99,5 +120,5 @@ def crossing_level(levels, rates, share: float = 0.5) -> float | None:
     return None
 
 
-__all__ = ["crossing_level", "decode_least_squares", "decode_nearest", "error_rates", "noisy_rows",
-           "row_separation"]
+__all__ = ["crossing_level", "decode_least_squares", "decode_nearest", "error_rates", "least_squares_operator",
+           "noisy_rows", "row_separation"]
