@@ -82,8 +82,8 @@ def float_spectrum(A: np.ndarray) -> FloatSpectrum:
 @dataclass(frozen=True)
 class HighPrecisionSigma:
     """log10 sigma_min of a full-rank A from the Gram inverse at ``bits`` bits (None: no two
-    successive precisions agreed up to ``bits``); log10_sigma_max from the same float64
-    Gram route is not needed: sigma_1 is well resolved in float64."""
+    successive precisions agreed up to ``bits``), and the value at each precision tried
+    (``history``). sigma_max needs no high precision: float64 resolves it to ~eps relative."""
 
     log10_sigma_min: float | None
     bits: int
