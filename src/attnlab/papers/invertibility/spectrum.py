@@ -64,7 +64,7 @@ class FloatSpectrum:
         """log10 sigma_i / sigma_1 (1-based i; default m) as float64 computes it (an exact zero is
         clamped to the smallest positive float64, 5e-324, so the value stays finite)."""
         s = float(self.sigma[(len(self.sigma) if i is None else i) - 1])
-        return math.log10(max(s, 5e-324) / self.sigma[0])
+        return math.log10(max(s, 5e-324)) - math.log10(self.sigma[0])
 
     def resolved(self, i: int | None = None) -> bool:
         """Whether sigma_i / sigma_1 (default i = m) lies above float64's resolution."""

@@ -38,7 +38,8 @@ def test_float_spectrum_rank_and_tolerance():
     assert not fs.resolved() and fs.resolved(2)
     assert fs.log10_ratio(2) == pytest.approx(math.log10(0.5), abs=1e-15)
     assert fs.log10_ratio() == pytest.approx(-20 - math.log10(2), abs=1e-12)  # diagonal: exact in LAPACK
-    assert float_spectrum(np.zeros((2, 2)) + np.diag([1.0, 0.0])).log10_ratio() == pytest.approx(math.log10(5e-324))
+    assert float_spectrum(np.diag([1.0, 0.0])).log10_ratio() == pytest.approx(math.log10(5e-324))
+    assert float_spectrum(np.diag([8.0, 0.0])).log10_ratio() == pytest.approx(math.log10(5e-324) - math.log10(8))
 
 
 def test_high_precision_sigma_min_of_a_known_matrix():
