@@ -52,6 +52,13 @@ def test_sigma_min_labels(result):
                                                 "inv-sigma-ratio-vs-heads.png", "inv-rank-vs-d.png"}
 
 
+def test_empty_sweeps_are_not_judged():
+    res = run(ConditioningConfig(**{**TINY, "w_values": (1.0,), "dims_beyond": 0, "certify_max_rows": 4}))
+    assert res.check("certified rank = 1 + P (N+L-2)").status == "info"  # no d > N + L - 2 case
+    assert res.check("certified rank = N^L when Pd").status == "pass"  # (2,2,2): N^L = 4 certified
+    assert res.status == "pass"
+
+
 def test_deterministic(result):
     again = run(ConditioningConfig(**TINY))
     strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731

@@ -175,16 +175,16 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
     size = [r for r in data["size"] if r["log10_ratio"] is not None]
     out = [
         check("certified rank = N^L when Pd >= N^L and d <= N + L - 2 (Theorem 1)", "A invertible",
-              f"{len(full)} of {len(theorem)}", "all", len(full) == len(theorem) and bool(theorem),
+              f"{len(full)} of {len(theorem)}", "all", (len(full) == len(theorem)) if theorem else None,
               f"ball determinants of an N^L x N^L minor exclude 0; N^L <= {cfg.certify_max_rows}, explicit "
               "embeddings, w_p = w p over every sweep"),
         check("certified rank = 1 + P (N+L-2) < N^L when d > N + L - 2, although Pd >= N^L",
               "A invertible for every Pd >= N^L", f"{len(fails)} of {len(beyond_cert)}", "all",
-              len(fails) == len(beyond_cert) and bool(beyond_cert),
+              (len(fails) == len(beyond_cert)) if beyond_cert else None,
               "the theorem is false there: " + ", ".join(f"(N,L,d,P)=({r['N']},{r['L']},{r['d']},{r['P']}): rank "
                                                          f"{r['cert_lower']} < {r['rows']}" for r in beyond_cert[:4])),
         check("certified rank = Pd when Pd < N^L (full column rank)", None, f"{len(fewer_ok)} of {len(fewer)}", "all",
-              len(fewer_ok) == len(fewer) and bool(fewer), "P sweep below ceil(N^L/d)"),
+              (len(fewer_ok) == len(fewer)) if fewer else None, "P sweep below ceil(N^L/d) (none certified: info)"),
         check("float64 rank (tol max(N^L,Pd) eps sigma_1) differs from the certified rank", None,
               f"{len(float_wrong)} of {len(certified)} cases", None, None,
               "where sigma_min/sigma_max < max(N^L,Pd) eps the float64 rank undercounts: "
