@@ -20,6 +20,8 @@ distinct exponentials are computed once. Three builders, one formula:
 - :func:`attention_matrix_mp`: mpmath at ``dps`` digits (object arrays), W = w E_11.
 - :func:`attention_matrix_arb`: an Arb ball enclosure (python-flint) at the current
   working precision, W = w E_11: the input of :mod:`attnlab.analysis.certified_rank`.
+- :func:`attention_matrix_arb_qk`: the same enclosure for any W_QK (P, d, d) given as
+  float64 values (taken as exact), e.g. Gaussian matrices instead of the proof's w E_11.
 
 The last two write the rows as S M / S Z: S (N^L x L N^2) is the 0/1 matrix selecting
 (l, t_L, t_l) for each row, M[(l, a, b), (p, k)] = exp(w_p x_1(a, L) x_1(b, l)) (e(b)_k +
@@ -139,6 +141,48 @@ def attention_matrix_arb(e, pos, w, seqs: np.ndarray | None = None) -> Any:
         for c in cols:
             S[t, int(c)] = S[t, int(c)] + 1
     R = S * M  # (T, P d + P): numerators, then denominators
+    A = flint.arb_mat(T, P * d)
+    for t in range(T):
+        inv = [1 / R[t, P * d + p] for p in range(P)]
+        for j in range(P * d):
+            A[t, j] = R[t, j] * inv[j // d]
+    return A
+
+
+def attention_matrix_arb_qk(e, pos, W_QK, seqs: np.ndarray | None = None) -> Any:
+    """A (N^L, P d) as a flint.arb_mat for any W_QK (P, d, d): the score of piece (l, a, b) is
+    x(a, L)^T W^p x(b, l) with x(b, l) = e(b) + pos_l, evaluated in ball arithmetic from the
+    float64 values of e, pos and W_QK (taken as exact), at flint's working precision."""
+    import flint
+
+    e, pos, W = (np.asarray(a, dtype=np.float64) for a in (e, pos, W_QK))
+    N, d = e.shape
+    L, P = pos.shape[0], W.shape[0]
+    if pos.shape[1] != d or W.shape[1:] != (d, d):
+        raise ConfigError(f"shapes disagree: e {e.shape}, pos {pos.shape}, W_QK {W.shape}; need (N,d), (L,d), (P,d,d)")
+    seqs = sequences(N, L) if seqs is None else np.asarray(seqs)
+    T, K = len(seqs), L * N * N
+    Wa = [flint.arb_mat(d, d, [float(v) for v in W[p].ravel()]) for p in range(P)]
+    X = {(b, l): [flint.arb(float(e[b, k])) + flint.arb(float(pos[l, k])) for k in range(d)]
+         for b in range(N) for l in range(L)}
+    M = flint.arb_mat(K, P * d + P)
+    for a in range(N):
+        q = flint.arb_mat(1, d, X[a, L - 1])
+        qW = [q * Wa[p] for p in range(P)]  # (1, d) each
+        for l, b in itertools.product(range(L), range(N)):
+            row = l * N * N + a * N + b
+            y = X[b, l]
+            k_col = flint.arb_mat(d, 1, y)
+            for p in range(P):
+                z = (qW[p] * k_col)[0, 0].exp()
+                M[row, P * d + p] = z
+                for k in range(d):
+                    M[row, p * d + k] = z * y[k]
+    S = flint.arb_mat(T, K)
+    for t, cols in enumerate(_pieces(seqs, N)):
+        for c in cols:
+            S[t, int(c)] = S[t, int(c)] + 1
+    R = S * M
     A = flint.arb_mat(T, P * d)
     for t in range(T):
         inv = [1 / R[t, P * d + p] for p in range(P)]

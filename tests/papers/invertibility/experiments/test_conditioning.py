@@ -1,0 +1,91 @@
+"""invertibility.conditioning at a tiny config: certified ranks where the theorem holds and fails,
+labelled sigma_min below float resolution, determinism, bad configs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.errors import ConfigError
+from attnlab.papers.invertibility.experiments.conditioning import EXPERIMENT_ID, ConditioningConfig, run
+from attnlab.registry import get_experiment
+
+TINY = dict(w_cases=("2:3:2",), w_values=(0.1, 1.0, 30.0), size_cases=("2:2:2", "2:3:3"), size_w=(1.0,),
+            head_cases=("2:3:2",), extra_heads=1, dim_cases=("2:3",), dims_beyond=2, hp_max_rows=16,
+            certify_max_rows=16)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run(ConditioningConfig(**TINY))
+
+
+def test_registered():
+    exp = get_experiment(EXPERIMENT_ID)
+    assert exp.config_cls is ConditioningConfig and exp.cpu_only
+
+
+def test_ranks(result, storable):
+    storable(result)
+    d = result.data
+    for r in d["w"]:  # (2,3,2), P = 4: certified rank N^L = 8 at every w
+        assert (r["rows"], r["P"], r["cert_lower"], r["cert_upper"]) == (8, 4, 8, 8)
+    dims = {r["d"]: r for r in d["dims"]}  # N + L - 2 = 3: full rank up to d = 3, 1 + P*3 = 7 beyond
+    assert [dims[k]["cert_lower"] for k in range(1, 6)] == [8, 8, 8, 7, 7]
+    assert all(dims[k]["cols"] >= 8 for k in dims)  # Pd >= N^L throughout
+    heads = {r["P"]: r for r in d["heads"]}
+    assert [heads[P]["cert_lower"] for P in (1, 2, 3, 4, 5)] == [2, 4, 6, 8, 8]
+    assert result.check("certified rank = N^L when Pd").status == "pass"
+    assert result.check("certified rank = 1 + P (N+L-2)").status == "pass"
+
+
+def test_sigma_min_labels(result):
+    rows = {r["w"]: r for r in result.data["w"]}
+    assert rows[1.0]["float_resolved"] and rows[1.0]["hp_log10_ratio"] == pytest.approx(
+        rows[1.0]["float_log10_ratio"], abs=1e-6)
+    big = rows[30.0]  # saturated softmax: float64 sees round-off, the high-precision value is far lower
+    assert not big["float_resolved"] and big["hp_log10_ratio"] < big["resolution_log10"] - 2
+    assert big["float_rank"] < 8 == big["cert_lower"]
+    best = result.data["w_summary"][0]
+    assert best["best_w"] == 1.0 and best["w_star"] == pytest.approx(4.649, abs=1e-3)
+    assert {f.file for f in result.figures} == {"inv-sigma-min-vs-w.png", "inv-sigma-ratio-vs-rows.png",
+                                                "inv-sigma-ratio-vs-heads.png", "inv-rank-vs-d.png"}
+
+
+def test_empty_sweeps_are_not_judged():
+    res = run(ConditioningConfig(**{**TINY, "w_values": (1.0,), "dims_beyond": 0, "certify_max_rows": 4}))
+    assert res.check("certified rank = 1 + P (N+L-2)").status == "info"  # no d > N + L - 2 case
+    assert res.check("certified rank = N^L when Pd").status == "pass"  # (2,2,2): N^L = 4 certified
+    assert res.status == "pass"
+
+
+def test_deterministic(result):
+    again = run(ConditioningConfig(**TINY))
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    for key in ("w", "size", "heads", "dims"):
+        assert strip(again.data[key]) == strip(result.data[key])
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(w_cases=("2:3",)), "must be N:L:d"),
+    (dict(w_cases=("2:x:2",)), "is not N:L:d with integers"),
+    (dict(w_cases=("2:13:2",)), "more than 4096"),
+    (dict(size_cases=("2:3:4",)), "d > N \\+ L - 2"),
+    (dict(w_values=(0.0,)), "every entry of w_values must be"),
+    (dict(dim_cases=()), "at least one case"),
+    (dict(hp_max_rows=5000), "hp_max_rows must be"),
+    (dict(embedding="trained"), "embedding must be one of"),
+])
+def test_config_errors(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        ConditioningConfig(**changes)
+
+
+def test_device_validated():
+    if torch.cuda.is_available():
+        assert ConditioningConfig(device="cuda").device == "cuda"
+    else:
+        with pytest.raises(ConfigError, match="CUDA is not available"):
+            ConditioningConfig(device="cuda")
+    with pytest.raises(ConfigError, match="unknown device"):
+        ConditioningConfig(device="tpu")

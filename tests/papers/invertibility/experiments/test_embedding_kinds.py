@@ -1,0 +1,69 @@
+"""invertibility.embedding-kinds at a tiny config: certified full rank for every embedding and W_QK
+kind, the trained tables' worse conditioning with E_11, determinism, bad configs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlab.errors import ConfigError
+from attnlab.papers.invertibility.experiments.embedding_kinds import (
+    EMBEDDINGS,
+    EXPERIMENT_ID,
+    QK_KINDS,
+    EmbeddingKindsConfig,
+    qk,
+    run,
+)
+from attnlab.registry import get_experiment
+
+TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), hp_max_rows=16, certify_max_rows=16)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run(EmbeddingKindsConfig(**TINY))
+
+
+def test_registered():
+    assert get_experiment(EXPERIMENT_ID).config_cls is EmbeddingKindsConfig
+
+
+def test_every_kind(result, storable):
+    storable(result)
+    rows = result.data["rows"]
+    assert len(rows) == 2 * len(EMBEDDINGS) * len(QK_KINDS)
+    for r in rows:
+        assert r["cert_lower"] == r["rows"]  # generic: full rank for all six kinds
+        assert r["log10_ratio"] is not None and r["log10_ratio"] < 0
+    by = {(r["N"], r["L"], r["embedding"], r["qk"]): r for r in rows}
+    # MiniLM's tokens share almost the same first coordinate: E_11 sees little of them
+    assert by[2, 4, "trained", "E11"]["log10_ratio"] < by[2, 4, "trained", "gaussian"]["log10_ratio"] - 10
+    assert by[2, 4, "explicit", "E11"]["log10_ratio"] == pytest.approx(-6.337, abs=2e-3)
+    assert result.check("certified rank N^L, explicit embeddings, W_QK E11").status == "pass"
+    assert result.check("certified rank N^L, random embeddings, W_QK E11").status == "pass"
+
+
+def test_gaussian_qk_is_seeded():
+    a, b = qk("gaussian", 3, 4, 0.5, 7), qk("gaussian", 3, 4, 0.5, 7)
+    assert a.shape == (3, 4, 4) and np.array_equal(a, b)
+    assert np.std(a) == pytest.approx(0.5 / 4, rel=0.3)
+    with pytest.raises(ConfigError, match="W_QK kind must be one of"):
+        qk("identity", 3, 4, 0.5, 7)
+
+
+def test_deterministic(result):
+    again = run(EmbeddingKindsConfig(**TINY))
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    assert strip(again.data["rows"]) == strip(result.data["rows"])
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(cases=("17:2:2",)), "exceeds the 16 trained token embeddings"),
+    (dict(restrict="pca"), "restrict must be one of"),
+    (dict(w_values=(-1.0,)), "every entry of w_values must be"),
+    (dict(certify_max_rows=-1), "certify_max_rows must be"),
+])
+def test_config_errors(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        EmbeddingKindsConfig(**changes)

@@ -1,0 +1,64 @@
+"""invertibility.recovery at a tiny config: no error at zero noise or below the guarantees,
+chance-level errors at huge noise, determinism, bad configs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnlab.errors import ConfigError
+from attnlab.papers.invertibility.embeddings import explicit_embeddings
+from attnlab.papers.invertibility.matrix import attention_matrix, default_w, qk_matrices
+from attnlab.papers.invertibility.experiments.recovery import EXPERIMENT_ID, HUGE, RecoveryConfig, run
+from attnlab.registry import get_experiment
+
+TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), levels=(1e-12, 1e-8, 1e-4, 1e-2, 1e-1, HUGE), draws=8,
+            hp_max_rows=16)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run(RecoveryConfig(**TINY))
+
+
+def test_registered():
+    assert get_experiment(EXPERIMENT_ID).config_cls is RecoveryConfig
+
+
+def test_error_rates(result, storable):
+    storable(result)
+    for r in result.data["rows"]:
+        assert r["levels"][0] == 0.0 and r["nearest"][0] == 0.0 and r["least_squares"][0] == 0.0
+        assert r["nearest"][1] == 0.0 and r["least_squares"][1] == 0.0  # 1e-12 is below both guarantees
+        chance = 1 - 1 / r["rows"]
+        assert r["nearest"][-1] >= 0.8 * chance and r["least_squares"][-1] >= 0.8 * chance
+        assert 0 < r["sigma_guarantee"] < r["sep_guarantee"] <= r["median_sep"]
+        # nearest row survives far more noise than least squares
+        assert r["cross_least_squares"] < r["cross_nearest"]
+    small = result.data["rows"][0]  # (2,3,2), P = 4, w = 1: recompute both guarantees
+    A = attention_matrix(*explicit_embeddings(2, 3, 2), qk_matrices(default_w(4, 1.0), 2))
+    norms = np.linalg.norm(A, axis=1)
+    sigma = np.linalg.svd(A, compute_uv=False)
+    assert small["float_resolved"]
+    assert small["sigma_guarantee"] == pytest.approx(sigma[-1] / (2 * norms.max()), rel=1e-9)
+    assert small["sep_guarantee"] == pytest.approx(min(
+        np.linalg.norm(A[t] - A[s]) / (2 * norms[t]) for t in range(8) for s in range(8) if s != t), rel=1e-12)
+    assert {c.status for c in result.summary} <= {"pass", "info"}
+    assert result.check("nearest-row errors below the guarantee").status == "pass"
+
+
+def test_deterministic(result):
+    again = run(RecoveryConfig(**TINY))
+    assert again.data == result.data
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(cases=("4:6:2",)), "max_rows"),
+    (dict(levels=(0.0,)), "every entry of levels must be"),
+    (dict(levels=()), "at least one positive"),
+    (dict(draws=0), "draws must be"),
+    (dict(max_rows=1), "max_rows must be"),
+])
+def test_config_errors(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        RecoveryConfig(**changes)

@@ -1,0 +1,33 @@
+"""The invertibility experiments at their presets: the paper configs validate, the quick ones
+run with no failed check."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlab.registry import all_experiments, discover
+
+
+def _experiments():
+    discover()
+    return [e for e in all_experiments() if e.paper == "invertibility"]
+
+
+def test_four_experiments_with_paper_presets():
+    exps = _experiments()
+    assert sorted(e.id for e in exps) == ["invertibility.conditioning", "invertibility.embedding-kinds",
+                                          "invertibility.proof-notes", "invertibility.recovery"]
+    for e in exps:
+        cfg = e.config_cls(scale="paper")
+        assert all(getattr(cfg, k) is not None for k in e.config_cls.PRESETS["paper"])
+        assert e.run_device("cuda") == ("cpu", f"Ran on the CPU inside a cuda run: {e.cpu_only}.")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eid", ["invertibility.conditioning", "invertibility.embedding-kinds",
+                                 "invertibility.proof-notes", "invertibility.recovery"])
+def test_quick_preset_passes(eid, storable):
+    e = next(x for x in _experiments() if x.id == eid)
+    res = e.run(e.config_cls(scale="quick"))
+    storable(res)
+    assert res.status == "pass", [c.quantity for c in res.summary if c.status == "FAIL"]
