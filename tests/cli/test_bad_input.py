@@ -42,7 +42,7 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
                              (["verify", "--seed", "x"], "Invalid value for '--seed'"),
                              (["verify", "--seed", "4294967296"], "--seed " + seed_range)],
         ("reproduce", "papers"): [(["reproduce", "nope"], "unknown paper 'nope'"),
-                                  (["reproduce", "invertibility"], "'invertibility' has no experiments yet"),
+                                  (["reproduce", "selftest"], "'selftest' has no experiments yet"),
                                   (["reproduce"], "Missing argument 'papers'")],
         ("reproduce", "scale"): [(["reproduce", tm, "--scale", "huge"], "--scale must be one of quick, paper")],
         ("reproduce", "out"): [(["reproduce", tm, "--out", str(a_file)], "is a file, not a directory"),

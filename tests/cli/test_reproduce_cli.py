@@ -100,7 +100,7 @@ def test_unknown_paper(capsys, tmp_path):
 
 
 def test_paper_without_experiments(capsys, tmp_path):
-    code = _main(["reproduce", "invertibility", "--out", str(tmp_path / "r")])
+    code = _main(["reproduce", "selftest", "--out", str(tmp_path / "r")])  # its one experiment is sweep-only
     _one_error_line(capsys, code, "no experiments yet", "papers with experiments:", "transformer-math")
 
 
