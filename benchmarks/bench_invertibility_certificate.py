@@ -101,7 +101,8 @@ def table(out: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(max_rows: int = 1024, old_sizes=(), threads: int = 2, only=None, write: bool = True) -> dict:
+def main(max_rows: int = 1024, old_sizes=(), threads: int = 2, only=None, write: bool = True,
+         path: Path = RESULTS) -> dict:
     info = machine_info(threads)
     grid = [c for c in cases(max_rows) if only is None or (c[0], c[1]) in only]
     out = {"complete": False, "target_seconds": TARGET_SECONDS, "machine": info, "results": [], "old": []}
@@ -117,7 +118,7 @@ def main(max_rows: int = 1024, old_sizes=(), threads: int = 2, only=None, write:
             print(f"  old (det): rank {o['lower']} {o['prec_bits']} bits {o['attempts']} {o['seconds']:.1f} s "
                   f"(ratio {o['ratio']:.2f}, load {o['load_before']:.1f})", flush=True)
         if write:
-            _write(out)
+            _write(out, path)
     out["complete"] = True
     info["load_avg_1min_end"] = os.getloadavg()[0]
     times = [r["seconds"] for r in out["results"]]
@@ -125,16 +126,16 @@ def main(max_rows: int = 1024, old_sizes=(), threads: int = 2, only=None, write:
                           max_seconds=max(times, default=0.0), total_seconds=sum(times),
                           over_target=[(r["N"], r["L"]) for r in out["results"] if r["seconds"] > TARGET_SECONDS])
     if write:
-        _write(out)
+        _write(out, path)
     print(table(out))
     print(out["summary"])
     return out
 
 
-def _write(out: dict) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    RESULTS.with_suffix(".md").write_text(table(out))
+def _write(out: dict, path: Path = RESULTS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    path.with_suffix(".md").write_text(table(out))
 
 
 if __name__ == "__main__":
@@ -143,6 +144,7 @@ if __name__ == "__main__":
     ap.add_argument("--old", default="", help="comma-separated N^L sizes also certified by the old method")
     ap.add_argument("--threads", type=int, default=2, help="flint threads")
     ap.add_argument("--only", default="", help="N,L pairs to run, e.g. 2,10;4,5 (default: all)")
+    ap.add_argument("--out", default=str(RESULTS), help="JSON output (the table goes beside it as .md)")
     args = ap.parse_args()
     only = {tuple(int(x) for x in p.split(",")) for p in args.only.split(";") if p} or None
-    main(args.max_rows, tuple(int(s) for s in args.old.split(",") if s), args.threads, only)
+    main(args.max_rows, tuple(int(s) for s in args.old.split(",") if s), args.threads, only, path=Path(args.out))

@@ -19,7 +19,8 @@ real matrix M (m x n) is bracketed by two proofs:
                the vectors are consistent with M (it cannot prove v^T M = 0).
 
 The lower bound has a second proof, for large minors (``method="inverse"``; Rump's
-verification of nonsingularity, Rump 1983, Neumaier's "Interval methods" Thm 4.1.1):
+verification of nonsingularity; Rump 1983, Neumaier 1990 "Interval methods for systems
+of equations", ch. 4):
 
     lower  = r  when, for an exact r x r matrix R (an approximate inverse of the
                midpoint of B = M[I, J], computed at ``prec`` bits without error bounds),
@@ -35,14 +36,16 @@ verification of nonsingularity, Rump 1983, Neumaier's "Interval methods" Thm 4.1
                |det R B| >= (1 - delta)^r > 0.
                R is any matrix: a bad R can only make delta >= 1 (no certificate), never
                a false one. delta ~ cond(B) 2^-prec, so a failure at prec bits with a
-               finite delta says how many bits to add: the next attempt uses
-               prec + log2(delta) + 32 bits (rounded up to 64), and twice prec when
-               delta is not finite.
+               finite delta says how many bits to add (:func:`next_precision`:
+               prec + log2(delta) + 16, rounded up to 64; 3 prec when delta looks
+               saturated, 2 prec when it is not finite).
 
-It costs an approximate LU at ``prec`` bits (arf, no radii) and one ball matrix product
-(flint's block multiplication over fmpz, threaded), against a ball LU for the
-determinant; ``method="auto"`` takes the determinant up to ``DET_MAX`` = 256 rows and
-the inverse above.
+It costs an approximate LU and triangular solves for the r columns of R at ``prec`` bits
+(arf, no radii) and one ball matrix product (flint's block multiplication over fmpz),
+about what flint's preconditioned ball determinant costs at the same precision; what it
+saves is attempts: a failed determinant ball only says "more bits", a failed residual
+says how many. ``method="auto"`` takes the determinant up to ``DET_MAX`` = 256 rows (one
+or two cheap attempts, and a determinant bound to report) and Rump's test above.
 
 When lower == upper the rank is certified exactly. The certificate records the method,
 the precision and the margin

@@ -133,13 +133,18 @@ def build_case(params: InvertibilityParams) -> Case:
     return Case(params, e, pos, w, W, seqs, attention_matrix(e, pos, W, seqs))
 
 
-def start_bits(rows: int) -> int:
-    """The first working precision for Rump's test on an r x r minor of this construction
-    (w = 0.1): 64 ceil((0.4 r + 48) / 64) bits. A guess that only saves time: the log2 of
-    the condition numbers measured with the explicit embeddings, minimal P and
-    d = N + L - 2 (benchmarks/results/invertibility_certificate.md) lie below 0.4 r + 32 from
-    r = 128 to 1024 (e.g. 116 at 256 rows, 198 at 512, 297 at 625, ~350 at 1024, N = 2), and
-    a miss only costs a second attempt at the precision the residual asks for."""
+def start_bits(rows: int, L: int | None = None) -> int:
+    """The first working precision for certifying an r x r minor of this construction
+    (w = 0.1): 64 ceil((0.4 r + 48) / 64) bits, and 64 ceil((0.15 r + 96) / 64) for L = 2.
+    A guess that only saves time: log2 of the condition numbers measured with the explicit
+    embeddings, minimal P and d = N + L - 2 (benchmarks/results/invertibility_certificate.md;
+    prec + log2 of Rump's residual) lie within 0.4 r - 88 .. 0.4 r + 53 for L >= 3 from
+    r = 343 to 1024 (153 at 343 rows, 203 at 512, 298 at 625, 345 at 729 for N = 3, 419 and
+    484 at 1024 for N = 2 and 4) and below 0.15 r + 60 for L = 2 (124 at 289 rows, 161 at
+    529, 201 at 1024); a miss only costs a second attempt at the precision the residual
+    asks for (at least 64 bits more)."""
+    if L == 2:
+        return int(64 * math.ceil((0.15 * rows + 96) / 64))
     return int(64 * math.ceil((0.4 * rows + 48) / 64))
 
 
@@ -150,14 +155,18 @@ def certify_case(case: Case, **kwargs) -> RankCertificate:
 
     kwargs go to :func:`attnlab.analysis.certified_rank.certified_rank`; by default
     method="auto" (a ball determinant up to 256 rows, Rump's test above, starting at
-    :func:`start_bits` and raised as the residual asks, up to 8192 bits) and flint's
-    thread count as set (``threads=2`` uses two cores)."""
+    :func:`start_bits` and raised as the residual asks, up to 8192 bits; a determinant of
+    more than 128 rows also starts at :func:`start_bits` and doubles) and flint's thread
+    count as set (``threads=2`` uses two cores)."""
     p = case.params
     P, T = len(case.w), len(case.sequences)
     cap = rank_cap(p.N, p.L, p.d, P, p.positions)
-    method = kwargs.get("method", "auto")
-    if "precisions" not in kwargs and (method == "inverse" or (method == "auto" and min(cap, T) > DET_MAX)):
-        kwargs["precisions"] = (start_bits(min(cap, T)), 8192)
+    method, r = kwargs.get("method", "auto"), min(cap, T)
+    if "precisions" not in kwargs and (method == "inverse" or (method == "auto" and r > DET_MAX)):
+        kwargs["precisions"] = (start_bits(r, p.L), 8192)
+    elif "precisions" not in kwargs and method in ("auto", "det") and r > 128:
+        first = start_bits(r, p.L)
+        kwargs["precisions"] = tuple(first << k for k in range(8) if first << k <= 8192)
     left = None
     if not p.positions:
         classes = permutation_classes(case.sequences)
