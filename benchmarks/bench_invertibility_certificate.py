@@ -132,6 +132,29 @@ def main(max_rows: int = 1024, old_sizes=(), threads: int = 2, only=None, write:
     return out
 
 
+def merge(paths: list[Path], path: Path = RESULTS) -> dict:
+    """One table from several runs (--out files): a case measured in a later run replaces
+    the earlier row; each row keeps its own load, and the runs' machine records are kept."""
+    rows, old, runs = {}, {}, []
+    for p in paths:
+        run = json.loads(Path(p).read_text())
+        runs.append(dict(file=Path(p).name, machine=run["machine"], complete=run["complete"],
+                         cases=[[r["N"], r["L"]] for r in run["results"]]))
+        rows.update({(r["N"], r["L"]): r for r in run["results"]})
+        old.update({(o["N"], o["L"]): o for o in run["old"]})
+    order = {(N, L): i for i, (N, L, _, _) in enumerate(cases(1024))}
+    out = {"complete": all(r["complete"] for r in runs), "target_seconds": TARGET_SECONDS, "runs": runs,
+           "results": sorted(rows.values(), key=lambda r: order[(r["N"], r["L"])]),
+           "old": sorted(old.values(), key=lambda r: order[(r["N"], r["L"])])}
+    times = [r["seconds"] for r in out["results"]]
+    out["summary"] = dict(cases=len(times), all_cases=len(order), full_rank=sum(r["full_rank"] for r in out["results"]),
+                          max_seconds=max(times, default=0.0), total_seconds=sum(times),
+                          over_target=[(r["N"], r["L"]) for r in out["results"] if r["seconds"] > TARGET_SECONDS],
+                          missing=[k for k in order if k not in rows])
+    _write(out, path)
+    return out
+
+
 def _write(out: dict, path: Path = RESULTS) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
@@ -145,6 +168,12 @@ if __name__ == "__main__":
     ap.add_argument("--threads", type=int, default=2, help="flint threads")
     ap.add_argument("--only", default="", help="N,L pairs to run, e.g. 2,10;4,5 (default: all)")
     ap.add_argument("--out", default=str(RESULTS), help="JSON output (the table goes beside it as .md)")
+    ap.add_argument("--merge", nargs="*", help="instead of running: merge these --out files into --out, later wins")
     args = ap.parse_args()
+    if args.merge:
+        out = merge([Path(p) for p in args.merge], Path(args.out))
+        print(table(out))
+        print(out["summary"])
+        raise SystemExit(0)
     only = {tuple(int(x) for x in p.split(",")) for p in args.only.split(";") if p} or None
     main(args.max_rows, tuple(int(s) for s in args.old.split(",") if s), args.threads, only, path=Path(args.out))

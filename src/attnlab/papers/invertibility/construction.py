@@ -25,6 +25,10 @@ embeddings, w_p = w p, minimal P, 150-digit SVD): sigma_min/sigma_max of A for
 w = 1, 1e-9, 1e-7, 1e-10, 1e-15, 1e-14 at w = 0.1, 1e-12..1e-23 at w = 0.01 and 1e-9..1e-155
 at w = 10; extra heads help a little ((2,4,4): 1e-7.3 at P = 4, 1e-5.6 at P = 8). At
 N^L = 256 the ball determinant needs 128 bits at w = 0.1, 256 at w = 1, 768 at w = 3.
+With d = N + L - 2 and the minimal P, log2 of the condition number of the N^L x N^L
+minor grows to ~200 (L = 2) and 420-480 (N = 2, L = 10; N = 4, L = 5) at 1024 rows:
+Rump's test certifies those in one attempt at 256 and 512 bits (:func:`start_bits`;
+times per case in benchmarks/results/invertibility_certificate.md).
 
 The .npz holds e, pos, W_QK (P x d x d), sequences (N^L x L, 0-based, the row order of A)
 and A (float64), so the rank can be re-checked with other code. The certificate is for
@@ -138,10 +142,11 @@ def start_bits(rows: int, L: int | None = None) -> int:
     (w = 0.1): 64 ceil((0.4 r + 48) / 64) bits, and 64 ceil((0.15 r + 96) / 64) for L = 2.
     A guess that only saves time: log2 of the condition numbers measured with the explicit
     embeddings, minimal P and d = N + L - 2 (benchmarks/results/invertibility_certificate.md;
-    prec + log2 of Rump's residual) lie within 0.4 r - 88 .. 0.4 r + 53 for L >= 3 from
+    prec + log2 of Rump's residual) lie within 0.4 r - 88 .. 0.4 r + 74 for L >= 3 from
     r = 343 to 1024 (153 at 343 rows, 203 at 512, 298 at 625, 345 at 729 for N = 3, 419 and
-    484 at 1024 for N = 2 and 4) and below 0.15 r + 60 for L = 2 (124 at 289 rows, 161 at
-    529, 201 at 1024); a miss only costs a second attempt at the precision the residual
+    484 at 1024 for N = 2 and 4) and below 0.15 r + 85 for L = 2 (124 at 289 rows, 159 at
+    529, 200 at 1024); rounding up to a limb leaves >= 22 bits to spare on the 24 cases
+    from 289 to 1024 rows, and a miss only costs a second attempt at the precision the residual
     asks for (at least 64 bits more)."""
     if L == 2:
         return int(64 * math.ceil((0.15 * rows + 96) / 64))
