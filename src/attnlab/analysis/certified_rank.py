@@ -368,5 +368,5 @@ def _flint():
     return flint
 
 
-__all__ = ["DET_MAX", "METHODS", "PRECISIONS", "RankCertificate", "certified_rank", "inverse_check", "midpoint", "next_precision",
-           "select_minor", "to_arb_mat", "working_precision"]
+__all__ = ["DET_MAX", "METHODS", "PRECISIONS", "RankCertificate", "certified_rank", "inverse_check", "midpoint",
+           "next_precision", "select_minor", "to_arb_mat", "working_precision"]
