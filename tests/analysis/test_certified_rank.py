@@ -6,7 +6,15 @@ import flint
 import numpy as np
 import pytest
 
-from attnlab.analysis.certified_rank import certified_rank, select_minor, to_arb_mat, working_precision
+from attnlab.analysis.certified_rank import (
+    DET_MAX,
+    certified_rank,
+    inverse_check,
+    next_precision,
+    select_minor,
+    to_arb_mat,
+    working_precision,
+)
 from attnlab.errors import ConfigError
 
 
@@ -64,8 +72,49 @@ def test_select_minor_finds_the_independent_rows_and_columns():
     (dict(rows=[0, 1], cols=[0]), "must be square"),
     (dict(rows=[0, 5], cols=[0, 1]), "rows in \\[0, 3\\)"),
     (dict(precisions=[8]), "bit counts >= 16"),
+    (dict(method="svd"), "method must be one of auto, det, inverse"),
     (dict(left_null=np.ones((1, 2), dtype=int)), "integer array \\(k, 3\\)"),
 ])
 def test_bad_arguments_raise_config_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         certified_rank(np.eye(3), **kwargs)
+
+
+def test_rump_test_certifies_the_hilbert_matrix_once_the_precision_exceeds_log2_cond():
+    n = 14  # cond ~ 2^63: 64 bits leave ||I - R H|| >= 1, the next attempt adds what delta asks for
+    c = certified_rank(lambda prec: flint.arb_mat.hilbert(n, n), method="inverse", precisions=(64, 1024))
+    assert c.rank == n and c.method == "inverse" and c.attempts[0] == 64 and c.prec in (128, 192)
+    assert 0 < c.residual < 2.0 ** -10 and abs(c.margin - (1 - c.residual)) < 1e-12  # measured residual ~1e-10
+    assert c.det_mid == "" and np.isnan(c.log10_det) and c.summary()["method"] == "inverse"
+
+
+def test_rump_test_never_certifies_a_ball_that_contains_a_singular_matrix():
+    # [[1, 1], [1, 1 +- 2^-10]] contains [[1, 1], [1, 1]]: no R can give ||I - R B|| < 1
+    ball = flint.arb(1) + flint.arb(0, 2.0 ** -10)
+    with working_precision(128):
+        ok, delta, delta_f = inverse_check(flint.arb_mat([[1, 1], [1, ball]]))
+    assert not ok and delta_f >= 1
+    c = certified_rank(lambda prec: flint.arb_mat([[1, 1], [1, 1]]), method="inverse", precisions=(64, 256))
+    assert c.lower == 0 and c.attempts == (64, 128, 256)  # singular midpoint: no R, precision doubled to the cap
+
+
+def test_rump_and_determinant_agree_on_a_nearly_singular_matrix():
+    build = lambda prec: flint.arb_mat([[1, 1], [1, flint.arb(1) + flint.arb(2) ** -70]])  # det 2^-70
+    c = certified_rank(build, method="inverse")
+    assert c.rank == 2 and c.prec == 128 and c.attempts == (64, 128) and c.residual < 1e-9
+
+
+def test_auto_uses_rump_above_det_max_rows():
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((DET_MAX + 4, DET_MAX + 4))  # cond ~1e3: 64 bits suffice
+    c = certified_rank(M)
+    assert c.method == "inverse" and c.rank == DET_MAX + 4 and c.prec == 64 and c.residual < 1e-9
+    assert certified_rank(M[:20, :20]).method == "det"
+
+
+def test_next_precision_adds_the_bits_the_residual_asks_for():
+    assert next_precision(192, 92.0) == 256  # 192 + log2(92) + 16 = 214.5
+    assert next_precision(256, 2.0 ** 100) == 384  # 256 + 100 + 16 = 372
+    assert next_precision(64, 2.0 ** 48) == 192  # log2(delta) > 0.6 prec: possibly saturated, 3 prec
+    assert next_precision(64, float("inf")) == 128
+    assert next_precision(128, 1.5) == 192  # at least one more limb

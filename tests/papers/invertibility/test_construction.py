@@ -1,10 +1,16 @@
-"""The construction's certificate on a 256 x 256 case, where float64 sees rank ~100."""
+"""The construction's certificate on 256 x 256 and 1024 x 1024 cases, where float64 sees a far lower rank."""
 
 from __future__ import annotations
 
 import pytest
 
-from attnlab.papers.invertibility.construction import InvertibilityParams, build, build_case, certify_case
+from attnlab.papers.invertibility.construction import (
+    InvertibilityParams,
+    build,
+    build_case,
+    certify_case,
+    start_bits,
+)
 
 
 @pytest.mark.slow
@@ -23,3 +29,14 @@ def test_build_reports_the_cap_when_d_exceeds_n_plus_l_minus_2():
     assert any("1 + P (N + L - 2) = 7" in n for n in res.notes)
     res = build(InvertibilityParams(N=2, L=3, d=2, certify=False))
     assert res.passed and "certified_lower" not in res.values and res.values["P"] == 4
+
+
+@pytest.mark.slow
+def test_1024_sequences_certified_full_rank_by_rump_in_one_attempt():
+    case = build_case(InvertibilityParams(N=32, L=2, d=32))  # minimal P = 32: A is 1024 x 1024
+    assert case.A.shape == (1024, 1024) and start_bits(1024, 2) == 256
+    cert = certify_case(case, threads=2)
+    assert cert.rank == 1024 and cert.method == "inverse" and cert.attempts == (256,)
+    # log2 cond ~ 201 (measured at 512 bits): at 256 bits ||I - R B||_inf ~ 2^-55
+    assert 0 < cert.residual < 2.0 ** -30 and cert.margin > 0.999
+    assert cert.float_rank < 1024  # numpy's matrix_rank: 400 (measured)

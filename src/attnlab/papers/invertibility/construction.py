@@ -3,8 +3,9 @@
 ``attnlab construct invertibility --set N=2 --set L=3 --set d=2 --set P=4`` builds
 e (N x d), pos (L x d) and W_QK^p = w_p E_11 (w_p = w p, p = 1..P, distinct and positive),
 the attention matrix A (N^L x Pd, :mod:`attnlab.papers.invertibility.matrix`) and
-certifies its rank (:mod:`attnlab.analysis.certified_rank`): a ball determinant of an
-N^L x N^L minor that excludes 0 proves rank A >= N^L.
+certifies its rank (:mod:`attnlab.analysis.certified_rank`): an N^L x N^L minor proved
+nonsingular (up to 256 rows a ball determinant that excludes 0; above, Rump's test
+||I - R B||_inf < 1 for an approximate inverse R of the minor B) proves rank A >= N^L.
 
 What the theorem says, corrected (:mod:`attnlab.papers.invertibility.notes_errors`):
 the note writes "Pd >= N^k"; it means Pd >= N^L (rank A <= Pd makes that necessary).
@@ -24,6 +25,10 @@ embeddings, w_p = w p, minimal P, 150-digit SVD): sigma_min/sigma_max of A for
 w = 1, 1e-9, 1e-7, 1e-10, 1e-15, 1e-14 at w = 0.1, 1e-12..1e-23 at w = 0.01 and 1e-9..1e-155
 at w = 10; extra heads help a little ((2,4,4): 1e-7.3 at P = 4, 1e-5.6 at P = 8). At
 N^L = 256 the ball determinant needs 128 bits at w = 0.1, 256 at w = 1, 768 at w = 3.
+With d = N + L - 2 and the minimal P, log2 of the condition number of the N^L x N^L
+minor grows to ~200 (L = 2) and 420-480 (N = 2, L = 10; N = 4, L = 5) at 1024 rows:
+Rump's test certifies those in one attempt at 256 and 512 bits (:func:`start_bits`;
+times per case in benchmarks/results/invertibility_certificate.md).
 
 The .npz holds e, pos, W_QK (P x d x d), sequences (N^L x L, 0-based, the row order of A)
 and A (float64), so the rank can be re-checked with other code. The certificate is for
@@ -39,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnlab.analysis.certified_rank import RankCertificate, certified_rank
+from attnlab.analysis.certified_rank import DET_MAX, RankCertificate, certified_rank
 from attnlab.config import Config, check_bool, check_choice, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.embeddings import explicit_balls, explicit_embeddings, random_embeddings
@@ -132,13 +137,41 @@ def build_case(params: InvertibilityParams) -> Case:
     return Case(params, e, pos, w, W, seqs, attention_matrix(e, pos, W, seqs))
 
 
+def start_bits(rows: int, L: int | None = None) -> int:
+    """The first working precision for certifying an r x r minor of this construction
+    (w = 0.1): 64 ceil((0.4 r + 48) / 64) bits, and 64 ceil((0.15 r + 96) / 64) for L = 2.
+    A guess that only saves time: log2 of the condition numbers measured with the explicit
+    embeddings, minimal P and d = N + L - 2 (benchmarks/results/invertibility_certificate.md;
+    prec + log2 of Rump's residual) lie within 0.4 r - 88 .. 0.4 r + 74 for L >= 3 from
+    r = 343 to 1024 (153 at 343 rows, 203 at 512, 298 at 625, 345 at 729 for N = 3, 419 and
+    484 at 1024 for N = 2 and 4) and below 0.15 r + 85 for L = 2 (124 at 289 rows, 159 at
+    529, 200 at 1024); rounding up to a limb leaves >= 22 bits to spare on the 24 cases
+    from 289 to 1024 rows, and a miss only costs a second attempt at the precision the residual
+    asks for (at least 64 bits more)."""
+    if L == 2:
+        return int(64 * math.ceil((0.15 * rows + 96) / 64))
+    return int(64 * math.ceil((0.4 * rows + 48) / 64))
+
+
 def certify_case(case: Case, **kwargs) -> RankCertificate:
     """Certified rank of the case's exact A: the leading N^L columns when the cap is the full
     row rank; otherwise one row per permutation class (no positions) and a pivoted minor of
-    the cap's size. Without positions the duplicate rows are exhibited as null vectors."""
+    the cap's size. Without positions the duplicate rows are exhibited as null vectors.
+
+    kwargs go to :func:`attnlab.analysis.certified_rank.certified_rank`; by default
+    method="auto" (a ball determinant up to 256 rows, Rump's test above, starting at
+    :func:`start_bits` and raised as the residual asks, up to 8192 bits; a determinant of
+    more than 128 rows also starts at :func:`start_bits` and doubles) and flint's thread
+    count as set (``threads=2`` uses two cores)."""
     p = case.params
     P, T = len(case.w), len(case.sequences)
     cap = rank_cap(p.N, p.L, p.d, P, p.positions)
+    method, r = kwargs.get("method", "auto"), min(cap, T)
+    if "precisions" not in kwargs and (method == "inverse" or (method == "auto" and r > DET_MAX)):
+        kwargs["precisions"] = (start_bits(r, p.L), 8192)
+    elif "precisions" not in kwargs and method in ("auto", "det") and r > 128:
+        first = start_bits(r, p.L)
+        kwargs["precisions"] = tuple(first << k for k in range(8) if first << k <= 8192)
     left = None
     if not p.positions:
         classes = permutation_classes(case.sequences)
@@ -171,10 +204,14 @@ def build(params: InvertibilityParams) -> ConstructionResult:
         return ConstructionResult(arrays, values, True, "not certified (certify=false); float64 rank only", notes)
     cert = certify_case(case)
     values.update(certified_lower=cert.lower, certified_upper=min(cert.upper, cap), prec_bits=cert.prec,
-                  det_margin=cert.margin, log10_det=cert.log10_det, certify_seconds=cert.seconds)
+                  det_margin=cert.margin, certify_seconds=cert.seconds,
+                  log10_det=None if math.isnan(cert.log10_det) else cert.log10_det,
+                  certify_method=cert.method)
     passed = cert.lower == cap
-    criterion = (f"certified rank A = {cap} = rank cap: an {cert.lower} x {cert.lower} minor's ball determinant "
-                 f"excludes 0 at {cert.prec} bits (margin {cert.margin:.3g})" if passed else
+    proof = ("ball determinant excludes 0" if cert.method == "det" else
+             f"||I - R B||_inf <= {cert.residual:.3g} < 1 (Rump)")
+    criterion = (f"certified rank A = {cap} = rank cap: an {cert.lower} x {cert.lower} minor's {proof} "
+                 f"at {cert.prec} bits (margin {cert.margin:.3g})" if passed else
                  f"certified rank A >= {cert.lower}, cap {cap}: not pinned")
     return ConstructionResult(arrays, values, passed, criterion, notes)
 
@@ -187,4 +224,4 @@ register_construction(Construction(
     build=build,
 ))
 
-__all__ = ["Case", "InvertibilityParams", "build", "build_case", "certify_case"]
+__all__ = ["Case", "InvertibilityParams", "build", "build_case", "certify_case", "start_bits"]

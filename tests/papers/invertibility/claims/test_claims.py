@@ -8,7 +8,7 @@ from attnlab.registry import select_claims
 
 IDS = ("invertibility.any-w", "invertibility.fewer-heads-rank-Pd", "invertibility.minimal-heads",
        "invertibility.no-positions-cap", "invertibility.positional-cap", "invertibility.proof-steps",
-       "invertibility.theorem1-full-rank")
+       "invertibility.theorem1-full-rank", "invertibility.theorem1-mid-size")
 
 
 def _run(cid, seed=0):
@@ -31,6 +31,18 @@ def test_theorem1_full_rank_certified_where_float64_is_wrong(seed):
     assert v["max_prec_bits"] <= 128 and v["min_margin"] > 0.2  # measured 0.74 (seed 0), 0.23 (seed 1)
     assert v["float_rank_wrong"] >= 5  # numpy's matrix_rank undercounts in 5-6 of the 18 cases
     assert v["min_log10_det"] < -500  # |det| of the 64 x 64 minors is below 1e-500
+
+
+def test_mid_size_cases_certified_by_determinant_and_by_rump():
+    r = _run("invertibility.theorem1-mid-size")
+    v = r.measurement.values
+    assert r.status == "pass" and v["failures"] == []
+    got = {(c["N"], c["L"]): (c["lower"], c["method"]) for c in v["cases"]}
+    assert got == {(2, 7): (128, "det"), (6, 3): (216, "det"), (3, 5): (243, "det"), (7, 3): (343, "inverse")}
+    rump = v["cases"][-1]
+    assert rump["prec_bits"] <= 256 and 0 < rump["residual"] < 2.0 ** -10  # log2 cond ~153: measured 1e-12 at 192 bits
+    assert max(c["prec_bits"] for c in v["cases"]) <= 256 and min(c["margin"] for c in v["cases"]) > 0.5
+    assert v["float_rank_wrong"] == 4  # float64 undercounts every one of them
 
 
 def test_minimal_heads_follow_the_corrected_formula():

@@ -16,7 +16,7 @@ def certified(N: int, L: int, d: int, P: int, *, embedding: str = "explicit", se
     return dict(N=N, L=L, d=d, P=P, embedding=embedding, w=w, positions=positions, cap=cap, lower=cert.lower,
                 upper=min(cert.upper, cap), null_upper=cert.upper, prec_bits=cert.prec, margin=cert.margin,
                 log10_det=cert.log10_det, float_rank=cert.float_rank, float_ratio=cert.float_ratio,
-                seconds=cert.seconds)
+                seconds=cert.seconds, method=cert.method, residual=cert.residual)
 
 
 def label(c: dict) -> str:
