@@ -184,7 +184,7 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
               "the theorem is false there: " + ", ".join(f"(N,L,d,P)=({r['N']},{r['L']},{r['d']},{r['P']}): rank "
                                                          f"{r['cert_lower']} < {r['rows']}" for r in beyond_cert[:4])),
         check("certified rank = Pd when Pd < N^L (full column rank)", None, f"{len(fewer_ok)} of {len(fewer)}", "all",
-              (len(fewer_ok) == len(fewer)) if fewer else None, "P sweep below ceil(N^L/d) (none certified: info)"),
+              (len(fewer_ok) == len(fewer)) if fewer else None, "every certified case of the P sweep below ceil(N^L/d)"),
         check("float64 rank (tol max(N^L,Pd) eps sigma_1) differs from the certified rank", None,
               f"{len(float_wrong)} of {len(certified)} cases", None, None,
               "where sigma_min/sigma_max < max(N^L,Pd) eps the float64 rank undercounts: "
