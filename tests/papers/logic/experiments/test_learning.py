@@ -72,14 +72,14 @@ def test_penalties_vanish_on_the_hand_built_structures():
 
 
 def test_run_tiny(storable):
-    res = run(LearningConfig(**dict(TINY, sweep_seeds=1)))
+    res = run(LearningConfig(**dict(TINY, sweep_seeds=1, inner_iterations=4)))  # 4: a short run of every part
     stored = storable(res)
     assert {f.file for f in res.figures} == {"fig1-system2-ktq-vs-qtrue.png", "fig2-log-mse-per-flavour.png"}
     assert res.check("hand-built solutions").status == "pass"
     assert max(res.data["hand_built_mse"].values()) < 1e-20
     assert set(res.data["final_log10_mse"]) == {"system 1", "system 2", "system 3", *FLAVOURS}
     assert len(res.tables) == 6 and len(res.tables[4].rows) == 3 + 4  # lambda sweep (3 lean), lr sweep (4)
-    errors = res.tables[5]
+    errors = res.tables[-1]
     assert list(errors.columns) == list(COLUMNS) and len(errors.rows) == len(TEXT_ERRORS) >= 29
     assert errors.rows[0][0] == "§1, eq. 1.5"
     assert "fractions" in stored["data"] and len(res.data["ablations"]["full model"]) == 1
@@ -104,6 +104,7 @@ def test_quick_scale_system1_learns_and_system2_stalls_without_norm():
     assert 0.4 * var_y <= float(h2[-1, 0]) <= 0.7 * var_y
 
 
+@pytest.mark.slow
 def test_solution2_is_not_a_zero_loss_point_under_layernorm():
     """Solution 2's weights in system 2 with the LayerNorm on: MSE 20.5 Var(Y) as built (the read-out expects
     the un-normalised rows) and 3.4e-3 Var(Y) after refitting the read-out (N = 3, M = 6, c = c*; measured),
