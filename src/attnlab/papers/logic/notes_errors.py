@@ -7,6 +7,8 @@ version (the modules named in each reason); the claims' docstrings point here.
 
 from __future__ import annotations
 
+COLUMNS = ("where", "the text says", "attnlab implements", "why")
+
 TEXT_ERRORS: tuple[tuple[str, str, str, str], ...] = (
     ("§1, eq. 1.5",
      "'pass an exam' is encoded as (0, 0, 1, 1, 0, 0)",
