@@ -124,7 +124,6 @@ def attention_matrix_arb(e, pos, w, seqs: np.ndarray | None = None) -> Any:
     w = [x if isinstance(x, flint.arb) else flint.arb(float(x)) for x in np.asarray(w, dtype=object).reshape(-1)]
     N, d, L, P = len(e), len(e[0]), len(pos), len(w)
     seqs = sequences(N, L) if seqs is None else np.asarray(seqs)
-    T = len(seqs)
     K = L * N * N
     M = flint.arb_mat(K, P * d + P)
     for l, a, b in itertools.product(range(L), range(N), range(N)):
@@ -136,17 +135,7 @@ def attention_matrix_arb(e, pos, w, seqs: np.ndarray | None = None) -> Any:
             M[row, P * d + p] = z
             for k in range(d):
                 M[row, p * d + k] = z * y[k]
-    S = flint.arb_mat(T, K)
-    for t, cols in enumerate(_pieces(seqs, N)):
-        for c in cols:
-            S[t, int(c)] = S[t, int(c)] + 1
-    R = S * M  # (T, P d + P): numerators, then denominators
-    A = flint.arb_mat(T, P * d)
-    for t in range(T):
-        inv = [1 / R[t, P * d + p] for p in range(P)]
-        for j in range(P * d):
-            A[t, j] = R[t, j] * inv[j // d]
-    return A
+    return _normalise_pieces(M, seqs, N, P, d)
 
 
 def attention_matrix_arb_qk(e, pos, W_QK, seqs: np.ndarray | None = None) -> Any:
@@ -161,7 +150,7 @@ def attention_matrix_arb_qk(e, pos, W_QK, seqs: np.ndarray | None = None) -> Any
     if pos.shape[1] != d or W.shape[1:] != (d, d):
         raise ConfigError(f"shapes disagree: e {e.shape}, pos {pos.shape}, W_QK {W.shape}; need (N,d), (L,d), (P,d,d)")
     seqs = sequences(N, L) if seqs is None else np.asarray(seqs)
-    T, K = len(seqs), L * N * N
+    K = L * N * N
     Wa = [flint.arb_mat(d, d, [float(v) for v in W[p].ravel()]) for p in range(P)]
     X = {(b, l): [flint.arb(float(e[b, k])) + flint.arb(float(pos[l, k])) for k in range(d)]
          for b in range(N) for l in range(L)}
@@ -178,11 +167,21 @@ def attention_matrix_arb_qk(e, pos, W_QK, seqs: np.ndarray | None = None) -> Any
                 M[row, P * d + p] = z
                 for k in range(d):
                     M[row, p * d + k] = z * y[k]
+    return _normalise_pieces(M, seqs, N, P, d)
+
+
+def _normalise_pieces(M, seqs: np.ndarray, N: int, P: int, d: int) -> Any:
+    """Rows of A from the piece table M (L N^2, P d + P): for each sequence t, sum its L pieces'
+    numerators exp(s) y and denominators exp(s) (one product S M with the 0/1 selection S), then
+    divide each head's d numerators by that head's denominator."""
+    import flint
+
+    T, K = len(seqs), M.nrows()
     S = flint.arb_mat(T, K)
     for t, cols in enumerate(_pieces(seqs, N)):
         for c in cols:
             S[t, int(c)] = S[t, int(c)] + 1
-    R = S * M
+    R = S * M  # (T, P d + P): numerators, then denominators
     A = flint.arb_mat(T, P * d)
     for t in range(T):
         inv = [1 / R[t, P * d + p] for p in range(P)]
