@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from attnlab.papers.logic.encoding import shift_matrix
+from attnlab.papers.logic.solutions import block_diagonal
 
 
 @dataclass(frozen=True)
@@ -59,15 +60,6 @@ def _block(N: int, M: int, rows: str, cols: str) -> np.ndarray:
     return m
 
 
-def _embed(N: int, M: int, cc: np.ndarray | None = None, pp: np.ndarray | None = None) -> np.ndarray:
-    out = np.zeros((N + M, N + M))
-    if cc is not None:
-        out[:N, :N] = cc
-    if pp is not None:
-        out[N:, N:] = pp
-    return out
-
-
 def structures(N: int, M: int) -> dict[str, list[Structure]]:
     """The structures measured per matrix ("A", "v", "B"), module docstring."""
     zero = np.zeros((N + M, N + M))
@@ -75,11 +67,11 @@ def structures(N: int, M: int) -> dict[str, list[Structure]]:
     return {
         "A": [Structure("CC block (sol. 2)", _block(N, M, "C", "C")),
               Structure("PP block (sol. 1, 3)", _block(N, M, "P", "P")),
-              Structure("c D_{-1} in PP (sol. 1, 3)", zero, (_embed(N, M, pp=D),))],
+              Structure("c D_{-1} in PP (sol. 1, 3)", zero, (block_diagonal(None, D, N, M),))],
         "v": [Structure("PP block (sol. 2)", _block(N, M, "P", "P")),
-              Structure("c S in PP (sol. 2)", zero, (_embed(N, M, pp=D.T),)),
+              Structure("c S in PP (sol. 2)", zero, (block_diagonal(None, D.T, N, M),)),
               Structure("CC block (sol. 1, 3)", _block(N, M, "C", "C")),
-              Structure("c I_N in CC (sol. 1)", zero, (_embed(N, M, cc=np.eye(N)),))],
+              Structure("c I_N in CC (sol. 1)", zero, (block_diagonal(np.eye(N), None, N, M),))],
     }
 
 

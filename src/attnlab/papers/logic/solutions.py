@@ -122,7 +122,9 @@ def _check(q_true: np.ndarray, M: int) -> tuple[np.ndarray, int]:
     return q_true, q_true.shape[0]
 
 
-def _blocks(top_left: np.ndarray | None, bottom_right: np.ndarray | None, N: int, M: int) -> np.ndarray:
+def block_diagonal(top_left: np.ndarray | None, bottom_right: np.ndarray | None, N: int, M: int) -> np.ndarray:
+    """The (N+M) x (N+M) matrix with the category block top_left (N x N) and the position block
+    bottom_right (M x M); a block given as None is zero."""
     out = np.zeros((N + M, N + M))
     if top_left is not None:
         out[:N, :N] = top_left
@@ -146,7 +148,7 @@ def solution1(q_true: np.ndarray, M: int, *, text_C: bool = False) -> LogicWeigh
     D = shift_matrix(M)
     q = np.hstack([np.zeros((M, N)), 2.0 * D])
     k = np.hstack([np.zeros((M, N)), np.eye(M)])
-    v = _blocks(np.eye(N), None, N, M)
+    v = block_diagonal(np.eye(N), None, N, M)
     pairs = pair_order(N)
     B = np.zeros((N * N, N + M))
     bias = np.zeros(N * N)
@@ -171,7 +173,7 @@ def solution1_linear(digits: np.ndarray, M: int, base: float) -> LogicWeights:
         raise ConfigError("base and digits must be finite")
     q = np.hstack([np.zeros((M, N)), base * shift_matrix(M)])
     k = np.hstack([np.zeros((M, N)), np.eye(M)])
-    v = _blocks(np.eye(N), None, N, M)
+    v = block_diagonal(np.eye(N), None, N, M)
     C = np.concatenate([d, np.zeros(M)])[None, :]
     return LogicWeights("1-linear", N, M, q, k, v, C, np.zeros(N + M), "linear")
 
@@ -198,7 +200,7 @@ def solution2(q_true: np.ndarray, M: int, *, relu_const: float | None = None, sh
     c, m = _relu_consts(q_true, relu_const, shift)
     q = np.hstack([q_true, np.zeros((N, M))])
     k = np.hstack([np.eye(N), np.zeros((N, M))])
-    v = _blocks(None, shift_matrix(M).T / c, N, M)
+    v = block_diagonal(None, shift_matrix(M).T / c, N, M)
     bias = np.concatenate([np.zeros(N), np.full(M, m / c - 1.0)])
     C = np.concatenate([np.full(N, -m), np.full(M, c)])[None, :]
     return LogicWeights("2", N, M, q, k, v, C, bias, "relu", relu_const=c, offset=m)
@@ -210,7 +212,7 @@ def solution3(q_true: np.ndarray, M: int, *, relu_const: float | None = None, sh
     c, m = _relu_consts(q_true, relu_const, shift)
     q = np.hstack([np.zeros((M, N)), shift_matrix(M)])
     k = np.hstack([np.zeros((M, N)), np.eye(M)])
-    v = _blocks(q_true.T / c, None, N, M)
+    v = block_diagonal(q_true.T / c, None, N, M)
     bias = np.concatenate([np.full(N, m / c - 1.0), np.zeros(M)])
     C = np.concatenate([np.full(N, c), np.full(M, -m)])[None, :]
     return LogicWeights("3", N, M, q, k, v, C, bias, "relu", relu_const=c, offset=m)
