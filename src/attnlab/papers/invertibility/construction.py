@@ -5,7 +5,7 @@ e (N x d), pos (L x d) and W_QK^p = w_p E_11 (w_p = w p, p = 1..P, distinct and 
 the attention matrix A (N^L x Pd, :mod:`attnlab.papers.invertibility.matrix`) and
 certifies its rank (:mod:`attnlab.analysis.certified_rank`): an N^L x N^L minor proved
 nonsingular (up to 256 rows a ball determinant that excludes 0; above, Rump's test
-||I - R B||_inf < 1 for an approximate inverse R of the minor B) proves rank A >= N^L.
+||I - B R||_1 < 1 for an approximate inverse R of the minor B) proves rank A >= N^L.
 
 What the theorem says, corrected (:mod:`attnlab.papers.invertibility.notes_errors`):
 the note writes "Pd >= N^k"; it means Pd >= N^L (rank A <= Pd makes that necessary).
@@ -26,9 +26,9 @@ w = 1, 1e-9, 1e-7, 1e-10, 1e-15, 1e-14 at w = 0.1, 1e-12..1e-23 at w = 0.01 and 
 at w = 10; extra heads help a little ((2,4,4): 1e-7.3 at P = 4, 1e-5.6 at P = 8). At
 N^L = 256 the ball determinant needs 128 bits at w = 0.1, 256 at w = 1, 768 at w = 3.
 With d = N + L - 2 and the minimal P, log2 of the condition number of the N^L x N^L
-minor grows to ~200 (L = 2) and 420-480 (N = 2, L = 10; N = 4, L = 5) at 1024 rows:
-Rump's test certifies those in one attempt at 256 and 512 bits (:func:`start_bits`;
-times per case in benchmarks/results/invertibility_certificate.md).
+minor (as Rump's right residual measures it) grows to ~190 (L = 2) and 350-400 (N = 2,
+L = 10; N = 4, L = 5) at 1024 rows: Rump's test certifies those in one attempt at 256 and
+448 bits (:func:`start_bits`; times per case in benchmarks/results/invertibility_certificate.md).
 
 The .npz holds e, pos, W_QK (P x d x d), sequences (N^L x L, 0-based, the row order of A)
 and A (float64), so the rank can be re-checked with other code. The certificate is for
@@ -137,20 +137,30 @@ def build_case(params: InvertibilityParams) -> Case:
     return Case(params, e, pos, w, W, seqs, attention_matrix(e, pos, W, seqs))
 
 
-def start_bits(rows: int, L: int | None = None) -> int:
+def start_bits(rows: int, L: int | None = None, method: str = "inverse", P: int | None = None) -> int:
     """The first working precision for certifying an r x r minor of this construction
-    (w = 0.1): 64 ceil((0.4 r + 48) / 64) bits, and 64 ceil((0.15 r + 96) / 64) for L = 2.
-    A guess that only saves time: log2 of the condition numbers measured with the explicit
-    embeddings, minimal P and d = N + L - 2 (benchmarks/results/invertibility_certificate.md;
-    prec + log2 of Rump's residual) lie within 0.4 r - 88 .. 0.4 r + 74 for L >= 3 from
-    r = 343 to 1024 (153 at 343 rows, 203 at 512, 298 at 625, 345 at 729 for N = 3, 419 and
-    484 at 1024 for N = 2 and 4) and below 0.15 r + 85 for L = 2 (124 at 289 rows, 159 at
-    529, 200 at 1024); rounding up to a limb leaves >= 22 bits to spare on the 24 cases
-    from 289 to 1024 rows, and a miss only costs a second attempt at the precision the residual
-    asks for (at least 64 bits more)."""
+    (w = 0.1, explicit embeddings, minimal P, d = N + L - 2). A guess that only saves time:
+    a miss costs a second attempt at the precision the residual asks for (at least 64 bits
+    more), never a wrong certificate.
+
+    method="inverse" (Rump's right residual ||I - B R||_1): 64 ceil((2.6 P + 60) / 64) bits
+    for L >= 3 with P heads (r / 3 when P is not given) and 64 ceil((0.08 r + 112) / 64) for
+    L = 2. The heads set the cost more than the rows: log2 of the condition number implied
+    by the residual (prec + log2 delta; benchmarks/results/invertibility_certificate.md) is
+    264 for N = 10, L = 3 (1000 rows, P = 91) but 353 and 402 at 1024 rows for N = 2, L = 10
+    (P = 103) and N = 4, L = 5 (P = 147): 2.7 to 3.4 bits per head for L >= 3 from 343 to 1024
+    rows, and 100 to 189 bits (3.5 to 7 per head, P = N) for L = 2 from 289 to 1024 rows.
+    Both rules leave >= 16 bits above it on all 25 cases from 289 to 1024 rows.
+
+    method="det" (a ball determinant, 128 < r <= 256): 64 ceil((0.4 r + 48) / 64) bits for
+    L >= 3 and 64 ceil((0.15 r + 96) / 64) for L = 2, which certify every such case of the
+    benchmark in one attempt (128 or 192 bits)."""
+    if method == "det":
+        return int(64 * math.ceil(((0.15 * rows + 96) if L == 2 else (0.4 * rows + 48)) / 64))
     if L == 2:
-        return int(64 * math.ceil((0.15 * rows + 96) / 64))
-    return int(64 * math.ceil((0.4 * rows + 48) / 64))
+        return int(64 * math.ceil((0.08 * rows + 112) / 64))
+    heads = rows / 3 if P is None else P
+    return int(64 * math.ceil((2.6 * heads + 60) / 64))
 
 
 def certify_case(case: Case, **kwargs) -> RankCertificate:
@@ -168,9 +178,9 @@ def certify_case(case: Case, **kwargs) -> RankCertificate:
     cap = rank_cap(p.N, p.L, p.d, P, p.positions)
     method, r = kwargs.get("method", "auto"), min(cap, T)
     if "precisions" not in kwargs and (method == "inverse" or (method == "auto" and r > DET_MAX)):
-        kwargs["precisions"] = (start_bits(r, p.L), 8192)
+        kwargs["precisions"] = (start_bits(r, p.L, "inverse", P), 8192)
     elif "precisions" not in kwargs and method in ("auto", "det") and r > 128:
-        first = start_bits(r, p.L)
+        first = start_bits(r, p.L, "det")
         kwargs["precisions"] = tuple(first << k for k in range(8) if first << k <= 8192)
     left = None
     if not p.positions:
@@ -209,7 +219,7 @@ def build(params: InvertibilityParams) -> ConstructionResult:
                   certify_method=cert.method)
     passed = cert.lower == cap
     proof = ("ball determinant excludes 0" if cert.method == "det" else
-             f"||I - R B||_inf <= {cert.residual:.3g} < 1 (Rump)")
+             f"||I - B R||_1 <= {cert.residual:.3g} < 1 (Rump)")
     criterion = (f"certified rank A = {cap} = rank cap: an {cert.lower} x {cert.lower} minor's {proof} "
                  f"at {cert.prec} bits (margin {cert.margin:.3g})" if passed else
                  f"certified rank A >= {cert.lower}, cap {cap}: not pinned")

@@ -2,9 +2,9 @@
 
 With the largest dimension the theorem allows, d = N + L - 2, and the minimal number of
 heads P = ceil(N^L / d), the condition number of the N^L x N^L minor grows like 2^(0.2..0.5 N^L)
-(log2 cond ~ 92 at 128 rows, ~153 at 343; benchmarks/results/invertibility_certificate.md),
+(log2 cond ~ 92 at 128 rows, ~138 at 343 by Rump's residual; benchmarks/results/invertibility_certificate.md),
 so float64 ranks are meaningless and the certificate needs 128-256 bits. Up to 256 rows
-the proof is a ball determinant that excludes 0; above, Rump's test ||I - R B||_inf < 1
+the proof is a ball determinant that excludes 0; above, Rump's test ||I - B R||_1 < 1
 (:mod:`attnlab.analysis.certified_rank`).
 """
 
