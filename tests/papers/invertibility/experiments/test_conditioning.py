@@ -36,7 +36,7 @@ def test_ranks(result, storable):
     heads = {r["P"]: r for r in d["heads"]}
     assert [heads[P]["cert_lower"] for P in (1, 2, 3, 4, 5)] == [2, 4, 6, 8, 8]
     assert result.check("certified rank = N^L when Pd").status == "pass"
-    assert result.check("certified rank = 1 + P (N+L-2)").status == "pass"
+    assert result.check("certified rank = min(N^L, 1 + P (N+L-2))").status == "pass"
 
 
 def test_sigma_min_labels(result):
@@ -54,7 +54,7 @@ def test_sigma_min_labels(result):
 
 def test_empty_sweeps_are_not_judged():
     res = run(ConditioningConfig(**{**TINY, "w_values": (1.0,), "dims_beyond": 0, "certify_max_rows": 4}))
-    assert res.check("certified rank = 1 + P (N+L-2)").status == "info"  # no d > N + L - 2 case
+    assert res.check("certified rank = min(N^L, 1 + P (N+L-2))").status == "info"  # no d > N + L - 2 case
     assert res.check("certified rank = N^L when Pd").status == "pass"  # (2,2,2): N^L = 4 certified
     assert res.status == "pass"
 
