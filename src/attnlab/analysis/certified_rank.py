@@ -44,9 +44,10 @@ Why the right residual I - B R and not the left one I - R B: R is computed colum
 column by solving B x_j = e_j with an LU factorisation, which is backward stable: the
 computed x_j solves (B + dB_j) x_j = e_j with |dB_j| <= gamma |L| |U|, so B x_j - e_j =
 -dB_j x_j is small for each column; nothing bounds R B - I the same way. Measured on the
-invertibility matrices at 1024 rows (benchmarks/results/invertibility_certificate.md):
-for the same R at 512 bits, ||I - B R||_1 <= 5.5e-34 where ||I - R B||_inf <= 4.2e-9, i.e.
-the right residual certifies with 80 fewer bits (416 instead of 512 for N = 4, L = 5).
+invertibility matrix with N = 4, L = 5 (1024 rows), the same R at 512 bits:
+||I - B R||_1 <= 5.5e-34 where ||I - R B||_inf <= 4.2e-9, i.e. log2 cond 402 against 484
+(prec + log2 delta), and 416 bits certify with the right residual where the left one needs
+512 (benchmarks/README.md; the table there holds the right residual of every case).
 
 It costs an approximate LU and triangular solves for the r columns of R at ``prec`` bits
 (arf, no radii) and one ball matrix product (flint's block multiplication over fmpz),

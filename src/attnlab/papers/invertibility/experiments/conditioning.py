@@ -187,7 +187,7 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
               f"ball determinants of an N^L x N^L minor exclude 0; N^L <= {cfg.certify_max_rows}, explicit "
               "embeddings, w_p = w p over every sweep" + (
                   "; undecided (no minor certified up to the precision cap, which does not contradict the "
-                  "theorem: the logits w p x_1 x_1 reach ~1e4 nats there): " + ", ".join(
+                  "theorem): " + ", ".join(
                       f"(N,L,d,P,w)=({r['N']},{r['L']},{r['d']},{r['P']},{r['w']:g})" for r in undecided)
                   if undecided else "")),
         check("certified rank = min(N^L, 1 + P (N+L-2)) when d > N + L - 2, below N^L for small P although "
