@@ -36,7 +36,8 @@ from attnlab.ops.sparse import (
 
 
 def _pattern(build, q, k, v, mask, causal, key_padding_mask):
-    """Boolean (..., n_q, n_k) pattern: the graph on N tokens, placed, intersected with the masks."""
+    """Boolean (..., n_q, n_k) pattern on the CPU: the graph on N tokens, placed, intersected with
+    the masks (brought to the host: a sparse graph is a host-side structure)."""
     n_q, n_k = q.shape[-2], k.shape[-2]
     alignment = resolve_causal(causal, n_q, n_k)
     N = max(n_q, n_k)
@@ -47,7 +48,7 @@ def _pattern(build, q, k, v, mask, causal, key_padding_mask):
         n_q, n_k, batch_shape=batch_shape(q, k, v), mask=mask, key_padding_mask=key_padding_mask
     )
     reject_finite_additive(additive, "sparse attention")
-    return graph if allowed is None else graph & allowed
+    return graph if allowed is None else graph & allowed.cpu()
 
 
 def _graph_entry(name: str, build) -> OperatorEntry:

@@ -20,8 +20,13 @@ inverted mask must not pass silently, so :func:`check_key_padding_mask` refuses
 
 Single sequences (or rows) with every key padded, within a batch that has real keys
 elsewhere, stay legal: their attention weights and outputs are 0 (see
-:mod:`attnlab.ops.softmax`). Checking "every key of every sequence" reads one bit from
-the device (one synchronisation per call on CUDA).
+:mod:`attnlab.ops.softmax`). Checking "every key of every sequence" reads a value of the
+mask, which for a mask on an accelerator means waiting for the device (a host
+synchronisation in every operator call, every layer). So the operators read it only from
+masks on the CPU, and a pretrained model's entry point
+(:meth:`attnlab.pretrained.loader.PretrainedModel.position_ids`) reads it once per forward
+pass on any device; on an accelerator an operator called directly with an all-padding mask
+returns its well-defined answer, zeros.
 
 Causal alignment (the masked decoder of math-behind-transformers §1.2.5, eq. 10):
 
@@ -140,9 +145,14 @@ def combine_masks(
     return allowed, additive
 
 
-def check_key_padding_mask(key_padding_mask: Tensor, batch_shape: tuple[int, ...], n_k: int) -> None:
+def check_key_padding_mask(key_padding_mask: Tensor, batch_shape: tuple[int, ...], n_k: int, *,
+                           values: bool | None = None) -> None:
     """ConfigError unless ``key_padding_mask`` is boolean of shape (batch_shape[0], n_k) and
-    leaves at least one key of the batch unpadded (the rules of the module docstring)."""
+    leaves at least one key of the batch unpadded (the rules of the module docstring).
+
+    values: read the mask's values for the all-padding check: True always, False never,
+    None (default) only when the mask is on the CPU, where it costs no synchronisation.
+    """
     if key_padding_mask.dtype != torch.bool:
         raise ConfigError(
             f"key_padding_mask must be boolean (True marks a padding key), got {key_padding_mask.dtype}; "
@@ -157,7 +167,9 @@ def check_key_padding_mask(key_padding_mask: Tensor, batch_shape: tuple[int, ...
             f"key_padding_mask must have shape (batch, n_k) = {expected}, "
             f"got {tuple(key_padding_mask.shape)}"
         )
-    if key_padding_mask.numel() and bool(key_padding_mask.all()):
+    if values is None:
+        values = key_padding_mask.device.type == "cpu"
+    if values and key_padding_mask.numel() and bool(key_padding_mask.all()):
         raise ConfigError(
             "key_padding_mask marks every key of every sequence as padding (True = padding): if it is "
             "a transformers attention_mask (1 = real token), convert it with "

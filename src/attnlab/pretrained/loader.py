@@ -92,7 +92,8 @@ class PretrainedModel:
 
     def position_ids(self, key_padding_mask: Tensor) -> Tensor:
         """Position ids (B, n) int64 from a key_padding_mask (module docstring's rule)."""
-        check_key_padding_mask(key_padding_mask, (key_padding_mask.shape[0],), key_padding_mask.shape[-1])
+        check_key_padding_mask(key_padding_mask, (key_padding_mask.shape[0],), key_padding_mask.shape[-1],
+                               values=True)  # once per forward pass, on any device
         real = (~key_padding_mask).to(torch.int64)  # (B, n)
         if self.architecture.position_offset:  # RoBERTa: pad + 1 + index among real tokens
             return (real.cumsum(-1) * real) + self.architecture.pad_token_id

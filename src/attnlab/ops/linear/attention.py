@@ -13,8 +13,10 @@ form, which materialises the n_q x n_k kernel matrix. Finite additive mask value
 rejected: there are no logits to add them to.
 
 A denominator below ``eps`` is clamped to ``eps``; a query that sees no key (all
-masked) has numerator 0 and output 0. ``diagnostics``:
-  min_denominator   smallest D_i before clamping (float)
+masked) has numerator 0 and output 0. ``diagnostics`` (a
+:class:`~attnlab.ops.diagnostics.Diagnostics`: computed on the inputs' device with the
+output, read to the host only when accessed, so a forward pass never synchronises):
+  min_denominator   smallest D_i before clamping (float; inf when there is no query)
   eps_hits          how many D_i were below eps and clamped (int)
   feature_underflow fraction of phi(Q), phi(K) entries that rounded to exactly 0
                     although non-zero in exact arithmetic (see features.py)
@@ -33,6 +35,7 @@ import torch
 from torch import Tensor
 
 from attnlab.errors import ConfigError
+from attnlab.ops.diagnostics import Diagnostics
 from attnlab.ops.linear.features import FeatureMap, feature_map as get_feature_map
 from attnlab.ops.linear.forms import (
     causal_chunked_form,
@@ -137,8 +140,8 @@ def _run(q, k, v, fmap, causal, mask, key_padding_mask, chunk_size, eps,
     q, k, v = (t.to(work).expand(*batch, *t.shape[-2:]) for t in (q, k, v))
     phi_q, phi_k = phi(q, "query"), phi(k, "key")  # (..., n_q, m), (..., n_k, m)
     with torch.no_grad():
-        under = phi.underflow_count(q, phi_q) + phi.underflow_count(k, phi_k)
-        underflow = under / max(1, phi_q.numel() + phi_k.numel())
+        under = phi.underflow_count(q, phi_q) + phi.underflow_count(k, phi_k)  # 0-d tensor
+        underflow = under.to(torch.float64) / max(1, phi_q.numel() + phi_k.numel())
     if key_padding_mask is not None:
         keep = ~key_padding_mask  # (B, n_k)
         keep = keep.reshape(keep.shape[0], *(1,) * (len(batch) - 1), n_k, 1)  # (B, 1.., n_k, 1)
@@ -154,12 +157,13 @@ def _run(q, k, v, fmap, causal, mask, key_padding_mask, chunk_size, eps,
         if Kmat is None:
             Kmat = quadratic_form(phi_q, phi_k, U[..., :0], allowed)[1]
         weights = (Kmat / Kmat.sum(-1, keepdim=True).clamp_min(eps)).to(dtype)
-    with torch.no_grad():
-        diagnostics = {
-            "min_denominator": D.min().item() if D.numel() else math.inf,
-            "eps_hits": int((D < eps).sum().item()),
-            "feature_underflow": underflow,
-        }
+    with torch.no_grad():  # 0-d tensors on the device: no host synchronisation here
+        diagnostics = Diagnostics(
+            {"min_denominator": D.detach().min() if D.numel() else math.inf,
+             "eps_hits": (D.detach() < eps).sum(),
+             "feature_underflow": underflow},
+            kinds={"eps_hits": int},
+        )
     return AttentionOutput(out, weights, diagnostics)
 
 

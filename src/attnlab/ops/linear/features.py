@@ -133,14 +133,15 @@ class FeatureMap:
             raise ConfigError(f"role must be 'query', 'key' or None, got {role!r}")
         return torch.exp(s) / math.sqrt(self.W.shape[-2])
 
-    def underflow_count(self, x: Tensor, phi: Tensor) -> int:
-        """How many entries of phi = self(x) are exactly 0 but non-zero in exact arithmetic."""
+    def underflow_count(self, x: Tensor, phi: Tensor) -> Tensor:
+        """How many entries of phi = self(x) are exactly 0 but non-zero in exact arithmetic:
+        a 0-d int64 tensor on phi's device (counting never reads the device)."""
         if self.positive:  # every exact value is > 0
-            return phi.numel() - int(torch.count_nonzero(phi))
+            return phi.numel() - torch.count_nonzero(phi)
         if self.name == "relu":  # relu(x) = x exactly where x > 0: it cannot underflow
-            return 0
+            return torch.zeros((), dtype=torch.int64, device=phi.device)
         nonzero = torch.cat([torch.ones_like(x[..., :1], dtype=torch.bool), x != 0], dim=-1)
-        return int(torch.count_nonzero((phi == 0) & nonzero))
+        return torch.count_nonzero((phi == 0) & nonzero)
 
 
 def feature_map(

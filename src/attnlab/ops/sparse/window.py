@@ -152,14 +152,16 @@ def _band_layout(n_q, n_k, half, causal, off, B, dtype, device):
     """
     hi = 0 if causal else half
     nb, L = -(-n_q // B), B + half + hi
-    j = (torch.arange(nb, device=device) * B + off - half)[:, None] + torch.arange(L, device=device)  # (nb, L)
+    # Built on the host (it depends on the sizes only) and copied once per layout, so
+    # asking whether any row is empty never waits on the device.
+    j = (torch.arange(nb) * B + off - half)[:, None] + torch.arange(L)  # (nb, L)
     valid = (j >= 0) & (j < n_k)
-    a = torch.arange(B, device=device)[:, None]
-    t = torch.arange(L, device=device)[None, :]
+    a = torch.arange(B)[:, None]
+    t = torch.arange(L)[None, :]
     allowed = ((t >= a) & (t <= a + half + hi))[None] & valid[:, None, :]  # (nb, B, L)
     empty = ~allowed.any(dim=-1, keepdim=True)  # (nb, B, 1): opened below, zeroed after (no 0/0)
-    bias = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~(allowed | empty), float("-inf"))
-    return bias, (empty if bool(empty.any()) else None)
+    bias = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~(allowed | empty), float("-inf"))
+    return bias.to(device), (empty.to(device) if bool(empty.any()) else None)
 
 
 def _padded(x: Tensor, start: int, T: int) -> Tensor:
