@@ -84,6 +84,7 @@ from attnlab.analysis.heads.maps import CLARK_PUNCTUATION
 from attnlab.analysis.heads.voita import VOITA_OFFSETS
 from attnlab.config import check_choice, check_device, check_int
 from attnlab.errors import ConfigError
+from attnlab.pretrained.labels import token_labels
 from attnlab.results import (
     ExperimentResult,
     Table,
@@ -113,7 +114,8 @@ Progress = Callable[[str, int, int], None]
 @dataclass(frozen=True)
 class Segments:
     """The analysed inputs: per segment its token ids, token strings and token types (sentence A = 0,
-    B = 1; None for a model without token types), unpadded; ``pairs``: inputs are [CLS] A [SEP] B [SEP]."""
+    B = 1; None for a model without token types), unpadded; ``pairs``: inputs are [CLS] A [SEP] B [SEP];
+    ``labels``: the tokens as figures show them (:func:`attnlab.pretrained.labels.token_labels`)."""
 
     input_ids: list[list[int]]
     tokens: list[list[str]]
@@ -121,6 +123,7 @@ class Segments:
     pairs: bool
     documents: int  # how many documents the text gave (the segments are evenly spaced among them)
     cut_sentences: int  # sentences longer than a segment, cut to fit
+    labels: list[list[str]]
 
 
 @dataclass(frozen=True)
@@ -229,7 +232,7 @@ def make_segments(pm, sentences: Sequence[str], max_tokens: int, count: int) -> 
         ids = [list(x) for x in enc["input_ids"]]
         types = [[0] * len(x) for x in ids] if pm.architecture.type_vocab_size else None
     tokens = [tok.convert_ids_to_tokens(x) for x in ids]
-    return Segments(ids, tokens, types, pairs, len(docs), cut)
+    return Segments(ids, tokens, types, pairs, len(docs), cut, [token_labels(tok, t) for t in tokens])
 
 
 def _split_pair(doc: list[tuple[str, int]]) -> tuple[str, str | None]:
@@ -382,7 +385,7 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     rd.write_config(config, list(argv or []))
     rd.write_env(seed=0, device=device)
     rd.write_json(SEGMENTS_JSON, {"input_ids": segs.input_ids, "token_type_ids": segs.token_type_ids,
-                                  "tokens": segs.tokens, "pairs": segs.pairs})
+                                  "tokens": segs.tokens, "labels": segs.labels, "pairs": segs.pairs})
     frequencies = Counter(t for ids in segs.input_ids for t in ids)
     specials = special_tokens(pm.tokenizer)
     per_segment, first = [], None
@@ -555,7 +558,7 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
         best = max(heads, key=lambda x: _finite(score(x)))
         picks.setdefault((best["layer"], best["head"]), what)
     z = min(ZOOM_TOKENS, len(tokens))
-    labels = [t if len(t) <= 12 else t[:11] + "…" for t in tokens[:z]]
+    labels = [t if len(t) <= 12 else t[:11] + "…" for t in segs.labels[0][:z]]
     zoom = heatmap_figure(
         "zoom.png", f"Selected heads on the first {z} tokens of segment 0, tokens labelled (rows: queries, "
                     "columns: keys).",
