@@ -16,6 +16,11 @@ from attnlab.cli import main
 SELFTEST_PLUGIN = str(Path(__file__).parent / "fixtures" / "selftest_paper.py")
 os.environ["ATTNLAB_PLUGINS"] = SELFTEST_PLUGIN
 
+# Under pytest-xdist (`pytest -n auto`) every worker would start one torch thread per core:
+# the workers share the cores instead.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 
 @pytest.fixture
 def one_thread():

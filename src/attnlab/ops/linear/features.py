@@ -34,13 +34,14 @@ attention reports the fraction as ``diagnostics["feature_underflow"]``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from attnlab.errors import ConfigError
+from attnlab.ops.tables import outside_inference
 
 FEATURE_MAPS = ("elu+1", "relu", "taylor", "favor+")
 
@@ -94,6 +95,7 @@ class FeatureMap:
 
     name: str
     W: Tensor | None = None
+    _placed: dict = field(default_factory=dict, repr=False, compare=False)  # (device, dtype) -> W there
 
     @property
     def positive(self) -> bool:
@@ -123,8 +125,12 @@ class FeatureMap:
                 f"favor+ features were drawn for d={self.W.shape[-1]} but the inputs have "
                 f"d={x.shape[-1]}: build the feature map with d={x.shape[-1]}"
             )
-        # W is drawn once, in float64 on the generator's device; it follows the inputs.
-        s = favor_exponent(x, self.W.to(device=x.device, dtype=x.dtype))  # (..., n, m)
+        # W is drawn once, in float64 on the generator's device; it follows the inputs, copied
+        # once per (device, dtype) rather than in every forward pass.
+        key = (x.device, x.dtype)
+        if key not in self._placed:
+            self._placed[key] = outside_inference(self.W.to, device=x.device, dtype=x.dtype)
+        s = favor_exponent(x, self._placed[key])  # (..., n, m)
         if role == "query":
             s = s - s.detach().amax(dim=-1, keepdim=True)
         elif role == "key":

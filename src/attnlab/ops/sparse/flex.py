@@ -18,6 +18,7 @@ from torch import Tensor
 
 from attnlab.errors import ConfigError
 from attnlab.ops.softmax import batch_shape
+from attnlab.ops.tables import table_cache
 
 
 @lru_cache(maxsize=1)
@@ -27,7 +28,7 @@ def _compiled_flex():
     return torch.compile(flex_attention, dynamic=False)
 
 
-@lru_cache(maxsize=32)
+@table_cache(maxsize=32)
 def window_block_mask(n_q: int, n_k: int, half: int, dilation: int, causal: bool, off: int, device: str):
     """The block mask of N(i) = {j : -half <= (j - p(i)) / dilation <= half (or 0 if causal)}."""
     from torch.nn.attention.flex_attention import create_block_mask

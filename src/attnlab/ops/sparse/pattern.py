@@ -18,7 +18,6 @@ The patterns equal the graphs of graphs.py exactly (tests/ops/test_sparse_patter
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Sequence
 
 import torch
@@ -34,6 +33,7 @@ from attnlab.ops.sparse.graphs import (
     check_graph,
     graph_to_mask,
 )
+from attnlab.ops.tables import table_cache
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,7 +105,7 @@ def _globals(glob: Tensor, n: int, causal: bool) -> Tensor:
     return torch.arange(n)[None, :] <= glob[:, None]
 
 
-@lru_cache(maxsize=16)
+@table_cache(maxsize=16)
 def bigbird_pattern(n: int, *, g: int, w: int, r: int, seed: int, causal: bool = False) -> SparsePattern:
     """The BigBird graph of graphs.bigbird_graph (same seed, same random keys) as a SparsePattern."""
     _check_positive("n", n)
@@ -132,6 +132,12 @@ def longformer_pattern(
     bad = [t for t in glob_list if not 0 <= t < n]
     if bad:
         raise ConfigError(f"global token positions {bad} are outside [0, {n}): use positions 0 .. {n - 1}")
+    return _longformer_pattern(n, w, dils, tuple(glob_list), bool(causal))
+
+
+@table_cache(maxsize=16)
+def _longformer_pattern(n: int, w: int, dils: tuple[int, ...], glob_list: tuple[int, ...], causal: bool) -> SparsePattern:
+    """longformer_pattern on checked, hashable arguments (one pattern object per geometry)."""
     glob = torch.tensor(glob_list, dtype=torch.long)
     cols = glob[None, :].expand(n, glob.numel())
     extra = _extra(cols, n, w // 2, dils, causal)  # (H, n, e) per head, or (n, e)

@@ -25,6 +25,7 @@ from attnlab.ops.softmax import softmax_attention
 from attnlab.ops.sparse.gather import gather_rows
 from attnlab.ops.sparse.pattern import SparsePattern, bigbird_pattern, longformer_pattern
 from attnlab.ops.sparse.window import BLOCK, _padded
+from attnlab.ops.tables import table_cache
 
 
 class _Band:
@@ -45,6 +46,11 @@ class _Band:
         ok = (t >= s) & (t <= s + self.L - self.B) & (a_key >= 0) & (pos < n)  # (delta, nb, B, L)
         self.allowed = self.rows(ok)  # (n, L)
         self.keys = self.rows(torch.where(ok, pos, n).expand(ok.shape))  # (n, L)
+
+    def to(self, device: torch.device) -> "_Band":
+        """This band with its tables on ``device``."""
+        self.allowed, self.keys = self.allowed.to(device), self.keys.to(device)
+        return self
 
     def classes(self, x: Tensor, rows: int) -> Tensor:
         """x (..., n, f) -> (..., delta, rows, f): class rho, index a = position rho + delta a."""
@@ -85,13 +91,31 @@ def _head_groups(dilation: tuple[int, ...]) -> list[tuple[int, Tensor]]:
     return [(d, torch.tensor([h for h, x in enumerate(dilation) if x == d])) for d in sorted(set(dilation))]
 
 
-def _window_logits(p: SparsePattern, q: Tensor, k: Tensor):
-    """Window logits (..., [H,] n, L), allowed and key positions (broadcastable), and an apply(P, v)."""
-    if p.heads is None:
-        band = _Band(p.n, p.half, p.dilation[0], p.causal, _block(p))
-        return band.logits(q, k), band.allowed, band.keys, band.apply
-    groups = [(h, _Band(p.n, p.half, d, p.causal, _block(p))) for d, h in _head_groups(p.dilation)]
+@table_cache(maxsize=32)
+def _placed_bands(n: int, half: int, dilation: tuple[int, ...], causal: bool, B: int, device: torch.device):
+    """The window tables of a pattern on ``device``: [(head indices, band)] per distinct dilation
+    and the permutation putting the heads back in order (None for one shared dilation). Built on
+    the host from the sizes alone and copied once per device, so a forward pass copies nothing."""
+    if len(dilation) == 1:
+        return [(None, _Band(n, half, dilation[0], causal, B).to(device))], None
+    groups = [(h.to(device), _Band(n, half, d, causal, B).to(device)) for d, h in _head_groups(dilation)]
     order = torch.cat([h for h, _ in groups]).argsort()  # heads back in order
+    return groups, order
+
+
+@table_cache(maxsize=32)
+def _placed(pattern: SparsePattern, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+    """(extra, global_rows, global_mask) of ``pattern`` on ``device``, copied once per device."""
+    return pattern.extra.to(device), pattern.global_rows.to(device), pattern.global_mask.to(device)
+
+
+def _window_logits(p: SparsePattern, q: Tensor, k: Tensor):
+    """Window logits (..., [H,] n, L), allowed and key positions (broadcastable, on q's device),
+    and an apply(P, v)."""
+    groups, order = _placed_bands(p.n, p.half, p.dilation, p.causal, _block(p), q.device)
+    if order is None:
+        band = groups[0][1]
+        return band.logits(q, k), band.allowed, band.keys, band.apply
     cat = lambda xs: torch.cat(xs, dim=-3).index_select(-3, order)  # noqa: E731
     logits = cat([b.logits(q.index_select(-3, h), k.index_select(-3, h)) for h, b in groups])
     allowed = cat([b.allowed.expand(len(h), -1, -1) for h, b in groups])  # (H, n, L)
@@ -121,7 +145,8 @@ def pattern_attention(
     batch = tuple(torch.broadcast_shapes(batch_shape(q, k, v), pattern.extra.shape[:-2], pattern.global_mask.shape[:-2]))
     q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
     dev = q.device
-    e = pattern.extra.to(dev).expand(*batch, n, pattern.extra.shape[-1])
+    extra, global_rows, global_mask = _placed(pattern, dev)
+    e = extra.expand(*batch, n, extra.shape[-1])
     valid_e, idx_e = e >= 0, e.clamp(min=0)
     K_E, V_E = gather_rows(k, batch, idx_e), gather_rows(v, batch, idx_e)  # (*batch, n, e, d)
     logits_e = torch.einsum("...id,...iwd->...iw", q, K_E)
@@ -129,22 +154,22 @@ def pattern_attention(
         logits_w, allowed_w, keys_w, apply_w = _window_logits(pattern, q, k)
         L = logits_w.shape[-1]
         logits = torch.cat([logits_w, logits_e], dim=-1) * c
-        allowed = torch.cat([allowed_w.to(dev).expand(*batch, n, L), valid_e], dim=-1)
+        allowed = torch.cat([allowed_w.expand(*batch, n, L), valid_e], dim=-1)
     else:
         L, logits, allowed = 0, logits_e * c, valid_e
     P = masked_softmax(logits, allowed)  # (*batch, n, L + e)
     out = torch.einsum("...iw,...iwd->...id", P[..., L:], V_E)
     if L:
         out = out + apply_w(P[..., :L], v)
-    g = pattern.global_rows.to(dev)
-    glob = softmax_attention(q.index_select(-2, g), k, v, mask=pattern.global_mask.to(dev), scale=c,
+    g = global_rows
+    glob = softmax_attention(q.index_select(-2, g), k, v, mask=global_mask, scale=c,
                              return_weights=return_weights)
     out = out.index_copy(-2, g, glob.output)  # (*batch, n, d_v): global rows replaced
     weights = None
     if return_weights:
         cols = torch.where(valid_e, idx_e, n)
         if L:
-            cols = torch.cat([keys_w.to(dev).expand(*batch, n, L), cols], dim=-1)
+            cols = torch.cat([keys_w.expand(*batch, n, L), cols], dim=-1)
         weights = q.new_zeros(*batch, n, n + 1).scatter(-1, cols, P.masked_fill(~allowed, 0.0))[..., :n]
         weights = weights.index_copy(-2, g, glob.weights)
     return AttentionOutput(out, weights)

@@ -22,8 +22,6 @@ Backends, all equal to the dense masked computation:
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -33,6 +31,7 @@ from attnlab.ops.masks import resolve_causal
 from attnlab.ops.softmax import AttentionOutput, Scale, batch_shape, check_qkv, resolve_scale, softmax_attention
 from attnlab.ops.sparse.gather import graph_attention
 from attnlab.ops.sparse.graphs import canonical
+from attnlab.ops.tables import table_cache
 
 BACKENDS = ("gather", "flex", "dense")
 BLOCK = 64  # query block size of the banded path (measured: 64 is fastest at w = 256, d = 64)
@@ -142,7 +141,7 @@ def _banded(q: Tensor, k: Tensor, v: Tensor, half: int, causal: bool, off: int, 
     return out if nb * B == n_q else out[..., :n_q, :]
 
 
-@lru_cache(maxsize=16)
+@table_cache(maxsize=16)
 def _band_layout(n_q, n_k, half, causal, off, B, dtype, device):
     """Additive bias (nb, B, L) and empty rows (nb, B, 1) or None of the banded path.
 
