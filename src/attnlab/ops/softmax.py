@@ -29,6 +29,7 @@ tolerance (tests/ops/test_conformance.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Union
 
@@ -51,12 +52,13 @@ class AttentionOutput:
     output:      (..., n_q, d_v)
     weights:     (..., n_q, n_k) attention weights P, or None when not requested.
     diagnostics: numbers an operator reports about its own numerics (e.g. linear
-                 attention's smallest denominator), or None.
+                 attention's smallest denominator), a read-only mapping that reads the
+                 device only when a value is accessed (:mod:`attnlab.ops.diagnostics`), or None.
     """
 
     output: Tensor
     weights: Tensor | None = None
-    diagnostics: dict | None = None
+    diagnostics: Mapping[str, float | int] | None = None
 
 
 def resolve_scale(scale: Scale, d_k: int) -> float:
