@@ -11,11 +11,12 @@ device, a shape and a dtype but no data. Together they give a non-CPU device on 
 * reading a value raises (``DataDependentOutputException``);
 * backward passes run too, so a gradient that meets a host tensor is caught.
 
-Covered: every conformance operator but the sparse ones and FAVOR+, with no mask, both causal
-alignments and key padding, forward and backward; the attention modules and blocks. Left out: the
-sparse operators and FAVOR+ (their tables, a pattern or a random projection, are real host tensors,
-and a fake mode cannot copy a real tensor to a fake device; their placement is tested in
-test_no_host_sync.py and test_tables.py), and the bottom-right causal alignment of the fused path
+Covered: every dense, linear and low-rank conformance operator with no mask, both causal alignments
+and key padding, the banded sliding window, and FAVOR+ with its projection drawn in the fake mode,
+forward and backward; the attention modules and blocks. Left out: BigBird and Longformer (their
+patterns are built on the host from data, which a fake mode cannot do; their placement is tested in
+test_no_host_sync.py and test_tables.py), masks on the sliding window (the conformance adapter
+turns them into a graph, data dependent too), and the bottom-right causal alignment of the fused path
 (torch's lower-right causal bias is a tensor subclass that a fake mode cannot wrap; the
 meta-device test covers it).
 
@@ -52,6 +53,11 @@ def fake():
 
 def _cases():
     for e in OPERATORS:
+        if e.name == "sparse-window-gather":  # its layout is built from the sizes alone
+            yield pytest.param(e, {}, id=f"{e.name}-plain")
+            yield pytest.param(e, {"causal": "top_left"}, id=f"{e.name}-causal-top_left")
+            yield pytest.param(e, {"causal": "bottom_right"}, id=f"{e.name}-causal-bottom_right")
+            continue
         if e.name.startswith("sparse-") or e.name == "linear-favor+":  # tables drawn on the host
             continue
         yield pytest.param(e, {}, id=f"{e.name}-plain")
@@ -91,6 +97,23 @@ def test_operator_forward_and_backward_stay_on_the_device(fake, entry, masks):
         out.sum().backward()
         assert out.device.type == name and tuple(out.shape) == (B, H, n_q, D_V)
         assert all(t.grad is not None and t.grad.device.type == name for t in (q, k, v))
+
+
+@pytest.mark.parametrize("causal", [False, "top_left"])
+def test_favor_features_drawn_in_the_fake_mode_stay_on_the_device(fake, causal):
+    """FAVOR+ with its projection drawn inside the fake mode (the conformance entry's is a real host
+    tensor): W is placed on the inputs' device, forward and backward."""
+    from attnlab.ops.linear.attention import linear_attention
+    from attnlab.ops.linear.features import feature_map
+
+    name, mode = fake
+    with mode:
+        fm = feature_map("favor+", d=D_K, num_features=16, generator=torch.Generator().manual_seed(0))
+        q, k, v = (torch.randn(*s, device=name, requires_grad=True)
+                   for s in ((B, H, N_K, D_K), (B, H, N_K, D_K), (B, H, N_K, D_V)))
+        out = linear_attention(q, k, v, feature_map=fm, causal=causal).output
+        out.sum().backward()
+        assert out.device.type == name and all(t.grad.device.type == name for t in (q, k, v))
 
 
 @pytest.mark.parametrize("kind", ["mha", "block-post", "block-pre", "decoder-block"])

@@ -65,3 +65,24 @@ def test_favor_projection_placed_in_inference_mode_serves_a_training_pass():
     out = linear_attention(x, x, x, feature_map=fm).output
     out.sum().backward()
     assert torch.equal(out.detach(), first) and torch.isfinite(x.grad).all()
+
+
+def test_the_window_layout_decides_empty_rows_from_the_sizes():
+    """has_empty (from n_q, n_k, half, causal, offset) agrees with counting the layout's empty rows."""
+    from attnlab.ops.sparse.window import _band_layout
+
+    seen = {True: 0, False: 0}
+    for n_q in (1, 5, 16, 37):
+        for n_k in (1, 4, 16, 40):
+            for half in (0, 1, 3):
+                for causal in (False, True):
+                    for off in (-50, -7, -1, 0, 3, n_k - n_q, 45):
+                        bias, empty = _band_layout(n_q, n_k, half, causal, off, 8, torch.float64, torch.device("cpu"))
+                        # A row with a key has -inf at the other L - (half + hi + 1) >= 7 places
+                        # (B = 8); an empty row is opened to all zeros (then zeroed in the output).
+                        opened = (bias == 0).all(-1, keepdim=True)  # (nb, B, 1)
+                        counted = bool(opened.any())
+                        assert (empty is not None) == counted
+                        assert empty is None or torch.equal(empty, opened)
+                        seen[counted] += 1
+    assert seen[True] > 100 and seen[False] > 100

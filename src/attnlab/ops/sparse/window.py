@@ -148,11 +148,14 @@ def _band_layout(n_q, n_k, half, causal, off, B, dtype, device):
     Block b holds queries b B .. b B + B - 1 at positions p = i + off and needs keys
     j = p_0 - half + t, t in [0, L), L = B + half + (0 if causal else half); query a
     of the block sees key t iff a <= t <= a + half + hi and j lies in [0, n_k).
+
+    So row i (position p = i + off, padding rows i >= n_q included) sees the keys
+    [p - half, p + hi] ∩ [0, n_k), and some row is empty iff the first one ends before key 0
+    or the last one starts after key n_k - 1: decided from the sizes, reading no tensor.
     """
     hi = 0 if causal else half
     nb, L = -(-n_q // B), B + half + hi
-    # Built on the host (it depends on the sizes only) and copied once per layout, so
-    # asking whether any row is empty never waits on the device.
+    has_empty = off + hi < 0 or off + nb * B - 1 - half > n_k - 1
     j = (torch.arange(nb) * B + off - half)[:, None] + torch.arange(L)  # (nb, L)
     valid = (j >= 0) & (j < n_k)
     a = torch.arange(B)[:, None]
@@ -160,7 +163,7 @@ def _band_layout(n_q, n_k, half, causal, off, B, dtype, device):
     allowed = ((t >= a) & (t <= a + half + hi))[None] & valid[:, None, :]  # (nb, B, L)
     empty = ~allowed.any(dim=-1, keepdim=True)  # (nb, B, 1): opened below, zeroed after (no 0/0)
     bias = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~(allowed | empty), float("-inf"))
-    return bias.to(device), (empty.to(device) if bool(empty.any()) else None)
+    return bias.to(device), (empty.to(device) if has_empty else None)
 
 
 def _padded(x: Tensor, start: int, T: int) -> Tensor:
