@@ -1,6 +1,6 @@
 """Cached tables (attnlab.ops.tables): a table first built during an inference pass serves a later
-training pass. Before the cache built its tables outside inference mode, the window layout made
-the second pass fail with "Inference tensors cannot be saved for backward"."""
+training pass. Built as an inference tensor, it would make that pass fail with "Inference tensors
+cannot be saved for backward"."""
 
 from __future__ import annotations
 
