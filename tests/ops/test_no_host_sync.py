@@ -56,25 +56,19 @@ def _cases():
                                    id=f"{e.name}-key-padding-causal")
 
 
-def _run_operator(entry: OperatorEntry, masks: dict, device: str, dtype=torch.float32):
+def _run_operator(entry: OperatorEntry, masks: dict):
+    """entry on meta inputs made on the device directly (no host copy); (result, expected shape)."""
     n_q = N_K if masks.get("causal") == "top_left" else N_Q  # top-left pairs square inputs here
-    g = torch.Generator().manual_seed(3)
-
-    def make(*shape):
-        return torch.randn(*shape, generator=g).to(device=device, dtype=dtype)
-
-    q, k, v = make(B, H, n_q, D_K), make(B, H, N_K, D_K), make(B, H, N_K, D_V)
+    q, k, v = (torch.empty(*s, device="meta") for s in ((B, H, n_q, D_K), (B, H, N_K, D_K), (B, H, N_K, D_V)))
     kw = dict(masks)
     if kw.get("key_padding_mask"):
-        kpm = torch.zeros(B, N_K, dtype=torch.bool)
-        kpm[1, -2:] = True  # the last two keys of sequence 1 are padding
-        kw["key_padding_mask"] = kpm.to(device)
+        kw["key_padding_mask"] = torch.zeros(B, N_K, dtype=torch.bool, device="meta")
     return entry.fn(q, k, v, **kw), (B, H, n_q, D_V)
 
 
 @pytest.mark.parametrize("entry,masks", list(_cases()))
 def test_operator_forward_reads_no_device_value(entry, masks):
-    out, shape = _run_operator(entry, masks, "meta")
+    out, shape = _run_operator(entry, masks)
     assert out.output.device.type == "meta" and tuple(out.output.shape) == shape
 
 
@@ -183,21 +177,10 @@ def test_a_repeated_forward_copies_nothing_from_the_host(entry, masks):
     """Host-built tables (window layouts, pattern tables, the FAVOR+ projection) are placed on the
     device once; a second call with the same sizes copies nothing (on CUDA each such copy from
     pageable memory is a synchronous transfer)."""
-    _run_operator(entry, masks, "meta")  # the first call may build and place tables
-    q_shape = None
+    _run_operator(entry, masks)  # the first call may build and place tables
     with _HostCopies() as mode:
-        out, q_shape = _run_operator_on_meta(entry, masks)
-    assert mode.copies == [] and tuple(out.output.shape) == q_shape
-
-
-def _run_operator_on_meta(entry, masks):
-    """_run_operator with every input made on the meta device directly (no copy of inputs)."""
-    n_q = N_K if masks.get("causal") == "top_left" else N_Q
-    q, k, v = (torch.empty(*s, device="meta") for s in ((B, H, n_q, D_K), (B, H, N_K, D_K), (B, H, N_K, D_V)))
-    kw = dict(masks)
-    if kw.get("key_padding_mask"):
-        kw["key_padding_mask"] = torch.zeros(B, N_K, dtype=torch.bool, device="meta")
-    return entry.fn(q, k, v, **kw), (B, H, n_q, D_V)
+        out, shape = _run_operator(entry, masks)
+    assert mode.copies == [] and tuple(out.output.shape) == shape
 
 
 @pytest.mark.parametrize("name,call", [

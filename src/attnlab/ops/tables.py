@@ -27,8 +27,7 @@ def table_cache(maxsize: int = 32) -> Callable[[F], F]:
         @lru_cache(maxsize=maxsize)
         @wraps(fn)
         def cached(*args, **kwargs):
-            with torch.inference_mode(False), torch.no_grad():
-                return fn(*args, **kwargs)
+            return outside_inference(fn, *args, **kwargs)
 
         return cached  # type: ignore[return-value]
 
@@ -36,6 +35,6 @@ def table_cache(maxsize: int = 32) -> Callable[[F], F]:
 
 
 def outside_inference(fn: Callable, *args, **kwargs):
-    """fn(*args, **kwargs) with inference mode and autograd off, for a table kept by hand."""
+    """fn(*args, **kwargs) with inference mode and autograd off."""
     with torch.inference_mode(False), torch.no_grad():
         return fn(*args, **kwargs)

@@ -159,8 +159,8 @@ def _run(q, k, v, fmap, causal, mask, key_padding_mask, chunk_size, eps,
         weights = (Kmat / Kmat.sum(-1, keepdim=True).clamp_min(eps)).to(dtype)
     with torch.no_grad():  # 0-d tensors on the device: no host synchronisation here
         diagnostics = Diagnostics(
-            {"min_denominator": D.detach().min() if D.numel() else math.inf,
-             "eps_hits": (D.detach() < eps).sum(),
+            {"min_denominator": D.min() if D.numel() else math.inf,
+             "eps_hits": (D < eps).sum(),
              "feature_underflow": underflow},
             kinds={"eps_hits": int},
         )

@@ -34,14 +34,14 @@ attention reports the fraction as ``diagnostics["feature_underflow"]``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from attnlab.errors import ConfigError
-from attnlab.ops.tables import outside_inference
+from attnlab.ops.tables import table_cache
 
 FEATURE_MAPS = ("elu+1", "relu", "taylor", "favor+")
 
@@ -95,7 +95,6 @@ class FeatureMap:
 
     name: str
     W: Tensor | None = None
-    _placed: dict = field(default_factory=dict, repr=False, compare=False)  # (device, dtype) -> W there
 
     @property
     def positive(self) -> bool:
@@ -127,10 +126,7 @@ class FeatureMap:
             )
         # W is drawn once, in float64 on the generator's device; it follows the inputs, copied
         # once per (device, dtype) rather than in every forward pass.
-        key = (x.device, x.dtype)
-        if key not in self._placed:
-            self._placed[key] = outside_inference(self.W.to, device=x.device, dtype=x.dtype)
-        s = favor_exponent(x, self._placed[key])  # (..., n, m)
+        s = favor_exponent(x, _placed(self.W, x.device, x.dtype))  # (..., n, m)
         if role == "query":
             s = s - s.detach().amax(dim=-1, keepdim=True)
         elif role == "key":
@@ -148,6 +144,12 @@ class FeatureMap:
             return torch.zeros((), dtype=torch.int64, device=phi.device)
         nonzero = torch.cat([torch.ones_like(x[..., :1], dtype=torch.bool), x != 0], dim=-1)
         return torch.count_nonzero((phi == 0) & nonzero)
+
+
+@table_cache(maxsize=32)
+def _placed(W: Tensor, device: torch.device, dtype: torch.dtype) -> Tensor:
+    """The projection W on ``device`` in ``dtype`` (W is keyed by identity: one copy per map)."""
+    return W.to(device=device, dtype=dtype)
 
 
 def feature_map(

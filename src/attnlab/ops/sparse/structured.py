@@ -145,7 +145,7 @@ def pattern_attention(
     batch = tuple(torch.broadcast_shapes(batch_shape(q, k, v), pattern.extra.shape[:-2], pattern.global_mask.shape[:-2]))
     q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
     dev = q.device
-    extra, global_rows, global_mask = _placed(pattern, dev)
+    extra, g, global_mask = _placed(pattern, dev)  # g: the global rows
     e = extra.expand(*batch, n, extra.shape[-1])
     valid_e, idx_e = e >= 0, e.clamp(min=0)
     K_E, V_E = gather_rows(k, batch, idx_e), gather_rows(v, batch, idx_e)  # (*batch, n, e, d)
@@ -161,7 +161,6 @@ def pattern_attention(
     out = torch.einsum("...iw,...iwd->...id", P[..., L:], V_E)
     if L:
         out = out + apply_w(P[..., :L], v)
-    g = global_rows
     glob = softmax_attention(q.index_select(-2, g), k, v, mask=global_mask, scale=c,
                              return_weights=return_weights)
     out = out.index_copy(-2, g, glob.output)  # (*batch, n, d_v): global rows replaced
