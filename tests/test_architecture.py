@@ -17,8 +17,10 @@ PAPERS = "attnlab.papers"
 # besides itself. Papers sit above all of them and the command line above the papers.
 ALLOWED: dict[str, set[str]] = {
     "attnlab.errors": set(),
+    "attnlab.checks": {"attnlab.errors"},
+    "attnlab.errata": {"attnlab.errors"},
     "attnlab.config": {"attnlab.errors"},
-    "attnlab.results": {"attnlab.errors"},
+    "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata"},
     "attnlab.ops": {"attnlab.errors", "attnlab.config"},
     "attnlab.nn": {"attnlab.errors", "attnlab.config", "attnlab.ops"},
     "attnlab.data": {"attnlab.errors", "attnlab.config"},
@@ -26,12 +28,12 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.training": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn"},
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data"},
-    "attnlab.registry": {"attnlab.errors", "attnlab.config", "attnlab.results"},
-    "attnlab.bench": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.ops"},
-    "attnlab.runs": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry",
+    "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results"},
+    "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops"},
+    "attnlab.runs": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry",
                      "attnlab.reports", "attnlab.sweeps", "attnlab.pretrained", "attnlab.analysis", "attnlab.data"},
-    "attnlab.sweeps": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
-    "attnlab.reports": {"attnlab.errors", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
+    "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
+    "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
 }
 TOP = {"attnlab", "attnlab.cli"}  # the package root and the command line may import any library layer
 

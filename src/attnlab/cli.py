@@ -69,6 +69,14 @@ def _fmt(x) -> str:
     return str(x)
 
 
+VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "yellow", "sanity": "cyan",
+                 "fail": "bold red", "info": "dim", "error": "bold red"}
+
+
+def _verdict(v: str) -> str:
+    return f"[{VERDICT_STYLE.get(v, 'default')}]{v}[/]"
+
+
 @app.command()
 def verify(
     papers: Optional[list[str]] = typer.Argument(
@@ -76,12 +84,17 @@ def verify(
     ),
     seed: int = typer.Option(0, help="Seed for the inputs every check draws (0 <= seed < 2**32)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+    strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs and inconclusive verdicts."),
 ) -> None:
     """Run the papers' executable claims and print measured against paper values.
 
-    Exit status 0 iff every claim passes; 2 for an unknown name, a paper without
-    claims yet, or a bad seed.
+    Every claim gets a verdict: reproduced, differs (the text does not hold), inconclusive
+    (the measurement cannot decide), sanity (true by construction), fail (a bug in attnlab)
+    or info. The last line counts them. Exit status 0 when no claim fails or raises (with
+    --strict, also none differs or is inconclusive); 2 for an unknown name, a paper
+    without claims yet, or a bad seed.
     """
+    from attnlab.checks import count_verdicts, counts_line, exit_status
     from attnlab.registry import select_claims
 
     check_seed(seed, "--seed")
@@ -90,31 +103,31 @@ def verify(
     with progress_bar(disable=as_json) as progress:
         for c in progress.track(claims, description="verifying claims"):
             results.append(c.run(seed))
+    verdicts = [r.verdict for r in results]
     if as_json:
         _print_json([r.to_dict() for r in results])
     else:
         table = Table(title=f"attnlab verify (seed {seed})", show_lines=False)
         table.add_column("claim", overflow="fold", ratio=1)
         table.add_column("paper", overflow="fold", max_width=22)
-        for col in ("measured", "tolerance", "status"):
+        for col in ("measured", "required", "verdict"):
             table.add_column(col, no_wrap=True)
         for r in results:
-            m = r.measurement
-            status = {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]", "error": "[red]error[/]"}[r.status]
+            m = r.check
             table.add_row(
-                f"[bold]{escape(r.claim.id)}[/]\n[dim]{escape(r.claim.statement)}[/]",
+                f"[bold]{escape(r.claim.id)}[/]\n[dim]{escape(r.claim.statement)}[/]"
+                + (f"\n[yellow]{escape(m.reason)}[/]" if m is not None and m.reason else ""),
                 escape(_fmt(r.claim.paper_value)),
-                _fmt(m.measured) if m else "-",
-                m.criterion if m else "-",
-                status,
+                escape(m.measured_text) if m else "-",
+                escape(m.criterion) if m else "-",
+                _verdict(r.verdict),
             )
         console.print(table)
         for r in results:
             if r.error:
-                err_console.print(f"[red]{r.claim.id} raised:[/]\n{r.error}")
-        n_pass = sum(r.status == "pass" for r in results)
-        console.print(f"{n_pass}/{len(results)} claims pass")
-    if any(r.status != "pass" for r in results):
+                err_console.print(f"[red]{r.claim.id} raised:[/]\n{escape(r.error)}")
+        console.print(counts_line(count_verdicts(verdicts), "claims"), highlight=False)
+    if exit_status(verdicts, strict=strict):
         raise typer.Exit(1)
 
 

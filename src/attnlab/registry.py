@@ -8,11 +8,14 @@ subfolder is still found; a test pins how many of each every paper has.
 
 - A **claim** is one checkable sentence of a paper: an id ``<paper>.<name>``, where in
   the paper it stands, the statement, the paper's value where it prints one, and a
-  check. A check takes a seed, draws its own inputs from it, and returns a
-  :class:`Measurement`: the measured number, the tolerance that decided it, the
-  verdict, and the structured values behind its one line of detail.
+  check. A check takes a seed, draws its own inputs from it, and returns an
+  :class:`attnlab.checks.Check`: the measured number, the relation and threshold that
+  decide it, its role, and the structured values behind its one line of detail; the
+  verdict is derived from them.
 - An **experiment** is a frozen config on :class:`attnlab.config.RunConfig` and
   ``run(cfg, run_dir) -> ExperimentResult`` (:mod:`attnlab.results`).
+- A **text error** is an :class:`attnlab.errata.TextError` record: where a text is wrong,
+  whose error it is, the witness and what survives (:func:`register_errata`).
 - A **construction** is a frozen config on :class:`attnlab.config.Config` (its
   parameters) and ``build(params) -> ConstructionResult``: weights in the paper's
   orientation and the check that proves they work.
@@ -41,6 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from attnlab.checks import Check, above, at_least, at_most, below, equals, info, near
+from attnlab.checks import legacy_measurement as Measurement  # transition: unconverted claims
+from attnlab.errata import TextError
 from attnlab.errors import ConfigError, UnknownNameError
 
 PAPERS_PACKAGE = "attnlab.papers"
@@ -60,77 +66,14 @@ class Paper:
 
 
 # ---- claims ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Measurement:
-    """What a check measured.
-
-    measured:  the number (an error, a rank, a ratio, ...)
-    tolerance: the number it was compared with
-    passed:    the verdict
-    relation:  how they were compared: "<=", ">=", "==", or "±" (|measured - target| <= tolerance)
-    detail:    one line of context (sizes, worst case, paper-vs-ours notes)
-    target:    the value a "±" comparison is centred on
-    values:    the numbers behind ``detail``, by name (what tests and --json read)
-    """
-
-    measured: float
-    tolerance: float
-    passed: bool
-    relation: str = "<="
-    detail: str = ""
-    target: float | None = None
-    values: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def criterion(self) -> str:
-        """The comparison as text, e.g. "<= 1e-12" or "-0.5 ± 0.1"."""
-        if self.relation == "±":
-            return f"{self.target:.3g} ± {self.tolerance:.3g}"
-        return f"{self.relation} {self.tolerance:.3g}"
-
-    def to_dict(self) -> dict:
-        return {
-            "measured": _json_float(self.measured),
-            "tolerance": _json_float(self.tolerance),
-            "passed": bool(self.passed),
-            "relation": self.relation,
-            "target": None if self.target is None else _json_float(self.target),
-            "detail": self.detail,
-            "values": {k: _json_value(v) for k, v in self.values.items()},
-        }
-
-
-def at_most(measured: float, tolerance: float, detail: str = "",
-            values: Mapping[str, Any] | None = None) -> Measurement:
-    """Pass iff measured <= tolerance (an error that must be small)."""
-    measured = float(measured)
-    return Measurement(measured, float(tolerance), bool(measured <= tolerance), "<=", detail, None, dict(values or {}))
-
-
-def at_least(measured: float, bound: float, detail: str = "",
-             values: Mapping[str, Any] | None = None) -> Measurement:
-    """Pass iff measured >= bound (a rank or a probability that must be large)."""
-    measured = float(measured)
-    return Measurement(measured, float(bound), bool(measured >= bound), ">=", detail, None, dict(values or {}))
-
-
-def near(measured: float, target: float, tolerance: float, detail: str = "",
-         values: Mapping[str, Any] | None = None) -> Measurement:
-    """Pass iff |measured - target| <= tolerance (a slope, a ratio that must be close to a value)."""
-    measured = float(measured)
-    ok = abs(measured - target) <= tolerance
-    return Measurement(measured, float(tolerance), bool(ok), "±", detail, float(target), dict(values or {}))
-
-
-def relative_error(measured: float, target: float) -> float:
-    return abs(measured - target) / abs(target) if target != 0 else abs(measured)
-
-
-CheckFn = Callable[[int], Measurement]
+CheckFn = Callable[[int], Check]
 
 
 @dataclass(frozen=True)
 class Claim:
+    """id: "<paper>.<name>"; where: where the text states it; statement: the sentence checked;
+    check(seed) -> Check; paper_value: what the text prints (None where it prints nothing)."""
+
     id: str
     where: str
     statement: str
@@ -142,11 +85,14 @@ class Claim:
         return self.id.split(".", 1)[0]
 
     def run(self, seed: int = 0) -> "ClaimResult":
+        """Run the check; the claim's statement, where and paper value fill what the check leaves empty."""
         start = time.perf_counter()
         try:
             m = self.check(seed)
-            if not isinstance(m, Measurement):
-                raise TypeError(f"check returned {type(m).__name__}, not Measurement")
+            if not isinstance(m, Check):
+                raise TypeError(f"check returned {type(m).__name__}, not attnlab.checks.Check")
+            m = m.with_context(quantity=m.quantity or self.statement, where=m.where or self.where,
+                               paper_value=self.paper_value if m.paper_value is None else m.paper_value)
             return ClaimResult(self, m, None, time.perf_counter() - start)
         except Exception:  # a broken check is reported, never hidden
             return ClaimResult(self, None, traceback.format_exc(limit=4), time.perf_counter() - start)
@@ -155,15 +101,18 @@ class Claim:
 @dataclass(frozen=True)
 class ClaimResult:
     claim: Claim
-    measurement: Measurement | None
+    check: Check | None
     error: str | None
     seconds: float = 0.0
 
     @property
-    def status(self) -> str:
-        if self.measurement is None:
-            return "error"
-        return "pass" if self.measurement.passed else "FAIL"
+    def verdict(self) -> str:
+        """The check's verdict (:data:`attnlab.checks.VERDICTS`), or "error" if the check raised."""
+        return "error" if self.check is None else self.check.verdict
+
+    @property
+    def measurement(self) -> Check | None:  # the name of earlier releases
+        return self.check
 
     def to_dict(self) -> dict:
         d = {
@@ -172,18 +121,21 @@ class ClaimResult:
             "where": self.claim.where,
             "statement": self.claim.statement,
             "paper_value": self.claim.paper_value,
-            "status": self.status,
+            "verdict": self.verdict,
             "seconds": round(self.seconds, 4),
         }
-        if self.measurement is not None:
-            d.update(self.measurement.to_dict())
+        if self.check is not None:
+            c = self.check.to_dict()
+            c.pop("paper_value"), c.pop("where")
+            d.update(c)
+            d["verdict"] = self.verdict
         else:
             d["error"] = self.error
         return d
 
 
 def claim(id: str, *, where: str, statement: str, paper_value: str | None = None):
-    """Register the decorated ``check(seed) -> Measurement`` as the claim ``id``."""
+    """Register the decorated ``check(seed) -> Check`` as the claim ``id``."""
     paper = id.split(".", 1)[0]
     if "." not in id or paper not in _STATE.papers:
         raise ConfigError(f"claim id {id!r} must be '<paper>.<name>' with paper in {list(_STATE.papers)}")
@@ -274,23 +226,41 @@ def register(exp: Experiment) -> Experiment:
 class ConstructionResult:
     """What a construction built and what its check measured.
 
-    arrays:    what ``--out`` saves (.npz): weights and the data they were built for, in
-               the paper's notation and orientation
-    values:    the check's numbers and the parameters, in the order they are shown
-    passed:    the check's verdict
-    criterion: the check as text, with its tolerance (e.g. "max |y_hat - y| <= 1e-8")
-    notes:     caveats and where the construction departs from the text
+    arrays: what ``--out`` saves (.npz): weights and the data they were built for, in the
+            paper's notation and orientation
+    values: the check's numbers and the parameters, in the order they are shown
+    check:  the :class:`attnlab.checks.Check` that proves the weights do what the text says
+            (role "construction": reproduced, or fail when attnlab's construction is wrong;
+            role "text" where the text's statement itself may not hold for these parameters)
+    notes:  caveats and where the construction departs from the text
     """
 
     arrays: dict[str, Any]
     values: dict[str, Any]
-    passed: bool
-    criterion: str
+    check: Check
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.check, Check):
+            raise TypeError(f"ConstructionResult.check must be an attnlab.checks.Check, got {type(self.check).__name__}")
+
+    @property
+    def verdict(self) -> str:
+        return self.check.verdict
+
+    @property
+    def passed(self) -> bool:
+        """The construction's check holds."""
+        return self.check.passed
+
+    @property
+    def criterion(self) -> str:
+        return f"{self.check.quantity} {self.check.criterion}"
+
     def to_dict(self) -> dict:
-        return {**{k: _json_value(v) for k, v in self.values.items()}, "passed": bool(self.passed),
-                "criterion": self.criterion, "notes": list(self.notes), "arrays": sorted(self.arrays)}
+        return {**{k: _json_value(v) for k, v in self.values.items()}, "verdict": self.verdict,
+                "passed": bool(self.passed), "criterion": self.criterion, "check": self.check.to_dict(),
+                "notes": list(self.notes), "arrays": sorted(self.arrays)}
 
 
 @dataclass(frozen=True)
@@ -342,6 +312,26 @@ def register_paper(name: str, title: str, file: str, *, package: str) -> Paper:
     return p
 
 
+# ---- errors in the texts -------------------------------------------------------------------
+def register_errata(errors: "list[TextError] | tuple[TextError, ...]") -> None:
+    """Register a paper's :class:`attnlab.errata.TextError` records (call it once, in the module
+    that lists them); ids are unique and the paper must be registered."""
+    for e in errors:
+        if not isinstance(e, TextError):
+            raise ConfigError(f"register_errata takes attnlab.errata.TextError records, got {type(e).__name__}")
+        if e.paper not in _STATE.papers:
+            raise ConfigError(f"text error {e.id!r}: paper {e.paper!r} is not registered")
+        if e.id in _STATE.errata:
+            raise ConfigError(f"text error {e.id!r} is registered twice")
+        _STATE.errata[e.id] = e
+
+
+def all_errata(papers: "list[str] | None" = None) -> list[TextError]:
+    """Every registered text error (of ``papers`` when given), in registration order."""
+    discover()
+    return [e for e in _STATE.errata.values() if not papers or e.paper in papers]
+
+
 # ---- state and discovery -----------------------------------------------------------------
 @dataclass
 class _Registry:
@@ -349,6 +339,7 @@ class _Registry:
     claims: dict[str, Claim] = field(default_factory=dict)
     experiments: dict[str, Experiment] = field(default_factory=dict)
     constructions: dict[str, Construction] = field(default_factory=dict)
+    errata: dict[str, TextError] = field(default_factory=dict)
     discovered: bool = False
 
 

@@ -5,7 +5,7 @@ directory stores ``result.to_dict()`` in results.json, and reports are built fro
 that stored JSON alone (:mod:`attnlab.reports`), so a report can always be rebuilt.
 
     ExperimentResult(
-        summary=[Check(quantity, paper_value, measured, expected, status, detail)],
+        summary=[Check(quantity, measured, relation, threshold, role=..., paper_value=..., where=...)],
         tables=[Table(title, columns, rows, formats)],
         figures=[line_figure(...) | bar_figure(...) | heatmap_figure(...)],
         notes=[str],
@@ -13,8 +13,10 @@ that stored JSON alone (:mod:`attnlab.reports`), so a report can always be rebui
         scalars={name: number},   # one row of a sweep's results table
     )
 
-A :class:`Check` is one line of the paper-versus-measured summary: its status is
-"pass" or "FAIL" when a stated criterion judged it, "info" when nothing is judged.
+A :class:`attnlab.checks.Check` is one line of the paper-versus-measured summary: the
+measured value, the relation and threshold it is judged by, the paper's value and where
+the text states it; its verdict (reproduced, differs, inconclusive, sanity, fail, info)
+is derived from those numbers (:mod:`attnlab.checks`).
 
 Figures are specs (plain data), drawn only when a report is built. Their JSON::
 
@@ -41,9 +43,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from attnlab.checks import Check, count_verdicts, legacy_check
 from attnlab.errors import ConfigError
 
-STATUSES = ("pass", "FAIL", "info")
 FIGURE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.png$")
 AXIS_SCALES = ("linear", "log")
 LINE_STYLES = ("solid", "dashed", "dotted", "dashdot")
@@ -52,43 +54,25 @@ HEATMAP_CMAPS = ("viridis", "magma", "Blues", "Greys", "RdBu_r")
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 
 
-@dataclass(frozen=True)
-class Check:
-    """One summary line: the paper's value beside the measured one, and the verdict.
-
-    quantity:    what is compared
-    paper_value: what the paper prints (None where it prints nothing)
-    measured:    what was measured
-    expected:    the criterion as text ("<= 1e-12", "monotone", ...)
-    status:      "pass" / "FAIL" (judged against ``expected``) or "info" (not judged)
-    detail:      one line of context (sizes, seeds, caveats)
-    """
-
-    quantity: str
-    paper_value: Any
-    measured: Any
-    expected: Any
-    status: str = "info"
-    detail: str = ""
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ConfigError(f"check {self.quantity!r}: status must be one of {', '.join(STATUSES)}")
-
-    @property
-    def passed(self) -> bool | None:
-        return None if self.status == "info" else self.status == "pass"
-
-    def to_dict(self) -> dict:
-        return {"quantity": self.quantity, "paper_value": self.paper_value, "measured": self.measured,
-                "expected": self.expected, "status": self.status, "detail": self.detail}
-
-
 def check(quantity: str, paper_value: Any, measured: Any, expected: Any, passed: bool | None,
           detail: str = "") -> Check:
-    """A :class:`Check` whose status is "pass"/"FAIL" from ``passed``, or "info" when None."""
-    status = "info" if passed is None else ("pass" if passed else "FAIL")
-    return Check(quantity, paper_value, measured, expected, status, detail)
+    """Transition only: a check whose criterion is text and whose verdict is given apart
+    (:class:`attnlab.checks.LegacyCheck`). New code uses :func:`attnlab.checks.compare`."""
+    return legacy_check(quantity, paper_value, measured, expected, passed, detail)
+
+
+def check_from_dict(d: Mapping[str, Any]) -> Check:
+    """A stored summary row back as a :class:`Check` (rows stored before verdicts existed
+    carry ``status`` pass/FAIL/info and ``expected`` text)."""
+    if "verdict" in d and d.get("relation") not in (None, "legacy") or d.get("role") == "info":
+        return Check.from_dict(d)
+    if "status" in d:
+        passed = {"pass": True, "FAIL": False}.get(d.get("status"))
+        return legacy_check(d.get("quantity", ""), d.get("paper_value"), d.get("measured"), d.get("expected"),
+                            passed, d.get("detail", ""))
+    verdict = d.get("verdict")
+    return legacy_check(d.get("quantity", ""), d.get("paper_value"), d.get("measured"), d.get("criterion"),
+                        {"reproduced": True, "fail": False}.get(verdict), d.get("detail", ""))
 
 
 @dataclass(frozen=True)
@@ -320,11 +304,9 @@ class ExperimentResult:
             raise TypeError("ExperimentResult.notes must be strings")
 
     @property
-    def status(self) -> str:
-        """'FAIL' if any check failed, 'pass' if any passed, else 'info'."""
-        if any(c.status == "FAIL" for c in self.summary):
-            return "FAIL"
-        return "pass" if any(c.status == "pass" for c in self.summary) else "info"
+    def verdicts(self) -> dict[str, int]:
+        """How many summary lines have each verdict (:func:`attnlab.checks.count_verdicts`)."""
+        return count_verdicts(c.verdict for c in self.summary)
 
     def check(self, quantity_prefix: str) -> Check:
         """The one summary line whose quantity starts with ``quantity_prefix`` (KeyError otherwise)."""
@@ -370,7 +352,7 @@ class ExperimentResult:
                                xlabel=f.get("xlabel", ""), ylabel=f.get("ylabel", ""), title=f.get("title", ""),
                                xscale=f.get("xscale", "linear"), yscale=f.get("yscale", "linear"))
 
-        return cls(summary=[Check(**c) for c in d.get("summary", [])],
+        return cls(summary=[check_from_dict(c) for c in d.get("summary", [])],
                    tables=[Table(t["title"], t["columns"], t["rows"], t.get("formats")) for t in d.get("tables", [])],
                    figures=[fig(f) for f in d.get("figures", [])], notes=list(d.get("notes", [])),
                    data=dict(d.get("data", {})), scalars=dict(d.get("scalars", {})))

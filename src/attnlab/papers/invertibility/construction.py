@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnlab.analysis.certified_rank import DET_MAX, RankCertificate, certified_rank
+from attnlab.checks import Bound, equals, info
 from attnlab.config import Config, check_bool, check_choice, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.embeddings import explicit_balls, explicit_embeddings, random_embeddings
@@ -211,19 +212,27 @@ def build(params: InvertibilityParams) -> ConstructionResult:
     s = np.linalg.svd(case.A, compute_uv=False)
     values.update(float_rank=int(np.linalg.matrix_rank(case.A)), float_sigma_ratio=float(s[-1] / s[0]))
     if not params.certify:
-        return ConstructionResult(arrays, values, True, "not certified (certify=false); float64 rank only", notes)
+        return ConstructionResult(arrays, values, info("float64 rank of A (not certified: certify=false)",
+                                                       values["float_rank"], where="Theorem 1"), notes)
     cert = certify_case(case)
     values.update(certified_lower=cert.lower, certified_upper=min(cert.upper, cap), prec_bits=cert.prec,
                   det_margin=cert.margin, certify_seconds=cert.seconds,
                   log10_det=None if math.isnan(cert.log10_det) else cert.log10_det,
                   certify_method=cert.method)
-    passed = cert.lower == cap
+    pinned = cert.lower == min(cert.upper, cap)
     proof = ("ball determinant excludes 0" if cert.method == "det" else
              f"||I - B R||_1 <= {cert.residual:.3g} < 1 (Rump)")
-    criterion = (f"certified rank A = {cap} = rank cap: an {cert.lower} x {cert.lower} minor's {proof} "
-                 f"at {cert.prec} bits (margin {cert.margin:.3g})" if passed else
-                 f"certified rank A >= {cert.lower}, cap {cap}: not pinned")
-    return ConstructionResult(arrays, values, passed, criterion, notes)
+    rank = cert.lower if pinned else Bound(cert.lower, min(cert.upper, cap), "certification did not pin the rank")
+    how = (f"an {cert.lower} x {cert.lower} minor's {proof} at {cert.prec} bits (margin {cert.margin:.3g}); "
+           f"rank cap 1 + P(N + L - 2) = {cap}" if pinned else f"certified rank >= {cert.lower}, cap {cap}")
+    if P * d >= T:
+        # Theorem 1's hypothesis Pd >= N^L holds: the text claims rank A = N^L (A invertible).
+        check = equals(rank, T, how, quantity="certified rank A (Theorem 1: = N^L)", where="Theorem 1")
+    else:
+        # The text says nothing for Pd < N^L; attnlab's cap must be reached.
+        check = equals(rank, cap, how + f"; Pd = {P * d} < N^L = {T}: Theorem 1 does not apply",
+                       quantity="certified rank A = rank cap", role="construction", where="Theorem 1")
+    return ConstructionResult(arrays, values, check, notes)
 
 
 register_construction(Construction(

@@ -37,6 +37,7 @@ from attnlab.papers.logic.solutions import (
     relu_threshold,
     solution1_linear,
 )
+from attnlab.checks import at_most
 from attnlab.registry import Construction, ConstructionResult, register_construction
 
 EXHAUSTIVE_LIMIT = 10 ** 5  # all N^M sequences up to this many
@@ -102,7 +103,8 @@ def construct_logic(p: LogicParams) -> ConstructionResult:
         notes.append("offset m keeps negative q_true (the text's read-out outputs ReLU(q_true))")
     return ConstructionResult(
         arrays=dict(tokens=tokens, X=X, Y=Y, q_true=q_true, form=np.array(w.form), **w.arrays()), values=values,
-        passed=err <= MAX_ERROR, criterion=f"max |Y_hat - Y| <= {MAX_ERROR:g} (float64)", notes=notes)
+        check=at_most(err, MAX_ERROR, f"{len(tokens)} sequences, float64", quantity="max |Y_hat - Y|",
+                      role="construction", where="§2"), notes=notes)
 
 
 register_construction(Construction(

@@ -47,6 +47,7 @@ from attnlab.papers.memorization.model import (
     rank_and_sigma_min,
     softmax,
 )
+from attnlab.checks import at_most
 from attnlab.registry import Construction, ConstructionResult, register_construction
 
 LOGIT_SCALE = 2.0  # std of the logits alpha_* chosen for each head's fresh examples
@@ -487,9 +488,10 @@ def construct_memorization(p: MemorizationParams) -> ConstructionResult:
                                                          seed=p.seed)
     values = {**checked, "H": p.H, "n": p.n, "d": p.d, "d_h": p.d_h, "d_out": p.d_out, "seed": p.seed,
               "shared_context": p.shared}
-    return ConstructionResult(arrays=dict(E=E, e=e, y=y, **weights.matrices()), values=values,
-                              passed=checked["max_abs_error"] <= MAX_ERROR,
-                              criterion=f"max |y_hat - y| <= {MAX_ERROR:g} (float64)", notes=list(weights.notes))
+    check = at_most(checked["max_abs_error"], MAX_ERROR, f"T = {T} examples, float64", quantity="max |y_hat - y|",
+                    role="construction", where="Theorem 1 (§4), proof in App. B")
+    return ConstructionResult(arrays=dict(E=E, e=e, y=y, **weights.matrices()), values=values, check=check,
+                              notes=list(weights.notes))
 
 
 register_construction(Construction(

@@ -1,0 +1,544 @@
+"""Checks and verdicts: what one measurement shows about a text, and no more.
+
+Every claim (``attnlab verify``), every summary line of an experiment (``attnlab
+reproduce``) and every construction (``attnlab construct``) ends in one :class:`Check`:
+
+    Check(quantity, measured, relation, threshold, role=..., paper_value=..., where=..., ...)
+
+It holds the numbers only. The criterion text (``"<= 1e-12"``, ``"125 ± 0.5"``) and the
+verdict are *derived* from them, never written by hand, so the two cannot drift apart.
+
+Verdicts
+--------
+``reproduced``
+    the text's statement or number holds within the stated tolerance;
+``differs``
+    measured, and the text's statement or number does not hold (this includes an error
+    in the text; the errata records of :mod:`attnlab.errata` say whose and why);
+``inconclusive``
+    the measurement cannot decide: a value censored at a budget or grid edge whose bound
+    does not settle the relation, too few seeds, or not like for like with the text
+    (another model, another depth: ``cannot_decide`` says which);
+``sanity``
+    holds by construction (an internal consistency check), shown apart and never counted
+    as a reproduction;
+``fail``
+    an invariant of attnlab's own code is broken (a construction that does not do what it
+    was built to do, a sanity check that does not hold, a value that is not a number): a bug;
+``info``
+    a descriptive row that compares with nothing.
+
+How a verdict is derived. The *role* says what kind of statement the check tests:
+
+======================  ================  =============  ==============
+role                    relation holds    does not hold  undecided
+======================  ================  =============  ==============
+``"text"``              reproduced        differs        inconclusive
+``"construction"``      reproduced        fail           inconclusive
+``"sanity"``            sanity            fail           inconclusive
+``"info"``              info (no relation)
+======================  ================  =============  ==============
+
+A text check with ``cannot_decide`` set is ``inconclusive`` whatever the numbers say; a
+measured value that is not a number (NaN) is ``fail`` in every role but info.
+
+Censored values
+---------------
+A value found at the edge of a search (a capacity search that stopped at its step
+budget, an error below a solver's resolution) is a :class:`Bound`, not a number:
+``Bound.at_least(750)`` means "the true value is >= 750". It prints as a bound, decides a
+relation only where the whole interval it allows decides it (``> 1`` with a lower bound of
+20 holds; ``<= 1000`` with a lower bound of 750 is undecided), and never enters a fit:
+:func:`uncensored` raises :class:`Censored` where a fit would need an exact value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from attnlab.errors import ConfigError
+
+VERDICTS = ("reproduced", "differs", "inconclusive", "sanity", "fail", "info")
+"""Every verdict, in the order reports count them."""
+JUDGED = ("reproduced", "differs", "inconclusive", "sanity", "fail")
+ROLES = ("text", "construction", "sanity", "info")
+RELATIONS = ("<=", "<", ">=", ">", "==", "±")
+
+_TABLE = {  # role -> (holds, does not hold, undecided)
+    "text": ("reproduced", "differs", "inconclusive"),
+    "construction": ("reproduced", "fail", "inconclusive"),
+    "sanity": ("sanity", "fail", "inconclusive"),
+}
+
+
+# ---- censored values ----------------------------------------------------------------------
+class Censored(ValueError):
+    """A censored value reached a computation that needs an exact one (a fit, a mean)."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A censored measurement: the true value lies in [lower, upper] (either end may be infinite).
+
+    lower:  the smallest value the truth can take (-inf: unbounded below)
+    upper:  the largest (+inf: unbounded above)
+    reason: why it is censored ("search stopped at its 20000-step budget")
+    """
+
+    lower: float = -math.inf
+    upper: float = math.inf
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        lo, hi = float(self.lower), float(self.upper)
+        if math.isnan(lo) or math.isnan(hi) or lo > hi or (math.isinf(lo) and math.isinf(hi)):
+            raise ConfigError(f"a bound needs lower <= upper with at least one finite end, got [{lo}, {hi}]")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+
+    @classmethod
+    def at_least(cls, value: float, reason: str = "") -> "Bound":
+        """The true value is >= ``value`` (e.g. a search that stopped before it found the end)."""
+        return cls(float(value), math.inf, reason)
+
+    @classmethod
+    def at_most(cls, value: float, reason: str = "") -> "Bound":
+        """The true value is <= ``value`` (e.g. an error below the resolution that measured it)."""
+        return cls(-math.inf, float(value), reason)
+
+    def __str__(self) -> str:
+        if math.isinf(self.upper):
+            return f">= {_num(self.lower)}"
+        if math.isinf(self.lower):
+            return f"<= {_num(self.upper)}"
+        return f"[{_num(self.lower)}, {_num(self.upper)}]"
+
+    def to_dict(self) -> dict:
+        return {"lower": None if math.isinf(self.lower) else self.lower,
+                "upper": None if math.isinf(self.upper) else self.upper,
+                "bound": str(self), "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Bound":
+        lo, hi = d.get("lower"), d.get("upper")
+        return cls(-math.inf if lo is None else lo, math.inf if hi is None else hi, d.get("reason", ""))
+
+
+def is_censored(value: Any) -> bool:
+    return isinstance(value, Bound)
+
+
+def uncensored(values: Iterable[Any], what: str = "a fit") -> list[float]:
+    """``values`` as floats; :class:`Censored` if any of them is a :class:`Bound`.
+
+    A fit over a grid with a censored point is not a measurement of the slope: call this
+    where the exact values are needed and turn ``Censored`` into an inconclusive check.
+    """
+    out = []
+    for v in values:
+        if isinstance(v, Bound):
+            raise Censored(f"{what} needs exact values; {v} is censored"
+                           + (f" ({v.reason})" if v.reason else ""))
+        out.append(float(v))
+    return out
+
+
+# ---- the check ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    """One measured statement and its verdict.
+
+    quantity:      what is measured ("max |y_hat - y|", "R^2 of T* against H")
+    measured:      the number (int, float, bool), a :class:`Bound` when censored, or for an
+                   ``info`` row any value (text included)
+    relation:      "<=", "<", ">=", ">", "==" or "±" (|measured - threshold| <= tolerance);
+                   None for ``info``
+    threshold:     the number the relation compares with (the target of "±")
+    tolerance:     the half-width of "±"; None otherwise
+    role:          "text" (a statement of the text), "construction" (attnlab's realisation of
+                   it must work), "sanity" (true by construction) or "info"; see the module
+                   docstring for the verdict each gives
+    paper_value:   what the text prints, as text or a number (None: it prints nothing)
+    where:         where the text states it (section, equation, figure, table)
+    cannot_decide: why this measurement cannot decide the text's statement although it was
+                   made ("another model: MiniLM layer 6 against BERT layer 12", "2 seeds");
+                   makes a text check inconclusive
+    detail:        one line of context (sizes, seeds, the worst case)
+    values:        the numbers behind ``detail``, by name (what tests and ``--json`` read)
+    """
+
+    quantity: str
+    measured: Any
+    relation: str | None = None
+    threshold: Any = None
+    tolerance: float | None = None
+    role: str = "text"
+    paper_value: Any = None
+    where: str = ""
+    cannot_decide: str = ""
+    detail: str = ""
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        what = f"check {self.quantity!r}"
+        if self.role not in ROLES:
+            raise ConfigError(f"{what}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
+        if self.role == "info":
+            if self.relation is not None:
+                raise ConfigError(f"{what}: an info row compares with nothing; drop relation {self.relation!r}")
+            return
+        if self.relation not in RELATIONS:
+            raise ConfigError(f"{what}: relation must be one of {', '.join(RELATIONS)}, got {self.relation!r}")
+        if self.relation == "±":
+            if self.tolerance is None or not float(self.tolerance) >= 0:
+                raise ConfigError(f"{what}: '±' needs a tolerance >= 0")
+        elif self.tolerance is not None:
+            raise ConfigError(f"{what}: a tolerance belongs to '±' only; put it in threshold")
+        if isinstance(self.threshold, Bound) or _number(self.threshold) is None:
+            raise ConfigError(f"{what}: the threshold must be a number, got {self.threshold!r}")
+        if not isinstance(self.measured, Bound) and _number(self.measured) is None:
+            raise ConfigError(f"{what}: a judged check measures a number or a Bound, got {self.measured!r}; "
+                              "use role='info' for a descriptive row")
+
+    # -- derived ------------------------------------------------------------------------------
+    @property
+    def outcome(self) -> bool | None:
+        """Whether the relation holds (True), does not (False), or the bound cannot tell (None)."""
+        if self.role == "info":
+            return None
+        lo, hi = self._interval()
+        t = float(_number(self.threshold))
+        r = self.relation
+        if r == "±":
+            tol = float(self.tolerance)
+            a, b = t - tol, t + tol
+            return True if (a <= lo and hi <= b) else False if (hi < a or lo > b) else None
+        if r == "==":
+            return True if lo == hi == t else False if (t < lo or t > hi) else None
+        inside, outside = {
+            "<=": (hi <= t, lo > t), "<": (hi < t, lo >= t),
+            ">=": (lo >= t, hi < t), ">": (lo > t, hi <= t),
+        }[r]
+        return True if inside else False if outside else None
+
+    @property
+    def verdict(self) -> str:
+        """One of :data:`VERDICTS`, from the role, the numbers and ``cannot_decide``."""
+        if self.role == "info":
+            return "info"
+        if self._nan():
+            return "fail"
+        holds, breaks, undecided = _TABLE[self.role]
+        if self.role == "text" and self.cannot_decide:
+            return "inconclusive"
+        o = self.outcome
+        return undecided if o is None else holds if o else breaks
+
+    @property
+    def passed(self) -> bool:
+        """The check's relation holds (for a text check: the text is reproduced)."""
+        return self.outcome is True and not self._nan()
+
+    @property
+    def criterion(self) -> str:
+        """The comparison as text: "<= 1e-12", "125 ± 0.5", "== yes"; "" for info."""
+        if self.role == "info":
+            return ""
+        if self.relation == "±":
+            return f"{_num(self.threshold)} ± {_num(self.tolerance)}"
+        return f"{self.relation} {_num(self.threshold)}"
+
+    @property
+    def measured_text(self) -> str:
+        return fmt_measured(self.measured)
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict is what it is, in one phrase (empty where the numbers say it all)."""
+        v = self.verdict
+        if v == "fail" and self._nan():
+            return "the measured value is not a number"
+        if v != "inconclusive":
+            return ""
+        if self.role == "text" and self.cannot_decide:
+            return self.cannot_decide
+        b = self.measured
+        return f"censored: {b} cannot decide {self.criterion}" + (f" ({b.reason})" if b.reason else "")
+
+    @property
+    def text(self) -> str:
+        """The whole line: "quantity: measured criterion -> verdict"."""
+        core = f"{self.quantity}: {self.measured_text}"
+        if self.criterion:
+            core += f", required {self.criterion}"
+        out = f"{core} -> {self.verdict}"
+        return out + (f" ({self.reason})" if self.reason else "")
+
+    def _interval(self) -> tuple[float, float]:
+        if isinstance(self.measured, Bound):
+            return self.measured.lower, self.measured.upper
+        x = float(_number(self.measured))
+        return x, x
+
+    def _nan(self) -> bool:
+        return not isinstance(self.measured, Bound) and math.isnan(float(_number(self.measured)))
+
+    # -- storage --------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "quantity": self.quantity,
+            "measured": _json(self.measured),
+            "measured_text": self.measured_text,
+            "relation": self.relation,
+            "threshold": _json(self.threshold),
+            "tolerance": _json(self.tolerance),
+            "criterion": self.criterion,
+            "role": self.role,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "paper_value": _json(self.paper_value),
+            "where": self.where,
+            "cannot_decide": self.cannot_decide,
+            "detail": self.detail,
+            "values": {str(k): _json(v) for k, v in self.values.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Check":
+        """Read a stored check back; its verdict is derived again from the stored numbers."""
+        m = d.get("measured")
+        if isinstance(m, dict) and "bound" in m:
+            m = Bound.from_dict(m)
+        return cls(d.get("quantity", ""), _unjson(m), d.get("relation"), _unjson(d.get("threshold")),
+                   d.get("tolerance"), d.get("role", "text"), d.get("paper_value"), d.get("where", ""),
+                   d.get("cannot_decide", ""), d.get("detail", ""), dict(d.get("values") or {}))
+
+    def with_context(self, **changes: Any) -> "Check":
+        """A copy with fields filled in (a claim adds its statement, where and paper value)."""
+        return replace(self, **changes)
+
+
+# ---- constructors ---------------------------------------------------------------------------
+def compare(quantity: str, measured: Any, relation: str, threshold: Any, *, tolerance: float | None = None,
+            role: str = "text", paper_value: Any = None, where: str = "", cannot_decide: str = "",
+            detail: str = "", values: Mapping[str, Any] | None = None) -> Check:
+    """A judged check: ``measured relation threshold`` (see :class:`Check` for every field)."""
+    return Check(quantity, _plain(measured), relation, _plain(threshold), tolerance, role, paper_value, where,
+                 cannot_decide, detail, dict(values or {}))
+
+
+def at_most(measured: Any, threshold: float, detail: str = "", values: Mapping[str, Any] | None = None, *,
+            quantity: str = "", **kw: Any) -> Check:
+    """Holds iff measured <= threshold (an error that must be small)."""
+    return compare(quantity, measured, "<=", threshold, detail=detail, values=values, **kw)
+
+
+def at_least(measured: Any, threshold: float, detail: str = "", values: Mapping[str, Any] | None = None, *,
+             quantity: str = "", **kw: Any) -> Check:
+    """Holds iff measured >= threshold (a rank or a probability that must be large)."""
+    return compare(quantity, measured, ">=", threshold, detail=detail, values=values, **kw)
+
+
+def below(measured: Any, threshold: float, detail: str = "", values: Mapping[str, Any] | None = None, *,
+          quantity: str = "", **kw: Any) -> Check:
+    """Holds iff measured < threshold."""
+    return compare(quantity, measured, "<", threshold, detail=detail, values=values, **kw)
+
+
+def above(measured: Any, threshold: float, detail: str = "", values: Mapping[str, Any] | None = None, *,
+          quantity: str = "", **kw: Any) -> Check:
+    """Holds iff measured > threshold."""
+    return compare(quantity, measured, ">", threshold, detail=detail, values=values, **kw)
+
+
+def near(measured: Any, target: float, tolerance: float, detail: str = "",
+         values: Mapping[str, Any] | None = None, *, quantity: str = "", **kw: Any) -> Check:
+    """Holds iff |measured - target| <= tolerance (a slope, a ratio that must be close to a value)."""
+    return compare(quantity, measured, "±", target, tolerance=float(tolerance), detail=detail, values=values, **kw)
+
+
+def equals(measured: Any, target: Any, detail: str = "", values: Mapping[str, Any] | None = None, *,
+           quantity: str = "", **kw: Any) -> Check:
+    """Holds iff measured == target (a count, a rank, a yes/no)."""
+    return compare(quantity, measured, "==", target, detail=detail, values=values, **kw)
+
+
+def info(quantity: str, measured: Any, *, paper_value: Any = None, where: str = "", detail: str = "",
+         values: Mapping[str, Any] | None = None) -> Check:
+    """A descriptive row: a measured value beside the paper's, compared with nothing."""
+    return Check(quantity, _plain(measured), None, None, None, "info", paper_value, where, "", detail,
+                 dict(values or {}))
+
+
+def across_seeds(quantity: str, per_seed: Sequence[Any], relation: str, threshold: float, *,
+                 min_seeds: int = 3, tolerance: float | None = None, paper_value: Any = None, where: str = "",
+                 detail: str = "", values: Mapping[str, Any] | None = None) -> Check:
+    """Whether the text's statement holds in *every* seed: the count of seeds where
+    ``value relation threshold`` holds, required to equal the number of seeds.
+
+    A text that shows one run states what a run gives; it is reproduced only if every seed
+    gives it, differs otherwise, and is inconclusive with fewer than ``min_seeds`` seeds.
+    The detail lists every seed's value.
+    """
+    per = [compare(quantity, v, relation, threshold, tolerance=tolerance) for v in per_seed]
+    held = sum(c.outcome is True for c in per)
+    undecided = sum(c.outcome is None for c in per)
+    n = len(per)
+    crit = per[0].criterion if per else f"{relation} {_num(threshold)}"
+    seeds_text = f"{held} of {n} seeds satisfy {crit}" + (f", {undecided} censored" if undecided else "")
+    listing = ", ".join(fmt_measured(c.measured) for c in per)
+    cannot = ""
+    if n < min_seeds:
+        cannot = f"{n} seed(s), fewer than the {min_seeds} a spread needs"
+    elif undecided and held + undecided == n:
+        cannot = f"{undecided} of {n} seeds censored"
+    return compare(f"{quantity}: seeds satisfying {crit}", held, "==", n, paper_value=paper_value, where=where,
+                   cannot_decide=cannot, detail=f"{seeds_text} (per seed: {listing})" + (f"; {detail}" if detail else ""),
+                   values={"per_seed": [_json(c.measured) for c in per], "held": held, "seeds": n,
+                           **dict(values or {})})
+
+
+# ---- counting -------------------------------------------------------------------------------
+def count_verdicts(verdicts: Iterable[str]) -> dict[str, int]:
+    """{verdict: count} over :data:`VERDICTS` (plus "error" for checks that raised)."""
+    counts = dict.fromkeys((*VERDICTS, "error"), 0)
+    for v in verdicts:
+        counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def counts_line(counts: Mapping[str, int], noun: str = "checks") -> str:
+    """"68 claims: 40 reproduced, 9 differs, 6 inconclusive, 12 sanity, 0 fail, 1 info"."""
+    total = sum(counts.values())
+    parts = [f"{counts.get(v, 0)} {v}" for v in VERDICTS]
+    if counts.get("error"):
+        parts.append(f"{counts['error']} error")
+    return f"{total} {noun}: " + ", ".join(parts)
+
+
+def exit_status(verdicts: Iterable[str], *, strict: bool = False) -> int:
+    """0 when nothing failed or raised; with ``strict`` also 1 on differs or inconclusive."""
+    bad = {"fail", "error"} | ({"differs", "inconclusive"} if strict else set())
+    return 1 if any(v in bad for v in verdicts) else 0
+
+
+# ---- formatting -----------------------------------------------------------------------------
+def fmt_measured(v: Any) -> str:
+    if isinstance(v, Bound):
+        return str(v)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return _num(v)
+    return "–" if v is None else str(v)
+
+
+def _num(x: Any) -> str:
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}" if abs(x) >= 100_000 else str(x)
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isnan(f) or math.isinf(f):
+        return str(f)
+    if f == int(f) and abs(f) < 1e15:
+        return str(int(f)) if abs(f) < 100_000 else f"{int(f):,}"
+    return f"{f:.3g}"
+
+
+def _number(x: Any) -> float | int | bool | None:
+    if isinstance(x, (bool, int, float)):
+        return x
+    if hasattr(x, "item") and callable(x.item) and getattr(x, "ndim", 0) == 0:
+        return x.item()
+    return None
+
+
+def _plain(x: Any) -> Any:
+    """Tensor and NumPy scalars as Python numbers; everything else unchanged."""
+    n = _number(x)
+    return x if n is None else n
+
+
+def _json(v: Any) -> Any:
+    if isinstance(v, Bound):
+        return v.to_dict()
+    v = _plain(v)
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)
+    if isinstance(v, (list, tuple)):
+        return [_json(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json(x) for k, x in v.items()}
+    return v
+
+
+def _unjson(v: Any) -> Any:
+    if isinstance(v, str) and v in ("nan", "inf", "-inf"):
+        return float(v)
+    return v
+
+
+# ---- transition: checks whose criterion is text and whose verdict is a separate bool --------
+@dataclass(frozen=True)
+class LegacyCheck(Check):
+    """A check written before verdicts were derived: criterion text and pass/fail given apart.
+
+    Only for code not yet converted to :func:`compare` and friends; passed True reads as
+    ``reproduced``, False as ``fail``, None as ``info``. Every use is a row to convert.
+    """
+
+    expected_text: str = ""
+    legacy_passed: bool | None = None
+
+    def __post_init__(self) -> None:
+        pass
+
+    @property
+    def outcome(self) -> bool | None:
+        return self.legacy_passed
+
+    @property
+    def verdict(self) -> str:
+        return {True: "reproduced", False: "fail", None: "info"}[self.legacy_passed]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.legacy_passed)
+
+    @property
+    def criterion(self) -> str:
+        return str(self.expected_text or "")
+
+    @property
+    def reason(self) -> str:
+        return ""
+
+    @property
+    def measured_text(self) -> str:
+        return fmt_measured(self.measured)
+
+
+def legacy_check(quantity: str, paper_value: Any, measured: Any, expected: Any, passed: bool | None,
+                 detail: str = "") -> LegacyCheck:
+    """The former ``attnlab.results.check``; see :class:`LegacyCheck`."""
+    return LegacyCheck(quantity, _plain(measured), "legacy", None, None, "text", paper_value, "", "", detail, {},
+                       "" if expected is None else str(expected), None if passed is None else bool(passed))
+
+
+def legacy_measurement(measured: float, tolerance: float, passed: bool, relation: str = "<=", detail: str = "",
+                       target: float | None = None, values: Mapping[str, Any] | None = None) -> LegacyCheck:
+    """The former ``attnlab.registry.Measurement``; see :class:`LegacyCheck`."""
+    crit = f"{_num(target)} ± {_num(tolerance)}" if relation == "±" else f"{relation} {_num(tolerance)}"
+    return LegacyCheck("", _plain(measured), "legacy", None, None, "text", None, "", "", detail, dict(values or {}),
+                       crit, bool(passed))
+
+
+__all__ = ["Bound", "Censored", "Check", "JUDGED", "RELATIONS", "ROLES", "VERDICTS", "above", "across_seeds",
+           "at_least", "at_most", "below", "compare", "count_verdicts", "counts_line", "equals", "exit_status",
+           "fmt_measured", "info", "is_censored", "near", "uncensored"]
