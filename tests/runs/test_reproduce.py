@@ -12,8 +12,9 @@ import attnlab.runs.reproduce as runner
 from attnlab import registry
 from attnlab.config import RunConfig
 from attnlab.errors import ConfigError, RunDirError, UnknownNameError
+from attnlab.checks import equals, info
 from attnlab.registry import Experiment
-from attnlab.results import ExperimentResult, check, line_figure, series
+from attnlab.results import ExperimentResult, line_figure, series
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ def _ok(name):
         run_dir.append_metric({"experiment": name})
         x = torch.rand(1).item()  # seeded by the runner: same in every experiment
         fig = line_figure(f"{name}.png", "c", xlabel="x", ylabel="y", series=[series("s", [0, 1], [x, 1])])
-        return ExperimentResult(summary=[check("x", None, x, "-", None)], figures=[fig],
+        return ExperimentResult(summary=[info("x", x)], figures=[fig],
                                 data={"x": x, "scale": cfg.scale})
     return run
 
@@ -180,7 +181,7 @@ def _selftest_sweep(rows_seen):
         xs = [r["x_n"] for r in rows]
         fig = line_figure("selftest-sweep.png", "c", xlabel="n", ylabel="x n",
                           series=[series("x n", [r["n"] for r in rows], xs)])
-        return ExperimentResult(summary=[check("runs", None, len(rows), "4", len(rows) == 4)], figures=[fig],
+        return ExperimentResult(summary=[equals(len(rows), 4, quantity="runs", role="sanity")], figures=[fig],
                                 data={"x_n": xs})
 
     return Experiment("toy.sweep", "sweep", selftest.config_cls, selftest.run,
@@ -257,7 +258,7 @@ def test_reproduce_quick_runs_the_scaling_sweep_into_the_report(tmp_path, monkey
     assert entry["status"] == "ok" and entry["sweep"]["ok"] == 2 and entry["sweep"]["failed"] == 0
     res = entry["results"]
     assert res["data"]["d_head"] == [16, 64] and res["data"]["seeds"] == {"16": 1, "64": 1}
-    assert {r["status"] for r in res["summary"]} == {"pass"}  # measured: see the test module of the experiment
+    assert {r["verdict"] for r in res["summary"]} == {"reproduced"}  # measured: see the test module of the experiment
     assert res["data"]["reached"]["scaled"] == [1, 1]
     figures = {"scaling-steps-to-threshold.png", "scaling-initial-gradient.png", "scaling-initial-entropy.png"}
     assert {p.name for p in (out / "figures").iterdir()} == figures
