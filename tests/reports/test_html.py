@@ -132,6 +132,20 @@ def test_report_md_says_the_same(run_dir):
     assert "ValueError: <boom> & more" in md
 
 
+def test_a_run_stored_before_verdicts_still_reports(tmp_path):
+    """Rows stored as status pass/FAIL with the criterion as text read back as reproduced/fail."""
+    rd = RunDir.create(tmp_path / "old")
+    rd.write_config({"papers": ["transformer-math"], "scale": "quick", "seed": 0, "device": "cpu"}, ["attnlab"])
+    rd.write_env(seed=0, device="cpu")
+    rows = [{"quantity": "q", "paper_value": "1", "measured": 1.0, "expected": "1 ± 0.1", "status": "pass"},
+            {"quantity": "r", "paper_value": "2", "measured": 3.0, "expected": "== 2", "status": "FAIL"}]
+    rd.write_results({"papers": ["transformer-math"], "experiments": {"transformer-math.x": _entry(
+        "transformer-math.x", {"summary": rows})}})
+    build_report(rd.path)
+    md = (rd.path / "report.md").read_text()
+    assert "| q | 1 | 1 | 1 ± 0.1 | ✅ reproduced |" in md and "| r | 2 | 3 | == 2 | ❌ fail |" in md
+
+
 def test_rebuild_is_deterministic(run_dir):
     html, md = _html(run_dir), _md(run_dir)
     assert [p.read_text() for p in build_report(run_dir)] == [html, md]
