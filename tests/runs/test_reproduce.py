@@ -12,7 +12,7 @@ import attnlab.runs.reproduce as runner
 from attnlab import registry
 from attnlab.config import RunConfig
 from attnlab.errors import ConfigError, RunDirError, UnknownNameError
-from attnlab.checks import equals, info
+from attnlab.checks import Bound, at_most, compare, equals, info
 from attnlab.registry import Experiment
 from attnlab.results import ExperimentResult, line_figure, series
 
@@ -296,3 +296,33 @@ def test_an_experiment_better_on_the_cpu_runs_there_inside_a_cuda_run_and_says_s
     assert seen == {"a": "cpu", "b": "cpu"}
     cpu = json.loads((tmp_path / "cpu-run" / "results.json").read_text())["experiments"]
     assert cpu["toy.b"]["results"]["notes"] == ["its own note"]  # nothing to say on a CPU run
+
+
+def _rows(*checks):
+    def run(cfg, run_dir):
+        return ExperimentResult(summary=list(checks))
+    return run
+
+
+@pytest.mark.parametrize("checks, plain, strict", [
+    ((at_most(0.1, 0.2),), 0, 0),                                             # reproduced
+    ((at_most(0.3, 0.2), compare("s", 0.0, "<=", 1e-9, role="sanity")), 0, 1),  # differs
+    ((at_most(Bound.at_least(5), 10),), 0, 1),                                # inconclusive (censored)
+    ((at_most(0.3, 0.2, role="construction"),), 1, 1),                        # fail: a bug
+])
+def test_reproduce_exits_1_only_on_fail_or_error_and_strict_also_on_differs_and_inconclusive(
+        fake, tmp_path, capsys, checks, plain, strict):
+    from attnlab.cli import main
+
+    fake["a"] = Experiment("toy.a", "A", _Cfg, _rows(*checks))
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _rows(info("n", 3)))
+    for flag, expected in (([], plain), (["--strict"], strict)):
+        out = tmp_path / f"r{len(flag)}"
+        with pytest.raises(SystemExit) as exit_:
+            main(["reproduce", "toy", "--out", str(out), *flag])
+        assert (exit_.value.code or 0) == expected, flag
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        n = len(checks) + 1
+        assert last.startswith(f"{n} checks: ") and last.endswith(" 1 info"), last
+    md = (out / "report.md").read_text()
+    assert md.index("Where the measurements differ from the text") < md.index("## toy.a")
