@@ -9,8 +9,9 @@ Order of work, chosen so that bad input costs nothing and a finished computation
 2. cut the text into segments of at most ``max_tokens`` tokens (special tokens included) and
    keep ``segments`` of them, evenly spaced through the text;
 3. create the run directory, write config.json, env.json and segments.json (the token ids fed,
-   so every number can be recomputed); run the model once per batch of segments and analyse
-   each segment's maps A (L, H, n, n) on its own (no padding reaches an analysis);
+   the repeated-random-token prompts included, so every number can be recomputed); run the
+   model once per batch of segments and analyse each segment's maps A (L, H, n, n) on its own
+   (no padding reaches an analysis), then the prompts;
 4. write heads.json and results.json, then build report.html and report.md.
 
 Segments. The text is split into sentences (:func:`attnlab.data.split_sentences`; the default
@@ -419,7 +420,7 @@ def thresholds() -> dict:
             "transformerlens": {"measure": "mul", "exclude_bos": False, "exclude_current_token": False}}
 
 
-CLARK_CODE = "Clark et al.'s code (General_Analysis.ipynb)"
+CLARK_CODE = "Clark et al.'s code (General_Analysis.ipynb: the head behaviours of their clustering, §6)"
 KOVALEVA_CHOICE = ("attnlab's choice: Kovaleva et al. labelled maps by hand and trained a CNN, with no threshold; "
                    "0.6 is Clark et al.'s special-token threshold, the 0.2 share attnlab's")
 VOITA_TEXT = "Voita et al. 2019 (\"at least 90% of the time\")"
@@ -473,7 +474,7 @@ def criteria() -> list[dict]:
         name = kind.replace("_", "-")
         rows.append(row(TL_REPEATED, name, f"tl_repeated_{kind}", None, None, NO_THRESHOLD,
                         "TransformerLens detect_head (\"mul\", no exclusions): attention on its pattern / all "
-                        "attention, on [BOS] r r"))
+                        "attention, on repeated random tokens"))
     return rows
 
 
@@ -723,7 +724,7 @@ def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> Ex
         "Criteria, thresholds and chance levels (uniform attention under the model's "
         f"{'causal' if causal else 'bidirectional'} mask, on the same inputs)",
         ["criteria", "label", "rule", "threshold from", "chance"],
-        [[r["criteria"], r["label"], r["rule"], r["threshold_from"] or "–",
+        [[r["criteria"], r["label"], r["rule"], _source(r) if r["threshold"] is not None else "–",
           "–" if r["chance"] is None else _round(r["chance"], 3)] for r in payload["criteria"]],
         ["text", "text", "text", "text", "float"])
     top = []
