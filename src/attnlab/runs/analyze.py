@@ -768,8 +768,11 @@ def _summary(payload: dict) -> list:
             **{("Voita et al. 2019", k): v for k, v in counts["voita"].items()}}
     for framework, rs in by_score.items():
         parts = [f"{r['label']} {flat.get((framework, r['label']), 0)}" for r in rs]
-        detail = "; ".join(f"{r['label']}: {r['relation']} {r['threshold']:g} ({_source(r)}), chance "
-                           f"{_chance_text(r['chance'])}" for r in rs)
+        sources = sorted({_source(r) for r in rs})
+        detail = ("uniform attention scores " + ", ".join(
+            f"{r['label']} {_chance_text(r['chance'])} ({r['relation']} {r['threshold']:g}"
+            + (f", {_source(r)}" if len(sources) > 1 else "") + ")" for r in rs)
+            + (f"; thresholds: {sources[0]}" if len(sources) == 1 else ""))
         rows.append(info(f"{framework}: heads per label (of {len(heads)})", ", ".join(parts), detail=detail,
                          values={r["label"]: flat.get((framework, r["label"]), 0) for r in rs}))
     return rows
