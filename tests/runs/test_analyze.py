@@ -325,3 +325,15 @@ def test_summary_rows_are_descriptive_checks(minilm_run):
     best = max(payload["heads"], key=lambda h: h["tl_repeated_previous_token"])
     assert tl[0]["measured"] == best["tl_repeated_previous_token"]
     assert tl[0]["values"]["chance"] == payload["chance"]["tl_repeated_previous_token"]
+
+
+def test_no_room_for_a_repeated_token_leaves_the_transformerlens_scores_nan(gpt2_dir, tmp_path):
+    from attnlab.runs.analyze import analyze
+
+    run = analyze(gpt2_dir, max_tokens=3, segments=1, dtype="float64", out=tmp_path / "run")
+    p = run.payload
+    assert p["repeated_random_tokens"] is None and p["chance"]["tl_repeated_induction"] == "nan"
+    assert all(h["tl_repeated_previous_token"] == "nan" for h in p["heads"])
+    assert any("leaves no room for a repeated random token" in n for n in p["notes"])
+    assert json.loads((run.path / "segments.json").read_text())["repeated_random_tokens"] is None
+    assert (run.path / "report.html").is_file()

@@ -369,14 +369,14 @@ def repeated_prompts(pm, max_tokens: int, count: int = REPEATED_PROMPTS, seed: i
     prefix, suffix = [int(x) for x in framed[:cut]], [int(x) for x in framed[cut + len(bare):]]
     if not prefix and tok.bos_token_id is not None:
         prefix = [int(tok.bos_token_id)]
-    half = min(REPEATED_HALF, (max_tokens - len(prefix) - len(suffix)) // 2)
-    if half < 1:
-        return None
     special = set(tok.all_special_ids)
     size = min(len(tok), pm.architecture.vocab_size)
     names = tok.convert_ids_to_tokens(list(range(size)))
     vocabulary = [i for i, t in enumerate(names) if i not in special and t is not None
                   and not t.startswith("[unused")]
+    half = min(REPEATED_HALF, (max_tokens - len(prefix) - len(suffix)) // 2, len(vocabulary))
+    if half < 1:
+        return None
     ids = repeated_random_tokens(vocabulary, half, count, prefix=prefix, suffix=suffix, seed=seed)
     types = [[0] * ids.shape[-1] for _ in range(count)] if pm.architecture.type_vocab_size else None
     return RepeatedPrompts(ids, types, half, prefix, suffix, seed)
