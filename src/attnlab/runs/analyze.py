@@ -657,10 +657,11 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
             f"(duplicate-token, induction); uniform attention scores "
             + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + ".")
         if not causal:
-            notes.append("This model is bidirectional; TransformerLens' patterns are lower-triangular (it supports "
-                         "causal models only), so each of its scores is the share of all attention, later keys "
-                         "included, that lands on the earlier target: attention from the first copy forward to "
-                         "the second counts against the head.")
+            notes.append("This model is bidirectional; TransformerLens' head detector asserts lower-triangular "
+                         "patterns (it scores decoder models only), so here each of its scores is the share of all "
+                         "attention, later keys included, that lands on the earlier target: attention from the "
+                         "first copy forward to the second, the same pairs read the other way, counts against "
+                         "the head.")
     else:
         notes.append(f"--max-tokens {config['max_tokens']} leaves no room for a repeated random token, so the "
                      f"{TL_REPEATED} scores are not computed (NaN).")

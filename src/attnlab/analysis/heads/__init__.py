@@ -3,7 +3,9 @@
 Every function takes attention maps A (..., n, n) with rows as queries (row-stochastic), any
 leading axes (documents, layers, heads), an optional key-padding mask and per-position labels,
 works for bidirectional and causal models, and never writes to its inputs
-(:mod:`~attnlab.analysis.heads.maps`).
+(:mod:`~attnlab.analysis.heads.maps`). Every score read on
+:func:`~attnlab.analysis.heads.maps.uniform_attention` (uniform over the keys the mask allows)
+is its chance level.
 
 - :mod:`~attnlab.analysis.heads.statistics`: entropy (Clark's smoothing), distance, offsets,
   attention to special tokens, confidence;
