@@ -40,8 +40,12 @@ def test_every_kind(result, storable):
     # MiniLM's tokens share almost the same first coordinate: E_11 sees little of them
     assert by[2, 4, "trained", "E11"]["log10_ratio"] < by[2, 4, "trained", "gaussian"]["log10_ratio"] - 10
     assert by[2, 4, "explicit", "E11"]["log10_ratio"] == pytest.approx(-6.337, abs=2e-3)
-    assert result.check("certified rank N^L, explicit embeddings, W_QK E11").status == "pass"
-    assert result.check("certified rank N^L, random embeddings, W_QK E11").status == "pass"
+    for emb in ("explicit", "random"):  # the proof's setting: Theorem 1 judged
+        c = result.check(f"certified rank N^L, {emb} embeddings, W_QK E11")
+        assert c.verdict == "reproduced" and c.role == "text" and c.measured == c.threshold == 2
+    for name in ("trained embeddings, W_QK E11", "explicit embeddings, W_QK gaussian"):  # outside it: described
+        c = result.check(f"certified rank N^L, {name}")
+        assert c.verdict == "info" and c.measured == "2 of 2"
 
 
 def test_gaussian_qk_is_seeded():
