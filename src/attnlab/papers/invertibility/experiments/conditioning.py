@@ -1,6 +1,6 @@
 """invertibility.conditioning: rank and sigma_min of the attention matrix A over w, N^L, P and d.
 
-The note's Theorem 1 (read with Pd >= N^L; :mod:`attnlab.papers.invertibility.notes_errors`):
+The note's Theorem 1 (read with Pd >= N^L; :mod:`attnlab.papers.invertibility.errata`):
 with W_QK^p = w_p E_11 and embeddings with properties (1)-(2), A (N^L x Pd) is invertible.
 Here A is built with the explicit embeddings c_i = 2^(-m_i) exp(sqrt(p_i))
 (:mod:`attnlab.papers.invertibility.embeddings`) and w_p = w p, and four sweeps measure
