@@ -25,8 +25,8 @@ its cap": a construction check, which fails only if attnlab is wrong.
 
 Proof sketch of the lower bound (what the certificate replaces): the entries of A are
 analytic in (w_1, ..., w_P); det of an N^L x N^L minor is an analytic function that is
-not identically zero (the note's expansion in exp(-w gap) argues this; it is thin, see
-the notes), so it is nonzero for all but a null set of w, in particular for generic
+not identically zero (the note's expansion in exp(-w gap) argues this; its last step fails
+for d >= L, see the errata), so it is nonzero for all but a null set of w, in particular for generic
 distinct w_p. No w needs to be large: the certificate holds at w = 0.01 as at w = 100;
 w -> oo is only the proof's device, and it makes A worse conditioned. Measured (explicit
 embeddings, w_p = w p, minimal P, 150-digit SVD): sigma_min/sigma_max of A for

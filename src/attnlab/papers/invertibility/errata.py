@@ -40,9 +40,8 @@ ERRATA = (
         correct="Pd >= N^L: A is N^L x Pd, so rank A <= Pd and Pd >= N^L is necessary for rank N^L",
         whose="the text", kind="typo",
         witness="k appears nowhere else in the note, and L is the sequence length of every other line; with "
-                "Pd < N^L the rank is Pd (certified in 15 cases, claim invertibility.fewer-heads-rank-Pd)",
-        survives="yes", conclusion="read with N^L, as every check of attnlab does",
-        check="invertibility.fewer-heads-rank-Pd"),
+                "Pd < N^L the rank is Pd < N^L (certified in 15 cases, claim invertibility.fewer-heads-rank-Pd)",
+        survives="yes", conclusion="read with N^L, as every check of attnlab does"),
     TextError(
         id="invertibility.cap-below-n-to-the-l",
         where="Theorem 1",

@@ -30,4 +30,4 @@ def test_quick_preset_passes(eid, storable):
     e = next(x for x in _experiments() if x.id == eid)
     res = e.run(e.config_cls(scale="quick"))
     storable(res)
-    assert res.verdicts["fail"] == 0 and res.verdicts["error"] == 0, [c.text for c in res.summary if c.verdict == "fail"]
+    assert res.verdicts["fail"] == 0, [c.text for c in res.summary if c.verdict == "fail"]

@@ -1,6 +1,6 @@
 """Theorem 1 beyond the small grid: rank A = N^L certified for 128 to 343 sequences.
 
-With the largest dimension the theorem allows, d = N + L - 2, and the minimal number of
+With d = N + L - 2 (the largest d at which P = ceil(N^L / d) heads always suffice) and the minimal number of
 heads P = ceil(N^L / d), the condition number of the N^L x N^L minor grows like 2^(0.2..0.5 N^L)
 (log2 cond ~ 92 at 128 rows, ~138 at 343 by Rump's residual; benchmarks/results/invertibility_certificate.md),
 so float64 ranks are meaningless and the certificate needs 128-256 bits. Up to 256 rows

@@ -114,7 +114,8 @@ def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> dict:
         Fs.append(attention_matrix(e, pos, qk_matrices(w, d), np.array([t])).reshape(len(w), d))
     total = Fs[0] @ vs[0] - Fs[1] @ vs[1]
     scale = (np.linalg.norm(vs[0]) + np.linalg.norm(vs[1])) * max(np.abs(F).max() for F in Fs)
-    return dict(N=N, L=L, d=d, sequences=[[x + 1 for x in t] for t in seqs], residual=float(np.abs(total).max() / scale),
+    return dict(N=N, L=L, d=d, sequences=[[x + 1 for x in t] for t in seqs],
+                residual=float(np.abs(total).max() / scale),
                 constant_error=float(max(np.abs(F @ v - 1).max() for F, v in zip(Fs, vs))),
                 v_norms=[float(np.linalg.norm(v)) for v in vs])
 
@@ -182,7 +183,7 @@ def _claim_text(c: dict | None) -> str:
     if c.get("verdict") == "error":
         return f"{c['id']}: error"
     req = f", required {c['criterion']}" if c.get("criterion") else ""
-    return f"{c.get('quantity') or c['statement']}: {c['measured_text']}{req} -> {c['verdict']}"
+    return f"{c.get('quantity') or c['statement']}: {c['measured_text']}{req} (claim {c['id']})"
 
 
 def step_rows(data: dict, own: list) -> list[list[str]]:
