@@ -58,6 +58,11 @@ def test_proof_notes(storable):
     assert res.check("the note's Taylor series").verdict == "differs"
     assert res.check("max_w |sum_t v_t^T f_t(w)|").verdict == "differs"
     assert res.verdicts["fail"] == 0 and res.verdicts["reproduced"] == 0  # the claims are counted by verify
+    # beyond d = N + L - 2 the criterion 1 + P (N+L-2) >= N^L decides invertibility in every certified case
+    crit = res.tables[2].rows
+    assert len(crit) == 12 and all((r[8] == "yes") == (r[6] >= r[4]) and r[7] == min(r[4], r[6]) for r in crit)
+    assert [2, 2, 3, 2, 4, 6, 5, 4, "yes"] in crit and [3, 2, 4, 3, 9, 12, 10, 9, "yes"] in crit
+    assert [3, 3, 5, 6, 27, 30, 25, 25, "no"] in crit
     w = {(x["N"], x["L"]): x["w_star"] for x in res.data["expansion"]}
     assert w[2, 3] == pytest.approx(4.649, abs=1e-3) and w[2, 4] == pytest.approx(5.345, abs=1e-3)
     limit = {(x["L"], x["w"]): x for x in res.data["limit"]}

@@ -53,6 +53,8 @@ TAYLOR_TERMS = 200
 MULTINOMIAL = (3, 6)  # (m, j): (z_1 + z_2 + z_3)^6
 HYPERPLANE = (2, 3, 3, ((0, 1, 1), (1, 0, 1)))  # N, L, d = L, two sequences (0-based tokens)
 ROUND_OFF = 1e-12  # a relative float64 residual below this is zero up to round-off
+CRITERION_CLAIMS = ("invertibility.theorem1-full-rank", "invertibility.positional-cap")
+"""the claims whose certified cases show the criterion 1 + P (N + L - 2) >= N^L on both sides"""
 OWN = {"invertibility.taylor-sign": 0, "invertibility.hyperplane-vt": 1, "invertibility.multinomial-notation": 2}
 """errata record -> the row of :func:`summary` that measures it"""
 
@@ -121,7 +123,7 @@ def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> dict:
 
 
 def measure(cfg: ProofNotesConfig) -> dict:
-    ids = sorted({e.check for e in ERRATA if e.check and e.check != EXPERIMENT_ID})
+    ids = sorted({e.check for e in ERRATA if e.check and e.check != EXPERIMENT_ID} | {CRITERION_CLAIMS[0]})
     claims = {r.claim.id: r.to_dict() for r in (c.run(cfg.seed) for c in select_claims(ids))}
     expansion, limit = [], []
     for N, L, d in parse_cases("cases", cfg.cases, 3):
@@ -203,6 +205,15 @@ def step_rows(data: dict, own: list) -> list[list[str]]:
     return rows
 
 
+def criterion_rows(data: dict) -> list[list]:
+    """The certified cases with Pd >= N^L and d > N + L - 2, on both sides of 1 + P (N + L - 2) >= N^L."""
+    full = data["claims"].get(CRITERION_CLAIMS[0], {}).get("values", {}).get("beyond", [])
+    below = data["claims"].get(CRITERION_CLAIMS[1], {}).get("values", {}).get("cases", [])
+    rows = [[c["N"], c["L"], c["d"], c["P"], c["N"] ** c["L"], c["P"] * c["d"], 1 + c["P"] * (c["N"] + c["L"] - 2),
+             c["rank"] if "rank" in c else c["lower"]] for c in full + below]
+    return [r + ["yes" if r[7] == r[4] else "no"] for r in sorted(rows, key=lambda r: (r[4], r[0], r[2], r[3]))]
+
+
 def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
     data = measure(cfg)
     own = summary(data)
@@ -210,6 +221,10 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
                    "survives", list(COLUMNS), table_rows(list(ERRATA)), ["text"] * len(COLUMNS))
     steps = Table("The proof of Theorem 1, step by step: the number that measures each error and its verdict",
                   ["where", "the note says", "measured", "verdict", "measured by"], step_rows(data, own), ["text"] * 5)
+    criterion = Table("Theorem 1 beyond d = N + L - 2 (Pd >= N^L throughout): A is invertible exactly where "
+                      "1 + P (N + L - 2) >= N^L, in every certified case; in general a conjecture",
+                      ["N", "L", "d", "P", "N^L", "Pd", "1 + P (N+L-2)", "certified rank", "invertible"],
+                      criterion_rows(data), ["int"] * 8 + ["text"])
     exp = Table("How large w the proof needs: w* with x_t(w*) = 1 for the worst sequence",
                 ["N", "L", "d", "w*", "worst sequence t", "closed form max_t ln(L-1)/(q_t min gap)", "min gap"],
                 [[x["N"], x["L"], x["d"], x["w_star"], str(x["argmax"]), x["closed_form"], x["min_gap"]]
@@ -225,7 +240,7 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
              "and overshoots it (e.g. 28.5 against 5.34 for (2,4,4)). 'For a large enough w' is right (property (2) "
              "excludes ties at the maximum), and the rank does not need it: it is full at every w > 0 measured, and "
              "the conditioning at w* is already far worse than at w ~ 0.1-1."]
-    return ExperimentResult(summary=own, tables=[errata, steps, exp, limit], notes=notes, data=data)
+    return ExperimentResult(summary=own, tables=[errata, steps, criterion, exp, limit], notes=notes, data=data)
 
 
 register(Experiment(EXPERIMENT_ID,
