@@ -71,3 +71,11 @@ def test_deterministic(result):
 def test_config_errors(changes, message):
     with pytest.raises(ConfigError, match=message):
         EmbeddingKindsConfig(**changes)
+
+
+def test_a_capped_case_is_decided_not_censored():
+    # (2, 3, 4) at P = ceil(8/4) = 2: rank <= 1 + 2 * 3 = 7 < 8 for every embedding: Theorem 1 differs there
+    res = run(EmbeddingKindsConfig(cases=("2:3:4", "2:3:2"), w_values=(1.0,), hp_max_rows=16, certify_max_rows=16))
+    c = res.check("certified rank N^L, explicit embeddings, W_QK E11")
+    assert c.verdict == "differs" and (c.measured, c.threshold) == (1, 2)
+    assert {r["cert_lower"] for r in res.data["rows"] if r["d"] == 4} == {7}
