@@ -21,7 +21,8 @@ For each (N, L, d) at P = ceil(N^L / d) (Pd >= N^L): the float64 rank (tol max(N
 sigma_1), log10 sigma_min / sigma_max (float64 where resolved, else in high precision from
 the Gram inverse, :mod:`attnlab.papers.invertibility.spectrum`) and the certified rank
 (:func:`attnlab.analysis.certified_rank.certified_rank` of the N^L x N^L minor on the columns a
-pivoted QR of the float64 A picks; the float64 values of e, pos and W_QK are taken as exact).
+pivoted QR of the float64 A picks, or of a minor of the cap's size where the cap
+1 + P (N + L - 2) is below N^L; the float64 values of e, pos and W_QK are taken as exact).
 """
 
 from __future__ import annotations
@@ -124,7 +125,10 @@ def measure_one(e, pos, W, *, high_precision: bool, certify: bool) -> dict:
     if high_precision and not fs.resolved() and cap == min(T, P * d):
         hp = sigma_min_high_precision(build)
         out.update(hp_bits=hp.bits, hp_log10_ratio=None if hp.log10_sigma_min is None else hp.log10_sigma_min - s1)
-    if certify and P * d >= T:
+    if certify and P * d >= T and cap < T:  # no choice reaches N^L: certify the cap on a minor of its size
+        cert = certified_rank(build, size=cap)
+        out.update(cert_lower=cert.lower, cert_bits=cert.prec)
+    elif certify and P * d >= T:
         piv = scipy.linalg.qr(A, mode="r", pivoting=True)[1]
         cert = certified_rank(build, rows=range(T), cols=sorted(int(j) for j in piv[:T]))
         out.update(cert_lower=cert.lower, cert_bits=cert.prec)
