@@ -54,6 +54,7 @@ def test_sigma_min_labels(result):
     assert big["float_rank"] < 8 == big["cert_lower"]
     best = result.data["w_summary"][0]
     assert best["best_w"] == 1.0 and best["w_star"] == pytest.approx(4.649, abs=1e-3)
+    assert result.check("best w and resolvable w range").measured.startswith("best w = 1 (")  # inside the grid
     assert {f.file for f in result.figures} == {"inv-sigma-min-vs-w.png", "inv-sigma-ratio-vs-rows.png",
                                                 "inv-sigma-ratio-vs-heads.png", "inv-rank-vs-d.png"}
 

@@ -171,6 +171,15 @@ def _count(rows: list[dict], target) -> int | Bound:
         if undecided else held
 
 
+def _edge(w: float, grid) -> str:
+    """The best w of a grid as text; at an end of the grid it is only a bound."""
+    if len(grid) > 1 and w == max(grid):
+        return f">= {w:g} (the grid's largest w)"
+    if len(grid) > 1 and w == min(grid):
+        return f"<= {w:g} (the grid's smallest w)"
+    return f"= {w:g}"
+
+
 def _case(r: dict) -> str:
     return f"(N,L,d,P)=({r['N']},{r['L']},{r['d']},{r['P']})" + (f" w={r['w']:g}" if r["sweep"] == "w" else "")
 
@@ -227,8 +236,8 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
     ]
     for s in ws:
         out.append(info(f"best w and resolvable w range, (N,L,d)=({s['N']},{s['L']},{s['d']}), P={s['P']}",
-                        f"best w = {s['best_w']:g} (log10 sigma_min/sigma_max = {s['best_log10_ratio']:.2f})"
-                        if s["best_w"] is not None else "none resolved",
+                        (f"best w {_edge(s['best_w'], cfg.w_values)} (log10 sigma_min/sigma_max = "
+                         f"{s['best_log10_ratio']:.2f})") if s["best_w"] is not None else "none resolved",
                         paper_value="w -> +oo ('for a large enough w')", where="Theorem 1's proof",
                         detail=f"sigma_min/sigma_max > max(N^L,Pd) eps for w in {_range(s)}; the proof's series needs "
                                f"w > w* = {s['w_star']:.3g} where "
