@@ -3,8 +3,9 @@
 Every record says where the note says it, what is right instead, whose error it is (all
 are the note's own: it cites no source for its proof), what kind of error, the witness
 (the smallest counterexample, or the measured numbers and the claim that measures
-them) and whether Theorem 1 survives. ``attnlab errata invertibility`` prints them; the
-report of ``invertibility.proof-notes`` shows them as a table beside the numbers.
+them) and whether Theorem 1 survives. They are registered (:func:`attnlab.registry.register_errata`,
+listed by :func:`attnlab.registry.all_errata`); the report of ``invertibility.proof-notes``
+shows them as a table, and beside each the number that measures it.
 
 Theorem 1 in one sentence, as attnlab reads it after these records: with N tokens,
 length L, dimension d and P heads, rank A <= rank_cap = min(N^L, Pd, 1 + P (N + L - 2))
