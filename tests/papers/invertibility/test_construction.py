@@ -1,10 +1,14 @@
-"""The construction's certificate on 256 x 256 and 1024 x 1024 cases, where float64 sees a far lower rank."""
+"""The construction's verdict (Theorem 1 where its hypothesis holds, attnlab's cap elsewhere) and its
+certificate on 256 x 256 and 1024 x 1024 cases, where float64 sees a far lower rank."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import flint
 import pytest
 
+import attnlab.papers.invertibility.construction as construction
 from attnlab.analysis.certified_rank import working_precision
 from attnlab.papers.invertibility.construction import (
     InvertibilityParams,
@@ -25,12 +29,40 @@ def test_256_sequences_certified_full_rank_at_128_bits():
     assert -2600 < cert.log10_det < -2500  # |det| ~ 1e-2548
 
 
-def test_build_reports_the_cap_when_d_exceeds_n_plus_l_minus_2():
-    res = build(InvertibilityParams(N=2, L=3, d=4, P=2))
-    assert res.passed and res.values["rank_cap"] == 7 and res.values["certified_lower"] == 7
-    assert any("1 + P (N + L - 2) = 7" in n for n in res.notes)
-    res = build(InvertibilityParams(N=2, L=3, d=2, certify=False))
-    assert res.passed and "certified_lower" not in res.values and res.values["P"] == 4
+@pytest.mark.parametrize("N, L, d, P, rank", [(3, 3, 5, 6, 25), (2, 3, 4, 2, 7), (2, 2, 4, 1, 3)])
+def test_a_cap_below_n_to_the_l_is_not_a_pass(N, L, d, P, rank):
+    # Pd >= N^L, so Theorem 1 claims rank N^L; the cap 1 + P (N + L - 2) stops it: the text differs
+    res = build(construction.InvertibilityParams(N=N, L=L, d=d, P=P))
+    assert P * d >= N ** L and res.values["rank_cap"] == rank == 1 + P * (N + L - 2) < N ** L
+    assert res.values["certified_lower"] == res.values["certified_upper"] == rank
+    assert res.verdict == "differs" and not res.passed and res.check.role == "text"
+    assert res.check.measured == rank and res.check.threshold == N ** L
+    assert any("A cannot be invertible although" in n for n in res.notes)
+    assert res.to_dict()["verdict"] == "differs" and res.to_dict()["passed"] is False
+
+
+@pytest.mark.parametrize("N, L, d, P", [(2, 2, 3, 2), (3, 2, 4, 3), (2, 3, 4, 3)])
+def test_d_beyond_n_plus_l_minus_2_reaches_full_rank_with_enough_heads(N, L, d, P):
+    res = build(construction.InvertibilityParams(N=N, L=L, d=d, P=P))
+    assert d > N + L - 2 and 1 + P * (N + L - 2) >= N ** L
+    assert res.verdict == "reproduced" and res.values["certified_lower"] == N ** L
+    assert not any("cannot be invertible" in n for n in res.notes)
+
+
+def test_outside_the_theorem_the_cap_is_a_construction_check():
+    res = build(construction.InvertibilityParams(N=2, L=3, d=2, P=2))  # Pd = 4 < 8: rank Pd
+    assert res.check.role == "construction" and res.verdict == "reproduced" and res.values["certified_lower"] == 4
+    res = build(construction.InvertibilityParams(N=2, L=4, d=2, positions=False))  # the text needs positions
+    assert res.check.role == "construction" and res.verdict == "reproduced" and res.values["certified_lower"] == 8
+    res = build(construction.InvertibilityParams(N=2, L=3, d=2, certify=False))
+    assert res.verdict == "info" and "certified_lower" not in res.values and res.values["P"] == 4
+
+
+def test_an_unpinned_certificate_is_inconclusive(monkeypatch):
+    real = construction.certify_case
+    monkeypatch.setattr(construction, "certify_case", lambda case: dataclasses.replace(real(case), lower=20))
+    res = build(construction.InvertibilityParams(N=3, L=3, d=4))  # cap 27, only >= 20 proved
+    assert res.verdict == "inconclusive" and str(res.check.measured) == "[20, 27]"
 
 
 @pytest.mark.slow

@@ -7,17 +7,26 @@ certifies its rank (:mod:`attnlab.analysis.certified_rank`): an N^L x N^L minor 
 nonsingular (up to 256 rows a ball determinant that excludes 0; above, Rump's test
 ||I - B R||_1 < 1 for an approximate inverse R of the minor B) proves rank A >= N^L.
 
-What the theorem says, corrected (:mod:`attnlab.papers.invertibility.notes_errors`):
-the note writes "Pd >= N^k"; it means Pd >= N^L (rank A <= Pd makes that necessary).
-It is also not sufficient when d > N + L - 2: every block A^p has its columns in
-span{1} + a space of dimension N + L - 2, so rank A <= 1 + P (N + L - 2). With
-d <= N + L - 2 the construction reaches rank min(N^L, Pd), so the minimal number of
-heads is ceil(N^L / d) (:func:`minimal_heads` in general).
+What the theorem says, corrected (:mod:`attnlab.papers.invertibility.errata`): the note
+writes "Pd >= N^k"; it means Pd >= N^L (rank A <= Pd makes that necessary). It is not
+sufficient: every block A^p has its columns in span{1} + a space of dimension N + L - 2,
+so rank A <= 1 + P (N + L - 2) for every embedding and W_QK, which is below N^L for few
+heads when d > N + L - 2. A can be invertible only if Pd >= N^L and 1 + P (N + L - 2) >= N^L,
+so the minimal number of heads is max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2)))
+(:func:`minimal_heads`). That the construction reaches min(N^L, Pd, 1 + P (N + L - 2)) for
+generic w_p is a conjecture, certified case by case (the claims of this paper).
+
+The check :func:`build` returns: where Theorem 1's hypothesis Pd >= N^L holds (with
+positions), the text's statement "certified rank A == N^L": reproduced, or differs where
+the cap 1 + P (N + L - 2) < N^L stops it (e.g. (N, L, d, P) = (3, 3, 5, 6): Pd = 30 >= 27,
+rank 25), or inconclusive where the certificate does not pin the rank. Otherwise (Pd < N^L,
+or no positions, where the text says nothing) attnlab's own statement "certified rank A ==
+its cap": a construction check, which fails only if attnlab is wrong.
 
 Proof sketch of the lower bound (what the certificate replaces): the entries of A are
 analytic in (w_1, ..., w_P); det of an N^L x N^L minor is an analytic function that is
-not identically zero (the note's expansion in exp(-w gap) argues this; it is thin, see
-the notes), so it is nonzero for all but a null set of w, in particular for generic
+not identically zero (the note's expansion in exp(-w gap) argues this; its last step fails
+for d >= L, see the errata), so it is nonzero for all but a null set of w, in particular for generic
 distinct w_p. No w needs to be large: the certificate holds at w = 0.01 as at w = 100;
 w -> oo is only the proof's device, and it makes A worse conditioned. Measured (explicit
 embeddings, w_p = w p, minimal P, 150-digit SVD): sigma_min/sigma_max of A for
@@ -196,16 +205,20 @@ def certify_case(case: Case, **kwargs) -> RankCertificate:
 
 
 def build(params: InvertibilityParams) -> ConstructionResult:
+    """The case, its float64 spectrum and its certified rank, judged as the module docstring says."""
     case = build_case(params)
     N, L, d, P = params.N, params.L, params.d, len(case.w)
     T = N ** L
     cap = rank_cap(N, L, d, P, params.positions)
+    heads_cap = 1 + P * (N + L - 2)
     notes = ["the note's 'Pd >= N^k' is read as Pd >= N^L"]
     if params.positions and d > N + L - 2:
-        notes.append(f"d = {d} > N + L - 2 = {N + L - 2}: rank A <= 1 + P (N + L - 2) = {1 + P * (N + L - 2)}, "
-                     "so Pd >= N^L does not give full rank")
+        notes.append(f"d = {d} > N + L - 2 = {N + L - 2}: rank A <= 1 + P (N + L - 2) = {heads_cap} for every "
+                     "embedding and W_QK" + (f", below N^L = {T}: A cannot be invertible although Pd = {P * d} >= "
+                                             "N^L" if heads_cap < T <= P * d else ""))
     if not params.positions:
-        notes.append(f"no positions: rows equal within {class_count(N, L)} permutation classes")
+        notes.append(f"no positions: rows equal within {class_count(N, L)} permutation classes; Theorem 1 "
+                     "(which needs positions) is not judged")
     values = dict(N=N, L=L, d=d, P=P, rows=T, cols=P * d, minimal_P=minimal_heads(N, L, d, params.positions),
                   rank_cap=cap, w_min=float(case.w.min()), w_max=float(case.w.max()))
     arrays = dict(e=case.e, pos=case.pos, W_QK=case.W_QK, sequences=case.sequences, A=case.A)
@@ -215,23 +228,29 @@ def build(params: InvertibilityParams) -> ConstructionResult:
         return ConstructionResult(arrays, values, info("float64 rank of A (not certified: certify=false)",
                                                        values["float_rank"], where="Theorem 1"), notes)
     cert = certify_case(case)
-    values.update(certified_lower=cert.lower, certified_upper=min(cert.upper, cap), prec_bits=cert.prec,
+    upper = min(cert.upper, cap)
+    values.update(certified_lower=cert.lower, certified_upper=upper, prec_bits=cert.prec,
                   det_margin=cert.margin, certify_seconds=cert.seconds,
                   log10_det=None if math.isnan(cert.log10_det) else cert.log10_det,
                   certify_method=cert.method)
-    pinned = cert.lower == min(cert.upper, cap)
+    pinned = cert.lower == upper
     proof = ("ball determinant excludes 0" if cert.method == "det" else
              f"||I - B R||_1 <= {cert.residual:.3g} < 1 (Rump)")
-    rank = cert.lower if pinned else Bound(cert.lower, min(cert.upper, cap), "certification did not pin the rank")
+    rank = cert.lower if pinned else Bound(cert.lower, upper, "the certificate did not pin the rank")
+    cap_text = ("min(N^L, Pd, 1 + P (N + L - 2))" if params.positions else "the no-positions cap") + f" = {cap}"
     how = (f"an {cert.lower} x {cert.lower} minor's {proof} at {cert.prec} bits (margin {cert.margin:.3g}); "
-           f"rank cap 1 + P(N + L - 2) = {cap}" if pinned else f"certified rank >= {cert.lower}, cap {cap}")
-    if P * d >= T:
-        # Theorem 1's hypothesis Pd >= N^L holds: the text claims rank A = N^L (A invertible).
-        check = equals(rank, T, how, quantity="certified rank A (Theorem 1: = N^L)", where="Theorem 1")
+           f"rank cap {cap_text}" if pinned else f"certified rank >= {cert.lower}, rank cap {cap_text}")
+    if params.positions and P * d >= T:
+        # Theorem 1's hypothesis Pd >= N^L holds: the text states rank A = N^L (A invertible).
+        check = equals(rank, T, how + (f"; 1 + P (N + L - 2) = {heads_cap} < N^L = {T}: no embedding or W_QK "
+                                       "reaches N^L" if heads_cap < T else ""),
+                       quantity="certified rank of A (Theorem 1: N^L when Pd >= N^L)", where="Theorem 1",
+                       paper_value="A invertible (rank N^L)")
     else:
-        # The text says nothing for Pd < N^L; attnlab's cap must be reached.
-        check = equals(rank, cap, how + f"; Pd = {P * d} < N^L = {T}: Theorem 1 does not apply",
-                       quantity="certified rank A = rank cap", role="construction", where="Theorem 1")
+        # Pd < N^L, or no positions: the text says nothing; attnlab's cap must be reached.
+        why = (f"Pd = {P * d} < N^L = {T}" if P * d < T else "no positions") + ": Theorem 1 does not apply"
+        check = equals(rank, cap, f"{how}; {why}", quantity="certified rank of A = its rank cap",
+                       role="construction", where="Theorem 1")
     return ConstructionResult(arrays, values, check, notes)
 
 

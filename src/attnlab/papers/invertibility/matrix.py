@@ -221,7 +221,7 @@ def duplicate_row_null_vectors(classes: list[list[int]], T: int) -> np.ndarray:
 
 
 def rank_cap(N: int, L: int, d: int, P: int, positions: bool = True) -> int:
-    """The rank A cannot exceed, by structure alone (each a proof, see notes_errors):
+    """The rank A cannot exceed, by structure alone (each a proof, see the errata):
 
     - Pd columns and N^L rows;
     - each block A^p = C^p [E; Pos] with C^p (N^L x (N+L)) the attention coefficients,
@@ -246,7 +246,8 @@ def rank_cap(N: int, L: int, d: int, P: int, positions: bool = True) -> int:
 
 def minimal_heads(N: int, L: int, d: int, positions: bool = True) -> int:
     """The smallest P whose :func:`rank_cap` reaches the full row rank N^L (with positions),
-    or the class count (without): P = ceil(N^L / d) when d <= N + L - 2."""
+    or the class count (without): with positions P = max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2))),
+    which is ceil(N^L / d) when d <= N + L - 2."""
     target = N ** L if positions else class_count(N, L)
     for P in range(1, target + 2):
         if rank_cap(N, L, d, P, positions) >= target:

@@ -1,9 +1,11 @@
-"""The invertibility claims: every rank certified, the numbers behind each verdict asserted."""
+"""The invertibility claims: every rank certified, the verdict and the numbers behind it asserted."""
 
 from __future__ import annotations
 
 import pytest
 
+from attnlab.papers.invertibility.claims.proof_steps import final_system
+from attnlab.papers.invertibility.errata import CERTIFIED_BELOW, CERTIFIED_FULL
 from attnlab.registry import select_claims
 
 IDS = ("invertibility.any-w", "invertibility.fewer-heads-rank-Pd", "invertibility.minimal-heads",
@@ -25,18 +27,27 @@ def test_the_paper_registers_these_claims():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_theorem1_full_rank_certified_where_float64_is_wrong(seed):
     r = _run("invertibility.theorem1-full-rank", seed)
-    m, v = r.measurement, r.measurement.values
-    assert r.status == "pass" and m.measured == 0 and m.tolerance == 0 and v["failures"] == []
-    assert len(v["cases"]) == 18 and all(c["lower"] == c["upper"] == c["N"] ** c["L"] for c in v["cases"])
+    m, v = r.check, r.check.values
+    assert r.verdict == "reproduced" and m.role == "text" and m.relation == "==" and m.measured == m.threshold == 32
+    assert v["failures"] == [] and all(c["lower"] == c["upper"] == c["N"] ** c["L"] for c in v["cases"])
     assert v["max_prec_bits"] <= 128 and v["min_margin"] > 0.2  # measured 0.74 (seed 0), 0.23 (seed 1)
-    assert v["float_rank_wrong"] >= 5  # numpy's matrix_rank undercounts in 5-6 of the 18 cases
+    assert v["float_rank_wrong"] >= 5  # numpy's matrix_rank undercounts in 5-6 of the cases
     assert v["min_log10_det"] < -500  # |det| of the 64 x 64 minors is below 1e-500
+
+
+def test_d_beyond_n_plus_l_minus_2_does_not_break_theorem1():
+    # (2, 2, 3, 2) and (3, 2, 4, 3) have d > N + L - 2 and reach N^L: the cap is 1 + P (N+L-2) >= N^L
+    v = _run("invertibility.theorem1-full-rank").check.values
+    beyond = {(c["N"], c["L"], c["d"], c["P"]): c["rank"] for c in v["beyond"]}
+    assert beyond == {g: g[0] ** g[1] for g in CERTIFIED_FULL}
+    assert (2, 2, 3, 2) in beyond and (3, 2, 4, 3) in beyond
+    assert all(d > N + L - 2 and 1 + P * (N + L - 2) >= N ** L for N, L, d, P in beyond)
 
 
 def test_mid_size_cases_certified_by_determinant_and_by_rump():
     r = _run("invertibility.theorem1-mid-size")
-    v = r.measurement.values
-    assert r.status == "pass" and v["failures"] == []
+    v = r.check.values
+    assert r.verdict == "reproduced" and r.check.measured == 4 and v["failures"] == []
     got = {(c["N"], c["L"]): (c["lower"], c["method"]) for c in v["cases"]}
     assert got == {(2, 7): (128, "det"), (6, 3): (216, "det"), (3, 5): (243, "det"), (7, 3): (343, "inverse")}
     rump = v["cases"][-1]
@@ -45,18 +56,21 @@ def test_mid_size_cases_certified_by_determinant_and_by_rump():
     assert v["float_rank_wrong"] == 4  # float64 undercounts every one of them
 
 
-def test_minimal_heads_follow_the_corrected_formula():
-    v = _run("invertibility.minimal-heads").measurement.values
-    got = {(c["N"], c["L"], c["d"]): (c["minimal_P"], c["ceil_T_over_d"], c["rank_at"], c["rank_below"])
+def test_minimal_heads_differ_from_the_texts_ceil_n_to_the_l_over_d():
+    r = _run("invertibility.minimal-heads")
+    assert r.verdict == "differs" and r.check.measured == 3 and r.check.threshold == 6
+    v = r.check.values
+    got = {(c["N"], c["L"], c["d"]): (c["minimal_P"], c["text_P"], c["rank_at"], c["rank_below"])
            for c in v["cases"]}
     assert got == {(2, 4, 4): (4, 4, 16, 12), (3, 3, 4): (7, 7, 27, 24), (2, 5, 5): (7, 7, 32, 30),
                    (2, 3, 4): (3, 2, 8, 7), (3, 3, 5): (7, 6, 27, 25), (2, 4, 6): (4, 3, 16, 13)}
+    assert v["corrected_matches"] == 6  # max(ceil(N^L/d), ceil((N^L-1)/(N+L-2))) everywhere
 
 
 def test_fewer_heads_give_rank_Pd():
     r = _run("invertibility.fewer-heads-rank-Pd")
-    v = r.measurement.values
-    assert r.status == "pass" and len(v["cases"]) == 15
+    v = r.check.values
+    assert r.verdict == "reproduced" and r.check.role == "construction" and len(v["cases"]) == 15
     assert [c["lower"] for c in v["cases"]] == [c["P"] * c["d"] for c in v["cases"]]
     assert v["max_prec_bits"] == 64
 
@@ -64,32 +78,37 @@ def test_fewer_heads_give_rank_Pd():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_no_positions_cap(seed):
     r = _run("invertibility.no-positions-cap", seed)
-    v = r.measurement.values
-    assert r.status == "pass"
+    v = r.check.values
+    assert r.verdict == "reproduced" and r.check.role == "construction" and r.check.measured == 10
     ranks = {(c["N"], c["L"], c["d"], c["P"]): (c["lower"], c["classes"]) for c in v["cases"]}
     assert ranks == {(2, 3, 2, 6): (6, 6), (3, 3, 3, 9): (18, 18), (2, 4, 2, 8): (8, 8), (3, 2, 3, 4): (9, 9),
                      (4, 3, 4, 14): (40, 40), (2, 5, 2, 10): (10, 10), (2, 3, 1, 8): (5, 6),
                      (3, 3, 1, 20): (16, 18), (2, 4, 4, 4): (5, 8), (3, 3, 3, 8): (17, 18)}
-    assert all(c["null_upper"] == c["classes"] for c in [dict(x, classes=ranks[(x["N"], x["L"], x["d"], x["P"])][1])
-                                                         for x in v["cases"]])
+    assert all(c["null_upper"] == c["classes"] for c in v["cases"])
 
 
-def test_positional_cap_breaks_pd_at_least_n_to_the_l():
-    v = _run("invertibility.positional-cap").measurement.values
-    assert [(c["P"] * c["d"], c["N"] ** c["L"], c["lower"]) for c in v["cases"]] == [
-        (8, 8, 7), (30, 27, 25), (18, 16, 13), (8, 8, 4)]
+def test_positional_cap_makes_theorem1_differ():
+    r = _run("invertibility.positional-cap")
+    assert r.verdict == "differs" and r.check.role == "text" and r.check.measured == 0 and r.check.threshold == 5
+    v = r.check.values
+    assert [(c["P"] * c["d"], c["N"] ** c["L"], c["lower"], c["upper"]) for c in v["cases"]] == [
+        (4, 4, 3, 3), (8, 8, 7, 7), (30, 27, 25, 25), (18, 16, 13, 13), (8, 8, 4, 4)]
+    assert v["at_cap"] == len(CERTIFIED_BELOW)
 
 
 def test_any_w_scale_gives_full_rank():
-    v = _run("invertibility.any-w").measurement.values
+    r = _run("invertibility.any-w")
+    v = r.check.values
+    assert r.verdict == "reproduced" and r.check.measured == 10
     assert len(v["cases"]) == 10 and all(c["lower"] == c["N"] ** c["L"] for c in v["cases"])
     det = {(c["N"], c["w"]): c["log10_det"] for c in v["cases"]}
     assert det[(2, 100.0)] < det[(2, 0.1)] - 1000 and det[(3, 0.01)] < det[(3, 0.1)] - 50
 
 
-def test_proof_steps():
-    m = _run("invertibility.proof-steps").measurement
-    v = m.values
-    assert m.passed and m.tolerance == 1e-12 and m.measured <= 1e-15
-    assert v["note_series_error"] > 1.0  # the note's series is far from 1/(1+x)
-    assert v["annihilated"] < 1e-15 and v["final_rank_gap"] < 1e-15
+def test_the_final_determinant_vanishes_for_d_at_least_l():
+    r = _run("invertibility.proof-steps")
+    assert r.verdict == "differs" and r.check.measured == 2 and r.check.threshold == 3  # exact rank L - 1 < d
+    # the rank is min(d, L - 1), with or without the expansion's signs
+    for N, L, d, t in ((2, 3, 5, (0, 1, 1)), (2, 4, 4, (0, 1, 1, 0)), (2, 4, 3, (0, 1, 1, 0)), (2, 2, 2, (0, 1))):
+        for signs in (False, True):
+            assert final_system(N, L, d, t, signs)["rank"] == min(d, L - 1)

@@ -40,8 +40,12 @@ def test_every_kind(result, storable):
     # MiniLM's tokens share almost the same first coordinate: E_11 sees little of them
     assert by[2, 4, "trained", "E11"]["log10_ratio"] < by[2, 4, "trained", "gaussian"]["log10_ratio"] - 10
     assert by[2, 4, "explicit", "E11"]["log10_ratio"] == pytest.approx(-6.337, abs=2e-3)
-    assert result.check("certified rank N^L, explicit embeddings, W_QK E11").status == "pass"
-    assert result.check("certified rank N^L, random embeddings, W_QK E11").status == "pass"
+    for emb in ("explicit", "random"):  # the proof's setting: Theorem 1 judged
+        c = result.check(f"certified rank N^L, {emb} embeddings, W_QK E11")
+        assert c.verdict == "reproduced" and c.role == "text" and c.measured == c.threshold == 2
+    for name in ("trained embeddings, W_QK E11", "explicit embeddings, W_QK gaussian"):  # outside it: described
+        c = result.check(f"certified rank N^L, {name}")
+        assert c.verdict == "info" and c.measured == "2 of 2"
 
 
 def test_gaussian_qk_is_seeded():
@@ -67,3 +71,11 @@ def test_deterministic(result):
 def test_config_errors(changes, message):
     with pytest.raises(ConfigError, match=message):
         EmbeddingKindsConfig(**changes)
+
+
+def test_a_capped_case_is_decided_not_censored():
+    # (2, 3, 4) at P = ceil(8/4) = 2: rank <= 1 + 2 * 3 = 7 < 8 for every embedding: Theorem 1 differs there
+    res = run(EmbeddingKindsConfig(cases=("2:3:4", "2:3:2"), w_values=(1.0,), hp_max_rows=16, certify_max_rows=16))
+    c = res.check("certified rank N^L, explicit embeddings, W_QK E11")
+    assert c.verdict == "differs" and (c.measured, c.threshold) == (1, 2)
+    assert {r["cert_lower"] for r in res.data["rows"] if r["d"] == 4} == {7}

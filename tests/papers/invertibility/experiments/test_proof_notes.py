@@ -1,4 +1,5 @@
-"""invertibility.proof-notes: one row per finding, with the numbers that check each step."""
+"""invertibility.proof-notes: the errata table, one measured row per record with its verdict, and the
+numbers that check each step."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ from fractions import Fraction
 
 import pytest
 
+from attnlab.errata import COLUMNS
 from attnlab.errors import ConfigError
+from attnlab.papers.invertibility.errata import ERRATA
 from attnlab.papers.invertibility.experiments.proof_notes import (
     EXPERIMENT_ID,
     ProofNotesConfig,
+    hyperplane,
     multinomial,
     run,
     taylor,
 )
-from attnlab.papers.invertibility.notes_errors import NOTES_ERRORS
 from attnlab.registry import get_experiment
 
 
@@ -31,13 +34,35 @@ def test_taylor_and_multinomial():
     assert Fraction(1, 2) ** 2 == Fraction(1, 4)  # exact rationals underneath
 
 
+def test_hyperplane_with_vt_in_rd_is_not_free_for_d_at_least_l():
+    # d = L = 3: v_t orthogonal to the 2 differences x(t, i) - x(t, i_max) makes v_t^T f_t(w) = 1 for all w
+    h = hyperplane(2, 3, 3, ((0, 1, 1), (1, 0, 1)))
+    assert h["residual"] < 1e-14 and h["constant_error"] < 1e-13 and min(h["v_norms"]) > 0.1
+    # d = L - 1 = 2: the differences span R^2, no such v_t (the SVD's last vector is not orthogonal)
+    h2 = hyperplane(2, 3, 2, ((0, 1, 1), (1, 0, 1)))
+    assert h2["constant_error"] > 1e-3
+
+
 def test_proof_notes(storable):
     res = run(ProofNotesConfig(cases=("2:3:2", "2:4:4"), w_values=(0.1, 10.0)))
     storable(res)
-    table = res.tables[0]
-    assert len(table.rows) == len(NOTES_ERRORS)
-    assert all(r[3] not in ("", "-") for r in table.rows)  # every step has a number
-    assert all(c.status in ("pass", "info") for c in res.summary)
+    errata, steps = res.tables[0], res.tables[1]
+    assert list(errata.columns) == list(COLUMNS) and len(errata.rows) == len(steps.rows) == len(ERRATA)
+    assert all(r[2] not in ("", "-") for r in steps.rows)  # every record has its number or its witness
+    verdict = {e.id: r[3] for e, r in zip(ERRATA, steps.rows)}
+    assert verdict["invertibility.cap-below-n-to-the-l"] == "differs"  # claim positional-cap
+    assert verdict["invertibility.rows-span"] == "differs"  # claim minimal-heads
+    assert verdict["invertibility.final-determinant"] == "differs"  # claim proof-steps
+    assert verdict["invertibility.taylor-sign"] == verdict["invertibility.hyperplane-vt"] == "differs"
+    assert verdict["invertibility.multinomial-notation"] == "sanity"
+    assert res.check("the note's Taylor series").verdict == "differs"
+    assert res.check("max_w |sum_t v_t^T f_t(w)|").verdict == "differs"
+    assert res.verdicts["fail"] == 0 and res.verdicts["reproduced"] == 0  # the claims are counted by verify
+    # beyond d = N + L - 2 the criterion 1 + P (N+L-2) >= N^L decides invertibility in every certified case
+    crit = res.tables[2].rows
+    assert len(crit) == 12 and all((r[8] == "yes") == (r[6] >= r[4]) and r[7] == min(r[4], r[6]) for r in crit)
+    assert [2, 2, 3, 2, 4, 6, 5, 4, "yes"] in crit and [3, 2, 4, 3, 9, 12, 10, 9, "yes"] in crit
+    assert [3, 3, 5, 6, 27, 30, 25, 25, "no"] in crit
     w = {(x["N"], x["L"]): x["w_star"] for x in res.data["expansion"]}
     assert w[2, 3] == pytest.approx(4.649, abs=1e-3) and w[2, 4] == pytest.approx(5.345, abs=1e-3)
     limit = {(x["L"], x["w"]): x for x in res.data["limit"]}

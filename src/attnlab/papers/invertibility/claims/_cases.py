@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
+from attnlab.checks import Bound
 from attnlab.papers.invertibility.construction import InvertibilityParams, build_case, certify_case
 from attnlab.papers.invertibility.matrix import rank_cap
 
@@ -21,3 +24,23 @@ def certified(N: int, L: int, d: int, P: int, *, embedding: str = "explicit", se
 
 def label(c: dict) -> str:
     return f"(N={c['N']},L={c['L']},d={c['d']},P={c['P']})"
+
+
+def count_rank(cases: list[dict], target: Callable[[dict], int]) -> tuple[int | Bound, list[str]]:
+    """How many cases have certified rank == target(case), and the labels of those that do not.
+
+    A case whose certificate brackets the target without pinning it (lower < target <= upper)
+    is undecided: the count is then a :class:`attnlab.checks.Bound` [decided, decided + undecided]."""
+    held, undecided, missed = 0, 0, []
+    for c in cases:
+        t = target(c)
+        if c["lower"] == c["upper"] == t:
+            held += 1
+        elif c["lower"] < t <= c["upper"]:
+            undecided += 1
+            missed.append(label(c) + " undecided")
+        else:
+            missed.append(label(c))
+    if undecided:
+        return Bound(held, held + undecided, f"{undecided} certificate(s) did not pin the rank"), missed
+    return held, missed

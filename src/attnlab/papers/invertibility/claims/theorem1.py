@@ -1,27 +1,34 @@
 """Theorem 1 and its number of heads, with every rank certified by a ball determinant.
 
-Theorem 1 (read with Pd >= N^L, and d <= N + L - 2, see notes_errors): with the
-proof's W_QK^p = w_p E_11 and embeddings with properties (1)-(2), rank A = N^L once
-Pd >= N^L; so the minimal P is ceil(N^L / d). With fewer heads rank A = Pd exactly
-(full column rank), and when d > N + L - 2 the cap 1 + P (N + L - 2) moves the
-minimal P to ceil((N^L - 1) / (N + L - 2)).
+Theorem 1 (read with Pd >= N^L; errata invertibility.n-to-the-k): with the proof's
+W_QK^p = w_p E_11 and embeddings with properties (1)-(2), A is invertible. Every
+embedding and every W_QK give rank A <= min(N^L, Pd, 1 + P (N + L - 2))
+(:func:`attnlab.papers.invertibility.matrix.rank_cap`), so the theorem can hold only where
+also 1 + P (N + L - 2) >= N^L (errata invertibility.cap-below-n-to-the-l); there it is
+certified, for d <= N + L - 2 and beyond. The minimal number of heads the text implies,
+ceil(N^L / d), is therefore too small when d > N + L - 2: the certified minimum is
+max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2))). Below the minimum, rank A = Pd.
 """
 
 from __future__ import annotations
 
 import math
 
-from attnlab.papers.invertibility.claims._cases import certified, label
+from attnlab.checks import Bound, equals
+from attnlab.papers.invertibility.claims._cases import certified, count_rank
+from attnlab.papers.invertibility.errata import CERTIFIED_FULL
 from attnlab.papers.invertibility.matrix import minimal_heads
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.registry import claim
 
-# (N, L, d) with d <= N + L - 2 and N^L <= 64
+# (N, L, d) with d <= N + L - 2 and N^L <= 64, at P = ceil(N^L / d)
 FULL_GRID = ((2, 2, 2), (2, 3, 2), (2, 3, 3), (3, 2, 3), (2, 4, 4), (3, 3, 4), (2, 5, 5), (4, 3, 5), (2, 6, 6))
+# (N, L, d) of the minimal-heads claim: three with d <= N + L - 2, three beyond
+HEADS_GRID = ((2, 4, 4), (3, 3, 4), (2, 5, 5), (2, 3, 4), (3, 3, 5), (2, 4, 6))
 
 
 def _summary(cases: list[dict]) -> dict:
-    return dict(cases=[{k: c[k] for k in ("N", "L", "d", "P", "lower", "upper", "prec_bits", "margin", "log10_det",
-                                          "float_rank", "float_ratio")} for c in cases],
+    return dict(cases=[{k: c[k] for k in ("N", "L", "d", "P", "embedding", "cap", "lower", "upper", "prec_bits",
+                                          "margin", "log10_det", "float_rank", "float_ratio")} for c in cases],
                 max_prec_bits=max(c["prec_bits"] for c in cases), min_margin=min(c["margin"] for c in cases),
                 min_log10_det=min(c["log10_det"] for c in cases),
                 float_rank_wrong=sum(c["float_rank"] != c["upper"] for c in cases))
@@ -30,65 +37,85 @@ def _summary(cases: list[dict]) -> dict:
 @claim(
     "invertibility.theorem1-full-rank",
     where="Theorem 1",
-    statement="with W_QK^p = w_p E_11 and Pd >= N^L (d <= N + L - 2) the attention matrix A has rank N^L: "
-              "certified for explicit and random positive embeddings",
-    paper_value="A invertible for Pd >= N^k (meaning N^L)",
+    statement="with W_QK^p = w_p E_11, embeddings with properties (1)-(2) and Pd >= N^L, A has rank N^L: "
+              "certified for explicit and random positive embeddings wherever also 1 + P (N+L-2) >= N^L "
+              "(d <= N + L - 2 at P = ceil(N^L/d), and d > N + L - 2 with enough heads)",
+    paper_value="A invertible for Pd >= N^k (read N^L)",
 )
-def _full_rank(seed: int) -> Measurement:
+def _full_rank(seed: int):
     cases = []
     for N, L, d in FULL_GRID:
         P = math.ceil(N ** L / d)
         cases.append(certified(N, L, d, P, embedding="explicit"))
         cases.append(certified(N, L, d, P, embedding="random", seed=seed))
-    bad = [label(c) + c["embedding"] for c in cases if not (c["lower"] == c["upper"] == c["N"] ** c["L"])]
+    for N, L, d, P in CERTIFIED_FULL:  # d > N + L - 2, P = the minimal one, 1 + P (N+L-2) >= N^L
+        cases.append(certified(N, L, d, P, embedding="explicit"))
+        cases.append(certified(N, L, d, P, embedding="random", seed=seed))
+    held, bad = count_rank(cases, lambda c: c["N"] ** c["L"])
     s = _summary(cases)
-    return at_most(len(bad), 0, (
-        f"cases without certified rank N^L, of {len(cases)} ({len(FULL_GRID)} (N,L,d), P = ceil(N^L/d), explicit and "
-        f"random embeddings, w_p = 0.1 p): {bad or 'none'}; ball determinants exclude 0 at <= {s['max_prec_bits']} bits, "
-        f"margin >= {s['min_margin']:.3g}, |det| >= 1e{s['min_log10_det']:.0f}; float64 rank wrong in "
-        f"{s['float_rank_wrong']} cases"), values={**s, "failures": bad})
+    beyond = [c for c in cases if c["d"] > c["N"] + c["L"] - 2]
+    return equals(held, len(cases), (
+        f"{len(cases)} cases ({len(FULL_GRID)} (N,L,d) with d <= N + L - 2 at P = ceil(N^L/d), and "
+        f"{len(CERTIFIED_FULL)} (N,L,d,P) with d > N + L - 2 at the minimal P, each with explicit and random "
+        f"embeddings, w_p = 0.1 p); not at N^L: {bad or 'none'}; ball determinants exclude 0 at <= "
+        f"{s['max_prec_bits']} bits, margin >= {s['min_margin']:.3g}, |det| >= 1e{s['min_log10_det']:.0f}; float64 "
+        f"rank wrong in {s['float_rank_wrong']} cases"),
+        {**s, "failures": bad, "beyond": [dict(N=c["N"], L=c["L"], d=c["d"], P=c["P"], rank=c["lower"])
+                                           for c in beyond if c["embedding"] == "explicit"]},
+        quantity="cases with certified rank N^L")
 
 
 @claim(
     "invertibility.minimal-heads",
-    where="Theorem 1 (the bound Pd >= N^L)",
-    statement="the minimal number of heads is ceil(N^L / d) when d <= N + L - 2 and ceil((N^L - 1)/(N + L - 2)) "
-              "otherwise: certified rank N^L at that P and rank < N^L one head fewer",
+    where="Theorem 1 (the bound Pd >= N^k)",
+    statement="the fewest heads giving rank N^L is P = ceil(N^L / d): rank A <= Pd makes it necessary and "
+              "Theorem 1 makes it sufficient",
     paper_value="Pd >= N^k heads suffice",
 )
-def _minimal_heads(seed: int) -> Measurement:
-    grid = ((2, 4, 4), (3, 3, 4), (2, 5, 5), (2, 3, 4), (3, 3, 5), (2, 4, 6))
-    rows, bad = [], []
-    for N, L, d in grid:
+def _minimal_heads(seed: int):
+    rows, matches, undecided = [], 0, 0
+    for N, L, d in HEADS_GRID:
         T = N ** L
         P = minimal_heads(N, L, d)
-        formula = math.ceil(T / d) if d <= N + L - 2 else math.ceil((T - 1) / (N + L - 2))
         at = certified(N, L, d, P, embedding="random", seed=seed)
         below = certified(N, L, d, P - 1, embedding="random", seed=seed) if P > 1 else None
-        ok = (P == formula and at["lower"] == T and (below is None or below["upper"] < T))
-        rows.append(dict(N=N, L=L, d=d, minimal_P=P, formula=formula, ceil_T_over_d=math.ceil(T / d),
-                         rank_at=at["lower"], rank_below=None if below is None else below["upper"]))
-        if not ok:
-            bad.append(f"(N={N},L={L},d={d})")
-    return at_most(len(bad), 0, (
-        f"(N,L,d) whose minimal P differs from the formula, of {len(grid)}: {bad or 'none'}; minimal P "
-        + ", ".join(f"({r['N']},{r['L']},{r['d']}): {r['minimal_P']} (ceil(N^L/d) = {r['ceil_T_over_d']})"
-                    for r in rows)
-        + "; rank certified at P (ball determinant) and one head fewer (rank <= cap < N^L)"),
-        values={"cases": rows, "failures": bad})
+        pinned = at["lower"] == T and (below is None or below["upper"] < T)
+        text = math.ceil(T / d)
+        corrected = max(math.ceil(T / d), math.ceil((T - 1) / (N + L - 2)))
+        rows.append(dict(N=N, L=L, d=d, minimal_P=P if pinned else None, text_P=text, corrected_P=corrected,
+                         rank_at=at["lower"], rank_below=None if below is None else below["upper"],
+                         cap_below=None if below is None else below["cap"]))
+        undecided += not pinned
+        matches += pinned and P == text
+    measured = Bound(matches, matches + undecided, "a certificate did not pin the minimal P") if undecided else matches
+    differ = [r for r in rows if r["minimal_P"] is not None and r["minimal_P"] != r["text_P"]]
+    return equals(measured, len(HEADS_GRID), (
+        "certified minimal P (rank N^L at P, rank < N^L at P - 1) against ceil(N^L/d): "
+        + ", ".join(f"(N,L,d)=({r['N']},{r['L']},{r['d']}): {r['minimal_P']} vs {r['text_P']}" for r in rows)
+        + (f"; at P = ceil(N^L/d) the rank stops at 1 + P (N+L-2) for "
+           + ", ".join(f"({r['N']},{r['L']},{r['d']}): {r['rank_below']} < {r['N'] ** r['L']}" for r in differ)
+           if differ else "")
+        + "; the minimal P equals max(ceil(N^L/d), ceil((N^L-1)/(N+L-2))) in "
+        + f"{sum(r['minimal_P'] == r['corrected_P'] for r in rows)} of {len(rows)}"),
+        {"cases": rows, "corrected_matches": sum(r["minimal_P"] == r["corrected_P"] for r in rows)},
+        quantity="(N, L, d) whose certified minimal P equals ceil(N^L/d)")
 
 
 @claim(
     "invertibility.fewer-heads-rank-Pd",
     where="Theorem 1 (P below ceil(N^L/d))",
-    statement="with fewer heads than needed, A has full column rank Pd (certified for every P below the minimum)",
+    statement="with fewer heads than ceil(N^L/d) (d <= N + L - 2), attnlab's construction reaches its cap: A has "
+              "full column rank Pd (certified for every P below the minimum)",
 )
-def _fewer_heads(seed: int) -> Measurement:
+def _fewer_heads(seed: int):
     cases = [certified(N, L, d, P, embedding="explicit")
              for N, L, d in ((2, 4, 4), (3, 3, 4), (2, 5, 5)) for P in range(1, math.ceil(N ** L / d))]
-    bad = [label(c) for c in cases if not (c["lower"] == c["upper"] == c["P"] * c["d"])]
+    held, bad = count_rank(cases, lambda c: c["P"] * c["d"])
     s = _summary(cases)
-    return at_most(len(bad), 0, (
-        f"cases without certified rank Pd, of {len(cases)} ((N,L,d) = (2,4,4), (3,3,4), (2,5,5), P = 1 .. "
-        f"ceil(N^L/d) - 1): {bad or 'none'}; <= {s['max_prec_bits']} bits, margin >= {s['min_margin']:.3g}"),
-        values={**s, "failures": bad})
+    return equals(held, len(cases), (
+        f"{len(cases)} cases ((N,L,d) = (2,4,4), (3,3,4), (2,5,5), P = 1 .. ceil(N^L/d) - 1); not at Pd: "
+        f"{bad or 'none'}; <= {s['max_prec_bits']} bits, margin >= {s['min_margin']:.3g}"),
+        {**s, "failures": bad}, quantity="cases with certified rank Pd", role="construction")
+
+
+__all__ = ["FULL_GRID", "HEADS_GRID"]

@@ -1,6 +1,6 @@
 """invertibility.conditioning: rank and sigma_min of the attention matrix A over w, N^L, P and d.
 
-The note's Theorem 1 (read with Pd >= N^L; :mod:`attnlab.papers.invertibility.notes_errors`):
+The note's Theorem 1 (read with Pd >= N^L; :mod:`attnlab.papers.invertibility.errata`):
 with W_QK^p = w_p E_11 and embeddings with properties (1)-(2), A (N^L x Pd) is invertible.
 Here A is built with the explicit embeddings c_i = 2^(-m_i) exp(sqrt(p_i))
 (:mod:`attnlab.papers.invertibility.embeddings`) and w_p = w p, and four sweeps measure
@@ -8,12 +8,14 @@ Here A is built with the explicit embeddings c_i = 2^(-m_i) exp(sqrt(p_i))
 - against w (the scale of W_QK^p = w p E_11), at P = ceil(N^L / d): log10 sigma_min and
   log10 sigma_min / sigma_max, beside w*, the scale from which the proof's series converges
   (:func:`attnlab.papers.invertibility.expansion.expansion_w`);
-- against N^L, with d = N + L - 2 (the largest d for which the theorem holds) and
+- against N^L, with d = N + L - 2 (the largest d at which P = ceil(N^L / d) heads always suffice) and
   P = ceil(N^L / d), at two scales w;
 - against P at fixed (N, L, d): rank min(Pd, N^L) and sigma_r / sigma_1, r = min(Pd, N^L);
-- against d at fixed (N, L), P = ceil(N^L / d) (so Pd >= N^L always): the theorem holds for
-  d <= N + L - 2 and fails beyond, where rank A = 1 + P (N + L - 2) < N^L
-  (:func:`attnlab.papers.invertibility.matrix.rank_cap`).
+- against d at fixed (N, L), P = ceil(N^L / d) (so Pd >= N^L always): the theorem holds where
+  also 1 + P (N + L - 2) >= N^L (always for d <= N + L - 2; for d > N + L - 2 only where the
+  rounding of P leaves enough heads, e.g. (N, L, d) = (3, 2, 4), P = 3), and where the cap
+  1 + P (N + L - 2) < N^L the rank stops there: the text's statement differs
+  (:func:`attnlab.papers.invertibility.matrix.rank_cap`, errata invertibility.cap-below-n-to-the-l).
 
 Every rank is reported with what decided it: the float64 rank #{sigma_i > max(N^L, Pd) eps
 sigma_1} (numpy's tolerance), and for N^L up to ``certify_max_rows`` the certified rank
@@ -29,6 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from attnlab.checks import Bound, Censored, equals, fmt_measured, info, uncensored
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
@@ -43,7 +46,7 @@ from attnlab.papers.invertibility.experiments._common import (
     ratio_text,
 )
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, ExperimentResult, Table, check, line_figure, series
+from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "invertibility.conditioning"
@@ -57,14 +60,15 @@ class ConditioningConfig(RunConfig):
                   "w_values": (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0),
                   "size_cases": ("2:2:2", "2:3:3", "3:2:3", "2:4:4", "3:3:4", "2:5:5", "4:3:5", "2:6:6"),
                   "size_w": (0.1, 1.0), "head_cases": ("2:4:4", "3:3:4"), "extra_heads": 2,
-                  "dim_cases": ("2:3", "3:3"), "dims_beyond": 3, "hp_max_rows": 64, "certify_max_rows": 64},
+                  "dim_cases": ("2:2", "3:2", "2:3", "3:3"), "dims_beyond": 3, "hp_max_rows": 64,
+                  "certify_max_rows": 64},
         "paper": {"w_cases": ("2:3:2", "2:4:4", "3:3:4", "2:5:5", "4:3:5", "2:6:6"),
                   "w_values": (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0),
                   "size_cases": ("2:2:2", "2:3:3", "3:2:3", "2:4:4", "3:3:4", "2:5:5", "4:3:5", "2:6:6", "3:4:5",
                                  "5:3:6", "2:7:7", "3:5:6", "4:4:6", "2:8:8", "2:9:9", "4:5:7", "2:10:10",
                                  "2:11:11", "2:12:12"),
                   "size_w": (0.1, 1.0), "head_cases": ("2:4:4", "3:3:4", "2:6:6"), "extra_heads": 6,
-                  "dim_cases": ("2:3", "3:3", "2:4", "4:3"), "dims_beyond": 4, "hp_max_rows": 256,
+                  "dim_cases": ("2:2", "3:2", "2:3", "3:3", "2:4", "4:3"), "dims_beyond": 4, "hp_max_rows": 256,
                   "certify_max_rows": 256},
     }
 
@@ -92,8 +96,8 @@ class ConditioningConfig(RunConfig):
             object.__setattr__(self, name, tuple(sorted(vals)))
         for N, L, d in parse_cases("size_cases", self.size_cases, 3):
             if d > N + L - 2:
-                raise ConfigError(f"size_cases: {N}:{L}:{d} has d > N + L - 2 = {N + L - 2}, where the theorem "
-                                  "fails; the d sweep (dim_cases) covers it")
+                raise ConfigError(f"size_cases: {N}:{L}:{d} has d > N + L - 2 = {N + L - 2}, where "
+                                  "P = ceil(N^L/d) heads may not suffice; the d sweep (dim_cases) covers it")
         check_int("extra_heads", self.extra_heads, minimum=0)
         check_int("dims_beyond", self.dims_beyond, minimum=0)
         check_number("head_w", self.head_w, 0, open_min=True)
@@ -159,77 +163,108 @@ def _range(s: dict) -> str:
     return "none" if s["resolved_w_min"] is None else f"[{s['resolved_w_min']:g}, {s['resolved_w_max']:g}]"
 
 
+def _count(rows: list[dict], target) -> int | Bound:
+    """How many certified rows have rank == target(row); a Bound when some certificate did not pin it."""
+    held = sum(r["cert_lower"] == r["cert_upper"] == target(r) for r in rows)
+    undecided = sum(r["cert_lower"] < target(r) <= r["cert_upper"] for r in rows)
+    return Bound(held, held + undecided, f"{undecided} certificate(s) undecided at the precision cap") \
+        if undecided else held
+
+
+def _edge(w: float, grid) -> str:
+    """The best w of a grid as text; at an end of the grid it is only a bound."""
+    if len(grid) > 1 and w == max(grid):
+        return f">= {w:g} (the grid's largest w)"
+    if len(grid) > 1 and w == min(grid):
+        return f"<= {w:g} (the grid's smallest w)"
+    return f"= {w:g}"
+
+
+def _case(r: dict) -> str:
+    return f"(N,L,d,P)=({r['N']},{r['L']},{r['d']},{r['P']})" + (f" w={r['w']:g}" if r["sweep"] == "w" else "")
+
+
 def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
     rows = data["w"] + data["size"] + data["heads"] + data["dims"]
-    # An undecided certificate (no minor proved nonsingular up to the precision cap, lower = 0) neither
-    # confirms nor contradicts the theorem: it is counted apart, with its case named.
-    theorem_all = [r for r in rows if r["theorem"] and r["d"] <= r["N"] + r["L"] - 2 and r["cert_lower"] is not None]
-    undecided = [r for r in theorem_all if r["cert_lower"] == 0]
-    theorem = [r for r in theorem_all if r["cert_lower"] > 0]
-    full = [r for r in theorem if r["cert_lower"] == r["cert_upper"] == r["rows"]]
-    beyond = [r for r in data["dims"] if r["d"] > r["N"] + r["L"] - 2]
-    beyond_cert = [r for r in beyond if r["cert_lower"] is not None]
-    # d > N + L - 2 caps the rank at 1 + P (N + L - 2), which is below N^L only when P is small enough:
-    # the rank is min(N^L, cap) = cap (rank_cap), and the theorem fails where cap < N^L.
-    fails = [r for r in beyond_cert if r["cert_lower"] == r["cert_upper"] == r["cap"]]
-    false_cases = [r for r in fails if r["cap"] < r["rows"]]
-    fewer = [r for r in data["heads"] if not r["theorem"] and r["cert_lower"] is not None]
-    fewer_ok = [r for r in fewer if r["cert_lower"] == r["cert_upper"] == r["cols"]]
-    certified = [r for r in rows if r["cert_lower"] is not None and r["cert_lower"] == r["cert_upper"]]
+    certified_rows = [r for r in rows if r["cert_lower"] is not None]
+    # Theorem 1's hypothesis Pd >= N^L, split by whether the cap 1 + P (N+L-2) allows rank N^L
+    able = [r for r in certified_rows if r["theorem"] and r["cap"] == r["rows"]]
+    capped = [r for r in certified_rows if r["theorem"] and r["cap"] < r["rows"]]
+    undecided = [r for r in able if r["cert_lower"] < r["rows"]]
+    at_cap = _count(certified_rows, lambda r: r["cap"])
+    certified = [r for r in certified_rows if r["cert_lower"] == r["cert_upper"]]
     float_wrong = [r for r in certified if r["float_rank"] != r["cert_lower"]]
     unresolved = [r for r in rows if not r["float_resolved"] and r["cap"] == r["m"]]
     hp_missing = [r for r in unresolved if r["hp_log10_ratio"] is None]
-    size = [r for r in data["size"] if r["log10_ratio"] is not None]
+    beyond_full = [r for r in able if r["d"] > r["N"] + r["L"] - 2]
     out = [
-        check("certified rank = N^L when Pd >= N^L and d <= N + L - 2 (Theorem 1)", "A invertible",
-              f"{len(full)} of {len(theorem)}" + (f" decided ({len(undecided)} undecided)" if undecided else ""),
-              "all", (len(full) == len(theorem)) if theorem else None,
-              f"ball determinants of an N^L x N^L minor exclude 0; N^L <= {cfg.certify_max_rows}, explicit "
-              "embeddings, w_p = w p over every sweep" + (
-                  "; undecided (no minor certified up to the precision cap, which does not contradict the "
-                  "theorem): " + ", ".join(
-                      f"(N,L,d,P,w)=({r['N']},{r['L']},{r['d']},{r['P']},{r['w']:g})" for r in undecided)
-                  if undecided else "")),
-        check("certified rank = min(N^L, 1 + P (N+L-2)) when d > N + L - 2, below N^L for small P although "
-              "Pd >= N^L", "A invertible for every Pd >= N^L", f"{len(fails)} of {len(beyond_cert)}", "all",
-              (len(fails) == len(beyond_cert)) if beyond_cert else None,
-              f"the theorem is false in {len(false_cases)} of them: " + ", ".join(
-                  f"(N,L,d,P)=({r['N']},{r['L']},{r['d']},{r['P']}): rank {r['cert_lower']} < {r['rows']}"
-                  for r in false_cases[:4])),
-        check("certified rank = Pd when Pd < N^L (full column rank)", None, f"{len(fewer_ok)} of {len(fewer)}", "all",
-              (len(fewer_ok) == len(fewer)) if fewer else None, "every certified case of the P sweep below ceil(N^L/d)"),
-        check("float64 rank (tol max(N^L,Pd) eps sigma_1) differs from the certified rank", None,
-              f"{len(float_wrong)} of {len(certified)} cases", None, None,
-              "where sigma_min/sigma_max < max(N^L,Pd) eps the float64 rank undercounts: "
-              + ", ".join(f"{_key(r)} P={r['P']} w={r['w']:g}: float {r['float_rank']} vs certified "
-                          f"{r['cert_lower']}" for r in float_wrong[:3])),
-        check("cases with sigma_min below float64 resolution, resolved in high precision", None,
-              f"{len(unresolved) - len(hp_missing)} of {len(unresolved)}", None, None,
-              f"Gram inverse in Arb at doubling precision until two agree to 1e-3 in log10; N^L <= {cfg.hp_max_rows}; "
-              "the rest are labelled 'below float resolution'"),
+        equals(_count(able, lambda r: r["rows"]), len(able), (
+            f"{len(able)} certified cases with Pd >= N^L and 1 + P (N+L-2) >= N^L over every sweep "
+            f"(N^L <= {cfg.certify_max_rows}, {cfg.embedding} embeddings, w_p = w p), {len(beyond_full)} of them "
+            "with d > N + L - 2: " + (", ".join(_case(r) for r in beyond_full) or "none")
+            + ("; undecided (no minor certified up to the precision cap): " + ", ".join(_case(r) for r in undecided)
+               if undecided else "")),
+            quantity="Theorem 1 where the rank cap allows it: cases with certified rank N^L",
+            paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1"),
+    ]
+    if capped:
+        out.append(equals(_count(capped, lambda r: r["rows"]), len(capped), (
+            f"{len(capped)} certified cases with Pd >= N^L but 1 + P (N+L-2) < N^L (the d sweep): "
+            + ", ".join(f"{_case(r)}: Pd = {r['cols']} >= {r['rows']}, rank {r['cert_lower']}" for r in capped[:6])
+            + ("; ..." if len(capped) > 6 else "") + "; the cap holds for every embedding and W_QK"),
+            quantity="Theorem 1 where 1 + P (N+L-2) < N^L: cases with certified rank N^L",
+            paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1"))
+    else:
+        out.append(info("Theorem 1 where 1 + P (N+L-2) < N^L", "no such case in the sweeps", where="Theorem 1"))
+    out += [
+        equals(at_cap, len(certified_rows), (
+            f"every certified case of every sweep: rank == min(N^L, Pd, 1 + P (N+L-2)) (Pd below the minimal P, "
+            f"the cap beyond N + L - 2, N^L otherwise); not at the cap: "
+            + (", ".join(_case(r) for r in certified_rows if r["cert_lower"] != r["cap"]) or "none")),
+            quantity="cases whose certified rank reaches the rank cap", role="construction",
+            where="Theorem 1 (rank_cap)"),
+        info("float64 rank (tol max(N^L,Pd) eps sigma_1) differs from the certified rank",
+             f"{len(float_wrong)} of {len(certified)} cases",
+             detail="where sigma_min/sigma_max < max(N^L,Pd) eps the float64 rank undercounts: "
+                    + ", ".join(f"{_key(r)} P={r['P']} w={r['w']:g}: float {r['float_rank']} vs certified "
+                                f"{r['cert_lower']}" for r in float_wrong[:3]),
+             values={"float_wrong": len(float_wrong), "certified": len(certified)}),
+        info("cases with sigma_min below float64 resolution, resolved in high precision",
+             f"{len(unresolved) - len(hp_missing)} of {len(unresolved)}",
+             detail=f"Gram inverse in Arb at doubling precision until two agree to 1e-3 in log10; N^L <= "
+                    f"{cfg.hp_max_rows}; the rest are labelled 'below float resolution'"),
     ]
     for s in ws:
-        out.append(check(f"best w and resolvable w range, (N,L,d)=({s['N']},{s['L']},{s['d']}), P={s['P']}",
-                         "w -> +oo ('for a large enough w')",
-                         f"best w = {s['best_w']:g} (log10 sigma_min/sigma_max = {s['best_log10_ratio']:.2f})"
-                         if s["best_w"] is not None else "none resolved", None, None,
-                         f"sigma_min/sigma_max > max(N^L,Pd) eps for w in {_range(s)}; the proof's series needs "
-                         f"w > w* = {s['w_star']:.3g} where "
-                         + (f"log10 ratio = {s['log10_ratio_at_w_star']:.1f} (at w = {s['w_at_w_star']:g})"
-                            if s["log10_ratio_at_w_star"] is not None else "no grid point reaches")
-                         + f"; rank N^L certified at every w ({s['certified']} of {s['count']} certified)"))
-    if len(size) >= 2:
-        for w in cfg.size_w:
-            pts = [r for r in size if r["w"] == w]
-            if len(pts) >= 2:
-                x = [math.log10(r["rows"]) for r in pts]
-                y = [r["log10_ratio"] for r in pts]
-                xm, ym = sum(x) / len(x), sum(y) / len(y)
-                sxx = sum((a - xm) ** 2 for a in x)
-                slope = sum((a - xm) * (b - ym) for a, b in zip(x, y)) / sxx if sxx else float("nan")
-                out.append(check(f"log10 sigma_min/sigma_max against log10 N^L, w = {w:g} (d = N+L-2, minimal P)",
-                                 None, f"slope {slope:.2f}", None, None,
-                                 ", ".join(f"N^L={r['rows']}: {r['log10_ratio']:.1f}" for r in pts)))
+        out.append(info(f"best w and resolvable w range, (N,L,d)=({s['N']},{s['L']},{s['d']}), P={s['P']}",
+                        (f"best w {_edge(s['best_w'], cfg.w_values)} (log10 sigma_min/sigma_max = "
+                         f"{s['best_log10_ratio']:.2f})") if s["best_w"] is not None else "none resolved",
+                        paper_value="w -> +oo ('for a large enough w')", where="Theorem 1's proof",
+                        detail=f"sigma_min/sigma_max > max(N^L,Pd) eps for w in {_range(s)}; the proof's series needs "
+                               f"w > w* = {s['w_star']:.3g} where "
+                               + (f"log10 ratio = {s['log10_ratio_at_w_star']:.1f} (at w = {s['w_at_w_star']:g})"
+                                  if s["log10_ratio_at_w_star"] is not None else "no grid point reaches")
+                               + f"; rank N^L certified at every w ({s['certified']} of {s['count']} certified)"))
+    for w in cfg.size_w:
+        pts = [r for r in data["size"] if r["w"] == w]
+        if len(pts) < 2:
+            continue
+        # a point below float64's resolution with no high-precision value is censored: no fit over it
+        vals = [r["log10_ratio"] if r["log10_ratio"] is not None else Bound.at_most(
+            r["resolution_log10"], f"N^L = {r['rows']}: below float64 resolution, not computed in high precision")
+            for r in pts]
+        name = f"log10 sigma_min/sigma_max against log10 N^L, w = {w:g} (d = N+L-2, minimal P)"
+        listing = ", ".join(f"N^L={r['rows']}: {fmt_measured(v) if isinstance(v, Bound) else f'{v:.1f}'}"
+                            for r, v in zip(pts, vals))
+        try:
+            y = uncensored(vals, "the slope against log10 N^L")
+        except Censored as err:
+            out.append(info(name, "not fitted", detail=f"{err}; {listing}"))
+            continue
+        x = [math.log10(r["rows"]) for r in pts]
+        xm, ym = sum(x) / len(x), sum(y) / len(y)
+        sxx = sum((a - xm) ** 2 for a in x)
+        slope = sum((a - xm) * (b - ym) for a, b in zip(x, y)) / sxx if sxx else float("nan")
+        out.append(info(name, f"slope {slope:.2f}", detail=listing, values={"slope": slope}))
     return out
 
 
@@ -267,7 +302,8 @@ def _tables(data: dict, ws: list[dict]) -> list[Table]:
         Table("Sweep over N^L (d = N + L - 2, P = ceil(N^L/d))", cols, rows_of(data["size"]), fmts),
         Table("Sweep over P (rank min(Pd, N^L); sigma_min is sigma_{min(Pd, N^L)})", cols, rows_of(data["heads"]),
               fmts),
-        Table("Sweep over d with P = ceil(N^L/d), so Pd >= N^L throughout: the theorem holds for d <= N + L - 2 only",
+        Table("Sweep over d with P = ceil(N^L/d), so Pd >= N^L throughout: the theorem holds where also "
+              "1 + P (N + L - 2) >= N^L",
               dim_cols, dims, ["int"] * 4 + ["text", "int", "int", "int", "text", "int", "text", "text", "text"]),
     ]
 
@@ -331,15 +367,18 @@ def _figures(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
         "inv-rank-vs-d.png",
         "Rank of A against d with P = ceil(N^L/d), so that Pd >= N^L at every d (Theorem 1's hypothesis); solid: "
         "certified rank (float64 rank where not certified), dashed: N^L. The rank reaches N^L for "
-        "d <= N + L - 2 and drops to 1 + P (N + L - 2) beyond: the theorem as stated is false there.",
+        "1 + P (N + L - 2) >= N^L (every d <= N + L - 2, and some d beyond) and stops at 1 + P (N + L - 2) "
+        "where that is below N^L: the theorem as stated is false there.",
         series=ser, xlabel="d", ylabel="rank A", title="Where Theorem 1 holds"))
     return figs
 
 
 NOTES = [
-    "Theorem 1 says 'Pd >= N^k'; it is read as Pd >= N^L. It holds (certified) for d <= N + L - 2 and fails for "
-    "larger d: each block A^p = C^p [E; Pos] has its columns in span{1} + an (N+L-2)-dimensional space, so "
-    "rank A <= 1 + P (N + L - 2) (matrix.rank_cap).",
+    "Theorem 1 says 'Pd >= N^k'; it is read as Pd >= N^L. Each block A^p = C^p [E; Pos] has its columns in "
+    "span{1} + an (N+L-2)-dimensional space, so rank A <= 1 + P (N + L - 2) for every embedding and W_QK "
+    "(matrix.rank_cap): the theorem can hold only where also 1 + P (N + L - 2) >= N^L. Where it can, it holds in "
+    "every certified case (d <= N + L - 2 and beyond); where it cannot, the certified rank is the cap. That the "
+    "rank is min(N^L, Pd, 1 + P (N + L - 2)) for generic w is a conjecture these cases support.",
     "The proof lets w -> +oo; the rank is full at every w > 0 tried and the conditioning is best at moderate w "
     "and degrades fast for large w (softmax saturation: the smallest singular value falls like exp(-c w)).",
     "Ranks: float64 rank = #{sigma_i > max(N^L, Pd) eps sigma_1}; certified rank = size of a minor whose ball "
@@ -361,6 +400,7 @@ def run(cfg: ConditioningConfig, run_dir=None) -> ExperimentResult:
 
 
 register(Experiment(EXPERIMENT_ID,
-                    "Rank and sigma_min of A over w, N^L, P and d: where Theorem 1 holds and fails, how large w must "
+                    "Rank and sigma_min of A over w, N^L, P and d: where Theorem 1 holds and where its rank cap "
+                    "stops it, how large w must "
                     "be, float64 vs certified ranks",
                     ConditioningConfig, run, cpu_only=CPU_ONLY))

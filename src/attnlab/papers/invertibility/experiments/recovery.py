@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnlab.checks import at_least, at_most, info
 from attnlab.config import RunConfig, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.construction import InvertibilityParams, build_case
@@ -33,7 +34,7 @@ from attnlab.papers.invertibility.decoding import crossing_level, error_rates, r
 from attnlab.papers.invertibility.experiments._common import CPU_ONLY, minimal_theorem_heads, parse_cases
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, ExperimentResult, Table, check, line_figure, series
+from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "invertibility.recovery"
@@ -125,29 +126,35 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
     ratio_nn = [r["cross_nearest"] / r["median_sep"] for r in rows if r["cross_nearest"] and r["median_sep"] > 0]
     ratio_ls = [r["cross_least_squares"] / r["sigma_guarantee"] for r in resolved
                 if r["cross_least_squares"] and r["sigma_guarantee"]]
+    ratios = [h / c for h, c in zip(huge, chance)]
     summary = [
-        check("nearest-row error rate at zero noise", "t recoverable (A injective)",
-              f"{max(r['nearest'][0] for r in rows):g} (max over {len(rows)} cases)", "0", not zero_nn,
-              "every row decodes to itself"),
-        check("least-squares error rate at zero noise, sigma_min resolved in float64", "A invertible",
-              f"{max((r['least_squares'][0] for r in resolved), default=0):g} (max over {len(resolved)} cases)", "0",
-              not zero_ls, "lstsq with rcond max(N^L,Pd) eps; unresolved cases: "
-              + ", ".join(f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}: {r['least_squares'][0]:.2f}"
-                          for r in rows if not r["float_resolved"])),
-        check("nearest-row errors below the guarantee min_t delta_t / (2 ||A(t)||)", None,
-              f"{len(below_sep)} cases with an error", "0", not below_sep, "triangle inequality"),
-        check("least-squares errors below the guarantee sigma_min / (2 max ||A(t)||)", None,
-              f"{len(below_sig)} cases with an error", "0", not below_sig, "||(A^T)^+ n||_inf <= ||n|| / sigma_min"),
-        check(f"error rate at relative noise {big:g}", None,
-              f"min {min(huge):.3f} (chance level 1 - 1/N^L >= {min(chance):.3f})", ">= 0.9 (1 - 1/N^L)",
-              all(h >= 0.9 * c for h, c in zip(huge, chance)), "both decoders"),
-        check("nearest row: 50% error level / median_t delta_t / (2 ||A(t)||)", None,
-              f"{min(ratio_nn):.2g} .. {max(ratio_nn):.2g}" if ratio_nn else "-", None, None,
-              "a random direction moves y by ~||n||/sqrt(Pd) along A(s) - A(t): expect ~sqrt(Pd) (here "
-              + ", ".join(f"{math.sqrt(r['cols']):.1f}" for r in rows[::len(cfg.w_values)]) + ")"),
-        check("least squares: 50% error level / (sigma_min / (2 max ||A(t)||))", None,
-              f"{min(ratio_ls):.2g} .. {max(ratio_ls):.2g}" if ratio_ls else "-", None, None,
-              "least squares fails once the noise is about sigma_min (relative)"),
+        # t is recoverable because A is injective (Theorem 1); decoding a noiseless row is a consistency check
+        at_most(max(r["nearest"][0] for r in rows), 0, f"every row decodes to itself, {len(rows)} cases",
+                quantity="nearest-row error rate at zero noise (max over cases)", role="sanity",
+                where="Theorem 1 (A injective)"),
+        at_most(max((r["least_squares"][0] for r in resolved), default=0), 0,
+                f"{len(resolved)} cases with sigma_min resolved in float64; lstsq with rcond max(N^L,Pd) eps; "
+                "unresolved cases: " + (", ".join(f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}: "
+                                                  f"{r['least_squares'][0]:.2f}" for r in rows
+                                                  if not r["float_resolved"]) or "none"),
+                quantity="least-squares error rate at zero noise, sigma_min resolved in float64 (max over cases)",
+                role="sanity", where="Theorem 1 (A invertible)"),
+        at_most(len(below_sep), 0, "triangle inequality: below min_t delta_t / (2 ||A(t)||) the nearest row is right",
+                quantity="cases with a nearest-row error below the guarantee min_t delta_t / (2 ||A(t)||)",
+                role="sanity"),
+        at_most(len(below_sig), 0, "||(A^T)^+ n||_inf <= ||n|| / sigma_min: below the guarantee least squares is right",
+                quantity="cases with a least-squares error below the guarantee sigma_min / (2 max ||A(t)||)",
+                role="sanity"),
+        at_least(min(ratios), 0.9, f"both decoders; min error rate {min(huge):.3f}, chance level 1 - 1/N^L >= "
+                                   f"{min(chance):.3f}",
+                 quantity=f"error rate at relative noise {big:g} / chance level (min over cases)", role="sanity"),
+        info("nearest row: 50% error level / median_t delta_t / (2 ||A(t)||)",
+             f"{min(ratio_nn):.2g} .. {max(ratio_nn):.2g}" if ratio_nn else "-",
+             detail="a random direction moves y by ~||n||/sqrt(Pd) along A(s) - A(t): expect ~sqrt(Pd) (here "
+                    + ", ".join(f"{math.sqrt(r['cols']):.1f}" for r in rows[::len(cfg.w_values)]) + ")"),
+        info("least squares: 50% error level / (sigma_min / (2 max ||A(t)||))",
+             f"{min(ratio_ls):.2g} .. {max(ratio_ls):.2g}" if ratio_ls else "-",
+             detail="least squares fails once the noise is about sigma_min (relative)"),
     ]
     table = Table(
         "Recovery of t from A(t) + noise: guarantees and measured levels (relative noise ||n|| / ||A(t)||)",
