@@ -5,9 +5,10 @@ Run by hand (not a test):
 
 Workload (invertibility note, Theorem 1; :mod:`attnlab.papers.invertibility.construction`):
 for every (N, L) with N >= 2, L >= 2 and N^L <= --max-rows, the explicit embeddings
-c_i = 2^(-m_i) exp(sqrt(p_i)), W_QK^p = w p E_11 with w = 0.1, the largest dimension the
-theorem allows, d = min(N + L - 2, N^L) (with d > N + L - 2 the cap 1 + P (N + L - 2)
-forbids full rank), and the minimal number of heads P = ceil(N^L / d), so Pd >= N^L.
+c_i = 2^(-m_i) exp(sqrt(p_i)), W_QK^p = w p E_11 with w = 0.1, the largest dimension at
+which P = ceil(N^L / d) heads always give full rank, d = min(N + L - 2, N^L) (beyond it the
+cap 1 + P (N + L - 2) can fall below N^L), and the minimal number of heads P = ceil(N^L / d),
+so Pd >= N^L.
 Each case is built (float64 and the Arb enclosure) and ``certify_case`` proves
 rank A = N^L: an N^L x N^L minor (the leading columns) certified nonsingular by
 ``method="auto"`` of :func:`attnlab.analysis.certified_rank.certified_rank` (a ball

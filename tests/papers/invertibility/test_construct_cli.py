@@ -86,8 +86,6 @@ def test_a_cap_below_n_to_the_l_is_reported_as_differs():
     assert printed["check"]["threshold"] == 27 and printed["check"]["role"] == "text"
 
 
-@pytest.mark.xfail(strict=True, reason="attnlab construct exits 1 unless the check holds and prints pass/FAIL; "
-                                       "it should print the verdict and exit 1 only on fail (cli.construct)")
 def test_construct_exits_0_on_differs_and_never_prints_pass():
     p = run("--set", "N=3", "--set", "L=3", "--set", "d=5", "--set", "P=6")
     assert p.returncode == 0, p.stderr

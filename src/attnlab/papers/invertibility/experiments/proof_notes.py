@@ -1,7 +1,7 @@
 """invertibility.proof-notes: the proof of Theorem 1, step by step, with a number beside each step.
 
-The note's errors are :data:`attnlab.papers.invertibility.errata.ERRATA`; this experiment shows
-them as the errata table, and beside each the number that measures it with its verdict. The
+The note's errors are :data:`attnlab.papers.invertibility.errata.ERRATA` (the report's errata
+table); this experiment puts beside each the number that measures it, with its verdict. The
 numbers come from the paper's claims (run here through the registry, the same checks
 ``attnlab verify`` runs; their verdicts are counted there, not again here) and, where no claim
 measures the step, from this experiment:
@@ -32,7 +32,6 @@ import numpy as np
 
 from attnlab.checks import above, equals, info, near
 from attnlab.config import RunConfig, check_number, param
-from attnlab.errata import COLUMNS, table_rows
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.embeddings import explicit_embeddings
 from attnlab.papers.invertibility.errata import ERRATA
@@ -217,8 +216,6 @@ def criterion_rows(data: dict) -> list[list]:
 def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
     data = measure(cfg)
     own = summary(data)
-    errata = Table("Errors in the note: where, what it says, what is right, whose, the witness and whether Theorem 1 "
-                   "survives", list(COLUMNS), table_rows(list(ERRATA)), ["text"] * len(COLUMNS))
     steps = Table("The proof of Theorem 1, step by step: the number that measures each error and its verdict",
                   ["where", "the note says", "measured", "verdict", "measured by"], step_rows(data, own), ["text"] * 5)
     criterion = Table("Theorem 1 beyond d = N + L - 2 (Pd >= N^L throughout): A is invertible exactly where "
@@ -240,7 +237,7 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
              "and overshoots it (e.g. 28.5 against 5.34 for (2,4,4)). 'For a large enough w' is right (property (2) "
              "excludes ties at the maximum), and the rank does not need it: it is full at every w > 0 measured, and "
              "the conditioning at w* is already far worse than at w ~ 0.1-1."]
-    return ExperimentResult(summary=own, tables=[errata, steps, criterion, exp, limit], notes=notes, data=data)
+    return ExperimentResult(summary=own, tables=[steps, criterion, exp, limit], notes=notes, data=data)
 
 
 register(Experiment(EXPERIMENT_ID,
