@@ -79,7 +79,8 @@ def float32_rank(H: Tensor) -> tuple[int, float, float]:
 @dataclass(frozen=True)
 class ThesisMapFit:
     """One thesis map: exact distances of the crop as saved (d), of the renormalised crop
-    (d_renormalised), rank and norms of the renormalised crop, and its label."""
+    (d_renormalised), rank and norms of the renormalised crop, and its label; A: the renormalised
+    crop; fits, raw_fits: the fits of A and of the crop as saved."""
 
     index: int
     d: dict
@@ -90,7 +91,9 @@ class ThesisMapFit:
     sigma_min: float
     l2_norm: float
     label: str
+    A: Tensor = field(repr=False, default=None)
     fits: dict = field(repr=False, default_factory=dict)
+    raw_fits: dict = field(repr=False, default_factory=dict)
 
     @property
     def per_entry(self) -> float:
@@ -121,7 +124,7 @@ def fit_thesis_maps(maps: Tensor, *, w_max: int = THESIS_W, margin: float = 0.05
         rank, smin, l2 = float32_rank(A)
         sums = H.sum(-1)
         out.append(ThesisMapFit(i, d, min(d[k] for k in THESIS_SIGMA), dr, (float(sums.min()), float(sums.max())),
-                                rank, smin, l2, label_from_distances(dr, n, uniform, margin), fits))
+                                rank, smin, l2, label_from_distances(dr, n, uniform, margin), A, fits, raw))
     return out
 
 
