@@ -121,10 +121,11 @@ def test_every_command_of_the_guide_runs(toy, capsys):
         status = cli(argv)
         assert status == 0, (argv, capsys.readouterr())
     capsys.readouterr()
-    # attnlab verify toy: the claim passes, measured in float64
+    # attnlab verify toy: the claim is reproduced, measured in float64
     assert cli(["verify", "toy", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
-    assert (row["id"], row["status"], row["relation"], row["tolerance"]) == ("toy.rows-sum-to-one", "pass", "<=", 1e-12)
+    assert (row["id"], row["verdict"], row["relation"], row["threshold"]) == ("toy.rows-sum-to-one", "reproduced",
+                                                                             "<=", 1e-12)
     assert row["measured"] <= 1e-12 and row["values"]["n"] == 31
     # attnlab reproduce toy --out runs/toy: a report with the experiment's figure
     run = tmp_path / "runs" / "toy"
@@ -132,6 +133,8 @@ def test_every_command_of_the_guide_runs(toy, capsys):
     assert "figures/softmax-entropy.png" in (run / "report.md").read_text()
     results = json.loads((run / "results.json").read_text())
     assert "toy.softmax-entropy" in json.dumps(results) and "toy.rows-sum-to-one" in json.dumps(results)
+    (row,) = results["experiments"]["toy.softmax-entropy"]["results"]["summary"]
+    assert (row["verdict"], row["measured"], row["criterion"]) == ("reproduced", 0, "== 0")
     # attnlab construct previous-token --set n=8 --set eps=1e-9 --out previous-token.npz
     z = np.load(tmp_path / "previous-token.npz")
     assert set(z.files) == {"P", "W_QK", "X", "A"} and z["A"].shape == (8, 8)

@@ -232,6 +232,9 @@ def claims_section(paper: registry.Paper, claims: list[registry.Claim]) -> list[
     lines += [f"`attnlab verify {paper.name}` runs every check below and prints the measured value "
               "beside the paper's. Each id links to its check.", "",
               "| claim | where | statement | paper's value |", "|---|---|---|---|"]
+    lines[-2:-2] = ["Each check ends in a verdict derived from its numbers "
+                    f"({autoref('attnlab.checks', 'attnlab.checks', optional=True)}): reproduced, differs, "
+                    "inconclusive, sanity (true by construction), fail (a bug in attnlab) or info.", ""]
     for c in claims:
         anchor = _function_anchor(c.check)
         cid = autoref(anchor, c.id) if anchor else f"`{c.id}`"
@@ -296,6 +299,22 @@ def constructions_section(paper: registry.Paper, cons: list[registry.Constructio
     return lines
 
 
+def errata_section(paper: registry.Paper) -> list[str]:
+    errata = registry.all_errata([paper.name])
+    lines = [f"## Errors in the text ({len(errata)})", ""]
+    if not errata:
+        return lines + ["None recorded.", ""]
+    lines += [f"`attnlab errata {paper.name}` prints these records ({autoref('attnlab.errata.TextError', 'TextError', optional=True)}); "
+              "every report of the paper shows them as a table.", "",
+              "| where | the text says | what is right | whose | kind | witness | conclusion survives | measured by |",
+              "|---|---|---|---|---|---|---|---|"]
+    for e in errata:
+        survives = e.survives + (f": {e.conclusion}" if e.conclusion else "")
+        lines.append("| " + " | ".join(escape_cell(x) for x in (e.where, e.says, e.correct, e.whose, e.kind, e.witness,
+                                                                  survives)) + f" | {_code(e.check) if e.check else '-'} |")
+    return lines + [""]
+
+
 def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower())
 
@@ -314,6 +333,7 @@ def paper_page(paper: registry.Paper) -> str:
     lines += claims_section(paper, claims)
     lines += experiments_section(paper, exps)
     lines += constructions_section(paper, cons)
+    lines += errata_section(paper)
     return "\n".join(lines)
 
 

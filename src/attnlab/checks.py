@@ -8,48 +8,39 @@ reproduce``) and every construction (``attnlab construct``) ends in one :class:`
 It holds the numbers only. The criterion text (``"<= 1e-12"``, ``"125 ± 0.5"``) and the
 verdict are *derived* from them, never written by hand, so the two cannot drift apart.
 
-Verdicts
---------
-``reproduced``
-    the text's statement or number holds within the stated tolerance;
-``differs``
-    measured, and the text's statement or number does not hold (this includes an error
-    in the text; the errata records of :mod:`attnlab.errata` say whose and why);
-``inconclusive``
-    the measurement cannot decide: a value censored at a budget or grid edge whose bound
-    does not settle the relation, too few seeds, or not like for like with the text
-    (another model, another depth: ``cannot_decide`` says which);
-``sanity``
-    holds by construction (an internal consistency check), shown apart and never counted
-    as a reproduction;
-``fail``
-    an invariant of attnlab's own code is broken (a construction that does not do what it
-    was built to do, a sanity check that does not hold, a value that is not a number): a bug;
-``info``
-    a descriptive row that compares with nothing.
+There are six verdicts.
+
+- ``reproduced``: the text's statement or number holds within the stated tolerance.
+- ``differs``: measured, and the text's statement or number does not hold (this includes
+  an error in the text; the errata records of :mod:`attnlab.errata` say whose and why).
+- ``inconclusive``: the measurement cannot decide: a value censored at a budget or grid
+  edge whose bound does not settle the relation, too few seeds, or not like for like with
+  the text (another model, another depth; ``cannot_decide`` says which).
+- ``sanity``: holds by construction (an internal consistency check); shown apart, never
+  counted as a reproduction.
+- ``fail``: an invariant of attnlab's own code is broken (a construction that does not do
+  what it was built to do, a sanity check that does not hold, a value that is not a
+  number): a bug.
+- ``info``: a descriptive row that compares with nothing.
 
 How a verdict is derived. The *role* says what kind of statement the check tests:
 
-======================  ================  =============  ==============
-role                    relation holds    does not hold  undecided
-======================  ================  =============  ==============
-``"text"``              reproduced        differs        inconclusive
-``"construction"``      reproduced        fail           inconclusive
-``"sanity"``            sanity            fail           inconclusive
-``"info"``              info (no relation)
-======================  ================  =============  ==============
+    role              relation holds   does not hold   undecided
+    "text"            reproduced       differs         inconclusive
+    "construction"    reproduced       fail            inconclusive
+    "sanity"          sanity           fail            inconclusive
+    "info"            info (no relation)
 
 A text check with ``cannot_decide`` set is ``inconclusive`` whatever the numbers say; a
 measured value that is not a number (NaN) is ``fail`` in every role but info.
 
-Censored values
----------------
-A value found at the edge of a search (a capacity search that stopped at its step
-budget, an error below a solver's resolution) is a :class:`Bound`, not a number:
-``Bound.at_least(750)`` means "the true value is >= 750". It prints as a bound, decides a
-relation only where the whole interval it allows decides it (``> 1`` with a lower bound of
-20 holds; ``<= 1000`` with a lower bound of 750 is undecided), and never enters a fit:
-:func:`uncensored` raises :class:`Censored` where a fit would need an exact value.
+Censored values. A value found at the edge of a search (a capacity search that stopped at its step
+budget, an error below the resolution of the solver that measured it) is a
+:class:`Bound`, not a number. ``Bound.at_least(750)`` means that the true value is at
+least 750. It prints as a bound, and it decides a relation only where the whole interval
+it allows decides it (``> 1`` with a lower bound of 20 holds, ``<= 1000`` with a lower
+bound of 750 is undecided). It never enters a fit, since :func:`uncensored` raises
+:class:`Censored` where a fit would need an exact value.
 """
 
 from __future__ import annotations

@@ -131,6 +131,36 @@ def verify(
         raise typer.Exit(1)
 
 
+@app.command()
+def errata(
+    papers: Optional[list[str]] = typer.Argument(None, help="Paper short names (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
+) -> None:
+    """List the errors found in the texts: where, what the text says, what is right, whose
+    error it is (the text, or the source it copies), the kind, the witness, whether the
+    conclusion survives, and the claim or experiment that measures it."""
+    from attnlab.registry import all_errata, get_paper
+
+    for p in papers or []:
+        get_paper(p)
+    records = all_errata(list(papers) if papers else None)
+    if as_json:
+        _print_json([e.to_dict() for e in records])
+        return
+    for e in records:
+        t = Table(title=f"{e.id}  ({e.kind}; conclusion survives: {e.survives})", show_header=False,
+                  title_justify="left", expand=True)
+        t.add_column("field", style="dim", no_wrap=True)
+        t.add_column("value", overflow="fold", ratio=1)
+        for label, value in (("where", e.where), ("the text says", e.says), ("what is right", e.correct),
+                             ("whose", e.whose), ("witness", e.witness), ("conclusion", e.conclusion),
+                             ("measured by", e.check)):
+            if value:
+                t.add_row(label, escape(value))
+        console.print(t)
+    console.print(f"{len(records)} text error(s)", highlight=False)
+
+
 @app.command("list")
 def list_(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
@@ -203,12 +233,16 @@ def reproduce(
     seed: int = typer.Option(0, help="Seed for every random draw (0 <= seed < 2**32)."),
     device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out, skipping finished experiments."),
+    strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs and inconclusive verdicts."),
 ) -> None:
     """Run a paper's experiments into a run directory with an HTML and a Markdown report.
 
-    Exit status 1 if an experiment raised or a check failed.
+    The report opens with the count of each verdict and the rows where the measurements
+    differ from the text. Exit status 1 if an experiment raised or a check failed (a bug
+    in attnlab); with --strict also if any row differs from the text or is inconclusive.
     """
-    from attnlab.reports.format import experiment_status, outline
+    from attnlab.checks import counts_line, exit_status
+    from attnlab.reports.format import outline
     from attnlab.runs.reproduce import reproduce as run_reproduce
     from attnlab.runs.rundir import load_run
 
@@ -224,13 +258,15 @@ def reproduce(
         path = run_reproduce(papers, scale=scale, out=out, seed=seed, device=device,
                              argv=argv, resume=resume, progress=on_progress)
     o = outline(load_run(path))
-    statuses = [experiment_status(e) for e in o.experiments] + [c.get("status") for c in o.claims]
+    counts = o.verdict_counts()
     console.print(f"run directory: {path}", highlight=False)
     console.print(f"report: {path / 'report.html'}", highlight=False)
     console.print(f"report: {path / 'report.md'}", highlight=False)
-    if any(st in ("FAIL", "error") for st in statuses):
-        err_console.print(f"[red]{sum(st in ('FAIL', 'error') for st in statuses)} experiment(s) or claim(s) "
-                          "failed; see the report[/]")
+    for r in o.failures():
+        err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
+                          + (f" ({escape(r.reason)})" if r.reason else ""))
+    console.print(counts_line(counts, "checks"), highlight=False)
+    if exit_status([v for v, n in counts.items() for _ in range(n)], strict=strict):
         raise typer.Exit(1)
 
 
@@ -546,7 +582,9 @@ def construct(
     The .npz holds the weights and the data they were built for, in the paper's
     notation and orientation, so they can be checked with any other code.
     A parameter may also be given as --NAME VALUE (e.g. --H 20 for --set H=20).
-    Exit status 1 if the check fails, 2 for bad input.
+    The check's verdict: reproduced (the weights do what the text says), differs (the
+    text's statement does not hold for these parameters), inconclusive, or fail (attnlab's
+    construction is wrong). Exit status 1 on fail, 2 for bad input.
     """
     from attnlab.registry import get_construction
     from attnlab.runs.construct import construct as run_construct
@@ -568,14 +606,16 @@ def construct(
         t.add_column("value", overflow="fold")
         for key, value in result.values.items():
             t.add_row(key, escape(_fmt(value)))
-        t.add_row("check", escape(result.criterion))
-        t.add_row("status", "[green]pass[/]" if result.passed else "[red]FAIL[/]")
+        chk = result.check
+        t.add_row("check", escape(f"{chk.quantity}: {chk.measured_text}" + (f", required {chk.criterion}"
+                                                                            if chk.criterion else "")))
+        t.add_row("verdict", _verdict(chk.verdict) + (f" ({escape(chk.reason)})" if chk.reason else ""))
         if "out" in summary:
             t.add_row("out", escape(summary["out"]))
         console.print(t)
         for note in result.notes:
             console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
-    if not result.passed:
+    if result.check.verdict == "fail":
         raise typer.Exit(1)
 
 

@@ -59,7 +59,7 @@ def test_reproduce_writes_the_run_directory(run_dir):
     assert "selftest.sweep" not in res["experiments"]
     scaling = res["experiments"]["transformer-math.scaling"]
     assert scaling["sweep"]["ok"] == 15 and scaling["sweep"]["failed"] == 0  # 5 d_head x 3 seeds
-    assert {row["status"] for row in scaling["results"]["summary"]} == {"pass"}
+    assert {row["verdict"] for row in scaling["results"]["summary"]} == {"reproduced"}
     assert any(c["id"] == "transformer-math.dot-product-variance" for c in res["claims"])
 
 

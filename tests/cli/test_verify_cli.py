@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -16,21 +17,41 @@ def run(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
     )
 
 
-def test_verify_json_lists_every_claim_with_tolerance_and_exits_0():
+VERDICTS = {"reproduced", "differs", "inconclusive", "sanity", "info"}  # never fail or error
+
+
+def test_verify_json_gives_every_claim_a_verdict_with_its_relation_threshold_and_source():
     p = run("verify", "--json")
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
-    assert len(rows) >= 3
+    assert len(rows) >= 60
     for r in rows:
-        assert r["status"] == "pass"
-        assert isinstance(r["tolerance"], float) and r["relation"] in ("<=", ">=", "==", "±")
+        assert r["verdict"] in VERDICTS, (r["id"], r["verdict"], r.get("error"))
+        assert r["where"] and "paper_value" in r and r["role"] in ("text", "construction", "sanity", "info")
+        if r["verdict"] != "info":
+            assert r["relation"] in ("<=", "<", ">=", ">", "==", "±"), r["id"]
+            assert isinstance(r["threshold"], (int, float, bool)) and r["criterion"], r["id"]
+        if r["verdict"] == "inconclusive":
+            assert r["reason"], r["id"]
 
 
-def test_verify_table_names_claims_and_counts_passes():
+def test_verify_table_names_claims_and_counts_verdicts_on_its_last_line():
     p = run("verify", "rank-collapse", "--seed", "3", columns=200)
     assert p.returncode == 0, p.stderr
     assert "rank-collapse.softmax-shift-invariance" in p.stdout
-    assert "claims pass" in p.stdout
+    last = p.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"\d+ claims: \d+ reproduced, \d+ differs, \d+ inconclusive, \d+ sanity, 0 fail, "
+                        r"\d+ info", last), last
+
+
+def test_errata_lists_sourced_records():
+    p = run("errata", "--json")
+    assert p.returncode == 0, p.stderr
+    records = json.loads(p.stdout)
+    for e in records:
+        assert {"id", "where", "says", "correct", "whose", "kind", "witness", "survives", "check"} <= set(e)
+    q = run("errata", "nope")
+    assert q.returncode == 2 and "unknown paper 'nope'" in q.stderr
 
 
 def test_list_json_has_papers_claims_experiments():
@@ -80,6 +101,6 @@ def test_bad_input_is_one_line_exit_2_no_traceback(args, expected):
 
 
 def test_help_on_every_command():
-    for cmd in ([], ["verify"], ["list"]):
+    for cmd in ([], ["verify"], ["list"], ["errata"]):
         p = run(*cmd, "--help")
         assert p.returncode == 0 and "Usage" in p.stdout

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from attnlab.results import ExperimentResult
+from attnlab.checks import VERDICTS, Check
+from attnlab.results import ExperimentResult, check_from_dict
 
 
 def assert_storable(res: ExperimentResult) -> dict:
@@ -13,7 +14,9 @@ def assert_storable(res: ExperimentResult) -> dict:
     assert isinstance(res, ExperimentResult)
     stored = res.to_dict()
     json.dumps(stored, allow_nan=False)
-    assert all(c.status in ("pass", "FAIL", "info") for c in res.summary)
+    assert all(isinstance(c, Check) and c.verdict in VERDICTS for c in res.summary)
+    assert [check_from_dict(json.loads(json.dumps(d))).verdict for d in stored.get("summary", [])] == \
+        [c.verdict for c in res.summary]  # the stored numbers give the same verdicts
     assert len({f.file for f in res.figures}) == len(res.figures)
     return stored
 

@@ -9,7 +9,9 @@ import pytest
 
 from attnlab.reports import build_report
 from attnlab.reports.format import fmt_count, fmt_value
-from attnlab.results import ExperimentResult, Table, bar_figure, check, line_figure, series
+from attnlab.checks import Bound, at_least, at_most, compare, info, near
+from attnlab.errata import TextError
+from attnlab.results import ExperimentResult, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import RunDir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -40,8 +42,16 @@ def run_dir(tmp_path_factory):
                              {"label": "ours", "values": [116534784, None]}], ylabel="n", yscale="log")
     same_name = line_figure("curve.png", "Same file name, other experiment.", xlabel="x", ylabel="y",
                             series=[series("c", [0, 1], [3, 4])])
-    summary = [check("slope", "1", 1.0088, "1 +- 0.05", True, "d = 4..1024"),
-               check("GPT-1", 117e6, 116534784, "within 5%", False, "x")]
+    summary = [near(1.0088, 1, 0.05, "d = 4..1024", quantity="slope", paper_value="1", where="Fig. 1"),
+               at_most(0.2, 0.05, "x", quantity="GPT-1 relative error", paper_value=117e6, where="Table 1"),
+               at_least(Bound.at_least(750, "search stopped at its step budget"), 1000, quantity="T* at H = 8",
+                        paper_value="~1300", where="App. H"),
+               compare("composite <= mean residual", 0.0, "<=", 1e-8, role="sanity"),
+               compare("max |y_hat - y|", 0.5, "<=", 1e-8, role="construction", where="Theorem 1"),
+               info("parameters", 116534784, paper_value=117e6)]
+    erratum = TextError("transformer-math.eq2", "§2, eq. 2", "softmax(QK^T) V / sqrt(d)", "softmax(QK^T / sqrt(d)) V",
+                        "the text", "typo", "the scale sits inside the softmax in every source", "yes",
+                        "the text's later use is right", "transformer-math.k")
     table = Table("T", ["model", "paper", "rel"], [["GPT-1", 117e6, 0.00398]], ["text", "count", "percent"])
     rd.write_results({
         "papers": ["transformer-math"],
@@ -53,7 +63,8 @@ def run_dir(tmp_path_factory):
             "transformer-math.d": _entry("transformer-math.d", {"data": {"x": [1, 2]}}),
         },
         "claims": [{"id": "transformer-math.k", "where": "§1", "statement": "s", "paper_value": "exact",
-                    "status": "pass", "measured": 1e-15, "tolerance": 1e-12, "relation": "<="}],
+                    **at_most(1e-15, 1e-12).to_dict()}],
+        "errata": [erratum.to_dict()],
     })
     build_report(rd.path)
     return rd.path
@@ -84,12 +95,23 @@ def test_report_html_content(run_dir):
     html = _html(run_dir)
     assert "<title>The math behind transformers" in html
     assert "attnlab reproduce transformer-math" in html  # the command line
-    assert '<span class="pill FAIL">FAIL</span>' in html and '<span class="pill pass">pass</span>' in html
+    for v in ("reproduced", "differs", "inconclusive", "sanity", "fail"):
+        assert f'<span class="pill {v}">{v}</span>' in html, v
     assert "117.0M" in html and "116.5M (116,534,784)" in html and "0.40%" in html
+    assert "&gt;= 750" in html and "censored: &gt;= 750 cannot decide &gt;= 1000" in html
     assert "A curve &lt;with&gt; &amp; caption." in html  # escaped, never raw
     assert "ValueError: &lt;boom&gt; &amp; more" in html
     assert "A note." in html and "&quot;x&quot;" in html  # result without summary shown as JSON
-    assert "1.000e-15" in html  # claim measured value
+    assert ">1e-15<" in html  # claim measured value
+
+
+def test_the_report_opens_with_the_counts_and_where_the_measurements_differ(run_dir):
+    for text in (_html(run_dir), _md(run_dir)):
+        differs = text.index("Where the measurements differ from the text")
+        assert differs < text.index("GPT-1 relative error") < text.index("What the measurements cannot decide")
+        assert differs < min(text.index(k) for k in ("<img", "![") if k in text)
+        assert text.index("cannot decide") < text.index("Failures of attnlab")
+        assert "Errors in the text" in text and "the scale sits inside the softmax" in text
 
 
 def test_figures_written_and_name_clash_resolved(run_dir):
@@ -104,9 +126,24 @@ def test_report_md_says_the_same(run_dir):
     assert md.startswith("# The math behind transformers\n")
     assert re.findall(r"\]\((figures/[^)]+\.png)\)", md) == [
         "figures/curve.png", "figures/bars.png", "figures/transformer-math.b.curve.png"]
-    assert "| GPT-1 | 117.0M | 116.5M (116,534,784) | within 5% | ❌ FAIL | x |" in md
-    assert "**2 pass · 1 fail · 1 error**" in md  # summary rows, experiments and claims
+    assert "| GPT-1 relative error | 117.0M | 0.2 | <= 0.05 | ≠ differs | Table 1 | x |" in md
+    # summary rows and claims, by verdict; the experiment that raised counts as an error
+    assert "**2 reproduced · 1 differs · 1 inconclusive · 1 sanity · 1 fail · 1 error · 1 info**" in md
     assert "ValueError: <boom> & more" in md
+
+
+def test_a_run_stored_before_verdicts_still_reports(tmp_path):
+    """Rows stored as status pass/FAIL with the criterion as text read back as reproduced/fail."""
+    rd = RunDir.create(tmp_path / "old")
+    rd.write_config({"papers": ["transformer-math"], "scale": "quick", "seed": 0, "device": "cpu"}, ["attnlab"])
+    rd.write_env(seed=0, device="cpu")
+    rows = [{"quantity": "q", "paper_value": "1", "measured": 1.0, "expected": "1 ± 0.1", "status": "pass"},
+            {"quantity": "r", "paper_value": "2", "measured": 3.0, "expected": "== 2", "status": "FAIL"}]
+    rd.write_results({"papers": ["transformer-math"], "experiments": {"transformer-math.x": _entry(
+        "transformer-math.x", {"summary": rows})}})
+    build_report(rd.path)
+    md = (rd.path / "report.md").read_text()
+    assert "| q | 1 | 1 | 1 ± 0.1 | ✅ reproduced |" in md and "| r | 2 | 3 | == 2 | ❌ fail |" in md
 
 
 def test_rebuild_is_deterministic(run_dir):

@@ -12,8 +12,9 @@ import attnlab.runs.reproduce as runner
 from attnlab import registry
 from attnlab.config import RunConfig
 from attnlab.errors import ConfigError, RunDirError, UnknownNameError
+from attnlab.checks import Bound, at_most, compare, equals, info
 from attnlab.registry import Experiment
-from attnlab.results import ExperimentResult, check, line_figure, series
+from attnlab.results import ExperimentResult, line_figure, series
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ def _ok(name):
         run_dir.append_metric({"experiment": name})
         x = torch.rand(1).item()  # seeded by the runner: same in every experiment
         fig = line_figure(f"{name}.png", "c", xlabel="x", ylabel="y", series=[series("s", [0, 1], [x, 1])])
-        return ExperimentResult(summary=[check("x", None, x, "-", None)], figures=[fig],
+        return ExperimentResult(summary=[info("x", x)], figures=[fig],
                                 data={"x": x, "scale": cfg.scale})
     return run
 
@@ -180,7 +181,7 @@ def _selftest_sweep(rows_seen):
         xs = [r["x_n"] for r in rows]
         fig = line_figure("selftest-sweep.png", "c", xlabel="n", ylabel="x n",
                           series=[series("x n", [r["n"] for r in rows], xs)])
-        return ExperimentResult(summary=[check("runs", None, len(rows), "4", len(rows) == 4)], figures=[fig],
+        return ExperimentResult(summary=[equals(len(rows), 4, quantity="runs", role="sanity")], figures=[fig],
                                 data={"x_n": xs})
 
     return Experiment("toy.sweep", "sweep", selftest.config_cls, selftest.run,
@@ -257,7 +258,7 @@ def test_reproduce_quick_runs_the_scaling_sweep_into_the_report(tmp_path, monkey
     assert entry["status"] == "ok" and entry["sweep"]["ok"] == 2 and entry["sweep"]["failed"] == 0
     res = entry["results"]
     assert res["data"]["d_head"] == [16, 64] and res["data"]["seeds"] == {"16": 1, "64": 1}
-    assert {r["status"] for r in res["summary"]} == {"pass"}  # measured: see the test module of the experiment
+    assert {r["verdict"] for r in res["summary"]} == {"reproduced"}  # measured: see the test module of the experiment
     assert res["data"]["reached"]["scaled"] == [1, 1]
     figures = {"scaling-steps-to-threshold.png", "scaling-initial-gradient.png", "scaling-initial-entropy.png"}
     assert {p.name for p in (out / "figures").iterdir()} == figures
@@ -295,3 +296,33 @@ def test_an_experiment_better_on_the_cpu_runs_there_inside_a_cuda_run_and_says_s
     assert seen == {"a": "cpu", "b": "cpu"}
     cpu = json.loads((tmp_path / "cpu-run" / "results.json").read_text())["experiments"]
     assert cpu["toy.b"]["results"]["notes"] == ["its own note"]  # nothing to say on a CPU run
+
+
+def _rows(*checks):
+    def run(cfg, run_dir):
+        return ExperimentResult(summary=list(checks))
+    return run
+
+
+@pytest.mark.parametrize("checks, plain, strict", [
+    ((at_most(0.1, 0.2),), 0, 0),                                             # reproduced
+    ((at_most(0.3, 0.2), compare("s", 0.0, "<=", 1e-9, role="sanity")), 0, 1),  # differs
+    ((at_most(Bound.at_least(5), 10),), 0, 1),                                # inconclusive (censored)
+    ((at_most(0.3, 0.2, role="construction"),), 1, 1),                        # fail: a bug
+])
+def test_reproduce_exits_1_only_on_fail_or_error_and_strict_also_on_differs_and_inconclusive(
+        fake, tmp_path, capsys, checks, plain, strict):
+    from attnlab.cli import main
+
+    fake["a"] = Experiment("toy.a", "A", _Cfg, _rows(*checks))
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _rows(info("n", 3)))
+    for flag, expected in (([], plain), (["--strict"], strict)):
+        out = tmp_path / f"r{len(flag)}"
+        with pytest.raises(SystemExit) as exit_:
+            main(["reproduce", "toy", "--out", str(out), *flag])
+        assert (exit_.value.code or 0) == expected, flag
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        n = len(checks) + 1
+        assert last.startswith(f"{n} checks: ") and last.endswith(" 1 info"), last
+    md = (out / "report.md").read_text()
+    assert md.index("Where the measurements differ from the text") < md.index("## toy.a")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from attnlab.checks import JUDGED, count_verdicts
+from attnlab.results import check_from_dict
 
-STATUSES = ("pass", "FAIL", "error", "info", "n/a")
+
 
 
 def fmt_count(x: float) -> str:
@@ -60,6 +62,21 @@ def fmt_paper(v) -> str:
     return fmt_value(v)
 
 
+@dataclass(frozen=True)
+class Row:
+    """One judged line of a run, from a claim or an experiment's summary, ready to print."""
+
+    source: str        # the claim id or the experiment id
+    quantity: str
+    paper_value: object
+    measured: str      # as printed: a bound prints as ">= 750"
+    criterion: str     # "<= 1e-12", "125 ± 0.5", "" for info
+    verdict: str
+    where: str
+    reason: str
+    detail: str
+
+
 @dataclass
 class Outline:
     """What every report says, in order; built from a stored run only."""
@@ -71,17 +88,50 @@ class Outline:
     env: dict
     experiments: list[dict] = field(default_factory=list)  # results.json entries, in run order
     claims: list[dict] = field(default_factory=list)
+    errata: list[dict] = field(default_factory=list)       # TextError records of the run's papers
 
-    def status_counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(STATUSES, 0)
+    def rows(self) -> list[Row]:
+        """Every claim and every summary line of every experiment, verdicts derived again."""
+        out = [claim_row(c) for c in self.claims]
         for e in self.experiments:
-            for row in (e.get("results") or {}).get("summary", []):
-                counts[row.get("status", "info")] = counts.get(row.get("status", "info"), 0) + 1
-            if e.get("status") == "error":
-                counts["error"] += 1
-        for c in self.claims:
-            counts[c.get("status", "info")] = counts.get(c.get("status", "info"), 0) + 1
+            out += [summary_row(e["id"], r) for r in summary_checks(e)]
+        return out
+
+    def verdict_counts(self) -> dict[str, int]:
+        """{verdict: count} over claims and experiment summaries; "error" counts what raised."""
+        counts = count_verdicts(r.verdict for r in self.rows())
+        counts["error"] += sum(e.get("status") != "ok" for e in self.experiments)
         return counts
+
+    def differs(self) -> list[Row]:
+        """The rows where the measurement and the text disagree."""
+        return [r for r in self.rows() if r.verdict == "differs"]
+
+    def undecided(self) -> list[Row]:
+        """The rows the measurement cannot decide."""
+        return [r for r in self.rows() if r.verdict == "inconclusive"]
+
+    def failures(self) -> list[Row]:
+        return [r for r in self.rows() if r.verdict in ("fail", "error")]
+
+
+def summary_checks(entry: dict) -> list[dict]:
+    """An experiment's stored summary rows, each with its verdict derived from its numbers."""
+    return [check_from_dict(r).to_dict() | {"values": {}} for r in (entry.get("results") or {}).get("summary", [])]
+
+
+def claim_row(c: dict) -> Row:
+    if c.get("error") is not None or c.get("verdict") == "error" or c.get("status") == "error":
+        return Row(c["id"], c.get("statement", ""), c.get("paper_value"), "–", "", "error", c.get("where", ""),
+                   "the check raised", "")
+    d = check_from_dict({**c, "quantity": c.get("statement", "")}).to_dict()
+    return Row(c["id"], c.get("statement", ""), c.get("paper_value"), d["measured_text"], d["criterion"], d["verdict"],
+               c.get("where", ""), d["reason"], c.get("detail", ""))
+
+
+def summary_row(source: str, d: dict) -> Row:
+    return Row(source, d.get("quantity", ""), d.get("paper_value"), d.get("measured_text", fmt_value(d.get("measured"))),
+               d.get("criterion", ""), d["verdict"], d.get("where", ""), d.get("reason", ""), d.get("detail", ""))
 
 
 def outline(run) -> Outline:
@@ -96,6 +146,7 @@ def outline(run) -> Outline:
         env=run.env,
         experiments=list((run.results.get("experiments") or {}).values()),
         claims=list(run.results.get("claims") or []),
+        errata=list(run.results.get("errata") or []),
     )
 
 
@@ -108,19 +159,22 @@ def paper_title(name: str) -> str:
 
 
 def experiment_status(entry: dict) -> str:
-    """'error' if it raised, 'FAIL' if any summary row failed, else 'pass' (or 'info')."""
+    """One word for an experiment: "error" if it raised, else its most serious verdict
+    (fail, differs, inconclusive, reproduced, sanity, info, in that order)."""
     if entry.get("status") != "ok":
         return "error"
-    rows = (entry.get("results") or {}).get("summary", [])
-    if any(r.get("status") == "FAIL" for r in rows):
-        return "FAIL"
-    return "pass" if any(r.get("status") == "pass" for r in rows) else "info"
+    verdicts = {r["verdict"] for r in summary_checks(entry)}
+    for v in ("fail", "differs", "inconclusive", "reproduced", "sanity"):
+        if v in verdicts:
+            return v
+    return "info"
 
 
 def row_counts(entry: dict) -> str:
-    rows = (entry.get("results") or {}).get("summary", [])
-    judged = [r for r in rows if r.get("status") in ("pass", "FAIL")]
-    return f"{sum(r['status'] == 'pass' for r in judged)}/{len(judged)}" if judged else "–"
+    """"3 reproduced · 1 differs" for an experiment's judged summary lines ("–" if none is judged)."""
+    counts = count_verdicts(r["verdict"] for r in summary_checks(entry))
+    parts = [f"{counts[v]} {v}" for v in JUDGED if counts[v]]
+    return " · ".join(parts) if parts else "–"
 
 
 def config_items(config: dict) -> list[tuple[str, str]]:
@@ -143,7 +197,5 @@ def env_items(env: dict) -> list[tuple[str, str]]:
 
 
 def fmt_criterion(c: dict) -> str:
-    """A stored claim's comparison: "<= 1e-12", or "-0.5 ± 0.1" for a "±" relation."""
-    if c.get("relation") == "±" and c.get("target") is not None:
-        return f"{fmt_value(c['target'])} ± {fmt_value(c.get('tolerance'))}"
-    return f"{c.get('relation', '')} {fmt_value(c.get('tolerance'))}".strip()
+    """A stored check's comparison as text ("<= 1e-12", "-0.5 ± 0.1"), derived from its numbers."""
+    return check_from_dict(c).criterion

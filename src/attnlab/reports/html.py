@@ -9,14 +9,19 @@ from __future__ import annotations
 import json
 from html import escape
 
+from attnlab.checks import JUDGED
+from attnlab.errata import COLUMNS as ERRATA_COLUMNS
+from attnlab.errata import table_rows
 from attnlab.reports.figures import RenderedFigure
 from attnlab.reports.format import (
     Outline,
+    Row,
+    claim_row,
+    summary_checks,
     config_items,
     env_items,
     experiment_status,
     fmt_auto,
-    fmt_criterion,
     fmt_paper,
     fmt_value,
     row_counts,
@@ -25,7 +30,8 @@ from attnlab.reports.format import (
 CSS = """
 :root { --ink:#1d2430; --muted:#5b6575; --line:#e3e7ed; --bg:#f6f7f9; --card:#fff;
         --accent:#0b5cad; --pass:#1a7f37; --pass-bg:#e6f4ea; --fail:#b42318; --fail-bg:#fdecea;
-        --info:#475467; --info-bg:#eef1f5; }
+        --info:#475467; --info-bg:#eef1f5; --differs:#7a2e8e; --differs-bg:#f6ebf9;
+        --inconclusive:#8a5a00; --inconclusive-bg:#fdf3dc; --sanity:#1f6f78; --sanity-bg:#e4f3f4; }
 * { box-sizing:border-box; }
 body { margin:0; background:var(--bg); color:var(--ink);
        font:15px/1.55 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans",sans-serif; }
@@ -60,9 +66,15 @@ td.paper { color:#344054; }
 td.detail { color:var(--muted); font-size:13px; }
 .pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12.5px; font-weight:600;
         white-space:nowrap; }
-.pill.pass { color:var(--pass); background:var(--pass-bg); }
-.pill.FAIL, .pill.error { color:var(--fail); background:var(--fail-bg); }
-.pill.info, .pill.n\\/a { color:var(--info); background:var(--info-bg); }
+.pill.reproduced, .pill.pass { color:var(--pass); background:var(--pass-bg); }
+.pill.fail, .pill.FAIL, .pill.error { color:var(--fail); background:var(--fail-bg); }
+.pill.differs { color:var(--differs); background:var(--differs-bg); }
+.pill.inconclusive { color:var(--inconclusive); background:var(--inconclusive-bg); }
+.pill.sanity { color:var(--sanity); background:var(--sanity-bg); }
+.pill.info { color:var(--info); background:var(--info-bg); }
+.badges .pill.zero { opacity:.55; }
+div.why { font-size:12px; color:var(--inconclusive); margin-top:3px; white-space:normal; }
+section.verdicts p.lead b { color:var(--ink); }
 .badges .pill { font-size:13.5px; padding:3px 12px; }
 .figs { display:grid; grid-template-columns:repeat(2, minmax(0, 1fr)); gap:18px; margin-top:8px; }
 figure { margin:0; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:12px; }
@@ -107,12 +119,15 @@ def _kv(items: list[tuple[str, str]]) -> str:
 
 def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> str:
     """The page; ``figures`` maps (experiment id, spec file) to its rendered figure."""
-    counts = o.status_counts()
-    badges = "".join(f'<span class="pill {s}">{counts[s]} {label}</span>'
-                     for s, label in (("pass", "pass"), ("FAIL", "fail"), ("error", "error")) if counts[s])
-    if not badges:  # nothing judged (an analysis, or info-only experiments)
-        badges = (f'<span class="pill">{counts["info"]} info</span>' if counts.get("info")
-                  else '<span class="pill">descriptive: no pass/fail checks</span>')
+    counts = o.verdict_counts()
+    judged = sum(counts[v] for v in JUDGED) + counts["error"]
+    if judged:
+        badges = "".join(f'<span class="pill {v}{"" if counts[v] else " zero"}">{counts[v]} {v}</span>'
+                         for v in JUDGED)
+        badges += "".join(f'<span class="pill {v}">{counts[v]} {v}</span>' for v in ("error", "info") if counts[v])
+    else:  # nothing judged (an analysis, or info-only experiments)
+        badges = (f'<span class="pill info">{counts["info"]} info</span>' if counts.get("info")
+                  else '<span class="pill">descriptive: nothing judged</span>')
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -120,6 +135,7 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
         f'<header class="top"><div class="inner"><div class="kicker">{escape(_kicker(o))}</div>'
         f"<h1>{escape(o.title)}</h1><div class=\"sub\">run <code>{escape(o.run_name)}</code> · {escape(o.date)}</div>"
         f'<div class="badges">{badges}</div></div></header><main>',
+        _verdict_sections(o) if judged else "",
         '<section class="cards">',
         f'<div class="card"><h3>Run</h3>{_kv(config_items(o.config))}</div>',
         f'<div class="card"><h3>Environment</h3>{_kv(env_items(o.env))}</div></section>',
@@ -127,12 +143,14 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
     if o.experiments:
         parts.append("<h2>Summary</h2>")
         parts.append(_table(
-            ["experiment", "what it measures", "checks passed", "status", "time"],
+            ["experiment", "what it measures", "verdicts", "most serious", "time"],
             [[f'<code class="id">{escape(_short(e["id"]))}</code>', escape(e.get("description", "")), escape(row_counts(e)),
               _pill(experiment_status(e)), escape(fmt_value(e.get("seconds"))) + " s"] for e in o.experiments],
             ["", "detail", "num", "", "num"]))
     if o.claims:
         parts.append(_claims(o.claims))
+    if o.errata:
+        parts.append(_errata(o.errata))
     for e in o.experiments:
         parts.append(_experiment(e, figures))
     parts.append("<footer>Generated by attnlab from the stored results of this run directory "
@@ -140,18 +158,74 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
     return "\n".join(parts) + "\n"
 
 
+def _measured(r: dict) -> str:
+    """A measured value as stored: bounds as bounds, large counts as counts, text as text."""
+    m = r.get("measured")
+    if isinstance(m, (int, float)) and not isinstance(m, bool):
+        return fmt_auto(m)
+    return r.get("measured_text") or fmt_value(m)
+
+
 def _kicker(o: Outline) -> str:
     return "attnlab analysis report" if o.config.get("command") == "analyze" else "attnlab reproduction report"
 
 
+def _rows_table(rows: list[Row], with_reason: bool = False) -> str:
+    header = ["where measured", "quantity", "the text", "measured", "required", "where in the text",
+              "why" if with_reason else "detail"]
+    body = [[f'<code class="id">{escape(r.source)}</code>', escape(r.quantity), escape(fmt_paper(r.paper_value)),
+             escape(r.measured), escape(r.criterion), escape(r.where),
+             escape(r.reason if with_reason else r.detail)] for r in rows]
+    return _table(header, body, ["", "", "paper", "num", "num", "", "detail"])
+
+
+def _verdict_sections(o: Outline) -> str:
+    """Where the measurements differ from the text, what they cannot decide, and what failed:
+    first in the report, before any figure."""
+    out = ['<section class="verdicts"><h2>Where the measurements differ from the text</h2>']
+    differs = o.differs()
+    if differs:
+        out.append(f'<p class="lead"><b>{len(differs)}</b> measured statement(s) of the text do not hold as '
+                   "stated. Each row gives the text's value, ours and the criterion; the errata table below "
+                   "says whose error it is where the text is wrong.</p>")
+        out.append(_rows_table(differs))
+    else:
+        out.append('<p class="lead">None: every judged measurement agrees with the text, holds by '
+                   "construction, or cannot decide.</p>")
+    undecided = o.undecided()
+    if undecided:
+        out.append("<h3>What the measurements cannot decide</h3>"
+                   f'<p class="lead"><b>{len(undecided)}</b> row(s) are inconclusive: a value censored at a '
+                   "budget or grid edge, too few seeds, or not like for like with the text.</p>")
+        out.append(_rows_table(undecided, with_reason=True))
+    failures = o.failures()
+    if failures:
+        out.append("<h3>Failures of attnlab's own checks</h3>"
+                   f'<p class="lead"><b>{len(failures)}</b> row(s) break an invariant of attnlab itself: a bug.</p>')
+        out.append(_rows_table(failures, with_reason=True))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _errata(errata: list[dict]) -> str:
+    rows = [[escape(c) for c in r] for r in table_rows(errata)]
+    return ("<h2>Errors in the text</h2><p class=\"lead\">Every place where the text is wrong or loose, whose "
+            "error it is (the text, or the source it copies), the witness, and whether the conclusion survives "
+            "(<code>attnlab errata</code> lists them).</p>"
+            + _table(list(ERRATA_COLUMNS), rows, ["", "", "", "", "", "detail", "", ""]))
+
+
 def _claims(claims: list[dict]) -> str:
-    rows = [[f'<code class="id">{escape(_short(c["id"]))}</code>', escape(c.get("where", "")), escape(c.get("statement", "")),
-             escape(fmt_paper(c.get("paper_value"))), escape(fmt_value(c.get("measured"))),
-             escape(fmt_criterion(c)),
-             _pill(c.get("status", "info"))] for c in claims]
+    rows = []
+    for c in claims:
+        r = claim_row(c)
+        rows.append([f'<code class="id">{escape(_short(c["id"]))}</code>', escape(c.get("where", "")),
+                     escape(c.get("statement", "")), escape(fmt_paper(c.get("paper_value"))), escape(r.measured),
+                     escape(r.criterion), _pill(r.verdict) + (f'<div class="why">{escape(r.reason)}</div>'
+                                                                 if r.reason else "")])
     return ("<h2>Claims</h2><p class=\"lead\">Fast checks of the paper's statements "
             "(<code>attnlab verify</code>), paper value next to the measured number.</p>"
-            + _table(["claim", "where", "statement", "paper", "measured", "tolerance", "status"], rows,
+            + _table(["claim", "where", "statement", "paper", "measured", "required", "verdict"], rows,
                      ["", "detail", "", "paper", "num", "num", ""]))
 
 
@@ -164,12 +238,14 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
         return "".join(out)
     res = e.get("results") or {}
     if res.get("summary"):
+        rows = summary_checks(e)
         out.append(_table(
-            ["quantity", "paper", "measured", "expected", "status", "detail"],
+            ["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
             [[escape(r.get("quantity", "")), escape(fmt_paper(r.get("paper_value"))),
-              escape(fmt_auto(r.get("measured"))), escape(fmt_value(r.get("expected"))),
-              _pill(r.get("status", "info")), escape(r.get("detail", ""))] for r in res["summary"]],
-            ["", "paper", "num", "", "", "detail"]))
+              escape(_measured(r)), escape(r.get("criterion", "")),
+              _pill(r["verdict"]) + (f'<div class="why">{escape(r["reason"])}</div>' if r.get("reason") else ""),
+              escape(r.get("where", "")), escape(r.get("detail", ""))] for r in rows],
+            ["", "paper", "num", "num", "", "", "detail"]))
     for t in res.get("tables", []):
         fmts = t.get("formats") or [None] * len(t["columns"])
         cls = ["num" if f in ("count", "percent", "float", "int") else "" for f in fmts]

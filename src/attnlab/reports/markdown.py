@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import json
 
+from attnlab.checks import JUDGED
+from attnlab.errata import COLUMNS as ERRATA_COLUMNS
+from attnlab.errata import table_rows
 from attnlab.reports.format import (
     Outline,
+    Row,
+    claim_row,
     config_items,
     env_items,
     experiment_status,
     fmt_auto,
-    fmt_criterion,
     fmt_paper,
     fmt_value,
     row_counts,
+    summary_checks,
 )
 
-_MARK = {"pass": "✅ pass", "FAIL": "❌ FAIL", "error": "❌ error", "info": "info", "n/a": "n/a"}
+_MARK = {"reproduced": "✅ reproduced", "differs": "≠ differs", "inconclusive": "? inconclusive",
+         "sanity": "◦ sanity", "fail": "❌ fail", "error": "❌ error", "info": "info"}
 
 
 def _cell(text) -> str:
@@ -32,23 +38,35 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
 def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
     """``figures`` maps (experiment id, spec file) to the PNG's path relative to the run dir."""
     lines = [f"# {o.title}", "", f"attnlab run `{o.run_name}` · {o.date}", ""]
-    counts = o.status_counts()
-    lines += [f"**{counts['pass']} pass · {counts['FAIL']} fail · {counts['error']} error**", ""]
+    counts = o.verdict_counts()
+    judged = sum(counts[v] for v in JUDGED) + counts["error"]
+    if judged:
+        lines += ["**" + " · ".join(f"{counts[v]} {v}" for v in JUDGED)
+                  + "".join(f" · {counts[v]} {v}" for v in ("error", "info") if counts[v]) + "**", ""]
+        lines += _verdict_sections(o)
+    else:
+        lines += [f"**descriptive: {counts['info']} info rows, nothing judged**", ""]
     lines += ["## Run", ""] + _table(["setting", "value"], [[k, f"`{v}`" if k == "command" else v]
                                                            for k, v in config_items(o.config)])
     lines += ["## Environment", ""] + _table(["", ""], env_items(o.env))
     if o.experiments:
         lines += ["## Summary", ""]
-        lines += _table(["experiment", "checks passed", "status", "seconds"],
+        lines += _table(["experiment", "verdicts", "most serious", "seconds"],
                         [[e["id"], row_counts(e), _MARK[experiment_status(e)], fmt_value(e.get("seconds"))]
                          for e in o.experiments])
     if o.claims:
         lines += ["## Claims", ""]
+        rows = [(c, claim_row(c)) for c in o.claims]
         lines += _table(
-            ["claim", "where", "statement", "paper", "measured", "tolerance", "status"],
+            ["claim", "where", "statement", "paper", "measured", "required", "verdict"],
             [[c["id"], c.get("where", ""), c.get("statement", ""), fmt_paper(c.get("paper_value")),
-              fmt_value(c.get("measured")), fmt_criterion(c),
-              _MARK.get(c.get("status"), c.get("status"))] for c in o.claims])
+              r.measured, r.criterion, _MARK.get(r.verdict, r.verdict) + (f" ({r.reason})" if r.reason else "")]
+             for c, r in rows])
+    if o.errata:
+        lines += ["## Errors in the text", "",
+                  "Whose error each is (the text, or the source it copies), the witness, and whether the "
+                  "conclusion survives (`attnlab errata` lists them).", ""]
+        lines += _table(list(ERRATA_COLUMNS), table_rows(o.errata))
     for e in o.experiments:
         lines += _experiment(e, figures)
     return "\n".join(lines).rstrip() + "\n"
@@ -56,15 +74,16 @@ def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
 
 def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
     lines = [f"## {e['id']}", "", e.get("description", ""), "",
-             f"Status: {_MARK[experiment_status(e)]} · {fmt_value(e.get('seconds'))} s", ""]
+             f"Most serious verdict: {_MARK[experiment_status(e)]} · {fmt_value(e.get('seconds'))} s", ""]
     if e.get("status") != "ok":
         return lines + ["```", (e.get("error") or "").rstrip(), "```", ""]
     res = e.get("results") or {}
     if res.get("summary"):
-        lines += _table(["quantity", "paper", "measured", "expected", "status", "detail"],
-                        [[r.get("quantity", ""), fmt_paper(r.get("paper_value")), fmt_auto(r.get("measured")),
-                          fmt_value(r.get("expected")), _MARK.get(r.get("status"), r.get("status")),
-                          r.get("detail", "")] for r in res["summary"]])
+        lines += _table(["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
+                        [[r.get("quantity", ""), fmt_paper(r.get("paper_value")), _measured(r),
+                          r.get("criterion", ""),
+                          _MARK.get(r["verdict"], r["verdict"]) + (f" ({r['reason']})" if r.get("reason") else ""),
+                          r.get("where", ""), r.get("detail", "")] for r in summary_checks(e)])
     for t in res.get("tables", []):
         fmts = t.get("formats") or [None] * len(t["columns"])
         lines += [f"**{t.get('title', '')}**", ""]
@@ -79,4 +98,32 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
         lines += ["```json", json.dumps(res, indent=2)[:4000], "```", ""]
     lines += ["<details><summary>config</summary>", "", "```json",
               json.dumps(e.get("config", {}), indent=2), "```", "", "</details>", ""]
+    return lines
+
+
+def _measured(r: dict) -> str:
+    m = r.get("measured")
+    if isinstance(m, (int, float)) and not isinstance(m, bool):
+        return fmt_auto(m)
+    return r.get("measured_text") or fmt_value(m)
+
+
+def _rows(rows: list[Row], with_reason: bool = False) -> list[str]:
+    return _table(["where measured", "quantity", "the text", "measured", "required", "where in the text",
+                   "why" if with_reason else "detail"],
+                  [[r.source, r.quantity, fmt_paper(r.paper_value), r.measured, r.criterion, r.where,
+                    r.reason if with_reason else r.detail] for r in rows])
+
+
+def _verdict_sections(o: Outline) -> list[str]:
+    lines = ["## Where the measurements differ from the text", ""]
+    differs = o.differs()
+    if differs:
+        lines += [f"{len(differs)} measured statement(s) of the text do not hold as stated.", ""] + _rows(differs)
+    else:
+        lines += ["None: every judged measurement agrees with the text, holds by construction, or cannot decide.", ""]
+    if o.undecided():
+        lines += ["### What the measurements cannot decide", ""] + _rows(o.undecided(), with_reason=True)
+    if o.failures():
+        lines += ["### Failures of attnlab's own checks", ""] + _rows(o.failures(), with_reason=True)
     return lines

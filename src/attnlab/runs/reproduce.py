@@ -13,7 +13,8 @@ Order of work, chosen so that an interrupted run keeps what it finished:
    its finished runs), and ``aggregate(rows)`` of the sweep's table becomes its
    results; a sweep with failed runs is recorded as an error (``--resume``
    reruns only those);
-4. run the papers' claims (fast checks) and store them beside the experiments;
+4. run the papers' claims (fast checks) and store them beside the experiments, with the
+   papers' text errors (:mod:`attnlab.errata`);
 5. build report.html and report.md from the stored results.
 """
 
@@ -128,7 +129,8 @@ def reproduce(
         progress("claims", len(exps), total)
     if not (resume and results.get("claims")):
         results["claims"] = _run_claims(papers, seed)
-        rd.write_results(results)
+    results["errata"] = _errata(papers)
+    rd.write_results(results)
     if progress:
         progress("report", total, total)
     from attnlab.reports import build_report
@@ -222,6 +224,13 @@ def stored_result(e: Experiment, result: ExperimentResult, note: str | None = No
 def device_note(e: Experiment, rd: RunDir) -> str | None:
     """The note of an experiment run on the CPU inside a run on another device."""
     return e.run_device(rd.read_json("config.json", {}).get("device", "cpu"))[1]
+
+
+def _errata(papers: Sequence[str]) -> list[dict]:
+    """The text errors of ``papers`` (:mod:`attnlab.errata`), stored so that a report reads files only."""
+    from attnlab.registry import all_errata
+
+    return [e.to_dict() for e in all_errata(list(papers))]
 
 
 def _run_claims(papers: Sequence[str], seed: int) -> list[dict]:
