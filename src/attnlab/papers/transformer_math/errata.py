@@ -2,14 +2,14 @@
 
 Each record says where the text is wrong or loose, what attnlab implements instead, whose error it
 is, the witness and whether the text's conclusion survives; ``check`` names the claim or experiment
-that measures it. Reports show them with :func:`errata_table`.
+that measures it. ``attnlab errata transformer-math`` lists them and every report of the paper
+shows them as a table.
 """
 
 from __future__ import annotations
 
-from attnlab.errata import COLUMNS, TextError, table_rows
+from attnlab.errata import TextError
 from attnlab.registry import register_errata
-from attnlab.results import Table
 
 _P = "transformer-math"
 TEXT = "the text"
@@ -24,7 +24,7 @@ ERRATA: tuple[TextError, ...] = (
     TextError(
         f"{_P}.pe-shift-affine", "§1.2.1, the shift by s", "f(t+s)^(2k) = a sin(w_k t) + b (likewise a' cos(w_k t) + b')",
         "b = sin(w_k s) cos(w_k t) depends on t through the pair's other coordinate: PE(t+s) = M_s PE(t) with M_s "
-        "one 2x2 rotation per frequency, not a per-coordinate affine map", TEXT, "wrong statement",
+        "one 2x2 rotation per frequency, not a per-coordinate affine map", TEXT, "notation",
         "max |PE(t+s) - M_s PE(t)| = 1.7e-13 over 512 positions with the rotation; b varies with t", "yes",
         "a shift is a fixed linear map, as the text concludes", f"{_P}.pe-shift-linear"),
     TextError(
@@ -115,10 +115,4 @@ ERRATA: tuple[TextError, ...] = (
 register_errata(list(ERRATA))
 
 
-def errata_table(section: str = "") -> Table:
-    """The records whose ``where`` starts with ``section`` ("§3": the head-structure ones; "": all)."""
-    rows = [e for e in ERRATA if e.where.startswith(section)]
-    return Table("Errors in the text" + (f" ({section})" if section else ""), COLUMNS, table_rows(rows))
-
-
-__all__ = ["ERRATA", "errata_table"]
+__all__ = ["ERRATA"]

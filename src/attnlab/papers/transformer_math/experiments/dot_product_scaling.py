@@ -13,7 +13,6 @@ from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, register
 from attnlab.checks import above, at_most, below, near
-from attnlab.papers.transformer_math.errata import errata_table
 from attnlab.results import PALETTE, ExperimentResult, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -110,9 +109,8 @@ def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentRe
     return ExperimentResult(
         summary=summary, figures=figs,
         data={"variance": var, "slope": slope, "softmax": {**soft, "n_keys": cfg.n_keys}},
-        tables=[errata_table("§1")],
         notes=["The text writes the scaling factor as 1/sqrt(k); k there is the key "
-               "dimension d_k, written d here. The errors of §1 of the text are in the table."])
+               "dimension d_k, written d here. The errors of §1 of the text are in the report's table of errors in the text."])
 
 
 register(Experiment(EXPERIMENT_ID,

@@ -31,7 +31,6 @@ from attnlab.ops.lowrank import best_rank_ks, linformer_attention, linformer_pro
 from attnlab.ops.softmax import softmax_attention
 from attnlab.registry import Experiment, register
 from attnlab.checks import Check, at_least, at_most, info
-from attnlab.papers.transformer_math.errata import errata_table
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -270,7 +269,7 @@ def _figures(rows: list[dict], cfg: EfficientAttentionErrorConfig) -> list[Figur
 NOTES = [
     "P^ is the matrix that multiplies V: the dense sparse softmax, the normalised kernel matrix, "
     "P_bar F for Linformer, P R^T R for the random projection. max row TV is 1/2 sum_j |P_ij - P^_ij|.",
-    "The errors of §2 of the text are in the table below. Rank-collapse notes §2.3: exp(sqrt(d) A) stands for "
+    "The errors of §2 of the text are in the report's table of errors in the text. Rank-collapse notes §2.3: exp(sqrt(d) A) stands for "
     "exp(A / sqrt(d)), and 'rank Theta(log n log n)' for Theta(log n).",
     "Linformer here uses fixed random E, F (untrained): its error is that of the projection alone, "
     "not of a trained Linformer.",
@@ -287,7 +286,7 @@ def run(cfg: EfficientAttentionErrorConfig, run_dir=None) -> ExperimentResult:
     for n in cfg.n_values:
         for t in cfg.logit_scales:
             rows += _one_problem(cfg, n, t, families, g, checks, run_dir)
-    return ExperimentResult(summary=_summary(rows, checks, cfg), tables=[_table(rows), errata_table("§2")],
+    return ExperimentResult(summary=_summary(rows, checks, cfg), tables=[_table(rows)],
                             figures=_figures(rows, cfg),
                             notes=NOTES + notes,
                             data={"rows": rows, "checks": checks, "families": ["low rank", *families]})

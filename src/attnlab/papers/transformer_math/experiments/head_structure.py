@@ -76,7 +76,6 @@ from attnlab.analysis.heads.voita import POSITIONAL_FRACTION, RARE_TOKEN_FRACTIO
 from attnlab.checks import Check, compare, info, near
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.errata import errata_table
 from attnlab.papers.transformer_math.head_structure import (
     LABELS,
     SIGMA,
@@ -618,7 +617,7 @@ def _notes(cfg, corpus, sizes, n_mini, base, thesis) -> list[str]:
         "minimum on the same map. Its Sigma_2 members also carried a random sparse noise and a grid over three "
         "coefficients; here Sigma_2 members are row-stochastic (each row uniform on its support).",
         "Eq. (19) calls P a permutation matrix, but only I_n in Sigma is one; the best true permutation is "
-        "fitted separately ('best permutation'). The errors of §3 are in the table below.",
+        "fitted separately ('best permutation'). The errors of §3 are in the report's table of errors in the text.",
         "Voita et al.'s syntactic role needs dependency parses of the evaluation sentences; no offline corpus "
         "here has them, so only their positional and rare-token rules are applied. Positional = Sigma_1 or a "
         "shift within margin * 2n of the best Sigma fit is a reading of §3.1.1 (the text gives no rule); "
@@ -666,7 +665,7 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     tables = [_train_table(models, sizes, cfg, corpus), _baseline_table(base)]
     if thesis[0]:
         tables.append(_thesis_table(thesis[0]))
-    tables += [_head_table(plain), errata_table("§3")]
+    tables.append(_head_table(plain))
     return ExperimentResult(summary=_summary(cfg, corpus, models, rows, mini, base, thesis), tables=tables,
                             figures=figures, notes=_notes(cfg, corpus, sizes, n_mini, base, thesis) + extra, data=data,
                             scalars=scalars)
