@@ -5,8 +5,8 @@ import pytest
 
 from attnlab.registry import select_claims
 
-IDS = ["transformer-math.head-projection-exact", "transformer-math.head-projection-not-unique",
-       "transformer-math.head-set-not-convex", "transformer-math.head-projection-unique-box",
+IDS = ["transformer-math.head-projection-exact", "transformer-math.head-projection-unique",
+       "transformer-math.head-set-convex", "transformer-math.head-projection-unique-box",
        "transformer-math.head-permutation-assignment", "transformer-math.head-sigma-fits-exact",
        "transformer-math.head-structure-baselines"]
 
@@ -24,7 +24,7 @@ def test_projection_exact(results):
     assert m.values["best_sampled_n11"] >= m.values["distance_n11"]
 
 
-def test_projection_not_unique(results):
+def test_projection_unique_differs(results):
     """The text's uniqueness (Theorem 3.1) as it states it: two minimisers 0.2 apart, so it differs."""
     m = results[IDS[1]]
     assert m.verdict == "differs" and m.role == "text" and (m.relation, m.threshold) == ("==", 0.0)
@@ -34,7 +34,7 @@ def test_projection_not_unique(results):
     assert m.values["share_nonunique_16x16"] == 1.0
 
 
-def test_set_not_convex(results):
+def test_set_convex_differs(results):
     m = results[IDS[2]]
     assert m.verdict == "differs" and (m.relation, m.threshold) == ("==", 0.0)  # the text: X convex
     assert m.measured == 1.0 and m.values["box_share_inside"] == 1.0
@@ -49,7 +49,8 @@ def test_projection_unique_box(results):
 
 def test_permutation_assignment(results):
     m = results[IDS[4]]
-    assert m.verdict == "reproduced" and m.role == "construction" and m.values["uncertified"] == 0 and m.values["max_gap"] <= 1e-12
+    assert m.verdict == "reproduced" and m.role == "construction"
+    assert m.values["uncertified"] == 0 and m.values["max_gap"] <= 1e-12
     cases = m.values["cases"]
     assert len(cases) == 8 and cases["rows_s0"]["method"] == "assignment"
     assert cases["rows_s2"]["method"] == "assignment-certified"

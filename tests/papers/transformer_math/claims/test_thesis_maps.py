@@ -36,6 +36,8 @@ def test_no_thesis_head_is_diagonal(results):
     assert m.verdict == "differs" and m.measured == 0.0 and (m.relation, m.threshold) == (">", 0.5)
     assert "positional" not in m.values["labels"]
     assert min(m.values["sigma1_normalized"]) > 0.8  # the identity is far from every one of the eight maps
+    assert max(m.values["self_argmax"]) <= 0.25  # the token itself carries the largest weight in few rows
+    assert min(m.values["band2_mass"]) > 0.45 > 0.29  # yet the weight sits near the diagonal (uniform: 0.29)
 
 
 @needs_maps

@@ -109,13 +109,13 @@ def _projection_exact(seed: int) -> Check:
 
 
 @claim(
-    "transformer-math.head-projection-not-unique",
+    "transformer-math.head-projection-unique",
     where="§3.1.2, eq. (21) and Theorem 3.1",
     statement="the solution of eq. (21) is unique (\"existence and uniqueness of the solution\", via Theorem "
               "3.1), with E~ sparse: at most s nonzero errors",
     paper_value="unique",
 )
-def _projection_not_unique(seed: int) -> Check:
+def _projection_unique(seed: int) -> Check:
     """The smallest |X1 - X2| over the text-sized counterexample (3 x 3) and a random map (n = 7), each
     pair with equal distances (|d1 - d2| <= 1e-12, else the pair counts 0) and both in X; plus the share
     of 64 random 16 x 16 maps (w = 3, eps = 0.05, s = 10) whose projection is not unique. Unique means
@@ -138,13 +138,13 @@ def _projection_not_unique(seed: int) -> Check:
 
 
 @claim(
-    "transformer-math.head-set-not-convex",
+    "transformer-math.head-set-convex",
     where="§3.1.2 (\"sum of error matrices ... is an error matrix, hence X_t in X\")",
     statement="X = {band B + sparse error E, |e_ij| <= eps} is convex: the midpoint of two members is a "
               "member (\"sum of error matrices ... is an error matrix\"), with E sparse: at most s nonzeros",
     paper_value="X convex",
 )
-def _set_not_convex(seed: int) -> Check:
+def _set_convex(seed: int) -> Check:
     """200 random pairs of members of X(n = 13, w = 2, eps = 0.05, s = 4): the share whose midpoint is
     outside X (convex: 0). In the box case (s = infinity) every midpoint stays inside (values; a box
     case midpoint outside would be attnlab's bug, so it makes the measured value NaN)."""

@@ -121,8 +121,8 @@ def _lowrank_relative_error(seed: int) -> Check:
     big = out[2048]
     detail = (f"w ~ N(0, 1), k' = 8 ln n: mean relative error {out[256]['mean_relative_error']:.2f} at n = 256 "
               f"(k' = {out[256]['k']}), {big['mean_relative_error']:.2f} at n = 2048 (k' = {big['k']}), {draws} draws "
-              f"each; ||P||_F ||w|| / ||P w|| = {out[256]['kappa']:.1f} and {big['kappa']:.1f}: the JL lemma bounds the "
-              "error relative to ||p_i|| ||w||, not to ||P w||")
+              f"each; ||P||_F ||w|| / ||P w|| = {out[256]['kappa']:.1f} and {big['kappa']:.1f}: the JL lemma bounds "
+              "the error relative to ||p_i|| ||w||, not to ||P w||")
     return compare("share of draws with ||P~ w - P w|| < ||P w|| (zero-mean w, n = 2048)", big["share_below_1"], ">=",
                    0.5, detail=detail, values={"by_n": {str(k): v for k, v in out.items()}, "d": d, "n_q": n_q,
                                                "draws": draws, "eps": 1.0})

@@ -110,7 +110,8 @@ def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentRe
         summary=summary, figures=figs,
         data={"variance": var, "slope": slope, "softmax": {**soft, "n_keys": cfg.n_keys}},
         notes=["The text writes the scaling factor as 1/sqrt(k); k there is the key "
-               "dimension d_k, written d here. The errors of §1 of the text are in the report's table of errors in the text."])
+               "dimension d_k, written d here. The errors of §1 of the text are in the report's table of "
+               "errors in the text."])
 
 
 register(Experiment(EXPERIMENT_ID,

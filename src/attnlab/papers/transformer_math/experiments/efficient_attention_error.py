@@ -189,7 +189,7 @@ def _summary(rows: list[dict], checks: dict, cfg: EfficientAttentionErrorConfig)
                            quantity="max |max row TV - max lost mass| over sparse variants", where="§2.1.1, eq. (11)",
                            paper_value="TV_i = L_i (identity)"))
         ratio = max(r["max_error_over_bound"] for r in sparse)
-        out.append(at_most(ratio, 1 + 1e-12, "the bound holds by its proof (claim transformer-math.sparse-lost-mass-bound)",
+        out.append(at_most(ratio, 1 + 1e-12, "the bound holds by its proof (transformer-math.sparse-lost-mass-bound)",
                            role="sanity", quantity="max over rows of ||(P - P^)_i V|| / (2 L_i max_j ||v_j||)",
                            where="§2.1.1, eq. (11) vs eq. (5)"))
         out.append(at_most(checks["sparse_vs_dense"], 1e-12, role="construction", where="§2.1.1, eq. (11)",

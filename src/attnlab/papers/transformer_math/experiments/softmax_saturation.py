@@ -60,12 +60,14 @@ def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentRes
                               where="§1.2.3, eq. (9)", paper_value="-> 0 as the inputs are scaled up"))
         rel = abs(J[-1] / lim[-1] - 1) if lim[-1] > 0 else float("inf")
         summary.append(at_most(rel, 0.05, quantity=f"n={n}: |E||J|| / one-hot limit - 1| at t={ts[-1]:g}",
-                               role="sanity", where="§1.2.3, eq. (9)", detail=f"max probability {c['max_prob'][-1]:.4f}; leading order, corrections "
+                               role="sanity", where="§1.2.3, eq. (9)",
+                               detail=f"max probability {c['max_prob'][-1]:.4f}; leading order, corrections "
                                "come from near-ties of three logits (1e-13 to 5e-3 over seeds 0-11); attnlab's "
                                "asymptotic, not the text's"))
         rel0 = abs(J[0] / c["uniform_limit"] - 1)
         summary.append(at_most(rel0, 1e-3, "uniform softmax limit; deviation O(t^2)", role="sanity",
-                               quantity=f"n={n}: |E||J|| / (sqrt(n-1)/n) - 1| at t={ts[0]:g}", where="§1.2.3, eq. (8)"))
+                               quantity=f"n={n}: |E||J|| / (sqrt(n-1)/n) - 1| at t={ts[0]:g}",
+                               where="§1.2.3, eq. (8)"))
     colors = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(curves)}
     jac = [series(f"n={n}", ts, c["jacobian_norm"], color=colors[n]) for n, c in curves.items()]
     jac += [series(f"one-hot limit, n={n}", ts, c["one_hot_limit"], style="dotted", marker=False,
