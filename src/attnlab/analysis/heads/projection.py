@@ -67,6 +67,12 @@ separates over rows; so each lambda gives a lower bound min_pi L_lambda (an assi
 bound; when they meet the optimum is certified, otherwise small n is settled by enumerating
 all n! permutations.
 
+Baselines. A distance means something only beside the same distance of attention that looks
+nowhere: uniform attention and random row-stochastic maps (rows uniform on the simplex), each
+under the head's own mask. A causal (decoder) head cannot weigh keys above the diagonal, so it is
+compared with causal uniform attention (row i uniform over j <= i) and causal random maps; its
+fits would otherwise look structured merely for being triangular.
+
 Shapes: the projection, the distance and membership take H (..., n, n) and return (...)
 per map; the permutation works on one map (n, n) at a time (one assignment per map).
 """

@@ -16,7 +16,8 @@ Sigma_2 u Sigma_3 (eq. 20), E~ "sparse" with |e~_ij| <= eps. The families, as re
                 a <= t < a + w ("token t is attended by w surrounding tokens"); every other row
                 attends itself. The base case is diag(I_{d1}, P_r, I_{d2}), d1 + w + d2 = n.
 
-What the text gets wrong or leaves open, and the reading taken:
+What the text gets wrong or leaves open, and the reading taken (the records, with witnesses, are
+in :mod:`attnlab.papers.transformer_math.errata`):
 
 - "P is a permutation matrix": only I_n in Sigma is one. A Sigma_3 member repeats the column
   e_t in w rows, so its rank is n - sum_i (w_i - 1) < n, and a Sigma_2 member has several
