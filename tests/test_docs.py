@@ -110,7 +110,7 @@ def test_every_public_module_has_an_api_page(site):
     for parts in modules:
         assert f'id="{".".join(parts)}"' in _page(site, "reference", *parts)
     for library in ("ops", "nn", "analysis", "training", "data", "tasks", "pretrained", "runs", "sweeps",
-                    "reports", "bench", "registry", "config", "results", "errors"):
+                    "reports", "bench", "registry", "config", "results", "errors", "checks", "errata"):
         assert (site / "reference" / "attnlab" / library / "index.html").is_file(), library
 
 
@@ -121,7 +121,8 @@ def test_docstrings_render_as_written(site):
     assert "[0, 2**32)" in config  # not bold
     reg = _page(site, "reference", "attnlab", "registry")
     assert "&lt;paper&gt;.&lt;name&gt;" in reg  # not an HTML tag
-    assert "<li><code>measured</code>: the number" in reg  # an aligned "name: meaning" list
+    checks = _page(site, "reference", "attnlab", "checks")
+    assert "<li><code>measured</code>: the number" in checks  # an aligned "name: meaning" list
 
 
 def test_the_contributors_guide_is_part_of_the_site(site):

@@ -518,7 +518,8 @@ def analyze(
 
     Writes a run directory: heads.json (per head: entropy, distance, attention
     to the previous/next token, [CLS], [SEP] and punctuation; Clark, Kovaleva
-    and Voita labels; TransformerLens scores; the thresholds), segments.json
+    and Voita labels; attnlab's pattern scores on the text, TransformerLens'
+    scores on repeated random tokens; the thresholds with their chance levels), segments.json
     (the token ids analysed) and report.html (every head's attention map,
     zoomed heads with token labels, tables). Exit status 2 for bad input: an
     unknown model, a directory that is not a checkpoint, an unsupported

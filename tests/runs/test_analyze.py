@@ -1,7 +1,9 @@
 """attnlab analyze on all-MiniLM-L6-v2 (shipped) and on a small random GPT-2 checkpoint written here:
 the run directory and its self-contained report, every head's numbers against the analysis
 functions called directly on the same segments (float64, within 1e-12), the labels against the
-thresholds of the analysis modules, and input that leaves an existing run untouched."""
+thresholds of the analysis modules, TransformerLens' scores on its repeated-random-token prompts, every
+score's chance level (uniform attention under the model's mask, closed forms) beside its threshold and
+where that threshold comes from, and input that leaves an existing run untouched."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from attnlab.analysis.heads import (
     clark_labels,
     kovaleva_patterns,
     pattern_scores,
+    transformerlens_scores,
     voita_labels,
 )
 from attnlab.cli import main
@@ -80,7 +83,9 @@ def test_report_is_self_contained(minilm_run):
     imgs = re.findall(r"<img [^>]*>", html)
     assert len(imgs) == 7 and all('src="data:image/png;base64,' in i for i in imgs)
     for needle in ("Attention maps, 6 layers x 12 heads", "Zoomed heads", f"&gt; {BROAD_ENTROPY_NATS:g} nats",
-                   f"&gt; {SPECIAL_TOKEN_THRESHOLD:g}", "Per head (means over segments", "bidir.)"):
+                   f"&gt; {SPECIAL_TOKEN_THRESHOLD:g}", "Per head (means over segments", "a bidirectional model",
+                   "TransformerLens (repeated random tokens)", "attnlab scores on the text", "threshold from",
+                   "chance levels (uniform attention under the model", "perfect head", "TL ind", "text ind"):
         assert needle in html, needle
     assert (path / "report.md").is_file() and (path / "figures" / "attention-maps.png").is_file()
 
@@ -112,8 +117,8 @@ def _direct(pm, segs, causal: bool) -> dict[str, torch.Tensor]:
                     "diagonal": k.scores["diagonal"], "block": k.scores["block"],
                     "voita_argmax_previous": v.offset_fractions[..., 0], "voita_argmax_next": v.offset_fractions[..., 1],
                     "confidence": v.confidence, "rare_argmax": v.rare_argmax,
-                    "tl_previous_token": p.previous_token, "tl_duplicate_token": p.duplicate_token,
-                    "tl_induction": p.induction})
+                    "text_previous_token": p.previous_token, "text_duplicate_token": p.duplicate_token,
+                    "text_induction": p.induction})
     return {key: torch.nanmean(torch.stack([d[key] for d in per]), 0) for key in per[0]}
 
 
@@ -213,10 +218,122 @@ def test_a_causal_model_gets_transformerlens_scores(gpt2_dir, tmp_path):
     assert not any("bidirectional" in n for n in p["notes"])
     assert any("block pattern" in n for n in p["notes"])  # single sequences: no block pattern
     for h in p["heads"]:
-        assert 0.0 <= h["tl_previous_token"] <= 1.0 and h["kovaleva"] != "block"
-        assert h["tl_duplicate_token"] == "nan" or 0.0 <= h["tl_duplicate_token"] <= 1.0
+        assert 0.0 <= h["text_previous_token"] <= 1.0 and h["kovaleva"] != "block"
+        assert h["text_duplicate_token"] == "nan" or 0.0 <= h["text_duplicate_token"] <= 1.0
     segs = json.loads((run.path / "segments.json").read_text())
-    direct = _direct(load_pretrained(gpt2_dir, dtype="float64"), segs, causal=True)
+    pm = load_pretrained(gpt2_dir, dtype="float64")
+    direct = _direct(pm, segs, causal=True)
     assert _compare(p, direct) <= TOL
+    assert _worst_repeated(pm, p, segs) <= TOL
+    # causal chance levels: uniform attention 1/(i+1) on row i
+    n = p["repeated_random_tokens"]["length"]
+    s_ = p["repeated_random_tokens"]["half"]
+    assert (n, s_) == (20, 9)  # [CLS] r r [SEP] in 20 tokens: this GPT-2 has MiniLM's tokenizer
+    harmonic = sum(1 / k for k in range(1, n + 1))
+    c = p["chance"]
+    assert c["tl_repeated_previous_token"] == pytest.approx((harmonic - 1) / n, abs=1e-15)
+    assert c["tl_repeated_induction"] == pytest.approx(sum(1 / (s_ + 2 + k) for k in range(s_)) / n, abs=1e-15)
+    assert c["next"] == 0.0 and c["voita_argmax_next"] == "nan"
+    lengths = [len(x) for x in segs["input_ids"]]
+    assert c["previous"] == pytest.approx(sum((sum(1 / k for k in range(1, m + 1)) - 1) / m for m in lengths)
+                                          / len(lengths), abs=1e-15)
     html = (run.path / "report.html").read_text()
-    assert "TL prev" in html and "bidir" not in html
+    assert "TL prev" in html and "text prev" in html and "bidir" not in html
+
+
+# ---- TransformerLens on repeated random tokens, chance levels, sources of thresholds -----------------------
+def _worst_repeated(pm, payload: dict, segs: dict) -> float:
+    """The TransformerLens scores recomputed here from the prompts segments.json holds, one prompt at a time."""
+    rep = segs["repeated_random_tokens"]
+    per = []
+    for ids in rep["input_ids"]:
+        x = torch.tensor([ids])
+        types = torch.zeros_like(x) if pm.architecture.type_vocab_size else None
+        A = torch.stack(list(pm.forward(x, token_type_ids=types).attentions), 1)[0]
+        per.append(transformerlens_scores(A, x[0]))
+    worst = 0.0
+    for k in ("previous_token", "duplicate_token", "induction"):
+        mean = torch.stack([getattr(s, k) for s in per]).mean(0)
+        for h in payload["heads"]:
+            worst = max(worst, abs(h[f"tl_repeated_{k}"] - mean[h["layer"], h["head"]].item()))
+    return worst
+
+
+def test_transformerlens_scores_are_its_definitions_on_repeated_random_tokens(minilm_run):
+    from attnlab.pretrained import load_pretrained
+
+    path, payload = minilm_run
+    segs = json.loads((path / "segments.json").read_text())
+    rep, meta = segs["repeated_random_tokens"], payload["repeated_random_tokens"]
+    s_ = (MAX_TOKENS - 2) // 2  # [CLS] r r [SEP] within --max-tokens
+    assert (meta["half"], meta["length"], meta["prefix"], meta["suffix"]) == (s_, 2 * s_ + 2, ["[CLS]"], ["[SEP]"])
+    assert len(rep["input_ids"]) == meta["prompts"] == 8
+    for ids in rep["input_ids"]:
+        r = ids[1:1 + s_]
+        assert ids[1 + s_:1 + 2 * s_] == r and len(set(r)) == s_
+    n = meta["length"]
+    assert meta["perfect_head"] == pytest.approx({"previous_token": (n - 1) / n, "duplicate_token": s_ / n,
+                                                  "induction": s_ / n}, abs=1e-15)
+    assert _worst_repeated(load_pretrained("minilm", dtype="float64"), payload, segs) <= TOL
+    # the bidirectional chance levels, closed forms: (n-1)/n^2, s/n^2, s/n^2
+    c = payload["chance"]
+    assert (c["tl_repeated_previous_token"], c["tl_repeated_duplicate_token"], c["tl_repeated_induction"]) == \
+        pytest.approx(((n - 1) / n**2, s_ / n**2, s_ / n**2), abs=1e-15)
+    assert meta["chance"] == {k: c[f"tl_repeated_{k}"] for k in ("previous_token", "duplicate_token", "induction")}
+    # the best previous-token head of MiniLM is L0 H2 under both readings
+    best = max(payload["heads"], key=lambda h: h["tl_repeated_previous_token"])
+    assert (best["layer"], best["head"]) == (0, 2) and 0.9 < best["tl_repeated_previous_token"] < (n - 1) / n
+
+
+def test_every_score_has_its_uniform_attention_chance_level_beside_its_threshold(minilm_run):
+    path, payload = minilm_run
+    segs = json.loads((path / "segments.json").read_text())
+    lengths = [len(x) for x in segs["input_ids"]]
+    c = payload["chance"]
+
+    def mean(f):
+        return sum(map(f, lengths)) / len(lengths)
+
+    assert c["previous"] == pytest.approx(mean(lambda n: (n - 1) / n**2), abs=1e-15)
+    assert c["to_cls"] == pytest.approx(mean(lambda n: 1 / n), abs=1e-15)
+    assert c["voita_argmax_previous"] == pytest.approx(mean(lambda n: 1 / n), abs=1e-15)  # ties split
+    assert c["entropy"] == pytest.approx(mean(math.log), abs=1e-12)
+    pairs = [(sum(t == 0 for t in types), len(types)) for types in segs["token_type_ids"] if len(set(types)) > 1]
+    assert pairs  # a segment with one sentence has no block fit and is left out of the mean
+    block = sum((x * x + (n - x) ** 2) / n**2 for x, n in pairs) / len(pairs)
+    assert c["kovaleva_scores"]["block"] == pytest.approx(block, abs=1e-15) and 0.45 < block < 0.6
+    crit = {(r["criteria"], r["label"]): r for r in payload["criteria"]}
+    assert crit[("Kovaleva et al. 2019", "block")]["chance"] == c["kovaleva_scores"]["block"]
+    assert crit[("Clark et al. 2019", "previous")]["chance"] == c["previous"]
+    for r in payload["criteria"]:
+        if r["score"] is not None:
+            assert r["chance"] is not None
+    for key in (("Kovaleva et al. 2019", "vertical"), ("Kovaleva et al. 2019", "block"),
+                ("Voita et al. 2019", "rare-token")):
+        assert crit[key]["threshold_from"].startswith("attnlab's choice"), key
+    assert crit[("Voita et al. 2019", "positional -1")]["threshold_from"].startswith("Voita et al. 2019")
+    assert crit[("Clark et al. 2019", "broad")]["threshold_from"].startswith("Clark et al.'s code")
+    assert any("attnlab's choices" in note for note in payload["notes"])
+
+
+def test_summary_rows_are_descriptive_checks(minilm_run):
+    path, payload = minilm_run
+    summary = json.loads((path / "results.json").read_text())["experiments"]["analyze"]["results"]["summary"]
+    assert len(summary) == 6 and {r["verdict"] for r in summary} == {"info"}
+    tl = [r for r in summary if r["quantity"].startswith("TransformerLens (repeated random tokens)")]
+    assert len(tl) == 3
+    best = max(payload["heads"], key=lambda h: h["tl_repeated_previous_token"])
+    assert tl[0]["measured"] == best["tl_repeated_previous_token"]
+    assert tl[0]["values"]["chance"] == payload["chance"]["tl_repeated_previous_token"]
+
+
+def test_no_room_for_a_repeated_token_leaves_the_transformerlens_scores_nan(gpt2_dir, tmp_path):
+    from attnlab.runs.analyze import analyze
+
+    run = analyze(gpt2_dir, max_tokens=3, segments=1, dtype="float64", out=tmp_path / "run")
+    p = run.payload
+    assert p["repeated_random_tokens"] is None and p["chance"]["tl_repeated_induction"] == "nan"
+    assert all(h["tl_repeated_previous_token"] == "nan" for h in p["heads"])
+    assert any("leaves no room for a repeated random token" in n for n in p["notes"])
+    assert json.loads((run.path / "segments.json").read_text())["repeated_random_tokens"] is None
+    assert (run.path / "report.html").is_file()

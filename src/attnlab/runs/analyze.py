@@ -9,8 +9,9 @@ Order of work, chosen so that bad input costs nothing and a finished computation
 2. cut the text into segments of at most ``max_tokens`` tokens (special tokens included) and
    keep ``segments`` of them, evenly spaced through the text;
 3. create the run directory, write config.json, env.json and segments.json (the token ids fed,
-   so every number can be recomputed); run the model once per batch of segments and analyse
-   each segment's maps A (L, H, n, n) on its own (no padding reaches an analysis);
+   the repeated-random-token prompts included, so every number can be recomputed); run the
+   model once per batch of segments and analyse each segment's maps A (L, H, n, n) on its own
+   (no padding reaches an analysis), then the prompts;
 4. write heads.json and results.json, then build report.html and report.md.
 
 Segments. The text is split into sentences (:func:`attnlab.data.split_sentences`; the default
@@ -34,10 +35,23 @@ Per head, per segment b, the numbers of :mod:`attnlab.analysis.heads` (all in fl
                          without [SEP] (their EOS); rare-token mass and argmax fraction, with
                          token frequencies counted in the analysed segments themselves (the
                          paper used the training corpus' frequencies, which this run lacks)
-    TransformerLens      previous-token, duplicate-token and induction scores ("mul", no
-                         exclusions): for a causal model as TransformerLens defines them; for a
-                         bidirectional one with the bidirectional patterns of
-                         :mod:`attnlab.analysis.heads.patterns` and marked so in the report
+    attnlab, on the text previous-token, duplicate-token and induction scores in attnlab's
+                         convention ("mul" over the rows that have a target, so a perfect head
+                         scores 1; bidirectional patterns for a bidirectional model):
+                         :func:`pattern_scores`, descriptive (natural text repeats few tokens)
+
+and, apart from the text, TransformerLens' own scores on its repeated-random-token prompts:
+``REPEATED_PROMPTS`` prompts [BOS] r r (the tokenizer's [CLS] r r [SEP] for the BERT family),
+r = min(50, what fits in ``max_tokens``) distinct random ordinary tokens, scored by its
+``detect_head`` definitions ("mul", no exclusions, lower-triangular patterns, every row
+counted: :func:`transformerlens_scores`) and averaged over the prompts. A perfect head scores
+(n - 1)/n (previous-token) and s/n (duplicate-token, induction), not 1.
+
+Chance levels. Every score is also computed for uniform attention under the model's mask
+(:func:`uniform_attention`: 1/n per key bidirectionally, 1/(i + 1) on row i causally) on the
+same inputs, argmax scores with ties split at random; heads.json holds them ("chance", keyed
+as the per-head numbers, and beside every threshold in "criteria", with where the threshold
+comes from: the paper, its code, or attnlab's choice).
 
 Every number is averaged over the segments (NaN-aware: a segment that has no row to score,
 e.g. no repeated token for induction, is left out of that average), and the labels are decided
@@ -69,6 +83,7 @@ from attnlab.analysis.heads import (
     POSITION_THRESHOLD,
     POSITIONAL_FRACTION,
     RARE_TOKEN_FRACTION,
+    REPEATED_HALF,
     SPECIAL_TOKEN_THRESHOLD,
     HeadStatistics,
     clark_labels,
@@ -76,12 +91,16 @@ from attnlab.analysis.heads import (
     kovaleva_decide,
     kovaleva_patterns,
     pattern_scores,
+    repeated_random_tokens,
     token_mask,
+    transformerlens_scores,
+    uniform_attention,
     voita_labels,
     voita_labels_from_scores,
 )
 from attnlab.analysis.heads.maps import CLARK_PUNCTUATION
 from attnlab.analysis.heads.voita import VOITA_OFFSETS
+from attnlab.checks import info
 from attnlab.config import check_choice, check_device, check_int
 from attnlab.errors import ConfigError
 from attnlab.pretrained.labels import token_labels
@@ -106,6 +125,10 @@ DTYPES = ("float32", "float64")
 HEADS_JSON, SEGMENTS_JSON = "heads.json", "segments.json"
 KEY_SETS = ("[CLS]", "[SEP]", "punctuation")
 TL_KINDS = ("previous_token", "duplicate_token", "induction")
+REPEATED_PROMPTS = 8  # TransformerLens-style prompts [BOS] r r, averaged as its detect_head averages a list
+REPEATED_SEED = 0
+TEXT_SCORES = "attnlab scores on the text"
+TL_REPEATED = "TransformerLens (repeated random tokens)"
 DEFAULT_TEXT = "pydoc_data.topics"
 
 Progress = Callable[[str, int, int], None]
@@ -249,17 +272,23 @@ def _split_pair(doc: list[tuple[str, int]]) -> tuple[str, str | None]:
 
 def segment_maps(pm, segs: Segments, batch: int = BATCH):
     """Yield (b, A) for every segment: A (L, H, n_b, n_b), the attention weights of its real tokens."""
-    for start in range(0, len(segs.input_ids), batch):
-        rows = segs.input_ids[start:start + batch]
+    yield from model_maps(pm, segs.input_ids, segs.token_type_ids, batch)
+
+
+def model_maps(pm, input_ids: Sequence[Sequence[int]], token_type_ids=None, batch: int = BATCH):
+    """Yield (b, A) for every input b: A (L, H, n_b, n_b), the attention weights of its real tokens
+    (inputs of different lengths are padded within a batch and the padding cut off again)."""
+    for start in range(0, len(input_ids), batch):
+        rows = [list(r) for r in input_ids[start:start + batch]]
         n = max(map(len, rows))
         ids = torch.zeros(len(rows), n, dtype=torch.int64)
         pad = torch.ones(len(rows), n, dtype=torch.bool)
-        types = torch.zeros(len(rows), n, dtype=torch.int64) if segs.token_type_ids is not None else None
+        types = torch.zeros(len(rows), n, dtype=torch.int64) if token_type_ids is not None else None
         for i, r in enumerate(rows):
             ids[i, :len(r)] = torch.tensor(r)
             pad[i, :len(r)] = False
             if types is not None:
-                types[i, :len(r)] = torch.tensor(segs.token_type_ids[start + i])
+                types[i, :len(r)] = torch.tensor(list(token_type_ids[start + i]))
         dev = pm.device
         out = pm.forward(ids.to(dev), pad.to(dev), token_type_ids=None if types is None else types.to(dev),
                          position_ids=pm.position_ids(pad).to(dev), output_hidden_states=False)
@@ -272,27 +301,96 @@ def segment_maps(pm, segs: Segments, batch: int = BATCH):
 def analyse_segment(A: torch.Tensor, input_ids: Sequence[int], tokens: Sequence[str], token_types, *,
                     causal: bool, specials: dict, frequencies: dict[int, int]) -> dict[str, torch.Tensor]:
     """Every per-head number of one segment (module docstring), each (L, H) (offset fractions (L, H, 2)),
-    straight from the classifiers of :mod:`attnlab.analysis.heads`."""
+    straight from the classifiers of :mod:`attnlab.analysis.heads`; and under "chance:<name>" the same
+    number for uniform attention under the model's mask (:func:`uniform_attention`), each (1, 1): the
+    chance level of every score, argmax scores read with ties split (a random tie-break)."""
     keys = {"[CLS]": token_mask(tokens, [specials["[CLS]"]] if specials["[CLS]"] else []),
             "[SEP]": token_mask(tokens, [specials["[SEP]"]] if specials["[SEP]"] else []),
             "punctuation": token_mask(tokens, CLARK_PUNCTUATION)}
+    freq = torch.tensor([float(frequencies[int(t)]) for t in input_ids], dtype=torch.float64)
+    segments = torch.tensor(list(token_types)) if token_types is not None and len(set(token_types)) > 1 else None
+    ids = torch.tensor(list(input_ids))
+    out = _scores(A, ids, keys, segments, freq, causal=causal, ties="count")
+    U = uniform_attention(len(input_ids), causal=causal)[None, None]
+    out.update({f"chance:{k}": v for k, v in _scores(U, ids, keys, segments, freq, causal=causal,
+                                                     ties="split").items()})
+    return out
+
+
+def _scores(A, ids, keys, segments, freq, *, causal: bool, ties: str) -> dict[str, torch.Tensor]:
     clark = clark_labels(A, causal=causal, keys=keys)
     vertical = keys["[CLS]"] | keys["[SEP]"]
-    two = token_types is not None and len(set(token_types)) > 1
-    kov = kovaleva_patterns(A, special=vertical if bool(vertical.any()) else None,
-                            segments=torch.tensor(list(token_types)) if two else None, causal=causal)
-    freq = torch.tensor([float(frequencies[int(t)]) for t in input_ids], dtype=torch.float64)
-    voita = voita_labels(A, causal=causal, frequencies=freq, exclude=keys["[SEP]"])
-    tl = pattern_scores(A, torch.tensor(list(input_ids)), causal=causal)
+    kov = kovaleva_patterns(A, special=vertical if bool(vertical.any()) else None, segments=segments, causal=causal)
+    voita = voita_labels(A, causal=causal, frequencies=freq, exclude=keys["[SEP]"], ties=ties)
+    text = pattern_scores(A, ids, causal=causal)
     s = clark.stats
-    out = {"entropy": s.entropy, "uniform_entropy": s.uniform_entropy, "distance": s.distance,
-           "previous": s.previous, "self": s.self_, "next": s.next, "max_weight": s.confidence,
-           **{f"to_{k}": v for k, v in s.to_keys.items()},
-           **{f"kovaleva_{k}": v for k, v in kov.scores.items()},
-           "kovaleva_block_chance": kov.chance["block"],
-           "offset_fractions": voita.offset_fractions, "confidence": voita.confidence,
-           "rare_mass": voita.rare_mass, "rare_argmax": voita.rare_argmax,
-           **{f"tl_{k}": getattr(tl, k) for k in TL_KINDS}}
+    return {"entropy": s.entropy, "uniform_entropy": s.uniform_entropy, "distance": s.distance,
+            "previous": s.previous, "self": s.self_, "next": s.next, "max_weight": s.confidence,
+            **{f"to_{k}": v for k, v in s.to_keys.items()},
+            **{f"kovaleva_{k}": v for k, v in kov.scores.items()},
+            "offset_fractions": voita.offset_fractions, "confidence": voita.confidence,
+            "rare_mass": voita.rare_mass, "rare_argmax": voita.rare_argmax,
+            **{f"text_{k}": getattr(text, k) for k in TL_KINDS}}
+
+
+# ---- TransformerLens on repeated random tokens ----------------------------------------------------
+@dataclass(frozen=True)
+class RepeatedPrompts:
+    """The prompts of TransformerLens' induction tutorials, framed for this tokenizer: prefix, r, r, suffix
+    with r ``half`` distinct random ordinary tokens (:func:`repeated_random_tokens`); prefix [BOS] where the
+    model has one, else the tokenizer's own framing ([CLS] ... [SEP] for the BERT family)."""
+
+    input_ids: torch.Tensor  # (prompts, n)
+    token_type_ids: list[list[int]] | None
+    half: int
+    prefix: list[int]
+    suffix: list[int]
+    seed: int
+
+    @property
+    def length(self) -> int:
+        return int(self.input_ids.shape[-1])
+
+    def perfect(self) -> dict[str, float]:
+        """What a perfect head scores (row 0 attends itself): (n - 1)/n, s/n, s/n."""
+        n, s_ = self.length, self.half
+        return {"previous_token": (n - 1) / n, "duplicate_token": s_ / n, "induction": s_ / n}
+
+
+def repeated_prompts(pm, max_tokens: int, count: int = REPEATED_PROMPTS, seed: int = REPEATED_SEED
+                     ) -> RepeatedPrompts | None:
+    """``count`` prompts of at most ``max_tokens`` tokens (half = min(REPEATED_HALF, what fits)); None if no
+    token fits. The random tokens are the tokenizer's ordinary ones (special tokens and BERT's [unused*]
+    slots left out) that the model's embedding has rows for."""
+    tok = pm.tokenizer
+    bare = list(tok("text", add_special_tokens=False)["input_ids"])
+    framed = list(tok("text")["input_ids"])
+    cut = next((i for i in range(len(framed) - len(bare) + 1) if framed[i:i + len(bare)] == bare), 0)
+    prefix, suffix = [int(x) for x in framed[:cut]], [int(x) for x in framed[cut + len(bare):]]
+    if not prefix and tok.bos_token_id is not None:
+        prefix = [int(tok.bos_token_id)]
+    special = set(tok.all_special_ids)
+    size = min(len(tok), pm.architecture.vocab_size)
+    names = tok.convert_ids_to_tokens(list(range(size)))
+    vocabulary = [i for i, t in enumerate(names) if i not in special and t is not None
+                  and not t.startswith("[unused")]
+    half = min(REPEATED_HALF, (max_tokens - len(prefix) - len(suffix)) // 2, len(vocabulary))
+    if half < 1:
+        return None
+    ids = repeated_random_tokens(vocabulary, half, count, prefix=prefix, suffix=suffix, seed=seed)
+    types = [[0] * ids.shape[-1] for _ in range(count)] if pm.architecture.type_vocab_size else None
+    return RepeatedPrompts(ids, types, half, prefix, suffix, seed)
+
+
+def repeated_scores(pm, prompts: RepeatedPrompts, causal: bool) -> dict[str, torch.Tensor]:
+    """TransformerLens' three scores (:func:`transformerlens_scores`), each (L, H), the mean over the prompts
+    as its ``detect_head`` averages a list; under "chance:<kind>" uniform attention's, (1, 1)."""
+    per = [transformerlens_scores(A, prompts.input_ids[b])
+           for b, A in model_maps(pm, prompts.input_ids.tolist(), prompts.token_type_ids)]
+    U = uniform_attention(prompts.length, causal=causal)[None, None]
+    chance = transformerlens_scores(U.expand(len(prompts.input_ids), 1, 1, -1, -1), prompts.input_ids)
+    out = {k: torch.stack([getattr(p, k) for p in per]).mean(0) for k in TL_KINDS}
+    out.update({f"chance:{k}": getattr(chance, k).mean(0) for k in TL_KINDS})
     return out
 
 
@@ -322,29 +420,67 @@ def thresholds() -> dict:
             "transformerlens": {"measure": "mul", "exclude_bos": False, "exclude_current_token": False}}
 
 
-def rules() -> list[tuple[str, str, str]]:
-    """(framework, label, rule with its threshold) for the report."""
+CLARK_CODE = "Clark et al.'s code (General_Analysis.ipynb: the head behaviours of their clustering, §6)"
+KOVALEVA_CHOICE = ("attnlab's choice: Kovaleva et al. labelled maps by hand and trained a CNN, with no threshold; "
+                   "0.6 is Clark et al.'s special-token threshold, the 0.2 share attnlab's")
+VOITA_TEXT = "Voita et al. 2019 (\"at least 90% of the time\")"
+VOITA_CHOICE = "attnlab's choice: Voita et al. give no number for rare-token heads (the positional 90% carried over)"
+NO_THRESHOLD = "no threshold: the highest heads are listed"
+
+
+def criteria() -> list[dict]:
+    """Every label's rule: criteria, label, score (its heads.json key), relation, threshold, where the
+    threshold comes from (the paper, its code, or attnlab's choice) and the rule in words. The chance
+    level of each score is added by the run (heads.json "criteria")."""
     t = thresholds()
     c, k, v = t["clark"], t["kovaleva"], t["voita"]
-    return [
-        ("Clark et al. 2019", "broad", f"mean smoothed entropy > {c['broad_entropy_nats']:g} nats "
-                                       f"(a' = {c['entropy_smoothing']:g} a + {1 - c['entropy_smoothing']:.4g}/|K|)"),
-        ("Clark et al. 2019", "previous / next", f"mean a(i, i-1) / a(i, i+1) > {c['position']:g}"),
-        ("Clark et al. 2019", "special:[CLS] / [SEP] / punctuation",
-         f"mean attention to that key set > {c['special_token']:g} (punctuation = {' '.join(CLARK_PUNCTUATION)})"),
-        ("Kovaleva et al. 2019", "vertical", f"fit on [CLS]/[SEP] columns >= {k['pattern']:g}"),
-        ("Kovaleva et al. 2019", "diagonal", f"fit on keys i-1, i, i+1 >= {k['pattern']:g}"),
-        ("Kovaleva et al. 2019", "vertical+diagonal",
-         f"vertical + diagonal >= {k['pattern']:g}, each >= {k['mix_share']:g}"),
-        ("Kovaleva et al. 2019", "block", f"fit on the query's own sentence (A or B) >= {k['pattern']:g}"),
-        ("Kovaleva et al. 2019", "heterogeneous", "none of the above (first rule that holds wins, in this order)"),
-        ("Voita et al. 2019", "positional -1 / +1",
-         f"row maximum on key i-1 (or i+1) in >= {v['positional_fraction']:g} of the rows"),
-        ("Voita et al. 2019", "rare-token",
-         f"row maximum on the segment's rarest token in >= {v['rare_token_fraction']:g} of the rows"),
-        ("TransformerLens", "previous-token / duplicate-token / induction",
-         "score = attention on the pattern / all attention (\"mul\"), no threshold: the highest heads are listed"),
+
+    def row(framework, label, score, relation, threshold, source, rule):
+        return {"criteria": framework, "label": label, "score": score, "relation": relation, "threshold": threshold,
+                "threshold_from": source, "rule": rule}
+
+    clark, kov, voita = "Clark et al. 2019", "Kovaleva et al. 2019", "Voita et al. 2019"
+    rows = [
+        row(clark, "broad", "entropy", ">", c["broad_entropy_nats"], CLARK_CODE,
+            f"mean smoothed entropy > {c['broad_entropy_nats']:g} nats "
+            f"(a' = {c['entropy_smoothing']:g} a + {1 - c['entropy_smoothing']:.4g}/|K|)"),
+        row(clark, "previous", "previous", ">", c["position"], CLARK_CODE, f"mean a(i, i-1) > {c['position']:g}"),
+        row(clark, "next", "next", ">", c["position"], CLARK_CODE, f"mean a(i, i+1) > {c['position']:g}"),
+        *(row(clark, f"special:{name}", key, ">", c["special_token"], CLARK_CODE,
+              f"mean attention to {what} > {c['special_token']:g}")
+          for name, key, what in (("[CLS]", "to_cls", "[CLS]"), ("[SEP]", "to_sep", "[SEP]"),
+                                  ("punctuation", "to_punctuation", f"punctuation ({' '.join(CLARK_PUNCTUATION)})"))),
+        row(kov, "vertical", "kovaleva_scores.vertical", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"fit on [CLS]/[SEP] columns >= {k['pattern']:g}"),
+        row(kov, "diagonal", "kovaleva_scores.diagonal", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"fit on keys i-1, i, i+1 >= {k['pattern']:g}"),
+        row(kov, "vertical+diagonal", "kovaleva_scores.vertical+diagonal", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"vertical + diagonal >= {k['pattern']:g}, each >= {k['mix_share']:g}"),
+        row(kov, "block", "kovaleva_scores.block", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"fit on the query's own sentence (A or B) >= {k['pattern']:g}"),
+        row(kov, "heterogeneous", None, None, None, "", "none of the above (first rule that holds wins, in this order)"),
+        row(voita, "positional -1", "voita_argmax_previous", ">=", v["positional_fraction"], VOITA_TEXT,
+            f"row maximum on key i-1 in >= {v['positional_fraction']:g} of the rows"),
+        row(voita, "positional +1", "voita_argmax_next", ">=", v["positional_fraction"], VOITA_TEXT,
+            f"row maximum on key i+1 in >= {v['positional_fraction']:g} of the rows"),
+        row(voita, "rare-token", "rare_argmax", ">=", v["rare_token_fraction"], VOITA_CHOICE,
+            f"row maximum on the segment's rarest token in >= {v['rare_token_fraction']:g} of the rows"),
     ]
+    for kind in TL_KINDS:
+        name = kind.replace("_", "-")
+        rows.append(row(TEXT_SCORES, name, f"text_{kind}", None, None, NO_THRESHOLD,
+                        "attention on the pattern / attention of the rows that have a target, on the text"))
+    for kind in TL_KINDS:
+        name = kind.replace("_", "-")
+        rows.append(row(TL_REPEATED, name, f"tl_repeated_{kind}", None, None, NO_THRESHOLD,
+                        "TransformerLens detect_head (\"mul\", no exclusions): attention on its pattern / all "
+                        "attention, on repeated random tokens"))
+    return rows
+
+
+def rules() -> list[tuple[str, str, str]]:
+    """(framework, label, rule with its threshold) for the report."""
+    return [(r["criteria"], r["label"], r["rule"]) for r in criteria()]
 
 
 # ---- the command -------------------------------------------------------------------------------
@@ -384,22 +520,35 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     rd = RunDir.create(path)
     rd.write_config(config, list(argv or []))
     rd.write_env(seed=0, device=device)
+    prompts = repeated_prompts(pm, max_tokens)
     rd.write_json(SEGMENTS_JSON, {"input_ids": segs.input_ids, "token_type_ids": segs.token_type_ids,
-                                  "tokens": segs.tokens, "labels": segs.labels, "pairs": segs.pairs})
+                                  "tokens": segs.tokens, "labels": segs.labels, "pairs": segs.pairs,
+                                  "repeated_random_tokens": None if prompts is None else {
+                                      "input_ids": prompts.input_ids.tolist(), "half": prompts.half,
+                                      "prefix": prompts.prefix, "suffix": prompts.suffix, "seed": prompts.seed}})
     frequencies = Counter(t for ids in segs.input_ids for t in ids)
     specials = special_tokens(pm.tokenizer)
+    total = len(segs.input_ids) + 3
     per_segment, first = [], None
     for b, A in segment_maps(pm, segs):
         if progress:
-            progress(f"segment {b + 1}/{len(segs.input_ids)}", b + 1, len(segs.input_ids) + 2)
+            progress(f"segment {b + 1}/{len(segs.input_ids)}", b + 1, total)
         per_segment.append(analyse_segment(
             A, segs.input_ids[b], segs.tokens[b], None if segs.token_type_ids is None else segs.token_type_ids[b],
             causal=causal, specials=specials, frequencies=frequencies))
         if b == 0:
             first = A
     avg = average(per_segment)
+    if progress:
+        progress("repeated random tokens", len(segs.input_ids) + 1, total)
+    L, H = avg["entropy"].shape
+    nan = torch.full((L, H), float("nan"), dtype=torch.float64)
+    rep = repeated_scores(pm, prompts, causal) if prompts is not None else {
+        **{k: nan for k in TL_KINDS}, **{f"chance:{k}": nan[:1, :1] for k in TL_KINDS}}
+    avg.update({f"tl_repeated_{k}" if not k.startswith("chance:") else f"chance:tl_repeated_{k[7:]}": v
+                for k, v in rep.items()})
     labels = decide(avg)
-    payload = _payload(config, pm, segs, causal, specials, avg, labels)
+    payload = _payload(config, pm, segs, causal, specials, avg, labels, prompts)
     rd.write_json(HEADS_JSON, payload)
     result = _result(payload, avg, first, segs)
     rd.write_results({"experiments": {"analyze": {
@@ -409,14 +558,40 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
         "config": config, "status": "ok", "results": result.to_dict(),
         "seconds": round(time.perf_counter() - start, 3), "finished": utc_now()}}})
     if progress:
-        progress("report", len(segs.input_ids) + 1, len(segs.input_ids) + 2)
+        progress("report", len(segs.input_ids) + 2, total)
     from attnlab.reports import build_report
 
     build_report(rd.path)
     return Analysis(rd.path, to_jsonable(payload))  # as heads.json holds it: NaN as "nan"
 
 
-def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict) -> dict:
+PER_HEAD = {  # heads.json key -> the averaged number it holds
+    "entropy": "entropy", "uniform_entropy": "uniform_entropy", "distance": "distance", "previous": "previous",
+    "self": "self", "next": "next", "to_cls": "to_[CLS]", "to_sep": "to_[SEP]", "to_punctuation": "to_punctuation",
+    "max_weight": "max_weight", "confidence": "confidence", "rare_mass": "rare_mass", "rare_argmax": "rare_argmax",
+    **{f"text_{k}": f"text_{k}" for k in TL_KINDS}, **{f"tl_repeated_{k}": f"tl_repeated_{k}" for k in TL_KINDS},
+}
+KOVALEVA_TEMPLATES = ("vertical", "diagonal", "vertical+diagonal", "block")
+
+
+def _chance(avg: dict) -> dict:
+    """Uniform attention's value of every per-head score (heads.json "chance", keyed as the heads)."""
+    one = {key: avg[f"chance:{src}"].reshape(-1)[0].item() for key, src in PER_HEAD.items()}
+    f = avg["chance:offset_fractions"].reshape(-1, len(VOITA_OFFSETS))[0]
+    one["voita_argmax_previous"], one["voita_argmax_next"] = f[VOITA_OFFSETS.index(-1)].item(), f[
+        VOITA_OFFSETS.index(1)].item()
+    one["kovaleva_scores"] = {k: avg[f"chance:kovaleva_{k}"].reshape(-1)[0].item() for k in KOVALEVA_TEMPLATES}
+    return one
+
+
+def _lookup(d: dict, key: str):
+    for part in key.split("."):
+        d = d[part]
+    return d
+
+
+def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict,
+             prompts: RepeatedPrompts | None) -> dict:
     clark, kov, voita = labels["clark"], labels["kovaleva"], labels["voita"]
     L, H = avg["entropy"].shape
     present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
@@ -425,26 +600,16 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
         for h in range(H):
             i = (l, h)
             f = {o: avg["offset_fractions"][l, h, j].item() for j, o in enumerate(VOITA_OFFSETS)}
-            heads.append({
-                "layer": l, "head": h,
-                "entropy": avg["entropy"][i].item(), "uniform_entropy": avg["uniform_entropy"][i].item(),
-                "distance": avg["distance"][i].item(), "previous": avg["previous"][i].item(),
-                "self": avg["self"][i].item(), "next": avg["next"][i].item(),
-                "to_cls": avg["to_[CLS]"][i].item(), "to_sep": avg["to_[SEP]"][i].item(),
-                "to_punctuation": avg["to_punctuation"][i].item(), "max_weight": avg["max_weight"][i].item(),
+            x = {"layer": l, "head": h, **{key: avg[src][i].item() for key, src in PER_HEAD.items()}}
+            x.update({
                 "clark": clark.labels(i),
                 "kovaleva": KOVALEVA_PATTERNS[int(kov[i])],
-                "kovaleva_scores": {k: avg[f"kovaleva_{k}"][i].item() for k in
-                                    ("vertical", "diagonal", "vertical+diagonal", "block")},
+                "kovaleva_scores": {k: avg[f"kovaleva_{k}"][i].item() for k in KOVALEVA_TEMPLATES},
                 "voita": ([f"positional {int(voita.positional_offset[i]):+d}"] if bool(voita.positional[i]) else [])
                 + (["rare-token"] if bool(voita.rare[i]) else []),
                 "voita_argmax_previous": f[-1], "voita_argmax_next": f[1],
-                "confidence": avg["confidence"][i].item(), "rare_mass": avg["rare_mass"][i].item(),
-                "rare_argmax": avg["rare_argmax"][i].item(),
-                "tl_previous_token": avg["tl_previous_token"][i].item(),
-                "tl_duplicate_token": avg["tl_duplicate_token"][i].item(),
-                "tl_induction": avg["tl_induction"][i].item(),
             })
+            heads.append(x)
     counts = {"clark": {name: sum(name in x["clark"] for x in heads) for name in
                         ("broad", "previous", "next", "special:[CLS]", "special:[SEP]", "special:punctuation")},
               "kovaleva": {p: sum(x["kovaleva"] == p for x in heads) for p in KOVALEVA_PATTERNS},
@@ -454,17 +619,52 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
                         "no role": sum(not x["voita"] for x in heads)}}
     counts["clark"]["special (any)"] = sum(any(c.startswith("special") for c in x["clark"]) for x in heads)
     counts["clark"]["no label"] = sum(not x["clark"] for x in heads)
+    chance = _chance(avg)
+    crit = [{**r, "chance": None if r["score"] is None else _lookup(chance, r["score"])} for r in criteria()]
+    repeated = None if prompts is None else {
+        "prompts": int(prompts.input_ids.shape[0]), "half": prompts.half, "length": prompts.length,
+        "prefix": pm.tokenizer.convert_ids_to_tokens(prompts.prefix),
+        "suffix": pm.tokenizer.convert_ids_to_tokens(prompts.suffix), "seed": prompts.seed,
+        "perfect_head": prompts.perfect(), "chance": {k: chance[f"tl_repeated_{k}"] for k in TL_KINDS}}
     notes = [
         f"Layers and heads are numbered from 0. Every number is the mean over {len(segs.input_ids)} segments "
         f"of at most {config['max_tokens']} tokens (of {segs.documents} documents the text gave, evenly spaced), "
         "each segment analysed on its own; labels are decided on those means.",
+        "Chance levels: every score is also computed for uniform attention under the model's mask "
+        f"({'causal: 1/(i+1) on row i' if causal else 'bidirectional: 1/n on every key'}) on the same inputs, "
+        "argmax scores with ties split at random; a head is only evidence of a pattern where its score stands "
+        "well above that level (the criteria table and heads.json \"chance\" give it beside each threshold).",
+        "Which thresholds come from the papers: Clark et al.'s three are the constants of their code and Voita "
+        f"et al.'s positional {POSITIONAL_FRACTION:g} is their text; Kovaleva et al.'s {PATTERN_THRESHOLD:g} and "
+        f"{MIX_SHARE:g} (they labelled by hand and trained a CNN) and Voita's rare-token {RARE_TOKEN_FRACTION:g} "
+        "(the paper gives no number) are attnlab's choices.",
         "Voita's rare-token role uses token frequencies counted in the analysed segments themselves "
         "(the paper used its training corpus), so 'rare' means rarest in this text.",
+        f"The {TEXT_SCORES} (text prev, dup, ind) are previous-token, duplicate-token and induction scores in "
+        "attnlab's convention (the attention on the pattern over the rows that have a target, so a perfect head "
+        "scores 1) on the natural text, where repeated tokens are few: descriptive only, and not TransformerLens' "
+        "numbers, which the TL columns give.",
     ]
-    if not causal:
-        notes.append("TransformerLens defines its previous-token, duplicate-token and induction scores for causal "
-                     "models; this model is bidirectional, so they are computed with the bidirectional patterns "
-                     "(a duplicate or induction target may also lie after the query) and read as descriptive only.")
+    if prompts is not None:
+        n, s_ = prompts.length, prompts.half
+        perfect = prompts.perfect()
+        notes.append(
+            f"{TL_REPEATED}: TransformerLens' detect_head definitions (\"mul\", no exclusions, its lower-triangular "
+            f"patterns) on {repeated['prompts']} prompts {' '.join(repeated['prefix'])} r r "
+            f"{' '.join(repeated['suffix'])}, r = {s_} distinct random tokens (n = {n}), averaged over the prompts "
+            f"as detect_head averages a list. Every row counts, so a perfect head scores "
+            f"{perfect['previous_token']:.3f} = (n-1)/n (previous-token) and {perfect['induction']:.3f} = s/n "
+            f"(duplicate-token, induction); uniform attention scores "
+            + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + ".")
+        if not causal:
+            notes.append("This model is bidirectional; TransformerLens' head detector asserts lower-triangular "
+                         "patterns (it scores decoder models only), so here each of its scores is the share of all "
+                         "attention, later keys included, that lands on the earlier target: attention from the "
+                         "first copy forward to the second, the same pairs read the other way, counts against "
+                         "the head.")
+    else:
+        notes.append(f"--max-tokens {config['max_tokens']} leaves no room for a repeated random token, so the "
+                     f"{TL_REPEATED} scores are not computed (NaN).")
     for k, ok in present.items():
         if not ok:
             notes.append(f"The analysed text holds no {k} token of this tokenizer ({specials[k] or 'it has none'}): "
@@ -472,9 +672,9 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
                          + (" Kovaleva's vertical columns fall back to each map's most attended column."
                             if k == "[CLS]" and not present["[SEP]"] else ""))
     if segs.pairs:
-        chance = torch.nanmean(avg["kovaleva_block_chance"]).item()
-        if math.isfinite(chance):
-            notes.append(f"Kovaleva's block fit of uniform attention (its chance level) is {chance:.2f} on these "
+        block = chance["kovaleva_scores"]["block"]
+        if math.isfinite(block):
+            notes.append(f"Kovaleva's block fit of uniform attention (its chance level) is {block:.2f} on these "
                          f"segments (sentences A and B are about equal halves), against the threshold "
                          f"{PATTERN_THRESHOLD:g}, so a block label is weak evidence of attention bound to its sentence.")
     if segs.cut_sentences:
@@ -487,6 +687,7 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
             "causal": causal, "layers": L, "heads_per_layer": H, "segments": len(segs.input_ids),
             "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
             "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
+            "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,
             "counts": counts, "notes": notes, "heads": heads}
 
 
@@ -497,38 +698,94 @@ def _labels_text(x: dict) -> tuple[str, str]:
 
 def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> ExperimentResult:
     heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
-    causal = payload["causal"]
-    tl = "" if causal else " (bidir.)"
+    causal, chance = payload["causal"], payload["chance"]
     rows = []
     for x in heads:
         clark, voita = _labels_text(x)
         rows.append([x["layer"], x["head"], *(_round(x[k], 2) for k in ("entropy", "distance")),
                      *(_round(x[k], 3) for k in ("previous", "next", "to_cls", "to_sep", "to_punctuation")),
                      clark, x["kovaleva"], voita,
-                     *(_round(x[f"tl_{k}"], 3) for k in TL_KINDS)])
+                     *(_round(x[f"text_{k}"], 3) for k in TL_KINDS),
+                     *(_round(x[f"tl_repeated_{k}"], 3) for k in TL_KINDS)])
     per_head = Table(
-        "Per head (means over segments; TL = TransformerLens previous-token, duplicate-token, induction scores"
-        + (")" if causal else ", bidirectional patterns)"),
+        "Per head (means over segments). text: attnlab's previous-token, duplicate-token, induction scores on the "
+        "text; TL: TransformerLens' scores on repeated random tokens"
+        + ("" if causal else " (a bidirectional model: see the notes)"),
         ["layer", "head", "entropy (nats)", "distance", "prev", "next", "[CLS]", "[SEP]", "punct.", "Clark",
-         "Kovaleva", "Voita", "TL prev", "TL dup", "TL ind"],
+         "Kovaleva", "Voita", "text prev", "text dup", "text ind", "TL prev", "TL dup", "TL ind"],
         rows, ["int", "int", "float", "float", "float", "float", "float", "float", "float", "text", "text", "text",
-               "float", "float", "float"])
+               "float", "float", "float", "float", "float", "float"])
     counts = payload["counts"]
     count_rows = ([["Clark", k, v] for k, v in counts["clark"].items()]
                   + [["Kovaleva", k, v] for k, v in counts["kovaleva"].items()]
                   + [["Voita", k, v] for k, v in counts["voita"].items()])
     count_table = Table(f"Heads per label (of {L * H})", ["criteria", "label", "heads"], count_rows,
                         ["text", "text", "int"])
-    rule_table = Table("Criteria and thresholds (from attnlab.analysis.heads)", ["criteria", "label", "rule"],
-                       [list(r) for r in rules()])
+    rule_table = Table(
+        "Criteria, thresholds and chance levels (uniform attention under the model's "
+        f"{'causal' if causal else 'bidirectional'} mask, on the same inputs)",
+        ["criteria", "label", "rule", "threshold from", "chance"],
+        [[r["criteria"], r["label"], r["rule"], _source(r) if r["threshold"] is not None else "–",
+          "–" if r["chance"] is None else _round(r["chance"], 3)] for r in payload["criteria"]],
+        ["text", "text", "text", "text", "float"])
     top = []
-    for k in TL_KINDS:
-        order = sorted(heads, key=lambda x: -_finite(x[f"tl_{k}"]))[:3]
-        top.append([k.replace("_", "-") + tl, ", ".join(f"L{x['layer']} H{x['head']} ({x[f'tl_{k}']:.3f})"
-                                                      for x in order)])
-    tl_table = Table("TransformerLens scores: the three highest heads", ["pattern", "heads (score)"], top)
-    return ExperimentResult(tables=[count_table, rule_table, tl_table, per_head],
+    rep = payload["repeated_random_tokens"]
+    for name, prefix, perfect in ((TL_REPEATED, "tl_repeated_", rep and rep["perfect_head"]),
+                                  (TEXT_SCORES, "text_", None)):
+        for k in TL_KINDS:
+            order = sorted(heads, key=lambda x: -_finite(x[f"{prefix}{k}"]))[:3]
+            top.append([name, k.replace("_", "-"),
+                        ", ".join(f"L{x['layer']} H{x['head']} ({x[f'{prefix}{k}']:.3f})" for x in order),
+                        _round(chance[f"{prefix}{k}"], 3), "–" if not perfect else _round(perfect[k], 3)])
+    tl_table = Table("Previous-token, duplicate-token and induction scores: the three highest heads",
+                     ["scores", "pattern", "heads (score)", "chance", "perfect head"], top,
+                     ["text", "text", "text", "float", "float"])
+    return ExperimentResult(summary=_summary(payload), tables=[count_table, rule_table, tl_table, per_head],
                             figures=_figures(payload, avg, first, segs), notes=list(payload["notes"]))
+
+
+def _summary(payload: dict) -> list:
+    """Descriptive rows (info): the strongest head of each TransformerLens score beside uniform attention's
+    and a perfect head's, and each labelled count beside its threshold and chance level. The analysed
+    model is not a text's model, so nothing here is judged against a paper."""
+    heads, chance, rep = payload["heads"], payload["chance"], payload["repeated_random_tokens"]
+    rows = []
+    for k in TL_KINDS:
+        key = f"tl_repeated_{k}"
+        best = max(heads, key=lambda x: _finite(x[key]))
+        perfect = rep["perfect_head"][k] if rep else float("nan")
+        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score", best[key],
+                         detail=f"L{best['layer']} H{best['head']}; uniform attention scores {chance[key]:.3f}, "
+                                f"a perfect head {perfect:.3f}",
+                         values={"layer": best["layer"], "head": best["head"], "chance": chance[key],
+                                 "perfect_head": perfect}))
+    by_score = {}
+    for r in payload["criteria"]:
+        if r["threshold"] is not None:
+            by_score.setdefault(r["criteria"], []).append(r)
+    counts = payload["counts"]
+    flat = {**{("Clark et al. 2019", k): v for k, v in counts["clark"].items()},
+            **{("Kovaleva et al. 2019", k): v for k, v in counts["kovaleva"].items()},
+            **{("Voita et al. 2019", k): v for k, v in counts["voita"].items()}}
+    for framework, rs in by_score.items():
+        parts = [f"{r['label']} {flat.get((framework, r['label']), 0)}" for r in rs]
+        sources = sorted({_source(r) for r in rs})
+        detail = ("uniform attention scores " + ", ".join(
+            f"{r['label']} {_chance_text(r['chance'])} ({r['relation']} {r['threshold']:g}"
+            + (f", {_source(r)}" if len(sources) > 1 else "") + ")" for r in rs)
+            + (f"; thresholds: {sources[0]}" if len(sources) == 1 else ""))
+        rows.append(info(f"{framework}: heads per label (of {len(heads)})", ", ".join(parts), detail=detail,
+                         values={r["label"]: flat.get((framework, r["label"]), 0) for r in rs}))
+    return rows
+
+
+def _source(r: dict) -> str:
+    return {CLARK_CODE: "Clark et al.'s code", VOITA_TEXT: "Voita et al.'s text"}.get(r["threshold_from"],
+                                                                                     "attnlab's choice")
+
+
+def _chance_text(v) -> str:
+    return f"{v:.3f}" if v is not None and math.isfinite(v) else "undefined"
 
 
 def _round(v: float, digits: int) -> float:

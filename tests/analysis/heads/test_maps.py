@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.analysis.heads.maps import as_maps, key_set, per_position, real_tokens, row_mean, token_ids, token_mask
+from attnlab.analysis.heads.maps import (
+    as_maps,
+    key_set,
+    per_position,
+    real_tokens,
+    row_mean,
+    token_ids,
+    token_mask,
+    uniform_attention,
+)
 from attnlab.errors import ConfigError
 
 
@@ -88,3 +97,16 @@ def test_token_ids_must_be_integers():
     assert token_ids(torch.arange(5), A).shape == (2, 5)
     with pytest.raises(ConfigError, match="integer ids"):
         token_ids(torch.rand(5), A)
+
+
+def test_uniform_attention_is_uniform_over_the_keys_each_row_could_attend():
+    n = 7
+    assert torch.equal(uniform_attention(n), torch.full((n, n), 1.0 / n, dtype=torch.float64))
+    U = uniform_attention(n, causal=True)
+    i = torch.arange(n, dtype=torch.float64)
+    assert torch.allclose(U, torch.where(i[None, :] <= i[:, None], 1.0 / (i[:, None] + 1.0), 0.0), rtol=0, atol=1e-16)
+    pad = torch.tensor([[False] * 5 + [True] * 2, [False] * 7])
+    P = uniform_attention(n, key_padding_mask=pad)
+    assert P.shape == (2, n, n) and torch.allclose(P.sum(-1), torch.ones(2, n, dtype=torch.float64))
+    assert (P[0, :, 5:] == 0).all() and torch.allclose(P[0, :, :5], torch.full((n, 5), 0.2, dtype=torch.float64))
+    assert torch.equal(P[1], uniform_attention(n))

@@ -1,5 +1,6 @@
 """Previous-token, duplicate-token and induction patterns and scores ("mul", "abs"), causal and
-bidirectional, against hand-derived patterns and TransformerLens' own formulas."""
+bidirectional, against hand-derived patterns and TransformerLens' own formulas; TransformerLens'
+scores on its repeated-random-token prompts for perfect heads and for uniform attention (closed forms)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from attnlab.analysis.heads.patterns import (
     pattern_score,
     pattern_scores,
     previous_token_pattern,
+    repeated_random_tokens,
+    transformerlens_scores,
 )
+from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.errors import ConfigError
 
 TOKENS = torch.tensor([0, 5, 7, 5, 7])  # BOS, then "5 7" twice
@@ -140,3 +144,80 @@ def test_bidirectional_duplicate_scores_ignore_the_order_of_tokens(seed, measure
     a = pattern_scores(A, tokens, causal=False, measure=measure).duplicate_token
     b = pattern_scores(A[perm][:, perm], tokens[perm], causal=False, measure=measure).duplicate_token
     assert torch.allclose(a, b, atol=1e-12, equal_nan=True)
+
+
+# ---- TransformerLens' own scores on its repeated-random-token prompts --------------------------------
+S = 9  # half: [BOS] r r with r 9 distinct tokens, n = 19
+
+
+def _prompt(s=S, prompts=1, **kw):
+    return repeated_random_tokens(range(100, 160), s, prompts, prefix=[1], **kw)
+
+
+def test_repeated_random_tokens_are_bos_then_distinct_tokens_twice():
+    t = repeated_random_tokens(range(100, 160), S, 3, prefix=[1], suffix=[2], seed=4)
+    assert t.shape == (3, 2 * S + 2) and t.dtype == torch.int64
+    assert (t[:, 0] == 1).all() and (t[:, -1] == 2).all()
+    r = t[:, 1:S + 1]
+    assert torch.equal(r, t[:, S + 1:2 * S + 1])
+    assert all(len(set(row.tolist())) == S and min(row) >= 100 and max(row) < 160 for row in r)
+    assert torch.equal(t, repeated_random_tokens(range(100, 160), S, 3, prefix=[1], suffix=[2], seed=4))
+    assert not torch.equal(t, repeated_random_tokens(range(100, 160), S, 3, prefix=[1], suffix=[2], seed=5))
+    with pytest.raises(ConfigError, match="distinct ids"):
+        repeated_random_tokens(range(5), 6, 1)
+
+
+def _perfect(kind, s=S):
+    """A perfect head on [BOS] r r: previous-token (row 0 on itself), or duplicate/induction (the second copy on
+    the earlier copy / the token after it, every other row on BOS)."""
+    n = 2 * s + 1
+    A = torch.zeros(n, n, dtype=torch.float64)
+    if kind == "previous_token":
+        A[0, 0] = 1.0
+        A[torch.arange(1, n), torch.arange(n - 1)] = 1.0
+        return A
+    A[: s + 1, 0] = 1.0
+    k = torch.arange(s)
+    A[s + 1 + k, (1 if kind == "duplicate_token" else 2) + k] = 1.0
+    return A
+
+
+def test_perfect_heads_on_repeated_random_tokens_score_transformerlens_numbers():
+    tokens = _prompt()[0]
+    n = 2 * S + 1
+    for kind, want in (("previous_token", (n - 1) / n), ("duplicate_token", S / n), ("induction", S / n)):
+        got = transformerlens_scores(_perfect(kind), tokens)
+        assert getattr(got, kind).item() == pytest.approx(want, abs=1e-15), kind  # 18/19, 9/19, 9/19
+        assert got.convention == "transformerlens" and got.measure == "mul" and got.causal
+        # the same head in attnlab's convention (rows with a target only) scores 1
+        assert getattr(pattern_scores(_perfect(kind), tokens), kind).item() == 1.0
+        assert getattr(got, kind).item() == pytest.approx(
+            _tl_score(_perfect(kind), {"previous_token": previous_token_pattern(n),
+                                       "duplicate_token": duplicate_token_pattern(tokens),
+                                       "induction": induction_pattern(tokens)}[kind], False, False, "mul"))
+    # the induction head is no duplicate head and the other way round
+    assert transformerlens_scores(_perfect("induction"), tokens).duplicate_token.item() == 0.0
+    assert transformerlens_scores(_perfect("duplicate_token"), tokens).induction.item() == 0.0
+
+
+def test_uniform_attention_scores_the_closed_form_chance_levels():
+    tokens = _prompt()[0]
+    n = 2 * S + 1
+    bi = transformerlens_scores(uniform_attention(n), tokens)
+    assert bi.previous_token.item() == pytest.approx((n - 1) / n**2, abs=1e-15)
+    assert bi.duplicate_token.item() == pytest.approx(S / n**2, abs=1e-15)
+    assert bi.induction.item() == pytest.approx(S / n**2, abs=1e-15)
+    ca = transformerlens_scores(uniform_attention(n, causal=True), tokens)
+    harmonic = sum(1 / k for k in range(1, n + 1))
+    assert ca.previous_token.item() == pytest.approx((harmonic - 1) / n, abs=1e-15)
+    later = sum(1 / (S + 2 + k) for k in range(S)) / n  # row s+1+k sees s+2+k keys, one of them the target
+    assert ca.duplicate_token.item() == pytest.approx(later, abs=1e-15)
+    assert ca.induction.item() == pytest.approx(later, abs=1e-15)
+
+
+def test_prompts_are_scored_one_by_one_and_averaged_by_the_caller():
+    tokens = _prompt(prompts=3)
+    A = _random(2 * S + 1, 5, causal=True, batch=(3, 2))  # (prompts, heads, n, n)
+    together = transformerlens_scores(A, tokens).induction
+    alone = torch.stack([transformerlens_scores(A[b], tokens[b]).induction for b in range(3)])
+    assert torch.allclose(together, alone, atol=1e-15, rtol=0)

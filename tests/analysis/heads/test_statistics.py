@@ -109,3 +109,21 @@ def test_relabelling_tokens_leaves_entropy_confidence_and_key_mass_unchanged(see
     b = head_statistics(A[perm][:, perm], keys={"k": keys[perm]})
     for x, y in ((a.entropy, b.entropy), (a.confidence, b.confidence), (a.to_keys["k"], b.to_keys["k"])):
         assert_close(x, y)
+
+
+def test_statistics_of_uniform_attention_are_the_closed_form_chance_levels():
+    from attnlab.analysis.heads.maps import uniform_attention
+
+    n = 13
+    harmonic = sum(1 / k for k in range(1, n + 1))
+    keys = {"[CLS]": [0], "[SEP]": [n - 1]}
+    bi = head_statistics(uniform_attention(n), keys=keys)
+    assert_close(bi.previous, torch.tensor((n - 1) / n**2, dtype=torch.float64))
+    assert_close(bi.next, torch.tensor((n - 1) / n**2, dtype=torch.float64))
+    assert_close(bi.to_keys["[CLS]"], torch.tensor(1 / n, dtype=torch.float64))
+    ca = head_statistics(uniform_attention(n, causal=True), causal=True, keys=keys)
+    assert_close(ca.previous, torch.tensor((harmonic - 1) / n, dtype=torch.float64))  # sum 1/(i+1)
+    assert ca.next.item() == 0.0
+    assert_close(ca.to_keys["[CLS]"], torch.tensor(harmonic / n, dtype=torch.float64))
+    assert_close(ca.to_keys["[SEP]"], torch.tensor(1 / n**2, dtype=torch.float64))  # only the last row
+    assert_close(ca.entropy, ca.uniform_entropy)  # smoothing leaves a uniform row uniform

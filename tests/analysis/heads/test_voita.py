@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.analysis.heads.voita import (
     POSITIONAL_FRACTION,
     confidence,
@@ -106,3 +107,28 @@ def test_dependency_accuracy_pools_documents():
     assert pooled.scored.tolist() == [2.0] and pooled.accuracy.tolist() == [0.5]
     with pytest.raises(ConfigError, match="scores no token"):
         dependency_accuracy(A, -torch.ones(2, n, dtype=torch.long))
+
+
+def test_chance_levels_of_argmax_scores_split_the_ties_of_uniform_attention():
+    n = 11
+    harmonic = sum(1 / k for k in range(1, n + 1))
+    U = uniform_attention(n)
+    # a tie counts: uniform attention would be "positional" on every offset; split, it scores 1/n
+    assert offset_argmax_fraction(U).tolist() == [1.0, 1.0]
+    assert offset_argmax_fraction(U, ties="split").tolist() == pytest.approx([1 / n, 1 / n], abs=1e-15)
+    C = uniform_attention(n, causal=True)
+    prev, nxt = offset_argmax_fraction(C, causal=True, ties="split").tolist()
+    assert prev == pytest.approx((harmonic - 1) / (n - 1), abs=1e-15)  # rows 1..n-1, each 1/(i+1)
+    assert math.isnan(nxt)  # no visible next key
+    freq = torch.full((n,), 3.0)
+    freq[4] = 1.0  # the rarest token at position 4
+    mass, argmax = rare_token_scores(U, freq, ties="split")
+    assert (mass.item(), argmax.item()) == pytest.approx((1 / n, 1 / n), abs=1e-15)
+    mass, argmax = rare_token_scores(C, freq, causal=True, ties="split")  # rows 4..n-1 see it
+    want = sum(1 / (i + 1) for i in range(4, n)) / (n - 4)
+    assert (mass.item(), argmax.item()) == pytest.approx((want, want), abs=1e-15)
+    assert rare_token_scores(U, freq)[1].item() == 1.0  # counted ties
+    labels = voita_labels(U, frequencies=freq, ties="split")
+    assert not bool(labels.positional) and not bool(labels.rare)
+    with pytest.raises(ConfigError, match="ties must be one of"):
+        offset_argmax_fraction(U, ties="random")

@@ -22,7 +22,8 @@ Templates (V = the vertical key columns: the given special positions, e.g. [CLS]
     block              T_i = {j : segment(j) = segment(i)}    (needs >= 2 segments in the map)
 
 Decision rule, first match wins (tau = PATTERN_THRESHOLD = 0.6, Clark et al.'s special-token
-threshold; mu = MIX_SHARE = 0.2):
+threshold; mu = MIX_SHARE = 0.2). Both numbers are attnlab's choice: Kovaleva et al. decide
+with their CNN and print no threshold. Read a fit beside its chance level (below):
 
     1. vertical            m_vertical >= tau
     2. diagonal            m_diagonal >= tau

@@ -93,6 +93,21 @@ def visible_keys(A: Tensor, real: Tensor, causal: bool) -> Tensor:
     return allowed
 
 
+def uniform_attention(n: int, *, causal: bool = False, key_padding_mask=None) -> Tensor:
+    """U (n, n) float64 (or (..., n, n) with a key-padding mask (..., n)): uniform attention over the
+    keys a row could attend, u_ij = 1/|K_i| for j in K_i (the real keys, and j <= i when ``causal``).
+
+    Every score read on U is that score's chance level under the same mask: what a head that
+    looks nowhere in particular gets (bidirectional: 1/n per key; causal: 1/(i + 1) on row i).
+    A padded row is uniform over the real keys, so U stays row-stochastic."""
+    shape = (n, n) if key_padding_mask is None else tuple(torch.as_tensor(key_padding_mask).shape[:-1]) + (n, n)
+    Z = torch.zeros(shape, dtype=torch.float64)
+    real = real_tokens(Z, key_padding_mask)
+    vis = visible_keys(Z, real, causal)
+    vis = torch.where(vis.any(-1, keepdim=True), vis, real[..., None, :])  # a causal row before any real key
+    return vis.to(torch.float64) / vis.sum(-1, keepdim=True).to(torch.float64)
+
+
 def row_mean(x: Tensor, rows: Tensor) -> Tensor:
     """Mean of x (..., n) over the rows where ``rows`` (..., n) is True; NaN where none is."""
     rows = rows.expand(x.shape)

@@ -39,6 +39,25 @@ token not seen before for induction) makes no prediction and is not held against
 rounding to 3 decimals): R = every row, "mul" = sum K A D / sum K A, "abs" = 1 - sum_ij
 K_ij |A_ij - D_ij| / n. A perfect causal previous-token head then scores (n - 1)/n with
 "mul" (row 0 has nowhere else to look) and 1 - 1/n with "abs".
+
+TransformerLens on repeated random tokens (:func:`transformerlens_scores`,
+:func:`repeated_random_tokens`). TransformerLens' tutorials find induction heads on a prompt
+of s random tokens r repeated twice after BOS, [BOS] r r (n = 2s + 1). Its ``detect_head``
+with its defaults ("mul", no exclusions, lower-triangular patterns whatever the model) scores
+
+    previous_token   sum_i a_{i,i-1} / n                    perfect head: (n - 1)/n
+    duplicate_token  sum_{k<s} a_{s+1+k, 1+k} / n           perfect head: s/n (the second copy
+                                                            attends the first)
+    induction        sum_{k<s} a_{s+1+k, 2+k} / n           perfect head: s/n (the token after
+                                                            the earlier copy)
+
+(with distinct tokens in r, prefix length 1). Uniform attention under the model's mask
+(:func:`attnlab.analysis.heads.maps.uniform_attention`) gives each score's chance level:
+bidirectional (n - 1)/n^2, s/n^2, s/n^2; causal (H_n - 1)/n and
+sum_{k<s} 1/(s + 2 + k) / n for both others (H_n the harmonic number). For a bidirectional
+model the patterns stay lower-triangular, as TransformerLens requires: a score is the share of
+all attention, later keys included, that lands on the earlier target; attention from the
+first copy to the second (the same pairs, looked at forwards) counts against it.
 """
 
 from __future__ import annotations
@@ -56,6 +75,7 @@ from attnlab.errors import ConfigError
 Measure = Literal["mul", "abs"]
 PATTERN_KINDS = ("previous_token", "duplicate_token", "induction")
 CONVENTIONS = ("attnlab", "transformerlens")
+REPEATED_HALF = 50  # s, the random tokens repeated twice in TransformerLens' induction tutorials
 
 
 def previous_token_pattern(n: int, *, causal: bool = True) -> Tensor:
@@ -170,3 +190,31 @@ def pattern_scores(A, tokens, *, causal: bool = True, measure: Measure = "mul", 
     scored = {k: (real & ((D * keep).sum(-1) > 0)).sum(-1) for k, D in patterns.items()}
     return PatternScores(**scores, scored_rows=scored, measure=measure, causal=causal, exclude_bos=exclude_bos,
                          exclude_current_token=exclude_current_token, convention=convention)
+
+
+def repeated_random_tokens(vocabulary, half: int, prompts: int, *, prefix=(), suffix=(), seed: int = 0) -> Tensor:
+    """int64 (prompts, len(prefix) + 2 half + len(suffix)): each row prefix, r, r, suffix, with r
+    ``half`` distinct token ids drawn uniformly from ``vocabulary`` (a sequence of ids; the tutorials
+    draw with replacement, distinct tokens give every row of the second copy exactly one earlier
+    copy). ``prefix`` is [BOS] for a model that has one ([CLS] and ``suffix`` [SEP] for the BERT
+    family: the framing the model was trained on). Deterministic in ``seed``."""
+    vocab = torch.as_tensor(list(vocabulary), dtype=torch.int64)
+    if vocab.ndim != 1 or len(vocab) < half or half < 1 or prompts < 1:
+        raise ConfigError(f"repeated random tokens need 1 <= half <= {len(vocab)} distinct ids and prompts >= 1, "
+                          f"got half={half}, prompts={prompts}")
+    g = torch.Generator().manual_seed(seed)
+    pre = torch.as_tensor(list(prefix), dtype=torch.int64)
+    post = torch.as_tensor(list(suffix), dtype=torch.int64)
+    rows = []
+    for _ in range(prompts):
+        r = vocab[torch.randperm(len(vocab), generator=g)[:half]]
+        rows.append(torch.cat([pre, r, r, post]))
+    return torch.stack(rows)
+
+
+def transformerlens_scores(A, tokens, *, key_padding_mask=None) -> PatternScores:
+    """TransformerLens' ``detect_head`` with its defaults on maps A (..., n, n) of ``tokens`` (..., n):
+    "mul", no exclusions, its lower-triangular patterns for causal and bidirectional models alike,
+    every row counted (module docstring). Average prompts yourself, as it does."""
+    return pattern_scores(A, tokens, causal=True, measure="mul", key_padding_mask=key_padding_mask,
+                          convention="transformerlens")

@@ -10,7 +10,10 @@ row-stochastic maps, rows are queries (:mod:`attnlab.analysis.heads.maps`).
                  falls on key i + o in >= POSITIONAL_FRACTION = 90% of the rows, counted over the
                  rows where key i + o exists (is real, and visible when causal). "Falls on" is
                  a_{i,i+o} = max_j a_ij, so a tie for the maximum counts (a deterministic reading
-                 of argmax that does not depend on the order of the keys).
+                 of argmax that does not depend on the order of the keys). ``ties="split"``
+                 instead credits a tie of m keys 1/m each: the expected fraction when the tie is
+                 broken at random. Uniform attention ties on every row, so the chance level of
+                 an argmax score is read with ties split: 1/|K_i| per row, not 1.
     confidence   mean over query rows of max_j a_ij, leaving the ``exclude`` positions (Voita's
                  end-of-sentence token) out both as queries and as keys: attention parked on EOS
                  is not confidence (the paper's "excluding EOS" names no side; we take both).
@@ -38,26 +41,39 @@ import torch
 from torch import Tensor
 
 from attnlab.analysis.heads.maps import as_maps, key_set, per_position, real_tokens, row_mean, visible_keys
-from attnlab.config import check_ints
+from attnlab.config import check_choice, check_ints
 from attnlab.errors import ConfigError
 
 POSITIONAL_FRACTION = 0.9  # "at least 90% of the time"
 RARE_TOKEN_FRACTION = 0.9
 SYNTACTIC_MARGIN = 0.10  # "at least 10 points above the baseline"
 VOITA_OFFSETS = (-1, 1)
+TIES = ("count", "split")
 BASELINE_OFFSETS = (-3, -2, -1, 1, 2)  # the fixed offsets Clark et al. compare with
 
 
+def _tied(A: Tensor, vis: Tensor, ties: str) -> tuple[Tensor, Tensor]:
+    """(rowmax (..., n), credit (..., n)): each row's maximum over its visible keys and what one key at
+    that maximum is credited: 1 (ties="count") or 1/m for a tie of m keys (ties="split")."""
+    check_choice("ties", ties, TIES)
+    rowmax = torch.where(vis, A, -1.0).amax(-1)
+    if ties == "count":
+        return rowmax, torch.ones_like(rowmax)
+    m = (vis & (A >= rowmax[..., None])).sum(-1).clamp_min(1).to(torch.float64)
+    return rowmax, 1.0 / m
+
+
 def offset_argmax_fraction(A, offsets: Sequence[int] = VOITA_OFFSETS, *, key_padding_mask=None,
-                           causal: bool = False) -> Tensor:
+                           causal: bool = False, ties: str = "count") -> Tensor:
     """F (..., len(offsets)): for each offset o, the fraction of rows whose maximum falls on key i + o,
-    over the real rows where key i + o is a visible real key (NaN where there is none)."""
+    over the real rows where key i + o is a visible real key (NaN where there is none); a tie for the
+    maximum counts fully or is split (module docstring, ``ties``)."""
     offsets = check_ints("offsets", offsets)
     A = as_maps(A)
     real = real_tokens(A, key_padding_mask)
     vis = visible_keys(A, real, causal)
     n = A.shape[-1]
-    rowmax = torch.where(vis, A, -1.0).amax(-1)  # (..., n)
+    rowmax, credit = _tied(A, vis, ties)  # (..., n)
     i = torch.arange(n)
     out = []
     for o in offsets:
@@ -66,7 +82,7 @@ def offset_argmax_fraction(A, offsets: Sequence[int] = VOITA_OFFSETS, *, key_pad
         jc = j.clamp(0, n - 1)
         at = torch.gather(A, -1, jc.expand(A.shape[:-1])[..., None])[..., 0]  # a_{i, i+o}, (..., n)
         ok = exists & torch.gather(vis, -1, jc.expand(A.shape[:-1])[..., None])[..., 0] & real
-        out.append(row_mean((at >= rowmax).to(torch.float64), ok))
+        out.append(row_mean((at >= rowmax).to(torch.float64) * credit, ok))
     return torch.stack(out, -1)
 
 
@@ -79,9 +95,11 @@ def confidence(A, *, key_padding_mask=None, exclude=()) -> Tensor:
     return row_mean(torch.where(keep[..., None, :], A, 0.0).amax(-1), keep)
 
 
-def rare_token_scores(A, frequencies, *, key_padding_mask=None, causal: bool = False) -> tuple[Tensor, Tensor]:
+def rare_token_scores(A, frequencies, *, key_padding_mask=None, causal: bool = False,
+                      ties: str = "count") -> tuple[Tensor, Tensor]:
     """(rare_mass, rare_argmax), each (...): the attention on the rarest token(s) and the fraction of
-    rows whose maximum falls there (module docstring). frequencies: (..., n) per position."""
+    rows whose maximum falls there (module docstring; ``ties`` as in :func:`offset_argmax_fraction`).
+    frequencies: (..., n) per position."""
     A = as_maps(A)
     real = real_tokens(A, key_padding_mask)
     f = per_position(torch.as_tensor(frequencies, dtype=torch.float64), A, name="frequencies")
@@ -92,8 +110,9 @@ def rare_token_scores(A, frequencies, *, key_padding_mask=None, causal: bool = F
     vis = visible_keys(A, real, causal)
     sees = (vis & rare[..., None, :]).any(-1) & real  # (..., n): row i can attend a rarest position
     mass = (A * rare[..., None, :]).sum(-1)
-    rowmax = torch.where(vis, A, -1.0).amax(-1)
-    hit = (torch.where(rare[..., None, :] & vis, A, -1.0).amax(-1) >= rowmax).to(torch.float64)
+    rowmax, credit = _tied(A, vis, ties)
+    at_max = rare[..., None, :] & vis & (A >= rowmax[..., None])  # rarest keys tied at the row maximum
+    hit = at_max.any(-1).to(torch.float64) if ties == "count" else at_max.sum(-1).to(torch.float64) * credit
     return row_mean(mass, sees), row_mean(hit, sees)
 
 
@@ -129,12 +148,14 @@ class VoitaLabels:
 
 
 def voita_labels(A, *, key_padding_mask=None, causal: bool = False, frequencies=None, exclude=(),
-                 offsets: Sequence[int] = VOITA_OFFSETS) -> VoitaLabels:
-    """Positional and rare-token roles and confidence of maps A (..., n, n) (module docstring)."""
-    F = offset_argmax_fraction(A, offsets, key_padding_mask=key_padding_mask, causal=causal)
+                 offsets: Sequence[int] = VOITA_OFFSETS, ties: str = "count") -> VoitaLabels:
+    """Positional and rare-token roles and confidence of maps A (..., n, n) (module docstring);
+    ``ties="split"`` reads the argmax scores with ties split (for chance levels)."""
+    F = offset_argmax_fraction(A, offsets, key_padding_mask=key_padding_mask, causal=causal, ties=ties)
     mass = argmax = None
     if frequencies is not None:
-        mass, argmax = rare_token_scores(A, frequencies, key_padding_mask=key_padding_mask, causal=causal)
+        mass, argmax = rare_token_scores(A, frequencies, key_padding_mask=key_padding_mask, causal=causal,
+                                         ties=ties)
     return voita_labels_from_scores(F, offsets, confidence(A, key_padding_mask=key_padding_mask, exclude=exclude),
                                     rare_mass=mass, rare_argmax=argmax)
 
