@@ -152,6 +152,18 @@ def test_baselines():
     assert band_sparse_distance(uniform_attention(16), band_mask(16, 3), 0.0).item() == pytest.approx(9.75)
 
 
+def test_causal_baselines_see_only_the_past():
+    """A causal head's baselines: row i spread over the keys j <= i, nothing above the diagonal."""
+    U = uniform_attention(5, causal=True)
+    assert_close(U[3], torch.tensor([0.25, 0.25, 0.25, 0.25, 0.0], dtype=torch.float64))
+    R = random_attention(6, seed=3, batch=(2,), causal=True)
+    assert_close(R.sum(-1), torch.ones(2, 6, dtype=torch.float64))
+    past = torch.ones(6, 6, dtype=torch.bool).tril()
+    assert bool((R[..., ~past] == 0).all()) and bool((R[..., past] > 0).all())
+    assert_close(R[..., 0, 0], torch.ones(2, dtype=torch.float64))  # the first query sees only itself
+    assert torch.equal(random_attention(6, seed=3), random_attention(6, seed=3, causal=False))
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"H": torch.ones(3, 4)}, "square matrices"),
     ({"band": torch.ones(3, 3)}, "boolean mask of shape"),

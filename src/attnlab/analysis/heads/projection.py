@@ -67,6 +67,12 @@ separates over rows; so each lambda gives a lower bound min_pi L_lambda (an assi
 bound; when they meet the optimum is certified, otherwise small n is settled by enumerating
 all n! permutations.
 
+Baselines. A distance means something only beside the same distance of attention that looks
+nowhere: uniform attention and random row-stochastic maps (rows uniform on the simplex), each
+under the head's own mask. A causal (decoder) head cannot weigh keys above the diagonal, so it is
+compared with causal uniform attention (row i uniform over j <= i) and causal random maps; its
+fits would otherwise look structured merely for being triangular.
+
 Shapes: the projection, the distance and membership take H (..., n, n) and return (...)
 per map; the permutation works on one map (n, n) at a time (one assignment per map).
 """
@@ -272,16 +278,24 @@ def normalized_distance(d, n: int):
     return d / max_l1_distance(n)
 
 
-def uniform_attention(n: int) -> Tensor:
-    """(n, n) float64 with every entry 1/n."""
-    return torch.full((check_int("n", n, 1), n), 1.0 / n, dtype=torch.float64)
+def uniform_attention(n: int, *, causal: bool = False) -> Tensor:
+    """(n, n) float64 with every entry 1/n; causal=True: row i uniform over the keys j <= i (1/(i+1)),
+    the uniform map a causal (decoder) head can produce. A causal map is compared with this one."""
+    check_int("n", n, 1)
+    if not causal:
+        return torch.full((n, n), 1.0 / n, dtype=torch.float64)
+    M = torch.ones(n, n, dtype=torch.float64).tril()
+    return M / M.sum(-1, keepdim=True)
 
 
-def random_attention(n: int, *, seed: int, batch: tuple[int, ...] = ()) -> Tensor:
-    """(*batch, n, n) float64 rows drawn uniformly from the simplex (Dirichlet(1, ..., 1)), seeded."""
+def random_attention(n: int, *, seed: int, batch: tuple[int, ...] = (), causal: bool = False) -> Tensor:
+    """(*batch, n, n) float64 rows drawn uniformly from the simplex (Dirichlet(1, ..., 1)), seeded;
+    causal=True: row i drawn from the simplex over the keys j <= i (zero above the diagonal)."""
     check_int("n", n, 1)
     g = torch.Generator().manual_seed(check_seed(seed))
     e = -torch.log(torch.rand(*batch, n, n, generator=g, dtype=torch.float64).clamp_min(1e-300))  # Exp(1)
+    if causal:
+        e = e.tril()
     return e / e.sum(-1, keepdim=True)
 
 

@@ -16,7 +16,8 @@ Sigma_2 u Sigma_3 (eq. 20), E~ "sparse" with |e~_ij| <= eps. The families, as re
                 a <= t < a + w ("token t is attended by w surrounding tokens"); every other row
                 attends itself. The base case is diag(I_{d1}, P_r, I_{d2}), d1 + w + d2 = n.
 
-What the text gets wrong or leaves open, and the reading taken:
+What the text gets wrong or leaves open, and the reading taken (the records, with witnesses, are
+in :mod:`attnlab.papers.transformer_math.errata`):
 
 - "P is a permutation matrix": only I_n in Sigma is one. A Sigma_3 member repeats the column
   e_t in w rows, so its rank is n - sum_i (w_i - 1) < n, and a Sigma_2 member has several
@@ -333,6 +334,61 @@ def fit_band(H, w: int = 1, eps: float = 0.0, s: int | None = None) -> Structure
     fit = best_row_permutation(H, band_mask(H.shape[-1], check_int("w", w, 0)), eps, s)
     return StructureFit("band", fit.distance, normalized_distance(fit.distance, H.shape[-1]), fit.projection.X,
                         {"w": w, "s": s, "perm": fit.perm.tolist(), "exact": fit.exact, "method": fit.method}, eps)
+
+
+# ---- the families at once, and a head's label ----------------------------------------------------
+SIGMA = ("shift", "sigma2", "sigma3")
+"""The families whose minimum is d_Sigma, simplest first (Sigma_1 = the shift k = 0 is in all three)."""
+LABELS = ("positional", "syntactic", "rare-token", "special-token", "unstructured")
+
+
+def fit_families(H, w_max: int = 3) -> dict[str, StructureFit]:
+    """{family: exact fit} of one square map with eps = 0 (the plain L1 distance of eq. 22): Sigma_1,
+    the best clamped shift |k| <= w_max, the best permutation matrix, Sigma_2(w1, w2 <= w_max) and Sigma_3."""
+    H = _map(H)
+    w = min(check_int("w_max", w_max, 0), H.shape[-1] - 1)
+    return {"sigma1": fit_sigma1(H), "shift": fit_shift(H, 0.0, w), "permutation": fit_permutation(H),
+            "sigma2": fit_sigma2(H, 0.0, w), "sigma3": fit_sigma3(H)}
+
+
+def best_sigma(fits: dict) -> StructureFit:
+    """The fit realising d_Sigma = min(d_shift, d_Sigma2, d_Sigma3) (the simplest family on a tie)."""
+    return min((fits[k] for k in SIGMA), key=lambda f: f.distance)
+
+
+def sigma_distance(fits: dict) -> float:
+    """d_Sigma of :func:`fit_families`' fits."""
+    return best_sigma(fits).distance
+
+
+def special_share(fit: StructureFit, special) -> float:
+    """The share of the rows in a Sigma_3 fit's blocks whose token is a special position (``special``:
+    [CLS], [SEP], BOS, EOS positions); 0 when the fit has no block."""
+    special = {int(p) for p in special}
+    rows = sum(w for _, _, w in fit.params.get("blocks", []))
+    hit = sum(w for t, _, w in fit.params.get("blocks", []) if t in special)
+    return hit / rows if rows else 0.0
+
+
+def label_from_distances(d: dict, n: int, uniform_sigma: float, margin: float = 0.05,
+                         special: float = 0.0) -> str:
+    """A head's label from its (mean) distances d = {family: distance, "sigma": d_Sigma}:
+
+        unstructured   d_Sigma / 2n >= uniform_sigma: no closer to Sigma than uniform attention
+                       under the same mask (``uniform_sigma``: causal uniform for a causal head);
+        positional     else if min(d_Sigma1, d_shift) <= d_Sigma + margin 2n (a diagonal or a
+                       shifted diagonal is as good as anything in Sigma);
+        syntactic      else if d_Sigma2 <= d_Sigma3;
+        special-token  else if at least half the rows of its Sigma_3 blocks attend a special token
+                       (``special``: that share; a head on [CLS]/[SEP] or BOS is not a rare-token head);
+        rare-token     otherwise."""
+    if normalized_distance(d["sigma"], n) >= uniform_sigma:
+        return "unstructured"
+    if min(d["sigma1"], d["shift"]) <= d["sigma"] + margin * 2 * n:
+        return "positional"
+    if d["sigma2"] <= d["sigma3"]:
+        return "syntactic"
+    return "special-token" if special >= 0.5 else "rare-token"
 
 
 # ---- the report with baselines --------------------------------------------------------------

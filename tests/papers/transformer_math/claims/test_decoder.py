@@ -9,9 +9,10 @@ from attnlab.registry import select_claims
 def test_decoder_causal(seed):
     (c,) = select_claims(["transformer-math.decoder-causal"])
     r = c.run(seed=seed)
-    assert r.status == "pass", r.error
-    m = r.measurement
-    assert m.measured == 0.0 and m.tolerance == 0.0 and m.relation == "=="
+    assert r.verdict == "reproduced", r.error
+    m = r.check
+    assert m.role == "construction" and m.measured == 0.0 and m.threshold == 0.0 and m.relation == "=="
     assert m.values["max_future_norm"] == 0.0
     assert m.values["min_past_norm"] > m.values["min_past_bound"] == 1e-6  # the Jacobian is not identically zero
     assert m.values["norm_positions"] == ["post", "pre"]
+    assert m.where == "§1.2.5, eq. (10)"

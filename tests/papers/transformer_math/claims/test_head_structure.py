@@ -5,48 +5,52 @@ import pytest
 
 from attnlab.registry import select_claims
 
-IDS = ["transformer-math.head-projection-exact", "transformer-math.head-projection-not-unique",
-       "transformer-math.head-set-not-convex", "transformer-math.head-projection-unique-box",
+IDS = ["transformer-math.head-projection-exact", "transformer-math.head-projection-unique",
+       "transformer-math.head-set-convex", "transformer-math.head-projection-unique-box",
        "transformer-math.head-permutation-assignment", "transformer-math.head-sigma-fits-exact",
        "transformer-math.head-structure-baselines"]
 
 
 @pytest.fixture(scope="module", params=[0, 1])
 def results(request):
-    return {c.id: c.run(seed=request.param).measurement for c in select_claims(IDS)}
+    return {c.id: c.run(seed=request.param).check for c in select_claims(IDS)}
 
 
 def test_projection_exact(results):
     m = results[IDS[0]]
-    assert m.passed and m.tolerance == 1e-9 and m.relation == "<="
+    assert m.verdict == "reproduced" and m.role == "construction" and m.threshold == 1e-9 and m.relation == "<="
     assert m.values["lp_box_gap"] <= 1e-9 and m.values["lp_supports_gap"] <= 1e-9
     assert m.values["closed_minus_best_sample"] <= 0  # every sampled member is at least as far
     assert m.values["best_sampled_n11"] >= m.values["distance_n11"]
 
 
-def test_projection_not_unique(results):
+def test_projection_unique_differs(results):
+    """The text's uniqueness (Theorem 3.1) as it states it: two minimisers 0.2 apart, so it differs."""
     m = results[IDS[1]]
-    assert m.passed and m.values["difference_3x3"] == pytest.approx(0.2)
+    assert m.verdict == "differs" and m.role == "text" and (m.relation, m.threshold) == ("==", 0.0)
+    assert m.measured == pytest.approx(0.2) and m.values["difference_3x3"] == pytest.approx(0.2)
     assert m.values["distance_3x3"] == pytest.approx(0.5)
     assert m.values["difference_7x7"] == pytest.approx(0.1)  # two weights > eps = 0.05 swap their clip of 0.05
     assert m.values["share_nonunique_16x16"] == 1.0
 
 
-def test_set_not_convex(results):
+def test_set_convex_differs(results):
     m = results[IDS[2]]
-    assert m.passed and m.measured == 1.0 and m.values["box_share_inside"] == 1.0
+    assert m.verdict == "differs" and (m.relation, m.threshold) == ("==", 0.0)  # the text: X convex
+    assert m.measured == 1.0 and m.values["box_share_inside"] == 1.0
     assert m.values["midpoint_nonzeros_min"] > m.values["s"]
 
 
 def test_projection_unique_box(results):
     m = results[IDS[3]]
-    assert m.passed and m.values["max_deviation"] <= 1e-12
+    assert m.verdict == "reproduced" and m.role == "text" and m.values["max_deviation"] <= 1e-12
     assert m.values["sparse_violation"] == pytest.approx(0.2)
 
 
 def test_permutation_assignment(results):
     m = results[IDS[4]]
-    assert m.passed and m.values["uncertified"] == 0 and m.values["max_gap"] <= 1e-12
+    assert m.verdict == "reproduced" and m.role == "construction"
+    assert m.values["uncertified"] == 0 and m.values["max_gap"] <= 1e-12
     cases = m.values["cases"]
     assert len(cases) == 8 and cases["rows_s0"]["method"] == "assignment"
     assert cases["rows_s2"]["method"] == "assignment-certified"
@@ -55,14 +59,14 @@ def test_permutation_assignment(results):
 
 def test_sigma_fits_exact(results):
     m = results[IDS[5]]
-    assert m.passed and max(m.values["gaps"].values()) <= 1e-12
+    assert m.verdict == "reproduced" and m.role == "construction" and max(m.values["gaps"].values()) <= 1e-12
     assert m.values["dropout_patterns"] == 2**14 and m.values["sigma3_members"] == 55
     assert m.values["sigma3_fit_rank"] < m.values["n"]
 
 
 def test_structure_baselines(results):
     m = results[IDS[6]]
-    assert m.passed and m.values["recovered"] == 3 and m.measured <= 0.5
+    assert m.verdict == "reproduced" and m.role == "construction" and m.values["recovered"] == 3 and m.measured <= 0.5
     for family in ("shift", "sigma2", "sigma3"):
         assert m.values[family]["found"] == m.values[family]["planted"]
     uniform = m.values["uniform_16x16"]

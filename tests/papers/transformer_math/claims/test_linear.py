@@ -14,22 +14,24 @@ def results():
 
 
 def test_forms_agree(results):
-    m = results["transformer-math.linear-forms-agree"].measurement
-    assert m.passed and m.tolerance == 1e-12
+    m = results["transformer-math.linear-forms-agree"].check
+    assert m.verdict == "reproduced" and m.threshold == 1e-12
     assert set(m.values["errors"]) == {"noncausal", "chunked", "cumsum", "recurrent"}
     assert m.measured == max(m.values["errors"].values())
 
 
 def test_taylor_identity_and_the_printed_formula(results):
-    m = results["transformer-math.linear-taylor-identity"].measurement
-    assert m.passed and m.values["closed_form_error"] == m.measured <= 1e-12
-    assert m.values["printed_first_error"] > 0.1  # the formula as printed is a different function
+    """The text's printed display is checked as printed: it differs; the corrected form agrees (values)."""
+    m = results["transformer-math.linear-taylor-identity"].check
+    assert m.verdict == "differs" and m.role == "text" and m.threshold == 1e-12
+    assert m.measured == m.values["printed_first_error"] == pytest.approx(1.90, abs=0.01)
+    assert m.values["closed_form_error"] <= 1e-12
 
 
 def test_favor_unbiased(results):
-    m = results["transformer-math.favor-unbiased"].measurement
-    assert m.passed
+    m = results["transformer-math.favor-unbiased"].check
+    assert m.verdict == "reproduced" and m.role == "construction"
     v = m.values
     assert (v["d"], v["m"], v["draws"], v["standard_errors"]) == (16, 32, 2000, 4)
-    assert m.tolerance == pytest.approx(4 * v["relative_se"], rel=1e-12)
+    assert m.threshold == pytest.approx(4 * v["relative_se"], rel=1e-12)
     assert m.measured == v["relative_errors"][v["worst_pair"]]

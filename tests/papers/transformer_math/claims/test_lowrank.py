@@ -4,7 +4,8 @@ import pytest
 
 from attnlab.registry import select_claims
 
-IDS = ["transformer-math.jl-random-projection", "transformer-math.svd-optimal"]
+IDS = ["transformer-math.jl-random-projection", "transformer-math.svd-optimal",
+       "transformer-math.lowrank-relative-error"]
 
 
 @pytest.fixture(scope="module")
@@ -14,9 +15,9 @@ def results():
 
 def test_jl_random_projection(results):
     jl = results["transformer-math.jl-random-projection"]
-    assert jl.status == "pass", jl.error
-    m = jl.measurement
-    assert abs(m.measured + 0.5) <= 0.1 and m.tolerance == 0.1 and m.target == -0.5
+    assert jl.verdict == "reproduced", jl.error
+    m = jl.check
+    assert abs(m.measured + 0.5) <= 0.1 and m.tolerance == 0.1 and m.threshold == -0.5 and m.relation == "±"
     v = m.values
     assert v["k_values"] == [8, 16, 32, 64, 128] and v["slope"] == m.measured
     assert v["max_rms_over_jl"] <= 1.0  # every RMS error below its JL bound sqrt(8 ln(n+1) / k')
@@ -25,7 +26,18 @@ def test_jl_random_projection(results):
 
 def test_svd_optimal(results):
     svd = results["transformer-math.svd-optimal"]
-    assert svd.status == "pass", svd.error
-    assert 1 - 1e-12 <= svd.measurement.measured < 1e3
-    assert svd.measurement.values["min_error_ratio"] == svd.measurement.measured
-    assert svd.measurement.values["k_values"] == [2, 8, 24]
+    assert svd.verdict == "sanity", svd.error  # Eckart-Young: a theorem, not a statement of the text
+    assert 1 - 1e-12 <= svd.check.measured < 1e3
+    assert svd.check.values["min_error_ratio"] == svd.check.measured
+    assert svd.check.values["k_values"] == [2, 8, 24]
+
+
+def test_relative_error_for_any_w_differs(results):
+    """Eq. (16) for any w: with zero-mean values the relative error grows like sqrt(n / k')."""
+    r = results["transformer-math.lowrank-relative-error"]
+    m = r.check
+    assert m.verdict == "differs" and m.role == "text" and (m.relation, m.threshold) == (">=", 0.5)
+    by_n = m.values["by_n"]
+    assert m.measured == by_n["2048"]["share_below_1"] == 0.0
+    assert 1.2 < by_n["256"]["mean_relative_error"] < by_n["2048"]["mean_relative_error"]
+    assert by_n["2048"]["mean_relative_error"] > 5  # sqrt(2048 / 61) ~ 5.8 times ||p_i|| ||w|| / ||P w|| scale

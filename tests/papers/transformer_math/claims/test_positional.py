@@ -6,9 +6,9 @@ from attnlab.registry import select_claims
 def test_pe_shift_linear():
     (c,) = select_claims(["transformer-math.pe-shift-linear"])
     r = c.run(seed=0)
-    assert r.status == "pass", r.error
-    m = r.measurement
-    assert m.tolerance == 1e-9 and m.relation == "<="
+    assert r.verdict == "reproduced", r.error
+    m = r.check
+    assert m.threshold == 1e-9 and m.relation == "<="
     assert 0 < m.measured < 1e-11  # rounding of w_k t in float64, far below the tolerance
     assert m.values["dims"] == [16, 512] and m.values["max_error"] == m.measured
     assert m.values["shifts"][:4] == [1, 7, 64, 511] and len(m.values["shifts"]) == 7
@@ -17,4 +17,4 @@ def test_pe_shift_linear():
 
 def test_other_seed_still_passes():
     (c,) = select_claims(["transformer-math.pe-shift-linear"])
-    assert c.run(seed=3).status == "pass"
+    assert c.run(seed=3).verdict == "reproduced"

@@ -13,11 +13,11 @@ from attnlab.registry import select_claims
 def test_dot_product_variance_claim(seed):
     (c,) = select_claims(["transformer-math.dot-product-variance"])
     r = c.run(seed)
-    assert r.error is None and r.status == "pass", r.measurement.detail if r.measurement else r.error
-    m = r.measurement
+    assert r.error is None and r.verdict == "reproduced", r.check.detail if r.check else r.error
+    m = r.check
     # tolerance = 4 relative standard errors at d = 16, N = 2^14
-    assert m.tolerance == pytest.approx(4 * math.sqrt((2 + 6 / 16) / 2 ** 14), rel=1e-12)
-    assert 0 <= m.measured <= m.tolerance
+    assert m.threshold == pytest.approx(4 * math.sqrt((2 + 6 / 16) / 2 ** 14), rel=1e-12)
+    assert 0 <= m.measured <= m.threshold
     v = m.values
     assert v["dims"] == [16, 64, 256] and v["n_samples"] == 2 ** 14
     assert m.measured == max(abs(x - 1) for x in v["var_scaled"])

@@ -10,8 +10,8 @@ from attnlab.registry import select_claims
 @pytest.mark.parametrize("seed", [0, 1])
 def test_jacobian_formula(seed):
     (c,) = select_claims(["transformer-math.softmax-jacobian"])
-    m = c.run(seed).measurement
-    assert m.passed and m.tolerance == 1e-14
+    m = c.run(seed).check
+    assert m.verdict == "reproduced" and m.threshold == 1e-14
     assert m.values["max_error"] == m.measured <= 1e-14
     assert m.values["n_values"] == [2, 5, 13]
 
@@ -19,8 +19,8 @@ def test_jacobian_formula(seed):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_jacobian_vanishes(seed):
     (c,) = select_claims(["transformer-math.softmax-jacobian-vanishes"])
-    m = c.run(seed).measurement
-    assert m.passed and m.tolerance == 1.0
+    m = c.run(seed).check
+    assert m.verdict == "reproduced" and m.threshold == 1.0
     v = m.values
     assert v["one_hot_norm"] == 0.0 and v["gap"] > 0
     assert v["scales"] == pytest.approx([1.0, 10.0, 100.0, 1000.0], rel=1e-12)

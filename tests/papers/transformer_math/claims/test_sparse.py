@@ -14,21 +14,22 @@ def results():
 
 
 def test_fast_path_exact(results):
-    m = results["transformer-math.sparse-fast-path-exact"].measurement
-    assert m.passed and m.values["max_error"] == m.measured <= 1e-12
+    m = results["transformer-math.sparse-fast-path-exact"].check
+    assert m.verdict == "reproduced" and m.role == "construction" and m.values["max_error"] == m.measured <= 1e-12
     assert m.values["n"] == 37
 
 
 def test_two_hop(results):
-    m = results["transformer-math.sparse-two-hop"].measurement
-    assert m.passed and m.measured == 2.0 and m.values["graphs"] == 54  # 3 n x 3 w x 3 draws x 2 families
+    m = results["transformer-math.sparse-two-hop"].check
+    assert m.verdict == "reproduced" and m.role == "text" and m.measured == 2.0
+    assert m.values["graphs"] == 54  # 3 n x 3 w x 3 draws x 2 families
     # without global tokens a w=3 window (one neighbour each side) needs n - 1 = 63 hops at n = 64
     assert m.values["window_only_max_hops"] == 63.0
 
 
 def test_lost_mass_bound(results):
-    m = results["transformer-math.sparse-lost-mass-bound"].measurement
-    assert m.passed and 0 < m.values["max_ratio_to_bound"] == m.measured <= 1.0
+    m = results["transformer-math.sparse-lost-mass-bound"].check
+    assert m.verdict == "sanity" and 0 < m.values["max_ratio_to_bound"] == m.measured <= 1.0
     assert 0 < m.values["max_lost_mass"] < 1
 
 
@@ -43,6 +44,7 @@ def test_sparse_claims_pass_through_the_cli():
     assert p.returncode == 0, p.stderr
     rows = {r["id"]: r for r in json.loads(p.stdout)}
     assert set(rows) == set(IDS)
+    assert [rows[i]["verdict"] for i in IDS] == ["reproduced", "reproduced", "sanity"]
     assert rows[IDS[0]]["measured"] <= 1e-12
     assert rows[IDS[1]]["measured"] == 2.0  # a global token makes 2 hops necessary and enough
     assert rows[IDS[1]]["values"]["max_hops"] == 2.0

@@ -31,7 +31,8 @@ def test_dot_product_scaling_tiny(storable):
     assert s["max_prob_raw"][-1] > 0.8 > 0.5 > s["max_prob_scaled"][-1]
     assert s["entropy_raw"][-1] < s["entropy_raw"][0] and s["entropy_scaled"][-1] <= math.log(7)
     assert s["jacobian_norm_raw"][-1] < s["jacobian_norm_scaled"][-1]
-    assert [c.status for c in res.summary] == ["pass"] * 4
+    assert [c.verdict for c in res.summary] == ["reproduced"] * 4
+    assert all(c.role == "text" and c.where == "§1.2.3" for c in res.summary)
 
 
 def test_presets_fill_the_config():

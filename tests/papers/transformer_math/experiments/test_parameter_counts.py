@@ -22,7 +22,7 @@ def test_parameter_counts(storable):
     assert list(rows) == ["GPT-1", "BERT", "GPT-2", "GPT-3", "LaMDA", "Minerva"]
     assert rows["GPT-1"]["paper_value"] == 117e6 and rows["GPT-3"]["paper_value"] == 175e9
     for c in res.summary:
-        assert c.status in ("pass", "info")  # every row with hyper-parameters within 5%
+        assert c.verdict == "reproduced" and c.where == "§2, Table 1"  # every row within 5%
     for r in rows.values():
         if r["computed"] is not None:
             assert r["rel_error"] == pytest.approx(abs(r["computed"] - r["paper_value"]) / r["paper_value"])

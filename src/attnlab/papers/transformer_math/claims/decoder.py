@@ -6,7 +6,8 @@ import torch
 
 from attnlab.analysis.jacobian import decoder_jacobian_blocks
 from attnlab.nn.transformer import EncoderDecoder
-from attnlab.registry import Measurement, claim
+from attnlab.checks import Check, equals
+from attnlab.registry import claim
 
 
 @claim(
@@ -15,9 +16,10 @@ from attnlab.registry import Measurement, claim
     statement="the masked decoder's output at position i does not depend on target positions j > i",
     paper_value="exactly 0 (mask of -inf above the diagonal)",
 )
-def _decoder_causal(seed: int) -> Measurement:
+def _decoder_causal(seed: int) -> Check:
     """max over j > i of N_ij = ||d y_i / d x_j||_F must be exactly 0, and min over j <= i
-    must be > 1e-6 (the check is not vacuous), for a post-LN and a pre-LN model."""
+    must be > 1e-6 (the check is not vacuous: otherwise the measured value is NaN, a fail), for a
+    post-LN and a pre-LN model. attnlab's decoder built from the text: a construction."""
     g = torch.Generator().manual_seed(seed)
     worst_future, least_past = 0.0, float("inf")
     for norm_position in ("post", "pre"):
@@ -30,7 +32,6 @@ def _decoder_causal(seed: int) -> Measurement:
         future = torch.triu(torch.ones_like(N, dtype=torch.bool), diagonal=1)  # j > i
         worst_future = max(worst_future, N[future].max().item())
         least_past = min(least_past, N[~future].min().item())
-    passed = worst_future == 0.0 and least_past > 1e-6
     detail = (
         f"max ||d out_i/d x_j|| over j > i = {worst_future:.1e} (autograd, float64, d=6, H=3, L=2, "
         f"n_src=5, n_tgt=7, post- and pre-LN); min over j <= i = {least_past:.3e} (> 0: not vacuous)"
@@ -38,4 +39,5 @@ def _decoder_causal(seed: int) -> Measurement:
     values = {"max_future_norm": worst_future, "min_past_norm": least_past, "min_past_bound": 1e-6,
               "d_model": 6, "n_heads": 3, "n_layers": 2, "n_src": 5, "n_tgt": 7,
               "norm_positions": ["post", "pre"]}
-    return Measurement(worst_future, 0.0, passed, "==", detail, values=values)
+    measured = worst_future if least_past > 1e-6 else float("nan")
+    return equals(measured, 0.0, detail, values, role="construction")

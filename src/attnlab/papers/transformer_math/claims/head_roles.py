@@ -1,6 +1,7 @@
 """Claims about the head roles of §3.1.1 (positional, syntactic and rare-token heads, after the
 text's [12], Voita et al. 2019): the detectors of the literature label hand-built maps of each
-type as they should (:mod:`attnlab.analysis.heads`)."""
+type as they should (:mod:`attnlab.analysis.heads`). The detectors are attnlab's realisation of the
+literature's rules, so each claim is a construction: a wrong label is attnlab's bug."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from attnlab.analysis.heads import (
 from attnlab.analysis.heads.patterns import PATTERN_KINDS, duplicate_token_pattern, induction_pattern
 from attnlab.analysis.heads.projection import random_attention
 from attnlab.papers.transformer_math.head_structure import shifted_identity
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 NOISE = 0.2  # every built map is 0.8 P + 0.2 R, R random row-stochastic (causal where the map is)
 
@@ -54,7 +56,7 @@ def _columns(n: int, keys: list[int]) -> Tensor:
               "rare-token maps, bidirectional and causal, exactly as built",
     paper_value="positional, syntactic and rare-token heads (Figure 12)",
 )
-def _roles_clark_voita(seed: int) -> Measurement:
+def _roles_clark_voita(seed: int) -> Check:
     """n = 53 tokens ([CLS] first, [SEP] last, three punctuation marks, one rarest token, drawn from the
     seed); each map 0.8 P + 0.2 random. Measured: labels differing from the expected ones."""
     g = torch.Generator().manual_seed(seed)
@@ -92,7 +94,7 @@ def _roles_clark_voita(seed: int) -> Measurement:
                         "rare_argmax": v.rare_argmax.item()}
     return at_most(wrong, 0, f"{len(maps) - wrong}/{len(maps)} maps labelled as built (n={n}, noise {NOISE}); broad "
                    f"map entropy {values['broad']['entropy']:.2f} > 3.8 nats",
-                   values={"wrong": wrong, "maps": values, "n": n, "noise": NOISE})
+                   values={"wrong": wrong, "maps": values, "n": n, "noise": NOISE}, role="construction")
 
 
 @claim(
@@ -103,7 +105,7 @@ def _roles_clark_voita(seed: int) -> Measurement:
               "vertical+diagonal, block and heterogeneous maps of a two-sentence input get their own label",
     paper_value="vertical, diagonal, vertical+diagonal, block, heterogeneous (hand labels + CNN)",
 )
-def _roles_kovaleva(seed: int) -> Measurement:
+def _roles_kovaleva(seed: int) -> Check:
     """[CLS] s1 [SEP] s2 [SEP] with n = 53 ([SEP] at 26 and 52); each map 0.8 P + 0.2 random, the
     heterogeneous one random attention alone. Measured: maps with another label."""
     n, sep = 53, 26
@@ -127,7 +129,8 @@ def _roles_kovaleva(seed: int) -> Measurement:
     return at_most(wrong, 0, f"{len(names) - wrong}/5 patterns recovered; heterogeneous scores "
                    + ", ".join(f"{t} {v:.2f}" for t, v in scores["heterogeneous"].items()),
                    values={"wrong": wrong, "labels": dict(zip(names, got)), "scores": scores,
-                           "chance": {t: out.chance[t][0].item() for t in out.chance}, "n": n})
+                           "chance": {t: out.chance[t][0].item() for t in out.chance}, "n": n},
+                   role="construction")
 
 
 @claim(
@@ -139,7 +142,7 @@ def _roles_kovaleva(seed: int) -> Measurement:
               "TransformerLens' own convention",
     paper_value="TransformerLens' detect_head (causal models only)",
 )
-def _roles_patterns(seed: int) -> Measurement:
+def _roles_patterns(seed: int) -> Check:
     """BOS + 11 distinct random tokens repeated twice (n = 23); built previous, duplicate and induction
     heads (rows with no target attend BOS), 0.8 P + 0.2 random. Measured: maps whose best pattern is not
     their own over 2 settings x 2 measures x 2 exclude_bos, plus the two convention checks."""
@@ -175,4 +178,5 @@ def _roles_patterns(seed: int) -> Measurement:
     return at_most(wrong, 0, f"{24 - wrong}/24 heads score highest on their own pattern (n={n}); perfect previous-"
                    f"token head: {ours[0]:.3f}/{ours[1]:.3f} here, {tl[0]:.3f}/{tl[1]:.3f} TransformerLens",
                    values={"wrong": wrong, "scores": values, "perfect_previous": {"attnlab": ours,
-                                                                                  "transformerlens": tl}, "n": n})
+                                                                                  "transformerlens": tl}, "n": n},
+                   role="construction")

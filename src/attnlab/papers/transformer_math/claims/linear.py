@@ -16,7 +16,8 @@ from attnlab.ops.linear import (
     taylor_closed_form,
 )
 from attnlab.ops.pooling import attention_pooling
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 
 def _elu_kernel(q, k):
@@ -31,7 +32,7 @@ def _elu_kernel(q, k):
     "sum_j sim(Q_i,K_j)V_j / sum_j sim(Q_i,K_j), also causally (chunked, prefix-sum and recurrent)",
     paper_value="exact identity (associativity)",
 )
-def _forms_agree(seed: int) -> Measurement:
+def _forms_agree(seed: int) -> Check:
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(2, 3, 37, d, generator=g, dtype=torch.float64) for d in (11, 11, 13))
     naive = attention_pooling(q, k, v, _elu_kernel).output
@@ -52,13 +53,15 @@ def _forms_agree(seed: int) -> Measurement:
 @claim(
     "transformer-math.linear-taylor-identity",
     where="§2.1.2, the first-order Taylor example",
-    statement="with e^{q.k} ~ 1 + q^.k^ (l2-normalised q, k), eq. (12) becomes "
-    "(sum_j V_j + q^_i^T sum_j k^_j V_j^T) / (n + q^_i^T sum_j k^_j), the feature-map form with "
-    "phi(x) = [1, x/|x|]; the text's printed formulas misplace a sum",
-    paper_value="printed with sum_j inside and outside the numerator (first) / the numerator's "
-    "q^_i^T k^_j V_j outside the sum (simplified)",
+    statement="with e^{q.k} ~ 1 + q^.k^ (l2-normalised q, k), eq. (12) becomes the printed "
+    "sum_j (1 + q^_i^T sum_j k^_j) V_j / sum_j (1 + q^_i^T k^_j), i.e. the linear attention with "
+    "phi(x) = [1, x/|x|]",
+    paper_value="the first printed display (the second leaves q^_i^T k^_j V_j outside the sum over j)",
 )
-def _taylor_identity(seed: int) -> Measurement:
+def _taylor_identity(seed: int) -> Check:
+    """The text's first display against the Taylor feature-map form it should equal (float64, n = 29):
+    the display weights every V_j by the same 1 + q^_i.sum_j k^_j, so it differs; the corrected closed
+    form (sum_j V_j + q^_i^T sum_j k^_j V_j^T) / (n + q^_i^T sum_j k^_j) agrees to rounding (values)."""
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(3, 29, d, generator=g, dtype=torch.float64) for d in (7, 7, 5))
     feature_form = linear_attention(q, k, v, feature_map="taylor").output
@@ -66,13 +69,12 @@ def _taylor_identity(seed: int) -> Measurement:
     err = (closed - feature_form).abs().max().item()
     printed = (taylor_as_printed(q, k, v) - feature_form).abs().max().item()
     detail = (
-        f"corrected closed form vs phi(x)=[1, x/|x|] form: {err:.1e} (float64, n=29); the printed "
-        f"first version (sum over j inside and outside the numerator) is off by {printed:.2f} "
-        "(it weights every V_j by the same 1 + q^_i.sum_j k^_j); the simplified version leaves "
-        "q^_i^T k^_j V_j outside the sum: it must read q^_i^T sum_j k^_j V_j^T"
+        f"max |printed display - phi(x)=[1, x/|x|] form| = {printed:.2f} (float64, n=29): the display weights "
+        f"every V_j by the same 1 + q^_i.sum_j k^_j; the corrected closed form (sum_j V_j + q^_i^T sum_j "
+        f"k^_j V_j^T) / (n + q^_i^T sum_j k^_j) agrees to {err:.1e}"
     )
-    return at_most(err, 1e-12, detail, values={"closed_form_error": err, "printed_first_error": printed,
-                                               "n": 29, "d_k": 7, "d_v": 5})
+    return at_most(printed, 1e-12, detail, values={"printed_first_error": printed, "closed_form_error": err,
+                                                   "n": 29, "d_k": 7, "d_v": 5})
 
 
 @claim(
@@ -82,11 +84,12 @@ def _taylor_identity(seed: int) -> Measurement:
     "(orthogonal blocks), phi(q).phi(k) is an unbiased estimate of exp(q.k/sqrt(d))",
     paper_value="E[phi(q).phi(k)] = exp(q.k/sqrt(d))",
 )
-def _favor_unbiased(seed: int) -> Measurement:
+def _favor_unbiased(seed: int) -> Check:
     """R independent draws of m orthogonal random features; for 3 pairs (q, k) the mean
     estimate is compared with exp(q.k/sqrt(d)). Tolerance 4 standard errors of the mean
     (SE = sample std / sqrt(R), from the same draws): a correct estimator fails with
-    probability ~6e-5 per pair. Reported: the pair with the largest |error| / SE."""
+    probability ~6e-5 per pair. Reported: the pair with the largest |error| / SE. The text
+    names no feature map beyond phi; FAVOR+ is attnlab's: a construction."""
     g = torch.Generator().manual_seed(seed)
     d, m, R = 16, 32, 2000
     W = gaussian_features(d, m, generator=g, orthogonal=True, batch=(R,))  # (R, m, d)
@@ -108,4 +111,4 @@ def _favor_unbiased(seed: int) -> Measurement:
               "mean_estimate": est[i].mean().item(), "relative_se": rel_se[i].item(), "standard_errors": 4,
               "single_draw_relative_std": est[i].std().item() / exact[i].item(),
               "relative_errors": rel_err.tolist()}
-    return at_most(rel_err[i].item(), 4 * rel_se[i].item(), detail, values=values)
+    return at_most(rel_err[i].item(), 4 * rel_se[i].item(), detail, values, role="construction")

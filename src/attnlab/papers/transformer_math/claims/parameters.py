@@ -12,7 +12,8 @@ from attnlab.analysis.parameters import (
 from attnlab.nn.block import DecoderBlock, TransformerBlock
 from attnlab.nn.transformer import EncoderDecoder
 from attnlab.papers.transformer_math.table1 import table1_rows
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 # (d_model, n_heads, d_head, d_ff): distinct primes where the architecture allows; the
 # sinusoidal encoding of a full model needs an even d_model.
@@ -31,7 +32,7 @@ def _numel(m: torch.nn.Module) -> int:
     "encoder-decoder equals the number of parameters of the modules built from the text",
     paper_value="exact",
 )
-def _param_count_formula(seed: int) -> Measurement:
+def _param_count_formula(seed: int) -> Check:
     worst, checked = 0, 0
     for d, H, k, m in _BLOCK_CONFIGS:
         for bias in (True, False):
@@ -54,7 +55,7 @@ def _param_count_formula(seed: int) -> Measurement:
     )
     values = {"max_abs_difference": worst, "modules_checked": checked,
               "block_configs": [list(c) for c in _BLOCK_CONFIGS], "model_configs": [list(c) for c in _MODEL_CONFIGS]}
-    return at_most(worst, 0, detail, values=values)
+    return at_most(worst, 0, detail, values, role="construction")
 
 
 @claim(
@@ -63,7 +64,7 @@ def _param_count_formula(seed: int) -> Measurement:
     statement="the parameter counts of Table 1 follow from the models' published architectures",
     paper_value="GPT-1 117M, BERT 340M, GPT-2 1.5B, GPT-3 175B, LaMDA 137B, Minerva 540B",
 )
-def _table1_counts(seed: int) -> Measurement:
+def _table1_counts(seed: int) -> Check:
     rows = [r for r in table1_rows() if r["computed"] is not None]
     worst = max(r["rel_error"] for r in rows)
     parts = [

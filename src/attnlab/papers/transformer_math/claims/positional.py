@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from attnlab.nn.positional import shift_matrix, sinusoidal_encoding
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 
 @claim(
@@ -14,7 +15,7 @@ from attnlab.registry import Measurement, at_most, claim
     statement="for every shift s, PE(t+s) = M_s PE(t) with one fixed linear map M_s for all positions t",
     paper_value="exact identity (M_s block-diagonal 2x2 rotations)",
 )
-def _pe_shift_linear(seed: int) -> Measurement:
+def _pe_shift_linear(seed: int) -> Check:
     # A few fixed shifts and a few drawn from the seed.
     g = torch.Generator().manual_seed(seed)
     drawn = torch.randint(2, 1000, (3,), generator=g).tolist()

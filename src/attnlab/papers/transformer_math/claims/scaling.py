@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from attnlab.analysis.logit_scaling import dot_product_variance, loglog_slope
-from attnlab.registry import Measurement, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 DIMS = (16, 64, 256)
 N_SAMPLES = 1 << 14
@@ -19,14 +20,15 @@ SLOPE_TOLERANCE = 0.05
     statement="for q, k with i.i.d. N(0,1) entries Var(q.k) grows like d, and dividing by sqrt(d) keeps it near 1",
     paper_value="dot products grow with d; 1/sqrt(d_k) rescales them",
 )
-def _dot_product_variance(seed: int) -> Measurement:
+def _dot_product_variance(seed: int) -> Check:
     """max_d |Var(q.k)/d - 1| over d in DIMS, against 4 relative standard errors.
 
     The relative standard error of a variance estimated from N samples of q.k is
     sqrt((2 + 6/d)/N) (see attnlab.analysis.logit_scaling); at d = 16 and
     N = 16384 that is 0.012, so the tolerance is 4 x 0.012 = 0.048. The fitted
     log-log slope of Var(q.k) against d must be 1 within SLOPE_TOLERANCE (its own
-    standard error here is ~0.006). Var(q.k/sqrt(d)) = Var(q.k)/d, so the same
+    standard error here is ~0.006); a slope outside it makes the measured value NaN
+    (a fail: Var/d near 1 at every d implies it). Var(q.k/sqrt(d)) = Var(q.k)/d, so the same
     number says that 1/sqrt(d) keeps the variance near 1.
     """
     g = torch.Generator().manual_seed(seed)
@@ -45,4 +47,4 @@ def _dot_product_variance(seed: int) -> Measurement:
     values = {"dims": list(r["dims"]), "var_scaled": list(r["var_scaled"]), "var_raw": list(r["var_raw"]),
               "rel_se": list(r["rel_se"]), "n_samples": N_SAMPLES, "n_standard_errors": N_STANDARD_ERRORS,
               "slope": slope, "slope_tolerance": SLOPE_TOLERANCE, "slope_ok": slope_ok}
-    return Measurement(deviation, tolerance, deviation <= tolerance and slope_ok, "<=", detail, values=values)
+    return at_most(deviation if slope_ok else float("nan"), tolerance, detail, values)

@@ -24,23 +24,42 @@ Sigma = Sigma_1 u Sigma_2(w) u Sigma_3 (positional, syntactic, rare-token heads)
    (Voita's positional head, offset -1) would sit at half the largest distance from Sigma. Distances are reported raw (comparable with the thesis's "min L1
    distance"), per entry (d / crop^2, its "mean error per entry") and normalised by 2 crop,
    the largest L1 distance between row-stochastic maps;
-5. baselines: the same fits of uniform attention and of ``draws`` random row-stochastic maps,
-   and a re-enactment of the thesis's random search (``search_draws`` random members of
+5. baselines under the head's own mask: the same fits of uniform attention and of ``draws`` random
+   row-stochastic maps, bidirectional for encoder self- and cross-attention, causal (row i spread
+   over the keys j <= i) for decoder self-attention, whose maps cannot put weight above the
+   diagonal (causal uniform attention is at d_Sigma / 2n = 0.43, bidirectional at 0.61); and a
+   re-enactment of the thesis's random search (``search_draws`` random members of
    Sigma_1, Sigma_2(w <= w_max, p = 0.4) and Sigma_3 (2 tokens, windows 3), the best kept):
    the exact minimum can only be at or below it;
-6. every head labelled from its mean distances over the n_eval maps:
-       unstructured  if d_Sigma / 2n >= the uniform map's d_Sigma / 2n (no closer to Sigma than
-                     attention that looks nowhere);
-       positional    else if min(d_Sigma1, d_shift) <= d_Sigma + margin 2n (a diagonal or a
-                     shifted diagonal is as good as anything in Sigma);
-       syntactic     else if d_Sigma2 <= d_Sigma3;   rare-token  otherwise.
+6. every head labelled from its mean distances over the n_eval maps
+   (:func:`attnlab.papers.transformer_math.head_structure.label_from_distances`):
+       unstructured   if d_Sigma / 2n >= the uniform map's d_Sigma / 2n under the same mask (no
+                      closer to Sigma than attention that looks nowhere);
+       positional     else if min(d_Sigma1, d_shift) <= d_Sigma + margin 2n (a diagonal or a
+                      shifted diagonal is as good as anything in Sigma);
+       syntactic      else if d_Sigma2 <= d_Sigma3;
+       special-token  else if at least half the rows of the Sigma_3 blocks attend a special token
+                      ([CLS], [SEP], BOS, EOS): Sigma_3 takes any column, and a head that parks
+                      on [CLS]/[SEP] is not a rare-token head;
+       rare-token     otherwise.
    and, independently, by Voita et al.'s rules (:func:`attnlab.analysis.heads.voita.voita_labels`,
    averaged over the maps): positional (argmax at offset -1 or +1 in >= 90% of rows) and
    rare-token (argmax on the rarest token, training counts, in >= 90% of rows); their syntactic
    rule needs dependency parses, which no offline corpus here has;
 7. the same fits of all 72 heads of all-MiniLM-L6-v2 (shipped, :func:`attnlab.pretrained.load_pretrained`)
    on ``n_eval`` pydoc sentences of exactly ``crop`` word pieces ([CLS] and [SEP] included, so
-   nothing is cropped).
+   nothing is cropped);
+8. the thesis's own eight saved maps (:mod:`attnlab.papers.transformer_math.thesis_maps`), fitted
+   exactly as the thesis fitted them: the like-for-like comparison with its distance table and
+   with the text's "most heads diagonal" and "full rank" (a table and a figure here; the verdicts
+   are the claims transformer-math.head-thesis-*).
+
+Verdicts. The text's statements about its trained model are judged on the thesis's maps. The
+translation models here are another model (another corpus, width and, at the quick scale, 4
+epochs instead of 20): the same statements measured on them are inconclusive at the quick scale
+and judged at the paper scale (20 epochs), and the distances beside the thesis's table are never
+like for like. Training beating the unigram baseline is attnlab's construction; the exact fit
+never above the random search holds by construction (sanity).
 """
 
 from __future__ import annotations
@@ -55,16 +74,25 @@ import torch
 
 from attnlab.analysis.heads.projection import normalized_distance, random_attention, uniform_attention
 from attnlab.analysis.heads.voita import POSITIONAL_FRACTION, RARE_TOKEN_FRACTION, voita_labels
+from attnlab.checks import Check, compare, info
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.papers.transformer_math.head_structure import (
-    fit_permutation,
-    fit_shift,
-    fit_sigma1,
-    fit_sigma2,
-    fit_sigma3,
+    LABELS,
+    SIGMA,
+    best_sigma,
+    fit_families,
+    label_from_distances,
     sigma2,
     sigma3,
+    special_share,
+)
+from attnlab.papers.transformer_math.thesis_maps import (
+    THESIS_RANGE,
+    THESIS_SIGMA,
+    float32_rank,
+    thesis_fits,
+    thesis_maps_path,
 )
 from attnlab.papers.transformer_math.translation_corpus import (
     BOS,
@@ -82,12 +110,10 @@ from attnlab.papers.transformer_math.translation_model import (
 from attnlab.registry import Experiment, register
 from attnlab.results import (
     PALETTE,
-    Check,
     ExperimentResult,
     Figure,
     Table,
     bar_figure,
-    check,
     heatmap_figure,
     heatmap_panel,
     line_figure,
@@ -99,9 +125,9 @@ EXPERIMENT_ID = "transformer-math.head-structure"
 FITS = ("sigma1", "shift", "permutation", "sigma2", "sigma3")
 FIT_NAMES = {"sigma1": "Σ1 (I)", "shift": "best shift", "permutation": "best permutation",
              "sigma2": "Σ2 (w ≤ 3)", "sigma3": "Σ3", "sigma": "Σ (best)"}
-LABELS = ("positional", "syntactic", "rare-token", "unstructured")
+MASKS = ("bidirectional", "causal")
 # The thesis's numbers (Conti repo, Attn_approx.ipynb, w=3, num_pos=2, 16 x 16 crops): per head.
-THESIS_L1 = (15.7, 21.1)
+THESIS_L1 = THESIS_RANGE
 THESIS_PER_ENTRY = (0.062, 0.082)
 THESIS_CROP = 16
 THESIS_EPOCHS = 20
@@ -168,16 +194,7 @@ class HeadStructureConfig(RunConfig):
 # ---- fitting ----------------------------------------------------------------------------------
 def fit_all(H: torch.Tensor, w_max: int) -> dict[str, object]:
     """{family: StructureFit} of one square map H, eps = 0 (module docstring, step 4)."""
-    return {"sigma1": fit_sigma1(H), "shift": fit_shift(H, 0.0, w_max), "permutation": fit_permutation(H),
-            "sigma2": fit_sigma2(H, 0.0, w_max), "sigma3": fit_sigma3(H)}
-
-
-SIGMA = ("shift", "sigma2", "sigma3")  # the families whose minimum is d_Sigma, simplest first
-
-
-def best_sigma(fits: dict) -> object:
-    """The fit realising d_Sigma = min(d_shift, d_Sigma2, d_Sigma3) (the simplest family on a tie)."""
-    return min((fits[k] for k in SIGMA), key=lambda f: f.distance)
+    return fit_families(H, w_max)
 
 
 def random_search(H: torch.Tensor, draws: int, w_max: int, seed: int) -> float:
@@ -201,15 +218,19 @@ def random_search(H: torch.Tensor, draws: int, w_max: int, seed: int) -> float:
 
 @dataclass(frozen=True)
 class Baselines:
-    """Per family, the normalised distance of the uniform map and the mean over random maps."""
+    """Per family, the normalised distance of the uniform map and the mean over random maps, under one
+    mask (``mask``: bidirectional or causal)."""
 
     uniform: dict
     random: dict
+    mask: str = "bidirectional"
 
 
-def baselines(n: int, w_max: int, draws: int, seed: int) -> Baselines:
-    U = uniform_attention(n)
-    R = random_attention(n, seed=seed, batch=(draws,))
+def baselines(n: int, w_max: int, draws: int, seed: int, *, causal: bool = False) -> Baselines:
+    """The fits of uniform attention and of ``draws`` random maps under the mask a head works with:
+    a causal head is compared with causal uniform and causal random attention."""
+    U = uniform_attention(n, causal=causal)
+    R = random_attention(n, seed=seed, batch=(draws,), causal=causal)
 
     def norm(fits):
         out = {k: f.normalized for k, f in fits.items()}
@@ -218,21 +239,20 @@ def baselines(n: int, w_max: int, draws: int, seed: int) -> Baselines:
 
     uni = norm(fit_all(U, w_max))
     rand = [norm(fit_all(r, w_max)) for r in R]
-    return Baselines(uni, {k: float(np.mean([r[k] for r in rand])) for k in uni})
+    return Baselines(uni, {k: float(np.mean([r[k] for r in rand])) for k in uni}, MASKS[int(causal)])
 
 
-def label_head(d: dict, n: int, uniform_sigma: float, margin: float) -> str:
+def label_head(d: dict, n: int, uniform_sigma: float, margin: float, special: float = 0.0) -> str:
     """The Sigma-based label of a head from its mean distances d (module docstring, step 6)."""
-    if normalized_distance(d["sigma"], n) >= uniform_sigma:
-        return "unstructured"
-    if min(d["sigma1"], d["shift"]) <= d["sigma"] + margin * 2 * n:
-        return "positional"
-    return "syntactic" if d["sigma2"] <= d["sigma3"] else "rare-token"
+    return label_from_distances(d, n, uniform_sigma, margin, special)
 
 
 def fit_heads(maps: list[torch.Tensor], frequencies: list[torch.Tensor], *, causal: bool, cfg, seed: int,
-              model: str, kind: str, base: Baselines) -> list[dict]:
-    """One row per head: mean distances over the maps (each (H, n, n)), labels, Voita roles."""
+              model: str, kind: str, base: Baselines, special: list[list[int]] | None = None) -> list[dict]:
+    """One row per head: mean distances over the maps (each (H, n, n)), labels, Voita roles, against
+    ``base`` (the baselines of the head's mask); ``special``: the special-token key positions of each map."""
+    if base.mask != MASKS[int(causal)]:
+        raise ConfigError(f"a {MASKS[int(causal)]} head needs {MASKS[int(causal)]} baselines, got {base.mask}")
     n = cfg.crop
     A = torch.stack(maps)  # (S, H, n, n)
     F = torch.stack(frequencies)  # (S, n)
@@ -249,11 +269,15 @@ def fit_heads(maps: list[torch.Tensor], frequencies: list[torch.Tensor], *, caus
         fam = min(SIGMA, key=lambda k: d[k])  # the family of d_Sigma on the mean distances
         offs = torch.nan_to_num(voita.offset_fractions[h], nan=0.0).mean(0)  # (2,)
         rare = float(voita.rare_argmax[h].mean())
-        rows.append({"model": model, "kind": kind, "head": h, "n": n, "maps": S,
+        spec = float(np.mean([special_share(p["sigma3"], special[s] if special else []) for s, p in enumerate(per)]))
+        ranks = [float32_rank(A[s, h])[0] for s in range(S)]
+        rows.append({"model": model, "kind": kind, "mask": base.mask, "head": h, "n": n, "maps": S,
                      **{f"d_{k}": v for k, v in d.items()},
                      "per_entry": d["sigma"] / n**2, "normalized": normalized_distance(d["sigma"], n),
                      "random_search": search, "exact_minus_search_max": gap, "best_family": fam,
-                     "label": label_head(d, n, base.uniform["sigma"], cfg.margin),
+                     "label": label_head(d, n, base.uniform["sigma"], cfg.margin, spec), "special_share": spec,
+                     "uniform_sigma": base.uniform["sigma"], "random_sigma": base.random["sigma"],
+                     "full_rank_share": sum(r == n for r in ranks) / S,
                      "voita_positional": bool(offs.max() >= POSITIONAL_FRACTION),
                      "voita_offset_fraction": float(offs.max()), "voita_rare": rare >= RARE_TOKEN_FRACTION,
                      "voita_rare_argmax": rare, "confidence": float(voita.confidence[h].mean()),
@@ -276,7 +300,7 @@ def _frequencies(tokens, vocab: Vocabulary, n_sentences: int) -> torch.Tensor:
                         dtype=torch.float64)
 
 
-def _translation(cfg: HeadStructureConfig, run_dir, base: Baselines):
+def _translation(cfg: HeadStructureConfig, run_dir, base: dict[str, Baselines]):
     corpus = load_parallel_corpus(cfg.corpus, n_pairs=cfg.n_pairs, max_words=cfg.max_words, seed=cfg.seed)
     pairs = list(corpus.pairs)
     order = np.random.default_rng(cfg.seed).permutation(len(pairs))
@@ -305,8 +329,11 @@ def _translation(cfg: HeadStructureConfig, run_dir, base: Baselines):
             keys = src_tok if kind != "decoder self" else tgt_tok
             vocab = src_vocab if kind != "decoder self" else tgt_vocab
             freqs = [_frequencies(k, vocab, len(train)) for k in keys]
-            r = fit_heads([c for c, _ in cropped], freqs, causal=kind == "decoder self", cfg=cfg,
-                          seed=cfg.seed, model=f"translation {H} head{'s' if H > 1 else ''}", kind=kind, base=base)
+            special = [[p for p, t in enumerate(k) if t in (BOS, EOS)] for k in keys]
+            causal = kind == "decoder self"
+            r = fit_heads([c for c, _ in cropped], freqs, causal=causal, cfg=cfg, seed=cfg.seed,
+                          model=f"translation {H} head{'s' if H > 1 else ''}", kind=kind, base=base[MASKS[causal]],
+                          special=special)
             kept = float(torch.stack([m for _, m in cropped]).mean())
             for row in r:
                 row["mass_kept"] = kept
@@ -317,7 +344,7 @@ def _translation(cfg: HeadStructureConfig, run_dir, base: Baselines):
 
 
 # ---- MiniLM -----------------------------------------------------------------------------------
-def _minilm(cfg: HeadStructureConfig, base: Baselines):
+def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]):
     from attnlab.data.english import english_sentences
     from attnlab.pretrained import load_pretrained
 
@@ -331,11 +358,13 @@ def _minilm(cfg: HeadStructureConfig, base: Baselines):
     enc = pm.encode(picked)
     out = pm.run(enc)
     freqs = [torch.tensor([float(counts[int(t)]) for t in row], dtype=torch.float64) for row in enc.input_ids.cpu()]
+    specials = set(pm.tokenizer.all_special_ids)  # [CLS], [SEP], [PAD], ...
     rows = []
     for layer, A in enumerate(out.attentions):  # (S, 12, n, n)
         A = A.double().cpu()
+        special = [[p for p, t in enumerate(row.tolist()) if t in specials] for row in enc.input_ids.cpu()]
         r = fit_heads(list(A), freqs, causal=False, cfg=cfg, seed=cfg.seed + 101 * layer, model="MiniLM",
-                      kind=f"layer {layer}", base=base)
+                      kind=f"layer {layer}", base=base["bidirectional"], special=special)
         for row in r:
             row["mass_kept"] = 1.0
         rows += r
@@ -347,62 +376,98 @@ def _range(values) -> str:
     return f"{min(values):.3g}-{max(values):.3g}"
 
 
+WHERE_TRAINING = "§3.1 (1 layer, 1 or 8 heads, 20 epochs of opus_books EN->IT)"
+WHERE_DIAGONAL = "§3.1, Figs. 11-12 (\"Most of the heads show a diagonal structure\")"
+WHERE_SPREAD = "§3.1.1 (\"the attention scores are never spread among the matrix\")"
+WHERE_RANK = "§3.1 (\"all the matrix involved are full rank with low l2 norm\")"
+WHERE_TABLE = "§3.1.2, eqs. (21)-(22); the thesis's validation table (16 x 16 crops, w = 3)"
+
+
+def _not_like_for_like(cfg, corpus) -> str:
+    """Why a statement of the text about its trained model cannot be decided on these models ("" when it can)."""
+    if cfg.epochs < THESIS_EPOCHS:
+        return (f"another model: {cfg.epochs} epochs on {corpus.name} (d = {cfg.d_model}), not the text's "
+                f"{THESIS_EPOCHS} epochs on opus_books; judged at the paper scale")
+    return ""
+
+
 def _summary(cfg, corpus, models, rows, mini, base) -> list[Check]:
     out = []
     for t in models:
-        ok = t.heldout_loss < t.unigram_loss
-        out.append(check(f"translation, {t.n_heads} head(s): held-out loss (nats/token) vs unigram baseline "
-                         f"{t.unigram_loss:.3f}", f"trained {THESIS_EPOCHS} epochs on opus_books (no loss printed)",
-                         t.heldout_loss, f"< {t.unigram_loss:.3f}", ok,
-                         f"{cfg.epochs} epochs on {corpus.name}; accuracy {t.heldout_accuracy:.3f}; "
-                         f"last training loss {t.epoch_losses[-1]:.3f}"))
+        out.append(compare(f"translation, {t.n_heads} head(s): held-out loss (nats/token) below the unigram baseline",
+                           t.heldout_loss, "<", t.unigram_loss, role="construction", where=WHERE_TRAINING,
+                           paper_value=f"trained {THESIS_EPOCHS} epochs (no loss printed)",
+                           detail=f"{cfg.epochs} epochs on {corpus.name}; accuracy {t.heldout_accuracy:.3f}; "
+                                  f"last training loss {t.epoch_losses[-1]:.3f}",
+                           values={"heldout_loss": t.heldout_loss, "unigram_loss": t.unigram_loss,
+                                   "accuracy": t.heldout_accuracy}))
     allrows = rows + mini
     gap = max(r["exact_minus_search_max"] for r in allrows)
-    out.append(check("max over maps of (exact d_Sigma - thesis-style random-search minimum)",
-                     "random search over Sigma (the thesis's method)", gap, "<= 1e-9", gap <= 1e-9,
-                     f"{cfg.search_draws} random members per map; the exact fit is a minimum over a superset"))
+    out.append(compare("max over maps of (exact d_Sigma - thesis-style random-search minimum)", gap, "<=", 1e-9,
+                       role="sanity", where=WHERE_TABLE, paper_value="random search over Sigma (the thesis's method)",
+                       detail=f"{cfg.search_draws} random members per map; the exact fit is a minimum over a superset",
+                       values={"max_gap": gap}))
+    undecided = _not_like_for_like(cfg, corpus)
     for H in cfg.heads:
+        name = f"translation, {H} head(s)"
         r = [x for x in rows if x["model"].startswith(f"translation {H} head")]
         L1 = [x["d_sigma"] for x in r]
-        out.append(check(f"translation, {H} head(s): per-head L1 distance to Sigma on {cfg.crop}x{cfg.crop} crops "
-                         "(min-max over heads, all three kinds)", f"{THESIS_L1[0]}-{THESIS_L1[1]} (w=3, 16x16)",
-                         _range(L1), None, None,
-                         f"mean error per entry {_range([x['per_entry'] for x in r])} (thesis "
-                         f"{THESIS_PER_ENTRY[0]}-{THESIS_PER_ENTRY[1]}); other corpus and model size, exact minimum "
-                         "(<= any random search)"))
-        mean_norm = float(np.mean([x["normalized"] for x in r]))
-        ok = mean_norm < base.random["sigma"]
-        out.append(check(f"translation, {H} head(s): mean d_Sigma / 2n over heads vs random maps' "
-                         f"{base.random['sigma']:.3f} and uniform's {base.uniform['sigma']:.3f}",
-                         f"{THESIS_L1[0] / 32:.2f}-{THESIS_L1[1] / 32:.2f} (thesis / 32; no baseline printed)",
-                         mean_norm, f"< {base.random['sigma']:.3f} (random)", ok))
+        inside = sum(THESIS_L1[0] <= x <= THESIS_L1[1] for x in L1)
+        out.append(compare(f"{name}: heads whose mean L1 distance to Sigma lies in the thesis's "
+                           f"{THESIS_L1[0]}-{THESIS_L1[1]}", inside, "==", len(r), where=WHERE_TABLE,
+                           paper_value=f"{THESIS_L1[0]}-{THESIS_L1[1]} per head (w=3, 16x16, random search)",
+                           cannot_decide="another model than the thesis's (corpus, width, epochs); the like-for-like "
+                                         "row is the thesis's own maps",
+                           detail=f"d_Sigma {_range(L1)} on {cfg.crop}x{cfg.crop} crops (all three kinds), per entry "
+                                  f"{_range([x['per_entry'] for x in r])} (thesis {THESIS_PER_ENTRY[0]}-"
+                                  f"{THESIS_PER_ENTRY[1]}); exact minima (<= any random search)",
+                           values={"d_sigma": L1}))
+        closer = sum(x["normalized"] < x["random_sigma"] for x in r)
+        out.append(compare(f"{name}: heads closer to Sigma than random attention under their own mask", closer,
+                           "==", len(r), where=WHERE_SPREAD, paper_value="never spread, concentrated near a "
+                           "permuted diagonal", cannot_decide=undecided,
+                           detail=f"d_Sigma / 2n {_range([x['normalized'] for x in r])}; random maps "
+                                  f"{base['bidirectional'].random['sigma']:.3f} (bidirectional), "
+                                  f"{base['causal'].random['sigma']:.3f} (causal, decoder self-attention)",
+                           values={"normalized": [x["normalized"] for x in r], "closer": closer}))
         fr = fractions(r)
-        out.append(check(f"translation, {H} head(s): fraction positional / syntactic / rare-token / unstructured",
-                         "most heads diagonal (Figs. 11-12); some on one token (Fig. 12, heads 2, 7)",
-                         " / ".join(f"{fr[k]:.2f}" for k in LABELS), None, None,
-                         f"Voita rules: positional {fr['voita positional']:.2f}, rare-token "
-                         f"{fr['voita rare-token']:.2f}; {len(r)} heads"))
+        out.append(compare(f"{name}: share of positional (diagonal) heads", fr["positional"], ">", 0.5,
+                           where=WHERE_DIAGONAL, paper_value="most heads diagonal (Figs. 11-12)",
+                           cannot_decide=undecided,
+                           detail=" / ".join(f"{k} {fr[k]:.2f}" for k in LABELS) + f"; Voita rules: positional "
+                                  f"{fr['voita positional']:.2f}, rare-token {fr['voita rare-token']:.2f}; "
+                                  f"{len(r)} heads (decoder self-attention against causal baselines)",
+                           values={"fractions": fr, "heads": len(r)}))
+        full = [x["full_rank_share"] for x in r]
+        out.append(compare(f"{name}: heads whose every fitted map is full rank", sum(f == 1.0 for f in full), "==",
+                           len(r), where=WHERE_RANK, paper_value="full rank, low l2 norm", cannot_decide=undecided,
+                           detail="rank at float32 precision of each crop; a causal map is lower triangular with a "
+                                  "positive diagonal, so full rank whatever it learned",
+                           values={"full_rank_share": full}))
     if mini:
         fr = fractions(mini)
-        out.append(check("MiniLM (72 heads): fraction positional / syntactic / rare-token / unstructured",
-                         None, " / ".join(f"{fr[k]:.2f}" for k in LABELS), None, None,
-                         f"Voita rules: positional {fr['voita positional']:.2f}, rare-token "
-                         f"{fr['voita rare-token']:.2f}"))
-        out.append(check(f"MiniLM (72 heads): L1 distance to Sigma on {cfg.crop}x{cfg.crop} maps (min-max)",
-                         f"{THESIS_L1[0]}-{THESIS_L1[1]} (translation heads)", _range([x["d_sigma"] for x in mini]),
-                         None, None, f"mean d_Sigma / 2n {np.mean([x['normalized'] for x in mini]):.3f}"))
+        out.append(info("MiniLM (72 heads): share positional / syntactic / rare-token / special-token / unstructured",
+                        " / ".join(f"{fr[k]:.2f}" for k in LABELS), where="§3.1.1 (positional, syntactic, rare-token)",
+                        detail=f"Voita rules: positional {fr['voita positional']:.2f}, rare-token "
+                               f"{fr['voita rare-token']:.2f}; special-token: Sigma_3 blocks on [CLS]/[SEP]",
+                        values={"fractions": fr}))
+        out.append(info(f"MiniLM (72 heads): L1 distance to Sigma on {cfg.crop}x{cfg.crop} maps (min-max)",
+                        _range([x["d_sigma"] for x in mini]), where=WHERE_TABLE,
+                        paper_value=f"{THESIS_L1[0]}-{THESIS_L1[1]} (the thesis's translation heads)",
+                        detail=f"mean d_Sigma / 2n {np.mean([x['normalized'] for x in mini]):.3f}"))
     return out
 
 
 def _head_table(rows) -> Table:
-    cols = ["model", "attention", "head", "d Sigma1", "d shift", "d perm.", "d Sigma2", "d Sigma3", "d Sigma",
-            "per entry", "d / 2n", "random search", "label", "Voita pos. (frac.)", "Voita rare (frac.)",
-            "confidence", "mass kept"]
-    body = [[r["model"], r["kind"], r["head"], r["d_sigma1"], r["d_shift"], r["d_permutation"], r["d_sigma2"],
-             r["d_sigma3"], r["d_sigma"], r["per_entry"], r["normalized"], r["random_search"], r["label"],
-             r["voita_offset_fraction"], r["voita_rare_argmax"], r["confidence"], r["mass_kept"]] for r in rows]
+    cols = ["model", "attention", "mask", "head", "d Sigma1", "d shift", "d perm.", "d Sigma2", "d Sigma3", "d Sigma",
+            "per entry", "d / 2n", "random search", "label", "special share", "Voita pos. (frac.)",
+            "Voita rare (frac.)", "confidence", "mass kept"]
+    keys = ["model", "kind", "mask", "head", "d_sigma1", "d_shift", "d_permutation", "d_sigma2", "d_sigma3", "d_sigma",
+            "per_entry", "normalized", "random_search", "label", "special_share", "voita_offset_fraction",
+            "voita_rare_argmax", "confidence", "mass_kept"]
+    body = [[r[k] for k in keys] for r in rows]
     return Table("Every head: mean L1 distance to each family over the fitted maps (crop x crop)", cols, body,
-                 ["text", "text", "int"] + ["float"] * 9 + ["text"] + ["float"] * 4)
+                 ["text", "text", "text", "int"] + ["float"] * 9 + ["text"] + ["float"] * 5)
 
 
 def _train_table(models, sizes, cfg, corpus) -> Table:
@@ -414,12 +479,26 @@ def _train_table(models, sizes, cfg, corpus) -> Table:
                  ["int", "int", "int", "int", "text", "float", "float", "float", "float", "float"])
 
 
-def _baseline_table(base: Baselines) -> Table:
+def _baseline_table(base: dict[str, Baselines]) -> Table:
     keys = list(FITS) + ["sigma"]
-    return Table("Baselines: the same fits of uniform attention and of random row-stochastic maps (d / 2n)",
-                 ["map"] + [FIT_NAMES[k] for k in keys],
-                 [["uniform", *(base.uniform[k] for k in keys)], ["random (mean)", *(base.random[k] for k in keys)]],
+    body = []
+    for mask, b in base.items():
+        body += [[f"uniform ({mask})", *(b.uniform[k] for k in keys)],
+                 [f"random, mean ({mask})", *(b.random[k] for k in keys)]]
+    return Table("Baselines: the same fits of uniform attention and of random row-stochastic maps (d / 2n), "
+                 "bidirectional and causal (row i over the keys j <= i)", ["map"] + [FIT_NAMES[k] for k in keys], body,
                  ["text"] + ["float"] * len(keys))
+
+
+def _thesis_table(fits) -> Table:
+    cols = ["map", "row sums (min-max)", "d Σ1", "d shift", "d Σ2", "d Σ3", "d Σ (thesis families)", "per entry",
+            "d Σ / 2n (renormalised)", "label", "rank", "σ_min", "‖A‖_2"]
+    body = [[f.index, f"{f.row_sums[0]:.2f}-{f.row_sums[1]:.2f}", f.d["sigma1"], f.d["shift"], f.d["sigma2"],
+             f.d["sigma3"], f.d_thesis_sigma, f.per_entry, normalized_distance(f.d_renormalised["sigma"], 16), f.label,
+             f.rank, f.sigma_min, f.l2_norm] for f in fits]
+    return Table("The thesis's eight saved maps (16 x 16 crops as saved, as the thesis fitted them; label, rank and "
+                 f"norm of the renormalised crop); the thesis's random search printed {THESIS_L1[0]}-{THESIS_L1[1]}",
+                 cols, body, ["int", "text"] + ["float"] * 7 + ["text", "int", "float", "float"])
 
 
 def _short(r) -> str:
@@ -427,7 +506,7 @@ def _short(r) -> str:
         f" {r['normalized']:.2f} {r['label'][:3]}"
 
 
-def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
+def _figures(cfg, rows, mini, figmaps, mini_tokens, base, thesis) -> list[Figure]:
     figs = []
     one = min(cfg.heads)
     panels = []
@@ -471,13 +550,15 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
         groups.append({"label": f"{name.replace('translation ', '')} ({len(rs)})",
                        "values": [float(np.mean([normalized_distance(r[f"d_{k}"], cfg.crop) for r in rs]))
                                   for k in cats]})
-    groups.append({"label": "uniform map", "values": [base.uniform[k] for k in cats]})
-    groups.append({"label": "random maps", "values": [base.random[k] for k in cats]})
+    for mask, b in base.items():
+        groups.append({"label": f"uniform map ({mask})", "values": [b.uniform[k] for k in cats]})
+        groups.append({"label": f"random maps ({mask})", "values": [b.random[k] for k in cats]})
     figs.append(bar_figure(
         "distance-by-family.png",
         f"L1 distance to each family divided by 2n (n = {cfg.crop}; 1 = as far as two row-stochastic maps can be), "
         "mean over heads (in brackets: how many), beside the same fits of uniform and of random attention "
-        "(the mean over random maps). The thesis's per-head range "
+        "(the mean over random maps), bidirectional and causal (a decoder self-attention head is judged against "
+        "the causal ones). The thesis's per-head range "
         f"{THESIS_L1[0]}-{THESIS_L1[1]} on 16x16 is {THESIS_L1[0] / 32:.2f}-{THESIS_L1[1] / 32:.2f} on this scale.",
         categories=[FIT_NAMES[k] for k in cats], groups=groups, ylabel="distance / 2n",
         title="Distance to Σ against baselines"))
@@ -486,21 +567,38 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base) -> list[Figure]:
         ys = sorted(r["normalized"] for r in rows + mini if r["model"] == name)
         xs = [(k + 0.5) / len(ys) for k in range(len(ys))]
         lines.append(series(f"{name} ({len(ys)} heads)", xs, ys, color=PALETTE[i]))
-    for val, label, style, c in ((base.uniform["sigma"], "uniform map", "dashed", PALETTE[6]),
-                                 (base.random["sigma"], "random maps", "dotted", PALETTE[6]),
+    b, c_ = base["bidirectional"], base["causal"]
+    for val, label, style, c in ((b.uniform["sigma"], "uniform map", "dashed", PALETTE[6]),
+                                 (b.random["sigma"], "random maps", "dotted", PALETTE[6]),
+                                 (c_.uniform["sigma"], "causal uniform map", "dashed", PALETTE[5]),
+                                 (c_.random["sigma"], "causal random maps", "dotted", PALETTE[5]),
                                  (THESIS_L1[0] / 32, "thesis min (15.7/32)", "dashdot", PALETTE[4]),
                                  (THESIS_L1[1] / 32, "thesis max (21.1/32)", "dashdot", PALETTE[4])):
         lines.append(series(label, [0, 1], [val, val], style=style, marker=False, color=c))
     figs.append(line_figure(
         "distance-per-head.png",
         "Each head's d_Sigma / 2n, sorted, against the fraction of heads (x): below the dashed line a head is "
-        "closer to Sigma than uniform attention is. Dash-dot: the thesis's per-head range (random search, "
+        "closer to Sigma than uniform attention is (grey: bidirectional; blue: causal, the line a decoder "
+        "self-attention head must be below). Dash-dot: the thesis's per-head range (random search, "
         "so an upper bound on the exact minimum).",
         series=lines, xlabel="fraction of heads (sorted)", ylabel="d_Σ / 2n", title="Every head against baselines"))
+    fits, _ = thesis
+    if fits:
+        panels = [heatmap_panel(f"map {f.index}: {f.label}, d {f.d_thesis_sigma:.1f}", f.A) for f in fits]
+        panels += [heatmap_panel(f"best Σ: {FIT_NAMES[min(THESIS_SIGMA, key=f.d.get)]}",
+                                 f.raw_fits[min(THESIS_SIGMA, key=f.d.get)].P) for f in fits]
+        figs.append(heatmap_figure(
+            "thesis-maps.png",
+            "The thesis's eight saved attention maps (16 x 16 crops, rows renormalised; top row) and, below each, "
+            "its nearest member of Sigma_1, Sigma_2 (w <= 3) or Sigma_3 (exact fit of the crop as saved, the "
+            f"distance in the title; the thesis's random search printed {THESIS_L1[0]}-{THESIS_L1[1]}).",
+            panels=panels, ncols=len(fits), vmin=0.0, vmax=1.0, colorbar="attention weight",
+            title="The thesis's maps and their nearest Σ"))
     return figs
 
 
-def _notes(cfg, corpus, sizes, n_mini) -> list[str]:
+
+def _notes(cfg, corpus, sizes, n_mini, base, thesis) -> list[str]:
     return [
         f"Corpus: {corpus.description}. The text used opus_books EN->IT from the HuggingFace Hub, which cannot "
         "be downloaded here; the bible corpus is the real parallel text that ships in a package "
@@ -515,19 +613,30 @@ def _notes(cfg, corpus, sizes, n_mini) -> list[str]:
         "the thesis drew random members and kept the best, so its numbers can only be at or above the exact "
         "minimum on the same map. Its Sigma_2 members also carried a random sparse noise and a grid over three "
         "coefficients; here Sigma_2 members are row-stochastic (each row uniform on its support).",
-        "Text: eq. (19) calls P a permutation matrix, but only I_n in Sigma is one (Sigma_3 repeats a column, "
-        "Sigma_2 rows have several nonzeros); the best true permutation is fitted separately ('best "
-        "permutation'). Theorem 3.1 needs a Hilbert norm; the L1 projection exists but need not be unique "
-        "(head_structure.py).",
+        "Eq. (19) calls P a permutation matrix, but only I_n in Sigma is one; the best true permutation is "
+        "fitted separately ('best permutation'). The errors of §3 are in the report's table of errors in the text.",
         "Voita et al.'s syntactic role needs dependency parses of the evaluation sentences; no offline corpus "
         "here has them, so only their positional and rare-token rules are applied. Positional = Sigma_1 or a "
-        "shift within margin * 2n of the best Sigma fit is a reading of §3.1.1 (the text gives no rule).",
+        "shift within margin * 2n of the best Sigma fit is a reading of §3.1.1 (the text gives no rule); "
+        "'special-token' (Sigma_3 blocks on [CLS], [SEP], BOS or EOS) is attnlab's label, apart from "
+        "rare-token, which the text reserves for rare words.",
+        "Baselines follow the mask: decoder self-attention is causal, and causal uniform attention already "
+        f"sits at d_Sigma / 2n = {base['causal'].uniform['sigma']:.3f} (bidirectional: "
+        f"{base['bidirectional'].uniform['sigma']:.3f}), so a causal head is compared with causal uniform and "
+        "causal random attention.",
+        f"The thesis's maps: {thesis_maps_path()} (../shared/data/README.md: eight maps of its 8-head model, "
+        "captured with dropout on). Distances are taken on the 16 x 16 crops as saved, as the thesis did "
+        "(rows sum to 0.23-1.11); labels, rank and norm on the crops with rows renormalised. The verdicts on "
+        "them are the claims transformer-math.head-thesis-distances, -most-diagonal and -full-rank "
+        "(`attnlab verify`)."
+        + ("" if thesis[0] else f" Not measured: {thesis[1]}."),
     ]
 
 
 def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     start = time.perf_counter()
-    base = baselines(cfg.crop, cfg.w_max, cfg.draws, cfg.seed)
+    base = {mask: baselines(cfg.crop, cfg.w_max, cfg.draws, cfg.seed, causal=mask == "causal") for mask in MASKS}
+    thesis = thesis_fits()
     corpus, models, rows, figmaps, sizes = _translation(cfg, run_dir, base)
     mini, mini_tokens, n_mini, extra = [], [], 0, []
     if cfg.minilm:
@@ -535,13 +644,16 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
             mini, mini_tokens, n_mini = _minilm(cfg, base)
         except ConfigError as e:  # the model package is an optional extra
             extra.append(f"MiniLM's heads were left out: {e}")
-    figures = _figures(cfg, rows, mini, figmaps, mini_tokens, base)
+    figures = _figures(cfg, rows, mini, figmaps, mini_tokens, base, thesis)
     plain = [{k: v for k, v in r.items() if k not in ("example_fit", "example_map")} for r in rows + mini]
     data = {"corpus": corpus.name, "corpus_description": corpus.description, "sizes": sizes,
             "training": [{"heads": t.n_heads, "epoch_losses": t.epoch_losses, "heldout_loss": t.heldout_loss,
                           "heldout_accuracy": t.heldout_accuracy, "unigram_loss": t.unigram_loss,
                           "seconds": t.seconds} for t in models],
-            "heads": plain, "baselines": {"uniform": base.uniform, "random": base.random},
+            "heads": plain, "baselines": {m: {"uniform": b.uniform, "random": b.random} for m, b in base.items()},
+            "thesis_maps": [{"index": f.index, "d": f.d, "d_thesis_sigma": f.d_thesis_sigma,
+                             "d_renormalised": f.d_renormalised, "rank": f.rank, "sigma_min": f.sigma_min,
+                             "l2_norm": f.l2_norm, "label": f.label} for f in (thesis[0] or [])],
             "fractions": {name: fractions([r for r in rows + mini if r["model"] == name])
                           for name in dict.fromkeys(r["model"] for r in rows + mini)},
             "seconds": time.perf_counter() - start}
@@ -549,10 +661,13 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     scalars.update({f"mean_normalized_{name.replace(' ', '_')}": float(np.mean([r["normalized"] for r in plain
                                                                               if r["model"] == name]))
                     for name in data["fractions"]})
-    return ExperimentResult(summary=_summary(cfg, corpus, models, rows, mini, base),
-                            tables=[_train_table(models, sizes, cfg, corpus), _baseline_table(base),
-                                    _head_table(plain)],
-                            figures=figures, notes=_notes(cfg, corpus, sizes, n_mini) + extra, data=data, scalars=scalars)
+    tables = [_train_table(models, sizes, cfg, corpus), _baseline_table(base)]
+    if thesis[0]:
+        tables.append(_thesis_table(thesis[0]))
+    tables.append(_head_table(plain))
+    return ExperimentResult(summary=_summary(cfg, corpus, models, rows, mini, base), tables=tables,
+                            figures=figures, notes=_notes(cfg, corpus, sizes, n_mini, base, thesis) + extra, data=data,
+                            scalars=scalars)
 
 
 register(Experiment(EXPERIMENT_ID,
