@@ -32,7 +32,7 @@ EXPECTED = {
     "logic": (15, 1, 1),
     "memorization": (8, 10, 1),
     "rank-collapse": (12, 5, 0),
-    "transformer-math": (25, 7, 0),
+    "transformer-math": (29, 7, 0),
 }
 
 
