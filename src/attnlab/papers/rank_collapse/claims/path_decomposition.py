@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from attnlab.analysis.path_decomposition import path_count, path_sum, random_san, san_forward
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 TOL = 1e-12  # an exact identity: float64 rounding over <= 64 path terms stays far below this
 
@@ -19,7 +20,7 @@ TOL = 1e-12  # an exact identity: float64 rounding over <= 64 path terms stays f
     ),
     paper_value="exact identity",
 )
-def _path_decomposition(seed: int) -> Measurement:
+def _path_decomposition(seed: int) -> Check:
     g = torch.Generator().manual_seed(seed)
     n, d_model, d_head, d_v = 7, 5, 3, 2
     worst, worst_case, worst_at, cases = 0.0, "", {}, 0
@@ -38,8 +39,8 @@ def _path_decomposition(seed: int) -> Measurement:
     detail = (
         f"max ||SAN(X) - path sum||_F / ||SAN(X)||_F over {cases} SANs "
         f"(L, H in 1..3, with/without skip; n={n}, d_model={d_model}, float64); worst at {worst_case}. "
-        "Text's typos corrected: Q = X W^Q (not W^Q X), and the L=2 term is "
-        "P_{2,h2} P_{1,h1} X W_{1,h1} W_{2,h2} (not P_{h1} P_{h2} X W_{h1} W_{h2})"
+        "Read with Q = X W^Q (the text writes W^Q X) and the L=2 term "
+        "P_{2,h2} P_{1,h1} X W_{1,h1} W_{2,h2} (the text writes P_{h1} P_{h2} X W_{h1} W_{h2}): errata"
     )
     values = {"max_rel_error": worst, "worst_at": worst_at, "cases": cases, "n": n, "d_model": d_model,
               "d_head": d_head, "d_v": d_v}
