@@ -33,6 +33,10 @@ def test_masks_variants_tiny(storable):
     assert san["causal window w=4"][3] > 100 * san["softmax"][3]  # a local mask slows it
     assert san["linear elu+1"][-1] < 1e-8  # a row-stochastic kernel averages too
     assert min(c[-1] for c in res.data["curves"]["pretrained"]["transformer"].values()) > 0.01
+    slow = res.check("pretrained, SAN at l=3: least residual under a local mask")
+    assert slow.verdict == "reproduced" and slow.relation == ">" and slow.threshold == san["softmax"][3]
+    assert res.check("pretrained, transformer: smallest").verdict == "reproduced"
+    assert res.check("pretrained, SAN with Linformer").verdict == "info"
 
 
 @pytest.mark.parametrize("changes, message", [
