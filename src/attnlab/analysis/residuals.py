@@ -169,9 +169,10 @@ def composite_shift(X: Tensor, *, rtol: float = 1e-9) -> Tensor:
 
     Write R(x) = X - 1 x^T, a(x) = ||R(x)||_1, b(x) = ||R(x)||_inf; the objective is
     sqrt(a(x) b(x)). It is not convex in x: a and b are convex and piecewise linear,
-    but the geometric mean of two convex functions need not be convex. Example, n = 1, d = 2, X = 0: sqrt(ab) is the composite
-    norm of the row -x, and at x = (1, 0), (1, 1)/sqrt(2) it is 1 while at their midpoint
-    it is 1.015. A local descent can therefore stop short; this routine does not.
+    but the geometric mean of two convex functions need not be convex. Example, n = 1,
+    d = 2, X = 0: sqrt(ab) is the composite norm of the row -x, and at x = (1, 0),
+    (1, 1)/sqrt(2) it is 1 while at their midpoint it is 1.015. A local descent can
+    therefore stop short; this routine does not.
 
     Exact solution. Let S = {(alpha, beta) : a(x) <= alpha, b(x) <= beta for some x}. S is
     a polyhedron in R^2 (the projection of the LP feasible set below) and convex (a, b are

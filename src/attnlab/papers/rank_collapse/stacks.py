@@ -220,6 +220,5 @@ def run_dong(model_name: str, model: Encoder, batch: Batch, variant: str) -> Tra
     return TransformerOutput(X, hidden, weights)
 
 
-__all__ = ["BERT_INIT_STD", "Batch", "DONG_VARIANTS", "MODELS", "VARIANTS", "dong_block", "run_dong", "attnlab_stack", "bert_random", "build_model", "long_texts",
-           "minilm", "run_model",
-           "text_batch", "with_parts"]
+__all__ = ["BERT_INIT_STD", "Batch", "DONG_VARIANTS", "MODELS", "VARIANTS", "attnlab_stack", "bert_random",
+           "build_model", "dong_block", "long_texts", "minilm", "run_dong", "run_model", "text_batch", "with_parts"]

@@ -29,7 +29,8 @@ def test_lemma_within_its_threshold_is_reproduced():
     v = r.check.values
     assert r.verdict == "reproduced" and r.check.measured <= 1e-12
     # the upper bound is loose by about a factor 2 at small D: (e^D - 1)/2D -> 1/2
-    assert all(0.3 < t <= (math.exp(E_LIMIT) - 1) / (2 * E_LIMIT) + 1e-12 for t in v["upper_tightness_by_scale"].values())
+    top = (math.exp(E_LIMIT) - 1) / (2 * E_LIMIT)
+    assert all(0.3 < t <= top + 1e-12 for t in v["upper_tightness_by_scale"].values())
 
 
 def test_eq9_as_written_differs_and_its_abs_form_is_a_sanity_row():

@@ -100,7 +100,8 @@ def _lemma_stats(seed: int) -> dict:
 
 def _lemma_detail(st: dict) -> str:
     return (f"400 random (X, W_QK), n=6, d=4, d_qk=3, W_QK ~ N(0, s^2), s in {SCALES}: {st['trials_within']} trials "
-            f"with max D_ii <= {E_LIMIT}: largest lhs - rhs, lower {st['lower_within']:.1e}, upper {st['upper_within']:.1e}; "
+            f"with max D_ii <= {E_LIMIT}: largest lhs - rhs, lower {st['lower_within']:.1e}, "
+            f"upper {st['upper_within']:.1e}; "
             f"{st['trials_beyond']} beyond: lower {st['lower_beyond']:.1e}, upper {st['upper_beyond']:.3g} "
             f"(fails in {st['upper_failures_beyond']}, the smallest at max D_ii = "
             + (f"{st['smallest_max_D_with_upper_failure']:.3g}" if st["smallest_max_D_with_upper_failure"] else "-")
@@ -164,8 +165,9 @@ def _eq9(seed: int) -> Check:
     holds) in which eq. (9) or its lower twin is violated by more than 1e-12; the text
     needs 0. It fails because R has entries of both signs."""
     st = _eq9_stats(seed)
-    detail = (f"eq. (9) or its lower twin violated in {st['violated']}/{st['trials']} trials with max D_ii <= {E_LIMIT} "
-              f"(largest violation {st['largest_violation']:.3g}); the |R| form holds (rank-collapse.eq9-abs-form)")
+    detail = (f"eq. (9) or its lower twin violated in {st['violated']}/{st['trials']} trials with max D_ii <= "
+              f"{E_LIMIT} (largest violation {st['largest_violation']:.3g}); the |R| form holds "
+              "(rank-collapse.eq9-abs-form)")
     return equals(st["violated"], 0, detail, values=st)
 
 

@@ -9,7 +9,8 @@ variance 1 across its d = 384 features (before gamma, beta), so ||res X||_{1,inf
 order of sqrt(n d) by construction. It is in the tens under all four definitions
 (:func:`attnlab.analysis.residuals.residual`: row mean = the notes' 2-norm argmin, exact
 composite argmin, rank-one SVD): about 30-50 on 8 tokens (seeds 0, 1). The relative residual ||res X|| / ||X|| is
-0.7-0.9 for the exact argmin and 0.95-1.06 for the row mean, which can exceed 1 (the mean does not minimise the composite norm, and x = 0 is no
+0.7-0.9 for the exact argmin and 0.95-1.06 for the row mean, which can exceed 1 (the mean
+does not minimise the composite norm, and x = 0 is no
 candidate for it; the exact argmin's relative residual is <= 1 by construction). MiniLM's own heads have
 beta = ||W_QK||_1 ||W_V||_{1,inf} (W_QK = W_Q W_K^T per head, layer 1) far above the
 beta < sqrt(d_qk) / (4 ||res X||^2) the bound would need, so for a trained model the

@@ -100,12 +100,14 @@ def _low_rank_additive(seed: int) -> Check:
     probs = {nm: [_prob(r[nm]["additive"]) for r in rows] for nm in names}
     med = {nm: [r[nm]["additive"].median().item() for r in rows] for nm in names}
     top = {nm: [r[nm]["additive"].max().item() for r in rows] for nm in names}
-    detail = (f"c={C:g}, eps={EPS}, delta={DELTA}, {DRAWS} draws; median / largest ||P~w - Pw|| / (||P||_F ||w||) per n: "
+    detail = (f"c={C:g}, eps={EPS}, delta={DELTA}, {DRAWS} draws; median / largest ||P~w - Pw|| / (||P||_F ||w||) "
+              "per n: "
               + "; ".join(f"n={r['n']} (k'={r['k']}): w ~ N(1,1) {med['mean_one'][i]:.3f} / {top['mean_one'][i]:.3f}, "
                           f"w ~ N(0,1) {med['zero_mean'][i]:.3f} / {top['zero_mean'][i]:.3f} "
                           f"(1/sqrt(k') {1 / math.sqrt(r['k']):.3f})" for i, r in enumerate(rows)))
     values = {"c": C, "eps": EPS, "delta": DELTA, "draws": DRAWS, "n_values": [r["n"] for r in rows],
               "k_values": [r["k"] for r in rows], "probability_mean_one": probs["mean_one"],
               "probability_zero_mean": probs["zero_mean"], "median_additive_mean_one": med["mean_one"],
-              "median_additive_zero_mean": med["zero_mean"], "largest_additive": max(top["mean_one"] + top["zero_mean"])}
+              "median_additive_zero_mean": med["zero_mean"],
+              "largest_additive": max(top["mean_one"] + top["zero_mean"])}
     return at_least(min(probs["mean_one"] + probs["zero_mean"]), 1 - DELTA, detail, values=values)

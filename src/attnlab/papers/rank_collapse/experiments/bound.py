@@ -219,7 +219,8 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
     summary.append(info("all-MiniLM-L6-v2: log10 of the multi-head bound at L=1", round(p["log10_bound"][0], 4),
                         paper_value="the bound needs 4 H beta ||res X||^2 / sqrt(d_qk) < 1", where=where,
                         detail=f"beta = max ||W_QK||_1 ||W_OV||_1,inf = {p['beta']:.3g}; log10 bound "
-                               f"{p['log10_bound'][-1]:.3g} at L={len(p['log10_bound'])}; ||res X_0|| = {p['res0']:.3g} "
+                               f"{p['log10_bound'][-1]:.3g} at L={len(p['log10_bound'])}; "
+                               f"||res X_0|| = {p['res0']:.3g} "
                                f"(token mean), H = {p['H']}, d_qk = {p['d_qk']}: vacuous"))
 
     figs = []

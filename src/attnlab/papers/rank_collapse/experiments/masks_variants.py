@@ -151,8 +151,8 @@ def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
                                                         ("causal", f"window w={w}", f"causal window w={w}"))
         summary.append(above(local, full, quantity=f"{net}, SAN at l={l}: least residual under a local mask (causal / "
                              "windows), against no mask", paper_value="local masks slow the collapse", where=wu,
-                             detail=f"{local:.3g} vs {full:.3g} without a mask; token-mean relative residual, mean over "
-                                    "texts", values={"local": local, "no_mask": full}))
+                             detail=f"{local:.3g} vs {full:.3g} without a mask; token-mean relative residual, "
+                                    "mean over texts", values={"local": local, "no_mask": full}))
         stoch = [v for v in names if not v.startswith("Linformer")]
         last = max(at(net, "SAN", v, -1) for v in stoch)
         summary.append(below(last, COLLAPSED, quantity=f"{net}, SAN: largest last-layer residual over the "
