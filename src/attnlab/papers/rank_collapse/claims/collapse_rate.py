@@ -102,7 +102,8 @@ def _rate(seed: int) -> Check:
     detail = (f"log r_(l+1) = {inside['exponent']:.2f} log r_l + {inside['intercept']:.2f} over "
               f"{inside['pairs']} layer pairs of {SANS} random SANs (n={N}, d=d_qk={D}, weights N(0, 1/d), "
               f"relative residual in ({FLOOR:g}, {CUBIC}]); median R^2 of log r_l vs 3^l "
-              f"{inside['median_r2_vs_3_pow_l']:.3f}, vs l {inside['median_r2_vs_l']:.3f}; sqrt(c) r_0 = {min(vac):.3g}-{max(vac):.3g} (>= 1: the bound is "
+              f"{inside['median_r2_vs_3_pow_l']:.3f}, vs l {inside['median_r2_vs_l']:.3f}; "
+              f"sqrt(c) r_0 = {min(vac):.3g}-{max(vac):.3g} (>= 1: the bound is "
               f"vacuous); outside the regime, weights N(0, {SHARP_SCALE ** 2:g}/d): p = {sharp['exponent']:.2f} "
               f"({sharp['pairs']} pairs)")
     outside = {k: v for k, v in sharp.items() if k != "sqrt_c_r0"}
