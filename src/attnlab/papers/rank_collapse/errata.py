@@ -43,8 +43,8 @@ ERRATA: tuple[TextError, ...] = (
                 "its W rightmost; P_{2,h2} is evaluated at SA_1(X)",
         whose="the text (Dong et al.'s Theorem 2.1 orders them right)",
         kind="typo",
-        witness="whichever layer h1 indexes, the P's and the W's are in the same order, so one of the two "
-                "products is reversed; products of attention and weight matrices do not commute",
+        witness="whichever layer h1 indexes, one of the two products is reversed: on a random 2-layer, 2-head SAN "
+                "the literal term is off by 0.14 (P's reversed) and 1.38 (W's reversed) relative",
         survives="yes",
         conclusion="Theorem 2.1 as stated with P_path and W_path holds to 4.9e-16 relative",
         check="rank-collapse.path-decomposition",

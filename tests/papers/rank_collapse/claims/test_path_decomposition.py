@@ -14,3 +14,5 @@ def test_claim_is_reproduced_and_reports_its_tolerance():
     assert v["max_rel_error"] == r.check.measured
     skip = v["worst_at"]["skip"]
     assert v["worst_at"]["paths"] == (v["worst_at"]["H"] + skip) ** v["worst_at"]["L"]
+    # the text's two-layer term, read either way, is not the network (the products do not commute)
+    assert min(v["text_literal_two_layer_error"].values()) > 1e-2
