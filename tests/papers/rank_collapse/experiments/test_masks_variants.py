@@ -37,6 +37,9 @@ def test_masks_variants_tiny(storable):
     assert slow.verdict == "reproduced" and slow.relation == ">" and slow.threshold == san["softmax"][3]
     assert res.check("pretrained, transformer: smallest").verdict == "reproduced"
     assert res.check("pretrained, SAN with Linformer").verdict == "info"
+    assert res.check("pretrained, SAN: largest last-layer residual over the dense").verdict == "reproduced"
+    local = res.check("pretrained, SAN: largest last-layer residual under the local masks")
+    assert local.verdict == "inconclusive" and "limit in depth" in local.cannot_decide  # 6 layers cannot decide it
 
 
 @pytest.mark.parametrize("changes, message", [
