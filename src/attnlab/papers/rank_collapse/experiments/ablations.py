@@ -236,8 +236,9 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
         l = min(layer_minilm, len(ys) - 1)
         return compare(quantity, ys[l], "±", ref_value, tolerance=FIGURE_TOL, paper_value=ref_text, where=WHERE,
                        cannot_decide=ANOTHER_MODEL.format(l=l, L=layer_bert),
-                       detail=f"MiniLM per layer: {_layers(ys)}; attnlab's LN-off {variant}: "
-                              f"{_layers(C[model][variant]['mean']['mean'])}" if variant in C[model] else "",
+                       detail=f"MiniLM per layer: {_layers(ys)}"
+                              + ("" if variant == "transformer" else f"; attnlab's {variant} (LayerNorm off): "
+                                 f"{_layers(C[model][variant]['mean']['mean'])}"),
                        values={"minilm_by_layer": ys, "minilm_layer": l, "bert_layer": layer_bert})
 
     for m, ref in (("pretrained", {"l0": (0.69, REFERENCE["pretrained_layer0"]),
