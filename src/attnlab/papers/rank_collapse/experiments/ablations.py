@@ -317,7 +317,7 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
             for v, c in data["dong"][m].items():
                 ys = c[kind]["mean"]
                 lines.append(series(f"Dong: {v}", list(range(len(ys))), [max(y, 1e-17) for y in ys],
-                                    color=_DONG_COLORS[v], style="dashed"))
+                                    color=_DONG_COLORS[v], style="dashed", marker=False))
             for v, c in by_variant.items():
                 ys = c[kind]["mean"]
                 lines.append(series(v, list(range(len(ys))), [max(y, 1e-17) for y in ys], color=_COLORS[v]))
@@ -325,8 +325,8 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
                 f"ablation-{m}-{kind}.png",
                 f"{MODEL_TEXT[m]}: relative residual per layer, residual = {whats[kind]}; mean over "
                 f"{data['texts']} texts of {data['tokens']} tokens (pydoc help topics). Dashed: Dong et al.'s "
-                "surgery (LayerNorm kept in every variant; their SAN is attnlab's SAN+LN, so the two coincide); "
-                "solid: attnlab's switches (each part off unless named). Layer 0 is the embedding output. Values "
+                "surgery (LayerNorm kept in every variant; their SAN is attnlab's SAN+LN, so the two coincide), "
+                "without markers; solid with markers: attnlab's switches (each part off unless named). Layer 0 is the embedding output. Values "
                 f"at ~1e-16 are float64 rounding (a collapsed state). {refs[m]}",
                 series=lines, xlabel="layer l", ylabel="relative residual", yscale="log",
                 title=f"{m}: {kind} residual"))
