@@ -326,8 +326,9 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
                 f"{MODEL_TEXT[m]}: relative residual per layer, residual = {whats[kind]}; mean over "
                 f"{data['texts']} texts of {data['tokens']} tokens (pydoc help topics). Dashed: Dong et al.'s "
                 "surgery (LayerNorm kept in every variant; their SAN is attnlab's SAN+LN, so the two coincide), "
-                "without markers; solid with markers: attnlab's switches (each part off unless named). Layer 0 is the embedding output. Values "
-                f"at ~1e-16 are float64 rounding (a collapsed state). {refs[m]}",
+                "without markers; solid with markers: attnlab's switches (each part off unless named). Layer 0 "
+                "is the embedding output. Values at ~1e-16 are float64 rounding (a collapsed state). "
+                f"{refs[m]}",
                 series=lines, xlabel="layer l", ylabel="relative residual", yscale="log",
                 title=f"{m}: {kind} residual"))
     styles = ("solid", "dashed", "dotted")
