@@ -63,8 +63,8 @@ def _path_decomposition(seed: int) -> Check:
         "P_{2,h2} P_{1,h1} X W_{1,h1} W_{2,h2} (the text writes P_{h1} P_{h2} X W_{h1} W_{h2}): errata"
     )
     literal = literal_two_layer_error(g)
-    detail += (f"; the text's literal two-layer term is off by {min(literal.values()):.2g}-{max(literal.values()):.2g} "
-               "relative (both readings)")
-    values = {"text_literal_two_layer_error": literal, "max_rel_error": worst, "worst_at": worst_at, "cases": cases, "n": n, "d_model": d_model,
-              "d_head": d_head, "d_v": d_v}
+    detail += (f"; the text's literal two-layer term is off by {min(literal.values()):.2g}-"
+               f"{max(literal.values()):.2g} relative (both readings)")
+    values = {"text_literal_two_layer_error": literal, "max_rel_error": worst, "worst_at": worst_at, "cases": cases,
+              "n": n, "d_model": d_model, "d_head": d_head, "d_v": d_v}
     return at_most(worst, TOL, detail, values=values)
