@@ -15,9 +15,12 @@ from attnlab.analysis.residuals import (
     composite_shift,
     l1_norm,
     linf_norm,
+    quasi_norm_constant,
     rank_one_approximation,
     relative_residual,
     residual,
+    spectral_norm,
+    two_norm_shift,
 )
 from attnlab.errors import ConfigError
 
@@ -134,7 +137,7 @@ def test_objective_is_not_convex_so_a_local_method_can_fail():
 def test_composite_is_never_worse_than_the_mean_and_svd_never_worse_in_frobenius():
     g = torch.Generator().manual_seed(1)
     X = torch.randn(6, 5, 4, generator=g, **F64)
-    mean, comp, svd = (residual(X, k) for k in KINDS)
+    mean, comp, svd = (residual(X, k) for k in ("mean", "composite", "svd"))
     assert (comp.norm <= mean.norm * (1 + 1e-9)).all()
     assert (mean.norm <= 2 * (1 - 1 / 5) * comp.norm * (1 + 1e-9)).all()  # (I - 11^T/n) has norm 2(1 - 1/n)
     # Eckart-Young: rank-one residual <= every shift's residual in the Frobenius norm
@@ -185,3 +188,61 @@ def test_non_finite_input_and_empty_batches():
 def test_unknown_kind_names_the_choices():
     with pytest.raises(ConfigError, match="unknown residual kind 'frobenius': choose one of mean, composite, svd"):
         residual(torch.ones(2, 2, **F64), "frobenius")
+
+
+# ---- the notes' residual: x = argmin ||X - 1 x^T||_2 (operator 2-norm) --------------------------
+def _brute_two_norm_min(M: np.ndarray, rng: np.random.Generator) -> float:
+    """min_x ||M - 1 x^T||_2 by Nelder-Mead from 20 random starts (never from the mean)."""
+    def f(x):
+        return float(np.linalg.norm(M - x[None, :], 2))
+
+    lo, hi = M.min(0) - 1, M.max(0) + 1
+    return min(minimize(f, lo + (hi - lo) * rng.random(M.shape[1]), method="Nelder-Mead",
+                        options=dict(xatol=1e-12, fatol=1e-14, maxiter=4000)).fun for _ in range(20))
+
+
+@pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (4, 3), (5, 2), (6, 4)])
+def test_two_norm_residual_is_the_minimum_a_brute_force_finds(n, d):
+    """The row mean attains min_x ||X - 1 x^T||_2: no search beats it, and the search reaches it."""
+    rng = np.random.default_rng(10 * n + d)
+    for _ in range(3):
+        M = rng.standard_normal((n, d))
+        X = torch.as_tensor(M)
+        ours = spectral_norm(residual(X, "two").matrix).item()
+        brute = _brute_two_norm_min(M, rng)
+        assert ours <= brute * (1 + 1e-12), (M, ours, brute)
+        assert brute <= ours * (1 + 1e-6), (M, ours, brute)
+        # random shifts never do better either
+        for x in rng.standard_normal((50, d)):
+            assert np.linalg.norm(M - x[None, :], 2) >= ours * (1 - 1e-12)
+    assert torch.equal(residual(X, "two").matrix, residual(X, "mean").matrix)
+
+
+def test_two_norm_argmin_is_not_unique_and_the_composite_residual_depends_on_the_choice():
+    """X = [[1, 0], [-1, 0]]: every x = (0, s), |s| <= 1, has ||X - 1 x^T||_2 = sqrt 2 (the
+    minimum), and ||X - 1 x^T||_{1,inf} = sqrt(2 (1 + |s|)) runs from sqrt 2 to 2."""
+    X = torch.tensor([[1.0, 0.0], [-1.0, 0.0]], **F64)
+    assert torch.equal(two_norm_shift(X), torch.zeros(2, **F64))
+    for s in (0.0, 0.5, 1.0):
+        R = X - torch.tensor([0.0, s], **F64)
+        assert spectral_norm(R).item() == pytest.approx(math.sqrt(2), abs=1e-14)
+        assert composite_norm(R).item() == pytest.approx(math.sqrt(2 * (1 + s)), abs=1e-14)
+    assert spectral_norm(X - torch.tensor([0.0, 1.1], **F64)).item() > math.sqrt(2) + 1e-3  # beyond the set
+
+
+def test_quasi_norm_constant_is_valid_and_of_the_sharp_order():
+    """K = sqrt((1 + sqrt(nd)) / 2) <= (nd)^{1/4}; the first column plus the first row of
+    ones (n x n) reach (n + 1) / (2 sqrt n), the order sqrt n of K."""
+    for n in (1, 2, 3, 5, 8):
+        A = torch.zeros(n, n, **F64)
+        A[:, 0] = 1
+        B = A.T.clone()
+        ratio = (composite_norm(A + B) / (composite_norm(A) + composite_norm(B))).item()
+        assert ratio == pytest.approx((n + 1) / (2 * math.sqrt(n)), rel=1e-14)
+        assert ratio <= quasi_norm_constant(n, n) <= (n * n) ** 0.25 + 1e-15
+    assert quasi_norm_constant(1, 1) == 1.0
+    g = torch.Generator().manual_seed(5)
+    for _ in range(200):
+        n, d = (int(v) for v in torch.randint(1, 6, (2,), generator=g))
+        A, B = torch.randn(2, n, d, generator=g, **F64) * torch.rand(2, 1, 1, generator=g, **F64) ** 4
+        assert composite_norm(A + B) <= quasi_norm_constant(n, d) * (composite_norm(A) + composite_norm(B)) + 1e-12

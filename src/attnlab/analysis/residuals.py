@@ -8,11 +8,16 @@ For X in R^{n x d} (tokens as rows; any leading batch axes ``(..., n, d)``):
 
     res(X) = X - 1 x^T  for a shift x in R^d,
 
-and three ways of choosing x (:func:`residual`, ``kind=``):
+and four ways of choosing x (:func:`residual`, ``kind=``):
 
 ``"mean"``       x = mean of the rows, X^T 1 / n: the argmin of the Frobenius distance
                  ||X - 1 x^T||_F. This is what Dong et al.'s plotting code measures,
-                 and the only one of the three that is linear in X.
+                 and the only one that is linear in X.
+``"two"``        x = argmin_x ||X - 1 x^T||_2 in the operator 2-norm, the notes'
+                 definition (§2.2): a convex problem whose minimum the row mean attains
+                 (:func:`two_norm_shift`, proof there), so the matrix is the "mean" one;
+                 the minimiser is not unique for d >= 2 in general, and this kind takes
+                 the row mean, the minimiser of least Frobenius residual.
 ``"composite"``  x = argmin_x ||X - 1 x^T||_{1,inf}, solved exactly
                  (:func:`composite_shift`; the proof is there).
 ``"svd"``        X - sigma_1 u_1 v_1^T: the distance to the nearest matrix of rank <= 1
@@ -20,21 +25,20 @@ and three ways of choosing x (:func:`residual`, ``kind=``):
                  X - 1 x^T: a rank-one matrix u v^T need not have equal rows, so
                  ||res_svd(X)|| can be smaller than every shift's residual.
 
-The notes define x as argmin ||X - 1 x^T||_2 (§2.2) and then measure the residual in
-||.||_{1,inf}; read as the Frobenius norm that is "mean" (the spectral-norm argmin is
-another, unimplemented, choice). Dong et al.'s theorem takes the argmin of the
-composite norm itself, and their code the row mean. The three differ in general; the
-"mean" and "composite" residuals vanish exactly when X = 1 x^T, the "svd" one whenever
-rank X <= 1. Since X - 1 mean^T = (I - 1 1^T / n)(X - 1 x*^T) and the composite norm is
-submultiplicative, ||res_mean(X)|| <= 2 (1 - 1/n) ||res_composite(X)||.
+The notes define x by the 2-norm and measure the residual in ||.||_{1,inf}; the
+composite argmin is the shift that makes ||res X||_{1,inf} smallest, and Dong et al.'s
+code uses the row mean. The "mean", "two" and "composite" residuals vanish exactly when
+X = 1 x^T, the "svd" one whenever rank X <= 1. Since X - 1 mean^T = (I - 1 1^T / n)(X - 1 x*^T)
+and the composite norm is submultiplicative, ||res_mean(X)|| <= 2 (1 - 1/n) ||res_composite(X)||.
 
 The composite "norm" is not a norm (§2.4, problem 2): it is absolutely homogeneous,
 definite, invariant under X -> -X and X -> X^T, and min(||X||_1, ||X||_inf) <=
 ||X||_{1,inf} <= max(||X||_1, ||X||_inf), but the triangle inequality fails already for
 a 1 x 2 matrix, where ||x||_{1,inf} = sqrt(max_j |x_j| sum_j |x_j|):
 A = [1, 0], B = [1, 1] / sqrt(2) have norm 1 each and ||A + B||_{1,inf} = 2.03. For n x d
-matrices it is a quasi-norm: ||A + B|| <= (nd)^{1/4} (||A|| + ||B||), since
-||X||_1 <= n ||X||_inf and ||X||_inf <= d ||X||_1.
+matrices it is a quasi-norm: ||A + B|| <= K (||A|| + ||B||) with K = sqrt((1 + sqrt(nd)) / 2)
+(<= (nd)^{1/4}), since ||X||_1 <= n ||X||_inf and ||X||_inf <= d ||X||_1
+(:func:`quasi_norm_constant`).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from torch import Tensor
 
 from attnlab.errors import ConfigError
 
-KINDS = ("mean", "composite", "svd")
+KINDS = ("mean", "composite", "svd", "two")
 
 
 class Residual(NamedTuple):
@@ -86,9 +90,9 @@ def composite_norm(X: Tensor) -> Tensor:
 
 
 def residual(X: Tensor, kind: str = "mean") -> Residual:
-    """res(X) and ||res(X)||_{1,inf} for ``kind`` in "mean", "composite", "svd" (module docstring).
+    """res(X) and ||res(X)||_{1,inf} for ``kind`` in "mean", "composite", "svd", "two" (module docstring).
 
-    X: (..., n, d), floating point. "mean" and "svd" are computed in X's dtype on X's
+    X: (..., n, d), floating point. "mean", "two" and "svd" are computed in X's dtype on X's
     device; "composite" solves one linear program per matrix on the CPU in float64
     (cost: 2 + (frontier vertices) LPs with n d + d + 2 variables each).
     """
@@ -99,6 +103,8 @@ def residual(X: Tensor, kind: str = "mean") -> Residual:
         R = X - composite_shift(X).unsqueeze(-2)
     elif kind == "svd":
         R = X - rank_one_approximation(X)
+    elif kind == "two":
+        R = X - two_norm_shift(X).unsqueeze(-2)
     else:
         raise ConfigError(f"unknown residual kind {kind!r}: choose one of {', '.join(KINDS)}")
     return Residual(R, composite_norm(R))
@@ -111,6 +117,50 @@ def rank_one_approximation(X: Tensor) -> Tensor:
     return S[..., :1, None] * U[..., :, :1] @ Vh[..., :1, :]  # (..., n, 1) @ (..., 1, d)
 
 
+def spectral_norm(X: Tensor) -> Tensor:
+    """||X||_2, the largest singular value of X (..., n, d), shape X.shape[:-2]."""
+    _check(X)
+    return torch.linalg.matrix_norm(X, ord=2)
+
+
+def two_norm_shift(X: Tensor) -> Tensor:
+    """A minimiser x of ||X - 1 x^T||_2 (operator 2-norm; the notes' §2.2), (..., d): the row mean.
+
+    Proof. Write X = 1 m^T + C with m = X^T 1 / n the row mean, so 1^T C = 0, and
+    y = m - x. Then X - 1 x^T = C + 1 y^T and
+
+        (C + 1 y^T)^T (C + 1 y^T) = C^T C + n y y^T  >=  C^T C   (Loewner order),
+
+    so ||X - 1 x^T||_2^2 = lambda_max(C^T C + n y y^T) >= lambda_max(C^T C) = ||C||_2^2,
+    with equality at y = 0: min_x ||X - 1 x^T||_2 = ||X - 1 m^T||_2, attained at x = m.
+
+    The minimiser is not unique in general: with sigma_1 > sigma_2 the singular values of
+    C and v_1 its top right singular vector, every y orthogonal to v_1 with
+    n ||y||^2 <= sigma_1^2 - sigma_2^2 also attains it (v_1 stays an eigenvector with
+    eigenvalue sigma_1^2; on its complement the eigenvalues are at most sigma_2^2 + n ||y||^2).
+    It is unique exactly when C^T C = sigma^2 I (e.g. d = 1). X = [[1, 0], [-1, 0]]: every
+    x = (0, s), |s| <= 1, gives ||X - 1 x^T||_2 = sqrt 2, and ||X - 1 x^T||_{1,inf} =
+    sqrt(2 (1 + |s|)) runs from sqrt 2 to 2. Among the minimisers the row mean is the one of
+    least Frobenius residual (the Frobenius argmin is unique), which is the one returned.
+    """
+    _check(X)
+    return X.mean(dim=-2)
+
+
+def quasi_norm_constant(n: int, d: int) -> float:
+    """K = sqrt((1 + sqrt(nd)) / 2): ||A + B||_{1,inf} <= K (||A||_{1,inf} + ||B||_{1,inf}) for n x d.
+
+    With a_i = ||A_i||_1, b_i = ||A_i||_inf, c_i = sqrt(a_i b_i) and a_i <= n b_i, b_i <= d a_i
+    (so a_1 b_2 + a_2 b_1 <= 2 sqrt(nd) c_1 c_2):
+    (a_1 + a_2)(b_1 + b_2) <= c_1^2 + c_2^2 + 2 sqrt(nd) c_1 c_2 = (c_1 + c_2)^2 + 2 (sqrt(nd) - 1) c_1 c_2
+    <= (c_1 + c_2)^2 (1 + sqrt(nd)) / 2, using c_1 c_2 <= (c_1 + c_2)^2 / 4. The cruder
+    bound a_1 b_2 + a_2 b_1 <= ... <= sqrt(nd) (c_1 + c_2)^2 gives (nd)^{1/4} >= K. The
+    order sqrt(n) for n = d is sharp: A = the first column of ones, B = the first row of
+    ones (n x n) have norm sqrt(n) each and ||A + B|| = n + 1, a ratio (n + 1) / (2 sqrt n).
+    """
+    return ((1 + (n * d) ** 0.5) / 2) ** 0.5
+
+
 def composite_shift(X: Tensor, *, rtol: float = 1e-9) -> Tensor:
     """x* = argmin_{x in R^d} ||X - 1 x^T||_{1,inf}, exactly (up to the LP solver's tolerance).
 
@@ -118,11 +168,11 @@ def composite_shift(X: Tensor, *, rtol: float = 1e-9) -> Tensor:
     float64, one matrix at a time).
 
     Write R(x) = X - 1 x^T, a(x) = ||R(x)||_1, b(x) = ||R(x)||_inf; the objective is
-    sqrt(a(x) b(x)). **It is not convex in x**, though it is easily taken
-    for a convex problem: a and b are convex and piecewise linear, but the geometric mean of two convex
-    functions need not be convex. Example, n = 1, d = 2, X = 0: sqrt(ab) is the composite
-    norm of the row -x, and at x = (1, 0), (1, 1)/sqrt(2) it is 1 while at their midpoint
-    it is 1.015. A local descent can therefore stop short; this routine does not.
+    sqrt(a(x) b(x)). It is not convex in x: a and b are convex and piecewise linear,
+    but the geometric mean of two convex functions need not be convex. Example, n = 1,
+    d = 2, X = 0: sqrt(ab) is the composite norm of the row -x, and at x = (1, 0),
+    (1, 1)/sqrt(2) it is 1 while at their midpoint it is 1.015. A local descent can
+    therefore stop short; this routine does not.
 
     Exact solution. Let S = {(alpha, beta) : a(x) <= alpha, b(x) <= beta for some x}. S is
     a polyhedron in R^2 (the projection of the LP feasible set below) and convex (a, b are
@@ -268,5 +318,5 @@ def relative_residual(X: Tensor, kind: str = "mean") -> Tensor:
     return torch.where(full > 0, r / full.clamp_min(torch.finfo(full.dtype).tiny), torch.zeros_like(r))
 
 
-__all__ = ["KINDS", "Residual", "composite_norm", "composite_shift", "l1_norm", "linf_norm", "rank_one_approximation",
-           "relative_residual", "residual"]
+__all__ = ["KINDS", "Residual", "composite_norm", "composite_shift", "l1_norm", "linf_norm", "quasi_norm_constant",
+           "rank_one_approximation", "relative_residual", "residual", "spectral_norm", "two_norm_shift"]

@@ -20,9 +20,20 @@ With post-LN blocks (S = skip, N = LayerNorm, each on or off):
 
     u = N_1(S(x) + MHA(x)),   z = N_2(S(u) + FFN(u))  (MLP on)   or  z = u  (MLP off)
 
-SAN is z = MHA(x) (everything off). Dong et al.'s surgery keeps LayerNorm in every variant
-and, in BERT, removes only the attention skip in "SAN + MLP"; here each part is off unless
-named, so "SAN + MLP" is z = FFN(MHA(x)) and "SAN + LN" is Wu et al.'s LayerNorm-only stack.
+SAN is z = MHA(x) (everything off). Here each part is off unless named, so "SAN + MLP" is
+z = FFN(MHA(x)) and "SAN + LN" is the LayerNorm-only stack.
+
+Dong et al.'s surgery (``paper-plotting/surgery.py``) keeps LayerNorm in every variant and,
+in BERT, removes only the attention skip in "SAN + MLP" (``BertOutput`` still adds the
+FFN's residual). :data:`DONG_VARIANTS` and :func:`run_dong` do exactly that, per block:
+
+    SAN          z = N_1(MHA(x))
+    SAN+skip     z = N_1(x + MHA(x))
+    SAN+MLP      u = N_1(MHA(x)),      z = N_2(u + FFN(u))
+    transformer  u = N_1(x + MHA(x)),  z = N_2(u + FFN(u))
+
+so their "SAN" is attnlab's "SAN+LN" and their "SAN+skip" has LayerNorm where attnlab's
+has none.
 """
 
 from __future__ import annotations
@@ -48,6 +59,8 @@ VARIANTS: dict[str, BlockParts] = {
     "SAN+LN": BlockParts(skip=False, mlp=False, layer_norm=True),
     "transformer": BlockParts(),
 }
+DONG_VARIANTS = ("SAN", "SAN+skip", "SAN+MLP", "transformer")
+"""Dong et al.'s four variants, LayerNorm kept in each (module docstring; :func:`run_dong`)."""
 MODELS = ("pretrained", "random", "attnlab-12")
 BERT_INIT_STD = 0.02  # transformers' initializer_range for BERT and MiniLM
 
@@ -179,6 +192,33 @@ def run_model(model_name: str, model: Encoder, batch: Batch,
                      output_hidden_states=True, output_attentions=True)
 
 
-__all__ = ["BERT_INIT_STD", "Batch", "MODELS", "VARIANTS", "attnlab_stack", "bert_random", "build_model", "long_texts",
-           "minilm", "run_model",
-           "text_batch", "with_parts"]
+def dong_block(block, x: Tensor, variant: str) -> tuple[Tensor, Tensor]:
+    """One post-LN block under Dong et al.'s surgery ``variant`` (module docstring): (z, weights)."""
+    res = block.attn(x, return_weights=True)
+    a, weights = res.output, res.weights
+    u = block.norm1(a if variant in ("SAN", "SAN+MLP") else x + a)
+    if variant in ("SAN", "SAN+skip"):
+        return u, weights
+    return block.norm2(u + block.ffn(u)), weights
+
+
+def run_dong(model_name: str, model: Encoder, batch: Batch, variant: str) -> TransformerOutput:
+    """One pass of ``model`` with Dong et al.'s surgery ``variant`` (:data:`DONG_VARIANTS`) on every
+    block: every hidden state X_0..X_L (B, n, d) and every head's weights (B, H, n, n)."""
+    if variant not in DONG_VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}: choose one of {', '.join(DONG_VARIANTS)}")
+    if any(getattr(b, "norm_position", "post") != "post" for b in model.blocks):
+        raise ConfigError("Dong et al.'s surgery is defined for post-LN blocks")
+    with torch.no_grad():
+        X = batch.X0 if model_name == "attnlab-12" else model.embed(batch.input_ids, batch.token_type_ids,
+                                                                     batch.position_ids)
+        hidden, weights = [X], []
+        for block in model.blocks:
+            X, w = dong_block(block, X, variant)
+            hidden.append(X)
+            weights.append(w)
+    return TransformerOutput(X, hidden, weights)
+
+
+__all__ = ["BERT_INIT_STD", "Batch", "DONG_VARIANTS", "MODELS", "VARIANTS", "attnlab_stack", "bert_random",
+           "build_model", "dong_block", "long_texts", "minilm", "run_dong", "run_model", "text_batch", "with_parts"]

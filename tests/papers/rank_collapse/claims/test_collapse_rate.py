@@ -9,12 +9,15 @@ from attnlab.registry import select_claims
 
 def test_exponent_is_near_three_and_bound_is_vacuous():
     (c,) = select_claims(["rank-collapse.doubly-exponential-rate"])
-    m = c.run(seed=1).measurement
-    assert m.passed and m.target == 3.0 and m.tolerance == 0.5 and abs(m.measured - 3) <= 0.5
+    r = c.run(seed=1)
+    m = r.check
+    assert r.verdict == "reproduced" and m.threshold == 3.0 and m.tolerance == 0.5 and abs(m.measured - 3) <= 0.5
+    assert "regime" in m.where and "small logits" in m.quantity  # the regime is part of the statement
     v = m.values
     assert v["pairs"] >= 20
     assert v["median_r2_vs_3_pow_l"] > 0.99 > v["median_r2_vs_l"]  # doubly, not simply, exponential
     assert min(v["sqrt_c_r0"]) > 1  # the bound does not go to 0 at this initialisation
+    assert v["outside_regime"]["scale"] == 2.0 and v["outside_regime"]["exponent"] < m.measured  # sharper: slower
 
 
 def test_trajectory_has_one_entry_per_layer_and_decreases():

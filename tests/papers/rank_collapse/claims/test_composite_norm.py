@@ -1,25 +1,49 @@
-"""rank-collapse.composite-norm-triangle and -properties (§2.2, §2.4 problem 2)."""
+"""rank-collapse.composite-norm-triangle, -quasi-norm, -properties (§2.2, §2.4 problem 2) and
+rank-collapse.two-norm-residual (§2.2, Definition 2.1)."""
 
 import math
 
 from attnlab.registry import select_claims
 
 
-def test_triangle_counterexample_and_quasi_norm_constant():
-    (c,) = select_claims(["rank-collapse.composite-norm-triangle"])
-    r = c.run(seed=0)
-    assert r.status == "pass", r.error
+def _run(cid, seed=0):
+    (c,) = select_claims([cid])
+    r = c.run(seed=seed)
+    assert r.error is None, r.error
+    return r
+
+
+def test_the_texts_norm_differs_by_the_triangle_inequality():
+    r = _run("rank-collapse.composite-norm-triangle")
+    assert r.verdict == "differs" and r.check.relation == "<=" and r.check.threshold == 1.0
     s = 1 / math.sqrt(2)
     hand = math.sqrt((1 + s) * (1 + 2 * s)) / 2  # ||[1+s, s]|| / (1 + 1), by hand
-    assert abs(r.measurement.measured - hand) < 1e-14 and r.measurement.tolerance == 1 + 1e-3
-    v = r.measurement.values
-    assert v["one_by_one_max_ratio"] <= 1 + 1e-12 and v["max_excess_over_constant"] < 0
+    assert abs(r.check.measured - hand) < 1e-14
+    v = r.check.values
+    assert v["one_by_one_max_ratio"] <= 1 + 1e-12
     assert all(1.0 < x for x in v["largest_ratio"].values())  # every size >= 1x2 has one
-    assert v["smallest_counterexample"] == "1x2"
+    assert "Dong et al." in r.check.where
 
 
-def test_properties_hold_to_1e_12():
-    (c,) = select_claims(["rank-collapse.composite-norm-properties"])
-    m = c.run(seed=1).measurement
-    assert m.passed and m.tolerance == 1e-12 and m.measured == max(m.values.values())
+def test_quasi_norm_constant_is_a_sanity_row_and_the_order_is_sharp():
+    r = _run("rank-collapse.composite-quasi-norm")
+    assert r.verdict == "sanity" and r.check.measured <= 1
+    v = r.check.values
+    assert abs(v["K"]["2x2"] - math.sqrt((1 + 2) / 2)) < 1e-15 and v["K"]["3x3"] < v["nd_quarter"]["3x3"]
+    for n, ratio in v["column_plus_row_ratio"].items():
+        assert abs(ratio - (n + 1) / (2 * math.sqrt(n))) < 1e-12
+
+
+def test_properties_are_sanity_not_reproductions():
+    r = _run("rank-collapse.composite-norm-properties", seed=1)
+    m = r.check
+    assert r.verdict == "sanity" and m.threshold == 1e-12 and m.measured == max(m.values.values())
     assert m.values["definite"] == 0.0
+
+
+def test_two_norm_residual_attains_the_minimum_and_its_minimiser_is_not_unique():
+    r = _run("rank-collapse.two-norm-residual")
+    assert r.verdict == "reproduced" and r.check.role == "construction" and r.check.measured <= 1e-9
+    v = r.check.values
+    assert min(v["composite_spread_factors"]) > 1.01  # every random 2-norm problem has several minimisers
+    assert abs(v["hand_example_range"][0] - math.sqrt(2)) < 1e-14 and abs(v["hand_example_range"][1] - 2) < 1e-14

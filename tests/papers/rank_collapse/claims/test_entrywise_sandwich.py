@@ -1,4 +1,4 @@
-"""rank-collapse.lemma-a3-sandwich and rank-collapse.eq9-sign-error (§2.4, eqs. (6)-(10))."""
+"""rank-collapse.lemma-a3-*, eq9-sign-error and eq9-abs-form (§2.4, eqs. (6)-(10))."""
 
 import math
 
@@ -8,21 +8,37 @@ from attnlab.papers.rank_collapse.claims.entrywise_sandwich import E_LIMIT, sand
 from attnlab.registry import select_claims
 
 
-def test_lemma_holds_within_its_range_and_fails_beyond():
-    (c,) = select_claims(["rank-collapse.lemma-a3-sandwich"])
-    m = c.run(seed=0).measurement
-    assert m.passed and m.tolerance == 1e-12 and m.measured <= 1e-12
-    v = m.values
+def _run(cid, seed=0):
+    (c,) = select_claims([cid])
+    r = c.run(seed=seed)
+    assert r.error is None, r.error
+    return r
+
+
+def test_lemma_as_the_notes_invoke_it_differs_beyond_the_threshold():
+    r = _run("rank-collapse.lemma-a3-sandwich")
+    m, v = r.check, r.check.values
+    assert r.verdict == "differs" and m.threshold == 1e-12 and m.measured > 0.1  # e^D > 1 + 2D there
     assert v["trials_within"] + v["trials_beyond"] == 400 and v["trials_within"] > 100
-    assert v["worst_violation_beyond"] > 0.1  # e^D > 1 + 2D there
+    assert v["lower_beyond"] <= 1e-12  # the lower half never needs the threshold
+    assert v["upper_failures_beyond"] > 0 and v["smallest_max_D_with_upper_failure"] > E_LIMIT
+
+
+def test_lemma_within_its_threshold_is_reproduced():
+    r = _run("rank-collapse.lemma-a3-within-threshold")
+    v = r.check.values
+    assert r.verdict == "reproduced" and r.check.measured <= 1e-12
     # the upper bound is loose by about a factor 2 at small D: (e^D - 1)/2D -> 1/2
-    assert all(0.3 < t <= (math.exp(E_LIMIT) - 1) / (2 * E_LIMIT) + 1e-12 for t in v["upper_tightness_by_scale"].values())
+    top = (math.exp(E_LIMIT) - 1) / (2 * E_LIMIT)
+    assert all(0.3 < t <= top + 1e-12 for t in v["upper_tightness_by_scale"].values())
 
 
-def test_eq9_fails_in_most_trials():
-    (c,) = select_claims(["rank-collapse.eq9-sign-error"])
-    m = c.run(seed=1).measurement
-    assert m.passed and m.measured >= 0.5 and m.values["largest_violation"] > 1e-3
+def test_eq9_as_written_differs_and_its_abs_form_is_a_sanity_row():
+    r = _run("rank-collapse.eq9-sign-error", seed=1)
+    assert r.verdict == "differs" and r.check.measured > r.check.values["trials"] // 2
+    assert r.check.values["largest_violation"] > 1e-3
+    a = _run("rank-collapse.eq9-abs-form", seed=1)
+    assert a.verdict == "sanity" and a.check.measured <= 1e-12
 
 
 def test_terms_by_hand_for_a_zero_residual():

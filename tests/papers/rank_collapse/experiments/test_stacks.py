@@ -49,3 +49,28 @@ def test_short_texts_are_refused():
         long_texts(1, 100000, 0)
     with pytest.raises(ConfigError, match="unknown model"):
         build_model("gpt-5", 0)
+
+
+@pytest.mark.slow  # loads MiniLM
+def test_dong_surgery_keeps_layer_norm_and_the_ffn_residual():
+    """Dong et al.'s SAN is attnlab's SAN+LN; their SAN+MLP is u = N_1(MHA(x)), z = N_2(u + FFN(u)),
+    which no BlockParts gives (attnlab's SAN+MLP drops the FFN's residual and LayerNorm)."""
+    from attnlab.papers.rank_collapse.stacks import DONG_VARIANTS, run_dong
+
+    batch = text_batch(long_texts(1, 8, 0), 8)
+    model = build_model("pretrained", 0)
+    dong = run_dong("pretrained", model, batch, "SAN").hidden_states
+    ln = run_model("pretrained", model, batch, VARIANTS["SAN+LN"]).hidden_states
+    assert all(torch.equal(a, b) for a, b in zip(dong, ln))
+    x = batch.X0
+    b0 = model.blocks[0]
+    with torch.no_grad():
+        u = b0.norm1(b0.attn(x).output)
+        by_hand = b0.norm2(u + b0.ffn(u))
+    assert torch.allclose(run_dong("pretrained", model, batch, "SAN+MLP").hidden_states[1], by_hand, atol=1e-12)
+    full = run_model("pretrained", model, batch, VARIANTS["transformer"]).hidden_states
+    assert all(torch.equal(a, b) for a, b in zip(run_dong("pretrained", model, batch, "transformer").hidden_states,
+                                                 full))
+    assert DONG_VARIANTS == ("SAN", "SAN+skip", "SAN+MLP", "transformer")
+    with pytest.raises(ConfigError, match="unknown variant"):
+        run_dong("pretrained", model, batch, "SAN+LN")

@@ -15,9 +15,12 @@ factor 2 (1 - 1/n) of the exact one at every layer, so the exponent is the same)
   i.e. r_0 < sqrt(d_qk) / (4 beta)^{1/2}; at this initialisation sqrt(c) r_0 is in the
   tens, so the bound grows with L while the residual collapses.
 
-The rate depends on the logits' scale: with weights N(0, 4/d) (sharper softmax) the
-fitted exponent drops to 1.5-2.7 over seeds 0-5 and log r_l is closer to linear in l;
-the bound's exponent 3 is then an upper bound on the rate, not the rate.
+The exponent 3 is the rate only in the regime where the one-layer step is cubic: small
+residuals (relative residual <= 0.5) at small logits (weights N(0, 1/d): logits of order
+1). With weights N(0, 4/d) (sharper softmax) the fitted exponent drops to 1.5-2.7 over
+seeds 0-5 and log r_l is closer to linear in l; the bound's exponent 3 is then an upper
+bound on the rate, not the rate. The claim decides in the regime and reports the sharp
+case beside it.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ from attnlab.papers.rank_collapse.single_head_san import (
     random_single_head_weights,
     single_head_layer,
 )
-from attnlab.registry import Measurement, claim, near
+from attnlab.checks import Check, near
+from attnlab.registry import claim
 
 N, D, LAYERS, SANS = 16, 16, 8, 32
 FLOOR, CUBIC = 1e-12, 0.5
-SCALE = 1.0  # weights N(0, SCALE^2 / d)
+SCALE = 1.0  # weights N(0, SCALE^2 / d): logits of order 1, the cubic regime
+SHARP_SCALE = 2.0  # outside it: sharper softmax
 
 
 def residual_trajectory(X: torch.Tensor, layers) -> tuple[list[float], list[float]]:
@@ -55,21 +60,13 @@ def _r2(x: list[float], y: list[float]) -> float:
     return linear_fit(x, y).r2
 
 
-@claim(
-    "rank-collapse.doubly-exponential-rate",
-    where="§2.2, Theorem 2.2",
-    statement="pure attention collapses the residual doubly exponentially: log r_{l+1} ~ p log r_l with p near 3 "
-              "(log r_l linear in 3^l), while the bound itself is vacuous at standard initialisation",
-    paper_value="exponent 3 ((3^L - 1)/2 and 3^L in the bound)",
-)
-def _rate(seed: int) -> Measurement:
-    """Measured: the pooled exponent p over 32 random SANs of 8 layers (pairs of layers in
-    the cubic regime, module docstring); passes iff |p - 3| <= 0.5. Values: R^2 of log r_l
-    against 3^l and against l (median over SANs with >= 3 such layers), sqrt(c) r_0."""
+def fitted_exponent(seed: int, scale: float) -> dict:
+    """The pooled fit log r_(l+1) = p log r_l + q over 32 random SANs at weight scale ``scale``
+    (pairs of layers in the cubic regime), with the median R^2 of log r_l against 3^l and l."""
     g = torch.Generator().manual_seed(seed)
     xs, ys, r2_pow, r2_lin, vac = [], [], [], [], []
     for _ in range(SANS):
-        layers = random_single_head_weights(LAYERS, D, D, g, scale=SCALE)
+        layers = random_single_head_weights(LAYERS, D, D, g, scale=scale)
         X = torch.randn(N, D, generator=g, dtype=torch.float64)
         r, rel = residual_trajectory(X, layers)
         keep = [l for l in range(len(r)) if FLOOR < rel[l] <= CUBIC]
@@ -81,11 +78,34 @@ def _rate(seed: int) -> Measurement:
         c = max(layer_constant(*w).item() for w in layers)
         vac.append(math.sqrt(c) * r[0])
     p, q, _ = linear_fit(xs, ys)
-    med = (lambda v: sorted(v)[len(v) // 2] if v else float("nan"))
-    detail = (f"log r_(l+1) = {p:.2f} log r_l + {q:.2f} over {len(xs)} layer pairs of {SANS} random SANs "
-              f"(n={N}, d=d_qk={D}, relative residual in ({FLOOR:g}, {CUBIC}]); median R^2 of log r_l vs 3^l "
-              f"{med(r2_pow):.3f}, vs l {med(r2_lin):.3f}; sqrt(c) r_0 = {min(vac):.3g}-{max(vac):.3g} "
-              "(>= 1: the bound is vacuous)")
-    values = {"exponent": p, "intercept": q, "pairs": len(xs), "median_r2_vs_3_pow_l": med(r2_pow),
-              "median_r2_vs_l": med(r2_lin), "sqrt_c_r0": vac}
-    return near(p, 3.0, 0.5, detail, values=values)
+    med = (lambda v: sorted(v)[len(v) // 2] if v else float("nan"))  # noqa: E731
+    return {"exponent": p, "intercept": q, "pairs": len(xs), "median_r2_vs_3_pow_l": med(r2_pow),
+            "median_r2_vs_l": med(r2_lin), "sqrt_c_r0": vac}
+
+
+@claim(
+    "rank-collapse.doubly-exponential-rate",
+    where="§2.2, Theorem 2.2 (the exponent 3^L); regime: small residuals and logits",
+    statement="in the regime of small residuals (relative residual <= 0.5) and small logits (weights N(0, 1/d)), "
+              "pure attention collapses the residual doubly exponentially: log r_{l+1} ~ p log r_l with p near 3",
+    paper_value="exponent 3 ((3^L - 1)/2 and 3^L in the bound)",
+)
+def _rate(seed: int) -> Check:
+    """Measured: the pooled exponent p over 32 random SANs of 8 layers at weight scale 1
+    (pairs of layers in the cubic regime, module docstring); reproduced iff |p - 3| <= 0.5.
+    Values: R^2 of log r_l against 3^l and against l (median over SANs with >= 3 such
+    layers), sqrt(c) r_0 (>= 1: the bound is vacuous), and the same fit outside the regime
+    (weights N(0, 4/d): sharper logits), where the rate is below 3."""
+    inside = fitted_exponent(seed, SCALE)
+    sharp = fitted_exponent(seed, SHARP_SCALE)
+    vac = inside["sqrt_c_r0"]
+    detail = (f"log r_(l+1) = {inside['exponent']:.2f} log r_l + {inside['intercept']:.2f} over "
+              f"{inside['pairs']} layer pairs of {SANS} random SANs (n={N}, d=d_qk={D}, weights N(0, 1/d), "
+              f"relative residual in ({FLOOR:g}, {CUBIC}]); median R^2 of log r_l vs 3^l "
+              f"{inside['median_r2_vs_3_pow_l']:.3f}, vs l {inside['median_r2_vs_l']:.3f}; "
+              f"sqrt(c) r_0 = {min(vac):.3g}-{max(vac):.3g} (>= 1: the bound is "
+              f"vacuous); outside the regime, weights N(0, {SHARP_SCALE ** 2:g}/d): p = {sharp['exponent']:.2f} "
+              f"({sharp['pairs']} pairs)")
+    outside = {k: v for k, v in sharp.items() if k != "sqrt_c_r0"}
+    values = {**inside, "outside_regime": {"scale": SHARP_SCALE, **outside}}
+    return near(inside["exponent"], 3.0, 0.5, detail, values=values)

@@ -11,9 +11,14 @@ P = softmax(1 r^T + E) and P~ := softmax(1 r^T) = 1 softmax(r)^T. Let D = diag(D
 D_ii = max_{j,j'} |E_ij - E_ij'|.
 
 Lemma A.3: P_ij / P~_ij = exp(E_ij) / sum_k P~_ik exp(E_ik) lies in [e^{-D_ii}, e^{D_ii}];
-with 1 - t <= e^{-t} and e^t <= 1 + 2t (true for t <= 1.2564) this gives, entry-wise,
+with 1 - t <= e^{-t} (every t) and e^t <= 1 + 2t (true for 0 <= t <= 1.2564) this gives,
+entry-wise,
 
-    (I - D) P~ <= P <= (I + 2D) P~          whenever every D_ii <= 1.2564.
+    (I - D) P~ <= P          always,
+    P <= (I + 2D) P~         whenever D_ii <= 1.2564 (sufficient, not necessary).
+
+The notes invoke the lemma with no condition on D (as Dong et al.'s Appendix A does); the
+threshold is needed by the upper half only.
 
 Eq. (9) then multiplies this by R: P R <= (I + 2D) P~ R. **That step is wrong**: an
 entry-wise inequality survives multiplication by a matrix only if the matrix is
@@ -23,8 +28,9 @@ sum to zero). The lower bound P R >= (I - D) P~ R fails the same way. What does 
     |P R - P~ R| = |(P - P~) R| <= 2 D P~ |R|     (|R| entry-wise)
 
 since -D P~ <= P - P~ <= 2 D P~; the norms ||.||_1 and ||.||_inf of |R| equal those of R,
-so Dong et al.'s norm bound survives the fix. The two claims below measure the
-lemma and the corrected bound (which hold) and the text's eq. (9) (which fails).
+so Dong et al.'s norm bound survives the fix. The claims below measure the lemma as the
+notes invoke it (no condition: differs beyond D = 1.2564), the lemma under its threshold
+(reproduced), eq. (9) as written (differs) and its |R| form (a consequence: sanity).
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ import math
 
 import torch
 
-from attnlab.registry import Measurement, at_least, at_most, claim
+from attnlab.checks import Check, at_most, equals
+from attnlab.registry import claim
 
 E_LIMIT = 1.2564  # e^t <= 1 + 2t for 0 <= t <= this (root of e^t = 1 + 2t)
 SCALES = (0.03, 0.1, 0.3, 1.0)  # W_QK entries ~ N(0, scale^2): D from ~0.01 to beyond E_LIMIT
@@ -61,51 +68,78 @@ def _trials(seed: int, per_scale: int = 100, n: int = 6, d: int = 4, d_qk: int =
             yield scale, sandwich_terms(X, W_QK, d_qk)
 
 
+def lemma_violations(t: dict) -> dict[str, float]:
+    """Largest violation of each half of the sandwich and of the |R| form, for one trial."""
+    P, Pt, D, R = t["P"], t["P_tilde"], t["D"][:, None], t["R"]
+    return {"lower": ((1 - D) * Pt - P).amax().item(), "upper": (P - (1 + 2 * D) * Pt).amax().item(),
+            "abs_form": ((P - Pt) @ R).abs().sub(2 * D * Pt @ R.abs()).amax().item()}
+
+
+def _lemma_stats(seed: int) -> dict:
+    within, beyond, tight = [], [], {}
+    smallest_failing_D = None
+    for scale, t in _trials(seed):
+        v = lemma_violations(t)
+        Dmax = t["D"].max().item()
+        if Dmax <= E_LIMIT:
+            within.append(v)
+            P, Pt, D = t["P"], t["P_tilde"], t["D"][:, None]
+            tight[scale] = max(tight.get(scale, 0.0), ((P / Pt - 1) / (2 * D)).amax().item())
+        else:
+            beyond.append(v)
+            if v["upper"] > TOL and (smallest_failing_D is None or Dmax < smallest_failing_D):
+                smallest_failing_D = Dmax
+    worst = lambda rows, k: max((r[k] for r in rows), default=0.0)  # noqa: E731
+    return {"trials_within": len(within), "trials_beyond": len(beyond),
+            "upper_failures_beyond": sum(r["upper"] > TOL for r in beyond),
+            "lower_within": worst(within, "lower"), "upper_within": worst(within, "upper"),
+            "abs_form_within": worst(within, "abs_form"), "lower_beyond": worst(beyond, "lower"),
+            "upper_beyond": worst(beyond, "upper"), "abs_form_beyond": worst(beyond, "abs_form"),
+            "smallest_max_D_with_upper_failure": smallest_failing_D, "upper_tightness_by_scale": tight}
+
+
+def _lemma_detail(st: dict) -> str:
+    return (f"400 random (X, W_QK), n=6, d=4, d_qk=3, W_QK ~ N(0, s^2), s in {SCALES}: {st['trials_within']} trials "
+            f"with max D_ii <= {E_LIMIT}: largest lhs - rhs, lower {st['lower_within']:.1e}, "
+            f"upper {st['upper_within']:.1e}; "
+            f"{st['trials_beyond']} beyond: lower {st['lower_beyond']:.1e}, upper {st['upper_beyond']:.3g} "
+            f"(fails in {st['upper_failures_beyond']}, the smallest at max D_ii = "
+            + (f"{st['smallest_max_D_with_upper_failure']:.3g}" if st["smallest_max_D_with_upper_failure"] else "-")
+            + ")")
+
+
 @claim(
     "rank-collapse.lemma-a3-sandwich",
-    where="§2.4, eqs. (6)-(10); Dong et al. Lemma A.3",
-    statement="(I - D) P~ <= P <= (I + 2D) P~ entry-wise when max D_ii <= 1.2564, and the corrected "
-              "|P R - P~ R| <= 2 D P~ |R|; both fail only beyond D_ii = 1.2564",
-    paper_value="entry-wise inequality (no condition on D stated in the notes)",
+    where="§2.4, after eq. (10) (Dong et al.'s Lemma A.3, invoked with no condition on D)",
+    statement="(I - D) P~ <= P <= (I + 2D) P~ entry-wise, for every X and W_QK",
+    paper_value="entry-wise inequality, no condition on D",
 )
-def _lemma(seed: int) -> Measurement:
-    """Measured on 400 random (X, W_QK), n = 6, d = 4, d_qk = 3, W_QK ~ N(0, s^2),
-    s in {0.03, 0.1, 0.3, 1}: the largest violation of the lemma and of the corrected
-    bound over trials with max D <= 1.2564 (must be <= 1e-12), how tight the upper bound
-    is (max (P/P~ - 1) / 2D, at most (e^D - 1)/2D -> 1/2 as D -> 0: loose by a factor 2
-    for small D) and the largest violation among trials with D beyond 1.2564."""
-    worst, beyond, tight, n_in, n_out = 0.0, 0.0, {}, 0, 0
-    for scale, t in _trials(seed):
-        P, Pt, D, R = t["P"], t["P_tilde"], t["D"][:, None], t["R"]
-        viol = torch.stack([((1 - D) * Pt - P).amax(), (P - (1 + 2 * D) * Pt).amax(),
-                            ((P - Pt) @ R).abs().sub(2 * D * Pt @ R.abs()).amax()]).amax().item()
-        if D.max() <= E_LIMIT:
-            n_in += 1
-            worst = max(worst, viol)
-            ratio = ((P / Pt - 1) / (2 * D)).amax().item()
-            tight[scale] = max(tight.get(scale, 0.0), ratio)
-        else:
-            n_out += 1
-            beyond = max(beyond, viol)
-    detail = (f"{n_in} trials with max D_ii <= {E_LIMIT}: worst violation {worst:.1e}; tightness max (P/P~ - 1)/2D "
-              + ", ".join(f"s={s}: {v:.3f}" for s, v in tight.items())
-              + f"; {n_out} trials beyond: worst violation {beyond:.3g}")
-    values = {"trials_within": n_in, "trials_beyond": n_out, "worst_violation_within": worst,
-              "worst_violation_beyond": beyond, "upper_tightness_by_scale": tight}
-    return at_most(worst, TOL, detail, values=values)
+def _lemma(seed: int) -> Check:
+    """Measured: the largest violation of either half over all 400 trials; the text needs
+    <= 1e-12 (rounding). The upper half fails beyond D_ii = 1.2564 (e^t <= 1 + 2t fails
+    there); the lower half never does (values)."""
+    st = _lemma_stats(seed)
+    worst = max(st["lower_within"], st["upper_within"], st["lower_beyond"], st["upper_beyond"])
+    return at_most(worst, TOL, _lemma_detail(st), values=st)
 
 
 @claim(
-    "rank-collapse.eq9-sign-error",
-    where="§2.4, eq. (9)",
-    statement="the text's P X <= 1 x^T + (I + 2D) 1 softmax(r)^T R is false entry-wise: R has entries of "
-              "both signs; it fails in most random trials even with D small",
+    "rank-collapse.lemma-a3-within-threshold",
+    where="Dong et al. Lemma A.3 with e^t <= 1 + 2t (t <= 1.2564), as cited in §2.4",
+    statement="(I - D) P~ <= P <= (I + 2D) P~ entry-wise when every D_ii <= 1.2564; the lower half for every D",
     paper_value="entry-wise inequality",
 )
-def _eq9(seed: int) -> Measurement:
-    """Measured: the fraction of the 400 trials of the lemma's claim (restricted to
-    max D_ii <= 1.2564, where Lemma A.3 holds) in which eq. (9) or its lower twin
-    P R >= (I - D) P~ R is violated by more than 1e-12; passes iff at least half are."""
+def _lemma_within(seed: int) -> Check:
+    """Measured: the largest violation of the upper half over trials with max D_ii <= 1.2564
+    and of the lower half over all trials; reproduced iff <= 1e-12. Values: how tight the
+    upper half is (max (P/P~ - 1)/2D <= (e^D - 1)/2D -> 1/2 as D -> 0: loose by 2 for small D)."""
+    st = _lemma_stats(seed)
+    worst = max(st["lower_within"], st["lower_beyond"], st["upper_within"])
+    return at_most(worst, TOL, _lemma_detail(st) + "; tightness max (P/P~ - 1)/2D "
+                   + ", ".join(f"s={s}: {v:.3f}" for s, v in st["upper_tightness_by_scale"].items()), values=st)
+
+
+def _eq9_stats(seed: int) -> dict:
     bad, total, worst = 0, 0, 0.0
     for _, t in _trials(seed):
         P, Pt, D, R = t["P"], t["P_tilde"], t["D"][:, None], t["R"]
@@ -116,7 +150,36 @@ def _eq9(seed: int) -> Measurement:
         total += 1
         bad += v > TOL
         worst = max(worst, v)
-    frac = bad / total
-    detail = (f"eq. (9) or its lower bound violated in {bad}/{total} trials with max D_ii <= {E_LIMIT} "
-              f"(largest violation {worst:.3g}); the fix |(P - P~) R| <= 2 D P~ |R| holds (lemma-a3-sandwich)")
-    return at_least(frac, 0.5, detail, values={"violated": bad, "trials": total, "largest_violation": worst})
+    return {"violated": bad, "trials": total, "largest_violation": worst}
+
+
+@claim(
+    "rank-collapse.eq9-sign-error",
+    where="§2.4, eq. (9) (Dong et al. App. A.1, copied; the notes' problem 1)",
+    statement="P X <= 1 x^T + (I + 2D) 1 softmax(r)^T R entry-wise (eq. 9), and P X >= 1 x^T + (I - D) 1 "
+              "softmax(r)^T R, wherever Lemma A.3 holds",
+    paper_value="entry-wise inequality",
+)
+def _eq9(seed: int) -> Check:
+    """Measured: the number of the 400 trials with max D_ii <= 1.2564 (where Lemma A.3
+    holds) in which eq. (9) or its lower twin is violated by more than 1e-12; the text
+    needs 0. It fails because R has entries of both signs."""
+    st = _eq9_stats(seed)
+    detail = (f"eq. (9) or its lower twin violated in {st['violated']}/{st['trials']} trials with max D_ii <= "
+              f"{E_LIMIT} (largest violation {st['largest_violation']:.3g}); the |R| form holds "
+              "(rank-collapse.eq9-abs-form)")
+    return equals(st["violated"], 0, detail, values=st)
+
+
+@claim(
+    "rank-collapse.eq9-abs-form",
+    where="§2.4, eqs. (9)-(10), corrected",
+    statement="|P R - P~ R| <= 2 D P~ |R| entry-wise whenever every D_ii <= 1.2564 (what Lemma A.3 gives "
+              "for R of either sign; ||.||_1 and ||.||_inf of |R| equal those of R)",
+)
+def _eq9_abs(seed: int) -> Check:
+    """Sanity (a consequence of the lemma): the largest violation over trials with
+    max D_ii <= 1.2564, <= 1e-12."""
+    st = _lemma_stats(seed)
+    return at_most(st["abs_form_within"], TOL, _lemma_detail(st) + f"; |R| form within: {st['abs_form_within']:.1e}, "
+                   f"beyond: {st['abs_form_beyond']:.3g}", values=st, role="sanity")

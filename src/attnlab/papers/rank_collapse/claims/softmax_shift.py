@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 
 @claim(
@@ -13,7 +14,7 @@ from attnlab.registry import Measurement, at_most, claim
     statement="softmax(A + x 1^T) = softmax(A) row-wise, for every shift vector x",
     paper_value="exact identity",
 )
-def _shift_invariance(seed: int) -> Measurement:
+def _shift_invariance(seed: int) -> Check:
     g = torch.Generator().manual_seed(seed)
     worst = 0.0
     for n in (3, 7, 31):

@@ -6,15 +6,27 @@ texts cut to n tokens, the relative residual
 
     r(X_l) = ||res(X_l)||_{1,inf} / ||X_l||_{1,inf}          (||.||_{1,inf} of Definition 2.1)
 
-under the three residuals of :mod:`attnlab.analysis.residuals`: "mean" (X - 1 mean^T, what
-Dong et al.'s plotting code measures), "svd" (X minus its best rank-one approximation) and
-"composite" (the exact argmin of the composite norm over shifts 1 x^T; a linear program per
-matrix, so only on a short sequence and the variants chosen by ``composite_variants``).
+under the residuals of :mod:`attnlab.analysis.residuals`: "mean" (X - 1 mean^T, what
+Dong et al.'s plotting code measures; also the notes' 2-norm argmin, kind "two", whose
+residual is reported in the notes' own 2-norm, ||res X||_2 / ||X||_2, as "two"), "svd" (X
+minus its best rank-one approximation) and "composite" (the exact argmin of the composite
+norm over shifts 1 x^T; a linear program per matrix, so only on a short sequence and the
+variants chosen by ``composite_variants``).
 
 Networks and ablations: :mod:`attnlab.papers.rank_collapse.stacks` (pretrained
 all-MiniLM-L6-v2, the same architecture with BERT's random initialisation, and a 12-layer
-attnlab-initialised stack fed MiniLM's embeddings), each as SAN, SAN+skip, SAN+MLP, SAN+LN and
-the full transformer. Text: help topics of pydoc_data.topics (English prose and code).
+attnlab-initialised stack fed MiniLM's embeddings), each (i) under Dong et al.'s surgery,
+LayerNorm kept in every variant (SAN, SAN+skip, SAN+MLP with the FFN's residual, transformer:
+:func:`~attnlab.papers.rank_collapse.stacks.run_dong`), which is what their figures show, and
+(ii) under attnlab's switches, each part off unless named (SAN, SAN+skip, SAN+MLP, SAN+LN,
+transformer; attnlab's SAN+LN is their SAN). Text: help topics of pydoc_data.topics.
+
+Like for like: their figures are of 12-layer models, MiniLM has 6, so their layer 12 is set
+beside MiniLM's layer 6 (the same relative depth) and their layer l beside MiniLM's l/2;
+the models still differ (all-MiniLM-L6-v2 is 384 wide, distilled for sentence embeddings,
+read on pydoc text instead of wiki_bio), so those rows are inconclusive by construction:
+they print the numbers side by side. The statements that do not depend on the model (pure
+attention collapses; skip connections stop it; an MLP without skip does not) are judged.
 
 Reference numbers (Dong et al.'s figures, read off their published PDFs; BERT-base-cased,
 ALBERT-base-v2, XLNet-base-cased, 12 layers, 32 wiki_bio sequences of 128 tokens, residual by
@@ -27,13 +39,24 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.analysis.residuals import KINDS, composite_norm, relative_residual, residual
+from attnlab.analysis.residuals import composite_norm, relative_residual, residual, spectral_norm
+from attnlab.checks import Check, above, below, compare, info
 from attnlab.config import RunConfig, check_int, param
+from attnlab.errata import COLUMNS, table_rows
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.notes_errors import COLUMNS, NOTES_ERRORS
-from attnlab.papers.rank_collapse.stacks import long_texts, MODELS, VARIANTS, build_model, run_model, text_batch
+from attnlab.papers.rank_collapse.errata import ERRATA
+from attnlab.papers.rank_collapse.stacks import (
+    DONG_VARIANTS,
+    MODELS,
+    VARIANTS,
+    build_model,
+    long_texts,
+    run_dong,
+    run_model,
+    text_batch,
+)
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, ExperimentResult, Table, check, line_figure, series
+from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "rank-collapse.ablations"
@@ -41,6 +64,12 @@ COLLAPSED = 1e-2  # "collapsed": relative residual below this (Dong et al.'s cur
 MODEL_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2 (6 layers)",
               "random": "MiniLM architecture, BERT random init N(0, 0.02^2) (6 layers)",
               "attnlab-12": "attnlab stack, 12 layers, init N(0, 1/fan_in), on MiniLM's embeddings"}
+
+COMPOSITE_KINDS = ("mean", "composite", "svd")  # on the short sequences ("two" = "mean" in ||.||_{1,inf})
+FIGURE_TOL = 0.05  # reading a value off Dong et al.'s figures
+WHERE = "Dong et al. (2021) Figs. 2-4 (the notes' source, §2.2)"
+ANOTHER_MODEL = ("another model: all-MiniLM-L6-v2 (6 layers, 384 wide, pydoc text) at layer {l} of 6 against "
+                 "BERT-base-cased (12 layers, 768 wide, wiki_bio) at layer {L} of 12, the same relative depth")
 
 # Dong et al. (2021), read off paper-plotting/figures/residual_*_vert_croped.pdf (12 layers).
 REFERENCE = {
@@ -95,8 +124,12 @@ class AblationsConfig(RunConfig):
 
 
 def _per_layer(hidden: list[torch.Tensor], kind: str) -> tuple[list[float], list[float]]:
-    """Mean and standard deviation over the batch of r(X_l), l = 0..L."""
-    r = torch.stack([relative_residual(h, kind) for h in hidden])  # (L+1, B)
+    """Mean and standard deviation over the batch of r(X_l), l = 0..L. ``kind`` "two" is the notes'
+    residual in the notes' norm, ||X_l - 1 x^T||_2 / ||X_l||_2; the others are in ||.||_{1,inf}."""
+    if kind == "two":
+        r = torch.stack([spectral_norm(residual(h, "two").matrix) / spectral_norm(h) for h in hidden])
+    else:
+        r = torch.stack([relative_residual(h, kind) for h in hidden])  # (L+1, B)
     std = r.std(-1) if r.shape[-1] > 1 else torch.zeros_like(r[:, 0])
     return r.mean(-1).tolist(), std.tolist()
 
@@ -105,155 +138,227 @@ def _first_below(ys: list[float], level: float) -> int | None:
     return next((l for l, y in enumerate(ys) if y < level), None)
 
 
+def _curves(hidden: list[torch.Tensor]) -> dict:
+    out = {}
+    for kind in ("mean", "svd", "two"):
+        mean, std = _per_layer(hidden, kind)
+        out[kind] = {"mean": mean, "std": std}
+    return out
+
+
 def measure(cfg: AblationsConfig, run_dir=None) -> dict:
-    """The curves: data["curves"][model][variant][kind] = {"mean": [...], "std": [...]} over layers,
-    and data["composite"][model][variant][kind] on the short sequences (all three kinds)."""
+    """The curves: data["curves"][model][variant][kind] = {"mean": [...], "std": [...]} over layers
+    under attnlab's switches, data["dong"][model][variant][kind] the same under Dong et al.'s
+    surgery, data["composite"][model][variant][kind] on the short sequences (mean, composite, svd),
+    and the largest |Dong SAN - attnlab SAN+LN| over every state (the same network, two code paths)."""
     texts = long_texts(cfg.texts, cfg.tokens, cfg.seed)
     batch = text_batch(texts, cfg.tokens, cfg.device)
     short = text_batch(texts[:cfg.composite_texts], cfg.composite_tokens, cfg.device) if cfg.composite_texts else None
-    curves, composite, worst_gap = {}, {}, 0.0
+    curves, dong, composite, worst_gap, same = {}, {}, {}, 0.0, 0.0
     for m in cfg.models:
         model = build_model(m, cfg.seed, cfg.device)
-        curves[m], composite[m] = {}, {}
+        curves[m], dong[m], composite[m] = {}, {}, {}
         for v, parts in VARIANTS.items():
             out = run_model(m, model, batch, parts)
-            curves[m][v] = {}
-            for kind in ("mean", "svd"):
-                mean, std = _per_layer(out.hidden_states, kind)
-                curves[m][v][kind] = {"mean": mean, "std": std}
+            curves[m][v] = _curves(out.hidden_states)
+            if v == "SAN+LN":
+                ln_only = out.hidden_states
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": m, "variant": v,
                                  "last_layer_mean_residual": curves[m][v]["mean"]["mean"][-1]})
             if short is not None and m in cfg.composite_models and v in cfg.composite_variants:
                 hidden = run_model(m, model, short, parts).hidden_states
-                composite[m][v] = {}
-                for kind in KINDS:
-                    composite[m][v][kind] = _per_layer(hidden, kind)[0]
+                composite[m][v] = {kind: _per_layer(hidden, kind)[0] for kind in COMPOSITE_KINDS}
                 for h in hidden:  # the exact argmin can never do worse than the row mean (a feasible shift)
                     c, mn = residual(h, "composite").norm, residual(h, "mean").norm
                     worst_gap = max(worst_gap, float(((c - mn) / composite_norm(h)).max()))
-    return {"curves": curves, "composite": composite, "composite_minus_mean": worst_gap,
-            "texts": cfg.texts, "tokens": cfg.tokens}
+        for v in DONG_VARIANTS:
+            out = run_dong(m, model, batch, v)
+            dong[m][v] = _curves(out.hidden_states)
+            if v == "SAN":
+                same = max(same, max(float((a - b).abs().max()) for a, b in zip(out.hidden_states, ln_only)))
+    return {"curves": curves, "dong": dong, "composite": composite, "composite_minus_mean": worst_gap,
+            "dong_san_vs_san_ln": same, "texts": cfg.texts, "tokens": cfg.tokens}
 
 
 def _fmt(x: float) -> str:
     return f"{x:.2g}" if x < 1e-3 else f"{x:.3f}"
 
 
-def _summary(data: dict, cfg: AblationsConfig) -> list:
-    C = data["curves"]
-    out = []
+def _layers(ys: list[float]) -> str:
+    return ", ".join(_fmt(y) for y in ys)
 
-    def curve(m, v, kind="mean"):
-        return C[m][v][kind]["mean"]
 
-    if "random" in C:
-        out.append(check("random init: relative residual of X_0 (embedding output), token mean",
-                         REFERENCE["random_layer0"], round(curve("random", "SAN")[0], 4), None, None,
-                         "MiniLM architecture with BERT's N(0, 0.02^2) init; Dong et al.: BERT/ALBERT/XLNet"))
-        s1, s2 = curve("random", "SAN")[1], curve("random", "SAN")[2]
-        out.append(check("random init: SAN relative residual at l=1", REFERENCE["random_san_l1"], _fmt(s1),
-                         "< 0.1", s1 < 0.1, "one attention layer of near-uniform P already averages the tokens"))
-        out.append(check("random init: SAN relative residual at l=2", REFERENCE["random_san_l2"], _fmt(s2),
-                         "< 1e-3", s2 < 1e-3))
-        sk, fu = curve("random", "SAN+skip")[-1], curve("random", "transformer")[-1]
-        out.append(check("random init: SAN+skip / transformer at the last layer (l=6)",
-                         REFERENCE["random_skip_full_last"], f"{sk:.3f} / {fu:.3f}", "both > 0.1",
-                         sk > 0.1 and fu > 0.1, "MiniLM has 6 layers, the reference models 12"))
-    if "pretrained" in C:
-        out.append(check("pretrained: relative residual of X_0, token mean", REFERENCE["pretrained_layer0"],
-                         round(curve("pretrained", "SAN")[0], 4), None, None,
-                         "all-MiniLM-L6-v2 on pydoc help text vs BERT/ALBERT/XLNet on wiki_bio"))
-        for v, ref in (("SAN", "pretrained_san_collapse"), ("SAN+MLP", "pretrained_mlp_collapse")):
-            ys = curve("pretrained", v)
+def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
+    C, G = data["curves"], data["dong"]
+    out: list[Check] = []
+
+    def last(table, m, v):
+        return table[m][v]["mean"]["mean"][-1]
+
+    # -- the statements that do not depend on the model: judged ------------------------------
+    san = {m: last(G, m, "SAN") for m in G}
+    out.append(below(max(san.values()), COLLAPSED,
+                     quantity="pure attention loses rank: largest relative residual (token mean) at the last layer "
+                              "of the SAN, LayerNorm kept (Dong et al.'s surgery), over networks",
+                     paper_value="||res SAN(X)|| -> 0; ~0 from l = 2 (random init), l = 5-9 (pretrained)",
+                     where=f"§2.2; {WHERE}",
+                     detail="; ".join(f"{m}: {_layers(G[m]['SAN']['mean']['mean'])}" for m in G)
+                            + "; LayerNorm off (attnlab's SAN): "
+                            + ", ".join(f"{m} {_fmt(last(C, m, 'SAN'))}" for m in C),
+                     values={"dong_san_last": san, "attnlab_san_last": {m: last(C, m, "SAN") for m in C}}))
+    mlp = {m: last(G, m, "SAN+MLP") for m in G}
+    out.append(below(max(mlp.values()), COLLAPSED,
+                     quantity="an MLP without the attention skip does not stop the collapse: largest SAN+MLP "
+                              "relative residual at the last layer, Dong et al.'s surgery, over networks",
+                     paper_value="SAN+MLP ~0 by l = 4 (BERT), 5 (ALBERT, XLNet), pretrained",
+                     where=WHERE,
+                     detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP']['mean']['mean'])}" for m in G)
+                            + "; attnlab's SAN+MLP (no LayerNorm, no FFN skip): "
+                            + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+MLP'))}" for m in C),
+                     values={"dong_mlp_last": mlp, "attnlab_mlp_last": {m: last(C, m, "SAN+MLP") for m in C}}))
+    mini = [m for m in ("pretrained", "random") if m in G]
+    if mini:
+        skip = {m: last(G, m, "SAN+skip") for m in mini}
+        out.append(above(min(skip.values()), COLLAPSED,
+                         quantity="skip connections stop the collapse: smallest SAN+skip relative residual at the last "
+                                  "layer, Dong et al.'s surgery, MiniLM's architecture (pretrained, random init)",
+                         paper_value="l=12 SAN+skip: 0.45 / 0.26 / 0.93 (random init), 0.07 / 0 / 0.10 (pretrained "
+                                     "BERT / ALBERT / XLNet)",
+                         where=WHERE,
+                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+skip']['mean']['mean'])}" for m in mini)
+                                + "; LayerNorm off (attnlab's SAN+skip): "
+                                + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+skip'))}" for m in mini),
+                         values={"dong_skip_last": skip}))
+
+    # -- Dong et al.'s numbers beside MiniLM's at the same relative depth: another model -------
+    def beside(quantity, model, variant, layer_minilm, layer_bert, ref_value, ref_text):
+        ys = G[model][variant]["mean"]["mean"]
+        l = min(layer_minilm, len(ys) - 1)
+        return compare(quantity, ys[l], "±", ref_value, tolerance=FIGURE_TOL, paper_value=ref_text, where=WHERE,
+                       cannot_decide=ANOTHER_MODEL.format(l=l, L=layer_bert),
+                       detail=f"MiniLM per layer: {_layers(ys)}"
+                              + ("" if variant == "transformer" else f"; attnlab's {variant} (LayerNorm off): "
+                                 f"{_layers(C[model][variant]['mean']['mean'])}"),
+                       values={"minilm_by_layer": ys, "minilm_layer": l, "bert_layer": layer_bert})
+
+    for m, ref in (("pretrained", {"l0": (0.69, REFERENCE["pretrained_layer0"]),
+                                   "skip": (0.07, REFERENCE["pretrained_skip_full_last"]),
+                                   "full": (0.31, REFERENCE["pretrained_skip_full_last"])}),
+                   ("random", {"l0": (0.60, REFERENCE["random_layer0"]),
+                               "skip": (0.45, REFERENCE["random_skip_full_last"]),
+                               "full": (0.35, REFERENCE["random_skip_full_last"]),
+                               "l2": (0.0, REFERENCE["random_san_l2"])})):
+        if m not in G:
+            continue
+        what = "pretrained" if m == "pretrained" else "random init"
+        out.append(beside(f"{what}: relative residual of X_0 (embedding output), token mean, vs BERT",
+                          m, "SAN", 0, 0, *ref["l0"]))
+        if "l2" in ref:
+            out.append(beside(f"{what}: SAN (LayerNorm kept) relative residual at layer 1 of 6 vs BERT's layer 2 of 12",
+                              m, "SAN", 1, 2, *ref["l2"]))
+        out.append(beside(f"{what}: SAN+skip (LayerNorm kept) relative residual at layer 6 of 6 vs BERT's 12 of 12",
+                          m, "SAN+skip", 6, 12, *ref["skip"]))
+        out.append(beside(f"{what}: transformer relative residual at layer 6 of 6 vs BERT's 12 of 12",
+                          m, "transformer", 6, 12, *ref["full"]))
+    if "pretrained" in G:
+        for v, ref, bert_l in (("SAN", "pretrained_san_collapse", 5), ("SAN+MLP", "pretrained_mlp_collapse", 4)):
+            ys = G["pretrained"][v]["mean"]["mean"]
             first = _first_below(ys, COLLAPSED)
-            out.append(check(f"pretrained: first layer where {v} relative residual < {COLLAPSED:g}",
-                             REFERENCE[ref], "never" if first is None else first, "<= 6 (within the model)",
-                             first is not None, "values per layer: " + ", ".join(_fmt(y) for y in ys)))
-        sk, fu = curve("pretrained", "SAN+skip")[-1], curve("pretrained", "transformer")[-1]
-        out.append(check("pretrained: SAN+skip / transformer at the last layer (l=6)",
-                         REFERENCE["pretrained_skip_full_last"], f"{sk:.3f} / {fu:.3f}", "both > 0.1",
-                         sk > 0.1 and fu > 0.1, "MiniLM has 6 layers, the reference models 12"))
-    if "attnlab-12" in C:
-        ys = {v: curve("attnlab-12", v)[-1] for v in VARIANTS}
-        out.append(check("attnlab-12: relative residual at l=12, " + " / ".join(VARIANTS),
-                         "random init, l=12: SAN 0, SAN+skip 0.26-0.93, transformer 0.26-0.73",
-                         " / ".join(_fmt(y) for y in ys.values()), None, None,
-                         "attnlab's N(0, 1/fan_in) init is much larger than BERT's 0.02: "
-                         "sharper attention, so skip-only and full stacks decay slowly rather than stay flat"))
-    ratio = min(C[m]["SAN+skip"]["mean"]["mean"][-1] / max(C[m]["SAN"]["mean"]["mean"][-1], 1e-300) for m in C)
-    out.append(check("min over networks of (SAN+skip) / SAN relative residual at the last layer",
-                     "skip connections prevent the collapse", f"{ratio:.3g}", ">= 100", ratio >= 100,
-                     "pure attention reaches float64 rounding (~1e-16) within 2-4 layers"))
-    mlp = max(C[m]["SAN+MLP"]["mean"]["mean"][-1] for m in C)
-    out.append(check("max over networks of the SAN+MLP relative residual at the last layer",
-                     "the MLP does not prevent the collapse", _fmt(mlp), f"< {COLLAPSED:g}", mlp < COLLAPSED))
-    ln = max(C[m]["SAN+LN"]["mean"]["mean"][-1] for m in C)
-    out.append(check("max over networks of the SAN+LN relative residual at the last layer",
-                     "Wu et al. 2024: LayerNorm alone stops mu(X) -> 0 at random init", _fmt(ln), None, None,
-                     "here LayerNorm alone does not prevent the collapse of the relative residual: LN "
-                     "re-scales each token but cannot restore directions that attention has averaged away"))
+            out.append(compare(f"pretrained: relative depth l/L where the {v} (LayerNorm kept) relative residual first "
+                               f"drops below {COLLAPSED:g}, vs BERT's",
+                               6.0 if first is None else first / 6, "±", bert_l / 12, tolerance=1 / 12,
+                               paper_value=REFERENCE[ref], where=WHERE,
+                               cannot_decide="another model: all-MiniLM-L6-v2 (6 layers, 384 wide, pydoc text) against "
+                                             "BERT-base-cased (12 layers, 768 wide, wiki_bio), depth counted as l/L",
+                               detail=f"MiniLM: l = {first} of 6; BERT: l ~ {bert_l} of 12; per layer {_layers(ys)}",
+                               values={"minilm_first_layer": first, "bert_first_layer": bert_l}))
+
+    # -- attnlab's own network: described ------------------------------------------------------
+    if "attnlab-12" in G:
+        out.append(info("attnlab-12 (N(0, 1/fan_in) init, 12 layers): relative residual at l=12, Dong et al.'s "
+                        "surgery, " + " / ".join(DONG_VARIANTS),
+                        " / ".join(_fmt(last(G, "attnlab-12", v)) for v in DONG_VARIANTS),
+                        paper_value="random init, l=12: SAN 0, SAN+skip 0.26-0.93, transformer 0.26-0.73",
+                        where=WHERE,
+                        detail="attnlab's init is much larger than BERT's 0.02: sharper attention, so the skip-only "
+                               "and full stacks decay slowly rather than stay flat; LN off: "
+                               + " / ".join(f"{v} {_fmt(last(C, 'attnlab-12', v))}" for v in VARIANTS)))
+
+    # -- internal consistency ------------------------------------------------------------------
+    out.append(compare("largest |Dong et al.'s SAN - attnlab's SAN+LN| over every hidden state (the same network "
+                       "through two code paths)", data["dong_san_vs_san_ln"], "<=", 1e-12, role="sanity",
+                       detail="their surgery keeps LayerNorm: their SAN is z = N_1(MHA(x)), attnlab's SAN+LN"))
     if data["composite"] and any(data["composite"].values()):
         gap = data["composite_minus_mean"]
-        out.append(check("max over states of (composite - mean residual) / ||X_l||_{1,inf}",
-                         "the composite argmin minimises ||.||_{1,inf} over shifts", f"{gap:.2g}", "<= 1e-8",
-                         gap <= 1e-8, "the row mean is a feasible shift, so the exact argmin is never worse "
-                                      "(LP tolerances ~1e-9)"))
+        out.append(compare("max over states of (composite - mean residual) / ||X_l||_{1,inf}", gap, "<=", 1e-8,
+                           role="sanity", detail="the row mean is a feasible shift, so the exact composite argmin is "
+                                                 "never worse (LP tolerances ~1e-9)"))
     return out
+
+
+_COLORS = {v: c for v, c in zip(VARIANTS, (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3], PALETTE[6]))}
+_DONG_COLORS = {"SAN": PALETTE[3], "SAN+skip": PALETTE[1], "SAN+MLP": PALETTE[2], "transformer": PALETTE[6]}
 
 
 def _figures(data: dict, cfg: AblationsConfig) -> list:
     figs = []
-    colors = {v: c for v, c in zip(VARIANTS, (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3], PALETTE[6]))}
     refs = {"pretrained": "Dong et al. (pretrained, l=12, SAN+skip / transformer): BERT 0.07 / 0.31, ALBERT 0 / 0.56, "
                           "XLNet 0.10 / 0.52; SAN ~0 by l=5-9.",
             "random": "Dong et al. (random init): layer 0 0.60-1.0; SAN 0.02 at l=1 (BERT), 0 from l=2; "
                       "l=12 SAN+skip / transformer: BERT 0.45 / 0.35, ALBERT 0.26 / 0.26, XLNet 0.93 / 0.73.",
             "attnlab-12": "Dong et al. (random init, 12 layers): SAN 0 from l=2; SAN+skip 0.26-0.93 and "
                           "transformer 0.26-0.73 at l=12 (BERT init is N(0, 0.02^2), attnlab's N(0, 1/fan_in))."}
+    whats = {"mean": "token-mean residual X - 1 mean^T (Dong et al.'s measure), in ||.||_{1,inf}",
+             "svd": "rank-one SVD residual X - sigma_1 u_1 v_1^T, in ||.||_{1,inf}",
+             "two": "the notes' residual (2-norm argmin = token mean) in the notes' 2-norm, ||res X||_2 / ||X||_2"}
     for m, by_variant in data["curves"].items():
-        for kind, what in (("mean", "token-mean residual X - 1 mean^T (Dong et al.'s measure)"),
-                           ("svd", "rank-one SVD residual X - sigma_1 u_1 v_1^T")):
+        for kind in ("mean", "svd", "two"):
             lines = []
+            for v, c in data["dong"][m].items():
+                ys = c[kind]["mean"]
+                lines.append(series(f"Dong: {v}", list(range(len(ys))), [max(y, 1e-17) for y in ys],
+                                    color=_DONG_COLORS[v], style="dashed", marker=False))
             for v, c in by_variant.items():
-                L = len(c[kind]["mean"])
-                lines.append(series(v, list(range(L)), [max(y, 1e-17) for y in c[kind]["mean"]], color=colors[v]))
+                ys = c[kind]["mean"]
+                lines.append(series(v, list(range(len(ys))), [max(y, 1e-17) for y in ys], color=_COLORS[v]))
             figs.append(line_figure(
                 f"ablation-{m}-{kind}.png",
-                f"{MODEL_TEXT[m]}: relative residual ||res(X_l)||_{{1,inf}} / ||X_l||_{{1,inf}} per layer, "
-                f"residual = {what}; mean over {data['texts']} texts of {data['tokens']} tokens "
-                f"(pydoc help topics). Layer 0 is the embedding output. Values at ~1e-16 are float64 "
-                f"rounding (a collapsed state). {refs[m]}",
+                f"{MODEL_TEXT[m]}: relative residual per layer, residual = {whats[kind]}; mean over "
+                f"{data['texts']} texts of {data['tokens']} tokens (pydoc help topics). Dashed: Dong et al.'s "
+                "surgery (LayerNorm kept in every variant; their SAN is attnlab's SAN+LN, so the two coincide), "
+                "without markers; solid with markers: attnlab's switches (each part off unless named). Layer 0 "
+                "is the embedding output. Values at ~1e-16 are float64 rounding (a collapsed state). "
+                f"{refs[m]}",
                 series=lines, xlabel="layer l", ylabel="relative residual", yscale="log",
                 title=f"{m}: {kind} residual"))
-    dong = [series(f"{m}: {v}", list(range(len(c["mean"]["mean"]))), c["mean"]["mean"], color=colors[v],
-                   style=("solid", "dashed", "dotted")[i])
-            for i, (m, by_variant) in enumerate(data["curves"].items()) for v, c in by_variant.items()]
+    styles = ("solid", "dashed", "dotted")
+    dong = [series(f"{m}: {v}", list(range(len(c["mean"]["mean"]))), c["mean"]["mean"], color=_DONG_COLORS[v],
+                   style=styles[i % 3])
+            for i, (m, by_variant) in enumerate(data["dong"].items()) for v, c in by_variant.items()]
     figs.insert(0, line_figure(
         "ablation-linear-scale.png",
-        "As Dong et al. draw it (linear axis): relative residual per layer, residual = token-mean residual "
-        "X - 1 mean^T, for every network (" + ", ".join(
-            f"{m} {st}" for m, st in zip(data["curves"], ("solid", "dashed", "dotted")))
-        + ") and ablation. On this axis pure attention, SAN+MLP and SAN+LN are 0 after 2-4 layers, as in "
-        "their figures; only the skip connection keeps the residual up. Dong et al. at l=12: "
+        "As Dong et al. draw it (linear axis, their surgery: LayerNorm kept in every variant): relative residual "
+        "per layer, residual = token-mean residual X - 1 mean^T, for every network ("
+        + ", ".join(f"{m} {st}" for m, st in zip(data["dong"], styles))
+        + "). MiniLM has 6 layers, their models 12: compare MiniLM's l with their 2l. Dong et al. at l=12: "
         "pretrained SAN+skip / transformer 0.07 / 0.31 (BERT), 0 / 0.56 (ALBERT), 0.10 / 0.52 (XLNet); random "
         "init 0.45 / 0.35, 0.26 / 0.26, 0.93 / 0.73.",
-        series=dong, xlabel="layer l", ylabel="relative residual", title="All ablations, linear axis"))
+        series=dong, xlabel="layer l", ylabel="relative residual", title="Dong et al.'s surgery, linear axis"))
     comp = {m: vs for m, vs in data["composite"].items() if vs}
     if comp:
-        lines, styles = [], {"mean": "solid", "composite": "dashed", "svd": "dotted"}
-        colors = {v: c for v, c in zip(VARIANTS, (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3], PALETTE[6]))}
+        lines, kstyle = [], {"mean": "solid", "composite": "dashed", "svd": "dotted"}
         for m, vs in comp.items():
             for v, kinds in vs.items():
                 for kind, ys in kinds.items():
                     lines.append(series(f"{m} {v}: {kind}", list(range(len(ys))), [max(y, 1e-17) for y in ys],
-                                        style=styles[kind], color=colors[v]))
+                                        style=kstyle[kind], color=_COLORS[v]))
         figs.append(line_figure(
             "ablation-three-residuals.png",
-            f"All three residuals on the same states ({cfg.composite_texts} text(s) of {cfg.composite_tokens} tokens): "
-            "solid = token mean (Dong et al.'s code), dashed = exact composite-norm argmin over shifts 1 x^T "
-            "(Dong et al.'s theorem; a linear program per matrix), dotted = rank-one SVD. The composite "
-            "residual is never above the mean one; the SVD residual is not of the form X - 1 x^T and can be "
-            "smaller than both.",
+            f"Three residuals on the same states ({cfg.composite_texts} text(s) of {cfg.composite_tokens} tokens), "
+            "all in ||.||_{1,inf}: solid = token mean (Dong et al.'s code, and the notes' 2-norm argmin), dashed = "
+            "exact composite-norm argmin over shifts 1 x^T (a linear program per matrix), dotted = rank-one SVD. "
+            "The composite residual is never above the mean one; the SVD residual is not of the form X - 1 x^T "
+            "and can be smaller than both.",
             series=lines, xlabel="layer l", ylabel="relative residual", yscale="log",
             title="Three residual definitions"))
     return figs
@@ -261,51 +366,56 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
 
 def _tables(data: dict) -> list[Table]:
     rows = []
-    for m, by_variant in data["curves"].items():
-        for v, c in by_variant.items():
-            for kind in ("mean", "svd"):
-                rows.append([m, v, kind, *(c[kind]["mean"][l] if l < len(c[kind]["mean"]) else None
-                                           for l in (0, 1, 2, 3, 6, 12))])
-    curves = Table("Relative residual ||res X_l||_{1,inf} / ||X_l||_{1,inf} at layers 0, 1, 2, 3, 6, 12 "
-                   "(mean over texts)", ["network", "ablation", "residual", "l=0", "l=1", "l=2", "l=3", "l=6", "l=12"],
-                   rows, ["text"] * 3 + ["float"] * 6)
-    ref = Table("Dong et al.'s figures (BERT-base / ALBERT-base / XLNet-base, 12 layers, wiki_bio, token-mean "
-                "residual, LayerNorm kept in every ablation) beside ours (all-MiniLM-L6-v2, 6 layers, pydoc "
-                "text, each part off unless named)", ["quantity", "Dong et al.", "ours"],
-                [[k.replace("_", " "), v, ""] for k, v in REFERENCE.items()], ["text"] * 3)
-    C = data["curves"]
+    for surgery, table in (("Dong et al. (LN kept)", data["dong"]), ("attnlab (each part off unless named)",
+                                                                     data["curves"])):
+        for m, by_variant in table.items():
+            for v, c in by_variant.items():
+                for kind in ("mean", "svd", "two"):
+                    rows.append([surgery, m, v, kind, *(c[kind]["mean"][l] if l < len(c[kind]["mean"]) else None
+                                                        for l in (0, 1, 2, 3, 6, 12))])
+    curves = Table("Relative residual at layers 0, 1, 2, 3, 6, 12 (mean over texts); residual 'two' is the notes' "
+                   "2-norm ratio ||res X||_2 / ||X||_2, the others ||res X||_{1,inf} / ||X||_{1,inf}",
+                   ["surgery", "network", "ablation", "residual", "l=0", "l=1", "l=2", "l=3", "l=6", "l=12"],
+                   rows, ["text"] * 4 + ["float"] * 6)
+    G = data["dong"]
     ours = {}
-    if "random" in C:
-        r = lambda v: C["random"][v]["mean"]["mean"]  # noqa: E731
+    if "random" in G:
+        r = lambda v: G["random"][v]["mean"]["mean"]  # noqa: E731
         ours |= {"random_layer0": _fmt(r("SAN")[0]), "random_san_l1": _fmt(r("SAN")[1]),
                  "random_san_l2": _fmt(r("SAN")[2]),
                  "random_skip_full_last": f"l=6: {r('SAN+skip')[-1]:.3f} / {r('transformer')[-1]:.3f}"}
-    if "pretrained" in C:
-        p = lambda v: C["pretrained"][v]["mean"]["mean"]  # noqa: E731
+    if "pretrained" in G:
+        p = lambda v: G["pretrained"][v]["mean"]["mean"]  # noqa: E731
         ours |= {"pretrained_layer0": _fmt(p("SAN")[0]),
                  "pretrained_san_collapse": f"< {COLLAPSED:g} from l = {_first_below(p('SAN'), COLLAPSED)}; "
                                             f"{_fmt(p('SAN')[3])} at l=3",
                  "pretrained_mlp_collapse": f"< {COLLAPSED:g} from l = {_first_below(p('SAN+MLP'), COLLAPSED)}",
                  "pretrained_skip_full_last": f"l=6: {p('SAN+skip')[-1]:.3f} / {p('transformer')[-1]:.3f}"}
-    ref = Table(ref.title, ref.columns, [[k.replace("_", " "), v, ours.get(k, "-")] for k, v in REFERENCE.items()],
-                ref.formats)
-    errors = Table("Errors and loose statements in the notes, and what attnlab implements instead", list(COLUMNS),
-                   [list(e) for e in NOTES_ERRORS], ["text"] * 4)
+    ref = Table("Dong et al.'s figures (BERT-base / ALBERT-base / XLNet-base, 12 layers, wiki_bio, token-mean "
+                "residual, LayerNorm kept in every ablation) beside all-MiniLM-L6-v2 under the same surgery (6 "
+                "layers, pydoc text: its l = 6 is their l = 12)", ["quantity", "Dong et al.", "MiniLM, same surgery"],
+                [[k.replace("_", " "), v, ours.get(k, "-")] for k, v in REFERENCE.items()], ["text"] * 3)
+    errors = Table("Errors in the notes and in the sources they copy", list(COLUMNS), table_rows(list(ERRATA)),
+                   ["text"] * len(COLUMNS))
     return [ref, curves, errors]
 
 
 NOTES = [
     "Residuals (analysis.residuals): 'mean' = X - 1 mean^T, the Frobenius argmin, what Dong et al.'s plotting "
-    "code measures; 'composite' = the exact argmin of ||X - 1 x^T||_{1,inf} (their theorem's residual); 'svd' = "
-    "X minus its best rank-one approximation. The notes define x = argmin ||X - 1 x^T||_2, which none of the "
-    "three (nor Dong et al.) uses. Every figure caption says which residual it plots.",
+    "code measures; the notes' x = argmin ||X - 1 x^T||_2 is attained at the same row mean (the minimiser is not "
+    "unique for d >= 2; errata), and its ratio in the notes' 2-norm is shown as 'two'; 'composite' = the exact "
+    "argmin of ||X - 1 x^T||_{1,inf}; 'svd' = X minus its best rank-one approximation. Every figure caption says "
+    "which residual it plots.",
     "Dong et al.'s code has a second composite norm (functions.py, used for their toy tasks) that returns "
     "||X||_1 ||X||_inf without the square root; their figures use the square-rooted one, as here.",
-    "Differences of model: the reference is BERT/ALBERT/XLNet-base (12 layers, 768 wide, wiki_bio, 128 tokens); "
-    "ours is all-MiniLM-L6-v2 (6 layers, 384 wide, a sentence-embedding distillation of MiniLM) on Python's "
-    "help text, plus the same architecture at BERT's random init and a 12-layer attnlab stack. Dong et al. keep "
-    "LayerNorm in every ablation (and in BERT's SAN+MLP keep the FFN's residual); here each part is off unless "
-    "named, and SAN+LN is added (Wu et al. 2024).",
+    "Surgery: Dong et al. keep LayerNorm in every variant and in BERT's SAN+MLP keep the FFN's residual; the "
+    "judged rows and the rows beside their numbers use that surgery. attnlab's own switches (each part off unless "
+    "named, LayerNorm included) are drawn beside them; attnlab's SAN+LN is their SAN (checked to be the same "
+    "network).",
+    "Model: the reference is BERT/ALBERT/XLNet-base (12 layers, 768 wide, wiki_bio, 128 tokens); ours is "
+    "all-MiniLM-L6-v2 (6 layers, 384 wide, a sentence-embedding distillation of MiniLM) on Python's help text, "
+    "the same architecture at BERT's random init, and a 12-layer attnlab stack. Rows beside their numbers are "
+    "therefore inconclusive and set MiniLM's layer l beside their 2l.",
     "Collapse here reaches float64 rounding (relative residual ~1e-16) within 2-4 layers of pure attention; "
     "Dong et al.'s float32 curves show it as 0.",
 ]
@@ -318,6 +428,7 @@ def run(cfg: AblationsConfig, run_dir=None) -> ExperimentResult:
 
 
 register(Experiment(EXPERIMENT_ID,
-                    "Dong et al.'s ablations: relative residual per layer of SAN, +skip, +MLP, +LN and the "
-                    "transformer, pretrained MiniLM and random init, three residuals",
+                    "Dong et al.'s ablations: relative residual per layer of SAN, +skip, +MLP and the transformer "
+                    "under their surgery (LayerNorm kept) and attnlab's (each part off), pretrained MiniLM and "
+                    "random init, four residuals",
                     AblationsConfig, run))

@@ -31,7 +31,8 @@ from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, ExperimentResult, Table, check, line_figure, series
+from attnlab.checks import equals, info
+from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "rank-collapse.low-rank"
@@ -130,34 +131,36 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
     ks = list(cfg.k_values)
     first, last = rows[0], rows[-1]
     ln = [math.log(r["n"]) for r in rows]
+    where = "§2.3, Theorem 2.3 and after"
     summary = [
-        check(f"median k_90 / k_99 (sum of sigma) at n={last['n']}", "rank Theta(log n), later Theta(log n log n)",
-              f"{last['k90']:g} / {last['k99']:g}", None, None,
-              f"ln n = {ln[-1]:.2f}, (ln n)^2 = {ln[-1] ** 2:.1f}; {last['matrices']} matrices "
-              "(6 layers x 12 heads x texts)"),
-        check(f"growth of median k_90 from n={first['n']} to n={last['n']}",
-              "Theta(log n): ratio ln n_max / ln n_min", f"{last['k90'] / first['k90']:.2f}", None, None,
-              f"ln ratio {ln[-1] / ln[0]:.2f}, (ln n)^2 ratio {(ln[-1] / ln[0]) ** 2:.2f}, n ratio "
-              f"{last['n'] / first['n']:.0f}"),
-        check(f"share of attention matrices of full numerical rank at n={last['n']}",
-              "low rank (Linformer: most of the spectrum in a few singular values)",
-              f"{last['full_rank_share']:.3f}", None, None,
-              "numerical rank: sigma_i > n eps sigma_1; a matrix can be full rank and still have "
-              "most of its spectrum in a few values"),
+        info(f"median k_90 / k_99 (sum of sigma) at n={last['n']}", f"{last['k90']:g} / {last['k99']:g}",
+             paper_value="rank Theta(log n), later Theta(log n log n)", where=where,
+             detail=f"ln n = {ln[-1]:.2f}, (ln n)^2 = {ln[-1] ** 2:.1f}; {last['matrices']} matrices "
+                    "(6 layers x 12 heads x texts); judged in claim rank-collapse.minilm-attention-spectrum"),
+        info(f"growth of median k_90 from n={first['n']} to n={last['n']}", round(last["k90"] / first["k90"], 4),
+             paper_value="Theta(log n): ratio ln n_max / ln n_min", where=where,
+             detail=f"ln ratio {ln[-1] / ln[0]:.2f}, (ln n)^2 ratio {(ln[-1] / ln[0]) ** 2:.2f}, n ratio "
+                    f"{last['n'] / first['n']:.0f}"),
+        info(f"share of attention matrices of full numerical rank at n={last['n']}",
+             round(last["full_rank_share"], 4), paper_value="low rank (Linformer: most of the spectrum in a few "
+             "singular values)", where=where,
+             detail="numerical rank: sigma_i > n eps sigma_1; a matrix can be full rank and still have most of its "
+                    "spectrum in a few values"),
     ]
     dec = all(r["projection_error"][-1] < r["projection_error"][0] for r in rows)
-    summary.append(check(f"median Theorem 2.3 error at k'={ks[-1]} below k'={ks[0]}, every n",
-                         "error shrinks with k' (JL)", dec, "true", dec,
-                         ", ".join(f"n={r['n']}: {r['projection_error'][0]:.3g} -> {r['projection_error'][-1]:.3g}"
-                                   for r in rows)))
+    summary.append(equals(dec, True, quantity=f"median Theorem 2.3 error at k'={ks[-1]} below k'={ks[0]}, every n",
+                          paper_value="error shrinks with k' (JL)", where="§2.3, Theorem 2.3 proof (JL)",
+                          detail=", ".join(f"n={r['n']}: {r['projection_error'][0]:.3g} -> "
+                                           f"{r['projection_error'][-1]:.3g}" for r in rows)))
     svd_better = all(s <= p + 1e-12 for r in rows for s, p in zip(r["svd_error"], r["projection_error"]))
-    summary.append(check("best rank-k' (SVD) error <= random projection error, every n and k'",
-                         "P R^T R is one rank-k' matrix; the SVD is the best in norm", svd_better, None, None,
-                         "on the same w; the SVD is optimal for ||P - P_k||, not for each w, so not judged"))
+    summary.append(info("best rank-k' (SVD) error <= random projection error, every n and k'", svd_better,
+                        paper_value="P R^T R is one rank-k' matrix; the SVD is the best in norm", where=where,
+                        detail="on the same w; the SVD is optimal for ||P - P_k||, not for each w, so not judged"))
     needed = [_k_needed(r, ks, cfg.eps) for r in rows]
-    summary.append(check(f"smallest k' with median error <= {cfg.eps:g}, per n",
-                         "k' = Theta(log n / eps^2)", ", ".join(f"n={r['n']}: {k}" for r, k in zip(rows, needed)),
-                         None, None, f"k' from {ks}; None: not reached"))
+    summary.append(info(f"smallest k' with median error <= {cfg.eps:g}, per n",
+                        ", ".join(f"n={r['n']}: {k}" for r, k in zip(rows, needed)),
+                        paper_value="k' = Theta(log n / eps^2)", where=where,
+                        detail=f"k' from {ks}; None: not reached"))
 
     nn = [r["n"] for r in rows]
     c1 = first["k90"] / math.log(nn[0])

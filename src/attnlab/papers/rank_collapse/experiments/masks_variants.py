@@ -43,10 +43,12 @@ from attnlab.ops.softmax import softmax_attention
 from attnlab.ops.sparse.window import window_mask
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, text_batch
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, ExperimentResult, Table, check, line_figure, series
+from attnlab.checks import above, below, info
+from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "rank-collapse.masks-variants"
+COLLAPSED = 1e-2  # "collapsed": relative residual below this
 NETWORKS = ("pretrained", "attnlab-12")
 CONFIGS = ("SAN", "transformer")
 NETWORK_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2",
@@ -122,6 +124,10 @@ def forward(model, X: torch.Tensor, attention, full: bool) -> list[torch.Tensor]
     return hidden
 
 
+def _layers(ys: list[float]) -> str:
+    return " -> ".join(f"{y:.2g}" for y in ys)
+
+
 def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     batch = text_batch(long_texts(cfg.texts, cfg.tokens, cfg.seed), cfg.tokens, cfg.device)
@@ -143,25 +149,40 @@ def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
         return curves[net][conf][name][l]
 
     summary = []
+    wu = "Wu et al. (2024), beyond the notes"
     for net, l in (("pretrained", 3), ("attnlab-12", 2)):
         full, local = at(net, "SAN", "softmax", l), min(at(net, "SAN", v, l) for v in
                                                         ("causal", f"window w={w}", f"causal window w={w}"))
-        summary.append(check(f"{net}, SAN at l={l}: least residual under a local mask (causal / windows) vs "
-                             "no mask", "Wu et al. 2024: local masks slow the collapse",
-                             f"{local:.3g} vs {full:.3g}", "local > no mask", local > full,
-                             "token-mean relative residual, mean over texts"))
+        summary.append(above(local, full, quantity=f"{net}, SAN at l={l}: least residual under a local mask (causal / "
+                             "windows), against no mask", paper_value="local masks slow the collapse", where=wu,
+                             detail=f"{local:.3g} vs {full:.3g} without a mask; token-mean relative residual, "
+                                    "mean over texts", values={"local": local, "no_mask": full}))
         stoch = [v for v in names if not v.startswith("Linformer")]
-        last = max(at(net, "SAN", v, -1) for v in stoch)
-        summary.append(check(f"{net}, SAN: largest last-layer residual over the row-stochastic variants",
-                             "every connected mask collapses (Wu et al.)", f"{last:.3g}", None, None,
-                             ", ".join(f"{v}: {at(net, 'SAN', v, -1):.2g}" for v in stoch)))
+        local = [v for v in stoch if "causal" in v or "window" in v]
+        dense = [v for v in stoch if v not in local]
+        L = len(curves[net]["SAN"]["softmax"]) - 1
+        summary.append(below(max(at(net, "SAN", v, -1) for v in dense), COLLAPSED,
+                             quantity=f"{net}, SAN: largest last-layer residual over the dense row-stochastic variants",
+                             paper_value="every connected mask collapses", where=wu,
+                             detail=", ".join(f"{v}: {at(net, 'SAN', v, -1):.2g}" for v in dense),
+                             values={v: at(net, "SAN", v, -1) for v in dense}))
+        summary.append(below(max(at(net, "SAN", v, -1) for v in local), COLLAPSED,
+                             quantity=f"{net}, SAN: largest last-layer residual under the local masks",
+                             paper_value="every connected mask collapses (exponentially, as the depth grows)",
+                             where=wu, cannot_decide=f"the collapse under a local mask is a limit in depth: {L} layers "
+                             f"cannot decide it (a window of half-width {w // 2} reaches {L * (w // 2)} of "
+                             f"{cfg.tokens} tokens in {L} layers)",
+                             detail=", ".join(f"{v}: {_layers(curves[net]['SAN'][v])}" for v in local),
+                             values={v: curves[net]["SAN"][v] for v in local}))
         lf = names[-1]
-        summary.append(check(f"{net}, SAN with {lf}: last-layer residual", "not covered (P_bar F not stochastic)",
-                             f"{at(net, 'SAN', lf, -1):.3g}", None, None,
-                             "random E, F; the effective matrix has entries of both signs"))
+        summary.append(info(f"{net}, SAN with {lf}: last-layer residual", at(net, "SAN", lf, -1),
+                            paper_value="not covered (P_bar F is not row-stochastic)", where=wu,
+                            detail="random E, F; the effective matrix has entries of both signs"))
         low = min(at(net, "transformer", v, -1) for v in names)
-        summary.append(check(f"{net}, transformer: smallest last-layer residual over all variants",
-                             "skip connections keep the rank", f"{low:.3g}", "> 0.01", low > 0.01))
+        summary.append(above(low, COLLAPSED, quantity=f"{net}, transformer: smallest last-layer residual over all "
+                             "variants", paper_value="skip connections keep the rank",
+                             where="Dong et al. (2021) §3; " + wu,
+                             detail=", ".join(f"{v}: {at(net, 'transformer', v, -1):.2g}" for v in names)))
     figs = []
     for net in NETWORKS:
         for conf in CONFIGS:

@@ -40,7 +40,8 @@ from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, check, line_figure, series
+from attnlab.checks import at_most, below, info, near
+from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "rank-collapse.path-lengths"
@@ -169,38 +170,42 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
     counts = {name: count_shares(L, H) for name, (L, H) in ARCHITECTURES.items()}
     bert = counts["BERT-base (L=12, H=12)"]
 
+    most = max(range(7), key=lambda k: counts["all-MiniLM-L6-v2 (L=6, H=12)"][k])
     summary = [
-        check("BERT-base (L=H=12): share of paths of length 11 / 12", "0.38 / 0.38 (Dong et al.'s figure)",
-              f"{bert[11]:.4f} / {bert[12]:.4f}", "each 0.38 ± 0.01",
-              abs(bert[11] - 0.38) <= 0.01 and abs(bert[12] - 0.38) <= 0.01, "C(L,k) H^k / (H+1)^L, exact"),
-        check("all-MiniLM-L6-v2: number of skip paths (H+1)^L", "(H+1)^L (notes §2.1)", 13**6, None, None,
-              "most common length: " + str(max(range(7), key=lambda k: counts['all-MiniLM-L6-v2 (L=6, H=12)'][k]))),
+        near(bert[11], 0.38, 0.01, quantity="BERT-base (L=H=12): share of paths of length 11 (C(L,k) H^k / (H+1)^L, "
+             "exact)", paper_value="0.38 (Dong et al.'s path-length figure)", where="Dong et al. (2021) §3, "
+             "path-length figure", detail=f"length 12: {bert[12]:.4f}", values={"share_11": bert[11],
+                                                                                 "share_12": bert[12]}),
+        near(bert[12], 0.38, 0.01, quantity="BERT-base (L=H=12): share of paths of length 12",
+             paper_value="0.38 (Dong et al.'s path-length figure)", where="Dong et al. (2021) §3, path-length figure"),
+        info("all-MiniLM-L6-v2: number of skip paths (H+1)^L", 13**6, paper_value="(H+1)^L",
+             where="§2.1, remark after Theorem 2.1", detail=f"most common length: {most}"),
     ]
     worst_rec = max(s["recursion_vs_enumeration"] for s in stacks)
     worst_sum = max(s["sum_vs_output"] for s in stacks)
     worst_signed = max(abs(sum(s["signed_share"]) - 1) for s in stacks)
     summary += [
-        check("max |S_k by recursion - S_k by enumerating paths| / max|Y|, small stacks", "Theorem 2.1",
-              f"{worst_rec:.2g}", f"<= {EXACT_TOL:g}", worst_rec <= EXACT_TOL,
-              "stacks " + ", ".join(cfg.stacks) + " (L:H)"),
-        check("max |sum_k S_k + 1 b^T - SAN_skip(X)| / max|Y|, small stacks", "Theorem 2.1 with (H+1)^L paths",
-              f"{worst_sum:.2g}", f"<= {EXACT_TOL:g}", worst_sum <= EXACT_TOL),
-        check("max |sum of signed shares - 1|, small stacks", "shares of an exact decomposition sum to 1",
-              f"{worst_signed:.2g}", f"<= {EXACT_TOL:g}", worst_signed <= EXACT_TOL),
-    ]
-    summary += [
-        check("MiniLM linearised: |sum_k S_k - (Y - 1 b^T)| / max|Y|", None, f"{mini['linear_vs_paths']:.2g}",
-              "<= 1e-10", mini["linear_vs_paths"] <= 1e-10, "P held at the full model's values"),
-        check("MiniLM linearised: mean path length by norm share vs by count",
-              f"by count: L H / (H+1) = {6 * 12 / 13:.2f}",
-              f"{_mean_length(mini['norm_share']):.2f}", None, None,
-              "an estimate: LayerNorm and MLP dropped, attention fixed (module docstring)"),
+        at_most(worst_rec, EXACT_TOL, quantity="max |S_k by recursion - S_k by enumerating paths| / max|Y|, small "
+                "stacks", role="sanity", detail="stacks " + ", ".join(cfg.stacks) + " (L:H): two computations of "
+                "the same sums"),
+        at_most(worst_sum, EXACT_TOL, quantity="max |sum_k S_k + 1 b^T - SAN_skip(X)| / max|Y|, small stacks",
+                paper_value="exact identity, (H+1)^L paths", where="§2.1, Theorem 2.1 and the remark after it",
+                detail="stacks " + ", ".join(cfg.stacks) + " (L:H), float64"),
+        at_most(worst_signed, EXACT_TOL, quantity="max |sum of signed shares - 1|, small stacks", role="sanity",
+                detail="shares of an exact decomposition sum to 1 by construction"),
+        at_most(mini["linear_vs_paths"], 1e-10, quantity="MiniLM linearised: |sum_k S_k - (Y - 1 b^T)| / max|Y|",
+                role="sanity", detail="the linear network's own path sum, P held at the full model's values"),
+        info("MiniLM linearised: mean path length by norm share", round(_mean_length(mini["norm_share"]), 4),
+             paper_value=f"by count: L H / (H+1) = {6 * 12 / 13:.2f}", where="§2.1, remark after Theorem 2.1",
+             detail="an estimate: LayerNorm and MLP dropped, attention fixed (module docstring)"),
     ]
     med = [mini["products"][k]["median"] for k in sorted(mini["products"])]
-    summary.append(check("MiniLM path products: median relative residual (SVD) at depth 1 vs depth L",
-                         "decreases with depth (Dong et al.'s path-product box plot, BERT)",
-                         f"{med[0]:.3g} -> {med[-1]:.3g}", "depth L < depth 1", med[-1] < med[0],
-                         f"{cfg.path_samples} sampled paths per depth"))
+    summary.append(below(med[-1], med[0], quantity="MiniLM path products: median relative residual (SVD) at depth L, "
+                         "against depth 1", paper_value="decreases with depth (Dong et al.'s path-product box plot, "
+                         "BERT)", where="Dong et al. (2021), path-product figure",
+                         detail=f"{med[0]:.3g} at depth 1 -> {med[-1]:.3g} at depth {len(med)}; "
+                                f"{cfg.path_samples} sampled paths per depth",
+                         values={"median_by_depth": med}))
 
     ks = list(range(mini["L"] + 1))
     figs = [
