@@ -42,9 +42,7 @@ import torch
 from attnlab.analysis.residuals import composite_norm, relative_residual, residual, spectral_norm
 from attnlab.checks import Check, above, below, compare, info
 from attnlab.config import RunConfig, check_int, param
-from attnlab.errata import COLUMNS, table_rows
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.errata import ERRATA
 from attnlab.papers.rank_collapse.stacks import (
     DONG_VARIANTS,
     MODELS,
@@ -395,9 +393,7 @@ def _tables(data: dict) -> list[Table]:
                 "residual, LayerNorm kept in every ablation) beside all-MiniLM-L6-v2 under the same surgery (6 "
                 "layers, pydoc text: its l = 6 is their l = 12)", ["quantity", "Dong et al.", "MiniLM, same surgery"],
                 [[k.replace("_", " "), v, ours.get(k, "-")] for k, v in REFERENCE.items()], ["text"] * 3)
-    errors = Table("Errors in the notes and in the sources they copy", list(COLUMNS), table_rows(list(ERRATA)),
-                   ["text"] * len(COLUMNS))
-    return [ref, curves, errors]
+    return [ref, curves]  # the errata table is the report's own (results.json "errata")
 
 
 NOTES = [
