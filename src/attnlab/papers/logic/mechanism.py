@@ -1,4 +1,5 @@
-"""Which mechanism a trained model of §4 uses: structure fractions of k^t q, v, B and path ablations.
+"""Which mechanism a trained model of §4 uses: structure fractions of k^t q, v, B, path ablations and
+component ablations.
 
 **Structure fraction.** A structure s is a linear subspace S of d x d matrices: a block mask
 (entries free inside, zero outside) plus optional fixed directions E_1..E_r (e.g. "A_PP is a
@@ -29,6 +30,21 @@ as trained. Reported as R^2 = 1 - MSE / Var(Y) on fresh sequences:
     solution-2 path only    A -> its CC part, v -> its PP part
     solution-1/3 path only  A -> its PP part, v -> its CC part
     linear feed-forward     ReLU -> identity
+
+**Component ablations** (:func:`ablated_predict`, :data:`ABLATIONS`) answer the text's question
+"which part does the logic" without the gauge: each replaces one quantity of the forward,
+
+    w_ji = x_j^t k^t q x_i,  a_i = sum_j w_ji v x_j,  z_i = gamma (h_i - mean h_i) / s_i + beta,
+    Y^_i = C ReLU(B z_i + b) + c0,   h_i = x_i + a_i,  s_i = sqrt(var h_i + eps),
+
+by zero or by its mean over a batch of sequences (a *mean ablation*, which keeps the average
+the next layer sees): the attention a_i (zero; mean), the logits w_ji (their mean at each
+(j, i): the positional part, the part that depends on the categories removed), the LayerNorm's
+per-token scale s_i (its mean at each position on the clean input: the normalisation made
+affine), the ReLU (identity). The hand-built solutions show what each ablation detects: with
+position-only logits solution 3 stays exact and solution 2 breaks (tests). The error after an
+ablation is MSE / Var(Y) (:func:`relative_mse`). :func:`value_map_fit` compares v's category
+block with solution 3's A_2^t and solution 1's I_N modulo the gauge.
 """
 
 from __future__ import annotations
