@@ -87,7 +87,8 @@ def _storable(res):
 def test_run_tiny():
     res = run(LearningConfig(**dict(TINY, seeds=3, sweep_seeds=1, inner_iterations=4)))  # 4: a short run of every part
     stored = _storable(res)
-    assert {f.file for f in res.figures} == {"fig1-system2-ktq-vs-qtrue.png", "fig2-log-mse-per-flavour.png"}
+    assert {f.file for f in res.figures} == {"fig1-system2-ktq-vs-qtrue.png", "fig2-log-mse-per-flavour.png",
+                                             "fig3-free-flavour-ablations.png"}
     assert all(f.title.strip() for f in res.figures)
     # every summary row is a derived check; none is a bug, and the reduced problem decides nothing of the text's
     assert not any(isinstance(c, LegacyCheck) for c in res.summary)
