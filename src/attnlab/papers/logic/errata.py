@@ -91,21 +91,16 @@ ERRATA: tuple[TextError, ...] = (
         "logic.identity-dimension", "§2.3, after eq. 2.23", "(100 I_M, A_2) with I_M the M x M identity",
         "(100 I_N, A_2)", TEXT, "typo", "the block multiplies a one-hot category, in R^N", "yes"),
     TextError(
-        "logic.trace-over-ten", "§3.1, before eq. 3.7", "E[X_j^t v^t X_{i-1}] = Tr(v^t)/10 for j = i - 1",
-        "Tr(v^t)/N", TEXT, "typo",
-        "E[X^t v^t X] = sum_a P(X = a) v_aa = Tr(v)/N for a uniform category; eq. 3.7 itself has /N", "yes"),
-    TextError(
-        "logic.n-equals-ten", "§3.1, before eq. 3.18",
-        "'the sum of the entries of the k-th row of v divided by 100'; 'E[X_j] has entries 1/10'",
-        "divided by N^2; entries 1/N", TEXT, "typo", "the experiment's N = 10 slipped into the general formulas; "
-        "the next display has N^2", "yes"),
-    TextError(
         "logic.sse-range", "§3.1, eq. 3.1-3.3",
         "E[SSE] = E sum_{i=1}^M ||Y_i - v (q_1i X_1 + ... + q_Mi X_M)||^2 with Y_i = X_{i-1}; eq. 3.3 stops "
         "the inner sum at X_i",
         "sum over i = 2..M, inner sum over j = 1..M", TEXT, "notation",
         "X_0 does not exist, so position 1 has no target; eq. 3.2 sums to X_M, eq. 3.3 to X_i", "yes",
         check="logic.gradient-closed-form"),
+    TextError(
+        "logic.trace-over-ten", "§3.1, before eq. 3.7", "E[X_j^t v^t X_{i-1}] = Tr(v^t)/10 for j = i - 1",
+        "Tr(v^t)/N", TEXT, "typo",
+        "E[X^t v^t X] = sum_a P(X = a) v_aa = Tr(v)/N for a uniform category; eq. 3.7 itself has /N", "yes"),
     TextError(
         "logic.gradient-factor", "§3.1, eq. 3.6-3.8 and 3.18",
         "dE[SSE]/dq_ji = E[X_j^t v^t X_{i-1}] - ... (and likewise dE[SSE]/dv_kl)",
@@ -123,6 +118,11 @@ ERRATA: tuple[TextError, ...] = (
         "at sigma = 1/N (1/sqrt of v's N^2 parameters), E|Tr v|/N : E Tr(v^t v)/N = sqrt(2/pi) / sqrt N, "
         "0.080 at N = 100 (measured 0.080 over 2000 draws); the ratio exceeds 1 only for sigma < 0.8 N^(-3/2)", "partly",
         "the comparison holds for sigma << N^(-3/2), not for every sigma << N^(-1/2)", check="logic.init-scale"),
+    TextError(
+        "logic.n-equals-ten", "§3.1, before eq. 3.18",
+        "'the sum of the entries of the k-th row of v divided by 100'; 'E[X_j] has entries 1/10'",
+        "divided by N^2; entries 1/N", TEXT, "typo", "the experiment's N = 10 slipped into the general formulas; "
+        "the next display has N^2", "yes"),
     TextError(
         "logic.term-twice", "§3.1, before eq. 3.18", "the term q_(i-1)i (delta_kl/N - 1/N^2) written twice",
         "once", TEXT, "typo",
