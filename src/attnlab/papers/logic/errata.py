@@ -172,6 +172,12 @@ ERRATA: tuple[TextError, ...] = (
         "(q = q_true + a(t)) is exact: measured E[SSE] <= 1e-30 at random v_ii", "yes",
         check="logic.category-descent"),
     TextError(
+        "logic.v-ii-twice", "§3.3.1, eq. 3.63",
+        "v_ii E[q(X_2, X_2) q(X_1, X_2)] = v_ii E[v_ii q(X_2, X_2) q(X_1, X_2)] = E[E[q_true(X_1, X_2) | X_2] q(X_1, X_2)]",
+        "v_ii E[q(X_2, X_2) q(X_1, X_2)] = E[v_ii q(X_2, X_2) q(X_1, X_2)] = E[E[q_true(X_1, X_2) | X_2] q(X_1, X_2)]",
+        TEXT, "typo", "the middle term has v_ii twice; eq. 3.62, v_ii q(t, t) = E[q_true(X, t)], gives the last "
+        "equality with one", "yes"),
+    TextError(
         "logic.trivial-zero", "§3.3.1, first paragraph",
         "'there can be no solution with 3.60 except the trivial where all the v_ij's and all the q_(r,t) are 0'",
         "v = 0 is a zero of the gradient for every q in a subspace of codimension 3", TEXT, "wrong statement",
@@ -186,6 +192,13 @@ ERRATA: tuple[TextError, ...] = (
         "the text's own experiment uses N = 10, M = 50; measured: solutions 1, 2 and 3 loaded into one "
         "trainable model at N = 5, M = 12 give MSE <= 1e-20 without the normalisation", "yes",
         check="logic.learning"),
+    TextError(
+        "logic.figure-references", "§4.2",
+        "'Results ... are presented in Figures 4.2 and 4.2'; 'Figure 4.2 shows the attention weights of the combined "
+        "system'",
+        "Figures 1 and 2; Fig. 1 shows the attention weights of the system tailored to the second solution (its "
+        "caption and the paragraph after it)", TEXT, "typo",
+        "the text has two figures, numbered 1 and 2; Fig. 1's caption reads 'for the second solution'", "yes"),
 )
 
 register_errata(list(ERRATA))
