@@ -45,7 +45,7 @@ def test_prediction_is_the_diagonal_of_attention():
 
 
 @pytest.mark.parametrize("lam,mu", [(1.0, 0.0), (0.7, 0.4), (-1.5, 0.6), (2.0, -0.5)])
-def test_intended_family_is_exact_and_the_printed_a_is_not(lam, mu):
+def test_intended_family_and_the_texts_second_family_are_exact(lam, mu):
     rng = np.random.default_rng(1)
     q_true = rng.standard_normal((3, 3))
     pop = ca.population(q_true, 3)
@@ -55,9 +55,16 @@ def test_intended_family_is_exact_and_the_printed_a_is_not(lam, mu):
     assert d["distance"] <= TOL and d["lam"] == pytest.approx(lam, abs=TOL)
     assert d["mu"] == pytest.approx(mu / lam, abs=TOL)
     assert ca.delta_Q(q) * lam ** 2 == pytest.approx(ca.delta_Q(q_true), rel=TOL)
-    E_text = ca.loss_and_gradient(*ca.text_second_family(q_true, 3, 0.5), pop)[0]
-    assert E_text > 0.1
-    assert ca.loss_and_gradient(*ca.text_second_family(q_true, 3, 0.0), pop)[0] <= 1e-28
+    # the text's family after eq. 3.71: q = q_true + a(t), a(t) = -v_ii q_true(t, t) / (1 + v_ii), v_i(i-1) = 1
+    for m in (0.0, 0.5, -0.4, mu):
+        qt, vt = ca.text_second_family(q_true, 3, m)
+        assert ca.loss_and_gradient(qt, vt, pop)[0] <= 1e-28
+        a = -m * np.diag(q_true) / (1 + m)
+        assert np.abs(qt - (q_true + a[None, :])).max() == 0 and np.abs(vt - (np.eye(3, k=-1) + m * np.eye(3))).max() == 0
+        q1, v1 = ca.intended(q_true, 3, 1.0, m)  # the same family at lambda = 1
+        assert np.abs(qt - q1).max() <= TOL and np.abs(vt - v1).max() == 0
+    # reading the line before eq. 3.71 literally (q and q_true swapped) is not exact
+    assert ca.loss_and_gradient(*ca.swapped_reading(q_true, 3, 0.5), pop)[0] > 0.05
 
 
 def test_delta_Q_is_the_expectation_and_vanishes_on_constant_columns():

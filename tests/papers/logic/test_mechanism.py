@@ -64,3 +64,42 @@ def test_centred_fit_ignores_row_and_column_effects():
     A = -2.5 * q + rng.standard_normal(4)[:, None] + rng.standard_normal(4)[None, :]
     corr, scale = mech.centred_fit(A, q)
     assert abs(corr + 1) <= 1e-12 and abs(scale + 2.5) <= 1e-12
+
+
+def test_ablated_predict_full_is_the_model_and_ablations_act_where_they_should():
+    """On the hand-built solutions (no normalisation): the full variant is the model; position-only logits keep
+    solution 3 exact (its logits are the positions' D_-1) and break solution 2 (its logits are q_true of the
+    categories); zeroing or mean-ablating the attention breaks both; a linear feed-forward breaks both."""
+    q_true = np.random.default_rng(4).standard_normal((N, N))
+    tok = torch.as_tensor(all_sequences(N, M))
+    Y = torch.as_tensor(targets(all_sequences(N, M), q_true))
+    for s in ("2", "3"):
+        p = hand_built_params(build(s, q_true, M))
+        assert torch.allclose(mech.ablated_predict(p, tok, N, "full", norm="none"), predict(p, tok, N, norm="none"),
+                              atol=1e-12, rtol=0)
+        rel = {k: mech.relative_mse(mech.ablated_predict(p, tok, N, k, norm="none"), Y) for k in mech.ABLATIONS}
+        assert rel["full"] <= 1e-20
+        assert (rel["position-only logits"] <= 1e-20) == (s == "3")
+        for k in ("attention zero", "attention mean", "linear feed-forward"):
+            assert rel[k] > 0.1, (s, k, rel[k])
+    with pytest.raises(ValueError, match="variant must be one of"):
+        mech.ablated_predict(p, tok, N, "nothing")
+
+
+def test_layernorm_frozen_is_the_model_when_every_scale_is_equal_and_differs_otherwise():
+    from attnlab.papers.logic.model import init_params
+    p = init_params(N, M, torch.Generator().manual_seed(0))
+    tok = torch.as_tensor(all_sequences(N, M)[:50])
+    full = mech.ablated_predict(p, tok, N, "full")
+    assert torch.allclose(full, predict(p, tok, N), atol=1e-12, rtol=0)
+    assert float((mech.ablated_predict(p, tok, N, "LayerNorm scale frozen") - full).abs().max()) > 1e-6
+    one = tok[:1].expand(7, M)  # one sequence repeated: the batch mean of each scale is the scale itself
+    assert torch.allclose(mech.ablated_predict(p, one, N, "LayerNorm scale frozen"), predict(p, one, N),
+                          atol=1e-12, rtol=0)
+
+
+def test_value_map_fit_finds_solution_3_and_solution_1():
+    q_true = np.random.default_rng(5).standard_normal((N, N))
+    f3 = mech.value_map_fit(build("3", q_true, M).v, q_true, N)
+    f1 = mech.value_map_fit(build("1", q_true, M).v, q_true, N)
+    assert f3["corr_A2t"] == pytest.approx(1.0, abs=1e-12) and f1["corr_identity"] == pytest.approx(1.0, abs=1e-12)

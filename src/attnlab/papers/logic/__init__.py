@@ -10,7 +10,7 @@ Y_i = q_true(X_{i-1}, X_i).
 - :mod:`~attnlab.papers.logic.softmax_positions`: §3.2, softmax columns, gradient descent to v = I.
 - :mod:`~attnlab.papers.logic.category_attention`: §3.3, attention on categories read on the
   diagonal, the intended family, Delta Q and the degenerate q_true.
-- :mod:`~attnlab.papers.logic.notes_errors`: where the text is wrong, and what is implemented.
+- :mod:`~attnlab.papers.logic.errata`: where the text is wrong, whose error, the witness, what survives.
 - :mod:`~attnlab.papers.logic.model`: §4's trainable encoder (attention without softmax, LayerNorm,
   two linear layers), the access-pattern masks of the restricted systems, the gauge.
 - :mod:`~attnlab.papers.logic.mechanism`: structure fractions modulo the gauge and path ablations.

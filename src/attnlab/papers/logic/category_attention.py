@@ -14,14 +14,15 @@ eq. 3.36 computes. Row 1 of v has no target: it never moves.)
 
 **The intended solutions.** v_{i(i-1)} = lambda, v_ii = mu, v_ij = 0 otherwise, and
 
-    q(r, t) = (q_true(r, t) - a(t)) / lambda,   a(t) = mu q_true(t, t) / (lambda + mu)
+    q(r, t) = (q_true(r, t) + a(t)) / lambda,   a(t) = -mu q_true(t, t) / (lambda + mu)
 
-(lambda != 0, lambda + mu != 0): then Y_hat_i = q(X_{i-1}, X_i) lambda + mu q(X_i, X_i) and at
+(lambda != 0, lambda + mu != 0): then Y_hat_i = lambda q(X_{i-1}, X_i) + mu q(X_i, X_i) and at
 r = t the two terms give (lambda + mu) q(t, t) = q_true(t, t), so Y_hat_i = Y_i on every
-input. The text's canonical one is lambda = 1, mu = 0, q = q_true; its second family
-(eq. 3.71 and the line after) has the sign of a(t) wrong: with q_true = a(t) + q (lambda = 1)
-exactness needs a(t) = mu q(t, t), i.e. a(t) = mu q_true(t, t) / (1 + mu), not
--mu q_true(t, t) / (1 + mu) (notes_errors).
+input. The text's canonical one is lambda = 1, mu = 0, q = q_true; its second family (after
+eq. 3.71) is lambda = 1, q = q_true + a(t) with a(t) = -v_ii q_true(t, t) / (1 + v_ii): exactly
+this family (:func:`text_second_family`). (The line before eq. 3.71 prints
+"q_true = a(t) + q", with q and q_true swapped; eq. 3.71, 0 = a(t) + v_ii q(t, t), and the
+family after it follow from q = q_true + a(t), which eq. 3.55 gives.)
 
 **Nondegeneracy.** The text's argument needs
 
@@ -147,20 +148,30 @@ def loss_and_gradient(q: np.ndarray, v: np.ndarray, pop: Population) -> tuple[fl
 
 def intended(q_true: np.ndarray, M: int, lam: float = 1.0, mu: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(q, v) of the intended family (module docstring): v_{i(i-1)} = lam, v_ii = mu, and
-    q(r, t) = (q_true(r, t) - mu q_true(t, t) / (lam + mu)) / lam. Row 1 of v: v_11 = mu."""
+    q(r, t) = (q_true(r, t) + a(t)) / lam with a(t) = -mu q_true(t, t) / (lam + mu). Row 1 of v: v_11 = mu."""
     q_true = np.asarray(q_true, np.float64)
     if lam == 0 or lam + mu == 0:
         raise ConfigError("the intended family needs lam != 0 and lam + mu != 0")
-    a = mu * np.diag(q_true) / (lam + mu)
-    return (q_true - a[None, :]) / lam, lam * np.eye(M, k=-1) + mu * np.eye(M)
+    a = -mu * np.diag(q_true) / (lam + mu)
+    return (q_true + a[None, :]) / lam, lam * np.eye(M, k=-1) + mu * np.eye(M)
 
 
 def text_second_family(q_true: np.ndarray, M: int, mu: float) -> tuple[np.ndarray, np.ndarray]:
-    """The text's second solution (after eq. 3.71): v_{i(i-1)} = 1, v_ii = mu, q = q_true - a(t)
-    with the printed a(t) = -mu q_true(t, t) / (1 + mu); not exact for mu != 0."""
+    """The text's second solution, as stated after eq. 3.71: v_{i(i-1)} = 1, v_ii = mu, v_ij = 0
+    otherwise, q(r, t) = q_true(r, t) + a(t) with a(t) = -mu q_true(t, t) / (1 + mu) (mu != -1)."""
     q_true = np.asarray(q_true, np.float64)
+    if 1.0 + mu == 0:
+        raise ConfigError("the text's second family needs v_ii != -1")
     a = -mu * np.diag(q_true) / (1.0 + mu)
-    return q_true - a[None, :], np.eye(M, k=-1) + mu * np.eye(M)
+    return q_true + a[None, :], np.eye(M, k=-1) + mu * np.eye(M)
+
+
+def swapped_reading(q_true: np.ndarray, M: int, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    """The family the line before eq. 3.71 would give if read literally (q_true = a(t) + q, i.e.
+    q = q_true - a(t)) with the same a(t): not exact for mu != 0 (kept to show the swap matters)."""
+    q, v = text_second_family(q_true, M, mu)
+    a = q[0] - np.asarray(q_true, np.float64)[0]
+    return np.asarray(q_true, np.float64) - a[None, :], v
 
 
 def delta_Q(q: np.ndarray, p: np.ndarray | None = None) -> float:

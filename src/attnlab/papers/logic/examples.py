@@ -3,8 +3,8 @@
 **OR of ANDs** (eq. 1.1): with X = (X_1, ..., X_6) in {0, 1}^6,
     Y = h(C ReLU(B X - 1)),   B = [[1,1,0,0,0,0], [0,0,1,1,0,0], [0,0,0,0,1,1]],  C = (1, 1, 1),
 h(x) = 1 if x >= 1 else 0. Hidden unit j is ReLU(X_{2j-1} + X_{2j} - 1) = X_{2j-1} AND X_{2j},
-so Y = (X_1 X_2) OR (X_3 X_4) OR (X_5 X_6). (The text's B is lost from the print; this is the
-matrix the sentence describes.) With X_i i.i.d. Bernoulli(p), P(Y = 1) = 1 - (1 - p^2)^3.
+so Y = (X_1 X_2) OR (X_3 X_4) OR (X_5 X_6). (B is absent from attnlab's copy of the text, lost
+in the extraction of the PDF; this is the matrix the sentence describes.) With X_i i.i.d. Bernoulli(p), P(Y = 1) = 1 - (1 - p^2)^3.
 
 **Happy / sad** (eq. 1.3-1.7): words receive, present, pass, exam, punishment one-hot in
 R^5; a word pair is the sum of its two codes; Y = C ReLU(B X - 1) with

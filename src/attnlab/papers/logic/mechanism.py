@@ -1,4 +1,5 @@
-"""Which mechanism a trained model of §4 uses: structure fractions of k^t q, v, B and path ablations.
+"""Which mechanism a trained model of §4 uses: structure fractions of k^t q, v, B, path ablations and
+component ablations.
 
 **Structure fraction.** A structure s is a linear subspace S of d x d matrices: a block mask
 (entries free inside, zero outside) plus optional fixed directions E_1..E_r (e.g. "A_PP is a
@@ -29,6 +30,21 @@ as trained. Reported as R^2 = 1 - MSE / Var(Y) on fresh sequences:
     solution-2 path only    A -> its CC part, v -> its PP part
     solution-1/3 path only  A -> its PP part, v -> its CC part
     linear feed-forward     ReLU -> identity
+
+**Component ablations** (:func:`ablated_predict`, :data:`ABLATIONS`) answer the text's question
+"which part does the logic" without the gauge: each replaces one quantity of the forward,
+
+    w_ji = x_j^t k^t q x_i,  a_i = sum_j w_ji v x_j,  z_i = gamma (h_i - mean h_i) / s_i + beta,
+    Y^_i = C ReLU(B z_i + b) + c0,   h_i = x_i + a_i,  s_i = sqrt(var h_i + eps),
+
+by zero or by its mean over a batch of sequences (a *mean ablation*, which keeps the average
+the next layer sees): the attention a_i (zero; mean), the logits w_ji (their mean at each
+(j, i): the positional part, the part that depends on the categories removed), the LayerNorm's
+per-token scale s_i (its mean at each position on the clean input: the normalisation made
+affine), the ReLU (identity). The hand-built solutions show what each ablation detects: with
+position-only logits solution 3 stays exact and solution 2 breaks (tests). The error after an
+ablation is MSE / Var(Y) (:func:`relative_mse`). :func:`value_map_fit` compares v's category
+block with solution 3's A_2^t and solution 1's I_N modulo the gauge.
 """
 
 from __future__ import annotations
@@ -158,3 +174,70 @@ def centred_fit(A_cc: np.ndarray, q_true: np.ndarray) -> tuple[float, float]:
 def r2(pred: torch.Tensor, Y: torch.Tensor) -> float:
     """1 - MSE / Var(Y) over all sequences and positions."""
     return float(1 - ((pred - Y) ** 2).mean() / Y.var(unbiased=False))
+
+
+# ---- ablations of a trained model: which component carries the logic -----------------------
+ABLATIONS = {
+    "full": "the model as trained",
+    "attention zero": "ATTENTION_*^t removed (H = X)",
+    "attention mean": "ATTENTION_*^t replaced by its mean over the batch (per position and coordinate)",
+    "position-only logits": "w_ji replaced by its mean over the batch (per j, i): the positional part of the "
+                            "logits, with the part that depends on the categories removed",
+    "LayerNorm scale frozen": "each token's LayerNorm scale 1/sqrt(var + eps) replaced by its mean over the "
+                              "batch at that position, computed on the clean input (the normalisation made affine)",
+    "linear feed-forward": "ReLU replaced by the identity",
+}
+"""The ablations of :func:`ablated_predict`, by name, with what each changes."""
+
+
+def ablated_predict(params: dict[str, torch.Tensor], tokens: torch.Tensor, N: int, variant: str, *,
+                    norm: str = "layernorm") -> torch.Tensor:
+    """Y^ (S, M) of the model (effective weights ``params``, :func:`attnlab.papers.logic.model.predict`) with one
+    component ablated (:data:`ABLATIONS`), computed densely: with x_j the columns of X (S, M, d as rows),
+
+        w_ji = x_j^t k^t q x_i,   a_i = sum_j w_ji v x_j,   h_i = x_i + a_i,
+        z_i  = gamma (h_i - mean h_i) / s_i + beta,  s_i = sqrt(var h_i + eps),   Y^_i = C ReLU(B z_i + b) + c0.
+
+    "Mean" replaces a quantity by its mean over the S sequences of ``tokens``, at the same position(s)."""
+    from attnlab.papers.logic.model import LN_EPS
+
+    if variant not in ABLATIONS:
+        raise ValueError(f"variant must be one of {', '.join(ABLATIONS)}, got {variant!r}")
+    S, M = tokens.shape
+    dt = params["v"].dtype
+    onehot = torch.nn.functional.one_hot(tokens, N).to(dt)
+    X = torch.cat([onehot, torch.eye(M, dtype=dt, device=onehot.device).expand(S, M, M)], dim=-1)  # (S, M, d)
+    A = params["k"].T @ params["q"]
+    W = X @ A @ X.transpose(1, 2)  # (S, j, i)
+    if variant == "position-only logits":
+        W = W.mean(0, keepdim=True).expand_as(W)
+    att = (W.transpose(1, 2) @ X) @ params["v"].T  # row i: sum_j w_ji (v x_j)^t
+    if variant == "attention zero":
+        att = torch.zeros_like(att)
+    elif variant == "attention mean":
+        att = att.mean(0, keepdim=True).expand_as(att)
+    H = X + att
+    if norm == "layernorm":
+        mu = H.mean(-1, keepdim=True)
+        s = torch.sqrt(H.var(-1, unbiased=False, keepdim=True) + LN_EPS)
+        if variant == "LayerNorm scale frozen":
+            s = s.mean(0, keepdim=True).expand_as(s)
+        H = params["gamma"] * (H - mu) / s + params["beta"]
+    U = H @ params["B"].T + params["b"]
+    if variant != "linear feed-forward":
+        U = torch.relu(U)
+    return U @ params["C"][0] + params["c0"]
+
+
+def relative_mse(pred: torch.Tensor, Y: torch.Tensor) -> float:
+    """MSE / Var(Y) over all sequences and positions (1 - R^2)."""
+    return float(((pred - Y) ** 2).mean() / Y.var(unbiased=False))
+
+
+def value_map_fit(v: np.ndarray, q_true: np.ndarray, N: int) -> dict[str, float]:
+    """How v's category block compares with solution 3's A_2^t = q_true^t and with solution 1's I_N: the
+    centred correlation (row and column means removed, what the gauge v + u g^t + 1 u'^t leaves) of
+    v[:N, :N] with each (:func:`centred_fit`)."""
+    v_cc = np.asarray(v, np.float64)[:N, :N]
+    return {"corr_A2t": centred_fit(v_cc, np.asarray(q_true, np.float64).T)[0],
+            "corr_identity": centred_fit(v_cc, np.eye(N))[0]}

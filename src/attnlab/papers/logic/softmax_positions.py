@@ -11,7 +11,7 @@ the categories; the prediction of column i is v sum_j q_ji X_j and its target X_
     q_ji >= 0,   sum_{j=1}^M q_ji = 1                                     (eq. 3.35)
 
 (the text prints "q_ji >= 1", which no column of M >= 2 entries summing to 1 satisfies, and
-later "sum_{j != i-1} q_ji = 1"; notes_errors). Here the constraint holds by construction:
+later "sum_{j != i-1} q_ji = 1"; errata: logic.simplex). Here the constraint holds by construction:
 q = softmax(L) column by column, q_ji = exp(L_ji) / sum_s exp(L_si), with free logits
 L (M x M). Column 1 has no target (X_0 does not exist), so it never moves.
 

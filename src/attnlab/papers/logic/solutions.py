@@ -27,7 +27,7 @@ the stored weights:
   row) is wrong on repeated pairs: no single ReLU unit can be on for (a, b) alone, since
   2 e_a + e_b = (1/2)(3 e_a) + (1/2)(2 e_b + e_a) is the midpoint of the inputs of (a, a)
   and (b, a), and ReLU(affine) is convex (the same holds for any weight lambda != 1 in
-  place of 2; notes_errors).
+  place of 2; errata: logic.solution1-repeated-pairs).
 
 * **Linear special case** (eq. 2.13): for q_true(a, b) = base * d_a + d_b (the text: base
   10, digits d = 0..9, Y_i the two-digit number X_{i-1} X_i), q = (0 | base D_{-1}), no B,
@@ -143,7 +143,7 @@ def solution1(q_true: np.ndarray, M: int, *, text_C: bool = False) -> LogicWeigh
     """Solution 1 (§2.1, eq. 2.12) for q_true (N x N) and length M (module docstring).
 
     text_C: use the text's C (eq. 2.11, C_ab = q(a, b) on every row), which is wrong on
-    repeated pairs X_{i-1} = X_i (kept to show it; notes_errors)."""
+    repeated pairs X_{i-1} = X_i (kept to show it; errata: logic.solution1-repeated-pairs)."""
     q_true, N = _check(q_true, M)
     D = shift_matrix(M)
     q = np.hstack([np.zeros((M, N)), 2.0 * D])

@@ -6,8 +6,9 @@ Two checks on every one of the 4^5 and 3^6 sequences (float64):
       diag(S X_C^t A_2 X_C) = 1 ReLU(c X_C + A_2^t X_C D_-1 - c)        (eq. 2.29, 2.30, 2.32)
   (entry i is q(X_{i-1}, X_i), entry 1 is 0), with q_true = |N(0, 1)| and c = 100 as in the
   text. It needs q_true >= 0: for negative entries the right side is ReLU of the left;
-* solutions 2 and 3 as built (:mod:`attnlab.papers.logic.solutions`, q_true ~ N(0, 1), with
-  the offset) give identical outputs on every input.
+* solutions 2 and 3 give identical outputs on every input for q_true ~ N(0, 1), both as the
+  text builds them (constant 100, no offset: both then output ReLU(q_true)) and as attnlab
+  builds them (:mod:`attnlab.papers.logic.solutions`, with the offset).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 
 from attnlab.papers.logic.encoding import all_sequences, encode, shift_matrix
 from attnlab.papers.logic.solutions import build, forward
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_most
+from attnlab.registry import claim
 
 TOL = 1e-12
 SIZES = ((4, 5), (3, 6))
@@ -36,7 +38,7 @@ def diagonal_identity_gap(q_true: np.ndarray, tokens: np.ndarray, c: float) -> f
        statement="diag(S X_C^t A_2 X_C) = 1 ReLU(100 X_C + A_2^t X_C D_-1 - 100) column by column, so "
                  "solutions 2 and 3 give the same output on every input",
        paper_value="identical")
-def _equivalence(seed: int) -> Measurement:
+def _equivalence(seed: int) -> Check:
     """Measured: the larger of the identity's gap and max |Y_2 - Y_3| over all sequences (<= 1e-12)."""
     rng = np.random.default_rng(seed)
     gaps, diffs = {}, {}
@@ -45,7 +47,10 @@ def _equivalence(seed: int) -> Measurement:
         gaps[f"{N}^{M}"] = diagonal_identity_gap(np.abs(rng.standard_normal((N, N))), tokens, 100.0)
         q_true = rng.standard_normal((N, N))
         X = encode(tokens, N)
-        diffs[f"{N}^{M}"] = float(np.abs(forward(build("2", q_true, M), X) - forward(build("3", q_true, M), X)).max())
+        text = dict(relu_const=100.0, shift=False)
+        diffs[f"{N}^{M}"] = float(max(
+            np.abs(forward(build("2", q_true, M, **text), X) - forward(build("3", q_true, M, **text), X)).max(),
+            np.abs(forward(build("2", q_true, M), X) - forward(build("3", q_true, M), X)).max()))
     worst = max(*gaps.values(), *diffs.values())
     return at_most(worst, TOL, f"identity gap {max(gaps.values()):.1e}, max |Y_2 - Y_3| {max(diffs.values()):.1e}",
                    {"identity_gap": gaps, "solution_2_vs_3": diffs})
