@@ -111,10 +111,8 @@ from attnlab.papers.logic import mechanism as mech
 from attnlab.papers.logic.encoding import random_sequences, targets
 from attnlab.papers.logic.model import NORMS, effective, hand_built_params, hidden_width, init_params, masks, predict
 from attnlab.papers.logic.model import mse as model_mse
-from attnlab.papers.logic.errata import ERRATA
 from attnlab.papers.logic.solutions import build
 from attnlab.registry import Experiment, register
-from attnlab.errata import COLUMNS, table_rows
 from attnlab.checks import across_seeds, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, heatmap_figure, heatmap_panel, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -669,9 +667,8 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
             "system2_fit": [list(f) for f in fits], "fractions": frac_rows, "ablations": abl_rows,
             "hand_built_fractions": hand, "hand_built_mse": hb, "solution2_layernorm": ln2, "train_seconds": train_s,
             "sensitivity": [list(r) for r in sens_rows]}
-    errors = Table("Errors in the logic text: where, whose, the witness and whether the conclusion survives",
-                   list(COLUMNS), table_rows(list(ERRATA)), ["text"] * len(COLUMNS))
-    tables = [loss_table, fit_table, mech_table, abl_table] + ([sens_table] if sens_rows else []) + [errors]
+    # the errata table is the report's own (results.json "errata"), not repeated here
+    tables = [loss_table, fit_table, mech_table, abl_table] + ([sens_table] if sens_rows else [])
     return ExperimentResult(summary=summary, tables=tables,
                             figures=[fig1, fig2, fig3], notes=notes, data=data,
                             scalars={f"median_log10_mse_{f}": fl[f] for f in FLAVOURS})
