@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.checks import at_most
 from attnlab.papers.logic.examples import (
     MOOD_RULES,
     all_binary,
@@ -12,7 +13,7 @@ from attnlab.papers.logic.examples import (
     or_of_ands_truth,
     or_probability,
 )
-from attnlab.registry import at_most, claim
+from attnlab.registry import claim
 
 TOL = 1e-12
 PS = (0.1, 0.3, 0.5, 0.9)
