@@ -80,8 +80,9 @@ def _notes(cfg: ContextConfig) -> list[str]:
         f"H = {cfg.H}, d = {cfg.d}, d_h = {cfg.d_h}, {cfg.n_classes} classes, shared context; "
         f"{cfg.describe_training()}; {cfg.replicates} replicates per (n, T).",
         "The paper (Fig. 2(b)) fixes H = 20 and trains with Adam lr 1e-3, batch 256, >= 50k steps; "
-        + ("the quick scale uses H = 4, n up to 32 and a few hundred full-batch steps, so T* is a lower bound "
-           "of what gradient descent reaches, on a grid of multiples of the bound."
+        + ("the quick scale uses H = 4, n up to 32 and a few hundred full-batch steps; T* is the largest grid "
+           "value (multiples of the bound) memorized within the budget, a lower bound (>= T) where the top of "
+           "the grid was memorized."
            if cfg.scale == "quick" else "this run uses the paper's protocol (AUTHORS_PROTOCOL)."),
         cfg.describe_model(),
     ]
