@@ -36,13 +36,22 @@ prefix of the one of size T' > T) with a loss mask, and leaves the stack as soon
 its training accuracy reaches 100% (checked on every step's forward pass, before the
 update, so the stopped parameters are exactly the memorizing ones).
 
+The authors' model (``model="authors"``; :mod:`attnlab.papers.memorization.authors_model`:
+linear embedding, sinusoidal positions, one attention layer read at the query token, as
+released with d_v = 1 and the query's own key masked, ``d_v=1, keys="context"``) trains in the
+same loop with gradients by autograd through a vmap of ``authors_model`` over the M models
+(``autograd_loss_and_grads``); the queries and context are then raw inputs, embedded by the
+model.
+
 Search (``search_capacity``): bracket upwards from T_start by a factor between 1 +
 (growth - 1) / 10 and ``growth``, smaller the closer the last success came to the step
 budget (``_adaptive_growth``), until a failure, then cut the bracket [largest success, smallest failure] into
 ``candidates + 1`` parts per round until it is at most max(1, resolution x lo) wide. Every
 attempt uses the same initialisation (seeded) and the same draw. An attempt that ends
 far below 100% (cfg.diverged_below) diverged, a learning-rate failure rather than a
-capacity one, and is retried once at half the peak rate.
+capacity one, and is retried once at half the peak rate. Every failure is a failure within
+cfg.max_steps updates, so the search bounds the largest T gradient descent memorizes from
+below: ``SearchResult.capacity`` is ``Bound.at_least(largest_success)``, printed ">= T".
 """
 
 from __future__ import annotations

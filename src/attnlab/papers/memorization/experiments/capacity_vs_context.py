@@ -8,8 +8,8 @@ n of ``n_grid`` the data-set sizes T = f (H (min(n, d_h) - 1) + 1), f in
 ``T_factors``, are trained (:mod:`attnlab.papers.memorization.capacity_cells`).
 
 Reported: the paper's plot (mean train accuracy vs T, one curve per n), T*_n (the
-largest T every replicate memorized) against n beside the bound H (n - 1) + 1, and
-pass/FAIL rows for T*_n >= bound and for T*_n non-decreasing in n.
+largest T every replicate memorized; a lower bound where the top of its grid was) against
+n beside the bound H (n - 1) + 1, and checks of T*_n >= bound and of T*_n non-decreasing in n.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ O(H d) bound, with H (d - 1) + 1 (the rank cap of Proposition 5 for contexts who
 tokens have a constant coordinate sum) "a better alternative" than H (n - 1) + 1.
 
 Theorem 1 still applies here (its assumptions hold almost surely), so T* >= H
-(min(n, d_h) - 1) + 1 is a pass/FAIL check; H (d - 1) + 1 is shown beside it and the
-ratio T* / (H (d - 1) + 1) reported. Uniform tokens do not have a constant coordinate
+(min(n, d_h) - 1) + 1 is checked (a T* at the top of its grid is a lower bound); H (d - 1) + 1
+is shown beside it and the ratio T* / (H (d - 1) + 1) reported. Uniform tokens do not have a constant coordinate
 sum, so Proposition 5 does not cap rank Z here (FIELD-NOTES: random weights give
 rank Z = H d).
 """
@@ -90,7 +90,8 @@ def _notes(cfg: GeneralPositionConfig) -> list[str]:
         "Monotonicity in n is shown but not judged: App. I.1 reports that the dependence on n weakens here.",
         ("Quick scale: H up to 4, n panel at H = 2 (the paper: H = 20), a few hundred full-batch Adam steps, "
          "one replicate; T* is the largest grid value (multiples of the Theorem 1 bound) memorized within "
-         "the budget, a lower bound (>= T) where the top of the grid was memorized." if cfg.scale == "quick" else "The paper's protocol: Adam lr 1e-3, batch 256, >= 50k steps."),
+         "the budget, a lower bound (>= T) where the top of the grid was memorized."
+         if cfg.scale == "quick" else "The paper's protocol: Adam lr 1e-3, batch 256, >= 50k steps."),
         cfg.describe_model(),
     ]
 
