@@ -64,6 +64,7 @@ def test_tiny_run(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_saturation(SaturationConfig(**TINY), rd)
     assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    assert len(rd.read_metrics()) == 2
     released, plain = res.data["per_H"]  # both models, the released one first
     assert (released["model"], plain["model"]) == ("released", "plain")
     for r in (released, plain):
@@ -75,7 +76,14 @@ def test_tiny_run(tmp_path):
         assert r["at_memorization"]["fraction_saturated"] == frac
     rows = res.summary
     assert len(rows) == 6 and [c.verdict for c in rows[::3]] == ["info", "info"]  # memorized: descriptive
-    # the released model's rows are judged against the text's reading of Fig. 3 ...
+    # T = 12 is neither the text's T nor the searched maximal T: not the text's measurement
+    assert [c.verdict for c in rows[1:3]] == ["inconclusive", "inconclusive"]
+    assert "neither the text's" in rows[1].cannot_decide
+    # at the searched maximal T the released model's rows are judged against the text's reading of Fig. 3 ...
+    res = run_saturation(SaturationConfig(**{**TINY, "released_Ts": (0,)}))
+    released, plain = res.data["per_H"]
+    rows = res.summary
+    assert released["searched"] and released["T"] >= 7 and not plain["searched"]
     majority, almost_all = rows[1], rows[2]
     assert majority.relation == ">" and majority.threshold == 0.5 and not majority.cannot_decide
     assert majority.measured == released["fraction_saturated"]
@@ -86,8 +94,8 @@ def test_tiny_run(tmp_path):
     assert [c.verdict for c in rows[4:6]] == ["inconclusive", "inconclusive"]
     assert all("another model" in c.cannot_decide for c in rows[4:6])
     assert len(res.figures) == 6 and len({f.file for f in res.figures}) == 6  # one set per model
-    assert len(res.tables) == 2 and len(res.tables[0].rows) == 12
-    assert len(rd.read_metrics()) == 2
+    assert len(res.tables) == 2 and len(res.tables[0].rows) == min(20, released["T"])
+    assert len(res.tables[1].rows) == 12
 
 
 def test_a_model_that_did_not_memorize_cannot_decide(tmp_path):

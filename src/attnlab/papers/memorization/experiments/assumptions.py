@@ -246,6 +246,8 @@ def _summary(results: dict) -> list[Check]:
             cannot = ("another model: all-MiniLM-L6-v2 (d=384, learned positions, n="
                       f"{res['shape'][1]}) on Python's documentation against BERT-large on Wikipedia (n=512)"
                       if layer.startswith("minilm") else "")
+            if not layer.startswith("minilm"):
+                detail += "; a random layer of the paper's kind on English text (the paper: ViT on ImageNet)"
             rows.append(equals(bool(r["holds"]), verdict == YES, detail, {"fraction": r["fraction"]},
                                quantity=quantity, paper_value=f"{verdict} ({counterpart})", where=where,
                                cannot_decide=cannot))
