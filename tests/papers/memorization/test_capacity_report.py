@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from attnlab.papers.memorization.capacity_report import bound_info_row, monotone_row, panel, r2_row
+import math
+
+from attnlab.checks import Bound
+from attnlab.papers.memorization.capacity_report import (
+    bound_info_row,
+    bound_rows,
+    largest_T,
+    monotone_row,
+    panel,
+    r2_row,
+)
+from attnlab.papers.memorization.experiments.capacity_vs_heads import CapacityConfig
 from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig
 
 
@@ -10,17 +21,58 @@ def test_panel_and_rows_by_hand(panel_cells):
     cfg = HeadSizeConfig(d=8, n=4, H=2, d_h_grid=(2, 4, 8, 16), T_factors=(1.0,), steps=20, warmup=0)
     p = panel(cfg, panel_cells([2, 4, 8, 16], [4, 10, 14, 16]), "d_h", cfg.d_h_grid, cfg.H)
     assert p["bound"] == [3, 7, 7, 7]  # 2 (min(4, d_h) - 1) + 1
-    assert p["largest_T_memorized"] == [4, 10, 14, 16]
+    assert p["largest_T_memorized"] == [4, 10, 14, 16] and p["censored"] == [False] * 4
     assert p["points"] == [[2, 4, 2], [2, 4, 4], [2, 4, 8], [2, 4, 16]]
     # least squares of T* on d_h: slope sum((v - 7.5)(t - 11)) / sum((v - 7.5)^2) = 86 / 115
     assert abs(p["fit"]["slope"] - 86 / 115) < 1e-12
     mono = monotone_row(p)
-    assert (mono.status, mono.measured, mono.expected) == ("pass", "4, 10, 14, 16", "non-decreasing")
-    assert monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}).status == "FAIL"
+    assert (mono.verdict, mono.measured, mono.criterion) == ("reproduced", 0, "== 0")
+    down = monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]})
+    assert down.verdict == "differs" and down.measured == 1  # one adjacent decrease: 10 -> 9
     info = monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}, judged=False)
-    assert (info.status, info.expected) == ("info", None)
+    assert (info.verdict, info.criterion, info.measured) == ("info", "", 1)
     bound = bound_info_row(p)
-    assert bound.status == "info" and bound.measured == "3, 7, 7, 7"
+    assert bound.verdict == "info" and bound.measured == "3, 7, 7, 7"
     r2 = r2_row(p, judged=False)
-    assert r2.status == "info" and r2.paper_value == ">= 0.98" and abs(r2.measured - p["fit"]["r2"]) == 0
+    assert r2.verdict == "info" and abs(r2.measured - p["fit"]["r2"]) < 1e-15
+    judged = r2_row(p)
+    assert judged.relation == ">=" and judged.threshold == 0.98 and judged.paper_value == ">= 0.98"
+    assert judged.verdict == ("reproduced" if p["fit"]["r2"] >= 0.98 else "differs")
     assert r2_row({**p, "values": [2, 4]}) is None  # a line through two points says nothing
+
+
+def _heads_cells(best: dict[int, int], n: int = 4) -> list[dict]:
+    """A heads panel: per H one memorized cell at T* and, unless T* is the top, a failed one above it."""
+    out = []
+    for H, t in best.items():
+        out.append({"H": H, "n": n, "d_h": 8, "T": t, "memorized": [True, True], "final_accuracy": [1.0, 1.0]})
+        out.append({"H": H, "n": n, "d_h": 8, "T": 2 * t + 1, "memorized": [False, False],
+                    "final_accuracy": [0.5, 0.5]})
+    return out
+
+
+def test_a_memorized_grid_top_is_a_lower_bound_and_blocks_the_fit():
+    # grid T = f (H (4 - 1) + 1), f in (1, 2): H=1: [4, 8], H=2: [7, 14], H=4: [13, 26]
+    cfg = CapacityConfig(d=8, n=4, H_grid=(1, 2, 4), T_factors=(1.0, 2.0), steps=20, warmup=0)
+    assert [cfg.T_grid(H) for H in cfg.H_grid] == [[4, 8], [7, 14], [13, 26]]
+    p = panel(cfg, _heads_cells({1: 4, 2: 7, 4: 26}), "H", cfg.H_grid, 1)
+    assert p["largest_T_memorized"] == [4, 7, 26] and p["censored"] == [False, False, True]
+    Ts = largest_T(p)
+    assert Ts[:2] == [4, 7] and isinstance(Ts[2], Bound) and str(Ts[2]) == ">= 26"
+    assert math.isnan(p["fit"]["r2"])  # no fit over a censored point
+    rows = bound_rows(cfg, p, 1)
+    assert [r.verdict for r in rows] == ["reproduced"] * 3
+    assert rows[2].measured_text == ">= 26" and rows[2].threshold == 13
+    # the old row judged R^2 of (1, 4), (2, 7), (4, 26) as a number; the censored point makes it inconclusive
+    r2 = r2_row(p)
+    assert r2.verdict == "inconclusive" and "H" in r2.reason and ">= 26" in r2.reason
+    assert "H=4: >= 26" in r2.detail
+    # a censored point cannot decrease below an exact one it starts above: still decided
+    assert monotone_row(p).verdict == "reproduced"
+    # a censored T* followed by an exact one above its lower bound: it may have decreased, undecided
+    cfg2 = CapacityConfig(d=8, n=4, H_grid=(1, 2, 4), T_factors=(1.0, 3.0, 6.0), steps=20, warmup=0)
+    assert [max(cfg2.T_grid(H)) for H in cfg2.H_grid] == [24, 42, 78]
+    p2 = panel(cfg2, _heads_cells({1: 24, 2: 30, 4: 39}), "H", cfg2.H_grid, 1)
+    assert p2["censored"] == [True, False, False]
+    mono = monotone_row(p2)
+    assert mono.verdict == "inconclusive" and str(mono.measured) == "[0, 1]"

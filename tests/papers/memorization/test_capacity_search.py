@@ -7,10 +7,15 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.errors import ConfigError
+from attnlab.papers.memorization.authors_model import authors_attention, authors_model, init_authors_model
 from attnlab.papers.memorization.capacity_search import (
     SearchConfig,
+    SearchResult,
     _next_candidates,
     attention_coefficients,
+    authors_coefficients,
+    authors_logits,
+    autograd_loss_and_grads,
     folded_logits,
     loss_and_grads,
     memorized_in_float64,
@@ -93,6 +98,9 @@ def test_search_brackets_the_largest_memorized_T():
     lo, hi = res.largest_success, res.smallest_failure
     assert 8 <= lo and hi is not None and lo < hi and hi - lo == 1  # resolution 0: exact bracket
     assert res.verified_float64 is True
+    # every failure is a failure within the step budget: T* is a lower bound, printed as one
+    assert (res.capacity.lower, res.capacity.upper) == (lo, float("inf")) and str(res.capacity) == f">= {lo}"
+    assert f"T={hi} was not memorized within the 300-step budget" in res.capacity.reason
     by_T = {a.T: a for a in res.attempts}
     assert by_T[lo].memorized and by_T[hi].outcome == "budget" and by_T[hi].steps == cfg.max_steps
     assert by_T[hi].accuracy < 1.0
@@ -120,6 +128,9 @@ def test_next_candidates():
     (dict(diverged_below=2.0), "diverged_below must be a finite number in [0, 1], got 2.0"),
     (dict(dtype=torch.float16), "dtype must be one of torch.float32, torch.float64"),
     (dict(seed=-1), "seed must be an integer in [0, 4294967295]"),
+    (dict(model="released"), "model must be one of plain, authors"),
+    (dict(model="authors", d=7), "the authors' model needs an even d"),
+    (dict(d_v=0), "d_v must be an integer >= 1"),
 ])
 def test_bad_search_config(bad, message):
     import re
@@ -146,3 +157,53 @@ def test_a_diverged_attempt_is_retried_at_half_the_rate():
     assert res.rounds[1]["lr"] == 15.0
     assert res.largest_success < res.smallest_failure <= 6
     assert all(a.outcome != "diverged" or a.lr == 30.0 for a in res.attempts)
+
+
+def _authors_problem(M=2, keys="context"):
+    s = SIZES
+    d = 8  # the authors' model needs an even d (sinusoidal positions)
+    E, e, y = draw_nested_dataset(s["T"], s["n"], d, s["C"], seed=3, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(5)
+    params = init_authors_model(M, d, d, s["n"], s["H"], s["d_h"], s["C"], gen, d_v=1, dtype=torch.float64)
+    return {k: 3.0 * v for k, v in params.items()}, E, e, y
+
+
+@pytest.mark.parametrize("keys", ["context", "all"])
+def test_authors_logits_theta_and_gradients_match_one_model_at_a_time(keys):
+    params, E, e, y = _authors_problem(keys=keys)
+    logits = authors_logits(params, E, e, keys)
+    theta = authors_coefficients(params, E, e, keys)
+    n_keys = SIZES["n"] + (keys == "all")
+    assert logits.shape == (2, SIZES["T"], SIZES["C"]) and theta.shape == (2, SIZES["T"], SIZES["H"], n_keys)
+    assert float((theta.sum(-1) - 1).abs().max()) < 1e-12
+    T_m = torch.tensor([11, 6])
+    loss, grads, correct = autograd_loss_and_grads(params, E, e, y, T_m, keys)
+    for m, T in enumerate(T_m.tolist()):
+        one = {k: v[m].clone().requires_grad_() for k, v in params.items()}
+        out = authors_model(one, E, e[:T], keys=keys)
+        assert _rel(logits[m, :T], out.detach()) < REL_TOL_FLOAT64
+        assert _rel(theta[m, :T], authors_attention(one, E, e[:T], keys=keys).detach()) < REL_TOL_FLOAT64
+        ref = F.cross_entropy(out, y[:T])
+        assert abs(float(loss[m]) - ref.item()) < REL_TOL_FLOAT64 * ref.item()
+        for k, g in zip(one, torch.autograd.grad(ref, list(one.values()))):
+            assert _rel(grads[k][m], g) < REL_TOL_FLOAT64, k
+        assert int(correct[m]) == int((out.argmax(-1) == y[:T]).sum())
+
+
+def test_the_released_authors_model_trains_in_the_search():
+    cfg = SearchConfig(**{**TINY, "d": 8}, model="authors", d_v=1, keys="context")
+    assert (cfg.model, cfg.d_v, cfg.keys) == ("authors", 1, "context")
+    E, e, y = draw_nested_dataset(cfg.T_limit, cfg.n, cfg.d, cfg.n_classes, cfg.seed)
+    run = train_candidates([8], E, e, y, cfg)
+    (a,) = run.attempts
+    assert a.outcome == "memorized" and a.accuracy == 1.0
+    assert run.params["W_V"].shape == (1, 2, 8, 1) and run.params["W_O"].shape == (1, 2, 8)  # d_v = 1 per head
+    assert memorized_in_float64({k: v[0] for k, v in run.params.items()}, E, e[:8], y[:8], model="authors",
+                                keys="context")
+
+
+def test_capacity_without_any_failure_is_still_a_lower_bound():
+    cfg = SearchConfig(**TINY)
+    res = SearchResult(cfg, 400, None)
+    assert res.capacity.lower == 400 and res.capacity.upper == float("inf")
+    assert "no T up to T_limit=400 failed" in res.capacity.reason

@@ -190,7 +190,9 @@ def test_memorize_drawn_dataset_is_draw_build_check():
 
 def test_registered_construction_builds_at_the_bound():
     res = construct_memorization(MemorizationParams(H=2, n=5, d=13, d_h=5, d_out=3, seed=1))
-    assert res.passed and res.criterion == "max |y_hat - y| <= 1e-08 (float64)"
+    assert res.passed and res.criterion == "max |y_hat - y| <= 1e-08"
+    assert (res.check.role, res.check.verdict, res.check.detail) == ("construction", "reproduced",
+                                                                      "T = 9 examples, float64")
     assert res.values["T"] == res.values["bound"] == res.values["rank_Z"] == 9  # 2 (5 - 1) + 1
     assert set(res.arrays) == {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}
     assert res.to_dict()["max_abs_error"] <= LABEL_TOL and res.to_dict()["shared_context"] is True

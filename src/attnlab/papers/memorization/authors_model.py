@@ -27,16 +27,19 @@ code, github.com/smahdavi4/attention-memorization, where it settles the point):
 - keys: eq. (1) lets the query attend to E, the n context tokens. With the query
   token in the sequence it may also attend to itself. ``keys="all"`` (default):
   the query attends to all n + 1 tokens; ``keys="context"``: only to the n context
-  tokens, eq. (1) as written. (The authors' code masks the query's own key; one
-  version of it does so by setting that logit to 0 rather than -inf, so the query
-  still receives weight exp(0) / sum: neither mode reproduces that quirk.)
+  tokens, eq. (1) as written, and the released model's: src/attn_models.py's
+  BaselineAttention masks column 0 (the query) of every row with -inf. (The copy in
+  src/gnn_models.py, which the released src/main.py imports, multiplies that logit by 0
+  instead, so the query keeps weight exp(0) / sum on its own value: neither mode
+  reproduces that variant.)
 - logit scale s: eqs. (1)-(2) have none; the authors' code divides the logits by
   sqrt(d) (the model width, not d_h). ``scale=None`` (default) uses 1/sqrt(d);
   ``scale=1.0`` gives the paper's unscaled eq. (1).
 - biases: the embedding and the read-out carry biases b_E, b_D (as nn.Linear in
   the authors' code); the attention maps have none.
-- d_v: the authors' code uses d_v = 1 per head; here d_v defaults to d_h (as in
-  :mod:`attnlab.papers.memorization.model`) and is an argument.
+- d_v: the released model uses d_v = 1 per head (CustomAttention(dv=1)) and
+  d_h = d; here d_v defaults to d_h (as in :mod:`attnlab.papers.memorization.model`)
+  and is an argument. :data:`AUTHORS_RELEASED` is the released model's setting.
 - init (:func:`init_authors_model`): as the authors' code, Xavier-uniform
   U(-a, a), a = sqrt(6 / (fan_in + fan_out)), for every W_K,h, W_Q,h, W_V,h and
   W_O; PyTorch's nn.Linear default U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for W_E,
@@ -68,6 +71,10 @@ from attnlab.errors import ConfigError
 from attnlab.nn.positional import sinusoidal_encoding
 
 KEYS = ("all", "context")
+AUTHORS_RELEASED = {"d_v": 1, "keys": "context", "scale": None}
+"""The released model's choices (github.com/smahdavi4/attention-memorization, src/attn_models.py,
+BaselineAttention): one value dimension per head, the query's own key masked out of its row,
+logits divided by sqrt(d); with d_h = d (its default) and the embedding and positions above."""
 
 
 def init_authors_model(
@@ -131,19 +138,14 @@ def _check(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, keys: str, scale
                           f"of x {tuple(x.shape[:-1])}")
 
 
-def authors_model(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, *, keys: str = "all",
-                  scale: float | None = None) -> Tensor:
-    """y_hat of the query token (module docstring) for one model (unstacked params).
-
-    E_raw: (n, d_in) shared context or (..., n, d_in) one per query.  x: (..., d_in)
-    raw queries.  keys: "all" (query attends to all n + 1 tokens) or "context" (to
-    the n context tokens).  scale: logit factor s (None: 1/sqrt(d)).  -> (..., d_out).
-    """
+def _forward(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, keys: str,
+             scale: float | None) -> tuple[Tensor, Tensor]:
+    """(y_hat (B, d_out), theta (B, H, n) or (B, H, n+1) with the query's own key first)."""
     _check(params, E_raw, x, keys, scale)
     W_E, b_E, W_K, W_Q, W_V = (params[k] for k in ("W_E", "b_E", "W_K", "W_Q", "W_V"))
     H, d, d_h = W_Q.shape
     d_v = W_V.shape[-1]
-    lead, n = x.shape[:-1], E_raw.shape[-2]
+    n = E_raw.shape[-2]
     s = 1.0 / math.sqrt(d) if scale is None else float(scale)
     pos = _positions(n + 1, d, x.dtype, str(x.device))  # (n+1, d): pos_0 query, pos_1..n context
     e = x.reshape(-1, x.shape[-1]) @ W_E + b_E + pos[0]  # (B, d)
@@ -165,7 +167,28 @@ def authors_model(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, *, keys: 
         p = p + theta[..., :1] * v0  # the query's own value, weight theta_h[0]
     o = p.flatten(1) @ params["W_O"]  # eq. (5): [p_1; ...; p_H] (B, H d_v) @ (H d_v, d) -> (B, d)
     y_hat = o @ params["W_D"] + params["b_D"]  # eq. (6): (B, d_out)
-    return y_hat.view(*lead, y_hat.shape[-1])
+    return y_hat, theta
+
+
+def authors_model(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, *, keys: str = "all",
+                  scale: float | None = None) -> Tensor:
+    """y_hat of the query token (module docstring) for one model (unstacked params).
+
+    E_raw: (n, d_in) shared context or (..., n, d_in) one per query.  x: (..., d_in)
+    raw queries.  keys: "all" (query attends to all n + 1 tokens) or "context" (to
+    the n context tokens).  scale: logit factor s (None: 1/sqrt(d)).  -> (..., d_out).
+    """
+    y_hat, _ = _forward(params, E_raw, x, keys, scale)
+    return y_hat.view(*x.shape[:-1], y_hat.shape[-1])
+
+
+def authors_attention(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, *, keys: str = "all",
+                      scale: float | None = None) -> Tensor:
+    """The query's softmax coefficients theta_h of eq. (2) in the authors' model, one model:
+    (..., H, n) over the context tokens (keys="context") or (..., H, n + 1), the query's own
+    key first (keys="all")."""
+    _, theta = _forward(params, E_raw, x, keys, scale)
+    return theta.view(*x.shape[:-1], *theta.shape[1:])
 
 
 def authors_loss(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, y: Tensor, *, keys: str = "all",

@@ -156,9 +156,11 @@ class CapacitySettings(RunConfig):
 
     def describe_model(self) -> str:
         if self.model == "authors":
-            return ("The model is the authors' (§5.2, model=authors): a linear embedding of the raw tokens, "
-                    "sinusoidal positional encoding, one attention layer read out at the query token "
-                    "(attnlab.papers.memorization.authors_model).")
+            return ("The model is the authors' architecture (§5.2, model=authors): a linear embedding of the raw "
+                    "tokens, sinusoidal positional encoding, one attention layer read out at the query token "
+                    "(attnlab.papers.memorization.authors_model), with d_v = d_h and the query attending to "
+                    "itself too; the released model has d_v = 1 and masks the query's own key "
+                    "(memorization.authors-capacity searches that one).")
         return ("The model is eqs. (1)-(6) on the raw U(0,1) inputs (model=plain); the paper's embedding layer "
                 "and positional encoding are left out (model=authors puts them back).")
 

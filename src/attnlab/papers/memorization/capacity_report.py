@@ -17,13 +17,15 @@ import math
 
 import numpy as np
 
+from attnlab.checks import Bound, Censored, Check, at_least, compare, equals, info, uncensored
 from attnlab.papers.memorization.capacity_cells import largest_memorized, linear_fit, run_points
 from attnlab.papers.memorization.model import memorization_bound, theorem1_bound
-from attnlab.results import PALETTE, Check, LineFigure, Series, Table, check, line_figure, series
+from attnlab.results import PALETTE, LineFigure, Series, Table, line_figure, series
 
 PAPER_R2 = 0.98  # §5.2: R^2 of the linear fit of the non-saturated part of Fig. 2(a)
 SYMBOL = {"H": "H", "n": "n", "d_h": "d_h"}
 AXIS = {"H": "heads H", "n": "context size n", "d_h": "head size d_h"}
+WHERE = {"H": "§5.2, Fig. 2(a)", "n": "§5.2, Fig. 2(b)", "d_h": "§5.2, Fig. 2(c)"}
 
 
 def panel_points(swept: str, values, H: int, n: int, d_h: int) -> list[tuple[int, int, int]]:
@@ -32,15 +34,26 @@ def panel_points(swept: str, values, H: int, n: int, d_h: int) -> list[tuple[int
 
 
 def panel(cfg, cells: list[dict], swept: str, values, H: int) -> dict:
-    """Derived numbers of one panel: values, points, bound, T*, linear fit (a, b, R^2) in the swept value."""
+    """Derived numbers of one panel: values, points, bound, T*, whether T* is censored (the top of
+    its grid was memorized, so the grid cannot say how far it goes), and the linear fit (a, b, R^2)
+    in the swept value over the exact T* (nan when one is censored)."""
     values = list(values)
     points = panel_points(swept, values, H, cfg.n, cfg.d_h)
     bounds = [theorem1_bound(*p) for p in points]
     best = [largest_memorized(cells, *p) for p in points]
-    a, b, r2 = linear_fit(values, best)
+    tops = [max(cfg.T_grid(*p)) for p in points]
+    censored = [t == top for t, top in zip(best, tops)]
+    a, b, r2 = (float("nan"),) * 3 if any(censored) else linear_fit(values, best)
     return {"swept": swept, "values": values, "points": [list(p) for p in points], "bound": bounds,
-            "largest_T_memorized": best, "fit": {"slope": a, "intercept": b, "r2": r2},
-            "grid_top": [max(cfg.T_grid(*p)) for p in points]}
+            "largest_T_memorized": best, "censored": censored, "fit": {"slope": a, "intercept": b, "r2": r2},
+            "grid_top": tops}
+
+
+def largest_T(p: dict) -> list:
+    """T* per value of the panel, as measured values: an int, or ``Bound.at_least(top)`` where the
+    largest T of the grid was memorized."""
+    return [Bound.at_least(t, f"T={t} is the top of the grid and was memorized") if c else t
+            for t, c in zip(p["largest_T_memorized"], p.get("censored", [False] * len(p["values"])))]
 
 
 def fixed_text(cfg, p: dict, H: int) -> str:
@@ -48,45 +61,84 @@ def fixed_text(cfg, p: dict, H: int) -> str:
     return ", ".join(f"{k}={v}" for k, v in ({"d": cfg.d} | fixed).items() if k != p["swept"])
 
 
+def _where(p: dict) -> str:
+    return WHERE.get(p["swept"].split(" ")[0], "§5.2, Fig. 2")
+
+
 # --------------------------------------------------------------------------------------
 # summary rows
 # --------------------------------------------------------------------------------------
-def bound_rows(cfg, p: dict, H: int, paper_values: dict | None = None) -> list[Check]:
-    """Per value: T* >= H (min(n, d_h) - 1) + 1 (pass/FAIL)."""
+def bound_rows(cfg, p: dict, H: int, where: str = "") -> list[Check]:
+    """Per value: T* >= H (min(n, d_h) - 1) + 1, T* censored at the grid top where it was memorized."""
     rows = []
-    for v, bound, t, top in zip(p["values"], p["bound"], p["largest_T_memorized"], p["grid_top"], strict=True):
-        detail = f"{cfg.describe_training()}; grid up to T={top}" + (" (grid top reached: a lower bound)"
-                                                                     if t == top else "")
-        rows.append(check(f"largest T memorized, {p['swept']}={v} ({fixed_text(cfg, p, H)})",
-                          (paper_values or {}).get(v), t, f">= H(min(n,d_h)-1)+1 = {bound}", t >= bound, detail))
+    for v, bound, t, top in zip(p["values"], p["bound"], largest_T(p), p["grid_top"], strict=True):
+        rows.append(at_least(
+            t, bound, f"{cfg.describe_training()}; T* = the largest T of the grid (up to {top}) memorized by "
+                      f"every replicate within the step budget",
+            {"T_star": t if isinstance(t, int) else None, "grid_top": top, "bound": bound},
+            quantity=f"largest T memorized, {p['swept']}={v} ({fixed_text(cfg, p, H)}), against Theorem 1's "
+                     f"H(min(n,d_h)-1)+1",
+            where=where or _where(p), paper_value="memorization up to at least the bound (Fig. 2)"))
     return rows
 
 
 def bound_info_row(p: dict) -> Check:
     """The bound at every value of the panel (info)."""
-    return check("Theorem 1 bound H(min(n,d_h)-1)+1 at " + ", ".join(f"{p['swept']}={v}" for v in p["values"]),
-                 "H(min(n,d_h)-1)+1", ", ".join(map(str, p["bound"])), None, None)
+    return info("Theorem 1 bound H(min(n,d_h)-1)+1 at " + ", ".join(f"{p['swept']}={v}" for v in p["values"]),
+                ", ".join(map(str, p["bound"])), where="§4, Theorem 1")
 
 
-def r2_row(p: dict, judged: bool = True) -> Check | None:
-    """R^2 of T* = a v + b against the paper's >= 0.98 (needs >= 3 values)."""
+def r2_row(p: dict, judged: bool = True, where: str = "§5.2, Fig. 2(a)") -> Check | None:
+    """R^2 of T* = a v + b against the paper's >= 0.98 (needs >= 3 values). A fit over a grid with a
+    censored T* measures nothing: the row is then inconclusive and names the censored point."""
     if len(p["values"]) < 3:
         return None
-    r2 = p["fit"]["r2"]
-    return check(f"R^2 of the linear fit of largest T memorized vs {p['swept']}", f">= {PAPER_R2}", r2,
-                 f">= {PAPER_R2}" if judged else None, (r2 >= PAPER_R2) if judged else None,
-                 f"{p['swept']} = {p['values']}; slope {p['fit']['slope']:.2f}")
+    Ts = largest_T(p)
+    listing = ", ".join(f"{p['swept']}={v}: {t}" for v, t in zip(p["values"], Ts))
+    quantity = f"R^2 of the linear fit of largest T memorized vs {p['swept']}"
+    try:
+        exact = uncensored(Ts, f"the fit of T* against {p['swept']}")
+    except Censored as err:
+        if not judged:
+            return info(quantity, "not fitted", where=where, detail=f"{err}; T* = {listing}")
+        return compare(quantity, Bound.at_most(1.0, "not fitted"), ">=", PAPER_R2, paper_value=f">= {PAPER_R2}",
+                       where=where, cannot_decide=str(err), detail=f"T* = {listing}",
+                       values={"T_star": [None if isinstance(t, Bound) else t for t in Ts],
+                               "censored": p.get("censored")})
+    a, b, r2 = linear_fit(p["values"], exact)
+    detail = f"T* = {listing}; slope {a:.2f}, intercept {b:.1f}"
+    if not judged:
+        return info(quantity, r2, where=where, detail=detail)
+    return at_least(r2, PAPER_R2, detail, {"slope": a, "intercept": b, "T_star": exact},
+                    quantity=quantity, paper_value=f">= {PAPER_R2}", where=where)
 
 
-def monotone_row(p: dict, judged: bool = True) -> Check | None:
-    """T* non-decreasing in the swept value (Theorem 1: more heads / a longer context never hurt);
-    with ``judged=False`` shown as info (no criterion)."""
+def monotone_row(p: dict, judged: bool = True, where: str = "") -> Check | None:
+    """T* non-decreasing in the swept value (§5.2: "memorization increases monotonically with n"):
+    the number of adjacent values where T* decreases, required to be 0. A pair with a censored
+    T* decreases for sure only where the bounds say so; otherwise the count is a bound."""
     if len(p["values"]) < 2:
         return None
-    best = p["largest_T_memorized"]
-    ok = all(b >= a for a, b in zip(best, best[1:]))
-    return check(f"largest T memorized is non-decreasing in {p['swept']}", "monotone", ", ".join(map(str, best)),
-                 "non-decreasing" if judged else None, ok if judged else None, f"{p['swept']} = {p['values']}")
+    Ts = largest_T(p)
+
+    def ends(t):
+        return (t.lower, t.upper) if isinstance(t, Bound) else (t, t)
+
+    sure = undecided = 0
+    for a, b in zip(Ts, Ts[1:]):
+        (a_lo, a_hi), (b_lo, b_hi) = ends(a), ends(b)
+        if b_hi < a_lo:
+            sure += 1
+        elif b_lo < a_hi:
+            undecided += 1
+    measured = Bound(sure, sure + undecided, "censored T* at the grid top") if undecided else sure
+    quantity = f"adjacent {p['swept']} values where the largest T memorized decreases"
+    detail = f"T* = " + ", ".join(f"{p['swept']}={v}: {t}" for v, t in zip(p["values"], Ts))
+    if not judged:
+        return info(quantity, str(measured) if isinstance(measured, Bound) else measured, where=where or _where(p),
+                    detail=detail)
+    return equals(measured, 0, detail, quantity=quantity, where=where or _where(p),
+                  paper_value="monotone increase")
 
 
 # --------------------------------------------------------------------------------------
@@ -136,9 +188,12 @@ def largest_figure(cfg, p: dict, file: str, title: str, *, extra: list[Series] =
         lines.append(series(f"fit {a:.1f} H + {b:.1f} (R^2 {p['fit']['r2']:.3f})", v, [a * x + b for x in v],
                             style="dotted", marker=False, color=PALETTE[0]))
     lines.extend(extra)
+    cens = [f"{p['swept']}={x}" for x, c in zip(v, p.get("censored", [])) if c]
+    cens_text = (f" At {', '.join(cens)} the top of the grid was memorized: the point is a lower bound."
+                 if cens else "")
     return line_figure(file, f"Largest data-set size T memorized by every replicate against the "
                              f"{AXIS[p['swept']]} ({fixed_text(cfg, p, p['points'][0][0])}); dashed: Theorem 1's "
-                             f"constructive bound; {cfg.describe_training()}.",
+                             f"constructive bound; {cfg.describe_training()}.{cens_text}",
                        series=lines, xlabel=AXIS[p["swept"]], ylabel="T", title=title)
 
 

@@ -36,13 +36,22 @@ prefix of the one of size T' > T) with a loss mask, and leaves the stack as soon
 its training accuracy reaches 100% (checked on every step's forward pass, before the
 update, so the stopped parameters are exactly the memorizing ones).
 
+The authors' model (``model="authors"``; :mod:`attnlab.papers.memorization.authors_model`:
+linear embedding, sinusoidal positions, one attention layer read at the query token, as
+released with d_v = 1 and the query's own key masked, ``d_v=1, keys="context"``) trains in the
+same loop with gradients by autograd through a vmap of ``authors_model`` over the M models
+(``autograd_loss_and_grads``); the queries and context are then raw inputs, embedded by the
+model.
+
 Search (``search_capacity``): bracket upwards from T_start by a factor between 1 +
 (growth - 1) / 10 and ``growth``, smaller the closer the last success came to the step
 budget (``_adaptive_growth``), until a failure, then cut the bracket [largest success, smallest failure] into
 ``candidates + 1`` parts per round until it is at most max(1, resolution x lo) wide. Every
 attempt uses the same initialisation (seeded) and the same draw. An attempt that ends
 far below 100% (cfg.diverged_below) diverged, a learning-rate failure rather than a
-capacity one, and is retried once at half the peak rate.
+capacity one, and is retried once at half the peak rate. Every failure is a failure within
+cfg.max_steps updates, so the search bounds the largest T gradient descent memorizes from
+below: ``SearchResult.capacity`` is ``Bound.at_least(largest_success)``, printed ">= T".
 """
 
 from __future__ import annotations
@@ -54,14 +63,17 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
+from attnlab.checks import Bound
 from attnlab.config import Config, check_choice, check_device, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
+from attnlab.papers.memorization.authors_model import KEYS, authors_attention, authors_model, init_authors_model
 from attnlab.papers.memorization.data import draw_nested_dataset
 from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier, theorem1_bound
 from attnlab.training.optim import AdamState, adam_init, adam_update
 from attnlab.training.schedules import WarmupCosine
 
 Params = dict[str, Tensor]
+MODELS = ("plain", "authors")
 
 
 # --------------------------------------------------------------------------------------
@@ -136,6 +148,35 @@ def loss_and_grads(params: Params, E: Tensor, e: Tensor, y: Tensor, T_m: Tensor
     return loss, grads, correct
 
 
+def authors_logits(params: Params, E: Tensor, e: Tensor, keys: str) -> Tensor:
+    """y_hat of the authors' model (:func:`attnlab.papers.memorization.authors_model.authors_model`:
+    linear embedding, sinusoidal positions, one attention layer read at the query) for M stacked
+    models, shared raw context E (n, d), raw queries e (T, d) -> (M, T, C)."""
+    return torch.func.vmap(lambda p: authors_model(p, E, e, keys=keys))(params)
+
+
+def authors_coefficients(params: Params, E: Tensor, e: Tensor, keys: str) -> Tensor:
+    """theta_h^(t) of the authors' model for M stacked models -> (M, T, H, n) over the context
+    tokens (keys="context"), or (M, T, H, n + 1), the query's own key first (keys="all")."""
+    return torch.func.vmap(lambda p: authors_attention(p, E, e, keys=keys))(params)
+
+
+def autograd_loss_and_grads(params: Params, E: Tensor, e: Tensor, y: Tensor, T_m: Tensor, keys: str
+                            ) -> tuple[Tensor, Params, Tensor]:
+    """:func:`loss_and_grads` for the authors' model, by autograd (the same masked mean
+    cross-entropy over the first T_m[m] rows of model m; the same return values)."""
+    leaves = {k: v.detach().requires_grad_(True) for k, v in params.items()}
+    logits = authors_logits(leaves, E, e, keys)  # (M, T, C)
+    M, T = logits.shape[:2]
+    mask = torch.arange(T, device=e.device) < T_m[:, None]
+    weight = mask.to(logits.dtype) / T_m[:, None].to(logits.dtype)
+    label_logp = torch.log_softmax(logits, dim=-1).gather(-1, y.expand(M, T)[..., None])[..., 0]
+    loss = -(label_logp * weight).sum(-1)
+    correct = ((logits.detach().argmax(-1) == y) & mask).sum(-1)
+    grads = torch.autograd.grad(loss.sum(), list(leaves.values()))  # models are independent: one backward
+    return loss.detach(), dict(zip(leaves, grads)), correct
+
+
 # --------------------------------------------------------------------------------------
 # training several candidate T at once
 # --------------------------------------------------------------------------------------
@@ -181,6 +222,17 @@ def _select(x: dict[str, Tensor], keep: Tensor) -> dict[str, Tensor]:
     return {k: v[keep].contiguous() for k, v in x.items()}
 
 
+def init_model(cfg: SearchConfig) -> Params:
+    """One model (stacked, M = 1) of cfg.model, initialised from cfg.seed: the plain eqs. (1)-(6)
+    (:func:`init_attention_classifier`) or the authors' (:func:`init_authors_model`, d_in = d)."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    if cfg.model == "authors":
+        return init_authors_model(1, cfg.d, cfg.d, cfg.n, cfg.H, cfg.d_h, cfg.n_classes, gen, d_v=cfg.d_v,
+                                  dtype=cfg.dtype, device=cfg.device)
+    return init_attention_classifier(1, cfg.d, cfg.n, cfg.H, cfg.d_h, cfg.n_classes, gen, d_v=cfg.d_v,
+                                     dtype=cfg.dtype, device=cfg.device)
+
+
 def train_candidates(Ts: list[int], E: Tensor, e: Tensor, y: Tensor, cfg: SearchConfig, *,
                      min_steps: int = 0) -> CandidateRun:
     """Train one model per T in ``Ts`` on the first T rows of (e, y), all at once, with
@@ -190,9 +242,7 @@ def train_candidates(Ts: list[int], E: Tensor, e: Tensor, y: Tensor, cfg: Search
     M = len(Ts)
     if not 0 <= min_steps <= cfg.max_steps:
         raise ConfigError(f"min_steps must be in [0, max_steps={cfg.max_steps}], got {min_steps!r}")
-    gen = torch.Generator().manual_seed(cfg.seed)
-    one = init_attention_classifier(1, cfg.d, cfg.n, cfg.H, cfg.d_h, cfg.n_classes, gen, dtype=cfg.dtype,
-                                    device=cfg.device)
+    one = init_model(cfg)
     E, e, y = E.to(cfg.device), e.to(cfg.device), y.to(cfg.device)
     params = {k: v.expand(M, *v.shape[1:]).clone() for k, v in one.items()}  # same init for every T
     final = {k: v.clone() for k, v in params.items()}
@@ -206,7 +256,10 @@ def train_candidates(Ts: list[int], E: Tensor, e: Tensor, y: Tensor, cfg: Search
     t0 = time.perf_counter()
     for s in range(cfg.max_steps + 1):
         T_max = int(T_alive.max())
-        loss, grads, correct = loss_and_grads(params, E, e[:T_max], y[:T_max], T_alive)
+        if cfg.model == "authors":
+            loss, grads, correct = autograd_loss_and_grads(params, E, e[:T_max], y[:T_max], T_alive, cfg.keys)
+        else:
+            loss, grads, correct = loss_and_grads(params, E, e[:T_max], y[:T_max], T_alive)
         hit = correct == T_alive
         for j in torch.nonzero(hit).flatten().tolist():
             m = int(alive[j])
@@ -237,13 +290,18 @@ def train_candidates(Ts: list[int], E: Tensor, e: Tensor, y: Tensor, cfg: Search
     return CandidateRun(attempts, final, at_mem)
 
 
-def memorized_in_float64(params: Params, E: Tensor, e: Tensor, y: Tensor) -> bool:
-    """Every label argmax-correct under attention_classifier (the unfolded eqs. (1)-(6)) in float64.
+def memorized_in_float64(params: Params, E: Tensor, e: Tensor, y: Tensor, *, model: str = "plain",
+                         keys: str = "context") -> bool:
+    """Every label argmax-correct under attention_classifier (the unfolded eqs. (1)-(6)), or
+    authors_model for model="authors", in float64.
 
     params: one model (unstacked)."""
     p64 = {k: v.detach().to(torch.float64) for k, v in params.items()}
     with torch.no_grad():
-        logits = attention_classifier(p64, E.to(torch.float64), e.to(torch.float64))
+        if model == "authors":
+            logits = authors_model(p64, E.to(torch.float64), e.to(torch.float64), keys=keys)
+        else:
+            logits = attention_classifier(p64, E.to(torch.float64), e.to(torch.float64))
     return bool((logits.argmax(-1) == y).all())
 
 
@@ -262,6 +320,11 @@ class SearchConfig(Config):
     d: int = param(64, "token dimension d")
     n: int = param(32, "context size n")
     d_h: int | None = param(None, "head size d_h (None: d)")
+    d_v: int | None = param(None, "value size d_v per head (None: d_h; the released model: 1)")
+    model: str = param("plain", "plain (eqs. (1)-(6) on the raw tokens) or authors (linear embedding + "
+                                "sinusoidal positions + attention, read at the query token)")
+    keys: str = param("context", "the authors' model's keys: context (the query's own key masked, as "
+                                 "released) or all")
     n_classes: int = param(100, "label classes")
     seed: int = param(0, "seed of the data draw and the initialisation")
     max_steps: int = param(1000, "update budget per attempt")
@@ -281,7 +344,13 @@ class SearchConfig(Config):
     def validate(self) -> None:
         if self.d_h is None:
             object.__setattr__(self, "d_h", self.d)
-        for name, low in (("H", 1), ("d", 1), ("n", 1), ("d_h", 1), ("n_classes", 2), ("max_steps", 1),
+        if self.d_v is None:
+            object.__setattr__(self, "d_v", self.d_h)
+        check_choice("model", self.model, MODELS)
+        check_choice("keys", self.keys, KEYS)
+        if self.model == "authors" and self.d % 2:
+            raise ConfigError(f"the authors' model needs an even d (sinusoidal positions), got d={self.d}")
+        for name, low in (("H", 1), ("d", 1), ("n", 1), ("d_h", 1), ("d_v", 1), ("n_classes", 2), ("max_steps", 1),
                           ("warmup", 0), ("candidates", 1), ("T_limit", 2)):
             check_int(name, getattr(self, name), low)
         check_seed(self.seed)
@@ -315,6 +384,18 @@ class SearchResult:
     seconds: float = 0.0
     params: Params | None = None
     verified_float64: bool | None = None
+
+    @property
+    def capacity(self) -> Bound:
+        """T* as a censored value: >= largest_success. Every failure of the search is a failure
+        within cfg.max_steps updates, so more steps may memorize more: the search bounds the
+        largest T gradient descent memorizes from below, never from above."""
+        budget = f"{self.config.max_steps}-step budget"
+        if self.smallest_failure is None:
+            why = f"no T up to T_limit={self.config.T_limit} failed within the {budget}"
+        else:
+            why = f"T={self.smallest_failure} was not memorized within the {budget}"
+        return Bound.at_least(self.largest_success, why)
 
 
 def _next_candidates(lo: int, hi: int | None, k: int, growth: float, T_limit: int) -> list[int]:
@@ -366,7 +447,8 @@ def search_capacity(cfg: SearchConfig, *, progress=None) -> SearchResult:
             Ts = _next_candidates(lo, hi, cfg.candidates, cfg.growth, cfg.T_limit)
     lo, hi = _bracket(attempts)
     best = memorizing.get(lo)
-    verified = None if best is None else memorized_in_float64(best, E, e[:lo], y[:lo])
+    verified = None if best is None else memorized_in_float64(best, E, e[:lo], y[:lo], model=cfg.model,
+                                                              keys=cfg.keys)
     return SearchResult(cfg, lo, hi, attempts, rounds, time.perf_counter() - t0, best, verified)
 
 

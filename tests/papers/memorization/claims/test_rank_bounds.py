@@ -23,7 +23,7 @@ def _run(cid, seed):
 def test_upper_bound_holds_and_is_reached(cid, bound, control, seed):
     r = _run(cid, seed)
     m, v = r.measurement, r.measurement.values
-    assert r.status == "pass" and m.relation == "<=" and m.tolerance == 0
+    assert r.verdict == "reproduced" and m.relation == "<=" and m.threshold == 0
     assert m.measured == 0  # the search reaches the bound exactly: it is tight, never exceeded
     assert v["bound"] == bound and v["max_rank"] == bound and v["attempts"] == 144
     # no attempt came near a (bound+1)-th singular value: float64 round-off only
@@ -43,7 +43,7 @@ def test_proposition5_tokens_have_the_constant_row_sum():
 def test_proposition4_skip_layer(seed):
     r = _run("memorization.proposition4-skip", seed)
     m, v = r.measurement, r.measurement.values
-    assert r.status == "pass" and m.relation == ">=" and m.tolerance == 0
+    assert r.verdict == "reproduced" and m.relation == ">=" and m.threshold == 0
     assert m.measured == 0  # min rank E' = n = 3 exactly (Assumption 2 is preserved, not exceeded)
     assert (v["kruskal_rank_before"], v["kruskal_rank_after"], v["n"]) == (1, 7, 3)
     assert v["min_context_rank_after"] == 3 and v["assumption2_before"] is True

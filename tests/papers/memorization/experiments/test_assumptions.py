@@ -66,10 +66,12 @@ def test_report_parts(result, tmp_path):
     json.dumps(res.to_dict(), allow_nan=False)
     assert len(res.summary) == 3 * len(CHECKS)
     by_q = {row.quantity.split(" (")[0]: row for row in res.summary}
-    assert by_q["assumption1: embedding"].status == "pass"  # ✗ in Table 1 and here
-    assert by_q["assumption1: attention"].status == "pass"  # ✓ in Table 1 and here
-    assert by_q["general position: attention"].status == "info"  # ✗ in Table 1, ✓ here: explained
-    assert "DIFFERS" in by_q["general position: attention"].detail
+    assert by_q["assumption1 holds: embedding"].verdict == "reproduced"  # ✗ in Table 1 and here
+    assert by_q["assumption1 holds: attention"].verdict == "reproduced"  # ✓ in Table 1 and here
+    # ✗ in Table 1, ✓ here: a disagreement is a verdict, not an info row
+    gp = by_q["general position holds: attention"]
+    assert (gp.verdict, gp.measured, gp.threshold) == ("differs", True, False)
+    assert by_q["assumption3 holds: attention"].verdict == "info"  # Table 1 reports none
     ours, paper = res.tables
     assert [r[0] for r in ours.rows] == ["embedding", "attention", "transformer"]
     assert len(ours.columns) == len(ours.formats) == len(ours.rows[0])
@@ -138,3 +140,20 @@ def test_bad_config_via_the_cli(tmp_path, capsys, setting, needle):
     assert exit_.value.code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err
+
+
+def test_minilm_rows_cannot_decide_bert_and_unreported_cells_are_info():
+    from attnlab.papers.memorization.experiments.assumptions import _summary
+
+    def r(holds):
+        return {"holds": holds, "fraction": 1.0 if holds else 0.2, "method": "randomized", "trials": 10, "k": 4,
+                "rtol": 1e-10, "min_rel_sigma": 1e-3}
+
+    res = {"shape": [60, 9, 384], "general_position": r(False), "assumption1": r(True),
+           "assumption2": {"holds": True, "fraction": 1.0, "contexts": 60, "rtol": 1e-10, "min_rel_sigma": 1e-3},
+           "assumption3": r(True)}
+    rows = _summary({"minilm-L1": res})
+    # Table 3 (BERT-large, n = 512): GP ✗, A1 ✗, A2 ✓, A3 not reported
+    assert [row.verdict for row in rows] == ["inconclusive", "inconclusive", "inconclusive", "info"]
+    assert all("all-MiniLM-L6-v2" in row.cannot_decide for row in rows[:3])
+    assert rows[1].measured is True and rows[1].threshold is False  # A1 holds here, fails in Table 3

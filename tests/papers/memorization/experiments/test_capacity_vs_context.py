@@ -23,9 +23,10 @@ def test_tiny_context_run(tmp_path):
     for key in [(2, 3), (4, 7)]:  # T at the bound: gradient descent fits every label
         assert cells[key]["memorized"] == [True, True] and cells[key]["final_accuracy"] == [1.0, 1.0]
     assert all(t >= b for t, b in zip(p["largest_T_memorized"], p["bound"]))
-    statuses = {r.quantity: r.status for r in res.summary}
-    assert statuses["largest T memorized, n=2 (d=8, H=2, d_h=8)"] == "pass"
-    assert "largest T memorized is non-decreasing in n" in statuses
+    verdicts = {r.quantity: r.verdict for r in res.summary}
+    assert verdicts["largest T memorized, n=2 (d=8, H=2, d_h=8), against Theorem 1's H(min(n,d_h)-1)+1"] \
+        == "reproduced"
+    assert "adjacent n values where the largest T memorized decreases" in verdicts
     assert [f.file for f in res.figures] == ["memorization-vs-T-per-context.png",
                                             "memorization-capacity-vs-context.png"]
     assert res.figures[0].series[1].x == [7, 14]

@@ -26,12 +26,13 @@ def test_flat_beyond_n_and_monotone_rows_by_hand(panel_cells):
     assert p["largest_T_memorized"] == [4, 10, 14, 16]
     rows = flat_beyond_n(cfg, cells, p)
     # d_h = 8: (14 - 10) / 10 = +40% <= 50%; d_h = 16: +60% > 50%
-    assert [r.status for r in rows] == ["pass", "FAIL"]
-    assert rows[0].measured == "14 vs 10 (+40%)"
+    assert [r.verdict for r in rows] == ["reproduced", "differs"]
+    assert abs(rows[0].measured - 0.4) < 1e-15 and abs(rows[1].measured - 0.6) < 1e-15
+    assert rows[0].threshold == 0.5 and rows[0].relation == "<="
     # accuracy at the T both trained on: none in common here
     assert "nan" in rows[0].detail
-    assert monotone_row(p).status == "pass"
-    assert monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}).status == "FAIL"
+    assert monotone_row(p).verdict == "reproduced"
+    assert monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}).verdict == "differs"
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -45,7 +45,8 @@ def test_tiny_run_memorizes_small_T(tmp_path):
         assert cells[key]["final_accuracy"] == [1.0, 1.0]
         assert all(1 <= s <= TINY["steps"] for s in cells[key]["steps_to_memorize"])
     assert data["largest_T_memorized"][0] >= 4 and data["largest_T_memorized"][1] >= 7
-    assert res.summary[0].measured == data["largest_T_memorized"][0] and res.summary[0].status == "pass"
+    assert res.summary[0].measured == data["largest_T_memorized"][0] and res.summary[0].verdict == "reproduced"
+    assert data["censored"] == [t == top for t, top in zip(data["largest_T_memorized"], [8, 14])]
     assert res.figures[0].file == "memorization-capacity-vs-heads.png"
     # the paper's own plot: mean train accuracy vs T, one curve per H, on each H's T grid
     curves = res.figures[1]

@@ -38,7 +38,8 @@ def test_tiny_run(tmp_path):
     assert small["T"] == 3 and small["fcn_residual"] <= 1e-8 and small["attention_residual"] <= 1e-8
     assert big["T"] == 30 and big["fcn_residual"] >= 1e-2  # above Proposition 3's bound
     assert data["largest_T_memorized"]["fcn"] == 3
-    assert [row.status for row in res.summary] == ["pass", "pass", "info"]
+    assert [row.verdict for row in res.summary] == ["reproduced", "reproduced", "info"]
+    assert res.summary[0].measured == 3 and res.summary[0].threshold == 13  # T* = 3 <= (n+1)m/d_out+m+1
     assert res.figures[0].yscale == "log" and res.figures[0].series[2].x == [13, 13]
     assert len(res.tables[0].rows) == 2 and len(rd.read_metrics()) == 2
 

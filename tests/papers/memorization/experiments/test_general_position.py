@@ -19,8 +19,9 @@ def test_tiny_general_position_run():
     (p,) = res.data["panels"]  # empty n_grid: no n panel
     assert p["bound"] == [4, 7] and p["largest_T_memorized"] == [4, 7]
     ratio = next(r for r in res.summary if r.quantity.startswith("T* / (H(d-1)+1)"))
-    assert ratio.measured == f"{4 / 8:.2f}, {7 / 15:.2f}"  # H (d - 1) + 1 = 8, 15 at d = 8
-    assert ratio.status == "info"
+    # H (d - 1) + 1 = 8, 15 at d = 8; the one-point grids' tops were memorized: lower bounds
+    assert p["censored"] == [True, True] and ratio.measured == f">= {4 / 8:.2f}, >= {7 / 15:.2f}"
+    assert ratio.verdict == "info"
     assert res.figures[1].series[-1].y == [8, 15]  # H (d - 1) + 1 beside the bound
 
 

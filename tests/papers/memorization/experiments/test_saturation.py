@@ -56,24 +56,56 @@ def test_threshold_moves_the_top_bin():
         saturation_stats(np.ones((2, 3)))
 
 
-TINY = dict(H_grid=(2,), Ts=(12,), d=8, n=4, n_classes=10, max_steps=300, min_steps=0, lr=3e-2, warmup=10)
+TINY = dict(H_grid=(2,), Ts=(12,), released_Ts=(12,), d=8, n=4, n_classes=10, max_steps=300, min_steps=0, lr=3e-2,
+            warmup=10)
 
 
 def test_tiny_run(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_saturation(SaturationConfig(**TINY), rd)
     assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    assert len(rd.read_metrics()) == 2
+    released, plain = res.data["per_H"]  # both models, the released one first
+    assert (released["model"], plain["model"]) == ("released", "plain")
+    for r in (released, plain):
+        assert r["H"] == 2 and r["T"] == 12 and r["bound"] == 2 * (4 - 1) + 1 and r["memorized"]
+        assert 1 <= r["memorized_at"] == r["steps"] < 300  # min_steps 0: measured when it memorizes
+        assert sum(r["heads_histogram"]) == 12 and sum(r["max_theta_histogram"]) == 2 * 12
+        frac = r["fraction_saturated"]
+        assert 0.0 <= frac <= 1.0 and r["max_theta_histogram"][-1] == round(frac * 24)
+        assert r["at_memorization"]["fraction_saturated"] == frac
+    rows = res.summary
+    assert len(rows) == 6 and [c.verdict for c in rows[::3]] == ["info", "info"]  # memorized: descriptive
+    # T = 12 is neither the text's T nor the searched maximal T: not the text's measurement
+    assert [c.verdict for c in rows[1:3]] == ["inconclusive", "inconclusive"]
+    assert "neither the text's" in rows[1].cannot_decide
+    # at the searched maximal T the released model's rows are judged against the text's reading of Fig. 3 ...
+    res = run_saturation(SaturationConfig(**{**TINY, "released_Ts": (0,)}))
+    released, plain = res.data["per_H"]
+    rows = res.summary
+    assert released["searched"] and released["T"] >= 7 and not plain["searched"]
+    majority, almost_all = rows[1], rows[2]
+    assert majority.relation == ">" and majority.threshold == 0.5 and not majority.cannot_decide
+    assert majority.measured == released["fraction_saturated"]
+    assert majority.verdict == ("reproduced" if released["fraction_saturated"] > 0.5 else "differs")
+    assert almost_all.relation == ">=" and almost_all.threshold == 0.9
+    assert almost_all.measured == released["fraction_with_unsaturated"]
+    # ... the plain model's cannot decide them: it is not the authors' model
+    assert [c.verdict for c in rows[4:6]] == ["inconclusive", "inconclusive"]
+    assert all("another model" in c.cannot_decide for c in rows[4:6])
+    assert len(res.figures) == 6 and len({f.file for f in res.figures}) == 6  # one set per model
+    assert len(res.tables) == 2 and len(res.tables[0].rows) == min(20, released["T"])
+    assert len(res.tables[1].rows) == 12
+
+
+def test_a_model_that_did_not_memorize_cannot_decide(tmp_path):
+    cfg = SaturationConfig(**{**TINY, "max_steps": 2, "warmup": 1, "models": ("released",), "Ts": (40,),
+                              "released_Ts": (40,)})
+    res = run_saturation(cfg)
     (r,) = res.data["per_H"]
-    assert r["H"] == 2 and r["T"] == 12 and r["bound"] == 2 * (4 - 1) + 1 and r["memorized"]
-    assert 1 <= r["memorized_at"] == r["steps"] < 300  # min_steps 0: measured when it memorizes
-    assert sum(r["heads_histogram"]) == 12 and sum(r["max_theta_histogram"]) == 2 * 12
-    frac = r["fraction_saturated"]
-    assert 0.0 <= frac <= 1.0 and r["max_theta_histogram"][-1] == round(frac * 24)
-    assert r["at_memorization"]["fraction_saturated"] == frac
-    assert res.summary[0].status == "pass" and res.summary[1].status == "info"  # the paper's reading: not judged
-    assert res.summary[0].measured is True and res.summary[1].measured == frac
-    assert len(res.figures) == 3 and len(res.tables[0].rows) == 12
-    assert len(rd.read_metrics()) == 1
+    assert not r["memorized"]
+    assert [c.verdict for c in res.summary] == ["info", "inconclusive", "inconclusive"]
+    assert "did not memorize" in res.summary[1].cannot_decide
 
 
 def test_registered_and_presets():
@@ -81,11 +113,16 @@ def test_registered_and_presets():
     assert e.in_reproduce and e.config_cls is SaturationConfig
     quick, paper = SaturationConfig(), SaturationConfig(scale="paper")
     assert quick.H_grid == (4, 8) and quick.Ts == (550, 1300) and quick.min_steps == 500
-    assert paper.Ts == (0, 0) and paper.min_steps == paper.max_steps
+    assert quick.released_Ts == (250, 550) and quick.models == ("released", "plain")
+    assert paper.Ts == (0, 0) and paper.released_Ts == (0, 0) and paper.min_steps == paper.max_steps
+    scfg = quick.search_config(4, "released")
+    assert (scfg.model, scfg.d_v, scfg.keys, scfg.d_h) == ("authors", 1, "context", 64)
 
 
 @pytest.mark.parametrize("bad, message", [
     (dict(H_grid=(4, 8), Ts=(550,)), "give one T per H"),
+    (dict(H_grid=(4, 8), released_Ts=(550,)), "give one T per H"),
+    (dict(models=("authors",)), "models must be distinct names among released, plain"),
     (dict(Ts=(550, -1)), "Ts (0 = search) must be a non-empty list of integers >= 0"),
     (dict(threshold=1.5), "threshold must be a finite number in (0, 1), got 1.5"),
     (dict(min_steps=5000), "min_steps (5000) must be at most max_steps (3000)"),

@@ -23,7 +23,8 @@ from attnlab.papers.memorization.fcn import (
     train_fcn,
 )
 from attnlab.papers.memorization.model import theorem1_bound
-from attnlab.registry import Measurement, at_most, claim
+from attnlab.checks import Check, at_least, at_most
+from attnlab.registry import claim
 
 REDUCTION_TOL = 1e-12  # float64 identity f_{(n+1)d}(x_FCN) = f_n(x)
 # the attention layer whose size the FCN matches: m = matched_hidden_width(...) = 7
@@ -38,19 +39,19 @@ RESTARTS, STEPS = 4, 3  # L-BFGS restarts, x 50 iterations each
     "memorization.proposition3-reduction",
     where="App. F, eq. (29) and the weight map (proof of Proposition 3)",
     statement="on eq. (29)'s data set (Assumptions 1 and 2 hold), every f_{(n+1)d,m,d_out} equals an "
-              "f_{n,m,d_out} on x^(t) under the weight map W'_1 -> (W_1, b_1)",
+              "f_{n,m,d_out} on x^(t) under App. F's weight map, b_1 := b'_1 - W'_1[...]^T c_FCN",
     paper_value="f_{(n+1)d,m,d_out}(x_FCN^(t)) = f_{n,m,d_out}(x^(t)) for all t",
 )
-def _reduction(seed: int) -> Measurement:
+def _reduction(seed: int) -> Check:
     r = check_reduction(T=11, n=3, d=7, m=5, d_out=2, seed=seed)
     ok = r["assumption1"] and r["assumption2"]
-    err = r["max_abs_error"] if ok else float("inf")
-    return at_most(err, REDUCTION_TOL, (
-        f"max |f_(n+1)d(x_FCN) - f_n(x)|, float64; T={r['T']} n={r['n']} d={r['d']} m={r['m']} "
-        f"d_out={r['d_out']}, outputs up to {r['output_scale']:.2g}; Kruskal rank of queries "
-        f"{r['kruskal_rank_queries']} (Assumption 1 needs {r['n']}), rank E {r['rank_E']} (Assumption 2); "
-        f"with the paper's printed sign b_1 = b'_1 - W'_1[...]^T c_FCN the error is "
-        f"{r['max_abs_error_paper_sign']:.2g} (a typo: the map needs +)"), values=r)
+    return at_most(r["max_abs_error_paper_sign"], REDUCTION_TOL, (
+        f"max |f_(n+1)d(x_FCN) - f_n(x)| with the printed map, float64; T={r['T']} n={r['n']} d={r['d']} "
+        f"m={r['m']} d_out={r['d_out']}, outputs up to {r['output_scale']:.2g}; with b_1 = b'_1 + W'_1[...]^T "
+        f"c_FCN the error is {r['max_abs_error']:.1e}, so the reduction holds with a + (a sign slip); Kruskal "
+        f"rank of queries {r['kruskal_rank_queries']} (Assumption 1 needs {r['n']}), rank E {r['rank_E']} "
+        "(Assumption 2)"), values=r,
+        cannot_decide="" if ok else "the drawn data set does not satisfy Assumptions 1 and 2")
 
 
 @claim(
@@ -60,7 +61,7 @@ def _reduction(seed: int) -> Measurement:
               "residual beyond (n+1)m/d_out+m+1 examples, while the same training memorizes well below it",
     paper_value="T <= (n+1)m/d_out + m + 1",
 )
-def _fcn_trained(seed: int) -> Measurement:
+def _fcn_trained(seed: int) -> Check:
     m = matched_hidden_width(H, d, n, d_h, d_v, d_out)
     bound = proposition3_bound(n, m, d_out)
     T_above, T_below = 2 * max_examples(bound), theorem1_bound(H, n, d_h)
@@ -70,8 +71,10 @@ def _fcn_trained(seed: int) -> Measurement:
         fit = train_fcn(torch.from_numpy(x_FCN), torch.from_numpy(y), m, restarts=RESTARTS, steps=STEPS, seed=seed)
         residuals.append(fit["residual"])
     above, below = residuals
-    passed = above >= RESIDUAL_FLOOR and below <= CONTROL_TOL
-    return Measurement(above, RESIDUAL_FLOOR, passed, ">=", (
+    control = ("" if below <= CONTROL_TOL else
+               f"the same training leaves {below:.1e} > {CONTROL_TOL:g} below the bound (T={T_below}): the "
+               "optimizer, not the bound, may be what stops it above")
+    return at_least(above, RESIDUAL_FLOOR, (
         f"min relative residual ||f - y||/||y|| of the trained f_(n+1)d,m,1 at T={T_above} > bound "
         f"{bound:g} (m={m} matched to H={H} d={d} n={n} d_h={d_h} d_v={d_v}); control at T={T_below}: "
         f"{below:.1e} (must be <= {CONTROL_TOL:g}); full-batch float64 L-BFGS, {RESTARTS} restarts; "
@@ -79,7 +82,7 @@ def _fcn_trained(seed: int) -> Measurement:
         values={"T_above": T_above, "T_below": T_below, "bound": bound, "m": m, "H": H, "d": d, "n": n,
                 "d_h": d_h, "d_v": d_v, "residual_above": above, "residual_below": below,
                 "control_tol": CONTROL_TOL, "restarts": RESTARTS,
-                "homogeneity_bound": homogeneity_bound(n, m, d_out)})
+                "homogeneity_bound": homogeneity_bound(n, m, d_out)}, cannot_decide=control)
 
 
 @claim(
@@ -89,7 +92,7 @@ def _fcn_trained(seed: int) -> Measurement:
               "eq. (29) data set exactly (Theorem 1's construction)",
     paper_value="T = H(min(n, d_h) - 1) + 1",
 )
-def _attention_beside(seed: int) -> Measurement:
+def _attention_beside(seed: int) -> Check:
     T = theorem1_bound(H, n, d_h)
     E, e, _, y = draw_eq29_dataset(T, n, d, d_out, seed)
     W = build_memorizing_weights(E, e, y, H=H, d_h=d_h, d_v=d_v, seed=seed)
@@ -102,4 +105,4 @@ def _attention_beside(seed: int) -> Measurement:
         f"the matched FCN (m={m}) has Proposition 3 bound {p3:g}"),
         values={"H": H, "d": d, "n": n, "d_h": d_h, "d_v": d_v, "T": T, "bound_name": r["bound_name"],
                 "max_abs_error": r["max_abs_error"], "rank_Z": r["rank_Z"], "sigma_min_Z": r["sigma_min_Z"],
-                "c": r["c"], "m": m, "proposition3_bound": p3})
+                "c": r["c"], "m": m, "proposition3_bound": p3}, role="construction")

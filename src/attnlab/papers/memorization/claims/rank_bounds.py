@@ -13,18 +13,20 @@ import numpy as np
 from attnlab.analysis.kruskal import kruskal_rank
 from attnlab.papers.memorization.assumptions import assumption2_holds, assumption3_holds, assumption3_vectors
 from attnlab.papers.memorization.rank_search import RANK_RTOL, SCALES, adversarial_rank_search, skip_layer_outputs
-from attnlab.registry import Measurement, at_least, at_most, claim
+from attnlab.checks import Check, at_least, at_most
+from attnlab.registry import claim
 
 
 def _bound_measurement(found: dict, control: dict, bound: int, sizes: str, control_name: str,
-                       values: dict) -> Measurement:
+                       values: dict) -> Check:
     """max rank found - bound (<= 0), with the search's numbers and the control's."""
     return at_most(
         found["max_rank"] - bound, 0,
         f"max rank Z found - bound; {sizes}; bound {bound}, max rank {found['max_rank']} over "
         f"{found['attempts']} weight sets (random at logit scales {SCALES} + Adam ascent on log det), "
         f"max sigma_(bound+1)/sigma_1 {found['max_ratio_above_bound']:.1e}; rank counts sigma > "
-        f"{RANK_RTOL:g} sigma_1; control ({control_name}): max rank {control['max_rank']}",
+        f"{RANK_RTOL:g} sigma_1; control ({control_name}): max rank {control['max_rank']}; a search finds "
+        f"counterexamples, it cannot prove the bound",
         values={**values, "bound": bound, "max_rank": found["max_rank"], "attempts": found["attempts"],
                 "max_ratio_above_bound": found["max_ratio_above_bound"], "logit_scales": list(SCALES),
                 "rank_rtol": RANK_RTOL, "control_max_rank": control["max_rank"]})
@@ -36,7 +38,7 @@ def _bound_measurement(found: dict, control: dict, bound: int, sizes: str, contr
     statement="with a shared context, rank Z <= H(n-1)+1 for ANY W_K, W_Q (adversarial search)",
     paper_value="rank Z <= H(n-1)+1 (tight with Proposition 1)",
 )
-def _proposition2(seed: int) -> Measurement:
+def _proposition2(seed: int) -> Check:
     H, n, d, d_h, T = 3, 3, 7, 7, 12  # bound 7 < H n = 9 < H d = 21
     rng = np.random.default_rng(seed)
     E, e = rng.uniform(size=(n, d)), rng.uniform(size=(T, d))
@@ -54,7 +56,7 @@ def _proposition2(seed: int) -> Measurement:
     statement="if every context token has 1^T e_i = C, rank Z <= H(d-1)+1 for ANY W_K, W_Q (adversarial search)",
     paper_value="rank Z <= H(d-1)+1",
 )
-def _proposition5(seed: int) -> Measurement:
+def _proposition5(seed: int) -> Check:
     H, n, d, T, C = 2, 3, 4, 12, 1.0  # per-example contexts; bound 7 < H d = 8
     rng = np.random.default_rng(seed)
     raw = rng.uniform(size=(T, n, d))
@@ -76,7 +78,7 @@ def _proposition5(seed: int) -> Measurement:
               "into Assumptions 2+1",
     paper_value="Assumption 1 holds after the layer (Table 1: fails at the embedding, holds after attention)",
 )
-def _proposition4(seed: int) -> Measurement:
+def _proposition4(seed: int) -> Check:
     T, n, d = 9, 3, 7
     rng = np.random.default_rng(seed)
     cls = rng.standard_normal(d)  # the shared [CLS] query, also the first context token (self-attention)

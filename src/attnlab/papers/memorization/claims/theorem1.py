@@ -1,9 +1,13 @@
-"""Claims of memorization-capacity-of-mha §4: Theorem 1 and Proposition 1, by construction."""
+"""Claims of memorization-capacity-of-mha §4: Theorem 1 and Proposition 1, by construction.
+
+Both are existence statements; attnlab's realisation of the proof's weights must do what the
+proof says, so both checks have the role "construction" (a miss is attnlab's bug)."""
 
 from __future__ import annotations
 
 from attnlab.papers.memorization.construction import memorize_drawn_dataset
-from attnlab.registry import Measurement, at_least, at_most, claim
+from attnlab.checks import Check, at_least, at_most
+from attnlab.registry import claim
 
 D, N = 64, 32  # the paper's §5.2 sizes
 
@@ -14,7 +18,7 @@ D, N = 64, 32  # the paper's §5.2 sizes
     statement="the proof's weights memorize T = H(min(n, d_h) - 1) + 1 real labels exactly",
     paper_value="T = 32 (H=1), 125 (H=4) at d=64, n=32, d_h=64",
 )
-def _theorem1(seed: int) -> Measurement:
+def _theorem1(seed: int) -> Check:
     worst, parts, cases = 0.0, [], []
     for H in (1, 4):
         T = H * (N - 1) + 1
@@ -25,7 +29,7 @@ def _theorem1(seed: int) -> Measurement:
         cases.append({"H": H, "T": T, "max_abs_error": r["max_abs_error"], "rank_Z": r["rank_Z"],
                       "sigma_min_Z": r["sigma_min_Z"], "c": r["c"]})
     return at_most(worst, 1e-8, "max |y_hat - y|, float64, shared context, d=64, n=32, d_h=64, y ~ N(0,1); "
-                   + "; ".join(parts), values={"d": D, "n": N, "d_h": D, "cases": cases})
+                   + "; ".join(parts), values={"d": D, "n": N, "d_h": D, "cases": cases}, role="construction")
 
 
 @claim(
@@ -34,7 +38,7 @@ def _theorem1(seed: int) -> Measurement:
     statement="with the constructed W_K, W_Q, rank Z >= min(H(r-1)+1, T), r = min(n, d_h)",
     paper_value="rank Z >= H(r-1)+1",
 )
-def _proposition1(seed: int) -> Measurement:
+def _proposition1(seed: int) -> Check:
     plan = [  # (T, H, d_h, shared): r = 32, 16, 32
         (4 * 31 + 1, 4, D, False),
         (3 * 15 + 1, 3, 16, True),
@@ -51,4 +55,4 @@ def _proposition1(seed: int) -> Measurement:
                       "sigma_min_Z": r["sigma_min_Z"]})
     return at_least(margin, 0, "min over cases of rank Z - min(H(r-1)+1, T); rank counts singular values "
                     "> sigma_max max(T, Hd) eps; d=64, n=32; " + "; ".join(parts),
-                    values={"d": D, "n": N, "cases": cases})
+                    values={"d": D, "n": N, "cases": cases}, role="construction")

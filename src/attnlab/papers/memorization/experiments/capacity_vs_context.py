@@ -8,8 +8,8 @@ n of ``n_grid`` the data-set sizes T = f (H (min(n, d_h) - 1) + 1), f in
 ``T_factors``, are trained (:mod:`attnlab.papers.memorization.capacity_cells`).
 
 Reported: the paper's plot (mean train accuracy vs T, one curve per n), T*_n (the
-largest T every replicate memorized) against n beside the bound H (n - 1) + 1, and
-pass/FAIL rows for T*_n >= bound and for T*_n non-decreasing in n.
+largest T every replicate memorized; a lower bound where the top of its grid was) against
+n beside the bound H (n - 1) + 1, and checks of T*_n >= bound and of T*_n non-decreasing in n.
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ def _notes(cfg: ContextConfig) -> list[str]:
         f"H = {cfg.H}, d = {cfg.d}, d_h = {cfg.d_h}, {cfg.n_classes} classes, shared context; "
         f"{cfg.describe_training()}; {cfg.replicates} replicates per (n, T).",
         "The paper (Fig. 2(b)) fixes H = 20 and trains with Adam lr 1e-3, batch 256, >= 50k steps; "
-        + ("the quick scale uses H = 4, n up to 32 and a few hundred full-batch steps, so T* is a lower bound "
-           "of what gradient descent reaches, on a grid of multiples of the bound."
+        + ("the quick scale uses H = 4, n up to 32 and a few hundred full-batch steps; T* is the largest grid "
+           "value (multiples of the bound) memorized within the budget, a lower bound (>= T) where the top of "
+           "the grid was memorized."
            if cfg.scale == "quick" else "this run uses the paper's protocol (AUTHORS_PROTOCOL)."),
         cfg.describe_model(),
     ]

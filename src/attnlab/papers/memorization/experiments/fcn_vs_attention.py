@@ -36,7 +36,8 @@ from attnlab.papers.memorization.fcn import (
 )
 from attnlab.papers.memorization.model import theorem1_bound
 from attnlab.registry import Experiment, register
-from attnlab.results import PALETTE, Check, ExperimentResult, LineFigure, Table, check, line_figure, series
+from attnlab.checks import Bound, Check, at_least, at_most, info
+from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.fcn-vs-attention"
@@ -109,18 +110,28 @@ def run_fcn_vs_attention(cfg: FCNvsAttentionConfig, run_dir=None) -> ExperimentR
                             data={"cells": cells, **sizes, "largest_T_memorized": best})
 
 
+def _censored(T: int, grid) -> int | Bound:
+    """T* of a grid as a measured value: a lower bound where the top of the grid was memorized."""
+    return Bound.at_least(T, f"T={T} is the top of the grid and was memorized") if T == max(grid) else T
+
+
 def _summary(cfg: FCNvsAttentionConfig, sizes: dict, best: dict) -> list[Check]:
     p3, t1 = sizes["proposition3_bound"], sizes["theorem1_bound"]
     grid = f"grid {list(cfg.T_grid)}; memorized: relative residual <= {MEMORIZED_TOL:g}"
     t1_in_grid = t1 in cfg.T_grid
     return [
-        check(f"largest T the trained FCN memorizes (m={sizes['m']}, {sizes['P_fcn']} parameters)",
-              f"<= (n+1)m+m+1 = {p3:g}", best["fcn"], f"<= {max_examples(p3)}", best["fcn"] <= p3, grid),
-        check(f"largest T the trained attention layer memorizes (H={cfg.H}, {sizes['P_attention']} parameters)",
-              f">= H(r-1)+1 = {t1}", best["attention"], f">= {t1}", best["attention"] >= t1 if t1_in_grid else None,
-              grid + ("" if t1_in_grid else "; the Theorem 1 bound is not on the grid")),
-        check("FCN bound with ReLU's scaling symmetry removed, nm/d_out+m+1", None, sizes["homogeneity_bound"],
-              None, None, f"Proposition 3's (n+1)m/d_out+m+1 = {p3:g} is valid but loose by m/d_out"),
+        at_most(_censored(best["fcn"], cfg.T_grid), p3, grid, {"T_star": best["fcn"], "bound": p3},
+                quantity=f"largest T the trained FCN memorizes (m={sizes['m']}, {sizes['P_fcn']} parameters), "
+                         f"against Proposition 3's (n+1)m/d_out+m+1",
+                paper_value=f"<= (n+1)m/d_out+m+1 = {p3:g}", where="§4.3, Proposition 3"),
+        at_least(_censored(best["attention"], cfg.T_grid), t1, grid, {"T_star": best["attention"], "bound": t1},
+                 quantity=f"largest T the trained attention layer memorizes (H={cfg.H}, {sizes['P_attention']} "
+                          f"parameters), against Theorem 1's H(r-1)+1",
+                 paper_value=f">= H(r-1)+1 = {t1}", where="§4.3 beside Theorem 1",
+                 cannot_decide="" if t1_in_grid else f"the Theorem 1 bound {t1} is not on the grid"),
+        info("FCN bound with ReLU's scaling symmetry removed, nm/d_out+m+1", sizes["homogeneity_bound"],
+             paper_value=f"(n+1)m/d_out+m+1 = {p3:g}", where="§4.3, Proposition 3",
+             detail=f"Proposition 3's (n+1)m/d_out+m+1 = {p3:g} is valid but loose by m/d_out"),
     ]
 
 

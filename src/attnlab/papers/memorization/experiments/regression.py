@@ -64,9 +64,10 @@ def run_regression(cfg: RegressionConfig, run_dir=None) -> ExperimentResult:
     summary, figures = [], []
     for p, H, tag in zip(panels, (cfg.H_grid[0], cfg.H), ("a", "b")):
         name = {"H": "heads", "n": "context"}[p["swept"]]
-        summary += bound_rows(cfg, p, H) + [r for r in [monotone_row(p)] if r]
+        where = f"§5.2 and Fig. 5({tag})"
+        summary += bound_rows(cfg, p, H, where) + [r for r in [monotone_row(p, where=where)] if r]
         if p["swept"] == "H":
-            summary += [r for r in [r2_row(p, judged=False)] if r]
+            summary += [r for r in [r2_row(p, judged=False, where=where)] if r]
         summary.append(bound_info_row(p))
         figures += [curves_figure(cfg, cells, p, f"regression-mse-vs-T-per-{name}.png",
                                   f"Train MSE vs T per {p['swept']} (Fig. 5({tag}))"),
@@ -85,7 +86,8 @@ def _notes(cfg: RegressionConfig) -> list[str]:
         "so T* depends on it. A model stops once its MSE is <= mse_tol, so the MSE curves sit just below "
         "mse_tol wherever a data set was memorized and show the MSE reached in the step budget elsewhere.",
         ("Quick scale: H up to 4, n panel at H = 2 (the paper: H = 20), a few hundred full-batch Adam steps; "
-         "T* is a lower bound of what gradient descent reaches, on a grid of multiples of the bound."
+         "T* is the largest grid value (multiples of the bound) within the budget, a lower bound (>= T) where "
+         "the top of the grid was fitted."
          if cfg.scale == "quick" else "The paper's protocol: Adam lr 1e-3, batch 256, >= 50k steps."),
         cfg.describe_model(),
     ]

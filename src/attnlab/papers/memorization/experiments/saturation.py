@@ -17,12 +17,20 @@ unsaturated head, beside the paper's reading: "a significant number of heads are
 saturated for the majority of examples, while almost all examples have at least one
 corresponding non-saturated head".
 
-T: quick scale trains at the paper's T (550 at H = 4, 1300 at H = 8), which full-batch
-Adam memorizes in 100-200 steps, and goes on to 500 steps (min_steps) before measuring;
-paper scale (T = 0) first searches the largest T memorized within the step budget
-(capacity_search.search_capacity), then trains that T for the whole budget.
-Measured (seed 0, quick): 14-15% of the (head, example) pairs saturated, every example
-but one with an unsaturated head; at 3000 steps (loss 1e-4) still 16%.
+Both models are measured (``models``): the authors' model as released ("released":
+linear embedding + sinusoidal positions + attention with d_v = 1 per head and the
+query's own key masked, :data:`attnlab.papers.memorization.authors_model.AUTHORS_RELEASED`),
+the model of App. H, and attnlab's eqs. (1)-(6) on the raw tokens with d_v = d_h
+("plain"). Only the released model is compared with the text; the plain model's rows
+say they are another model.
+
+T: quick scale trains the plain model at the paper's T (550 at H = 4, 1300 at H = 8),
+which full-batch Adam memorizes in 100-200 steps, and the released model at T = 250
+(H = 4) and 550 (H = 8), which it memorizes in 300-400 steps (it does not reach 550 at
+H = 4 within a few thousand full-batch steps: memorization.authors-capacity); both go
+on to 500 steps (min_steps) before measuring. Paper scale (T = 0) first searches the
+largest T memorized within the step budget (capacity_search.search_capacity), then
+trains that T for the whole budget.
 """
 
 from __future__ import annotations
@@ -34,33 +42,32 @@ import torch
 
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.checks import Check, above, at_least, info
+from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
 from attnlab.papers.memorization.capacity_search import (
     SearchConfig,
     attention_coefficients,
+    authors_coefficients,
     search_capacity,
     train_candidates,
 )
 from attnlab.papers.memorization.data import draw_nested_dataset
 from attnlab.papers.memorization.model import theorem1_bound
 from attnlab.registry import Experiment, register
-from attnlab.results import (
-    PALETTE,
-    BarFigure,
-    Check,
-    ExperimentResult,
-    LineFigure,
-    Table,
-    bar_figure,
-    check,
-    line_figure,
-    series,
-)
+from attnlab.results import PALETTE, BarFigure, ExperimentResult, LineFigure, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.saturation"
 THRESHOLD = 0.99  # App. H: saturated if one softmax coefficient > 0.99
 PAPER_T = {4: 550, 8: 1300}  # App. H: largest T memorized, 300k Adam steps
 GRID_EXAMPLES = 20  # Fig. 3 (a), (d): the first 20 examples
+MAJORITY = 0.5  # Fig. 3's caption: "the majority of heads become saturated"
+ALMOST_ALL = 0.9  # App. H: "almost all examples have at least one non-saturated head" (0.9: our reading)
+MODELS = ("released", "plain")
+MODEL_TEXT = {
+    "released": "the authors' model as released (embedding + sinusoidal PE + attention, d_v=1, query's key masked)",
+    "plain": "eqs. (1)-(6) on the raw tokens, d_v=d_h (not the authors' model)",
+}
 
 
 def max_theta_edges(threshold: float = THRESHOLD) -> tuple[float, ...]:
@@ -76,12 +83,14 @@ class SaturationConfig(RunConfig):
     saturation grows with training after memorization)."""
 
     PRESETS = {
-        "quick": {"Ts": (550, 1300), "max_steps": 3000, "min_steps": 500},
-        "paper": {"Ts": (0, 0), "max_steps": 20_000, "min_steps": 20_000},
+        "quick": {"Ts": (550, 1300), "released_Ts": (250, 550), "max_steps": 3000, "min_steps": 500},
+        "paper": {"Ts": (0, 0), "released_Ts": (0, 0), "max_steps": 20_000, "min_steps": 20_000},
     }
 
     H_grid: tuple[int, ...] = param((4, 8), "numbers of heads H")
-    Ts: tuple[int, ...] | None = param(None, "data-set size per H (0: search the largest T memorized)")
+    Ts: tuple[int, ...] | None = param(None, "data-set size per H, plain model (0: search the largest T memorized)")
+    released_Ts: tuple[int, ...] | None = param(None, "data-set size per H, the released authors' model (0: search)")
+    models: tuple[str, ...] = param(MODELS, "released (the authors' model as released) and/or plain (eqs. (1)-(6))")
     d: int = param(64, "token dimension d")
     n: int = param(32, "context size n")
     d_h: int | None = param(None, "head size d_h (None: d)")
@@ -96,12 +105,17 @@ class SaturationConfig(RunConfig):
         if self.d_h is None:
             object.__setattr__(self, "d_h", self.d)
         H_grid = check_ints("H_grid", self.H_grid, minimum=1)
-        Ts = check_ints("Ts (0 = search)", self.Ts, minimum=0)
-        if len(H_grid) != len(Ts):
-            raise ConfigError(f"give one T per H: H_grid {list(H_grid)} has {len(H_grid)} entries, "
-                              f"Ts {list(Ts)} has {len(Ts)}")
         object.__setattr__(self, "H_grid", H_grid)
-        object.__setattr__(self, "Ts", Ts)
+        for name in ("Ts", "released_Ts"):
+            Ts = check_ints(f"{name} (0 = search)", getattr(self, name), minimum=0)
+            if len(H_grid) != len(Ts):
+                raise ConfigError(f"give one T per H: H_grid {list(H_grid)} has {len(H_grid)} entries, "
+                                  f"{name} {list(Ts)} has {len(Ts)}")
+            object.__setattr__(self, name, Ts)
+        models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
+        if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
+            raise ConfigError(f"models must be distinct names among {', '.join(MODELS)}, got {self.models!r}")
+        object.__setattr__(self, "models", models)
         for name in ("d", "n", "d_h", "max_steps"):
             check_int(name, getattr(self, name), 1)
         check_int("min_steps", self.min_steps, 0)
@@ -112,9 +126,14 @@ class SaturationConfig(RunConfig):
         # the trainer's own checks (lr, warmup < max_steps) with this config's values
         self.search_config(self.H_grid[0])
 
-    def search_config(self, H: int) -> SearchConfig:
+    def search_config(self, H: int, model: str = "plain") -> SearchConfig:
+        kind = ({"model": "authors", "d_v": AUTHORS_RELEASED["d_v"], "keys": AUTHORS_RELEASED["keys"]}
+                if model == "released" else {"model": "plain"})
         return SearchConfig(H=H, d=self.d, n=self.n, d_h=self.d_h, n_classes=self.n_classes, seed=self.seed,
-                            max_steps=self.max_steps, lr=self.lr, warmup=self.warmup, device=self.device)
+                            max_steps=self.max_steps, lr=self.lr, warmup=self.warmup, device=self.device, **kind)
+
+    def T_for(self, model: str) -> tuple[int, ...]:
+        return self.released_Ts if model == "released" else self.Ts
 
 
 # --------------------------------------------------------------------------------------
@@ -149,12 +168,13 @@ def saturation_stats(theta: np.ndarray, threshold: float = THRESHOLD) -> dict:
     }
 
 
-def measure_H(cfg: SaturationConfig, H: int, T: int) -> dict:
-    """Train a model at (H, T) (T = 0: the largest T the search memorizes) for at least
-    cfg.min_steps updates and until it memorizes; measure the saturation of its softmax at
-    its first memorizing step and at the end."""
-    scfg = cfg.search_config(H)
-    if T == 0:
+def measure_H(cfg: SaturationConfig, H: int, T: int, model: str = "plain") -> dict:
+    """Train ``model`` ("released" or "plain") at (H, T) (T = 0: the largest T the search
+    memorizes) for at least cfg.min_steps updates and until it memorizes; measure the
+    saturation of its softmax at its first memorizing step and at the end."""
+    scfg = cfg.search_config(H, model)
+    searched = T == 0
+    if searched:
         T = search_capacity(scfg).largest_success
         if T == 0:
             raise ConfigError(f"no T >= 1 memorized at H={H} within {scfg.max_steps} steps: raise max_steps")
@@ -164,11 +184,16 @@ def measure_H(cfg: SaturationConfig, H: int, T: int) -> dict:
     E64, e64 = E.to(torch.float64), e.to(torch.float64)
 
     def stats(params):
-        theta = attention_coefficients({k: v.cpu().to(torch.float64) for k, v in params.items()}, E64, e64)[0]
+        p64 = {k: v.cpu().to(torch.float64) for k, v in params.items()}
+        if model == "released":  # keys="context": theta over the n context tokens, as eq. (2)
+            theta = authors_coefficients(p64, E64, e64, scfg.keys)[0]
+        else:
+            theta = attention_coefficients(p64, E64, e64)[0]
         return saturation_stats(theta.numpy(), cfg.threshold)  # theta (T, H, n)
 
     at_mem = stats({k: v[:1] for k, v in run.params_at_memorization.items()})
-    return {"H": H, "T": T, "bound": theorem1_bound(H, cfg.n, cfg.d_h), "memorized": attempt.memorized,
+    return {"model": model, "H": H, "T": T, "searched": searched, "bound": theorem1_bound(H, cfg.n, cfg.d_h),
+            "memorized": attempt.memorized, "accuracy": attempt.accuracy,
             "memorized_at": attempt.memorized_at, "steps": attempt.steps, "final_loss": attempt.loss,
             "at_memorization": {"fraction_saturated": at_mem["fraction_saturated"],
                                 "fraction_with_unsaturated": at_mem["fraction_with_unsaturated"]},
@@ -177,12 +202,14 @@ def measure_H(cfg: SaturationConfig, H: int, T: int) -> dict:
 
 def run_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
     per_H = []
-    for H, T in zip(cfg.H_grid, cfg.Ts):
-        r = measure_H(cfg, H, T)
-        per_H.append(r)
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "H": H, "T": r["T"], "memorized": r["memorized"],
-                             "steps": r["steps"], "fraction_saturated": r["fraction_saturated"],
-                             "fraction_with_unsaturated": r["fraction_with_unsaturated"]})
+    for model in cfg.models:
+        for H, T in zip(cfg.H_grid, cfg.T_for(model)):
+            r = measure_H(cfg, H, T, model)
+            per_H.append(r)
+            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": model, "H": H, "T": r["T"],
+                                 "memorized": r["memorized"],
+                                 "steps": r["steps"], "fraction_saturated": r["fraction_saturated"],
+                                 "fraction_with_unsaturated": r["fraction_with_unsaturated"]})
     return ExperimentResult(
         summary=[row for r in per_H for row in _summary(cfg, r)], tables=[_grid_table(r) for r in per_H],
         figures=[f for r in per_H for f in _figures(cfg, r)], notes=_notes(cfg),
@@ -202,23 +229,42 @@ def _jsonable(r: dict) -> dict:
 # report pieces
 # --------------------------------------------------------------------------------------
 def _summary(cfg: SaturationConfig, r: dict) -> list[Check]:
-    H, T = r["H"], r["T"]
-    where = f"H={H}, T={T}"
+    """Memorized (info), then the two readings of Fig. 3 as text checks: the majority of (head,
+    example) pairs saturated, and almost all examples with an unsaturated head. Only the
+    released authors' model is the text's, and only at the text's T or at the largest T the search
+    memorizes (App. H measures at the maximal T, after 300k steps); a model that did not memorize
+    all T cannot decide."""
+    H, T, model = r["H"], r["T"], r["model"]
+    where = f"{model} model, H={H}, T={T}"
+    cannot = ("" if model == "released" else "another model: eqs. (1)-(6) on the raw tokens with d_v = d_h, "
+              "not the authors' embedding + PE + attention with d_v = 1")
+    if model == "released" and not r.get("searched") and T != PAPER_T.get(H):
+        cannot = (f"T={T} is neither the text's T={PAPER_T.get(H, '?')} nor the largest T memorized within the "
+                  f"budget (App. H measures at the maximal T, after 300k steps; saturation grows with training "
+                  f"past memorization)")
+    if not r["memorized"]:
+        cannot = (f"the model did not memorize all T={T} labels within {cfg.max_steps} steps "
+                  f"(accuracy {r['accuracy']:.3f})")
+    fig = "App. H, Fig. 3 " + ("(a)-(c)" if H == 8 else "(d)-(f)" if H == 4 else "")
+    at_mem = r["at_memorization"]
     return [
-        check(f"all T={T} labels memorized, H={H} (d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})",
-              f"T={PAPER_T.get(H)} after 300k steps", r["memorized"], True, r["memorized"],
-              f"first memorized at step {r['memorized_at']}, measured at step {r['steps']} "
-              f"(final loss {r['final_loss']:.3g}); Theorem 1 bound {r['bound']}"),
-        check(f"fraction of saturated (head, example) pairs, max theta > {cfg.threshold}, {where}",
-              "majority of heads saturated (300k steps)", r["fraction_saturated"], "> 0.5 in the paper's reading",
-              None, f"{int(r['saturated'].sum())} of {r['saturated'].size}; at the first memorizing step "
-                    f"{r['at_memorization']['fraction_saturated']:.3f}"
-                    + ("" if r["fraction_saturated"] > 0.5 else "; the paper's majority is not reproduced "
-                       "(see notes)")),
-        check(f"fraction of examples with at least one unsaturated head, {where}", "almost all",
-              r["fraction_with_unsaturated"], ">= 0.9", r["fraction_with_unsaturated"] >= 0.9,
-              f"examples with all {H} heads saturated: {int(r['heads_histogram'][H])} of {T}; at the "
-              f"first memorizing step {r['at_memorization']['fraction_with_unsaturated']:.3f}"),
+        info(f"all T={T} labels memorized, {where} (d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})", r["memorized"],
+             paper_value=f"T={PAPER_T[H]} after 300k steps" if H in PAPER_T else None, where="App. H",
+             detail=f"{MODEL_TEXT[model]}; first memorized at step {r['memorized_at']}, measured at step "
+                    f"{r['steps']} (final loss {r['final_loss']:.3g}); Theorem 1 bound {r['bound']}"),
+        above(r["fraction_saturated"], MAJORITY,
+              f"{int(r['saturated'].sum())} of {r['saturated'].size} pairs, max theta > {cfg.threshold}; at the "
+              f"first memorizing step {at_mem['fraction_saturated']:.3f}; {MODEL_TEXT[model]}",
+              {"at_memorization": at_mem["fraction_saturated"], "steps": r["steps"]},
+              quantity=f"fraction of saturated (head, example) pairs, {where}",
+              paper_value="the majority of heads saturated", where=fig.strip(), cannot_decide=cannot),
+        at_least(r["fraction_with_unsaturated"], ALMOST_ALL,
+                 f"examples with all {H} heads saturated: {int(r['heads_histogram'][H])} of {T}; at the first "
+                 f"memorizing step {at_mem['fraction_with_unsaturated']:.3f}; 'almost all' read as >= "
+                 f"{ALMOST_ALL:g}",
+                 {"at_memorization": at_mem["fraction_with_unsaturated"]},
+                 quantity=f"fraction of examples with at least one unsaturated head, {where}",
+                 paper_value="almost all", where=fig.strip(), cannot_decide=cannot),
     ]
 
 
@@ -226,7 +272,8 @@ def _grid_table(r: dict) -> Table:
     H = r["H"]
     rows = [[t + 1, *("S" if s else "." for s in r["saturated"][t]), int(r["saturated"][t].sum())]
             for t in range(min(GRID_EXAMPLES, r["T"]))]
-    return Table(f"Saturated heads (S: max theta > 0.99) for the first {len(rows)} examples, H={H}, T={r['T']} "
+    return Table(f"Saturated heads (S: max theta > 0.99) for the first {len(rows)} examples, {r['model']} model, "
+                 f"H={H}, T={r['T']} "
                  f"(Fig. 3 {'(a)' if H == 8 else '(d)'})",
                  ["example", *(f"head {h + 1}" for h in range(H)), "saturated"], rows,
                  ["int", *("text",) * H, "int"])
@@ -241,22 +288,23 @@ def _figures(cfg: SaturationConfig, r: dict) -> list[LineFigure | BarFigure]:
             xs, ys = points[bool(grid[t, h])]
             xs += [t + 1, t + 1]
             ys += [h + 1, None]  # None breaks the line: one marker per (example, head)
-    tag = f"H={H}, T={T}"
+    tag = f"{r['model']} model, H={H}, T={T}"
+    name = f"{r['model']}-H{H}"
     edges = max_theta_edges(cfg.threshold)
     bins = [f"{lo:.2f}" for lo in edges[:-2]] + [f">{cfg.threshold}"]  # lower edges, then the saturated bin
     return [
-        line_figure(f"saturation-grid-H{H}.png",
+        line_figure(f"saturation-grid-{name}.png",
                     f"Saturated heads for the first {grid.shape[0]} examples ({tag}): a head is saturated "
                     f"for an example if its largest softmax coefficient exceeds {cfg.threshold} (Fig. 3 (a)/(d)).",
                     series=[series("saturated", *points[True], color=PALETTE[1]),
                             series("not saturated", *points[False], color=PALETTE[0])],
                     xlabel="example t", ylabel="head h", title=f"Saturated heads, {tag}"),
-        bar_figure(f"saturation-heads-per-example-H{H}.png",
+        bar_figure(f"saturation-heads-per-example-{name}.png",
                    f"Number of saturated heads per example, over the T={T} examples ({tag}; Fig. 3 (b)/(e)).",
                    categories=[str(k) for k in range(H + 1)],
                    groups=[{"label": "examples", "values": r["heads_histogram"].tolist()}],
                    ylabel="examples", title=f"Saturated heads per example, {tag}"),
-        bar_figure(f"saturation-max-theta-H{H}.png",
+        bar_figure(f"saturation-max-theta-{name}.png",
                    f"Largest softmax coefficient max_i theta_h,i over all H x T = {H * T} (head, example) pairs "
                    f"({tag}; Fig. 3 (c)/(f)); bins 0.05 wide labelled by their lower edge, the last one "
                    f"({cfg.threshold}, 1] (saturated).",
@@ -273,15 +321,17 @@ def _notes(cfg: SaturationConfig) -> list[str]:
          f"first step >= {cfg.min_steps} with 100% training accuracy. Saturation is also reported at the first "
          "memorizing step: training on after memorization lowers the loss by growing the logits, which "
          "saturates more heads, so the fraction depends on how long one trains past memorization."),
-        ("The paper reads Fig. 3 as 'the majority of heads become saturated'. That row is reported as info, "
-         "not checked: it describes one optimizer run long past memorization, not a property memorization "
-         "needs (Theorem 1's construction saturates each head on all but its own examples, but gradient "
-         "descent need not find that solution). The checked row is the one the construction predicts and the "
-         "paper also reports: almost every example keeps at least one unsaturated head."),
+        ("Models: 'released' is the authors' model as released (linear embedding with bias, sinusoidal "
+         "positions pos_0 for the query and pos_1..pos_n for the context, one attention layer with d_v = 1 per "
+         "head, the query's own key masked, logits / sqrt(d), read at the query token); theta is its softmax "
+         "over the n context tokens. 'plain' is eqs. (1)-(6) on the raw U(0,1) inputs with d_v = d_h, attnlab's "
+         "model of the text's equations: its rows are shown beside the released model's and cannot decide "
+         "the text's statements. theta is computed in float64 from the trained float32 weights."),
+        ("The paper reads Fig. 3 as 'the majority of heads become saturated' and 'almost all examples have at "
+         f"least one non-saturated head': judged as > {MAJORITY:g} of the (head, example) pairs and >= "
+         f"{ALMOST_ALL:g} of the examples (the second threshold is our reading of 'almost all')."),
         ("Fig. 3 caption: (b) and (e) histogram one number per example (T in total), not H x T as the caption "
          "says; only (c) and (f), one value per (head, example) pair, have H x T entries."),
-        ("The model is eqs. (1)-(6) on the raw U(0,1) inputs; the paper's embedding layer and positional "
-         "encoding are left out. theta is computed in float64 from the trained float32 weights."),
     ]
 
 

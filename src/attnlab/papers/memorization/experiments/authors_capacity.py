@@ -1,0 +1,189 @@
+"""memorization.authors-capacity: App. H's largest T memorized, on the authors' model as released.
+
+memorization-capacity-of-mha Appendix H: "For each head size, we first empirically find
+the maximal number of data points the model can perfectly memorize using gradient-based
+optimization. We find for H = 4, this number is around T = 550, and for H = 8 around
+T = 1300" (d = 64, n = 32, shared context, 100 classes, 300k Adam steps).
+
+The model of App. H is the authors' (§5.2: "an embedding layer, positional encoding, and
+an Attention layer"), released as BaselineAttention in github.com/smahdavi4/attention-memorization
+(src/attn_models.py): a linear embedding, sinusoidal positions, and one attention layer with
+d_h = d, d_v = 1 per head and a mask that removes token 0 (the query) from every row, read
+at the query token (:data:`attnlab.papers.memorization.authors_model.AUTHORS_RELEASED`).
+Three models are searched, each with :func:`attnlab.papers.memorization.capacity_search.search_capacity`
+(full-batch Adam, the same data draw and the same bracketing rule):
+
+- ``released``: the authors' model as released (d_v = 1), the like-for-like comparison;
+- ``authors-dv64``: the same model with d_v = d_h = 64 per head;
+- ``plain-dv64``: eqs. (1)-(6) on the raw tokens with d_v = d_h = 64 (attnlab's model of the
+  text's equations, as in memorization.capacity-vs-heads and memorization.saturation).
+
+Every failure of a search is a failure within its step budget, so T* is a lower bound of
+what gradient descent memorizes (printed ">= T"): it decides the comparison with the paper's
+~550 / ~1300 only where the bound lies above the paper's value and its tolerance; otherwise
+the row is inconclusive. Rows of the two d_v = 64 models are not like for like.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnlab.checks import Check, info, near
+from attnlab.config import RunConfig, check_int, check_ints, check_number, param
+from attnlab.errors import ConfigError
+from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
+from attnlab.papers.memorization.capacity_search import SearchConfig, SearchResult, search_capacity
+from attnlab.papers.memorization.model import theorem1_bound
+from attnlab.registry import Experiment, register
+from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
+from attnlab.runs.rundir import log_metric
+
+EXPERIMENT_ID = "memorization.authors-capacity"
+PAPER_T = {4: 550, 8: 1300}  # App. H: "around T = 550" (H = 4), "around T = 1300" (H = 8), 300k Adam steps
+PAPER_TOL = 0.1  # "around": +-10% of the paper's value
+VARIANTS = ("released", "authors-dv64", "plain-dv64")
+LABELS = {
+    "released": "the authors' model as released (d_v = 1, query's key masked)",
+    "authors-dv64": "the authors' model with d_v = d_h",
+    "plain-dv64": "eqs. (1)-(6) on the raw tokens, d_v = d_h",
+}
+NOT_LIKE_FOR_LIKE = {
+    "authors-dv64": "another model: d_v = d_h values per head, the released model has d_v = 1",
+    "plain-dv64": "another model: eqs. (1)-(6) on the raw tokens with d_v = d_h, without the released model's "
+                  "embedding, positions and d_v = 1",
+}
+
+
+@dataclass(frozen=True)
+class AuthorsCapacityConfig(RunConfig):
+    """App. H's setting (d = 64, n = 32, d_h = d, shared context, 100 classes) and the search
+    (full-batch Adam, linear warmup + cosine decay over max_steps; the search stops once the
+    bracket [largest success, smallest failure] is at most ``resolution`` x its lower end)."""
+
+    PRESETS = {
+        # quick: the released model and the cheap (folded) d_v = 64 model, H = 4, a few CPU minutes
+        "quick": {"H_grid": (4,), "variants": ("released", "plain-dv64"), "max_steps": 2000, "resolution": 0.1},
+        "paper": {"H_grid": (4, 8), "variants": VARIANTS, "max_steps": 20_000, "resolution": 0.05},
+    }
+
+    H_grid: tuple[int, ...] | None = param(None, "numbers of heads H")
+    variants: tuple[str, ...] | None = param(None, "models searched: released, authors-dv64, plain-dv64")
+    d: int = param(64, "token dimension d (even: sinusoidal positions)")
+    n: int = param(32, "context size n")
+    n_classes: int = param(100, "label classes")
+    max_steps: int | None = param(None, "update budget of every attempt")
+    lr: float = param(1e-2, "Adam's peak learning rate")
+    warmup: int = param(100, "linear warmup steps")
+    resolution: float | None = param(None, "relative width of the final bracket")
+    T_limit: int = param(6000, "never try more than this many examples")
+
+    def validate(self) -> None:
+        object.__setattr__(self, "H_grid", check_ints("H_grid", self.H_grid, minimum=1))
+        variants = (self.variants,) if isinstance(self.variants, str) else tuple(self.variants)
+        if not variants or any(v not in VARIANTS for v in variants) or len(set(variants)) != len(variants):
+            raise ConfigError(f"variants must be distinct names among {', '.join(VARIANTS)}, got {self.variants!r}")
+        object.__setattr__(self, "variants", variants)
+        for name, low in (("d", 2), ("n", 2), ("n_classes", 2), ("max_steps", 2), ("T_limit", 2)):
+            check_int(name, getattr(self, name), low)
+        check_number("resolution", self.resolution, 0, 1, open_max=True)
+        self.search_config(self.H_grid[0], self.variants[0])  # the search's own checks
+
+    def search_config(self, H: int, variant: str) -> SearchConfig:
+        kind = {"released": dict(model="authors", d_v=AUTHORS_RELEASED["d_v"], keys=AUTHORS_RELEASED["keys"]),
+                "authors-dv64": dict(model="authors", d_v=self.d, keys=AUTHORS_RELEASED["keys"]),
+                "plain-dv64": dict(model="plain", d_v=self.d)}[variant]
+        return SearchConfig(H=H, d=self.d, n=self.n, d_h=self.d, n_classes=self.n_classes, seed=self.seed,
+                            max_steps=self.max_steps, lr=self.lr, warmup=self.warmup, resolution=self.resolution,
+                            T_limit=self.T_limit, device=self.device, **kind)
+
+
+def run_authors_capacity(cfg: AuthorsCapacityConfig, run_dir=None) -> ExperimentResult:
+    found: list[tuple[str, int, SearchResult]] = []
+    for H in cfg.H_grid:
+        for variant in cfg.variants:
+            r = search_capacity(cfg.search_config(H, variant))
+            found.append((variant, H, r))
+            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "variant": variant, "H": H,
+                                 "largest_success": r.largest_success, "smallest_failure": r.smallest_failure,
+                                 "attempts": len(r.attempts), "seconds": round(r.seconds, 2)})
+    return ExperimentResult(
+        summary=[_row(cfg, v, H, r) for v, H, r in found], tables=[_table(cfg, found)],
+        figures=[_figure(cfg, found)], notes=_notes(cfg),
+        data={"searches": [_data(v, H, r) for v, H, r in found], "paper_T": PAPER_T, "paper_tolerance": PAPER_TOL})
+
+
+def _row(cfg: AuthorsCapacityConfig, variant: str, H: int, r: SearchResult) -> Check:
+    T = r.capacity
+    quantity = f"largest T memorized, {LABELS[variant]}, H={H} (d={cfg.d}, n={cfg.n}, d_h={cfg.d})"
+    detail = (f"{len(r.attempts)} attempts, full-batch Adam, peak lr {cfg.lr:g}, {cfg.max_steps} steps each; "
+              f"smallest failure {r.smallest_failure}; memorizing weights verified in float64: "
+              f"{r.verified_float64}; Theorem 1 bound {theorem1_bound(H, cfg.n, cfg.d)}")
+    values = {"largest_success": r.largest_success, "smallest_failure": r.smallest_failure,
+              "verified_float64": r.verified_float64, "max_steps": cfg.max_steps}
+    if H not in PAPER_T:
+        return info(quantity, T, where="App. H", detail=detail, values=values)
+    paper = PAPER_T[H]
+    return near(T, paper, PAPER_TOL * paper, detail, values, quantity=quantity, paper_value=f"around {paper}",
+                where="App. H", cannot_decide=NOT_LIKE_FOR_LIKE.get(variant, ""))
+
+
+def _data(variant: str, H: int, r: SearchResult) -> dict:
+    return {"variant": variant, "H": H, "largest_success": r.largest_success,
+            "smallest_failure": r.smallest_failure, "capacity": str(r.capacity), "seconds": r.seconds,
+            "verified_float64": r.verified_float64,
+            "attempts": [{"T": a.T, "outcome": a.outcome, "steps": a.steps, "accuracy": a.accuracy,
+                          "memorized_at": a.memorized_at, "lr": a.lr} for a in r.attempts]}
+
+
+def _table(cfg: AuthorsCapacityConfig, found: list) -> Table:
+    rows = [[v, H, str(r.capacity), r.smallest_failure if r.smallest_failure is not None else "-",
+             PAPER_T.get(H, "-"), theorem1_bound(H, cfg.n, cfg.d), len(r.attempts), r.seconds]
+            for v, H, r in found]
+    return Table(f"Largest T memorized by full-batch Adam within {cfg.max_steps} steps (d={cfg.d}, n={cfg.n}, "
+                 f"d_h={cfg.d}, {cfg.n_classes} classes, shared context): a lower bound, since every failure is "
+                 "a failure within the budget",
+                 ["model", "H", "T* (ours)", "smallest failure", "paper (App. H)", "Theorem 1 bound", "attempts",
+                  "search s"],
+                 rows, ["text", "int", "text", "text", "text", "int", "int", "float"])
+
+
+def _figure(cfg: AuthorsCapacityConfig, found: list) -> LineFigure:
+    lines = []
+    for i, (v, H, r) in enumerate(found):
+        pts = sorted({a.T: a.accuracy for a in r.attempts if a.outcome != "superseded"}.items())
+        lines.append(series(f"{v}, H={H}", [t for t, _ in pts], [acc for _, acc in pts],
+                            color=PALETTE[i % len(PALETTE)]))
+    for j, (H, T) in enumerate(t for t in PAPER_T.items() if t[0] in cfg.H_grid):
+        lines.append(series(f"paper, H={H} (App. H)", [T, T], [0.0, 1.0], style="dotted", marker=False,
+                            color=PALETTE[(len(found) + j) % len(PALETTE)]))
+    return line_figure("memorization-authors-capacity.png",
+                       f"Final training accuracy of every attempt of the capacity search against the data-set "
+                       f"size T, per model; full-batch Adam, {cfg.max_steps} steps per attempt. Dotted: the "
+                       "paper's largest T (App. H, 300k steps).",
+                       series=lines, xlabel="data-set size T", ylabel="training accuracy",
+                       title="Largest T memorized: the released model and d_v = 64 (App. H)")
+
+
+def _notes(cfg: AuthorsCapacityConfig) -> list[str]:
+    return [
+        ("The released model (github.com/smahdavi4/attention-memorization, src/attn_models.py, "
+         "BaselineAttention): nn.Linear embedding, sinusoidal positions, CustomAttention with d_h = d, d_v = 1 "
+         "per head and W_O (H x d), logits / sqrt(d), a -inf mask on token 0's column in every row, a linear "
+         "decoder read at token 0. The copy in src/gnn_models.py, which the released src/main.py imports, "
+         "multiplies the masked logit by 0 instead (the query keeps a weight on its own value); that variant "
+         "is not searched here."),
+        ("The paper trains with Adam, lr 1e-3, batch 256, for 300k steps; the search here trains full-batch "
+         f"Adam, peak lr {cfg.lr:g}, {cfg.warmup} warmup steps and cosine decay over {cfg.max_steps} steps per "
+         "attempt, and an attempt that ends below 50% accuracy is retried once at half the rate. Its T* is a "
+         "lower bound of what gradient descent memorizes on each model; whether more steps or the paper's "
+         "minibatches reach further is not measured here."),
+        (f"'Around' is read as +-{PAPER_TOL:.0%} of the paper's value. The two d_v = 64 models show how much "
+         "of the capacity the released model's single value dimension per head costs; they are not the "
+         "paper's model, so their rows cannot decide the paper's numbers."),
+    ]
+
+
+register(Experiment(EXPERIMENT_ID,
+                    "App. H: largest T memorized by gradient descent on the authors' released model (d_v = 1) "
+                    "beside d_v = 64 models and the paper's ~550 (H = 4) / ~1300 (H = 8)",
+                    AuthorsCapacityConfig, run_authors_capacity))
