@@ -30,7 +30,7 @@ from attnlab.registry import (
 EXPECTED = {
     "invertibility": (8, 4, 1),
     "logic": (16, 1, 1),
-    "memorization": (8, 10, 1),
+    "memorization": (8, 11, 1),
     "rank-collapse": (17, 5, 0),
     "transformer-math": (29, 7, 0),
 }

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attnlab.errata import COLUMNS, KINDS, SURVIVES
-from attnlab.papers.memorization.errata import ERRATA, errata_table
+from attnlab.errata import KINDS, SURVIVES
+from attnlab.papers.memorization.errata import ERRATA
 from attnlab.registry import all_claims, all_errata, all_experiments
 
 
@@ -21,8 +21,3 @@ def test_the_printed_map_sign_is_measured_by_a_claim_that_differs():
     assert sign.kind == "typo" and sign.survives == "yes" and sign.check == "memorization.proposition3-reduction"
     (claim,) = [c for c in all_claims() if c.id == sign.check]
     assert claim.run(0).verdict == "differs"
-
-
-def test_table():
-    t = errata_table()
-    assert list(t.columns) == list(COLUMNS) and len(t.rows) == len(ERRATA)

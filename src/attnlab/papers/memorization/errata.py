@@ -10,9 +10,8 @@ memorization``), not entries here, unless the text itself is inconsistent.
 
 from __future__ import annotations
 
-from attnlab.errata import TextError, table_rows
+from attnlab.errata import TextError
 from attnlab.registry import register_errata
-from attnlab.results import Table
 
 THE_TEXT = "the text"
 
@@ -145,10 +144,3 @@ ERRATA = (
 
 register_errata(list(ERRATA))
 
-
-def errata_table() -> Table:
-    """The records as the table a report shows (:data:`attnlab.errata.COLUMNS`)."""
-    from attnlab.errata import COLUMNS
-
-    return Table("Errors in the text (memorization-capacity-of-mha)", list(COLUMNS), table_rows(list(ERRATA)),
-                 ["text"] * len(COLUMNS))

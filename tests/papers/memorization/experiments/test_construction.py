@@ -39,9 +39,8 @@ def test_tiny_run_passes_every_row():
     assert out.summary[0].measured == max(max(b["max_abs_error"], b["numpy_max_abs_error"]) for b in builds[:2])
     assert {f.file for f in out.figures} == {"memorization-construction-error.png",
                                              "memorization-construction-conditioning.png"}
-    table, errata = out.tables
+    (table,) = out.tables  # the errata table is the report's own (results.json "errata")
     assert len(table.rows) == len(builds) and len(table.columns) == len(table.formats) == 12
-    assert errata.title.startswith("Errors in the text") and len(errata.rows) >= 10
 
 
 @pytest.mark.slow

@@ -31,7 +31,6 @@ from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.model import numpy_forward, theorem1_bound
 from attnlab.registry import Experiment, register
 from attnlab.checks import Check, at_most
-from attnlab.papers.memorization.errata import errata_table
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -99,7 +98,7 @@ def run_construction(cfg: ConstructionConfig, run_dir=None) -> ExperimentResult:
         row = build_one(cfg, H, shared=shared, **extra)
         rows.append(row)
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, **row})
-    return ExperimentResult(summary=_summary(cfg, rows), tables=[_table(rows), errata_table()],
+    return ExperimentResult(summary=_summary(cfg, rows), tables=[_table(rows)],
                             figures=_figures(cfg, rows),
                             notes=_notes(cfg), data={"builds": rows})
 
