@@ -386,7 +386,8 @@ def across_seeds(quantity: str, per_seed: Sequence[Any], relation: str, threshol
     elif undecided and held + undecided == n:
         cannot = f"{undecided} of {n} seeds censored"
     return compare(f"{quantity}: seeds satisfying {crit}", held, "==", n, paper_value=paper_value, where=where,
-                   cannot_decide=cannot, detail=f"{seeds_text} (per seed: {listing})" + (f"; {detail}" if detail else ""),
+                   cannot_decide=cannot,
+                   detail=f"{seeds_text} (per seed: {listing})" + (f"; {detail}" if detail else ""),
                    values={"per_seed": [_json(c.measured) for c in per], "held": held, "seeds": n,
                            **dict(values or {})})
 
@@ -475,13 +476,13 @@ def _unjson(v: Any) -> Any:
     return v
 
 
-# ---- transition: checks whose criterion is text and whose verdict is a separate bool --------
+# ---- rows stored by an earlier release ---------------------------------------------------------
 @dataclass(frozen=True)
 class LegacyCheck(Check):
-    """A check written before verdicts were derived: criterion text and pass/fail given apart.
-
-    Only for code not yet converted to :func:`compare` and friends; passed True reads as
-    ``reproduced``, False as ``fail``, None as ``info``. Every use is a row to convert.
+    """A summary row stored before verdicts were derived: its criterion as text and its
+    pass/fail given apart (``status`` pass/FAIL/info in results.json). Only for reading
+    such a run directory back (``attnlab report``); pass reads as ``reproduced``, FAIL as
+    ``fail``, info as ``info``.
     """
 
     expected_text: str = ""
@@ -517,17 +518,9 @@ class LegacyCheck(Check):
 
 def legacy_check(quantity: str, paper_value: Any, measured: Any, expected: Any, passed: bool | None,
                  detail: str = "") -> LegacyCheck:
-    """The former ``attnlab.results.check``; see :class:`LegacyCheck`."""
+    """A stored row of an earlier release as a :class:`LegacyCheck`."""
     return LegacyCheck(quantity, _plain(measured), "legacy", None, None, "text", paper_value, "", "", detail, {},
                        "" if expected is None else str(expected), None if passed is None else bool(passed))
-
-
-def legacy_measurement(measured: float, tolerance: float, passed: bool, relation: str = "<=", detail: str = "",
-                       target: float | None = None, values: Mapping[str, Any] | None = None) -> LegacyCheck:
-    """The former ``attnlab.registry.Measurement``; see :class:`LegacyCheck`."""
-    crit = f"{_num(target)} ± {_num(tolerance)}" if relation == "±" else f"{relation} {_num(tolerance)}"
-    return LegacyCheck("", _plain(measured), "legacy", None, None, "text", None, "", "", detail, dict(values or {}),
-                       crit, bool(passed))
 
 
 __all__ = ["Bound", "Censored", "Check", "JUDGED", "RELATIONS", "ROLES", "VERDICTS", "above", "across_seeds",

@@ -41,7 +41,8 @@ class TextError:
     witness:    the smallest counterexample, or the measured numbers
     survives:   one of :data:`SURVIVES`
     conclusion: what of the text's conclusion survives, in one sentence
-    check:      the claim or experiment id that measures the witness ("" if the witness is on paper)
+    check:      the claim or experiment id that measures the witness, several separated by ", "
+                ("" if the witness is on paper)
     """
 
     id: str

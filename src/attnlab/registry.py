@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from attnlab.checks import Check, above, at_least, at_most, below, equals, info, near
-from attnlab.checks import legacy_measurement as Measurement  # transition: unconverted claims
 from attnlab.errata import TextError
 from attnlab.errors import ConfigError, UnknownNameError
 

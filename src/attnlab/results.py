@@ -54,13 +54,6 @@ HEATMAP_CMAPS = ("viridis", "magma", "Blues", "Greys", "RdBu_r")
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 
 
-def check(quantity: str, paper_value: Any, measured: Any, expected: Any, passed: bool | None,
-          detail: str = "") -> Check:
-    """Transition only: a check whose criterion is text and whose verdict is given apart
-    (:class:`attnlab.checks.LegacyCheck`). New code uses :func:`attnlab.checks.compare`."""
-    return legacy_check(quantity, paper_value, measured, expected, passed, detail)
-
-
 def check_from_dict(d: Mapping[str, Any]) -> Check:
     """A stored summary row back as a :class:`Check` (rows stored before verdicts existed
     carry ``status`` pass/FAIL/info and ``expected`` text)."""
@@ -298,8 +291,8 @@ class ExperimentResult:
                                   ("figures", self.figures, FIGURE_TYPES)):
             for x in items:
                 if not isinstance(x, kind):
-                    raise TypeError(f"ExperimentResult.{name} holds a {type(x).__name__}; build it with "
-                                    f"attnlab.results ({'check()' if name == 'summary' else name[:-1]})")
+                    how = "attnlab.checks (compare, info, ...)" if name == "summary" else f"attnlab.results.{name[:-1]}"
+                    raise TypeError(f"ExperimentResult.{name} holds a {type(x).__name__}; build it with {how}")
         if any(not isinstance(n, str) for n in self.notes):
             raise TypeError("ExperimentResult.notes must be strings")
 

@@ -8,7 +8,7 @@ import pytest
 
 from attnlab.cli import app
 
-FLAGS = {"as_json", "resume", "quick", "help"}  # switches: no value to get wrong
+FLAGS = {"as_json", "resume", "quick", "help", "strict"}  # switches: no value to get wrong
 
 
 def _commands() -> dict:
@@ -38,6 +38,7 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
     return {
         ("verify", "papers"): [(["verify", "nope"], "unknown paper or claim 'nope'"),
                                (["verify", "selftest"], "'selftest' has no executable claims yet")],
+        ("errata", "papers"): [(["errata", "nope"], "unknown paper 'nope'")],
         ("verify", "seed"): [(["verify", "--seed", "-1"], "--seed " + seed_range),
                              (["verify", "--seed", "x"], "Invalid value for '--seed'"),
                              (["verify", "--seed", "4294967296"], "--seed " + seed_range)],

@@ -11,6 +11,7 @@ import pytest
 import attnlab.runs.reproduce as runner
 from attnlab import registry
 from attnlab.config import RunConfig
+from attnlab.errata import TextError
 from attnlab.errors import ConfigError, RunDirError, UnknownNameError
 from attnlab.checks import Bound, at_most, compare, equals, info
 from attnlab.registry import Experiment
@@ -316,6 +317,9 @@ def test_reproduce_exits_1_only_on_fail_or_error_and_strict_also_on_differs_and_
 
     fake["a"] = Experiment("toy.a", "A", _Cfg, _rows(*checks))
     fake["b"] = Experiment("toy.b", "B", _Cfg, _rows(info("n", 3)))
+    if not registry.all_errata(["toy"]):
+        registry.register_errata([TextError("toy.eq1", "§1, eq. 1", "1 + 1 = 3", "1 + 1 = 2", "the text", "typo",
+                                            "count two fingers", "yes")])
     for flag, expected in (([], plain), (["--strict"], strict)):
         out = tmp_path / f"r{len(flag)}"
         with pytest.raises(SystemExit) as exit_:
@@ -326,3 +330,5 @@ def test_reproduce_exits_1_only_on_fail_or_error_and_strict_also_on_differs_and_
         assert last.startswith(f"{n} checks: ") and last.endswith(" 1 info"), last
     md = (out / "report.md").read_text()
     assert md.index("Where the measurements differ from the text") < md.index("## toy.a")
+    assert "## Errors in the text" in md and "count two fingers" in md
+    assert json.loads((out / "results.json").read_text())["errata"][0]["id"] == "toy.eq1"

@@ -72,11 +72,12 @@ from attnlab.analysis.heads.voita import (
 
 __all__ = [
     "BROAD_ENTROPY_NATS", "CLARK_SMOOTHING", "KOVALEVA_PATTERNS", "MIX_SHARE", "PATTERN_THRESHOLD",
-    "POSITIONAL_FRACTION", "POSITION_THRESHOLD", "RARE_TOKEN_FRACTION", "REPEATED_HALF", "SPECIAL_TOKEN_THRESHOLD", "BandSparseProjection", "ClarkLabels", "DependencyAccuracy", "HeadStatistics",
-    "KovalevaPatterns", "PatternScores", "RowPermutationFit", "VoitaLabels", "band_mask", "band_sparse_distance",
-    "best_row_permutation", "clark_key_sets", "clark_labels", "clark_labels_from_statistics", "dependency_accuracy", "duplicate_token_pattern",
-    "head_statistics", "in_band_sparse", "induction_pattern", "kovaleva_decide", "kovaleva_patterns", "pattern_score",
-    "pattern_scores", "previous_token_pattern", "project_band_sparse", "repeated_random_tokens", "row_entropy", "token_mask",
-    "transformerlens_scores", "uniform_attention",
-    "voita_labels", "voita_labels_from_scores",
+    "POSITIONAL_FRACTION", "POSITION_THRESHOLD", "RARE_TOKEN_FRACTION", "REPEATED_HALF",
+    "SPECIAL_TOKEN_THRESHOLD", "BandSparseProjection", "ClarkLabels", "DependencyAccuracy", "HeadStatistics",
+    "KovalevaPatterns", "PatternScores", "RowPermutationFit", "VoitaLabels", "band_mask",
+    "band_sparse_distance", "best_row_permutation", "clark_key_sets", "clark_labels",
+    "clark_labels_from_statistics", "dependency_accuracy", "duplicate_token_pattern", "head_statistics",
+    "in_band_sparse", "induction_pattern", "kovaleva_decide", "kovaleva_patterns", "pattern_score",
+    "pattern_scores", "previous_token_pattern", "project_band_sparse", "repeated_random_tokens", "row_entropy",
+    "token_mask", "transformerlens_scores", "uniform_attention", "voita_labels", "voita_labels_from_scores",
 ]

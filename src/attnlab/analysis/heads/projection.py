@@ -88,6 +88,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
+from attnlab.analysis.heads.maps import uniform_attention  # noqa: F401  (the baseline a map is compared with)
 from attnlab.config import check_choice, check_int, check_number, check_seed
 from attnlab.errors import ConfigError
 
@@ -276,16 +277,6 @@ def max_l1_distance(n: int) -> float:
 def normalized_distance(d, n: int):
     """d / (2n), so 0 is a perfect fit and 1 the distance between disjoint one-hot rows."""
     return d / max_l1_distance(n)
-
-
-def uniform_attention(n: int, *, causal: bool = False) -> Tensor:
-    """(n, n) float64 with every entry 1/n; causal=True: row i uniform over the keys j <= i (1/(i+1)),
-    the uniform map a causal (decoder) head can produce. A causal map is compared with this one."""
-    check_int("n", n, 1)
-    if not causal:
-        return torch.full((n, n), 1.0 / n, dtype=torch.float64)
-    M = torch.ones(n, n, dtype=torch.float64).tril()
-    return M / M.sum(-1, keepdim=True)
 
 
 def random_attention(n: int, *, seed: int, batch: tuple[int, ...] = (), causal: bool = False) -> Tensor:
