@@ -173,7 +173,7 @@ def _kicker(o: Outline) -> str:
 def _rows_table(rows: list[Row], with_reason: bool = False) -> str:
     header = ["where measured", "quantity", "the text", "measured", "required", "where in the text",
               "why" if with_reason else "detail"]
-    body = [[f'<code class="id">{escape(r.source)}</code>', escape(r.quantity), escape(fmt_paper(r.paper_value)),
+    body = [[f'<code class="id">{escape(_short(r.source))}</code>', escape(r.quantity), escape(fmt_paper(r.paper_value)),
              escape(r.measured), escape(r.criterion), escape(r.where),
              escape(r.reason if with_reason else r.detail)] for r in rows]
     return _table(header, body, ["", "", "paper", "num", "num", "", "detail"])
