@@ -66,11 +66,12 @@ def test_report_parts(result, tmp_path):
     json.dumps(res.to_dict(), allow_nan=False)
     assert len(res.summary) == 3 * len(CHECKS)
     by_q = {row.quantity.split(" (")[0]: row for row in res.summary}
-    assert by_q["assumption1 holds: embedding"].verdict == "reproduced"  # ✗ in Table 1 and here
-    assert by_q["assumption1 holds: attention"].verdict == "reproduced"  # ✓ in Table 1 and here
-    # ✗ in Table 1, ✓ here: a disagreement is a verdict, not an info row
+    # English text against ImageNet: agreement and disagreement alike are measured, but cannot decide Table 1
+    a1 = by_q["assumption1 holds: embedding"]
+    assert (a1.verdict, a1.outcome, a1.threshold) == ("inconclusive", True, False)  # ✗ in Table 1 and here
     gp = by_q["general position holds: attention"]
-    assert (gp.verdict, gp.measured, gp.threshold) == ("differs", True, False)
+    assert (gp.verdict, gp.outcome, gp.measured, gp.threshold) == ("inconclusive", False, True, False)  # ✗ / ✓
+    assert "ImageNet" in gp.cannot_decide and "ImageNet" in gp.reason
     assert by_q["assumption3 holds: attention"].verdict == "info"  # Table 1 reports none
     ours, paper = res.tables
     assert [r[0] for r in ours.rows] == ["embedding", "attention", "transformer"]

@@ -226,9 +226,10 @@ def _mark(holds: bool) -> str:
 
 def _summary(results: dict) -> list[Check]:
     """One row per (layer, check): whether it holds here, against the paper's verdict for the
-    counterpart layer. The random layers are the paper's kind of layer on other data (text instead
-    of ImageNet) and are judged; MiniLM stands in for BERT-large (another model, n = 64 against 512),
-    so its rows cannot decide Table 3. Where the paper reports no verdict the row is info."""
+    counterpart layer. The random layers are the paper's kind of layer on other data (English text
+    instead of ImageNet, and text repeats tokens where image patches do not), so their rows cannot
+    decide Table 1; MiniLM stands in for BERT-large (another model, n = 64 against 512), so its rows
+    cannot decide Table 3. Where the paper reports no verdict the row is info."""
     rows = []
     for layer, res in results.items():
         _, counterpart, paper = LAYERS[layer]
@@ -243,11 +244,12 @@ def _summary(results: dict) -> list[Check]:
                 rows.append(info(quantity, bool(r["holds"]), paper_value=f"not reported ({counterpart})",
                                  where=where, detail=detail, values={"fraction": r["fraction"]}))
                 continue
+            # Whether a context is in general position depends on the data as well as the layer
+            # (English text repeats tokens, image patches do not): text cannot decide ImageNet's cells.
             cannot = ("another model: all-MiniLM-L6-v2 (d=384, learned positions, n="
                       f"{res['shape'][1]}) on Python's documentation against BERT-large on Wikipedia (n=512)"
-                      if layer.startswith("minilm") else "")
-            if not layer.startswith("minilm"):
-                detail += "; a random layer of the paper's kind on English text (the paper: ViT on ImageNet)"
+                      if layer.startswith("minilm") else
+                      "other data: a random layer of the paper's kind on English text against ViT on ImageNet")
             rows.append(equals(bool(r["holds"]), verdict == YES, detail, {"fraction": r["fraction"]},
                                quantity=quantity, paper_value=f"{verdict} ({counterpart})", where=where,
                                cannot_decide=cannot))
