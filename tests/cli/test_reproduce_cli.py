@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from attnlab.cli import main
+from attnlab.papers.transformer_math.thesis_maps import thesis_maps_path
 
 EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturation-gradient.png",
                     "saturation-max-probability.png", "dot-product-variance.png",
@@ -19,6 +20,8 @@ EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturati
                     "attention-time.png", "attention-memory.png", "fig11-one-head.png",
                     "fig12-heads-encoder.png", "fig12-heads-cross.png", "minilm-72-heads.png",
                     "distance-per-head.png", "distance-by-family.png"}
+if thesis_maps_path().is_file():  # the thesis's own maps, beside the repository (../shared/data)
+    EXPECTED_FIGURES |= {"thesis-maps.png"}
 
 
 def _main(argv):
