@@ -149,6 +149,17 @@ def test_a_claim_fills_the_checks_quantity_where_and_paper_value():
     assert d["values"] == {"n": 7, "err": "inf"} and d["where"] == "Eq. 3" and d["paper_value"] == "1e-12"
 
 
+def test_selection_by_any_prefix_and_by_glob():
+    by_prefix = [c.id for c in select_claims(["memorization.proposition3"])]
+    assert by_prefix and all(i.startswith("memorization.proposition3") for i in by_prefix)
+    assert "memorization.proposition3-reduction" in by_prefix  # not only whole dotted parts
+    by_glob = [c.id for c in select_claims(["*.theorem1*"])]
+    assert by_glob and all(".theorem1" in i for i in by_glob) and {i.split(".")[0] for i in by_glob} >= {
+        "invertibility", "memorization"}
+    with pytest.raises(UnknownNameError, match=r"unknown paper or claim 'nothing\*'"):
+        select_claims(["nothing*"])
+
+
 def test_selection_by_paper_id_and_prefix():
     by_paper = select_claims(["transformer-math"])
     assert by_paper and all(c.paper == "transformer-math" for c in by_paper)

@@ -43,6 +43,26 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("attnlab")
+        except PackageNotFoundError:  # run from a source tree that is not installed
+            v = "unknown (not installed)"
+        console.print(f"attnlab {v}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print attnlab's version and exit."),
+) -> None:
+    """The mathematics of attention, executable: claims, constructions, experiments, benchmarks."""
+
+
 def progress_bar(disable: bool = False) -> Progress:
     """A transient progress bar on stderr (runs done/total, elapsed, ETA)."""
     return Progress(
@@ -80,7 +100,7 @@ def _verdict(v: str) -> str:
 @app.command()
 def verify(
     papers: Optional[list[str]] = typer.Argument(
-        None, help="Paper short names, claim ids or id prefixes (default: all)."
+        None, help="Paper short names, claim ids, id prefixes or globs such as '*.theorem1*' (default: all)."
     ),
     seed: int = typer.Option(0, help="Seed for the inputs every check draws (0 <= seed < 2**32)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
@@ -189,8 +209,8 @@ def list_(
         t.add_column(col)
     for p in known.values():
         t.add_row(
-            p.name,
-            p.title,
+            escape(p.name),
+            escape(p.title),
             str(sum(c.paper == p.name for c in claims)),
             str(sum(e.paper == p.name for e in experiments)),
             str(sum(c.paper == p.name for c in constructions)),
@@ -200,19 +220,19 @@ def list_(
     for col in ("id", "where", "statement"):
         t.add_column(col, overflow="fold")
     for c in claims:
-        t.add_row(c.id, c.where, c.statement)
+        t.add_row(escape(c.id), escape(c.where), escape(c.statement))
     console.print(t)
     t = Table(title="experiments")
     for col in ("id", "description"):
         t.add_column(col, overflow="fold")
     for e in experiments:
-        t.add_row(e.id, e.description + ("" if e.in_reproduce else " (sweep only)"))
+        t.add_row(escape(e.id), escape(e.description + ("" if e.in_reproduce else " (sweep only)")))
     console.print(t)
     t = Table(title="constructions (attnlab construct NAME --set key=value ... --out FILE.npz)")
     for col in ("name", "description", "parameters"):
         t.add_column(col, overflow="fold")
     for c in constructions:
-        t.add_row(c.name, c.description, escape(_parameters_text(c.params_cls)))
+        t.add_row(escape(c.name), escape(c.description), escape(_parameters_text(c.params_cls)))
     console.print(t)
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fnmatch
 import hashlib
 import importlib
 import importlib.util
@@ -439,7 +440,8 @@ def all_claims() -> list[Claim]:
 
 
 def select_claims(selectors: list[str] | None = None) -> list[Claim]:
-    """Claims matching paper names, claim ids, or id prefixes; all when empty.
+    """Claims matching paper names, claim ids, any prefix of an id, or a glob of ids
+    (``memorization.prop*``, ``*.theorem1*``); all when empty.
 
     A known paper with no claims yet is a ConfigError: nothing would be checked."""
     claims = all_claims()
@@ -447,7 +449,10 @@ def select_claims(selectors: list[str] | None = None) -> list[Claim]:
         return claims
     chosen: dict[str, Claim] = {}
     for s in selectors:
-        hits = [c for c in claims if c.paper == s or c.id == s or c.id.startswith(s + ".")]
+        if any(ch in s for ch in "*?["):
+            hits = [c for c in claims if fnmatch.fnmatchcase(c.id, s)]
+        else:
+            hits = [c for c in claims if c.paper == s or c.id.startswith(s)]
         if not hits:
             if s in _STATE.papers:
                 with_claims = sorted({c.paper for c in claims})

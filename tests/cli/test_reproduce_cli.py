@@ -154,3 +154,32 @@ def test_report_of_corrupt_results(capsys, tmp_path):
 def test_report_needs_a_run_dir(capsys):
     code = _main(["report"])
     _one_error_line(capsys, code, "Missing argument", "attnlab report --help")
+
+
+def test_report_of_a_run_without_results_is_refused_and_overwrites_nothing(tmp_path, capsys):
+    from attnlab.runs.rundir import RunDir
+
+    rd = RunDir.create(tmp_path / "run")
+    rd.write_config({"papers": ["logic"], "scale": "quick", "seed": 0, "device": "cpu"}, ["attnlab"])
+    good = "<html>a good report</html>"
+    (rd.path / "report.html").write_text(good)
+    assert _main(["report", str(rd.path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "has no results.json: nothing to report" in err
+    assert (rd.path / "report.html").read_text() == good and not (rd.path / "report.md").exists()
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    assert _main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"attnlab {version('attnlab')}"
+
+
+def test_list_prints_statements_with_square_brackets_whole(capsys, monkeypatch):
+    from attnlab.cli import console
+
+    monkeypatch.setattr(console, "width", 400)  # one line per statement
+    assert _main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "Delta Q = E[q(X_1,X_2)^2] - E[q(X_1,X_3) q(X_2,X_3)]" in out  # rich markup would eat [..]

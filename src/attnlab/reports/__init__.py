@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from attnlab.runs.rundir import REPORT_HTML, REPORT_MD, RunDir, StoredRun, load_run  # noqa: F401
+from attnlab.errors import RunDirError
+from attnlab.runs.rundir import REPORT_HTML, REPORT_MD, RESULTS, RunDir, StoredRun, load_run  # noqa: F401
 
 
 def build_report(run_dir: str | os.PathLike) -> tuple[Path, Path]:
@@ -28,6 +29,9 @@ def build_report(run_dir: str | os.PathLike) -> tuple[Path, Path]:
     from attnlab.reports.markdown import render_markdown
 
     run = load_run(run_dir)
+    if not (run.path / RESULTS).is_file():  # an empty report must never replace a good one
+        raise RunDirError(f"{run.path} has no {RESULTS}: nothing to report, and its reports are left as they are; "
+                          f"finish the run with `attnlab reproduce PAPER --out {run.path} --resume`")
     o = outline(run)
     figures, used = {}, set()
     for e in o.experiments:
