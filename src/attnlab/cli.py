@@ -268,6 +268,8 @@ def reproduce(
 
     if out is not None:
         _check_out_path(out, "--out")
+    if resume:
+        _check_resume(out, "config.json", "run")
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     with progress_bar() as progress:
         task = progress.add_task("starting", total=None)
@@ -347,6 +349,8 @@ def sweep(
 
     if out is not None:
         _check_out_path(out, "--out")
+    if resume:
+        _check_resume(out, "sweep.json", "sweep")
     base = _key_values(set_ or [], "--set", "x=1.5")
     grid_values = {k: v.split(",") for k, v in _key_values(grid or [], "--grid", "n=3,5,7").items()}
     spec = SweepSpec(experiment, base=base, grid=grid_values, seeds=seeds, seed0=seed)
@@ -676,6 +680,17 @@ def _check_out_path(out: str, flag: str) -> None:
     """Refuse an empty --out before any work starts (the commands check the rest)."""
     if not out.strip():
         raise ConfigError(f"{flag} is empty; give a path")
+
+
+def _check_resume(out: Optional[str], marker: str, what: str) -> None:
+    """--resume continues a run that exists: refuse a missing --out, or one without ``marker``,
+    instead of silently starting afresh."""
+    from pathlib import Path
+
+    if out is None:
+        raise ConfigError(f"--resume continues the {what} in --out; give --out DIR")
+    if not (Path(out) / marker).is_file():
+        raise ConfigError(f"--resume: {out} holds no {what} to continue (no {marker}); drop --resume to start one")
 
 
 def _one_line_error(message: str) -> None:

@@ -183,3 +183,18 @@ def test_list_prints_statements_with_square_brackets_whole(capsys, monkeypatch):
     assert _main(["list"]) == 0
     out = capsys.readouterr().out
     assert "Delta Q = E[q(X_1,X_2)^2] - E[q(X_1,X_3) q(X_2,X_3)]" in out  # rich markup would eat [..]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["reproduce", "invertibility", "--resume"], "--resume continues the run in --out; give --out DIR"),
+    (["reproduce", "invertibility", "--out", "{tmp}/none", "--resume"],
+     "--resume: {tmp}/none holds no run to continue (no config.json); drop --resume to start one"),
+    (["sweep", "transformer-math.scaling", "--grid", "d_head=8", "--out", "{tmp}/none", "--resume"],
+     "--resume: {tmp}/none holds no sweep to continue (no sweep.json); drop --resume to start one"),
+])
+def test_resume_of_nothing_is_refused_before_any_work(tmp_path, capsys, argv, needle):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert _main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "attnlab: error: " + needle.replace("{tmp}", str(tmp_path))
+    assert not (tmp_path / "none").exists()
