@@ -134,6 +134,18 @@ def test_plugins_register_from_a_file_outside_the_tree():
         registry.load_plugin("no_such_module_xyz")
 
 
+def test_a_plugin_that_fails_to_load_is_one_line_naming_the_file_and_the_line(tmp_path):
+    bad = tmp_path / "bad_plugin.py"
+    bad.write_text("x = 1\ny = (\n")
+    with pytest.raises(ConfigError, match=rf"ATTNLAB_PLUGINS: {bad} failed to load: SyntaxError: .*\(line 2\); "
+                                          "fix that file"):
+        registry.load_plugin(str(bad))
+    boom = tmp_path / "boom_plugin.py"
+    boom.write_text("import math\n\nraise RuntimeError('boom')\n")
+    with pytest.raises(ConfigError, match=r"failed to load: RuntimeError: boom \(line 3\)"):
+        registry.load_plugin(str(boom))
+
+
 def test_a_claim_fills_the_checks_quantity_where_and_paper_value():
     with registry.scratch():
         registry.register_paper("toy", "Toy", "toy.md", package="tests")

@@ -475,6 +475,13 @@ def _bench_out_dir(out: Optional[str]):
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {out} is a file; give a directory")
+    try:  # before any timing: results must never be lost to an unwritable --out
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"cannot write to --out {out}: {e.strerror or e}; choose a writable directory") from None
     return path
 
 

@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from attnlab.checks import Check, above, at_least, at_most, below, equals, info, near
 from attnlab.errata import TextError
-from attnlab.errors import ConfigError, UnknownNameError
+from attnlab.errors import AttnlabError, ConfigError, UnknownNameError
 
 PAPERS_PACKAGE = "attnlab.papers"
 PLUGINS_ENV = "ATTNLAB_PLUGINS"
@@ -397,6 +397,12 @@ def load_plugin(entry: str) -> None:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
+        except AttnlabError:
+            del sys.modules[name]
+            raise
+        except Exception as e:  # the plugin's own error, said in one line
+            del sys.modules[name]
+            raise ConfigError(f"{PLUGINS_ENV}: {entry} failed to load: {_where(e)}; fix that file") from None
         except BaseException:
             del sys.modules[name]
             raise
@@ -405,6 +411,22 @@ def load_plugin(entry: str) -> None:
             importlib.import_module(entry)
         except ModuleNotFoundError as e:
             raise ConfigError(f"{PLUGINS_ENV}: cannot import {entry!r} ({e}); fix the name or the path") from None
+        except AttnlabError:
+            raise
+        except Exception as e:
+            raise ConfigError(f"{PLUGINS_ENV}: {entry} failed to load: {_where(e)}; fix that module") from None
+
+
+def _where(e: Exception) -> str:
+    """"SyntaxError: '(' was never closed (line 1)": an exception and where it was raised, on one line."""
+    line = getattr(e, "lineno", None)
+    if line is None and e.__traceback__ is not None:
+        tb = e.__traceback__
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        line = tb.tb_lineno
+    msg = getattr(e, "msg", None) or str(e)
+    return f"{type(e).__name__}: {msg}" + (f" (line {line})" if line else "")
 
 
 @contextlib.contextmanager

@@ -198,3 +198,11 @@ def test_resume_of_nothing_is_refused_before_any_work(tmp_path, capsys, argv, ne
     err = capsys.readouterr().err.strip()
     assert err == "attnlab: error: " + needle.replace("{tmp}", str(tmp_path))
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("out, why", [("/proc/attnlab-x", "No such file or directory"),
+                                      ("/etc/passwd/x", "Not a directory")])
+def test_bench_checks_its_out_before_timing_anything(capsys, out, why):
+    assert _main(["bench", "--quick", "--out", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"attnlab: error: cannot write to --out {out}: {why}; choose a writable directory"
