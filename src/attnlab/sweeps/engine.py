@@ -82,6 +82,7 @@ def run_sweep(spec: SweepSpec, out: Path, *, resume: bool = False, workers: int 
     header = _header(exp.id, spec, resolved_overrides(exp, spec), device, plans, argv)
     if note:
         header["device_note"] = note
+    existed = out.exists()
     stored = _check_out(out, header, resume)
     table = SweepTable(out, exp.id, plans)
     todo = []
@@ -93,7 +94,12 @@ def run_sweep(spec: SweepSpec, out: Path, *, resume: bool = False, workers: int 
             table.add_ok(p, record)
     table.n_skipped = len(plans) - len(todo)
     n_workers = workers or min(cpu_cores(), max(1, len(todo)))
-    ex = open_executor(kind, n_workers, scheduler) if todo else None
+    try:
+        ex = open_executor(kind, n_workers, scheduler) if todo else None
+    except BaseException:  # an unreachable scheduler: leave no empty directory behind
+        if not existed and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
     try:
         _write_header(out, header, stored)
         table.write()
