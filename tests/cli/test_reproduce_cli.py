@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from attnlab.cli import main
+from attnlab.errors import ConfigError
 from attnlab.papers.transformer_math.thesis_maps import thesis_maps_path
 
 EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturation-gradient.png",
@@ -206,3 +207,14 @@ def test_bench_checks_its_out_before_timing_anything(capsys, out, why):
     assert _main(["bench", "--quick", "--out", out]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"attnlab: error: cannot write to --out {out}: {why}; choose a writable directory"
+
+
+def test_bench_refuses_a_length_that_cannot_fit_before_running(capsys):
+    from attnlab.bench.run import BenchConfig, check_memory
+
+    assert _main(["bench", "--n", "10000000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnlab: error: --n 10000000 needs at least 152.6 GiB on cpu") and "\n" not in err
+    check_memory(BenchConfig(n=(16384,)), available=2**30)  # 0.25 GiB of inputs fit in 1 GiB
+    with pytest.raises(ConfigError, match=r"--n 1048576 needs at least 16.0 GiB .* give every --n below 65536"):
+        check_memory(BenchConfig(n=(1 << 20,)), available=2**30)

@@ -124,8 +124,35 @@ def make_qkv(cfg: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Tensor, torc
                  for _ in range(3))
 
 
+def device_memory(device: str) -> int | None:
+    """Bytes the device can give: free memory on CUDA, physical memory on the CPU (None if unknown)."""
+    if device.startswith("cuda"):
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(cfg: BenchConfig, available: int | None = None) -> None:
+    """ConfigError, before anything runs, when the largest n cannot fit: every variant holds
+    q, k, v and its output, 4 B H n d_head elements, and its working set is at least as large
+    again; the n x n variants stop at ``max_explicit_n``."""
+    available = device_memory(cfg.device) if available is None else available
+    if available is None:
+        return
+    n = max(cfg.n)
+    need = 8 * cfg.B * cfg.H * n * cfg.d_head * DTYPES[cfg.dtype].itemsize
+    if need > available:
+        fits = max(1, n * available // need)
+        raise ConfigError(f"--n {n} needs at least {need / 2**30:.1f} GiB on {cfg.device} (q, k, v, outputs and "
+                          f"working memory at B={cfg.B}, H={cfg.H}, d_head={cfg.d_head}, {cfg.dtype}); it has "
+                          f"{available / 2**30:.1f} GiB: give every --n below {fits}")
+
+
 def run_bench(cfg: BenchConfig, progress: Progress | None = None) -> BenchResult:
     """Measure every (variant, n) of ``cfg``; see the module docstring."""
+    check_memory(cfg)
     dtype = DTYPES[cfg.dtype]
     names = cfg.variant_names
     # references are measured even when not asked for: every ratio needs them
