@@ -63,8 +63,74 @@ def _root(
     """The mathematics of attention, executable: claims, constructions, experiments, benchmarks."""
 
 
-def progress_bar(disable: bool = False) -> Progress:
-    """A transient progress bar on stderr (runs done/total, elapsed, ETA)."""
+PROGRESS_ENV = "ATTNLAB_PROGRESS"  # "0": no progress lines off a terminal
+
+
+class PlainProgress:
+    """Progress off a terminal (a log file, CI, ``nohup``): one plain line on stderr per step,
+    ``[attnlab 0:01:02] what (done/total, ETA 0:03:00)``, where a terminal shows a bar.
+
+    It takes the calls the commands make of :class:`rich.progress.Progress` (``add_task``,
+    ``update``, ``track``) and prints a line when the step or the count changes.
+    """
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._start = self._clock()
+        self._tasks: dict[int, dict] = {}
+        self._last: tuple | None = None
+
+    def __enter__(self) -> "PlainProgress":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+    def add_task(self, description: str, total: float | None = None, **_) -> int:
+        self._tasks[len(self._tasks)] = {"description": description, "total": total, "completed": 0}
+        return len(self._tasks) - 1
+
+    def update(self, task: int, *, description: str | None = None, completed: float | None = None,
+               total: float | None = None, **_) -> None:
+        t = self._tasks[task]
+        for key, value in (("description", description), ("completed", completed), ("total", total)):
+            if value is not None:
+                t[key] = value
+        self._line(t)
+
+    def track(self, sequence, description: str = ""):
+        items = list(sequence)
+        task = self.add_task(description, total=len(items))
+        for i, item in enumerate(items):
+            self.update(task, completed=i)
+            yield item
+        self.update(task, completed=len(items))
+
+    def _line(self, t: dict) -> None:
+        done, total = int(t["completed"] or 0), t["total"]
+        key = (t["description"], done, total)
+        if key == self._last:
+            return
+        self._last = key
+        elapsed = self._clock() - self._start
+        count = f"{done}/{int(total)}" if total else f"{done}"
+        eta = f", ETA {_hms(elapsed / done * (total - done))}" if total and 0 < done < total else ""
+        sys.stderr.write(f"[attnlab {_hms(elapsed)}] {t['description']} ({count}{eta})\n")
+        sys.stderr.flush()
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def progress_bar(disable: bool = False) -> "Progress | PlainProgress":
+    """A transient progress bar on stderr (runs done/total, elapsed, ETA); off a terminal, one
+    plain line per step (:class:`PlainProgress`), unless ``ATTNLAB_PROGRESS=0``."""
+    if not disable and not err_console.is_terminal and os.environ.get(PROGRESS_ENV, "1") != "0":
+        return PlainProgress()
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

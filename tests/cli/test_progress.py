@@ -1,0 +1,81 @@
+"""Off a terminal, long commands say what they do: one plain line per step on stderr."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from attnlab.cli import PlainProgress, main
+
+
+def _main(argv):
+    try:
+        main(argv)
+    except SystemExit as e:
+        return e.code
+    return 0
+
+
+LINE = re.compile(r"\[attnlab \d+:\d\d:\d\d\] (?P<what>.+) \((?P<done>\d+)/(?P<total>\d+)(, ETA \d+:\d\d:\d\d)?\)")
+
+
+def test_verify_off_a_terminal_prints_one_line_per_claim(capsys, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "1")
+    assert _main(["verify", "rank-collapse.softmax", "rank-collapse.path-decomposition"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    found = [LINE.fullmatch(line) for line in err]
+    assert all(found), err
+    assert [(m["what"], m["done"], m["total"]) for m in found] == [("verifying claims", str(i), "2") for i in range(3)]
+    assert "ETA" in err[1] and "ETA" not in err[-1]
+
+
+def test_reproduce_off_a_terminal_names_each_experiment(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "1")
+    from attnlab import registry
+    from attnlab.checks import info
+    from attnlab.config import RunConfig
+    from attnlab.registry import Experiment
+    from attnlab.results import ExperimentResult
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Cfg(RunConfig):
+        pass
+
+    with registry.scratch() as state:
+        registry.register_paper("toy", "Toy", "toy.md", package="tests.toy")
+        for name in ("a", "b"):
+            state.experiments[f"toy.{name}"] = Experiment(f"toy.{name}", name, Cfg,
+                                                           lambda cfg, rd: ExperimentResult(summary=[info("x", 1)]))
+        assert _main(["reproduce", "toy", "--out", str(tmp_path / "r")]) == 0
+    steps = [LINE.fullmatch(line)["what"] for line in capsys.readouterr().err.strip().splitlines()]
+    assert steps == ["toy.a", "toy.b", "claims", "report"]
+
+
+def test_no_progress_lines_when_turned_off_or_for_json(capsys, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "0")
+    assert _main(["verify", "rank-collapse.softmax"]) == 0
+    assert capsys.readouterr().err.strip() == ""
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "1")
+    assert _main(["verify", "rank-collapse.softmax", "--json"]) == 0
+    assert capsys.readouterr().err.strip() == ""
+
+
+def test_plain_progress_counts_and_eta(capsys):
+    p = PlainProgress()
+    t = p.add_task("cells", total=4)
+    p.update(t, completed=0)
+    p.update(t, completed=0)  # the same step again: no second line
+    p.update(t, completed=2)
+    p.update(t, description="done", completed=4)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [LINE.fullmatch(x)["what"] for x in lines] == ["cells", "cells", "done"]
+    assert lines[1].endswith("(2/4, ETA 0:00:00)") and lines[2].endswith("(4/4)")
+
+
+@pytest.mark.parametrize("seconds, text", [(0, "0:00:00"), (62, "0:01:02"), (3725.4, "1:02:05")])
+def test_hms(seconds, text):
+    from attnlab.cli import _hms
+
+    assert _hms(seconds) == text
