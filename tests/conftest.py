@@ -16,7 +16,7 @@ from attnlab.cli import main
 SELFTEST_PLUGIN = str(Path(__file__).parent / "fixtures" / "selftest_paper.py")
 os.environ["ATTNLAB_PLUGINS"] = SELFTEST_PLUGIN
 # Off a terminal the commands print one progress line per step on stderr; the tests read stderr
-# for exact error lines, so they run without them (tests/cli/test_progress.py turns them on).
+# for exact error lines, so they run without them (tests/cli/test_terminal_output.py turns them on).
 os.environ["ATTNLAB_PROGRESS"] = "0"
 
 # Under pytest-xdist (`pytest -n auto`) every worker would start one torch thread per core:

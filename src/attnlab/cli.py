@@ -773,6 +773,28 @@ def _one_line_error(message: str) -> None:
     sys.exit(2)
 
 
+def _unwrapped(doc: str | None) -> str | None:
+    """A docstring as flowing paragraphs: the source's hard line breaks joined, so that
+    ``--help`` wraps it at the terminal's width without orphan words; list items
+    (``- ...``) and indented lines keep their own lines."""
+    if not doc:
+        return doc
+    import inspect
+
+    paragraphs = []
+    for par in inspect.cleandoc(doc).split("\n\n"):
+        lines = par.splitlines()
+        if any(line.lstrip().startswith("- ") or line.startswith(" ") for line in lines):
+            paragraphs.append(par)
+        else:
+            paragraphs.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
+for _command in app.registered_commands:
+    _command.help = _command.help or _unwrapped(_command.callback.__doc__)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one-line errors and exit status 2 for bad input."""
     try:

@@ -1,4 +1,4 @@
-"""Off a terminal, long commands say what they do: one plain line per step on stderr."""
+"""What a user reads in a terminal or a log: progress lines off a terminal, and --help that flows."""
 
 from __future__ import annotations
 
@@ -79,3 +79,27 @@ def test_hms(seconds, text):
     from attnlab.cli import _hms
 
     assert _hms(seconds) == text
+
+
+def test_every_commands_help_flows_as_paragraphs():
+    """--help wraps the text at the terminal's width: a docstring's hard line breaks inside a
+    paragraph would leave orphan words (typer keeps them)."""
+    from attnlab.cli import app
+
+    for command in app.registered_commands:
+        for par in command.help.split("\n\n"):
+            lines = par.splitlines()
+            if not any(line.lstrip().startswith("- ") or line.startswith(" ") for line in lines):
+                assert len(lines) == 1, (command.callback.__name__, par)
+
+
+def test_bench_help_at_80_columns_has_no_orphan_line(capsys, monkeypatch):
+    from attnlab.cli import console
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(console, "width", 80)
+    assert _main(["bench", "--help"]) == 0
+    out = capsys.readouterr().out
+    text = out[:out.index("Options")]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("Usage")]
+    assert all(len(line) >= 20 for line in lines[:-1] if not line.endswith(".")), lines
