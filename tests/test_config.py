@@ -167,3 +167,12 @@ def test_format_value_writes_sequences_in_set_syntax():
 def test_field_types_resolve_string_annotations():
     types_ = field_types(_Toy)
     assert types_["rate"] is float and types_["n"] == (int | None) and types_["scale"] is str
+
+
+def test_check_fits_refuses_what_the_device_cannot_hold_in_one_line():
+    from attnlab.config import check_fits, device_memory
+
+    check_fits("a small thing", 2**20, available=2**30, change="never said")
+    with pytest.raises(ConfigError, match=r"^a big thing needs at least 2.0 GiB on cpu; it has 1.0 GiB: lower n$"):
+        check_fits("a big thing", 2 * 2**30, available=2**30, change="lower n")
+    assert device_memory("cpu") > 2**30  # this machine's physical memory, read from the OS

@@ -98,6 +98,30 @@ def check_seed(seed: Any, name: str = "seed") -> int:
     return check_int(name, seed, 0, SEED_LIMIT - 1)
 
 
+def device_memory(device: str = "cpu") -> int | None:
+    """Bytes the device can give: free memory on CUDA, physical memory on the CPU (None if unknown)."""
+    if device.startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    import os
+
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits(what: str, need_bytes: float, *, device: str = "cpu", change: str,
+               available: int | None = None) -> None:
+    """ConfigError before any work when ``need_bytes`` exceed what ``device`` has: one line with
+    both sizes and ``change`` (what to lower)."""
+    available = device_memory(device) if available is None else available
+    if available is not None and need_bytes > available:
+        raise ConfigError(f"{what} needs at least {need_bytes / 2**30:.1f} GiB on {device}; it has "
+                          f"{available / 2**30:.1f} GiB: {change}")
+
+
 def check_device(device: Any, name: str = "device") -> str:
     """'cpu', 'cuda' or 'cuda:N' (N an existing GPU); CUDA only where it is available."""
     where = "" if name == "device" else f"{name}: "

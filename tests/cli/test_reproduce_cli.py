@@ -214,7 +214,8 @@ def test_bench_refuses_a_length_that_cannot_fit_before_running(capsys):
 
     assert _main(["bench", "--n", "10000000"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("attnlab: error: --n 10000000 needs at least 152.6 GiB on cpu") and "\n" not in err
+    assert err.startswith("attnlab: error: --n 10000000 (q, k, v, outputs and working memory at B=1, H=8, d_head=64, "
+                          "float32) needs at least 152.6 GiB on cpu") and "\n" not in err
     check_memory(BenchConfig(n=(16384,)), available=2**30)  # 0.25 GiB of inputs fit in 1 GiB
-    with pytest.raises(ConfigError, match=r"--n 1048576 needs at least 16.0 GiB .* give every --n below 65536"):
+    with pytest.raises(ConfigError, match=r"--n 1048576 .* needs at least 16.0 GiB .* give every --n below 65536"):
         check_memory(BenchConfig(n=(1 << 20,)), available=2**30)

@@ -30,7 +30,7 @@ from attnlab.bench.ceiling import matmul_ceiling
 from attnlab.bench.memory import peak_memory
 from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
 from attnlab.bench.timing import num_threads, time_call
-from attnlab.config import check_choice, check_device, check_int, check_ints, check_seed
+from attnlab.config import check_choice, check_device, check_fits, check_int, check_ints, check_seed, device_memory
 from attnlab.errors import ConfigError
 
 PRESETS = {"full": (512, 1024, 2048, 4096, 8192, 16384), "quick": (512, 1024, 2048, 4096)}
@@ -124,16 +124,6 @@ def make_qkv(cfg: BenchConfig, n: int) -> tuple[torch.Tensor, torch.Tensor, torc
                  for _ in range(3))
 
 
-def device_memory(device: str) -> int | None:
-    """Bytes the device can give: free memory on CUDA, physical memory on the CPU (None if unknown)."""
-    if device.startswith("cuda"):
-        return int(torch.cuda.mem_get_info(torch.device(device))[0])
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def check_memory(cfg: BenchConfig, available: int | None = None) -> None:
     """ConfigError, before anything runs, when the largest n cannot fit: every variant holds
     q, k, v and its output, 4 B H n d_head elements, and its working set is at least as large
@@ -143,11 +133,9 @@ def check_memory(cfg: BenchConfig, available: int | None = None) -> None:
         return
     n = max(cfg.n)
     need = 8 * cfg.B * cfg.H * n * cfg.d_head * DTYPES[cfg.dtype].itemsize
-    if need > available:
-        fits = max(1, n * available // need)
-        raise ConfigError(f"--n {n} needs at least {need / 2**30:.1f} GiB on {cfg.device} (q, k, v, outputs and "
-                          f"working memory at B={cfg.B}, H={cfg.H}, d_head={cfg.d_head}, {cfg.dtype}); it has "
-                          f"{available / 2**30:.1f} GiB: give every --n below {fits}")
+    check_fits(f"--n {n} (q, k, v, outputs and working memory at B={cfg.B}, H={cfg.H}, d_head={cfg.d_head}, "
+               f"{cfg.dtype})", need, device=cfg.device, available=available,
+               change=f"give every --n below {max(1, n * available // need)}")
 
 
 def run_bench(cfg: BenchConfig, progress: Progress | None = None) -> BenchResult:

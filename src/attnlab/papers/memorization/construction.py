@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from attnlab.config import Config, check_bool, check_int, check_number, check_seed, param
+from attnlab.config import Config, check_bool, check_fits, check_int, check_number, check_seed, device_memory, param
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.model import (
@@ -476,6 +476,12 @@ class MemorizationParams(Config):
 MAX_ERROR = 1e-8  # the construction's check: max |y_hat - y| over the data it was built for
 
 
+def max_heads(p: MemorizationParams, need: float) -> int:
+    """The largest H whose construction fits where H = p.H needs ``need`` bytes (it grows like H^2)."""
+    available = device_memory("cpu") or need
+    return max(1, int(p.H * (available / need) ** 0.5))
+
+
 def construct_memorization(p: MemorizationParams) -> ConstructionResult:
     """Theorem 1's weights for T examples (default: the bound H(min(n, d_h) - 1) + 1) drawn
     as in §5.2 (U(0,1) tokens and queries, N(0,1) labels), checked in float64.
@@ -484,6 +490,10 @@ def construct_memorization(p: MemorizationParams) -> ConstructionResult:
     (H, d, d_h), W_V (H, d, d_v), W_O (H d_v, d), W_D (d, d_out): y_hat per eqs. (1)-(6).
     """
     T = memorization_bound(p.H, min(p.n, p.d_h)) if p.T is None else p.T
+    # Z is T x Hd in float64 and its QR holds as much again, with the data beside it.
+    need = 8 * (2 * T * p.H * p.d + T * p.d * (1 if p.shared else p.n + 1))
+    check_fits(f"Theorem 1's weights for H = {p.H}, T = {T} (Z is {T} x {p.H * p.d}, float64, with its QR)", need,
+               change=f"lower H (H = {max_heads(p, need)} fits in memory)")
     (E, e, y), weights, checked = memorize_drawn_dataset(T, p.n, p.d, p.d_out, H=p.H, d_h=p.d_h, shared=p.shared,
                                                          seed=p.seed)
     values = {**checked, "H": p.H, "n": p.n, "d": p.d, "d_h": p.d_h, "d_out": p.d_out, "seed": p.seed,
