@@ -168,6 +168,8 @@ def test_selection_by_any_prefix_and_by_glob():
     by_glob = [c.id for c in select_claims(["*.theorem1*"])]
     assert by_glob and all(".theorem1" in i for i in by_glob) and {i.split(".")[0] for i in by_glob} >= {
         "invertibility", "memorization"}
+    assert [c.id for c in select_claims(["logic.solution-1"])] == ["logic.solution-1"]  # not solution-1-linear
+    assert "logic.solution-1-linear" in [c.id for c in select_claims(["logic.solution-1*"])]
     with pytest.raises(UnknownNameError, match=r"unknown paper or claim 'nothing\*'"):
         select_claims(["nothing*"])
 

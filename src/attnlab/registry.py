@@ -462,8 +462,8 @@ def all_claims() -> list[Claim]:
 
 
 def select_claims(selectors: list[str] | None = None) -> list[Claim]:
-    """Claims matching paper names, claim ids, any prefix of an id, or a glob of ids
-    (``memorization.prop*``, ``*.theorem1*``); all when empty.
+    """Claims matching paper names, claim ids (a whole id names that claim alone), any prefix
+    of an id, or a glob of ids (``memorization.prop*``, ``*.theorem1*``); all when empty.
 
     A known paper with no claims yet is a ConfigError: nothing would be checked."""
     claims = all_claims()
@@ -473,6 +473,8 @@ def select_claims(selectors: list[str] | None = None) -> list[Claim]:
     for s in selectors:
         if any(ch in s for ch in "*?["):
             hits = [c for c in claims if fnmatch.fnmatchcase(c.id, s)]
+        elif any(c.id == s for c in claims):  # a whole id names that claim alone
+            hits = [c for c in claims if c.id == s]
         else:
             hits = [c for c in claims if c.paper == s or c.id.startswith(s)]
         if not hits:
