@@ -533,22 +533,10 @@ def bench(
 
 
 def _bench_out_dir(out: Optional[str]):
-    from pathlib import Path
+    """--out checked before any timing: results must never be lost to an unwritable directory."""
+    from attnlab.runs.rundir import writable_dir
 
-
-    if out is None:
-        return None
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"--out {out} is a file; give a directory")
-    try:  # before any timing: results must never be lost to an unwritable --out
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".write-probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise ConfigError(f"cannot write to --out {out}: {e.strerror or e}; choose a writable directory") from None
-    return path
+    return None if out is None else writable_dir(out)
 
 
 def _write_bench(out_dir, result: dict) -> None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnlab.errors import RunDirError
+from attnlab.errors import ConfigError, RunDirError
 
 CONFIG, ENV, RESULTS, METRICS = "config.json", "env.json", "results.json", "metrics.jsonl"
 FIGURES, REPORT_HTML, REPORT_MD = "figures", "report.html", "report.md"
@@ -233,6 +233,22 @@ def log_metric(run_dir: "RunDir | None", record: dict) -> None:
     (an experiment called from Python)."""
     if run_dir is not None:
         run_dir.append_metric(record)
+
+
+def writable_dir(out: str | os.PathLike, flag: str = "--out") -> Path:
+    """``out`` as a directory that exists and can be written (created if missing), checked
+    before any work; ConfigError in one line otherwise. Leaves at most an empty directory."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{flag} {out} is a file; give a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"cannot write to {flag} {out}: {e.strerror or e}; choose a writable directory") from None
+    return path
 
 
 @dataclass

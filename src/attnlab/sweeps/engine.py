@@ -21,7 +21,6 @@ message says how to resume.
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from typing import Any, Callable, Sequence
 from attnlab.config import check_device
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
-from attnlab.runs.rundir import RunDir, to_jsonable, utc_now
+from attnlab.runs.rundir import RunDir, to_jsonable, utc_now, writable_dir
 from attnlab.sweeps.executors import check_executor, cpu_cores, open_executor
 from attnlab.sweeps.spec import RunPlan, SweepSpec, expand, resolved_overrides
 from attnlab.sweeps.table import TABLE, SweepTable
@@ -172,7 +171,7 @@ def _header(experiment: str, spec: SweepSpec, resolved: tuple[dict, dict], devic
 def _check_out(out: Path, header: dict, resume: bool) -> dict | None:
     """Refuse an unusable ``out``; return the stored sweep.json when resuming."""
     if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; choose a directory")
+        raise ConfigError(f"--out {out} is a file; choose a directory")  # before reading it as a sweep
     stored = None
     if out.is_dir() and any(out.iterdir()):
         if not resume:
@@ -185,13 +184,7 @@ def _check_out(out: Path, header: dict, resume: bool) -> dict | None:
         if diffs:
             raise ConfigError(f"{out} holds a sweep with a different {'; '.join(diffs)}; "
                               "resume with the options it was started with, or choose another --out")
-    try:  # leaves at most an empty directory behind if a later step fails
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise ConfigError(f"cannot write to --out {out}: {e.strerror or e}; choose a writable directory") from None
+    writable_dir(out)  # leaves at most an empty directory behind if a later step fails
     return stored
 
 
