@@ -117,10 +117,6 @@ class Bound:
         return cls(-math.inf if lo is None else lo, math.inf if hi is None else hi, d.get("reason", ""))
 
 
-def is_censored(value: Any) -> bool:
-    return isinstance(value, Bound)
-
-
 def uncensored(values: Iterable[Any], what: str = "a fit") -> list[float]:
     """``values`` as floats; :class:`Censored` if any of them is a :class:`Bound`.
 
@@ -511,10 +507,6 @@ class LegacyCheck(Check):
     def reason(self) -> str:
         return ""
 
-    @property
-    def measured_text(self) -> str:
-        return fmt_measured(self.measured)
-
 
 def legacy_check(quantity: str, paper_value: Any, measured: Any, expected: Any, passed: bool | None,
                  detail: str = "") -> LegacyCheck:
@@ -525,4 +517,4 @@ def legacy_check(quantity: str, paper_value: Any, measured: Any, expected: Any, 
 
 __all__ = ["Bound", "Censored", "Check", "JUDGED", "RELATIONS", "ROLES", "VERDICTS", "above", "across_seeds",
            "at_least", "at_most", "below", "compare", "count_verdicts", "counts_line", "equals", "exit_status",
-           "fmt_measured", "info", "is_censored", "near", "uncensored"]
+           "fmt_measured", "info", "near", "uncensored"]

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from attnlab.checks import Check, above, at_least, at_most, below, equals, info, near
+from attnlab.checks import Check, above, at_least, at_most, below, equals, info, near  # noqa: F401 (for claims)
 from attnlab.errata import TextError
 from attnlab.errors import AttnlabError, ConfigError, UnknownNameError
 
@@ -109,10 +109,6 @@ class ClaimResult:
     def verdict(self) -> str:
         """The check's verdict (:data:`attnlab.checks.VERDICTS`), or "error" if the check raised."""
         return "error" if self.check is None else self.check.verdict
-
-    @property
-    def measurement(self) -> Check | None:  # the name of earlier releases
-        return self.check
 
     def to_dict(self) -> dict:
         d = {
@@ -372,9 +368,9 @@ def import_recursively(package: str) -> list[str]:
     """Import ``package`` and every module below it, subfolders included; return their names."""
     root = importlib.import_module(package)
     names = [package]
-    for info in pkgutil.walk_packages(root.__path__, prefix=package + "."):
-        importlib.import_module(info.name)
-        names.append(info.name)
+    for found in pkgutil.walk_packages(root.__path__, prefix=package + "."):
+        importlib.import_module(found.name)
+        names.append(found.name)
     return names
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from attnlab.checks import JUDGED, count_verdicts
 from attnlab.results import check_from_dict
@@ -90,8 +91,9 @@ class Outline:
     claims: list[dict] = field(default_factory=list)
     errata: list[dict] = field(default_factory=list)       # TextError records of the run's papers
 
+    @cached_property
     def rows(self) -> list[Row]:
-        """Every claim and every summary line of every experiment, verdicts derived again."""
+        """Every claim and every summary line of every experiment, verdicts derived again (once)."""
         out = [claim_row(c) for c in self.claims]
         for e in self.experiments:
             out += [summary_row(e["id"], r) for r in summary_checks(e)]
@@ -99,20 +101,20 @@ class Outline:
 
     def verdict_counts(self) -> dict[str, int]:
         """{verdict: count} over claims and experiment summaries; "error" counts what raised."""
-        counts = count_verdicts(r.verdict for r in self.rows())
+        counts = count_verdicts(r.verdict for r in self.rows)
         counts["error"] += sum(e.get("status") != "ok" for e in self.experiments)
         return counts
 
     def differs(self) -> list[Row]:
         """The rows where the measurement and the text disagree."""
-        return [r for r in self.rows() if r.verdict == "differs"]
+        return [r for r in self.rows if r.verdict == "differs"]
 
     def undecided(self) -> list[Row]:
         """The rows the measurement cannot decide."""
-        return [r for r in self.rows() if r.verdict == "inconclusive"]
+        return [r for r in self.rows if r.verdict == "inconclusive"]
 
     def failures(self) -> list[Row]:
-        return [r for r in self.rows() if r.verdict in ("fail", "error")]
+        return [r for r in self.rows if r.verdict in ("fail", "error")]
 
 
 def summary_checks(entry: dict) -> list[dict]:
@@ -199,3 +201,11 @@ def env_items(env: dict) -> list[tuple[str, str]]:
 def fmt_criterion(c: dict) -> str:
     """A stored check's comparison as text ("<= 1e-12", "-0.5 ± 0.1"), derived from its numbers."""
     return check_from_dict(c).criterion
+
+
+def fmt_measured_cell(r: dict) -> str:
+    """A stored check's measured value as a table cell: bounds as bounds, large counts as counts."""
+    m = r.get("measured")
+    if isinstance(m, (int, float)) and not isinstance(m, bool):
+        return fmt_auto(m)
+    return r.get("measured_text") or fmt_value(m)

@@ -21,7 +21,7 @@ from attnlab.reports.format import (
     config_items,
     env_items,
     experiment_status,
-    fmt_auto,
+    fmt_measured_cell,
     fmt_paper,
     fmt_value,
     row_counts,
@@ -158,14 +158,6 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
     return "\n".join(parts) + "\n"
 
 
-def _measured(r: dict) -> str:
-    """A measured value as stored: bounds as bounds, large counts as counts, text as text."""
-    m = r.get("measured")
-    if isinstance(m, (int, float)) and not isinstance(m, bool):
-        return fmt_auto(m)
-    return r.get("measured_text") or fmt_value(m)
-
-
 def _kicker(o: Outline) -> str:
     return "attnlab analysis report" if o.config.get("command") == "analyze" else "attnlab reproduction report"
 
@@ -242,7 +234,7 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
         out.append(_table(
             ["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
             [[escape(r.get("quantity", "")), escape(fmt_paper(r.get("paper_value"))),
-              escape(_measured(r)), escape(r.get("criterion", "")),
+              escape(fmt_measured_cell(r)), escape(r.get("criterion", "")),
               _pill(r["verdict"]) + (f'<div class="why">{escape(r["reason"])}</div>' if r.get("reason") else ""),
               escape(r.get("where", "")), escape(r.get("detail", ""))] for r in rows],
             ["", "paper", "num", "num", "", "", "detail"]))

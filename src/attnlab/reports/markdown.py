@@ -14,7 +14,7 @@ from attnlab.reports.format import (
     config_items,
     env_items,
     experiment_status,
-    fmt_auto,
+    fmt_measured_cell,
     fmt_paper,
     fmt_value,
     row_counts,
@@ -80,7 +80,7 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
     res = e.get("results") or {}
     if res.get("summary"):
         lines += _table(["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
-                        [[r.get("quantity", ""), fmt_paper(r.get("paper_value")), _measured(r),
+                        [[r.get("quantity", ""), fmt_paper(r.get("paper_value")), fmt_measured_cell(r),
                           r.get("criterion", ""),
                           _MARK.get(r["verdict"], r["verdict"]) + (f" ({r['reason']})" if r.get("reason") else ""),
                           r.get("where", ""), r.get("detail", "")] for r in summary_checks(e)])
@@ -99,13 +99,6 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
     lines += ["<details><summary>config</summary>", "", "```json",
               json.dumps(e.get("config", {}), indent=2), "```", "", "</details>", ""]
     return lines
-
-
-def _measured(r: dict) -> str:
-    m = r.get("measured")
-    if isinstance(m, (int, float)) and not isinstance(m, bool):
-        return fmt_auto(m)
-    return r.get("measured_text") or fmt_value(m)
 
 
 def _rows(rows: list[Row], with_reason: bool = False) -> list[str]:

@@ -133,9 +133,9 @@ def monotone_row(p: dict, judged: bool = True, where: str = "") -> Check | None:
             undecided += 1
     measured = Bound(sure, sure + undecided, "censored T* at the grid top") if undecided else sure
     quantity = f"adjacent {p['swept']} values where the largest T memorized decreases"
-    detail = f"T* = " + ", ".join(f"{p['swept']}={v}: {t}" for v, t in zip(p["values"], Ts))
+    detail = "T* = " + ", ".join(f"{p['swept']}={v}: {t}" for v, t in zip(p["values"], Ts))
     if not judged:
-        return info(quantity, str(measured) if isinstance(measured, Bound) else measured, where=where or _where(p),
+        return info(quantity, measured, where=where or _where(p),
                     detail=detail)
     return equals(measured, 0, detail, quantity=quantity, where=where or _where(p),
                   paper_value="monotone increase")

@@ -26,7 +26,7 @@ def test_registered_under_the_proposition3_prefix():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_reduction(seed):
     r = _run(IDS[0], seed)
-    m, v = r.measurement, r.measurement.values
+    m, v = r.check, r.check.values
     # the text's map (b_1 := b'_1 - ...) is measured, and differs; the corrected sign is exact
     assert r.verdict == "differs" and m.role == "text" and m.relation == "<=" and m.threshold == 1e-12
     assert m.measured == v["max_abs_error_paper_sign"] > 1e-2  # the sign slip matters: off by O(0.1)
@@ -40,7 +40,7 @@ def test_reduction(seed):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fcn_trained_stays_above_zero_beyond_the_bound(seed):
     r = _run(IDS[1], seed)
-    m, v = r.measurement, r.measurement.values
+    m, v = r.check, r.check.values
     assert r.verdict == "reproduced" and m.relation == ">=" and m.threshold == 1e-3
     assert m.measured >= 0.1  # measured 0.58 (seed 0), 0.75 (seed 1): far from zero, not just above 1e-3
     assert v["residual_above"] == m.measured
@@ -52,7 +52,7 @@ def test_fcn_trained_stays_above_zero_beyond_the_bound(seed):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_attention_beside(seed):
     r = _run(IDS[2], seed)
-    m, v = r.measurement, r.measurement.values
+    m, v = r.check, r.check.values
     assert r.verdict == "reproduced" and m.role == "construction" and m.relation == "<=" and m.threshold == 1e-8
     assert m.measured <= 1e-12  # measured ~1e-14
     assert v["T"] == 9 and v["bound_name"] == "Theorem 1" and v["rank_Z"] == 9

@@ -22,7 +22,7 @@ def _run(cid, seed):
 ])
 def test_upper_bound_holds_and_is_reached(cid, bound, control, seed):
     r = _run(cid, seed)
-    m, v = r.measurement, r.measurement.values
+    m, v = r.check, r.check.values
     assert r.verdict == "reproduced" and m.relation == "<=" and m.threshold == 0
     assert m.measured == 0  # the search reaches the bound exactly: it is tight, never exceeded
     assert v["bound"] == bound and v["max_rank"] == bound and v["attempts"] == 144
@@ -34,7 +34,7 @@ def test_upper_bound_holds_and_is_reached(cid, bound, control, seed):
 
 
 def test_proposition5_tokens_have_the_constant_row_sum():
-    v = _run("memorization.proposition5-constant-rowsum", 0).measurement.values
+    v = _run("memorization.proposition5-constant-rowsum", 0).check.values
     assert (v["H"], v["n"], v["d"], v["d_h"], v["T"], v["C"]) == (2, 3, 4, 4, 12, 1.0)
     assert v["max_rowsum_error"] < 1e-15
 
@@ -42,7 +42,7 @@ def test_proposition5_tokens_have_the_constant_row_sum():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_proposition4_skip_layer(seed):
     r = _run("memorization.proposition4-skip", seed)
-    m, v = r.measurement, r.measurement.values
+    m, v = r.check, r.check.values
     assert r.verdict == "reproduced" and m.relation == ">=" and m.threshold == 0
     assert m.measured == 0  # min rank E' = n = 3 exactly (Assumption 2 is preserved, not exceeded)
     assert (v["kruskal_rank_before"], v["kruskal_rank_after"], v["n"]) == (1, 7, 3)

@@ -92,7 +92,7 @@ def _minimal_heads(seed: int):
     return equals(measured, len(HEADS_GRID), (
         "certified minimal P (rank N^L at P, rank < N^L at P - 1) against ceil(N^L/d): "
         + ", ".join(f"(N,L,d)=({r['N']},{r['L']},{r['d']}): {r['minimal_P']} vs {r['text_P']}" for r in rows)
-        + (f"; at P = ceil(N^L/d) the rank stops at 1 + P (N+L-2) for "
+        + ("; at P = ceil(N^L/d) the rank stops at 1 + P (N+L-2) for "
            + ", ".join(f"({r['N']},{r['L']},{r['d']}): {r['rank_below']} < {r['N'] ** r['L']}" for r in differ)
            if differ else "")
         + "; the minimal P equals max(ceil(N^L/d), ceil((N^L-1)/(N+L-2))) in "

@@ -218,8 +218,8 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
         out.append(info("Theorem 1 where 1 + P (N+L-2) < N^L", "no such case in the sweeps", where="Theorem 1"))
     out += [
         equals(at_cap, len(certified_rows), (
-            f"every certified case of every sweep: rank == min(N^L, Pd, 1 + P (N+L-2)) (Pd below the minimal P, "
-            f"the cap beyond N + L - 2, N^L otherwise); not at the cap: "
+            "every certified case of every sweep: rank == min(N^L, Pd, 1 + P (N+L-2)) (Pd below the minimal P, "
+            "the cap beyond N + L - 2, N^L otherwise); not at the cap: "
             + (", ".join(_case(r) for r in certified_rows if r["cert_lower"] != r["cap"]) or "none")),
             quantity="cases whose certified rank reaches the rank cap", role="construction",
             where="Theorem 1 (rank_cap)"),

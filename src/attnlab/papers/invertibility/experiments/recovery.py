@@ -115,8 +115,6 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "w": w,
                                  "cross_nearest": r["cross_nearest"], "cross_least_squares": r["cross_least_squares"]})
     big = max(cfg.levels)
-    zero_nn = [r for r in rows if r["nearest"][0] > 0]
-    zero_ls = [r for r in rows if r["float_resolved"] and r["least_squares"][0] > 0]
     resolved = [r for r in rows if r["float_resolved"]]
     below_sep = [r for r in rows if any(lv < r["sep_guarantee"] and e > 0 for lv, e in zip(r["levels"], r["nearest"]))]
     below_sig = [r for r in resolved if any(lv < r["sigma_guarantee"] and e > 0

@@ -29,7 +29,6 @@ from attnlab.papers.memorization.fcn import (
     fcn_parameter_count,
     homogeneity_bound,
     matched_hidden_width,
-    max_examples,
     proposition3_bound,
     train_attention,
     train_fcn,
