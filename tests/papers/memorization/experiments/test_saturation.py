@@ -76,18 +76,19 @@ def test_tiny_run(tmp_path):
         assert r["at_memorization"]["fraction_saturated"] == frac
     rows = res.summary
     assert len(rows) == 6 and [c.verdict for c in rows[::3]] == ["info", "info"]  # memorized: descriptive
-    # T = 12 is neither the text's T nor the searched maximal T: not the text's measurement
+    # H = 2, d = 8, n = 4 at T = 12: not the text's measurement
     assert [c.verdict for c in rows[1:3]] == ["inconclusive", "inconclusive"]
-    assert "neither the text's" in rows[1].cannot_decide
-    # at the searched maximal T the released model's rows are judged against the text's reading of Fig. 3 ...
+    assert "another size" in rows[1].cannot_decide
+    # at the searched maximal T the released model's rows are compared with the text's reading of Fig. 3, and
+    # judged only at App. H's sizes and 300k steps: this tiny model (H = 2, d = 8, n = 4) cannot decide it ...
     res = run_saturation(SaturationConfig(**{**TINY, "released_Ts": (0,)}))
     released, plain = res.data["per_H"]
     rows = res.summary
     assert released["searched"] and released["T"] >= 7 and not plain["searched"]
     majority, almost_all = rows[1], rows[2]
-    assert majority.relation == ">" and majority.threshold == 0.5 and not majority.cannot_decide
+    assert majority.relation == ">" and majority.threshold == 0.5 and majority.verdict == "inconclusive"
+    assert majority.cannot_decide.startswith("another size: H=2, d=8, n=4")
     assert majority.measured == released["fraction_saturated"]
-    assert majority.verdict == ("reproduced" if released["fraction_saturated"] > 0.5 else "differs")
     assert almost_all.relation == ">=" and almost_all.threshold == 0.9
     assert almost_all.measured == released["fraction_with_unsaturated"]
     # ... the plain model's cannot decide them: it is not the authors' model

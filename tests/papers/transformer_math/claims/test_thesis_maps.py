@@ -22,7 +22,8 @@ def results():
 def test_exact_distances_beside_the_thesis_range(results):
     """The exact minimum on the crops the thesis fitted lies below its random search on 6 of 8 maps."""
     m = results[IDS[0]].check
-    assert m.verdict == "differs" and m.role == "text" and (m.relation, m.threshold) == ("==", 8)
+    assert m.verdict == "inconclusive" and m.role == "text" and (m.relation, m.threshold) == ("==", 8)
+    assert "random search over a wider family" in m.cannot_decide  # beside the thesis's numbers, not judged
     exact = m.values["exact"]
     assert len(exact) == 8 and m.measured == m.values["inside"] == 2
     assert min(exact) == pytest.approx(12.41, abs=0.01) and max(exact) == pytest.approx(19.83, abs=0.01)

@@ -123,8 +123,11 @@ def _row(cfg: AuthorsCapacityConfig, variant: str, H: int, r: SearchResult) -> C
     if H not in PAPER_T:
         return info(quantity, T, where="App. H", detail=detail, values=values)
     paper = PAPER_T[H]
+    cannot = NOT_LIKE_FOR_LIKE.get(variant, "")
+    if not cannot and (cfg.d, cfg.n, cfg.n_classes) != (64, 32, 100):
+        cannot = f"another size: d={cfg.d}, n={cfg.n}, {cfg.n_classes} classes, not App. H's 64, 32, 100"
     return near(T, paper, PAPER_TOL * paper, detail, values, quantity=quantity, paper_value=f"around {paper}",
-                where="App. H", cannot_decide=NOT_LIKE_FOR_LIKE.get(variant, ""))
+                where="App. H", cannot_decide=cannot)
 
 
 def _data(variant: str, H: int, r: SearchResult) -> dict:

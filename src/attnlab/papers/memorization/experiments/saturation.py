@@ -60,6 +60,7 @@ from attnlab.runs.rundir import log_metric
 EXPERIMENT_ID = "memorization.saturation"
 THRESHOLD = 0.99  # App. H: saturated if one softmax coefficient > 0.99
 PAPER_T = {4: 550, 8: 1300}  # App. H: largest T memorized, 300k Adam steps
+PAPER_STEPS = 300_000  # App. H: "We train both models for 300,000 optimization steps"
 GRID_EXAMPLES = 20  # Fig. 3 (a), (d): the first 20 examples
 MAJORITY = 0.5  # Fig. 3's caption: "the majority of heads become saturated"
 ALMOST_ALL = 0.9  # App. H: "almost all examples have at least one non-saturated head" (0.9: our reading)
@@ -238,7 +239,13 @@ def _summary(cfg: SaturationConfig, r: dict) -> list[Check]:
     where = f"{model} model, H={H}, T={T}"
     cannot = ("" if model == "released" else "another model: eqs. (1)-(6) on the raw tokens with d_v = d_h, "
               "not the authors' embedding + PE + attention with d_v = 1")
-    if model == "released" and not r.get("searched") and T != PAPER_T.get(H):
+    if model == "released" and (H not in PAPER_T or (cfg.d, cfg.n, cfg.n_classes) != (64, 32, 100)):
+        cannot = (f"another size: H={H}, d={cfg.d}, n={cfg.n}, {cfg.n_classes} classes, not App. H's H=4 or 8, "
+                  "d=64, n=32, 100 classes")
+    elif model == "released" and r["steps"] < PAPER_STEPS:
+        cannot = (f"trained {r['steps']} steps, not App. H's {PAPER_STEPS:,}: saturation grows with training past "
+                  "memorization")
+    elif model == "released" and not r.get("searched") and T != PAPER_T.get(H):
         cannot = (f"T={T} is neither the text's T={PAPER_T.get(H, '?')} nor the largest T memorized within the "
                   f"budget (App. H measures at the maximal T, after 300k steps; saturation grows with training "
                   f"past memorization)")
