@@ -43,10 +43,12 @@ def test_error_rates(result, storable):
     assert small["sigma_guarantee"] == pytest.approx(sigma[-1] / (2 * norms.max()), rel=1e-9)
     assert small["sep_guarantee"] == pytest.approx(min(
         np.linalg.norm(A[t] - A[s]) / (2 * norms[t]) for t in range(8) for s in range(8) if s != t), rel=1e-12)
-    assert {c.verdict for c in result.summary} == {"sanity", "info"}  # consistency checks, no reproduction
+    # consistency checks (no reproduction), and attnlab's decoders measured at overwhelming noise
+    assert {c.verdict for c in result.summary} == {"sanity", "info", "reproduced"}
     below = result.check("cases with a nearest-row error below the guarantee")
     assert below.verdict == "sanity" and below.measured == 0
-    assert result.check("error rate at relative noise").measured >= 0.9
+    noise = result.check("error rate at relative noise")
+    assert noise.measured >= 0.9 and (noise.role, noise.verdict) == ("construction", "reproduced")
 
 
 def test_deterministic(result):

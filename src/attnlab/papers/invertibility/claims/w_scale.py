@@ -30,4 +30,5 @@ def _any_w(seed: int):
                     for N, L, d in GRID)),
         values={"cases": [{k: c[k] for k in ("N", "L", "d", "P", "w", "lower", "prec_bits", "margin", "log10_det",
                                              "float_ratio")} for c in cases], "failures": bad},
-        quantity="(case, w) with certified rank N^L")
+        quantity="(case, w) with certified rank N^L",
+        role="construction")  # the text proves the limit w -> oo; every w is attnlab's construction

@@ -48,7 +48,8 @@ def _closed_form(seed: int) -> Check:
 
 @claim("logic.stationary-set", where="§3.1, eq. 3.23-3.34",
        statement="the gradient of E[SSE] vanishes at the solution v = lambda I, q_(i-1)i = 1/lambda, q_ji = 0 "
-                 "otherwise, and the unwanted zeros are degenerate, like q = v = 0",
+                 "otherwise, and at degenerate points like q = v = 0 (these points are zeros; no search for "
+                 "other zeros is made)",
        paper_value="the solution; degenerate points such as q = v = 0")
 def _stationary(seed: int) -> Check:
     """Measured: the largest gradient entry (autograd) over representatives of the solution and of the

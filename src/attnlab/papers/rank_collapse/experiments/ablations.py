@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import torch
 
 from attnlab.analysis.residuals import composite_norm, relative_residual, residual, spectral_norm
-from attnlab.checks import Check, above, below, compare, info
+from attnlab.checks import Bound, Check, above, below, compare, info
 from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse.stacks import (
@@ -264,7 +264,8 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
             first = _first_below(ys, COLLAPSED)
             out.append(compare(f"pretrained: relative depth l/L where the {v} (LayerNorm kept) relative residual first "
                                f"drops below {COLLAPSED:g}, vs BERT's",
-                               6.0 if first is None else first / 6, "±", bert_l / 12, tolerance=1 / 12,
+                               Bound.at_least(1.0, "not below it within MiniLM's 6 layers") if first is None
+                               else first / 6, "±", bert_l / 12, tolerance=1 / 12,
                                paper_value=REFERENCE[ref], where=WHERE,
                                cannot_decide="another model: all-MiniLM-L6-v2 (6 layers, 384 wide, pydoc text) against "
                                              "BERT-base-cased (12 layers, 768 wide, wiki_bio), depth counted as l/L",
