@@ -478,11 +478,6 @@ def criteria() -> list[dict]:
     return rows
 
 
-def rules() -> list[tuple[str, str, str]]:
-    """(framework, label, rule with its threshold) for the report."""
-    return [(r["criteria"], r["label"], r["rule"]) for r in criteria()]
-
-
 # ---- the command -------------------------------------------------------------------------------
 def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
             segments: int = DEFAULT_SEGMENTS, out: str | Path | None = None, device: str = "cpu",

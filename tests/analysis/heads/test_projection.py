@@ -20,8 +20,8 @@ from attnlab.analysis.heads.projection import (
     project_band_sparse,
     random_attention,
     second_minimiser,
-    uniform_attention,
 )
+from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.errors import ConfigError
 from tolerances import assert_close
 

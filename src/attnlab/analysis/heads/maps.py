@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 import torch
 from torch import Tensor
 
+from attnlab.config import check_int
 from attnlab.errors import ConfigError
 
 ROW_SUM_TOL = 1e-2  # loose enough for float16 maps (Clark et al. store theirs so), tight enough for unnormalised ones
@@ -100,6 +101,7 @@ def uniform_attention(n: int, *, causal: bool = False, key_padding_mask=None) ->
     Every score read on U is that score's chance level under the same mask: what a head that
     looks nowhere in particular gets (bidirectional: 1/n per key; causal: 1/(i + 1) on row i).
     A padded row is uniform over the real keys, so U stays row-stochastic."""
+    check_int("n", n, 1)
     shape = (n, n) if key_padding_mask is None else tuple(torch.as_tensor(key_padding_mask).shape[:-1]) + (n, n)
     Z = torch.zeros(shape, dtype=torch.float64)
     real = real_tokens(Z, key_padding_mask)

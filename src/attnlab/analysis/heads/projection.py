@@ -88,7 +88,6 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
-from attnlab.analysis.heads.maps import uniform_attention  # noqa: F401  (the baseline a map is compared with)
 from attnlab.config import check_choice, check_int, check_number, check_seed
 from attnlab.errors import ConfigError
 

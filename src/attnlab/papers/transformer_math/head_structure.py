@@ -75,6 +75,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
+from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.analysis.heads.projection import (
     band_mask,
     best_row_permutation,
@@ -82,7 +83,6 @@ from attnlab.analysis.heads.projection import (
     project_band_sparse,
     random_attention,
     second_minimiser,
-    uniform_attention,
 )
 from attnlab.config import check_choice, check_int, check_number, check_seed
 from attnlab.errors import ConfigError

@@ -112,7 +112,8 @@ def fit_thesis_maps(maps: Tensor, *, w_max: int = THESIS_W, margin: float = 0.05
     against bidirectional uniform attention (the maps are encoder self-attention: every row sees
     all 16 keys)."""
     from attnlab.papers.transformer_math.head_structure import label_from_distances, fit_families, sigma_distance
-    from attnlab.analysis.heads.projection import band_mask, uniform_attention
+    from attnlab.analysis.heads.maps import uniform_attention
+    from attnlab.analysis.heads.projection import band_mask
 
     n = maps.shape[-1]
     uniform = normalized_distance(sigma_distance(fit_families(uniform_attention(n), w_max)), n)

@@ -18,7 +18,7 @@ from attnlab.papers.transformer_math.experiments.head_structure import (
     random_search,
     run,
 )
-from attnlab.analysis.heads.projection import uniform_attention
+from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.papers.transformer_math.head_structure import sigma3, special_share
 from attnlab.registry import get_experiment
 

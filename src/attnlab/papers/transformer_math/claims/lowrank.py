@@ -22,8 +22,8 @@ import torch
 
 from attnlab.analysis.approximation import projection_action_errors, random_attention_and_values
 from attnlab.analysis.logit_scaling import loglog_slope
+from attnlab.checks import Check, at_least, at_most, compare, near
 from attnlab.ops.lowrank import best_rank_k, linformer_attention, linformer_projections, random_projection_weights
-from attnlab.checks import Check, at_least, compare, near
 from attnlab.registry import claim
 
 
@@ -40,8 +40,8 @@ def _jl_random_projection(seed: int) -> Check:
 
     m = n + 1 points (the rows p_i and w). E||R^T R w - w||^2 is exactly
     proportional to 1/k' for Gaussian R, so the RMS error has slope -1/2; the
-    fit over nested draws has a standard error of about 0.02. A largest RMS error above
-    the JL bound makes the measured slope NaN (a fail of this mean-1 regime).
+    fit over nested draws has a standard error of about 0.02. Where the largest RMS error
+    exceeds the JL bound the statement is judged on that ratio (required <= 1: it differs).
     """
     g = torch.Generator().manual_seed(seed)
     n, d, k_values, draws = 256, 16, [8, 16, 32, 64, 128], 96
@@ -56,7 +56,9 @@ def _jl_random_projection(seed: int) -> Check:
               + f"; largest RMS error / JL bound = {worst:.2f} (must be <= 1)")
     values = {"n": n, "d": d, "draws": draws, "k_values": k_values, "rms_errors": rms, "jl_bounds": jl,
               "max_rms_over_jl": worst, "slope": slope}
-    return near(slope if worst <= 1.0 else float("nan"), -0.5, 0.1, detail, values)
+    if worst > 1.0:  # the text's bound does not hold: a disagreement with the text, not attnlab's bug
+        return at_most(worst, 1.0, detail, values, quantity="largest RMS error / JL bound")
+    return near(slope, -0.5, 0.1, detail, values)
 
 
 @claim(

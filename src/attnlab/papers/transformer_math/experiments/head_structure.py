@@ -71,7 +71,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnlab.analysis.heads.projection import normalized_distance, random_attention, uniform_attention
+from attnlab.analysis.heads.maps import uniform_attention
+from attnlab.analysis.heads.projection import normalized_distance, random_attention
 from attnlab.analysis.heads.voita import POSITIONAL_FRACTION, RARE_TOKEN_FRACTION, voita_labels
 from attnlab.checks import Check, compare, info
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
