@@ -161,7 +161,6 @@ def test_causal_baselines_see_only_the_past():
     past = torch.ones(6, 6, dtype=torch.bool).tril()
     assert bool((R[..., ~past] == 0).all()) and bool((R[..., past] > 0).all())
     assert_close(R[..., 0, 0], torch.ones(2, dtype=torch.float64))  # the first query sees only itself
-    assert torch.equal(random_attention(6, seed=3), random_attention(6, seed=3, causal=False))
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -37,7 +37,8 @@ def test_panel_and_rows_by_hand(panel_cells):
     assert r2.verdict == "info" and abs(r2.measured - p["fit"]["r2"]) < 1e-15
     judged = r2_row(p)
     assert judged.relation == ">=" and judged.threshold == 0.98 and judged.paper_value == ">= 0.98"
-    assert judged.verdict == ("reproduced" if p["fit"]["r2"] >= 0.98 else "differs")
+    # T* = 4, 10, 14, 16 on d_h = 2, 4, 8, 16: R^2 = 0.7656 (numpy.polyfit), below 0.98
+    assert abs(p["fit"]["r2"] - 0.7656314699792961) < 1e-12 and judged.verdict == "differs"
     assert r2_row({**p, "values": [2, 4]}) is None  # a line through two points says nothing
 
 
