@@ -62,7 +62,7 @@ def test_functional_without_affine():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: LayerNorm(5, "rms"), "unknown LayerNorm variant 'rms'"),
+        (lambda: LayerNorm(5, "rmsnorm"), "unknown LayerNorm variant 'rmsnorm'"),
         (lambda: LayerNorm(0), "d_model must be positive"),
         (lambda: LayerNorm(5, eps=-1.0), "eps must be >= 0"),
         (lambda: LayerNorm(5)(torch.zeros(2, 7)), "expects last axis 5, got 7"),

@@ -136,7 +136,7 @@ def test_weight_shape_errors():
     x_q, x_kv = _inputs(13)
     with pytest.raises(ConfigError, match=r"per-head weights must be 3-D"):
         multi_head_attention(x_q, x_kv, W_Q[0], W_K, W_V, W_O)
-    with pytest.raises(ConfigError, match=r"W_K has shape \(3, 11, 5\), expected \(3, 11, 13\) like W_Q"):
+    with pytest.raises(ConfigError, match=r"W_K has shape \(3, 11, 5\), expected \(H_kv, 11, 13\) with H_kv dividing"):
         multi_head_attention(x_q, x_kv, W_Q, W_K[..., :5], W_V, W_O)
     with pytest.raises(ConfigError, match=r"W_V has shape \(2, 11, 17\), expected \(3, 11, d_v\)"):
         multi_head_attention(x_q, x_kv, W_Q, W_K, W_V[:2], W_O)
@@ -158,3 +158,33 @@ def test_attention_errors_pass_through():
         multi_head_attention(x_q, x_kv, *W, causal=True)
     with pytest.raises(ConfigError, match="unknown scale"):
         multi_head_attention(x_q, x_kv, *W, scale="1/k")
+
+
+def test_grouped_query_attention_equals_repeated_key_value_heads():
+    """H = 6 query heads sharing H_kv = 2 key/value heads: every path (fused, weights, masks, the
+    unnormalized operator) equals multi-head attention with each K/V head repeated for its group."""
+    from attnlab.ops.rotary import rotary
+    from attnlab.ops.softmax import softmax_attention
+    from attnlab.ops.unnormalized import unnormalized_attention
+
+    g = torch.Generator().manual_seed(3)
+    H, H_kv, d, dh, n = 6, 2, 16, 8, 9
+    W_Q, W_O = torch.randn(H, d, dh, generator=g, dtype=torch.float64), torch.randn(H, dh, d, generator=g, dtype=torch.float64)
+    W_K, W_V = (torch.randn(H_kv, d, dh, generator=g, dtype=torch.float64) for _ in range(2))
+    x = torch.randn(2, n, d, generator=g, dtype=torch.float64)
+    pad = torch.zeros(2, n, dtype=torch.bool)
+    pad[1, :3] = True
+    rot = rotary(torch.arange(n)[None], dh, 1e4)
+    rep = [W.repeat_interleave(3, 0) for W in (W_K, W_V)]
+    for causal in (None, True):
+        for kpm in (None, pad):
+            for weights in (False, True):
+                for op in (softmax_attention, unnormalized_attention):
+                    kw = dict(causal=causal, key_padding_mask=kpm, return_weights=weights, attention=op,
+                              qk_transform=rot)
+                    a = multi_head_attention(x, x, W_Q, W_K, W_V, W_O, **kw)
+                    b = multi_head_attention(x, x, W_Q, rep[0], rep[1], W_O, **kw)
+                    assert (a.output - b.output).abs().max().item() <= 1e-12
+                    if weights:
+                        assert a.weights.shape == (2, H, n, n)
+                        assert (a.weights - b.weights).abs().max().item() <= 1e-12

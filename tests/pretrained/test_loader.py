@@ -147,9 +147,10 @@ def _junk_weights(path):
     (lambda p: (p / "config.json").write_text("{}") and p, "has config.json but no weights: it needs one of"),
     (lambda p: _write(p / "c", GPT2) and (p / "c" / "config.json").write_text("{not json") and p / "c",
      "is not valid JSON"),
-    (lambda p: _bad_config(p, model_type="llama"),
-     r"model_type 'llama' is not supported; attnlab loads the BERT family \(bert, roberta, xlm-roberta\) "
-     r"and GPT-2 \(gpt2\)"),
+    (lambda p: _bad_config(p, model_type="t5"),
+     r"model_type 't5' is not supported; attnlab loads the BERT family \(bert, roberta, xlm-roberta\), "
+     r"GPT-2 \(gpt2\) and the Llama family \(llama, qwen2, mistral\)"),
+    (lambda p: _bad_config(p, model_type="llama"), "has no 'hidden_size': add it"),
     (lambda p: _bad_config(p, model_type=None), "model_type None is not supported"),
     (lambda p: _bad_config(p, n_head=None), "has no 'n_head': add it"),
     (lambda p: _bad_config(p, n_head="3"), "n_head must be a int >= 1, got '3'"),

@@ -8,6 +8,9 @@
                                                                      the same paper's tanh
                                                                      approximation; GPT-2's
                                                                      activation_function "gelu_new"
+    "silu"       phi(x) = x sigma(x) = x / (1 + e^{-x})              SiLU / Swish (Elfwing et al. 2018;
+                                                                     Ramachandran et al. 2017), the
+                                                                     gate of Llama's SwiGLU MLP
 
 Phi is the standard normal CDF. The two GELUs differ by at most ~5e-4 (near |x| ~ 2), far
 above float64 round-off, so a checkpoint must be run with the one it was trained with.
@@ -32,9 +35,10 @@ def _gelu_tanh(x: Tensor) -> Tensor:
     return F.gelu(x, approximate="tanh")
 
 
-ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": _gelu, "gelu_tanh": _gelu_tanh}
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": torch.relu, "gelu": _gelu, "gelu_tanh": _gelu_tanh,
+                                                      "silu": F.silu}
 
 
 def resolve_activation(name: str) -> Callable[[Tensor], Tensor]:
-    """phi for ``name`` in ACTIVATIONS ("relu", "gelu", "gelu_tanh"); ConfigError otherwise."""
+    """phi for ``name`` in ACTIVATIONS ("relu", "gelu", "gelu_tanh", "silu"); ConfigError otherwise."""
     return ACTIVATIONS[check_choice("activation", name, tuple(ACTIVATIONS))]

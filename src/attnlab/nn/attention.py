@@ -5,8 +5,13 @@
     MultiHead(X, Y) = Concat(head_1, ..., head_H) W_O + b_O = sum_h head_h W_O,h + b_O   eq. (7)
 
 Parameters, per head (the text's W_{h,q}, W_{h,k}, W_{h,v}, W_{c,h}):
-    W_Q, W_K: (H, d_model, d_head)   W_V: (H, d_model, d_v)   W_O: (H, d_v, d_model)
-    b_Q, b_K: (H, d_head)            b_V: (H, d_v)            b_O: (d_model,)
+    W_Q: (H, d_model, d_head)   W_K: (H_kv, d_model, d_head)   W_V: (H_kv, d_model, d_v)
+    W_O: (H, d_v, d_model)      b_Q: (H, d_head)   b_K: (H_kv, d_head)   b_V: (H_kv, d_v)   b_O: (d_model,)
+
+H_kv = H (``n_kv_heads`` None) is the text's multi-head attention; H_kv < H is grouped-query
+attention (query head h reads key/value head h // (H / H_kv), :mod:`attnlab.ops.multihead`).
+A ``qk_transform`` passed to :meth:`MultiHeadAttention.forward` (the rotary embedding of
+:mod:`attnlab.ops.rotary`) acts on the projected queries and keys.
 
 Scale: eq. (5)/(6) print softmax(Q K^T / k), while §1.2.3 motivates 1/sqrt(k)
 and eq. (10) uses it; the default is c = 1/sqrt(d_head), "1/d" gives the
@@ -69,7 +74,7 @@ def merge_heads(W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor) -> tuple[Ten
     H, d, _ = W_Q.shape
 
     def cols(W: Tensor) -> Tensor:
-        return W.permute(1, 0, 2).reshape(d, H * W.shape[2])  # (d, H width)
+        return W.permute(1, 0, 2).reshape(d, W.shape[0] * W.shape[2])  # (d, heads x width); K, V may have H_kv
 
     return cols(W_Q), cols(W_K), cols(W_V), W_O.reshape(H * W_O.shape[1], d)
 
@@ -86,6 +91,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         scale: Scale = "1/sqrt(d)",
         attention: str = "softmax",
+        n_kv_heads: int | None = None,
     ):
         super().__init__()
         if d_model <= 0 or n_heads <= 0:
@@ -102,17 +108,21 @@ class MultiHeadAttention(nn.Module):
         if attention not in ATTENTIONS:
             raise UnknownNameError(f"unknown attention {attention!r}: choose one of {', '.join(ATTENTIONS)}")
         resolve_scale(scale, d_head)  # fail early on a bad scale
-        self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
-        self.scale, self.attention = scale, attention
         H = n_heads
+        H_kv = H if n_kv_heads is None else n_kv_heads
+        if isinstance(H_kv, bool) or not isinstance(H_kv, int) or H_kv <= 0 or H % H_kv:
+            raise ConfigError(f"n_kv_heads must be a positive divisor of n_heads={H}, got {n_kv_heads!r}")
+        self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
+        self.n_kv_heads = H_kv
+        self.scale, self.attention = scale, attention
         self.W_Q = nn.Parameter(torch.empty(H, d_model, d_head))
-        self.W_K = nn.Parameter(torch.empty(H, d_model, d_head))
-        self.W_V = nn.Parameter(torch.empty(H, d_model, d_v))
+        self.W_K = nn.Parameter(torch.empty(H_kv, d_model, d_head))
+        self.W_V = nn.Parameter(torch.empty(H_kv, d_model, d_v))
         self.W_O = nn.Parameter(torch.empty(H, d_v, d_model))
         if bias:
             self.b_Q = nn.Parameter(torch.zeros(H, d_head))
-            self.b_K = nn.Parameter(torch.zeros(H, d_head))
-            self.b_V = nn.Parameter(torch.zeros(H, d_v))
+            self.b_K = nn.Parameter(torch.zeros(H_kv, d_head))
+            self.b_V = nn.Parameter(torch.zeros(H_kv, d_v))
             self.b_O = nn.Parameter(torch.zeros(d_model))
         else:
             self.b_Q = self.b_K = self.b_V = self.b_O = None
@@ -146,11 +156,11 @@ class MultiHeadAttention(nn.Module):
         return merge_heads(self.W_Q, self.W_K, self.W_V, self.W_O)
 
     def qk_circuit(self) -> Tensor:
-        """W_QK,h = W_Q,h W_K,h^T, (H, d_model, d_model): logits_h = c X W_QK,h Y^T (+ bias terms)."""
+        """W_QK,h = W_Q,h W_K,g(h)^T, (H, d_model, d_model): logits_h = c X W_QK,h Y^T (+ bias terms)."""
         return qk_circuit(self.W_Q, self.W_K)
 
     def ov_circuit(self) -> Tensor:
-        """W_OV,h = W_V,h W_O,h, (H, d_model, d_model): head h writes P_h Y W_OV,h (+ bias terms)."""
+        """W_OV,h = W_V,g(h) W_O,h, (H, d_model, d_model): head h writes P_h Y W_OV,h (+ bias terms)."""
         return ov_circuit(self.W_V, self.W_O)
 
     def forward(
@@ -163,12 +173,14 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
         attention: str | None = None,
+        qk_transform=None,
     ) -> AttentionOutput:
         """x_q: (..., n_q, d_model), x_kv: (..., n_k, d_model) (default x_q: self-attention).
 
         Returns output (..., n_q, d_model) and, with ``return_weights``, P (..., H, n_q, n_k).
         ``attention`` overrides the module's operator for this call ("softmax" or
-        "unnormalized"; a block with its softmax switched off passes "unnormalized").
+        "unnormalized"; a block with its softmax switched off passes "unnormalized");
+        ``qk_transform`` (q, k) -> (q', k') acts on the projected queries and keys (RoPE).
         """
         name = self.attention if attention is None else attention
         if name not in ATTENTIONS:
@@ -184,10 +196,13 @@ class MultiHeadAttention(nn.Module):
             causal=causal,
             key_padding_mask=key_padding_mask,
             scale=self.scale,
+            qk_transform=qk_transform,
         )
 
     def extra_repr(self) -> str:
         return (
-            f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}, d_v={self.d_v}, "
+            f"d_model={self.d_model}, n_heads={self.n_heads}"
+            + (f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.n_heads else "")
+            + f", d_head={self.d_head}, d_v={self.d_v}, "
             f"bias={self.b_O is not None}, scale={self.scale!r}, attention={self.attention!r}"
         )

@@ -12,6 +12,15 @@ GPT-2: :mod:`attnlab.nn.activations`). Pre-LN (GPT-2 and later):
 
     u = x + MHA(LN(x)),   z = u + FFN(LN(u)).
 
+Gated MLP (``ffn="gated"``; Shazeer 2020, "GLU Variants Improve Transformer"; SwiGLU with
+phi = SiLU is Llama's MLP):
+
+    FFN(u) = (phi(u W_g) * (u W_1)) W_2,    W_g, W_1 in R^{d x m},  W_2 in R^{m x d},  * elementwise
+
+Llama-family blocks are pre-LN with RMSNorm (``norm="rms"``), grouped-query attention
+(``n_kv_heads``), no biases, and rotary positions passed to :meth:`TransformerBlock.forward` as
+``qk_transform`` (:mod:`attnlab.ops.rotary`).
+
 Decoder block (§1.2.5): masked (causal, eq. 10) self-attention, cross-attention
 to the encoder output Z, FFN, each with residual + LN. The text writes the
 cross-attention as softmax(X Z^T / sqrt(k)) Z, which omits the projections:
@@ -82,6 +91,42 @@ class FeedForward(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_ff={self.d_ff}, activation={self.activation!r}"
+
+
+class GatedFeedForward(nn.Module):
+    """FFN(u) = (phi(u W_g + b_g) * (u W_1 + b_1)) W_2 + b_2 (module docstring; SwiGLU with phi = SiLU).
+
+    W_g, W_1: (d_model, d_ff); W_2: (d_ff, d_model); biases optional (Llama has none).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool = False, dropout: float = 0.0,
+                 activation: str = "silu"):
+        super().__init__()
+        if d_model <= 0 or d_ff <= 0:
+            raise ConfigError(f"d_model and d_ff must be positive, got {d_model}, {d_ff}")
+        self.phi = resolve_activation(activation)
+        self.d_model, self.d_ff, self.activation = d_model, d_ff, activation
+        self.W_g = nn.Parameter(torch.randn(d_model, d_ff) / d_model**0.5)
+        self.W_1 = nn.Parameter(torch.randn(d_model, d_ff) / d_model**0.5)
+        self.W_2 = nn.Parameter(torch.randn(d_ff, d_model) / d_ff**0.5)
+        self.b_g = nn.Parameter(torch.zeros(d_ff)) if bias else None
+        self.b_1 = nn.Parameter(torch.zeros(d_ff)) if bias else None
+        self.b_2 = nn.Parameter(torch.zeros(d_model)) if bias else None
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, u: Tensor) -> Tensor:
+        """u: (..., n, d_model) -> (..., n, d_model)."""
+        g, h = u @ self.W_g, u @ self.W_1  # (..., n, d_ff)
+        if self.b_g is not None:
+            g, h = g + self.b_g, h + self.b_1
+        z = self.dropout(self.phi(g) * h) @ self.W_2
+        return z if self.b_2 is None else z + self.b_2
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, d_ff={self.d_ff}, gated, activation={self.activation!r}"
+
+
+FFN_KINDS = {"mlp": FeedForward, "gated": GatedFeedForward}
 
 
 @dataclass(frozen=True)
@@ -155,7 +200,8 @@ class _Switchable(nn.Module):
 class TransformerBlock(_Switchable):
     """One encoder block f_theta (module docstring): MHA + FFN, residuals, LayerNorm post or pre.
 
-    ``activation`` is the FFN's phi; ``skip``, ``mlp``, ``layer_norm``, ``softmax`` are the
+    ``activation`` is the FFN's phi; ``ffn`` "mlp" (the text) or "gated" (SwiGLU); ``n_kv_heads``
+    the key/value heads of grouped-query attention (None: one per query head); ``skip``, ``mlp``, ``layer_norm``, ``softmax`` are the
     :class:`BlockParts` switches (all on by default, the text's block).
     """
 
@@ -178,13 +224,18 @@ class TransformerBlock(_Switchable):
         mlp: bool = True,
         layer_norm: bool = True,
         softmax: bool = True,
+        ffn: str = "mlp",
+        n_kv_heads: int | None = None,
     ):
         super().__init__()
         _check_norm_position(norm_position)
+        if ffn not in FFN_KINDS:
+            raise ConfigError(f"unknown ffn {ffn!r}: use 'mlp' (the text, §1.2.4) or 'gated' (SwiGLU)")
         self.parts = BlockParts(skip, mlp, layer_norm, softmax)
         self.norm_position = norm_position
-        self.attn = MultiHeadAttention(d_model, n_heads, d_head, bias=bias, scale=scale, attention=attention)
-        self.ffn = FeedForward(d_model, d_ff, bias=bias, dropout=dropout, activation=activation)
+        self.attn = MultiHeadAttention(d_model, n_heads, d_head, bias=bias, scale=scale, attention=attention,
+                                       n_kv_heads=n_kv_heads)
+        self.ffn = FFN_KINDS[ffn](d_model, d_ff, bias=bias, dropout=dropout, activation=activation)
         self.norm1 = LayerNorm(d_model, norm, eps)
         self.norm2 = LayerNorm(d_model, norm, eps)
         self.dropout = nn.Dropout(dropout)
@@ -197,14 +248,17 @@ class TransformerBlock(_Switchable):
         causal: bool | str | None = None,
         key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
+        qk_transform=None,
     ) -> Tensor | BlockOutput:
         """x: (B, n, d_model) -> z: (B, n, d_model); with ``return_weights`` a
-        :class:`BlockOutput` holding z and every head's weights P (B, H, n, n) of the same pass."""
+        :class:`BlockOutput` holding z and every head's weights P (B, H, n, n) of the same pass.
+        ``qk_transform`` acts on the projected queries and keys (rotary positions)."""
         weights = []
 
         def mha(h: Tensor) -> Tensor:
             res = self.attn(h, mask=mask, causal=causal, key_padding_mask=key_padding_mask,
-                            return_weights=return_weights, attention=self._attention_name())
+                            return_weights=return_weights, attention=self._attention_name(),
+                            qk_transform=qk_transform)
             weights.append(res.weights)
             return self.dropout(res.output)
 

@@ -4,7 +4,8 @@
 
     x_i   token id in [0, l)           W_E in R^{l x d}   token table (the text's one-hot X times W^E)
     s     sqrt(d) (the text, §1.2: "multiply X W^E by sqrt(512)") or 1 (BERT, GPT-2)
-    p_i   position id, default i       P in R^{max_len x d}: sinusoidal (eq. 1) or learned
+    p_i   position id, default i       P in R^{max_len x d}: sinusoidal (eq. 1) or learned; none
+                                       (P = 0) where positions enter the attention instead (RoPE)
     t_i   token type (segment) id      W_T in R^{n_types x d}: BERT's token-type table
                                        (absent when type_vocab_size = 0, the text and GPT-2)
     N     a LayerNorm (BERT: "standard", eps from its config) or the identity (the text, GPT-2)
@@ -25,15 +26,17 @@ from attnlab.errors import ConfigError
 from attnlab.nn.layernorm import LayerNorm
 from attnlab.nn.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
-POSITIONALS = ("sinusoidal", "learned")
+POSITIONALS = ("sinusoidal", "learned", "none")
 
 
-def _positional(kind: str, d_model: int, max_len: int, N: float) -> nn.Module:
+def _positional(kind: str, d_model: int, max_len: int, N: float) -> nn.Module | None:
+    if kind == "none":
+        return None
     if kind == "sinusoidal":
         return SinusoidalPositionalEncoding(d_model, max_len, N)
     if kind == "learned":
         return LearnedPositionalEmbedding(d_model, max_len)
-    raise ConfigError(f"unknown positional encoding {kind!r}: use 'sinusoidal' (eq. 1) or 'learned'")
+    raise ConfigError(f"unknown positional encoding {kind!r}: use 'sinusoidal' (eq. 1), 'learned' or 'none'")
 
 
 def _check_ids(name: str, ids: Tensor, shape: tuple[int, ...], size: int) -> None:
@@ -88,7 +91,8 @@ class Embedding(nn.Module):
             X = X + self.W_T[token_type_ids]
         elif self.W_T is not None:
             X = X + self.W_T[0]  # every token of type 0, BERT's default
-        X = self.positions(X, position_ids)  # + P[p_i]
+        if self.positions is not None:
+            X = self.positions(X, position_ids)  # + P[p_i]
         if self.norm is not None:
             X = self.norm(X)
         return self.dropout(X)

@@ -7,8 +7,11 @@ Over the last axis of z in R^k (one token):
 
     "paper":    LN(z) = gamma (z - mu_z) / (sigma_z + eps) + beta,        eps = 1e-6   (eq. 2)
     "standard": LN(z) = gamma (z - mu_z) / sqrt(sigma_z^2 + eps) + beta,  eps = 1e-5   (PyTorch)
+    "rms":      RMSNorm(z) = gamma z / sqrt((1/k) sum_i z_i^2 + eps),      eps = 1e-6
+                (Zhang & Sennrich 2019; Llama, SmolLM2 with eps = 1e-5: no centring, no beta)
 
-gamma, beta in R^k. The two differ by O(eps / sigma). §1.2.4 says gamma is
+gamma, beta in R^k. The first two differ by O(eps / sigma); RMSNorm equals "standard" on an
+input of mean 0 (without beta). §1.2.4 says gamma is
 used "to avoid division by 0": a typo, eps does that; gamma is the learned gain.
 """
 
@@ -19,8 +22,8 @@ from torch import Tensor, nn
 
 from attnlab.errors import ConfigError
 
-NORM_VARIANTS = ("paper", "standard")
-DEFAULT_EPS = {"paper": 1e-6, "standard": 1e-5}
+NORM_VARIANTS = ("paper", "standard", "rms")
+DEFAULT_EPS = {"paper": 1e-6, "standard": 1e-5, "rms": 1e-6}
 
 
 def layer_norm_paper(z: Tensor, gamma: Tensor | None, beta: Tensor | None, eps: float = 1e-6) -> Tensor:
@@ -39,12 +42,14 @@ def layer_norm_paper(z: Tensor, gamma: Tensor | None, beta: Tensor | None, eps: 
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm(z; gamma, beta) over the last axis, ``variant`` "paper" (eq. 2) or "standard"."""
+    """LayerNorm(z; gamma, beta) over the last axis, ``variant`` "paper" (eq. 2), "standard" or "rms"
+    (RMSNorm: gamma only; ``bias`` defaults to True for the LayerNorms, False for "rms")."""
 
-    def __init__(self, d_model: int, variant: str = "paper", eps: float | None = None, bias: bool = True):
+    def __init__(self, d_model: int, variant: str = "paper", eps: float | None = None, bias: bool | None = None):
         super().__init__()
         if variant not in NORM_VARIANTS:
-            raise ConfigError(f"unknown LayerNorm variant {variant!r}: use 'paper' (eq. 2) or 'standard'")
+            raise ConfigError(f"unknown LayerNorm variant {variant!r}: use 'paper' (eq. 2), 'standard' or 'rms'")
+        bias = variant != "rms" if bias is None else bias
         if d_model <= 0:
             raise ConfigError(f"d_model must be positive, got {d_model}")
         self.d_model, self.variant = d_model, variant
@@ -60,6 +65,9 @@ class LayerNorm(nn.Module):
             raise ConfigError(f"LayerNorm expects last axis {self.d_model}, got {z.shape[-1]}")
         if self.variant == "paper":
             return layer_norm_paper(z, self.gamma, self.beta, self.eps)
+        if self.variant == "rms":
+            out = torch.nn.functional.rms_norm(z, (self.d_model,), self.gamma, self.eps)
+            return out if self.beta is None else out + self.beta
         return torch.nn.functional.layer_norm(z, (self.d_model,), self.gamma, self.beta, self.eps)
 
     def extra_repr(self) -> str:

@@ -19,6 +19,11 @@ One pass returns every intermediate on request (``output_hidden_states``,
 (the embedding output and every block's output, before the final LayerNorm) and
 attentions = [P_1, ..., P_L], P_l (B, H, n_q, n_k) the weights of every head of block l.
 
+Rotary positions (``rope_base``; Llama-family decoders): the embedding adds no position vector
+and every block rotates its queries and keys by R(p_i) (:mod:`attnlab.ops.rotary`), computed
+once per pass from the position ids. An output head (``lm_head``) turns Z into next-token
+logits Z W_U, W_U (d, l): tied (W_U = W_E^T, GPT-2, SmolLM2) or its own matrix.
+
 Parts of every block can be switched off per layer (:class:`attnlab.nn.block.BlockParts`):
 ``parts=`` at construction or :meth:`Encoder.set_parts` later, one BlockParts for every
 layer or a sequence of L.
@@ -38,6 +43,7 @@ from attnlab.errors import ConfigError
 from attnlab.nn.block import BlockParts, DecoderBlock, TransformerBlock
 from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm
+from attnlab.ops.rotary import Rotary, rope_frequencies, rotary
 
 __all__ = ["Decoder", "Encoder", "EncoderDecoder", "EncoderDecoderOutput", "TransformerOutput"]
 
@@ -53,12 +59,14 @@ class TransformerOutput:
     attentions:       [P_1, ..., P_L], each (B, H, n_q, n_k): every head's (self-)attention
                       weights; None unless asked
     cross_attentions: a decoder's [C_1, ..., C_L], each (B, H, n', n); None otherwise
+    logits:           Z W_U (B, n, l) of an Encoder with an output head; None otherwise
     """
 
     output: Tensor
     hidden_states: list[Tensor] | None = None
     attentions: list[Tensor] | None = None
     cross_attentions: list[Tensor] | None = None
+    logits: Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,9 @@ def _final_norm(d_model: int, block_kwargs: dict) -> LayerNorm | None:
     if block_kwargs.get("norm_position", "post") != "pre":
         return None
     return LayerNorm(d_model, block_kwargs.get("norm", "paper"), block_kwargs.get("eps"))
+
+
+LM_HEADS = ("none", "tied", "separate")
 
 
 class _Stack(nn.Module):
@@ -110,7 +121,9 @@ class Encoder(_Stack):
     ``embedding_scale``, ``type_vocab_size``, ``embedding_norm`` configure the
     :class:`~attnlab.nn.embedding.Embedding` (its ``scale``, ``type_vocab_size``, ``norm``;
     the norm takes the blocks' ``eps``); ``causal`` masks j > i in every block; ``parts``
-    as :meth:`set_parts`; the remaining keywords go to every TransformerBlock.
+    as :meth:`set_parts`; ``rope_base`` (with ``positional="none"``) rotates every block's
+    queries and keys (``rope_scaling``: linear position interpolation); ``lm_head`` "none",
+    "tied" or "separate" adds the output head; the remaining keywords go to every TransformerBlock.
     """
 
     def __init__(
@@ -118,12 +131,20 @@ class Encoder(_Stack):
         max_len: int = 512, positional: str = "sinusoidal", N: float = 10000.0,
         dropout: float = 0.0, causal: bool = False, embedding_scale: bool = True, type_vocab_size: int = 0,
         embedding_norm: str | None = None, parts: BlockParts | Sequence[BlockParts] | None = None,
+        rope_base: float | None = None, rope_scaling: float = 1.0, lm_head: str = "none",
         **block_kwargs,
     ):
         super().__init__()
         if n_layers <= 0:
             raise ConfigError(f"n_layers must be positive, got {n_layers}")
+        if lm_head not in LM_HEADS:
+            raise ConfigError(f"unknown lm_head {lm_head!r}: use one of {', '.join(LM_HEADS)}")
         self.causal = check_bool("causal", causal)
+        self.rope_base, self.rope_scaling = rope_base, rope_scaling
+        if rope_base is not None:
+            d_head = block_kwargs.get("d_head") or d_model // n_heads
+            rope_frequencies(d_head, rope_base)  # fail early on an odd head size or a bad base
+            self.d_head = d_head
         self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N, dropout=dropout,
                                scale=embedding_scale, type_vocab_size=type_vocab_size, norm=embedding_norm,
                                eps=block_kwargs.get("eps"))
@@ -131,20 +152,40 @@ class Encoder(_Stack):
             TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, **block_kwargs) for _ in range(n_layers)
         )
         self.final_norm = _final_norm(d_model, block_kwargs)
+        self.lm_head = lm_head
+        self.W_U = nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model)) if lm_head == "separate" else None
         if parts is not None:
             self.set_parts(parts)
+
+    def unembedding(self) -> Tensor | None:
+        """W_U (d, l) of the output head: W_E^T when tied, None without a head."""
+        return self.embed.W_E.T if self.lm_head == "tied" else self.W_U
+
+    def rotary(self, position_ids: Tensor, dtype: torch.dtype) -> Rotary | None:
+        """R(p) of every position (B, n) for the blocks' queries and keys; None without RoPE."""
+        if self.rope_base is None:
+            return None
+        return rotary(position_ids, self.d_head, self.rope_base, dtype=dtype, scaling=self.rope_scaling)
 
     def encode(
         self, X: Tensor, key_padding_mask: Tensor | None = None, *,
         output_hidden_states: bool = False, output_attentions: bool = False,
+        position_ids: Tensor | None = None,
     ) -> Tensor | TransformerOutput:
         """Position-aware embeddings X (B, n, d) -> Z (B, n, d), or a :class:`TransformerOutput`
-        when ``output_hidden_states`` or ``output_attentions`` asks for the intermediates."""
-        full = _flags(output_hidden_states, output_attentions)
+        when ``output_hidden_states`` or ``output_attentions`` asks for the intermediates (and
+        always when the stack has an output head: then ``logits`` holds Z W_U).
+        ``position_ids`` (B, n) feed the rotary embedding (default 0, ..., n-1)."""
+        full = _flags(output_hidden_states, output_attentions) or self.lm_head != "none"
         hidden, attentions = [X], []
+        rot = None
+        if self.rope_base is not None:
+            if position_ids is None:
+                position_ids = torch.arange(X.shape[-2], device=X.device)[None]
+            rot = self.rotary(position_ids, X.dtype)
         for block in self.blocks:
             res = block(X, causal=self.causal or None, key_padding_mask=key_padding_mask,
-                        return_weights=output_attentions)
+                        return_weights=output_attentions, qk_transform=rot)
             X = res.output if output_attentions else res
             if output_attentions:
                 attentions.append(res.weights)
@@ -153,8 +194,10 @@ class Encoder(_Stack):
         Z = X if self.final_norm is None else self.final_norm(X)
         if not full:
             return Z
+        W_U = self.unembedding()
         return TransformerOutput(Z, hidden if output_hidden_states else None,
-                                 attentions if output_attentions else None)
+                                 attentions if output_attentions else None,
+                                 logits=None if W_U is None else Z @ W_U)
 
     def forward(
         self, tokens: Tensor, key_padding_mask: Tensor | None = None, *,
@@ -166,9 +209,9 @@ class Encoder(_Stack):
         key_padding_mask: bool (B, n), True = padding (:mod:`attnlab.ops.masks`);
         token_type_ids, position_ids: integer (B, n), see :class:`~attnlab.nn.embedding.Embedding`.
         """
-        X = self.embed(tokens, token_type_ids, position_ids)
+        X = self.embed(tokens, token_type_ids, None if self.rope_base is not None else position_ids)
         return self.encode(X, key_padding_mask, output_hidden_states=output_hidden_states,
-                           output_attentions=output_attentions)
+                           output_attentions=output_attentions, position_ids=position_ids)
 
 
 class Decoder(_Stack):

@@ -52,14 +52,25 @@ PADDING_MARGIN = 1000.0  # exp(-1000) == 0 in float16, bfloat16, float32 and flo
 
 
 def fused_attention(q: Tensor, k: Tensor, v: Tensor, *, scale: float,
-                    alignment: CausalAlignment | None = None, key_padding_mask: Tensor | None = None) -> Tensor:
+                    alignment: CausalAlignment | None = None, key_padding_mask: Tensor | None = None,
+                    enable_gqa: bool = False) -> Tensor:
     """softmax(c Q K^T + M) V of eq. (1) on the fused kernels; memory linear in n.
 
     q, k, v: (B, ..., n_q, d), (B, ..., n_k, d), (B, ..., n_k, d_v), leading axes broadcast;
     scale: c; alignment: None, "top_left" or "bottom_right"; key_padding_mask: bool (B, n_k),
-    True marks padding (validated by the caller). Returns (B, ..., n_q, d_v).
+    True marks padding (validated by the caller); enable_gqa: k, v have H_kv heads on axis -3 shared
+    by q's H (PyTorch's ``enable_gqa``; K and V are repeated only where the kernel takes no flag:
+    key padding or a lower-right causal mask). Returns (B, ..., n_q, d_v).
     """
     n_q, n_k = q.shape[-2], k.shape[-2]
+    if enable_gqa and k.shape[-3] != q.shape[-3]:
+        plain = key_padding_mask is None and (alignment is None or alignment == "top_left"
+                                              or (alignment == "bottom_right" and n_q == n_k))
+        if plain:
+            causal = alignment is not None
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+        G = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(G, dim=-3), v.repeat_interleave(G, dim=-3)
     if alignment == "bottom_right" and n_q > n_k:
         s = n_q - n_k  # rows 0..s-1 see no key; row i >= s sees j <= i - s
         tail = fused_attention(q[..., s:, :], k, v, scale=scale, alignment="top_left",

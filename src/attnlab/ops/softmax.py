@@ -138,6 +138,7 @@ def softmax_attention(
     key_padding_mask: Tensor | None = None,
     scale: Scale = "1/sqrt(d)",
     return_weights: bool = False,
+    enable_gqa: bool = False,
 ) -> AttentionOutput:
     """softmax(c Q K^T + M) V, eq. (1) above.
 
@@ -149,7 +150,14 @@ def softmax_attention(
     key_padding_mask : bool (B, n_k), True marks padding
     scale : "1/sqrt(d)", "1/d", "none" or a positive float
     return_weights : also return P (uses the explicit path)
+    enable_gqa : grouped-query attention: q (..., H, n_q, d_k) against k, v (..., H_kv, n_k, .),
+        H a multiple of H_kv, query head h reading key/value head h // (H / H_kv)
+        (:mod:`attnlab.ops.multihead`); K and V are not repeated in memory except on the fused
+        path with key padding and a causal mask. Weights and output have H heads.
     """
+    if enable_gqa:
+        return _grouped(q, k, v, mask=mask, causal=causal, key_padding_mask=key_padding_mask, scale=scale,
+                        return_weights=return_weights)
     check_qkv(q, k, v)
     n_q, n_k = q.shape[-2], k.shape[-2]
     c = resolve_scale(scale, q.shape[-1])
@@ -177,6 +185,40 @@ def softmax_attention(
         weights = masked_softmax(logits, allowed)
         return AttentionOutput(weights @ v, weights)
     return AttentionOutput(_fused(q, k, v, allowed, additive, c))
+
+
+def _grouped(q: Tensor, k: Tensor, v: Tensor, *, mask, causal, key_padding_mask, scale,
+             return_weights) -> AttentionOutput:
+    """softmax_attention with H_kv key/value heads shared by H query heads (``enable_gqa``)."""
+    if q.ndim < 3 or k.ndim < 3 or v.ndim < 3:
+        raise ConfigError("grouped-query attention needs a head axis: q (..., H, n_q, d), k and v (..., H_kv, n_k, d)")
+    H, H_kv = q.shape[-3], k.shape[-3]
+    if v.shape[-3] != H_kv or H_kv < 1 or H % H_kv:
+        raise ConfigError(f"grouped-query attention needs k and v with the same number of heads H_kv dividing the "
+                          f"{H} query heads, got k {H_kv} and v {v.shape[-3]}")
+    check_qkv(q, k, v)
+    if H_kv == H:
+        return softmax_attention(q, k, v, mask=mask, causal=causal, key_padding_mask=key_padding_mask,
+                                 scale=scale, return_weights=return_weights)
+    if not return_weights and mask is None:
+        c = resolve_scale(scale, q.shape[-1])
+        try:
+            batch = tuple(torch.broadcast_shapes(q.shape[:-2], (*k.shape[:-3], H), (*v.shape[:-3], H)))
+        except RuntimeError:
+            raise ConfigError(f"q, k, v batch shapes do not broadcast: {tuple(q.shape[:-3])}, "
+                              f"{tuple(k.shape[:-3])}, {tuple(v.shape[:-3])}") from None
+        alignment = resolve_causal(causal, q.shape[-2], k.shape[-2])
+        if key_padding_mask is not None:
+            check_key_padding_mask(key_padding_mask, batch, k.shape[-2])
+            key_padding_mask = key_padding_mask.to(q.device)
+        return AttentionOutput(fused_attention(q, k, v, scale=c, alignment=alignment,
+                                               key_padding_mask=key_padding_mask, enable_gqa=True))
+    G = H // H_kv  # the group as a broadcast axis: (..., H_kv, G, n, d) against (..., H_kv, 1, n, d)
+    if mask is not None and mask.ndim >= 3:
+        mask = mask.unflatten(-3, (H_kv, G)) if mask.shape[-3] == H else mask.unsqueeze(-3)
+    res = softmax_attention(q.unflatten(-3, (H_kv, G)), k.unsqueeze(-3), v.unsqueeze(-3), mask=mask, causal=causal,
+                            key_padding_mask=key_padding_mask, scale=scale, return_weights=return_weights)
+    return AttentionOutput(res.output.flatten(-4, -3), None if res.weights is None else res.weights.flatten(-4, -3))
 
 
 def _fused(

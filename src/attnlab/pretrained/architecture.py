@@ -1,6 +1,8 @@
 """What attnlab needs to know of a checkpoint's architecture, and the attnlab model it becomes.
 
-A BERT-family or GPT-2-family checkpoint is an :class:`attnlab.nn.Encoder`:
+A BERT-family, GPT-2-family or Llama-family checkpoint is an :class:`attnlab.nn.Encoder`
+(the Llama family: :mod:`attnlab.pretrained.llama`, pre-RMSNorm blocks with RoPE, grouped-query
+attention and a SwiGLU MLP, and an output head):
 
     BERT (post-LN, bidirectional)               GPT-2 (pre-LN, causal)
     X_0 = LN_e(W_E[x] + W_T[t] + P[p])          X_0 = W_E[x] + P[p]
@@ -30,7 +32,9 @@ class Architecture:
     vocab_size; max_len: rows of the position table; type_vocab_size: rows of W_T (0: none);
     eps: every LayerNorm's; activation: an :mod:`attnlab.nn.activations` name; scales: the
     attention scale c of every layer; position_offset, pad_token_id: RoBERTa's positions
-    (p_i = pad_token_id + 1 + index among real tokens), 0 and None elsewhere.
+    (p_i = pad_token_id + 1 + index among real tokens), 0 and None elsewhere; Llama family:
+    n_kv_heads (grouped-query attention), head_dim, rope_base and rope_scaling (linear factor),
+    tied (W_U = W_E^T), qkv_bias / o_bias (Qwen2: q, k, v only).
     """
 
     family: str
@@ -47,14 +51,26 @@ class Architecture:
     scales: tuple[float, ...]
     position_offset: int = 0
     pad_token_id: int | None = None
+    n_kv_heads: int | None = None
+    head_dim: int | None = None
+    rope_base: float | None = None
+    rope_scaling: float = 1.0
+    tied: bool = True
+    qkv_bias: bool = True
+    o_bias: bool = True
 
     @property
     def causal(self) -> bool:
-        return self.family == "gpt2"
+        return self.family in ("gpt2", "llama")
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: n_heads unless grouped-query attention shares them."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
 
 def build_encoder(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder:
@@ -63,6 +79,8 @@ def build_encoder(arch: Architecture, dtype: torch.dtype, device: str) -> Encode
     Built on the meta device: no random draws (the caller's generator state is untouched) and no
     time spent initialising weights the checkpoint overwrites.
     """
+    if arch.family == "llama":
+        return _build_llama(arch, dtype, device)
     bert = arch.family == "bert"
     with torch.device("meta"):
         model = Encoder(
@@ -74,4 +92,19 @@ def build_encoder(arch: Architecture, dtype: torch.dtype, device: str) -> Encode
         )
     for block, c in zip(model.blocks, arch.scales):
         block.attn.scale = c  # GPT-2's scale_attn_by_inverse_layer_idx: c_l = 1 / (sqrt(d_head) (l + 1))
+    return model.to_empty(device=device).to(dtype).eval()
+
+
+def _build_llama(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder:
+    """A causal pre-RMSNorm stack with RoPE, grouped-query attention and SwiGLU (:mod:`attnlab.pretrained.llama`)."""
+    with torch.device("meta"):
+        model = Encoder(
+            arch.vocab_size, arch.d_model, arch.n_heads, arch.d_ff, arch.n_layers, max_len=arch.max_len,
+            positional="none", causal=True, embedding_scale=False, norm="rms", norm_position="pre", eps=arch.eps,
+            activation="silu", ffn="gated", n_kv_heads=arch.kv_heads, d_head=arch.d_head,
+            bias=arch.qkv_bias or arch.o_bias, scale=arch.scales[0], rope_base=arch.rope_base,
+            rope_scaling=arch.rope_scaling, lm_head="tied" if arch.tied else "separate",
+        )
+    for block in model.blocks:  # Llama-family MLPs have no biases, whatever the attention has
+        block.ffn.b_g = block.ffn.b_1 = block.ffn.b_2 = None
     return model.to_empty(device=device).to(dtype).eval()

