@@ -184,7 +184,7 @@ def test_grouped_query_attention_equals_repeated_key_value_heads():
                               qk_transform=rot)
                     a = multi_head_attention(x, x, W_Q, W_K, W_V, W_O, **kw)
                     b = multi_head_attention(x, x, W_Q, rep[0], rep[1], W_O, **kw)
-                    assert (a.output - b.output).abs().max().item() <= 1e-12
+                    assert (a.output - b.output).abs().max().item() <= 1e-13 * b.output.abs().max().item()
                     if weights:
                         assert a.weights.shape == (2, H, n, n)
                         assert (a.weights - b.weights).abs().max().item() <= 1e-12
