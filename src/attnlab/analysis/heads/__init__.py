@@ -18,9 +18,15 @@ is its chance level.
   "mul" and "abs" (TransformerLens' head detector, its options applied on every path), and
   TransformerLens' own scores on its repeated-random-token prompts;
 - :mod:`~attnlab.analysis.heads.projection`: the exact L1 projection onto band + sparse error and
-  the best permutation before it (math-behind-transformers §3.1.2, eqs. (21)-(22)), with baselines.
+  the best permutation before it (math-behind-transformers §3.1.2, eqs. (21)-(22)), with baselines;
+- :mod:`~attnlab.analysis.heads.circuits`: the QK and OV circuits in the residual basis and the OV
+  circuit's copying score (Elhage et al. 2021), grouped-query attention included;
+- :mod:`~attnlab.analysis.heads.evidence`: value-weighted attention (Kobayashi et al. 2020), direct
+  logit attribution, the attention sink and its chance levels;
+- :mod:`~attnlab.analysis.heads.intervals`: means over segments with a Student-t interval, NaN-aware.
 """
 
+from attnlab.analysis.heads.circuits import CopyingScore, copying_score, kv_head_index, qk_ov_circuits
 from attnlab.analysis.heads.clark import (
     BROAD_ENTROPY_NATS,
     POSITION_THRESHOLD,
@@ -30,6 +36,16 @@ from attnlab.analysis.heads.clark import (
     clark_labels,
     clark_labels_from_statistics,
 )
+from attnlab.analysis.heads.evidence import (
+    DirectLogitAttribution,
+    KeyShare,
+    SinkShare,
+    attention_sink_share,
+    direct_logit_attribution,
+    norm_weighted_share,
+    value_weighted_attention,
+)
+from attnlab.analysis.heads.intervals import MeanInterval, mean_confidence_interval
 from attnlab.analysis.heads.kovaleva import (
     KOVALEVA_PATTERNS,
     MIX_SHARE,
@@ -73,11 +89,14 @@ from attnlab.analysis.heads.voita import (
 __all__ = [
     "BROAD_ENTROPY_NATS", "CLARK_SMOOTHING", "KOVALEVA_PATTERNS", "MIX_SHARE", "PATTERN_THRESHOLD",
     "POSITIONAL_FRACTION", "POSITION_THRESHOLD", "RARE_TOKEN_FRACTION", "REPEATED_HALF",
-    "SPECIAL_TOKEN_THRESHOLD", "BandSparseProjection", "ClarkLabels", "DependencyAccuracy", "HeadStatistics",
-    "KovalevaPatterns", "PatternScores", "RowPermutationFit", "VoitaLabels", "band_mask",
-    "band_sparse_distance", "best_row_permutation", "clark_key_sets", "clark_labels",
-    "clark_labels_from_statistics", "dependency_accuracy", "duplicate_token_pattern", "head_statistics",
-    "in_band_sparse", "induction_pattern", "kovaleva_decide", "kovaleva_patterns", "pattern_score",
-    "pattern_scores", "previous_token_pattern", "project_band_sparse", "repeated_random_tokens", "row_entropy",
-    "token_mask", "transformerlens_scores", "uniform_attention", "voita_labels", "voita_labels_from_scores",
+    "SPECIAL_TOKEN_THRESHOLD", "BandSparseProjection", "ClarkLabels", "CopyingScore", "DependencyAccuracy",
+    "DirectLogitAttribution", "HeadStatistics", "KeyShare", "KovalevaPatterns", "MeanInterval", "PatternScores",
+    "RowPermutationFit", "SinkShare", "VoitaLabels", "attention_sink_share", "band_mask", "band_sparse_distance",
+    "best_row_permutation", "clark_key_sets", "clark_labels", "clark_labels_from_statistics", "copying_score",
+    "dependency_accuracy", "direct_logit_attribution", "duplicate_token_pattern", "head_statistics",
+    "in_band_sparse", "induction_pattern", "kovaleva_decide", "kovaleva_patterns", "kv_head_index",
+    "mean_confidence_interval", "norm_weighted_share", "pattern_score", "pattern_scores",
+    "previous_token_pattern", "project_band_sparse", "qk_ov_circuits", "repeated_random_tokens", "row_entropy",
+    "token_mask", "transformerlens_scores", "uniform_attention", "value_weighted_attention", "voita_labels",
+    "voita_labels_from_scores",
 ]
