@@ -115,6 +115,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
         self.n_kv_heads = H_kv
         self.scale, self.attention = scale, attention
+        self.head_transform = None  # z (..., H, n, d_v) -> z' before W_O: reads or replaces heads (ablations)
         self.W_Q = nn.Parameter(torch.empty(H, d_model, d_head))
         self.W_K = nn.Parameter(torch.empty(H_kv, d_model, d_head))
         self.W_V = nn.Parameter(torch.empty(H_kv, d_model, d_v))
@@ -197,6 +198,7 @@ class MultiHeadAttention(nn.Module):
             key_padding_mask=key_padding_mask,
             scale=self.scale,
             qk_transform=qk_transform,
+            head_transform=self.head_transform,
         )
 
     def extra_repr(self) -> str:

@@ -73,6 +73,7 @@ def multi_head_attention(
     attention: AttentionFn = softmax_attention,
     return_weights: bool = False,
     qk_transform: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]] | None = None,
+    head_transform: Callable[[Tensor], Tensor] | None = None,
     **attention_kwargs,
 ) -> AttentionOutput:
     """Multi-head attention of queries from ``x_q`` over keys/values from ``x_kv``.
@@ -80,7 +81,9 @@ def multi_head_attention(
     x_q: (..., n_q, d_model), x_kv: (..., n_k, d_model); weights as :func:`check_head_weights`
     (H_kv < H: grouped-query attention, module docstring); biases b_Q (H, d_head), b_K
     (H_kv, d_head), b_V (H_kv, d_v), b_O (d_model,); qk_transform: (q, k) -> (q', k') on the
-    projected (..., H, n, d_head) and (..., H_kv, n, d_head), e.g. a :class:`attnlab.ops.rotary.Rotary`. Remaining keyword arguments (mask, causal,
+    projected (..., H, n, d_head) and (..., H_kv, n, d_head), e.g. a :class:`attnlab.ops.rotary.Rotary`;
+    head_transform: z -> z' on the heads' outputs z_h = head_h (..., H, n_q, d_v) before W_O (to read
+    or replace a head: ablations, :mod:`attnlab.analysis.heads.ablation`). Remaining keyword arguments (mask, causal,
     key_padding_mask, scale) go to ``attention``. Returns output (..., n_q, d_model)
     and, on request, weights (..., H, n_q, n_k).
     """
@@ -112,7 +115,8 @@ def multi_head_attention(
                         return_weights=return_weights, **attention_kwargs)
         heads = AttentionOutput(res.output.flatten(-4, -3),
                                 None if res.weights is None else res.weights.flatten(-4, -3), res.diagnostics)
-    out = torch.einsum("...hnv,hvd->...nd", heads.output, W_O)  # (..., n_q, d_model)
+    z = heads.output if head_transform is None else head_transform(heads.output)
+    out = torch.einsum("...hnv,hvd->...nd", z, W_O)  # (..., n_q, d_model)
     if b_O is not None:
         out = out + b_O
     return AttentionOutput(out, heads.weights)
