@@ -3,6 +3,7 @@
 ``reference.py`` is the slow float64 oracle the others are tested against.
 """
 
+from attnlab.ops.lse import attention_lse, attention_rows
 from attnlab.ops.masks import causal_mask, combine_masks, key_padding_mask_from_attention_mask
 from attnlab.ops.multihead import multi_head_attention, ov_circuit, qk_circuit
 from attnlab.ops.pooling import SIMILARITIES, attention_pooling
@@ -20,7 +21,9 @@ __all__ = [
     "AttentionOutput",
     "SIMILARITIES",
     "attention_logits",
+    "attention_lse",
     "attention_pooling",
+    "attention_rows",
     "causal_mask",
     "combine_masks",
     "key_padding_mask_from_attention_mask",
