@@ -1,0 +1,180 @@
+"""Causal evidence per head: what the next-token loss does when a head's output is replaced.
+
+For a model with an output head (an :class:`attnlab.nn.Encoder` with ``lm_head``; GPT-2, the Llama
+family) on S segments of m tokens, the loss of segment s is the mean next-token cross-entropy
+
+    loss_s = -(1/(m-1)) sum_{i<m-1} log softmax(logits_s,i)[x_s,i+1].
+
+Head h of layer l writes z_h W_O,h with z_h = P_h V_g(h) (B, n, d_v). An ablation replaces z_h by
+
+    zero       0
+    mean       mu_h, the mean of z_h over every segment and position (one d_v vector)
+    resample   z_h of another segment at the same position (segment s reads segment s+1 mod S)
+
+and measures Delta_s = loss_s(ablated) - loss_s, per segment, so that every head's number has a
+confidence interval over segments (:func:`~attnlab.analysis.heads.intervals.mean_confidence_interval`).
+A positive Delta means the head helps predict the text.
+
+Exact ablations re-run the model from the residual stream entering layer l (the layers below
+are untouched by the replacement), one forward pass of L - l layers per head and kind.
+:func:`ablation_estimates` gives every head's first-order estimate from one forward and one
+backward pass (attribution patching; Syed, Rager & Conmy 2023, "Attribution Patching Outperforms
+Automated Circuit Discovery"):
+
+    Delta_s ~= sum_{i, k} (z'_h - z_h)_{s,i,k} d loss_s / d z_h,s,i,k,
+
+exact for a model linear in z_h and a first-order Taylor estimate otherwise (an ablation is not
+a small change, so it can be far off where the loss curves). :func:`exact_ablations` measures
+any chosen heads exactly; the two are reported side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from attnlab.errors import ConfigError
+
+KINDS = ("zero", "mean", "resample")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One clean pass: inputs (S, m) token ids, per-segment loss (S,), the residual stream entering every
+    layer X_l (S, m, d) for l = 0..L-1, every head's output z (L, S, H, m, d_v) and its mean mu (L, H, d_v)."""
+
+    input_ids: Tensor
+    loss: Tensor
+    residuals: list[Tensor]
+    z: Tensor
+    mu: Tensor
+
+
+def _check_model(model) -> None:
+    if getattr(model, "lm_head", "none") == "none":
+        raise ConfigError("head ablations measure the next-token loss, so the model needs an output head "
+                          "(GPT-2 or a Llama-family decoder); this one has none")
+
+
+def segment_loss(logits: Tensor, input_ids: Tensor) -> Tensor:
+    """Mean next-token cross-entropy per segment: logits (S, m, l), input_ids (S, m) -> (S,) float64."""
+    lp = torch.log_softmax(logits[:, :-1].to(torch.float64), dim=-1)
+    return -lp.gather(-1, input_ids[:, 1:, None]).squeeze(-1).mean(-1)
+
+
+def _positions(model, input_ids: Tensor):
+    return model.rotary(torch.arange(input_ids.shape[-1], device=input_ids.device)[None],
+                        model.embed.W_E.dtype) if getattr(model, "rope_base", None) is not None else None
+
+
+def _run_from(model, X: Tensor, layer: int, input_ids: Tensor, rot, hooks: dict[int, Callable] | None = None
+              ) -> Tensor:
+    """Blocks layer..L-1 on the residual X entering ``layer``, then the final norm and the head -> logits."""
+    hooks = hooks or {}
+    causal = model.causal or None
+    for l in range(layer, len(model.blocks)):
+        block = model.blocks[l]
+        block.attn.head_transform = hooks.get(l)
+        try:
+            X = block(X, causal=causal, qk_transform=rot)
+        finally:
+            block.attn.head_transform = None
+    Z = X if model.final_norm is None else model.final_norm(X)
+    return Z @ model.unembedding()
+
+
+def baseline(model, input_ids: Tensor) -> Baseline:
+    """The clean pass over ``input_ids`` (S, m) (no padding: segments of one length), recording every head."""
+    _check_model(model)
+    if input_ids.ndim != 2 or input_ids.shape[0] < 2 or input_ids.shape[1] < 2:
+        raise ConfigError(f"ablations need at least 2 segments of at least 2 tokens, shape (S, m); got "
+                          f"{tuple(input_ids.shape)}")
+    zs: list[Tensor] = []
+    residuals: list[Tensor] = []
+    with torch.no_grad():
+        X = model.embed(input_ids)
+        rot = _positions(model, input_ids)
+        for block in model.blocks:
+            residuals.append(X)
+            block.attn.head_transform = lambda z: (zs.append(z), z)[1]
+            try:
+                X = block(X, causal=model.causal or None, qk_transform=rot)
+            finally:
+                block.attn.head_transform = None
+        Z = X if model.final_norm is None else model.final_norm(X)
+        loss = segment_loss(Z @ model.unembedding(), input_ids)
+    z = torch.stack(zs)  # (L, S, H, m, d_v)
+    return Baseline(input_ids, loss, residuals, z, z.mean(dim=(1, 3)))
+
+
+def _replacement(base: Baseline, layer: int, kind: str, fraction: float = 1.0) -> Tensor:
+    """z + fraction (z' - z) of every head of ``layer`` for ``kind``: (S, H, m, d_v); fraction 1 is the
+    ablation itself, a small fraction a partial one (the limit the first-order estimate is exact in)."""
+    z = base.z[layer]
+    if kind == "zero":
+        new = torch.zeros_like(z)
+    elif kind == "mean":
+        new = base.mu[layer][None, :, None, :].expand_as(z)
+    elif kind == "resample":
+        new = z.roll(-1, dims=0)  # segment s reads segment s + 1 (mod S)
+    else:
+        raise ConfigError(f"unknown ablation {kind!r}: choose one of {', '.join(KINDS)}")
+    return new if fraction == 1.0 else z + fraction * (new - z)
+
+
+def exact_ablations(model, base: Baseline, heads: Sequence[tuple[int, int]], kinds: Sequence[str] = KINDS, *,
+                    fraction: float = 1.0) -> dict[str, dict[tuple[int, int], Tensor]]:
+    """kind -> (layer, head) -> Delta per segment (S,) float64, each measured by re-running the model
+    from layer l with head h's output replaced (module docstring)."""
+    rot = _positions(model, base.input_ids)
+    out: dict[str, dict[tuple[int, int], Tensor]] = {k: {} for k in kinds}
+    with torch.no_grad():
+        for (l, h) in heads:
+            for kind in kinds:
+                new = _replacement(base, l, kind, fraction)[:, h]
+
+                def hook(z, h=h, new=new):
+                    z = z.clone()
+                    z[:, h] = new
+                    return z
+
+                logits = _run_from(model, base.residuals[l], l, base.input_ids, rot, {l: hook})
+                out[kind][(l, h)] = segment_loss(logits, base.input_ids) - base.loss
+    return out
+
+
+def ablation_estimates(model, base: Baseline, kinds: Sequence[str] = KINDS, *, fraction: float = 1.0
+                       ) -> dict[str, Tensor]:
+    """kind -> first-order Delta (L, H, S) float64 of every head (attribution patching, module docstring):
+    one forward pass with gradients to every head's output and one backward pass. The gradients are
+    total derivatives: through later layers' attention as well as the residual stream."""
+    rot = _positions(model, base.input_ids)
+    kept: list[Tensor] = []
+
+    def keep(z):
+        z.retain_grad()
+        kept.append(z)
+        return z
+
+    flags = [p.requires_grad for p in model.parameters()]
+    model.requires_grad_(False)
+    try:
+        with torch.enable_grad():
+            X = base.residuals[0].detach().clone().requires_grad_(True)
+            logits = _run_from(model, X, 0, base.input_ids, rot, dict.fromkeys(range(len(model.blocks)), keep))
+            segment_loss(logits, base.input_ids).sum().backward()
+    finally:
+        for p, f in zip(model.parameters(), flags):
+            p.requires_grad_(f)
+    grads = [z.grad for z in kept]  # L x (S, H, m, d_v): d loss_s / d z (segments are independent)
+    out = {}
+    for kind in kinds:
+        rows = []
+        for l, g in enumerate(grads):
+            dz = _replacement(base, l, kind, fraction) - base.z[l]
+            rows.append((dz.to(torch.float64) * g.to(torch.float64)).sum(dim=(-1, -2)).T)  # (H, S)
+        out[kind] = torch.stack(rows)  # (L, H, S)
+    return out
