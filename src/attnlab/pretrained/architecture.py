@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from attnlab.nn.transformer import Encoder
 
@@ -73,16 +74,32 @@ class Architecture:
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
 
+class _Uninitialised(TorchFunctionMode):
+    """Allocate parameters without drawing them: ``torch.randn``/``torch.rand`` become ``torch.empty``
+    and ``Tensor.normal_``/``uniform_`` do nothing (the checkpoint overwrites every value)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.randn or func is torch.rand:
+            kwargs.pop("generator", None)
+            return torch.empty(*args, **kwargs)
+        if func is torch.Tensor.normal_ or func is torch.Tensor.uniform_:
+            return args[0]
+        return func(*args, **kwargs)
+
+
 def build_encoder(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder:
     """The attnlab Encoder of ``arch``, parameters allocated (uninitialised) in ``dtype`` on ``device``.
 
-    Built on the meta device: no random draws (the caller's generator state is untouched) and no
-    time spent initialising weights the checkpoint overwrites.
+    No random draws (the caller's generator state is untouched) and no time spent initialising
+    weights the checkpoint overwrites: the random initialisers allocate only (:class:`_Uninitialised`),
+    on ``device`` directly. (Not the meta device: its first operations import sympy and
+    torch._dynamo, about a second on a CPU.)
     """
     if arch.family == "llama":
         return _build_llama(arch, dtype, device)
     bert = arch.family == "bert"
-    with torch.device("meta"):
+    with torch.random.fork_rng(devices=[]), torch.device(device), _Uninitialised():
         model = Encoder(
             arch.vocab_size, arch.d_model, arch.n_heads, arch.d_ff, arch.n_layers,
             max_len=arch.max_len, positional="learned", causal=arch.causal, embedding_scale=False,
@@ -92,12 +109,12 @@ def build_encoder(arch: Architecture, dtype: torch.dtype, device: str) -> Encode
         )
     for block, c in zip(model.blocks, arch.scales):
         block.attn.scale = c  # GPT-2's scale_attn_by_inverse_layer_idx: c_l = 1 / (sqrt(d_head) (l + 1))
-    return model.to_empty(device=device).to(dtype).eval()
+    return model.to(dtype).eval()
 
 
 def _build_llama(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder:
     """A causal pre-RMSNorm stack with RoPE, grouped-query attention and SwiGLU (:mod:`attnlab.pretrained.llama`)."""
-    with torch.device("meta"):
+    with torch.random.fork_rng(devices=[]), torch.device(device), _Uninitialised():
         model = Encoder(
             arch.vocab_size, arch.d_model, arch.n_heads, arch.d_ff, arch.n_layers, max_len=arch.max_len,
             positional="none", causal=True, embedding_scale=False, norm="rms", norm_position="pre", eps=arch.eps,
@@ -107,4 +124,4 @@ def _build_llama(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder
         )
     for block in model.blocks:  # Llama-family MLPs have no biases, whatever the attention has
         block.ffn.b_g = block.ffn.b_1 = block.ffn.b_2 = None
-    return model.to_empty(device=device).to(dtype).eval()
+    return model.to(dtype).eval()

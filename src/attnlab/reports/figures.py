@@ -101,12 +101,21 @@ def _draw_bar(ax, spec: dict) -> None:
     ax.set_yscale(spec.get("yscale", "linear"))
 
 
+_PT = 1 / 72  # inches per point
+_PAD = 3 * _PT  # the gap between neighbouring decorations (matplotlib's constrained-layout pad)
+
+
 def _draw_heatmap(plt, spec: dict):
     """A grid of panels with one shared colour scale and one colour bar.
 
     Panels without tick labels are small (about 1.25 in each, enough for a 12 x 6
     grid of attention maps); a panel with tick labels gets 0.16 in per label so
     that every token can be read.
+
+    The layout is computed here, not by matplotlib's constrained layout (which measures
+    every axis of every panel twice, about a second for a 72-panel grid): every panel
+    gets the same cell, whose margins hold the widest tick labels, title and axis
+    label of any panel, measured once with the figure's renderer.
     """
     import numpy as np
 
@@ -122,17 +131,56 @@ def _draw_heatmap(plt, spec: dict):
         side = max(3.0, 0.16 * max(max(m.shape) for m in mats))
     else:
         side = 1.25 if len(panels) > 1 else 4.0
-    fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 1.2, side * nrows + 0.6 + 0.4 * bool(spec.get("title"))),
-                             dpi=110, layout="constrained", squeeze=False)
+    width, height = side * ncols + 1.2, side * nrows + 0.6 + 0.4 * bool(spec.get("title"))
+    fig = plt.figure(figsize=(width, height), dpi=110)
+    renderer = fig.canvas.get_renderer()
+    title_size = 7 if not labelled else 10
+
+    def extent(texts, size: float, rotation: float = 0.0) -> tuple[float, float]:
+        """The widest and tallest of ``texts`` at ``size`` points, in inches."""
+        w = h = 0.0
+        for t in dict.fromkeys(texts):
+            b = fig.text(0, 0, t, fontsize=size, rotation=rotation).get_window_extent(renderer)
+            w, h = max(w, b.width / fig.dpi), max(h, b.height / fig.dpi)
+        fig.texts.clear()
+        return w, h
+
+    tick = 3.5 * _PT + 3.5 * _PT  # major tick length + tick label pad
+    ylabels = [t for p in panels for t in (p.get("ylabels") or [])]
+    xlabels = [t for p in panels for t in (p.get("xlabels") or [])]
+    left = (extent(ylabels, 7)[0] + tick) if ylabels else 0.0
+    bottom = (extent(xlabels, 7, 90)[1] + tick) if xlabels else 0.0
+    if spec.get("ylabel"):
+        left += extent([spec["ylabel"]], 8, 90)[0] + 4 * _PT
+    if spec.get("xlabel"):
+        bottom += extent([spec["xlabel"]], 8)[1] + 4 * _PT
+    titles = [p.get("title", "") for p in panels]
+    top = extent(titles, title_size)[1] + 2 * _PT if any(titles) else 0.0
+    head = extent([spec["title"]], 11)[1] + 2 * _PT if spec.get("title") else 0.0
+    # the colour bar: shrink x the grid's height, 1/20 of that wide, its tick labels and label to the right
+    bar = 0.0
+    shrink = 0.6 if nrows > 1 else 0.9
+    ticks = [f"{v:.1f}" for v in np.linspace(vmin, vmax, 6)] if math.isfinite(vmin + vmax) else ["0.0"]
+    bar_text = extent(ticks, 7)[0] + tick + (extent([spec.get("colorbar", "")], 8, 90)[0] + 4 * _PT
+                                            if spec.get("colorbar") else 0.0)
+    grid_h = height - head - 2 * _PAD
+    cell_h = grid_h / nrows
+    ax_h = max(cell_h - top - bottom - _PAD, 0.05)
+    bar_len = shrink * (nrows * cell_h - top - bottom - _PAD)
+    bar = 0.01 * width + bar_len / 20 + bar_text + _PAD
+    cell_w = (width - 2 * _PAD - bar) / ncols
+    ax_w = max(cell_w - left - _PAD, 0.05)
+    x0, y_top = _PAD, height - _PAD - head
     image = None
-    for k, ax in enumerate(axes.flat):
-        if k >= len(panels):
-            ax.set_axis_off()
-            continue
-        p, m = panels[k], mats[k]
+    for k, p in enumerate(panels):
+        r, c = divmod(k, ncols)
+        x = x0 + c * cell_w + left
+        y = y_top - r * cell_h - top - ax_h
+        ax = fig.add_axes((x / width, y / height, ax_w / width, ax_h / height))
+        m = mats[k]
         image = ax.imshow(m, cmap=spec.get("cmap", "viridis"), vmin=vmin, vmax=vmax, aspect="auto",
                           interpolation="nearest")
-        ax.set_title(p.get("title", ""), fontsize=7 if not labelled else 10, pad=2)
+        ax.set_title(p.get("title", ""), fontsize=title_size, pad=2)
         if p.get("xlabels"):
             ax.set_xticks(range(m.shape[1]), p["xlabels"], rotation=90, fontsize=7)
         else:
@@ -141,16 +189,20 @@ def _draw_heatmap(plt, spec: dict):
             ax.set_yticks(range(m.shape[0]), p["ylabels"], fontsize=7)
         else:
             ax.set_yticks([])
-        if k // ncols == nrows - 1 and spec.get("xlabel"):
+        if r == nrows - 1 and spec.get("xlabel"):
             ax.set_xlabel(spec["xlabel"], fontsize=8)
-        if k % ncols == 0 and spec.get("ylabel"):
+        if c == 0 and spec.get("ylabel"):
             ax.set_ylabel(spec["ylabel"], fontsize=8)
     if image is not None:
-        bar = fig.colorbar(image, ax=axes, shrink=0.6 if nrows > 1 else 0.9, pad=0.01)
-        bar.set_label(spec.get("colorbar", ""), fontsize=8)
-        bar.ax.tick_params(labelsize=7)
+        grid_top, grid_bottom = y_top - top, y_top - nrows * cell_h + bottom + _PAD
+        middle = (grid_top + grid_bottom) / 2
+        bx = x0 + ncols * cell_w + 0.01 * width
+        cax = fig.add_axes((bx / width, (middle - bar_len / 2) / height, bar_len / 20 / width, bar_len / height))
+        cb = fig.colorbar(image, cax=cax)
+        cb.set_label(spec.get("colorbar", ""), fontsize=8)
+        cb.ax.tick_params(labelsize=7)
     if spec.get("title"):
-        fig.suptitle(spec["title"], fontsize=11)
+        fig.suptitle(spec["title"], fontsize=11, y=1 - _PAD / height, va="top")
     return fig
 
 

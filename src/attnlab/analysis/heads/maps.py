@@ -23,6 +23,7 @@ float64 copy first (:func:`as_maps`).
 
 from __future__ import annotations
 
+import weakref
 from typing import Iterable, Sequence
 
 import torch
@@ -39,8 +40,15 @@ BERT_SPECIAL_TOKENS = ("[CLS]", "[SEP]")
 def as_maps(A, *, name: str = "A", check_rows: bool = True) -> Tensor:
     """A float64 copy of A (..., n, n), checked: finite, non-negative, square, and (with
     ``check_rows``) rows summing to 1 within ROW_SUM_TOL. Padded rows are checked too;
-    give them any distribution (a model's padded rows usually are one)."""
-    A = torch.as_tensor(A).detach()
+    give them any distribution (a model's padded rows usually are one).
+
+    A tensor that passed (and the copy made of it) is remembered until it is changed in
+    place or freed, so the several analyses of one set of maps check it once."""
+    A = torch.as_tensor(A)
+    if _passed(A, check_rows):
+        return A.detach().to(torch.float64, copy=True)
+    given = A
+    A = A.detach()
     if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 1:
         raise ConfigError(f"{name} must be self-attention maps of shape (..., n, n), got {tuple(A.shape)}")
     if not (A.is_floating_point() and bool(torch.isfinite(A).all())):
@@ -53,7 +61,31 @@ def as_maps(A, *, name: str = "A", check_rows: bool = True) -> Tensor:
         if worst > ROW_SUM_TOL:
             raise ConfigError(f"the rows of {name} must sum to 1 (rows are queries); the worst is off by "
                               f"{worst:.3g}: pass softmax weights, or the transpose if columns are queries")
+    _remember(given, check_rows)
+    _remember(A, check_rows)
     return A
+
+
+_PASSED: dict[int, tuple] = {}  # id -> (weak reference, version counter, rows checked) of maps as_maps accepted
+
+
+def _remember(A: Tensor, check_rows: bool) -> None:
+    try:
+        version = A._version
+        ref = weakref.ref(A, lambda _, key=id(A): _PASSED.pop(key, None))
+    except (RuntimeError, TypeError):  # inference tensors have no version counter
+        return
+    _PASSED[id(A)] = (ref, version, check_rows)
+
+
+def _passed(A: Tensor, check_rows: bool) -> bool:
+    entry = _PASSED.get(id(A))
+    if entry is None or entry[0]() is not A or (check_rows and not entry[2]):
+        return False
+    try:
+        return A._version == entry[1]
+    except RuntimeError:
+        return False
 
 
 def per_position(x, A: Tensor, *, name: str) -> Tensor:

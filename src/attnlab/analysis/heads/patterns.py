@@ -127,14 +127,17 @@ def pattern_score(A, D, *, measure: Measure = "mul", exclude_bos: bool = False, 
     if bool(((D != 0) & (D != 1)).any()):
         raise ConfigError("the pattern D must hold 0s and 1s (which keys the head should attend)")
     real = real_tokens(A, key_padding_mask)
-    Kf = _kept_keys(A, real, exclude_bos, exclude_current_token).to(torch.float64)
-    KA = Kf * A
-    Dk = D * Kf  # D' = D K, broadcast to the maps
+    if key_padding_mask is None and not exclude_bos and not exclude_current_token:  # K = 1: KA = A, D' = D exactly
+        Kf, KA, Dk = None, A, D
+    else:
+        Kf = _kept_keys(A, real, exclude_bos, exclude_current_token).to(torch.float64)
+        KA = Kf * A
+        Dk = D * Kf  # D' = D K, broadcast to the maps
     if convention == "transformerlens":
         if measure == "mul":
             den = KA.sum((-2, -1))
             return torch.where(den > 0, (KA * Dk).sum((-2, -1)) / den.clamp_min(1e-300), float("nan"))
-        return 1 - (Kf * (A - D).abs()).sum((-2, -1)) / n
+        return 1 - ((A - D).abs() if Kf is None else Kf * (A - D).abs()).sum((-2, -1)) / n
     rows = real & (Dk.sum(-1) > 0)  # R, (..., n)
     Rf = rows.to(torch.float64)[..., None]
     if measure == "mul":
