@@ -113,6 +113,7 @@ from attnlab.results import (
     line_figure,
     series,
 )
+from attnlab.runs import analyze_evidence as ev
 from attnlab.runs.rundir import CONFIG, RunDir, to_jsonable, utc_now
 
 DEFAULT_MAX_TOKENS = 128  # Clark et al.'s segments are at most 128 tokens
@@ -270,14 +271,17 @@ def _split_pair(doc: list[tuple[str, int]]) -> tuple[str, str | None]:
     return " ".join(s for s, _ in doc[:at]), " ".join(s for s, _ in doc[at:])
 
 
-def segment_maps(pm, segs: Segments, batch: int = BATCH):
-    """Yield (b, A) for every segment: A (L, H, n_b, n_b), the attention weights of its real tokens."""
-    yield from model_maps(pm, segs.input_ids, segs.token_type_ids, batch)
+def segment_maps(pm, segs: Segments, batch: int = BATCH, *, hidden: bool = False):
+    """Yield (b, A) for every segment: A (L, H, n_b, n_b), the attention weights of its real tokens
+    (with ``hidden``, (b, A, hidden states) as :func:`model_maps`)."""
+    yield from model_maps(pm, segs.input_ids, segs.token_type_ids, batch, hidden=hidden)
 
 
-def model_maps(pm, input_ids: Sequence[Sequence[int]], token_type_ids=None, batch: int = BATCH):
+def model_maps(pm, input_ids: Sequence[Sequence[int]], token_type_ids=None, batch: int = BATCH, *,
+               hidden: bool = False):
     """Yield (b, A) for every input b: A (L, H, n_b, n_b), the attention weights of its real tokens
-    (inputs of different lengths are padded within a batch and the padding cut off again)."""
+    (inputs of different lengths are padded at the end within a batch and the padding cut off again);
+    with ``hidden`` (b, A, [X_0..X_L]), each X_l (n_b, d) the residual stream of the real tokens."""
     for start in range(0, len(input_ids), batch):
         rows = [list(r) for r in input_ids[start:start + batch]]
         n = max(map(len, rows))
@@ -291,10 +295,13 @@ def model_maps(pm, input_ids: Sequence[Sequence[int]], token_type_ids=None, batc
                 types[i, :len(r)] = torch.tensor(list(token_type_ids[start + i]))
         dev = pm.device
         out = pm.forward(ids.to(dev), pad.to(dev), token_type_ids=None if types is None else types.to(dev),
-                         position_ids=pm.position_ids(pad).to(dev), output_hidden_states=False)
+                         position_ids=pm.position_ids(pad).to(dev), output_hidden_states=hidden)
         A = torch.stack(list(out.attentions), 1).cpu()  # (B, L, H, n, n)
         for i, r in enumerate(rows):
-            yield start + i, A[i, :, :, :len(r), :len(r)]
+            if hidden:
+                yield start + i, A[i, :, :, :len(r), :len(r)], [X[i, :len(r)].cpu() for X in out.hidden_states]
+            else:
+                yield start + i, A[i, :, :, :len(r), :len(r)]
 
 
 # ---- per segment ------------------------------------------------------------------------------
@@ -482,7 +489,7 @@ def criteria() -> list[dict]:
 def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
             segments: int = DEFAULT_SEGMENTS, out: str | Path | None = None, device: str = "cpu",
             dtype: str = "float32", argv: Sequence[str] | None = None,
-            progress: Progress | None = None) -> Analysis:
+            progress: Progress | None = None, ablate: str = "top") -> Analysis:
     """Analyse every head of ``model`` on ``text`` into a run directory (module docstring); return it
     with the per-head payload that heads.json and ``attnlab analyze --json`` hold."""
     from attnlab.pretrained import load_pretrained
@@ -492,6 +499,7 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     check_int("--max-tokens", max_tokens, 2)
     check_int("--segments", segments, 1, MAX_SEGMENTS)
     check_choice("--dtype", dtype, DTYPES)
+    ev.check_ablate(ablate)
     device = check_device(device, "--device")
     source, sentences = read_text(text)
     path = check_out(out) if out is not None else default_out(str(model))
@@ -511,7 +519,7 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     config = {"command": "analyze", "title": f"Attention heads of {Path(str(model)).name}",
               "model": str(model), "checkpoint": str(pm.path), "model_type": pm.architecture.model_type,
               "text": source, "max_tokens": max_tokens, "segments": segments, "dtype": dtype, "device": device,
-              "created": utc_now()}
+              "ablate": ablate, "created": utc_now()}
     rd = RunDir.create(path)
     rd.write_config(config, list(argv or []))
     rd.write_env(seed=0, device=device)
@@ -523,19 +531,25 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
                                       "prefix": prompts.prefix, "suffix": prompts.suffix, "seed": prompts.seed}})
     frequencies = Counter(t for ids in segs.input_ids for t in ids)
     specials = special_tokens(pm.tokenizer)
-    total = len(segs.input_ids) + 3
+    total = len(segs.input_ids) + 5
     per_segment, first = [], None
-    for b, A in segment_maps(pm, segs):
+    for b, A, hidden in segment_maps(pm, segs, hidden=True):
         if progress:
             progress(f"segment {b + 1}/{len(segs.input_ids)}", b + 1, total)
         per_segment.append(analyse_segment(
             A, segs.input_ids[b], segs.tokens[b], None if segs.token_type_ids is None else segs.token_type_ids[b],
             causal=causal, specials=specials, frequencies=frequencies))
+        per_segment[-1].update(ev.per_segment(pm, A, hidden, segs.input_ids[b]))
         if b == 0:
             first = A
     avg = average(per_segment)
+    cis = ev.intervals(per_segment, [k for k in per_segment[0] if not k.startswith("chance:")])
+    avg.update(ev.weights(pm))
+    done = len(segs.input_ids) + 1
+    ablations = ev.run_ablations(pm, segs.input_ids, ablate, progress=(lambda what: progress(what, done, total))
+                                 if progress else None)
     if progress:
-        progress("repeated random tokens", len(segs.input_ids) + 1, total)
+        progress("repeated random tokens", len(segs.input_ids) + 2, total)
     L, H = avg["entropy"].shape
     nan = torch.full((L, H), float("nan"), dtype=torch.float64)
     rep = repeated_scores(pm, prompts, causal) if prompts is not None else {
@@ -543,7 +557,7 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     avg.update({f"tl_repeated_{k}" if not k.startswith("chance:") else f"chance:tl_repeated_{k[7:]}": v
                 for k, v in rep.items()})
     labels = decide(avg)
-    payload = _payload(config, pm, segs, causal, specials, avg, labels, prompts)
+    payload = _payload(config, pm, segs, causal, specials, avg, labels, prompts, cis, ablations)
     rd.write_json(HEADS_JSON, payload)
     result = _result(payload, avg, first, segs)
     rd.write_results({"experiments": {"analyze": {
@@ -553,7 +567,7 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
         "config": config, "status": "ok", "results": result.to_dict(),
         "seconds": round(time.perf_counter() - start, 3), "finished": utc_now()}}})
     if progress:
-        progress("report", len(segs.input_ids) + 2, total)
+        progress("report", len(segs.input_ids) + 3, total)
     from attnlab.reports import build_report
 
     build_report(rd.path)
@@ -585,10 +599,16 @@ def _lookup(d: dict, key: str):
     return d
 
 
+EVIDENCE = ("sink", "sink_norm", "dla", "copying", "copying_positive_fraction", "qk_norm", "ov_norm")
+
+
 def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict,
-             prompts: RepeatedPrompts | None) -> dict:
+             prompts: RepeatedPrompts | None, cis: dict | None = None, ablations=None) -> dict:
     clark, kov, voita = labels["clark"], labels["kovaleva"], labels["voita"]
     L, H = avg["entropy"].shape
+    cis = cis or {}
+    n_heads, n_kv = ev.grouping(pm)
+    group = n_heads // n_kv
     present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
     heads = []
     for l in range(L):
@@ -603,7 +623,13 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
                 "voita": ([f"positional {int(voita.positional_offset[i]):+d}"] if bool(voita.positional[i]) else [])
                 + (["rare-token"] if bool(voita.rare[i]) else []),
                 "voita_argmax_previous": f[-1], "voita_argmax_next": f[1],
+                "kv_head": h // group,
+                **{k: avg[k][i].item() for k in EVIDENCE if k in avg},
+                "ci": {key: cis[src][i].tolist() for key, src in {**PER_HEAD, **{k: k for k in EVIDENCE}}.items()
+                       if src in cis},
             })
+            if ablations is not None:
+                x["ablation"] = ev.head_ablation_rows(ablations, l, h)
             heads.append(x)
     counts = {"clark": {name: sum(name in x["clark"] for x in heads) for name in
                         ("broad", "previous", "next", "special:[CLS]", "special:[SEP]", "special:punctuation")},
@@ -615,6 +641,7 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
     counts["clark"]["special (any)"] = sum(any(c.startswith("special") for c in x["clark"]) for x in heads)
     counts["clark"]["no label"] = sum(not x["clark"] for x in heads)
     chance = _chance(avg)
+    chance["sink"] = avg["chance:sink"].reshape(-1)[0].item()
     crit = [{**r, "chance": None if r["score"] is None else _lookup(chance, r["score"])} for r in criteria()]
     repeated = None if prompts is None else {
         "prompts": int(prompts.input_ids.shape[0]), "half": prompts.half, "length": prompts.length,
@@ -678,8 +705,41 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
     if not segs.pairs:
         notes.append("Inputs are single sequences (no sentence pairs for this model), so Kovaleva's block pattern "
                      "is undefined (NaN) and never assigned.")
+    notes.append(
+        f"Attention sinks: the mean weight on the first token is compared with uniform attention under the model's "
+        f"mask ({chance['sink']:.3f} here: "
+        + ("mean_i 1/(i+1), the causal baseline" if causal else "1/n, the bidirectional baseline")
+        + "); the value-weighted share (Kobayashi et al. 2020) is the share of the vector norm a query receives "
+        "from the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O||: a head that rests on a first token "
+        "with a small value vector moves little from it.")
+    notes.append("Copying score (Elhage et al. 2021): sum lambda / sum |lambda| over the eigenvalues of the full OV "
+                 "circuit W_E diag(gamma_1) W_V W_O diag(gamma_f) W_U, computed from its d_v x d_v equivalent; 1 for "
+                 "a head that copies the attended token to the output, -1 for one that suppresses it."
+                 + ("" if getattr(pm.model, "lm_head", "none") != "none" else
+                    " This model has no output head, so W_U is W_E's transpose (a tied readout)."))
+    if n_kv != n_heads:
+        notes.append(f"Grouped-query attention: {n_heads} query heads share {n_kv} key/value heads per layer; "
+                     f"heads h of one group (kv_head = h // {group}) read the same keys and values.")
+    ablation = None
+    if ablations is not None:
+        top = sorted(ablations.exact["zero"])
+        ablation = {"tokens": ablations.tokens, "segments": ablations.segments, "kinds": list(ev.KINDS),
+                    "exact_heads": [list(t) for t in top], "base_loss": ablations.base_loss.mean().item(),
+                    "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top")}
+        notes.append(
+            f"Ablations: the change in next-token loss (nats per token) when a head's output z_h = P_h V_h is set "
+            f"to zero, to its mean over every segment and position, or to the next segment's (resample), on "
+            f"{ablations.segments} segments of their first {ablations.tokens} tokens (clean loss "
+            f"{ablation['base_loss']:.3f}); 95% Student-t intervals over segments. Every head has the first-order "
+            f"estimate (attribution patching: one backward pass); "
+            + (f"the {len(top)} heads with the largest estimated effect are measured exactly (re-run from their layer)"
+               if ablation["mode"] == "top" else "every head is measured exactly")
+            + "; the 'measured' field of each head says which. A positive change means the head helps predict the text.")
+    elif getattr(pm.model, "lm_head", "none") == "none":
+        notes.append("No ablations: this model has no output head, so there is no next-token loss to measure.")
     return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
-            "causal": causal, "layers": L, "heads_per_layer": H, "segments": len(segs.input_ids),
+            "causal": causal, "layers": L, "heads_per_layer": H, "kv_heads_per_layer": n_kv,
+            "ablation": ablation, "segments": len(segs.input_ids),
             "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
             "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
             "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,

@@ -1,0 +1,145 @@
+"""``attnlab analyze``: the evidence beside the patterns, for every head.
+
+Per segment (:func:`attnlab.analysis.heads.readout.segment_evidence`): the attention on the first
+token (the sink) and its chance level under the model's own mask (causal uniform attention for a
+causal model: mean_i 1/(i+1)), the value-weighted share of the first token (Kobayashi et al.
+2020: a head that rests on a first token whose value vector is small moves little), and, for a
+model with an output head, the direct logit attribution to the next token.
+
+From the weights (:func:`attnlab.analysis.heads.readout.weight_evidence`): each head's copying score
+(Elhage et al. 2021, sum lambda / sum |lambda| of W_E W_OV W_U) and the norms of its QK and OV
+circuits; heads that share a key/value head (grouped-query attention) are grouped.
+
+Ablations (models with an output head; :mod:`attnlab.analysis.heads.ablation`): the change in
+next-token loss when a head's output is set to zero, to its mean, or to another segment's, on
+the analysed segments cut to one length (``ABLATION_TOKENS``). Every head gets the first-order
+estimate (one forward and one backward pass); the ``exact`` heads with the largest estimated
+effect (all heads with ``ablate="all"``) are re-run exactly. Every per-head number has a 95%
+Student-t interval over segments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from attnlab.analysis.heads.ablation import KINDS, ablation_estimates, baseline, exact_ablations
+from attnlab.analysis.heads.intervals import mean_confidence_interval
+from attnlab.analysis.heads.readout import segment_evidence, weight_evidence
+from attnlab.config import check_choice
+from attnlab.errors import ConfigError
+
+ABLATE = ("top", "all", "none")
+ABLATION_TOKENS = 64  # tokens per segment in the ablation batch (the segments cut to one length)
+EXACT_TOP = 6  # heads re-run exactly under ablate="top"
+LEVEL = 0.95
+EVIDENCE_KEYS = ("sink", "sink_norm", "dla")
+
+
+def per_segment(pm, A: torch.Tensor, hidden: list[torch.Tensor], input_ids) -> dict[str, torch.Tensor]:
+    """The evidence numbers of one segment: A (L, H, n, n), hidden [X_0..X_L] each (n, d); (L, H) tensors
+    and under "chance:sink" the chance level (1, 1) under the model's mask."""
+    ids = torch.as_tensor(list(input_ids))[None]
+    ev = segment_evidence(pm.model, [h[None] for h in hidden], [P[None] for P in A], ids)
+    causal = bool(pm.model.causal)
+    out = {k: ev[k] for k in EVIDENCE_KEYS if k in ev}
+    out["chance:sink"] = ev["sink_chance_causal" if causal else "sink_chance_bidirectional"]
+    return out
+
+
+@dataclass(frozen=True)
+class Ablations:
+    """Ablation results: tokens m per segment and segments S used; per kind (L, H, S) first-order estimates;
+    exact[kind][(l, h)] (S,) where measured; base_loss (S,)."""
+
+    tokens: int
+    segments: int
+    estimates: dict[str, torch.Tensor]
+    exact: dict[str, dict[tuple[int, int], torch.Tensor]]
+    base_loss: torch.Tensor
+    seconds: float
+
+
+def run_ablations(pm, input_ids: list[list[int]], ablate: str, progress=None) -> Ablations | None:
+    """Ablations on the segments cut to min(ABLATION_TOKENS, shortest segment) tokens; None for a model
+    without an output head, ``ablate="none"`` or fewer than 2 segments."""
+    import time
+
+    check_choice("--ablate", ablate, ABLATE)
+    if ablate == "none" or getattr(pm.model, "lm_head", "none") == "none" or len(input_ids) < 2:
+        return None
+    start = time.perf_counter()
+    m = min(ABLATION_TOKENS, min(map(len, input_ids)))
+    if m < 2:
+        return None
+    x = torch.tensor([list(r[:m]) for r in input_ids], dtype=torch.int64, device=pm.device)
+    base = baseline(pm.model, x)
+    est = ablation_estimates(pm.model, base)
+    L, H = est["zero"].shape[:2]
+    if ablate == "all":
+        heads = [(l, h) for l in range(L) for h in range(H)]
+    else:
+        effect = torch.stack([est[k].mean(-1).abs() for k in KINDS]).amax(0)  # (L, H)
+        top = effect.flatten().topk(min(EXACT_TOP, L * H)).indices.tolist()
+        heads = sorted((i // H, i % H) for i in top)
+    exact: dict[str, dict] = {k: {} for k in KINDS}
+    for i, head in enumerate(heads):
+        if progress:
+            progress(f"ablating L{head[0]} H{head[1]} ({i + 1}/{len(heads)})")
+        for k, v in exact_ablations(pm.model, base, [head]).items():
+            exact[k].update(v)
+    return Ablations(m, int(x.shape[0]), est, exact, base.loss, time.perf_counter() - start)
+
+
+def interval(values: torch.Tensor) -> tuple[float, float, float]:
+    """(mean, low, high) of per-segment values (S,), the 95% Student-t interval; NaN bounds under 2 values."""
+    ci = mean_confidence_interval(values.to(torch.float64), dim=0, level=LEVEL)
+    return float(ci.mean), float(ci.low), float(ci.high)
+
+
+def intervals(per_seg: list[dict[str, torch.Tensor]], keys) -> dict[str, torch.Tensor]:
+    """key -> (L, H, 2) low and high of the 95% interval over segments of each per-head number."""
+    out = {}
+    for k in keys:
+        stack = torch.stack([d[k] for d in per_seg]).to(torch.float64)  # (S, L, H) or (S, L, H, 2)
+        if stack.ndim != 3:
+            continue
+        ci = mean_confidence_interval(stack, dim=0, level=LEVEL)
+        out[k] = torch.stack([ci.low, ci.high], -1)
+    return out
+
+
+def head_ablation_rows(ab: Ablations, l: int, h: int) -> dict:
+    """heads.json "ablation" of one head: per kind the mean change in loss, its interval, and how measured."""
+    out = {}
+    for k in KINDS:
+        exact = ab.exact[k].get((l, h))
+        vals = exact if exact is not None else ab.estimates[k][l, h]
+        mean, lo, hi = interval(vals)
+        out[k] = {"delta_loss": mean, "ci": [lo, hi], "measured": "exact" if exact is not None else "first-order"}
+    return out
+
+
+def grouping(pm) -> tuple[int, int]:
+    """(H, H_kv) of the model's attention."""
+    a = pm.model.blocks[0].attn
+    return a.n_heads, getattr(a, "n_kv_heads", a.n_heads)
+
+
+def weights(pm) -> dict[str, torch.Tensor]:
+    """The weight evidence (L, H) of the model (copying score, circuit norms)."""
+    with torch.no_grad():
+        return weight_evidence(pm.model)
+
+
+def check_ablate(ablate: str) -> str:
+    if ablate not in ABLATE:
+        raise ConfigError(f"--ablate {ablate!r} is not one of {', '.join(ABLATE)}: top (exact for the {EXACT_TOP} "
+                          "heads with the largest estimated effect), all (exact for every head; slow), none")
+    return ablate
+
+
+def finite(v: float) -> bool:
+    return isinstance(v, float) and math.isfinite(v)
