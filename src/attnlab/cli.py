@@ -587,8 +587,10 @@ def _print_bench(result: dict) -> None:
 
 @app.command()
 def analyze(
-    model: str = typer.Option("minilm", help="minilm (shipped all-MiniLM-L6-v2) or a checkpoint directory "
-                                             "(BERT family or GPT-2: config.json, weights, tokenizer files)."),
+    model: str = typer.Option("minilm", help="minilm (shipped all-MiniLM-L6-v2), smollm2 (shipped "
+                                             "SmolLM2-135M-Instruct), a checkpoint directory (BERT family, GPT-2, "
+                                             "Llama, Qwen2, Mistral: config.json, weights, tokenizer files) or a "
+                                             "Llama GGUF file."),
     text: Optional[str] = typer.Option(None, help="A UTF-8 text file (default: the English of pydoc_data.topics)."),
     max_tokens: int = typer.Option(128, "--max-tokens", help="Tokens per segment, special tokens included "
                                                              "(2 to the model's positions)."),
@@ -598,6 +600,9 @@ def analyze(
     out: Optional[str] = typer.Option(None, help="A new run directory (default runs/analyze-<model>-<UTC time>)."),
     device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     as_json: bool = typer.Option(False, "--json", help="Print the per-head numbers as JSON (also in heads.json)."),
+    ablate: str = typer.Option("top", help="Head ablations (models with an output head): top (first-order for "
+                                           "every head, exact for the 6 largest), all (exact for every head; "
+                                           "minutes), none."),
 ) -> None:
     """Classify every attention head of a model on real text, with the published criteria side by side.
 
@@ -618,7 +623,7 @@ def analyze(
     with progress_bar(disable=as_json) as progress:
         task = progress.add_task("analyze", total=None)
         result = run_analyze(model, text=text, max_tokens=max_tokens, segments=segments, out=out, device=device,
-                             dtype=dtype, argv=argv,
+                             dtype=dtype, argv=argv, ablate=ablate,
                              progress=lambda what, done, total: progress.update(
                                  task, description=what, completed=done, total=total))
     if as_json:

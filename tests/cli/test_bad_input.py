@@ -33,6 +33,8 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
     import torch
 
     save_file({"shared.weight": torch.zeros(2, 2)}, str(t5 / "model.safetensors"))
+    junk_gguf = tmp / "junk.gguf"  # a file named .gguf that is not one
+    junk_gguf.write_bytes(b"GGUF" + bytes(40))
     tm, sw, mem = "transformer-math", ["sweep", "selftest.sweep"], ["construct", "memorization"]
     logic = ["construct", "logic"]
     return {
@@ -97,7 +99,8 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
                                ([*mem, "--out", missing + ".npz"], "does not exist; create it")],
         ("analyze", "model"): [(["analyze", "--model", "nope"], "--model nope: no shipped model has that name"),
                                (["analyze", "--model", str(tmp)], "has no config.json, so it is not a checkpoint"),
-                               (["analyze", "--model", str(t5)], "model_type 't5' is not supported")],
+                               (["analyze", "--model", str(t5)], "model_type 't5' is not supported"),
+                               (["analyze", "--model", str(junk_gguf)], "is not a readable GGUF file")],
         ("analyze", "text"): [(["analyze", "--text", missing], "does not exist: give a UTF-8 text file"),
                               (["analyze", "--text", str(empty)], "is empty (no words)"),
                               (["analyze", "--text", str(tmp)], "is not a file")],
@@ -109,6 +112,7 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
                              (["analyze", "--out", str(tmp)], "is not empty"),
                              (["analyze", "--out", ""], "--out is empty")],
         ("analyze", "device"): [(["analyze", "--device", "tpu"], "unknown device 'tpu'")],
+        ("analyze", "ablate"): [(["analyze", "--ablate", "some"], "--ablate 'some' is not one of top, all, none")],
         ("construct", "ctx"): [([*mem, "--nope", "1"], "has no option '--nope'; give parameters as --set key=value"),
                                ([*mem, "--H"], "--H needs a value"),
                                ([*mem, "--H", "2", "--set", "H=3"], "H is given twice")],

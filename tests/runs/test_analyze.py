@@ -81,7 +81,8 @@ def test_report_is_self_contained(minilm_run):
     assert "<script" not in html.lower()
     assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", html)  # nothing loaded from outside the file
     imgs = re.findall(r"<img [^>]*>", html)
-    assert len(imgs) == 7 and all('src="data:image/png;base64,' in i for i in imgs)
+    # 7 pattern figures, the sinks and the copying scores
+    assert len(imgs) == 9 and all('src="data:image/png;base64,' in i for i in imgs)
     for needle in ("Attention maps, 6 layers x 12 heads", "Zoomed heads", f"&gt; {BROAD_ENTROPY_NATS:g} nats",
                    f"&gt; {SPECIAL_TOKEN_THRESHOLD:g}", "Per head (means over segments", "a bidirectional model",
                    "TransformerLens (repeated random tokens)", "attnlab scores on the text", "threshold from",

@@ -795,8 +795,89 @@ def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> Ex
     tl_table = Table("Previous-token, duplicate-token and induction scores: the three highest heads",
                      ["scores", "pattern", "heads (score)", "chance", "perfect head"], top,
                      ["text", "text", "text", "float", "float"])
-    return ExperimentResult(summary=_summary(payload), tables=[count_table, rule_table, tl_table, per_head],
-                            figures=_figures(payload, avg, first, segs), notes=list(payload["notes"]))
+    tables = [count_table, rule_table, tl_table, *_evidence_tables(payload), per_head]
+    return ExperimentResult(summary=_summary(payload), tables=tables,
+                            figures=_figures(payload, avg, first, segs) + _evidence_figures(payload, avg),
+                            notes=list(payload["notes"]))
+
+
+def _ci_text(mean: float, ci) -> str:
+    lo, hi = ci
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{mean:+.3f}"
+    return f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def _evidence_tables(payload: dict) -> list[Table]:
+    """The causal evidence (largest ablation effects) and the per-head evidence beside the patterns."""
+    heads, chance = payload["heads"], payload["chance"]
+    out = []
+    if payload.get("ablation"):
+        ab = payload["ablation"]
+        order = sorted(heads, key=lambda x: -max(abs(x["ablation"][k]["delta_loss"]) for k in ev.KINDS))[:12]
+        rows = [[x["layer"], x["head"], x["kv_head"],
+                 *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
+                 x["ablation"]["zero"]["measured"], _round(x.get("dla", float("nan")), 3),
+                 _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
+        out.append(Table(
+            f"Causal evidence: the 12 heads whose ablation changes the next-token loss most (nats per token, mean "
+            f"[95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
+            f"{ab['base_loss']:.3f})",
+            ["layer", "head", "kv", "zero", "mean", "resample", "measured", "DLA", "sink", "copying"], rows,
+            ["int", "int", "int", "text", "text", "text", "text", "float", "float", "float"]))
+    has_dla = any("dla" in x for x in heads)
+    rows = [[x["layer"], x["head"], x["kv_head"], _round(x["sink"], 3), _round(x["sink_norm"], 3),
+             *([_round(x["dla"], 3)] if has_dla else []), _round(x["copying"], 3), _round(x["qk_norm"], 2),
+             _round(x["ov_norm"], 2)] for x in heads]
+    out.append(Table(
+        f"Evidence per head: attention on the first token (uniform attention under the model's mask: "
+        f"{chance['sink']:.3f}) and its value-weighted share; "
+        + ("direct logit attribution to the next token (mean logit units); " if has_dla else "")
+        + "the OV circuit's copying score; the Frobenius norms of W_QK and W_OV",
+        ["layer", "head", "kv", "sink", "sink (value-weighted)", *(["DLA"] if has_dla else []), "copying",
+         "|W_QK|", "|W_OV|"], rows,
+        ["int", "int", "int", "float", "float", *(["float"] if has_dla else []), "float", "float", "float"]))
+    return out
+
+
+def _evidence_figures(payload: dict, avg: dict) -> list:
+    L, H = payload["layers"], payload["heads_per_layer"]
+    layer_labels, head_labels = [str(l) for l in range(L)], [str(h) for h in range(H)]
+    figs = [heatmap_figure(
+        "sinks.png", f"Attention on the first token per head (uniform attention under the model's mask: "
+                     f"{payload['chance']['sink']:.3f}) and the value-weighted share of what the head moves from it "
+                     "(Kobayashi et al. 2020); one scale, 0 to 1.",
+        panels=[heatmap_panel(t, avg[k], xlabels=head_labels, ylabels=layer_labels)
+                for k, t in (("sink", "attention on the first token"), ("sink_norm", "value-weighted share"))],
+        ncols=2, title="Attention sinks", vmin=0.0, vmax=1.0, colorbar="share", cmap="Blues",
+        xlabel="head", ylabel="layer")]
+    figs.append(heatmap_figure(
+        "copying.png", "Copying score of every head's OV circuit (Elhage et al. 2021: sum of eigenvalues / sum of "
+                       "their moduli of W_E W_OV W_U): +1 copies the attended token, -1 suppresses it.",
+        panels=[heatmap_panel("copying score", avg["copying"], xlabels=head_labels, ylabels=layer_labels)],
+        ncols=1, title="OV copying scores", vmin=-1.0, vmax=1.0, colorbar="copying score", cmap="RdBu_r",
+        xlabel="head", ylabel="layer"))
+    if "dla" in avg:
+        m = float(avg["dla"].abs().nan_to_num().max()) or 1.0
+        figs.append(heatmap_figure(
+            "direct-logit-attribution.png", "Direct logit attribution: each head's mean contribution to the logit "
+                                            "of the next token, through the final norm frozen on the full residual.",
+            panels=[heatmap_panel("direct logit attribution", avg["dla"], xlabels=head_labels, ylabels=layer_labels)],
+            ncols=1, title="Direct logit attribution", vmin=-m, vmax=m, colorbar="logit", cmap="RdBu_r",
+            xlabel="head", ylabel="layer"))
+    if payload.get("ablation"):
+        heads = payload["heads"]
+        grids = {k: torch.tensor([[heads[l * H + h]["ablation"][k]["delta_loss"] for h in range(H)]
+                                  for l in range(L)]) for k in ev.KINDS}
+        m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
+        figs.append(heatmap_figure(
+            "ablations.png", "Change in next-token loss when each head is ablated (zero, mean, resample); exact for "
+                             f"the heads listed in the causal-evidence table, first-order elsewhere. One scale.",
+            panels=[heatmap_panel(f"{k} ablation", g, xlabels=head_labels, ylabels=layer_labels)
+                    for k, g in grids.items()],
+            ncols=3, title="Head ablations", vmin=-m, vmax=m, colorbar="change in loss (nats/token)", cmap="RdBu_r",
+            xlabel="head", ylabel="layer"))
+    return figs
 
 
 def _summary(payload: dict) -> list:

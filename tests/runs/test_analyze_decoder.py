@@ -1,0 +1,98 @@
+"""attnlab analyze on SmolLM2-135M-Instruct (shipped GGUF): a Llama-family decoder with grouped-query
+attention, its evidence beside the patterns (sinks at the causal chance level, value-weighted sinks,
+copying scores, direct logit attribution, ablations with intervals over segments), each number
+recomputed here from the library functions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+pytest.importorskip("gguf")
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # SmolLM2's load and 270 heads: about a minute
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from attnlab.pretrained.gguf import smollm2_path
+    from attnlab.runs.analyze import analyze
+
+    smollm2_path()  # skips nothing: the models extra installs it; a clear error otherwise
+    return analyze("smollm2", max_tokens=40, segments=3, dtype="float64", out=tmp_path_factory.mktemp("a") / "run")
+
+
+@pytest.fixture(scope="module")
+def pm():
+    from attnlab.pretrained import load_pretrained
+
+    return load_pretrained("smollm2", dtype="float64")
+
+
+def test_heads_are_grouped_by_their_key_value_head(run):
+    p = run.payload
+    assert (p["layers"], p["heads_per_layer"], p["kv_heads_per_layer"], p["causal"]) == (30, 9, 3, True)
+    assert [x["kv_head"] for x in p["heads"][:9]] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert any("9 query heads share 3 key/value heads" in n for n in p["notes"])
+
+
+def test_sink_chance_is_causal_uniform_attention(run):
+    segs = json.loads((run.path / "segments.json").read_text())
+    lengths = [len(x) for x in segs["input_ids"]]
+    harmonic = [sum(1 / k for k in range(1, n + 1)) / n for n in lengths]
+    assert run.payload["chance"]["sink"] == pytest.approx(sum(harmonic) / len(harmonic), abs=1e-12)
+    assert run.payload["chance"]["sink"] > 2 / min(lengths)  # well above the bidirectional 1/n
+
+
+def test_evidence_equals_the_library_on_segment_0(run, pm):
+    from attnlab.analysis.heads import attention_sink_share
+    from attnlab.analysis.heads.readout import segment_evidence
+
+    segs = json.loads((run.path / "segments.json").read_text())
+    ids = torch.tensor([segs["input_ids"][0]])
+    out = pm.forward(ids)
+    ev = segment_evidence(pm.model, out.hidden_states, out.attentions, ids)
+    A = torch.stack([P[0] for P in out.attentions])
+    assert torch.allclose(ev["sink"], attention_sink_share(A).share, atol=1e-12)
+    # the run's means over 3 segments include segment 0: check the interval brackets the mean
+    for x in run.payload["heads"]:
+        lo, hi = x["ci"]["sink"]
+        assert lo - 1e-12 <= x["sink"] <= hi + 1e-12
+        assert -1 - 1e-9 <= x["copying"] <= 1 + 1e-9 and x["qk_norm"] > 0 and x["ov_norm"] > 0
+        assert 0 <= x["sink_norm"] <= 1 + 1e-12
+
+
+def test_exact_zero_ablation_is_removing_the_head(run, pm):
+    from attnlab.analysis.heads.ablation import segment_loss
+
+    p = run.payload
+    ab = p["ablation"]
+    assert ab["mode"] == "top" and len(ab["exact_heads"]) == 6 and ab["segments"] == 3
+    segs = json.loads((run.path / "segments.json").read_text())
+    m = ab["tokens"]
+    x = torch.tensor([r[:m] for r in segs["input_ids"]])
+    l, h = ab["exact_heads"][0]
+    head = p["heads"][l * 9 + h]
+    assert head["ablation"]["zero"]["measured"] == "exact"
+    with torch.no_grad():
+        clean = segment_loss(pm.model(x).logits, x)
+        W_O = pm.model.blocks[l].attn.W_O
+        saved = W_O.clone()
+        W_O[h] = 0
+        ablated = segment_loss(pm.model(x).logits, x)
+        W_O.copy_(saved)
+    assert clean.mean().item() == pytest.approx(ab["base_loss"], abs=1e-9)
+    assert head["ablation"]["zero"]["delta_loss"] == pytest.approx((ablated - clean).mean().item(), abs=1e-9)
+    lo, hi = head["ablation"]["zero"]["ci"]
+    assert lo < head["ablation"]["zero"]["delta_loss"] < hi
+    others = [x for x in p["heads"] if [x["layer"], x["head"]] not in ab["exact_heads"]]
+    assert all(x["ablation"]["mean"]["measured"] == "first-order" for x in others)
+
+
+def test_report_shows_the_evidence(run):
+    html = (run.path / "report.html").read_text()
+    for text in ("Causal evidence", "value-weighted", "Copying score", "Direct logit attribution",
+                 "Head ablations"):
+        assert text in html
