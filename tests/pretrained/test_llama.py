@@ -256,3 +256,34 @@ def test_foreign_gguf_architecture_is_refused(tmp_path):
     w.close()
     with pytest.raises(ConfigError, match="architecture 'phi2' is not supported"):
         load_pretrained(path)
+
+
+# ---- long context: exact rows from the log-sum-exp ----------------------------------------------------
+def test_attention_rows_equal_the_models_own_weights(smollm2):
+    """At n = 200 (float64) the rows of (layer 5, head 7) equal the weights of the full pass to 1e-12."""
+    pm, _ = smollm2
+    ids = torch.randint(0, 49152, (1, 200), generator=torch.Generator().manual_seed(2))
+    full = pm.forward(ids, output_hidden_states=False).attentions[5][:, 7]  # (1, n, n)
+    rows = pm.attention_rows(ids, 5, 7, slice(150, 200))
+    assert rows.shape == (1, 50, 200)
+    assert (rows - full[:, 150:200]).abs().max().item() <= 1e-12
+
+
+def test_attention_rows_at_long_context_float32():
+    """n = 4096 in float32: the rows of a 128-query block equal a plain softmax of the same logits (n x n,
+    built here only as the reference) to 1e-6; n = 8192, the model's whole context, runs and every row sums to 1."""
+    pytest.importorskip("gguf")
+    pm = load_pretrained("smollm2", dtype="float32")
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 49152, (1, 4096), generator=g)
+    P = pm.attention_rows(ids, 2, 4, slice(2048, 2176))
+    q, k = pm.model.queries_keys(ids, 2)
+    S = (q[:, 4] @ k[:, 1].transpose(-1, -2)) * 64 ** -0.5  # head 4 reads key/value head 4 // 3 = 1
+    S = S.masked_fill(torch.ones(4096, 4096, dtype=torch.bool).triu(1), float("-inf"))
+    assert (P - torch.softmax(S, -1)[:, 2048:2176]).abs().max().item() <= 1e-6
+    ids = torch.randint(0, 49152, (1, 8192), generator=g)
+    P = pm.attention_rows(ids, 1, 0, slice(8064, 8192))
+    assert P.shape == (1, 128, 8192)
+    assert (P.sum(-1) - 1).abs().max().item() <= 1e-5
+    with pytest.raises(ConfigError, match="exceed the model's context of 8192"):
+        pm.attention_rows(torch.zeros(1, 8193, dtype=torch.int64), 1, 0, slice(0, 1))

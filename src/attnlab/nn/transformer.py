@@ -167,6 +167,31 @@ class Encoder(_Stack):
             return None
         return rotary(position_ids, self.d_head, self.rope_base, dtype=dtype, scaling=self.rope_scaling)
 
+    def queries_keys(self, tokens: Tensor, layer: int, *, position_ids: Tensor | None = None,
+                     token_type_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The queries (B, H, n, d_head) and keys (B, H_kv, n, d_head) of block ``layer`` (0-based) on
+        ``tokens`` (B, n), rotated by RoPE where the stack has it: the blocks below run on the fused
+        kernels (no n x n tensor), so a long sequence costs memory linear in n up to this point.
+        Unpadded input only (every key is real)."""
+        if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < len(self.blocks):
+            raise ConfigError(f"layer must be an integer in [0, {len(self.blocks) - 1}], got {layer!r}")
+        X = self.embed(tokens, token_type_ids, None if self.rope_base is not None else position_ids)
+        rot = None
+        if self.rope_base is not None:
+            if position_ids is None:
+                position_ids = torch.arange(X.shape[-2], device=X.device)[None]
+            rot = self.rotary(position_ids, X.dtype)
+        for block in self.blocks[:layer]:
+            X = block(X, causal=self.causal or None, qk_transform=rot)
+        block = self.blocks[layer]
+        a = block.attn
+        h = block.norm1(X) if block.norm_position == "pre" and block.parts.layer_norm else X
+        q = torch.einsum("bnd,hdk->bhnk", h, a.W_Q)
+        k = torch.einsum("bnd,hdk->bhnk", h, a.W_K)
+        if a.b_Q is not None:
+            q, k = q + a.b_Q[:, None, :], k + a.b_K[:, None, :]
+        return (q, k) if rot is None else rot(q, k)
+
     def encode(
         self, X: Tensor, key_padding_mask: Tensor | None = None, *,
         output_hidden_states: bool = False, output_attentions: bool = False,

@@ -157,6 +157,30 @@ class PretrainedModel:
             return self.model(input_ids, key_padding_mask, token_type_ids=token_type_ids, position_ids=position_ids,
                               output_hidden_states=output_hidden_states, output_attentions=output_attentions)
 
+    def attention_rows(self, input_ids: Tensor, layer: int, head: int, rows, *, method: str = "auto") -> Tensor:
+        """The exact attention weights P[rows, :] (B, len(rows), n) of head ``head`` in block ``layer`` (0-based)
+        on unpadded token ids (B, n), at any n up to the model's context, without an n x n tensor: the
+        blocks below run on the fused kernels, and the rows are exp(c q_i k_j - L_i) with the row's
+        log-sum-exp L_i (:func:`attnlab.ops.lse.attention_rows`), so memory is linear in n."""
+        from attnlab.ops.lse import attention_rows
+
+        a = self.model.blocks[layer].attn if isinstance(layer, int) and 0 <= layer < len(self.model.blocks) else None
+        if a is None:
+            raise ConfigError(f"layer must be an integer in [0, {len(self.model.blocks) - 1}], got {layer!r}")
+        if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < a.n_heads:
+            raise ConfigError(f"head must be an integer in [0, {a.n_heads - 1}], got {head!r}")
+        n = input_ids.shape[-1]
+        limit = self.architecture.max_len - self.architecture.position_offset
+        if n > limit:
+            raise ConfigError(f"{n} tokens exceed the model's context of {limit} positions: pass at most {limit}")
+        with torch.no_grad():
+            q, k = self.model.queries_keys(input_ids.to(self.device), layer,
+                                           position_ids=torch.arange(n, device=self.device)[None]
+                                           + self.architecture.position_offset)
+            g = head // (a.n_heads // a.n_kv_heads)
+            return attention_rows(q[:, head], k[:, g], rows, causal=True if self.model.causal else None,
+                                  scale=a.scale if not isinstance(a.scale, str) else a.scale, method=method)
+
     def run(self, texts: str | Sequence[str] | Encoded, max_tokens: int | None = None, *,
             padding_side: str = "right", output_hidden_states: bool = True,
             output_attentions: bool = True) -> TransformerOutput | Tensor:
