@@ -895,6 +895,21 @@ def _summary(payload: dict) -> list:
                                 f"a perfect head {perfect:.3f}",
                          values={"layer": best["layer"], "head": best["head"], "chance": chance[key],
                                  "perfect_head": perfect}))
+    if payload.get("ablation"):
+        for k in ev.KINDS:
+            best = max(heads, key=lambda x: x["ablation"][k]["delta_loss"])
+            a = best["ablation"][k]
+            rows.append(info(f"largest {k}-ablation change in next-token loss (nats/token)", a["delta_loss"],
+                             detail=f"L{best['layer']} H{best['head']}, 95% interval [{a['ci'][0]:+.3f}, "
+                                    f"{a['ci'][1]:+.3f}] over {payload['ablation']['segments']} segments, "
+                                    f"{a['measured']}",
+                             values={"layer": best["layer"], "head": best["head"], "ci": a["ci"],
+                                     "measured": a["measured"]}))
+    above = sum(1 for x in heads if x["ci"].get("sink", [math.nan])[0] > chance["sink"])
+    rows.append(info("heads whose attention on the first token is above uniform attention's (95% interval)",
+                     above, detail=f"of {len(heads)}; uniform attention under the model's mask puts "
+                                   f"{chance['sink']:.3f} there",
+                     values={"heads": above, "chance": chance["sink"]}))
     by_score = {}
     for r in payload["criteria"]:
         if r["threshold"] is not None:
