@@ -556,8 +556,9 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
         **{k: nan for k in TL_KINDS}, **{f"chance:{k}": nan[:1, :1] for k in TL_KINDS}}
     avg.update({f"tl_repeated_{k}" if not k.startswith("chance:") else f"chance:tl_repeated_{k[7:]}": v
                 for k, v in rep.items()})
+    induction = ev.induction_ablations(pm, prompts, avg["tl_repeated_induction"], ablate)
     labels = decide(avg)
-    payload = _payload(config, pm, segs, causal, specials, avg, labels, prompts, cis, ablations)
+    payload = _payload(config, pm, segs, causal, specials, avg, labels, prompts, cis, ablations, induction)
     rd.write_json(HEADS_JSON, payload)
     result = _result(payload, avg, first, segs)
     rd.write_results({"experiments": {"analyze": {
@@ -603,7 +604,7 @@ EVIDENCE = ("sink", "sink_norm", "dla", "copying", "copying_positive_fraction", 
 
 
 def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict,
-             prompts: RepeatedPrompts | None, cis: dict | None = None, ablations=None) -> dict:
+             prompts: RepeatedPrompts | None, cis: dict | None = None, ablations=None, induction=None) -> dict:
     clark, kov, voita = labels["clark"], labels["kovaleva"], labels["voita"]
     L, H = avg["entropy"].shape
     cis = cis or {}
@@ -630,6 +631,8 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
             })
             if ablations is not None:
                 x["ablation"] = ev.head_ablation_rows(ablations, l, h)
+            if induction is not None and (l, h) in induction.exact["zero"]:
+                x["induction_ablation"] = ev.head_ablation_rows(induction, l, h)
             heads.append(x)
     counts = {"clark": {name: sum(name in x["clark"] for x in heads) for name in
                         ("broad", "previous", "next", "special:[CLS]", "special:[SEP]", "special:punctuation")},
@@ -735,11 +738,22 @@ def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg
             + (f"the {len(top)} heads with the largest estimated effect are measured exactly (re-run from their layer)"
                if ablation["mode"] == "top" else "every head is measured exactly")
             + "; the 'measured' field of each head says which. A positive change means the head helps predict the text.")
-    elif getattr(pm.model, "lm_head", "none") == "none":
+    if induction is not None:
+        notes.append(
+            f"Induction, causally: the {len(induction.exact['zero'])} heads with the highest TransformerLens induction "
+            f"scores are zero-, mean- and resample-ablated on the {induction.segments} repeated-random-token prompts, "
+            f"and the change in loss is taken on the second copy only ({induction.tokens} predictions per prompt that "
+            f"only copying from the first copy can make; clean loss {induction.base_loss.mean().item():.3f} nats), "
+            "with 95% intervals over prompts.")
+    if getattr(pm.model, "lm_head", "none") == "none":
         notes.append("No ablations: this model has no output head, so there is no next-token loss to measure.")
+    induction_info = None if induction is None else {
+        "heads": [list(t) for t in sorted(induction.exact["zero"])], "prompts": induction.segments,
+        "scored_predictions": induction.tokens, "base_loss": induction.base_loss.mean().item(),
+        "seconds": round(induction.seconds, 1)}
     return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
             "causal": causal, "layers": L, "heads_per_layer": H, "kv_heads_per_layer": n_kv,
-            "ablation": ablation, "segments": len(segs.input_ids),
+            "ablation": ablation, "induction_ablation": induction_info, "segments": len(segs.input_ids),
             "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
             "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
             "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,
@@ -825,6 +839,17 @@ def _evidence_tables(payload: dict) -> list[Table]:
             f"{ab['base_loss']:.3f})",
             ["layer", "head", "kv", "zero", "mean", "resample", "measured", "DLA", "sink", "copying"], rows,
             ["int", "int", "int", "text", "text", "text", "text", "float", "float", "float"]))
+    if payload.get("induction_ablation"):
+        ia = payload["induction_ablation"]
+        rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3),
+                 *(_ci_text(x["induction_ablation"][k]["delta_loss"], x["induction_ablation"][k]["ci"])
+                   for k in ev.KINDS)] for x in heads if "induction_ablation" in x]
+        out.append(Table(
+            f"Induction, causally: the heads with the highest TransformerLens induction scores, ablated on the "
+            f"{ia['prompts']} repeated-random-token prompts; change in the loss on the second copy (nats per "
+            f"prediction, mean [95% interval] over prompts; clean loss {ia['base_loss']:.3f})",
+            ["layer", "head", "TL ind", "zero", "mean", "resample"], rows,
+            ["int", "int", "float", "text", "text", "text"]))
     has_dla = any("dla" in x for x in heads)
     rows = [[x["layer"], x["head"], x["kv_head"], _round(x["sink"], 3), _round(x["sink_norm"], 3),
              *([_round(x["dla"], 3)] if has_dla else []), _round(x["copying"], 3), _round(x["qk_norm"], 2),

@@ -93,6 +93,30 @@ def run_ablations(pm, input_ids: list[list[int]], ablate: str, progress=None) ->
     return Ablations(m, int(x.shape[0]), est, exact, base.loss, time.perf_counter() - start)
 
 
+def induction_ablations(pm, prompts, induction: torch.Tensor, ablate: str) -> Ablations | None:
+    """Exact zero, mean and resample ablations of the ``EXACT_TOP`` heads with the highest TransformerLens
+    induction scores (``induction`` (L, H)) on the repeated-random-token prompts [BOS] r r, the loss taken
+    on the second copy only (the predictions of r_2..r_s from r_1..r_{s-1}, which an induction head can
+    make and nothing else can): a prompt-defined measure of what the head does. None without an output
+    head, prompts or ``ablate="none"``."""
+    import time
+
+    if (ablate == "none" or prompts is None or getattr(pm.model, "lm_head", "none") == "none"
+            or prompts.input_ids.shape[0] < 2):
+        return None
+    start = time.perf_counter()
+    x = prompts.input_ids.to(torch.int64).to(pm.device)
+    n, p, s_ = x.shape[1], len(prompts.prefix), prompts.half
+    scored = torch.zeros(n - 1, dtype=torch.bool)
+    scored[p + s_: p + 2 * s_ - 1] = True  # position i predicts token i + 1 = r_{i - p - s + 1} of the second copy
+    base = baseline(pm.model, x, scored.to(pm.device))
+    L, H = induction.shape
+    order = torch.nan_to_num(induction, nan=-1.0).flatten().topk(min(EXACT_TOP, L * H)).indices.tolist()
+    heads = sorted((i // H, i % H) for i in order)
+    exact = exact_ablations(pm.model, base, heads)
+    return Ablations(int(scored.sum()), int(x.shape[0]), {}, exact, base.loss, time.perf_counter() - start)
+
+
 def interval(values: torch.Tensor) -> tuple[float, float, float]:
     """(mean, low, high) of per-segment values (S,), the 95% Student-t interval; NaN bounds under 2 values."""
     ci = mean_confidence_interval(values.to(torch.float64), dim=0, level=LEVEL)

@@ -81,3 +81,19 @@ def test_bad_input(setup):
     enc = Encoder(50, 32, 4, 64, 1)
     with pytest.raises(ConfigError, match="needs an output head"):
         baseline(enc, ids)
+
+
+def test_a_loss_on_chosen_predictions(setup):
+    """scored keeps the predictions of chosen positions (e.g. a repeated sequence's second copy); exact ablations
+    and first-order estimates use the same loss."""
+    model, ids, _ = setup
+    scored = torch.zeros(11, dtype=torch.bool)
+    scored[6:10] = True
+    b = baseline(model, ids, scored)
+    with torch.no_grad():
+        logits = model(ids).logits
+    ce = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 50), ids[:, 1:].reshape(-1), reduction="none")
+    assert (b.loss - ce.reshape(4, 11)[:, 6:10].mean(-1)).abs().max().item() <= 1e-12
+    exact = exact_ablations(model, b, [(2, 1)], ["zero"], fraction=1e-5)["zero"][(2, 1)]
+    est = ablation_estimates(model, b, ["zero"], fraction=1e-5)["zero"][2, 1]
+    assert (exact - est).abs().max().item() <= 1e-4 * exact.abs().max().item()

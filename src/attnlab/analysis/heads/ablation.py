@@ -51,6 +51,7 @@ class Baseline:
     residuals: list[Tensor]
     z: Tensor
     mu: Tensor
+    scored: Tensor | None = None
 
 
 def _check_model(model) -> None:
@@ -59,10 +60,13 @@ def _check_model(model) -> None:
                           "(GPT-2 or a Llama-family decoder); this one has none")
 
 
-def segment_loss(logits: Tensor, input_ids: Tensor) -> Tensor:
-    """Mean next-token cross-entropy per segment: logits (S, m, l), input_ids (S, m) -> (S,) float64."""
-    lp = torch.log_softmax(logits[:, :-1].to(torch.float64), dim=-1)
-    return -lp.gather(-1, input_ids[:, 1:, None]).squeeze(-1).mean(-1)
+def segment_loss(logits: Tensor, input_ids: Tensor, scored: Tensor | None = None) -> Tensor:
+    """Mean next-token cross-entropy per segment: logits (S, m, l), input_ids (S, m) -> (S,) float64;
+    ``scored`` (m - 1,) bool keeps only the predictions of those positions (e.g. the second copy of a
+    repeated sequence, where an induction head helps)."""
+    lp = torch.log_softmax(logits[:, :-1], dim=-1)  # in the model's dtype: float32 rounding ~1e-6 of the loss
+    nll = -lp.gather(-1, input_ids[:, 1:, None]).squeeze(-1).to(torch.float64)  # (S, m - 1)
+    return nll.mean(-1) if scored is None else nll[:, scored].mean(-1)
 
 
 def _positions(model, input_ids: Tensor):
@@ -72,7 +76,7 @@ def _positions(model, input_ids: Tensor):
 
 def _run_from(model, X: Tensor, layer: int, input_ids: Tensor, rot, hooks: dict[int, Callable] | None = None
               ) -> Tensor:
-    """Blocks layer..L-1 on the residual X entering ``layer``, then the final norm and the head -> logits."""
+    """Blocks layer..L-1 on the residual X entering ``layer``, then the final norm -> Z (S, m, d)."""
     hooks = hooks or {}
     causal = model.causal or None
     for l in range(layer, len(model.blocks)):
@@ -82,12 +86,22 @@ def _run_from(model, X: Tensor, layer: int, input_ids: Tensor, rot, hooks: dict[
             X = block(X, causal=causal, qk_transform=rot)
         finally:
             block.attn.head_transform = None
-    Z = X if model.final_norm is None else model.final_norm(X)
-    return Z @ model.unembedding()
+    return X if model.final_norm is None else model.final_norm(X)
 
 
-def baseline(model, input_ids: Tensor) -> Baseline:
-    """The clean pass over ``input_ids`` (S, m) (no padding: segments of one length), recording every head."""
+def _loss(model, Z: Tensor, input_ids: Tensor, scored: Tensor | None) -> Tensor:
+    """:func:`segment_loss` from the final-normed residual Z (S, m, d), unembedding only the scored
+    predictions (the (S, m, vocab) logits are most of an ablation's cost)."""
+    if scored is None:
+        return segment_loss(Z @ model.unembedding(), input_ids)
+    logits = Z[:, :-1][:, scored] @ model.unembedding()  # (S, k, l)
+    lp = torch.log_softmax(logits, dim=-1)
+    return -lp.gather(-1, input_ids[:, 1:][:, scored, None]).squeeze(-1).to(torch.float64).mean(-1)
+
+
+def baseline(model, input_ids: Tensor, scored: Tensor | None = None) -> Baseline:
+    """The clean pass over ``input_ids`` (S, m) (no padding: segments of one length), recording every head;
+    ``scored`` (m - 1,) bool restricts the loss to those predictions (:func:`segment_loss`)."""
     _check_model(model)
     if input_ids.ndim != 2 or input_ids.shape[0] < 2 or input_ids.shape[1] < 2:
         raise ConfigError(f"ablations need at least 2 segments of at least 2 tokens, shape (S, m); got "
@@ -105,9 +119,9 @@ def baseline(model, input_ids: Tensor) -> Baseline:
             finally:
                 block.attn.head_transform = None
         Z = X if model.final_norm is None else model.final_norm(X)
-        loss = segment_loss(Z @ model.unembedding(), input_ids)
+        loss = _loss(model, Z, input_ids, scored)
     z = torch.stack(zs)  # (L, S, H, m, d_v)
-    return Baseline(input_ids, loss, residuals, z, z.mean(dim=(1, 3)))
+    return Baseline(input_ids, loss, residuals, z, z.mean(dim=(1, 3)), scored)
 
 
 def _replacement(base: Baseline, layer: int, kind: str, fraction: float = 1.0) -> Tensor:
@@ -141,8 +155,8 @@ def exact_ablations(model, base: Baseline, heads: Sequence[tuple[int, int]], kin
                     z[:, h] = new
                     return z
 
-                logits = _run_from(model, base.residuals[l], l, base.input_ids, rot, {l: hook})
-                out[kind][(l, h)] = segment_loss(logits, base.input_ids) - base.loss
+                Z = _run_from(model, base.residuals[l], l, base.input_ids, rot, {l: hook})
+                out[kind][(l, h)] = _loss(model, Z, base.input_ids, base.scored) - base.loss
     return out
 
 
@@ -164,8 +178,8 @@ def ablation_estimates(model, base: Baseline, kinds: Sequence[str] = KINDS, *, f
     try:
         with torch.enable_grad():
             X = base.residuals[0].detach().clone().requires_grad_(True)
-            logits = _run_from(model, X, 0, base.input_ids, rot, dict.fromkeys(range(len(model.blocks)), keep))
-            segment_loss(logits, base.input_ids).sum().backward()
+            Z = _run_from(model, X, 0, base.input_ids, rot, dict.fromkeys(range(len(model.blocks)), keep))
+            _loss(model, Z, base.input_ids, base.scored).sum().backward()
     finally:
         for p, f in zip(model.parameters(), flags):
             p.requires_grad_(f)
