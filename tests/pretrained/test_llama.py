@@ -287,3 +287,22 @@ def test_attention_rows_at_long_context_float32():
     assert (P.sum(-1) - 1).abs().max().item() <= 1e-5
     with pytest.raises(ConfigError, match="exceed the model's context of 8192"):
         pm.attention_rows(torch.zeros(1, 8193, dtype=torch.int64), 1, 0, slice(0, 1))
+
+
+def test_a_quantization_gguf_cannot_dequantize_is_one_line(monkeypatch):
+    gguf = pytest.importorskip("gguf")
+    from attnlab.pretrained.gguf import read_gguf, smollm2_path
+
+    def refuse(data, qtype):
+        raise NotImplementedError(f"dequantization of {qtype.name} is not implemented")
+
+    monkeypatch.setattr(gguf.quants, "dequantize", refuse)
+    with pytest.raises(ConfigError, match=r"is stored as (Q8_0|Q4_1|F32), which the gguf package cannot dequantize") as e:
+        read_gguf(smollm2_path())
+    assert "\n" not in str(e.value)
+
+
+def test_forward_refuses_more_tokens_than_the_context(smollm2):
+    pm, _ = smollm2
+    with pytest.raises(ConfigError, match="8193 tokens exceed the model's context of 8192 positions"):
+        pm.forward(torch.zeros(1, 8193, dtype=torch.int64))

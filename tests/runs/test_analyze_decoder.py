@@ -96,3 +96,17 @@ def test_report_shows_the_evidence(run):
     for text in ("Causal evidence", "value-weighted", "Copying score", "Direct logit attribution",
                  "Head ablations"):
         assert text in html
+
+
+def test_induction_heads_are_ablated_on_the_second_copy(run):
+    p = run.payload
+    ia = p["induction_ablation"]
+    assert len(ia["heads"]) == 6 and ia["prompts"] == 8
+    half = p["repeated_random_tokens"]["half"]
+    assert ia["scored_predictions"] == half - 1
+    top = sorted(p["heads"], key=lambda x: -x["tl_repeated_induction"])[:6]
+    assert sorted([x["layer"], x["head"]] for x in top) == ia["heads"]
+    for x in top:
+        for k in ("zero", "mean", "resample"):
+            a = x["induction_ablation"][k]
+            assert a["measured"] == "exact" and a["ci"][0] <= a["delta_loss"] <= a["ci"][1]

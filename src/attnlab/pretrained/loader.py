@@ -150,6 +150,10 @@ class PretrainedModel:
 
         Runs without gradients; call ``self.model`` directly to differentiate through it.
         """
+        limit = self.architecture.max_len - self.architecture.position_offset
+        if input_ids.ndim == 2 and input_ids.shape[-1] > limit:
+            raise ConfigError(f"{input_ids.shape[-1]} tokens exceed the model's context of {limit} positions: "
+                              f"pass at most {limit} (encode() truncates texts to it)")
         if position_ids is None:
             pad = key_padding_mask if key_padding_mask is not None else torch.zeros_like(input_ids, dtype=torch.bool)
             position_ids = self.position_ids(pad)
