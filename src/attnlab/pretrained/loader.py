@@ -42,6 +42,7 @@ checkpoint without tokenizer files loads without one (``tokenizer`` None; pass t
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -226,7 +227,7 @@ def load_pretrained(name_or_path: str | Path, *, dtype: str | torch.dtype = "flo
     device = check_device(device)
     where = resolve_checkpoint(name_or_path)
     if where.is_file():  # a GGUF file
-        g = read_gguf(where)
+        g = _read_gguf_once(where.resolve(), *_stamp(where))
         arch = llama.architecture(g.config, None)
         state = llama.attnlab_state(arch, g.tensors, where)
         config_path, path = where, where
@@ -243,8 +244,27 @@ def load_pretrained(name_or_path: str | Path, *, dtype: str | torch.dtype = "flo
         state = family.attnlab_state(arch, ckpt.tensors, ckpt.weights)
     model = build_encoder(arch, dtype_t, device)
     model.load_state_dict(state, strict=True)  # strict: every parameter comes from the checkpoint
-    tokenizer, error = _tokenizer(path)
+    tokenizer, error = _tokenizer_once(path.resolve(), *_stamp(path))
     return PretrainedModel(model, tokenizer, arch, path, error)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """(size, mtime_ns) of a file or directory: a changed file is read again."""
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=2)
+def _read_gguf_once(path: Path, size: int, mtime_ns: int):
+    """A GGUF file read and dequantized once per process (the tensors are never written to: each load
+    builds its own model from them)."""
+    return read_gguf(path)
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer_once(path: Path, size: int, mtime_ns: int) -> tuple[Any, str | None]:
+    """One tokenizer per checkpoint and process (building SmolLM2's from its GGUF file takes seconds)."""
+    return _tokenizer(path)
 
 
 def _tokenizer(path: Path) -> tuple[Any, str | None]:
