@@ -31,6 +31,7 @@ from typer.core import TyperCommand
 
 from attnlab.config import check_device, check_int, check_seed, describe_fields
 from attnlab.errors import AttnlabError, ConfigError
+from attnlab.terminal import Col, print_table
 
 app = typer.Typer(
     name="attnlab",
@@ -193,22 +194,19 @@ def verify(
     if as_json:
         _print_json([r.to_dict() for r in results])
     else:
-        table = Table(title=f"attnlab verify (seed {seed})", show_lines=False)
-        table.add_column("claim", overflow="fold", ratio=1)
-        table.add_column("paper", overflow="fold", max_width=22)
-        for col in ("measured", "required", "verdict"):
-            table.add_column(col, no_wrap=True)
+        rows = []
         for r in results:
             m = r.check
-            table.add_row(
-                f"[bold]{escape(r.claim.id)}[/]\n[dim]{escape(r.claim.statement)}[/]"
+            rows.append([
+                f"[bold]{escape(r.claim.id)}[/]", _verdict(r.verdict),
+                escape(m.measured_text) if m else "-", escape(m.criterion) if m else "-",
+                f"[dim]{escape(r.claim.statement)}[/]"
                 + (f"\n[yellow]{escape(m.reason)}[/]" if m is not None and m.reason else ""),
                 escape(_fmt(r.claim.paper_value)),
-                escape(m.measured_text) if m else "-",
-                escape(m.criterion) if m else "-",
-                _verdict(r.verdict),
-            )
-        console.print(table)
+            ])
+        print_table(console, f"attnlab verify (seed {seed})",
+                    [Col("claim", "key"), Col("verdict", "key"), Col("measured", "number"),
+                     Col("required", "number"), Col("statement"), Col("paper")], rows, stack=True)
         for r in results:
             if r.error:
                 err_console.print(f"[red]{r.claim.id} raised:[/]\n{escape(r.error)}")
@@ -270,36 +268,20 @@ def list_(
             }
         )
         return
-    t = Table(title="papers")
-    for col in ("name", "title", "claims", "experiments", "constructions"):
-        t.add_column(col)
-    for p in known.values():
-        t.add_row(
-            escape(p.name),
-            escape(p.title),
-            str(sum(c.paper == p.name for c in claims)),
-            str(sum(e.paper == p.name for e in experiments)),
-            str(sum(c.paper == p.name for c in constructions)),
-        )
-    console.print(t)
-    t = Table(title="claims")
-    for col in ("id", "where", "statement"):
-        t.add_column(col, overflow="fold")
-    for c in claims:
-        t.add_row(escape(c.id), escape(c.where), escape(c.statement))
-    console.print(t)
-    t = Table(title="experiments")
-    for col in ("id", "description"):
-        t.add_column(col, overflow="fold")
-    for e in experiments:
-        t.add_row(escape(e.id), escape(e.description + ("" if e.in_reproduce else " (sweep only)")))
-    console.print(t)
-    t = Table(title="constructions (attnlab construct NAME --set key=value ... --out FILE.npz)")
-    for col in ("name", "description", "parameters"):
-        t.add_column(col, overflow="fold")
-    for c in constructions:
-        t.add_row(escape(c.name), escape(c.description), escape(_parameters_text(c.params_cls)))
-    console.print(t)
+    print_table(console, "papers", [Col("name", "key"), Col("title"), Col("claims", "number"),
+                                    Col("experiments", "number"), Col("constructions", "number")],
+                [[escape(p.name), escape(p.title), str(sum(c.paper == p.name for c in claims)),
+                  str(sum(e.paper == p.name for e in experiments)), str(sum(c.paper == p.name for c in constructions))]
+                 for p in known.values()])
+    print_table(console, "claims", [Col("id", "key"), Col("where"), Col("statement")],
+                [[escape(c.id), escape(c.where), escape(c.statement)] for c in claims], stack=True)
+    print_table(console, "experiments", [Col("id", "key"), Col("description")],
+                [[escape(e.id), escape(e.description + ("" if e.in_reproduce else " (sweep only)"))]
+                 for e in experiments])
+    print_table(console, "constructions (attnlab construct NAME --set key=value ... --out FILE.npz)",
+                [Col("name", "key"), Col("description"), Col("parameters")],
+                [[escape(c.name), escape(c.description), escape(_parameters_text(c.params_cls))]
+                 for c in constructions], stack=True)
 
 
 def _parameters_text(params_cls) -> str:
@@ -458,24 +440,11 @@ def _print_sweep_table(result) -> None:
     cell["run_id"] = [str(r["run_id"])[:8] for r in rows]
     cell["status"] = [r["status"] for r in rows]
 
-    def width(c: str) -> int:
-        return max([len(c), *map(len, cell[c])]) + 3  # padding and border
-
-    cols = ["run_id", "status", "seed"]
-    budget = console.width - sum(map(width, cols)) - width("seconds") - 1
-    for c in varying:
-        if width(c) <= budget:
-            cols.append(c)
-            budget -= width(c)
-    cols.append("seconds")
-    hidden = len(varying) - (len(cols) - 4)
-    t = Table(title=f"sweep results ({len(rows)} runs" + (f"; {hidden} more columns in the table file)" if hidden else ")"))
-    for c in cols:
-        t.add_column(c, no_wrap=True)
-    for i, r in enumerate(rows):
-        status = "[green]ok[/]" if r["status"] == "ok" else "[red]failed[/]"
-        t.add_row(*[status if c == "status" else escape(cell[c][i]) for c in cols])
-    console.print(t)
+    cols = ["run_id", "status", "seed", *varying, "seconds"]
+    print_table(console, f"sweep results ({len(rows)} runs)",
+                [Col(c, "key" if c == "run_id" else "number") for c in cols],
+                [[("[green]ok[/]" if r["status"] == "ok" else "[red]failed[/]") if c == "status"
+                  else escape(cell[c][i]) for c in cols] for i, r in enumerate(rows)])
     console.print(f"table: {result.table_path}", highlight=False, soft_wrap=True)
     console.print(f"{result.n_ok} ok, {result.n_failed} failed, {result.n_skipped} skipped (finished before)",
                   highlight=False, soft_wrap=True)
@@ -552,37 +521,33 @@ def _write_bench(out_dir, result: dict) -> None:
 def _print_bench(result: dict) -> None:
     ceiling = result["ceiling"]
     env = result["env"]
-    t = Table(title=f"attnlab bench ({env.get('device', 'cpu')}: {env.get('device_name', '')}, "
-                    f"{result['config']['dtype']}, {env['threads']} threads, matmul ceiling "
-                    f"{ceiling['gflops']:.1f} GFLOP/s, load {env['load_average_1m']:.2f})")
-    for col in ("variant", "n", "time ms", "IQR ms", "GFLOP/s", "% ceiling", "peak MB", "vs reference"):
-        t.add_column(col, no_wrap=col != "variant", justify="left" if col == "variant" else "right")
+    rows = []
     for r in result["rows"]:
         if r["status"] != "ok":
-            t.add_row(escape(r["variant"]), str(r["n"]), f"[dim]{r['status']}[/]", "", "", "", "", "")
+            rows.append([escape(r["variant"]), str(r["n"]), f"[dim]{r['status']}[/]", "", "", "", "", ""])
             continue
         ratio = f"{r['ratio']:.3g}x vs {r['reference']}" if r["ratio"] and r["variant"] != r["reference"] else (
             "-" if not r["ratio"] else "1")
-        t.add_row(escape(r["variant"]), str(r["n"]), f"{r['time_ms']:.3g}", f"{r['q3_ms'] - r['q1_ms']:.2g}",
-                  f"{r['gflops']:.3g}", f"{r['pct_ceiling']:.3g}", _fmt(r["peak_mb"]), ratio)
-    console.print(t)
+        rows.append([escape(r["variant"]), str(r["n"]), f"{r['time_ms']:.3g}", f"{r['q3_ms'] - r['q1_ms']:.2g}",
+                     f"{r['gflops']:.3g}", f"{r['pct_ceiling']:.3g}", _fmt(r["peak_mb"]), escape(ratio)])
+    print_table(console, f"attnlab bench ({env.get('device', 'cpu')}: {env.get('device_name', '')}, "
+                         f"{result['config']['dtype']}, {env['threads']} threads, matmul ceiling "
+                         f"{ceiling['gflops']:.1f} GFLOP/s, load {env['load_average_1m']:.2f})",
+                [Col("variant", "key"), Col("n", "number"), Col("time ms", "number"), Col("IQR ms", "number"),
+                 Col("GFLOP/s", "number"), Col("% ceiling", "number"), Col("peak MB", "number"),
+                 Col("vs reference", "number")], rows, keys=2)
     notes = {(r["variant"], r["note"]) for r in result["rows"] if r["status"] != "ok"}
     for name, note in sorted(notes):
         console.print(f"  {name}: {note}", highlight=False, markup=False, soft_wrap=True)
-    c = Table(title="crossover n vs fused SDPA (time ratio passes 1)")
-    for col in ("variant", "crossover n", "status"):
-        c.add_column(col)
-    for name, x in result["crossovers"].items():
-        c.add_row(escape(name), _fmt(round(x["crossover_n"])) if x["crossover_n"] else "-", x["status"])
-    console.print(c)
-    g = Table(title="targets")
-    for col in ("target", "measured", "limit", "status", "detail"):
-        g.add_column(col, overflow="fold")
-    for x in result["targets"]:
-        status = {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]"}.get(x["status"], x["status"])
-        g.add_row(escape(x["statement"]), _fmt(x["measured"]), f"{x['relation']} {x['limit']:g}", status,
-                  escape(x["detail"]))
-    console.print(g)
+    print_table(console, "crossover n vs fused SDPA (time ratio passes 1)",
+                [Col("variant", "key"), Col("crossover n", "number"), Col("status")],
+                [[escape(name), _fmt(round(x["crossover_n"])) if x["crossover_n"] else "-", escape(x["status"])]
+                 for name, x in result["crossovers"].items()])
+    print_table(console, "targets", [Col("target"), Col("measured", "number"), Col("limit", "number"),
+                                     Col("status", "number"), Col("detail")],
+                [[escape(x["statement"]), _fmt(x["measured"]), f"{x['relation']} {x['limit']:g}",
+                  {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]"}.get(x["status"], escape(x["status"])),
+                  escape(x["detail"])] for x in result["targets"]])
 
 
 @app.command()
@@ -630,14 +595,11 @@ def analyze(
         _print_json(result.payload)
         return
     p, counts = result.payload, result.payload["counts"]
-    t = Table(title=f"attnlab analyze {p['model']} ({p['layers']} layers x {p['heads_per_layer']} heads, "
-                    f"{p['segments']} segments of {p['text']})")
-    for col in ("criteria", "label", "heads"):
-        t.add_column(col)
-    for framework, labels in counts.items():
-        for label, n in labels.items():
-            t.add_row(framework, escape(label), str(n))
-    console.print(t)
+    print_table(console, f"attnlab analyze {p['model']} ({p['layers']} layers x {p['heads_per_layer']} heads, "
+                         f"{p['segments']} segments of {p['text']})",
+                [Col("criteria", "key"), Col("label", "key"), Col("heads", "number")],
+                [[framework, escape(label), str(n)] for framework, labels in counts.items()
+                 for label, n in labels.items()], keys=2)
     console.print(f"run directory: {result.path}", highlight=False, soft_wrap=True)
     console.print(f"per-head numbers: {result.path / 'heads.json'}", highlight=False, soft_wrap=True)
     console.print(f"report: {result.path / 'report.html'}", highlight=False, soft_wrap=True)
@@ -692,18 +654,14 @@ def construct(
     if as_json:
         _print_json(summary)
     else:
-        t = Table(title=f"attnlab construct {name}")
-        t.add_column("quantity")
-        t.add_column("value", overflow="fold")
-        for key, value in result.values.items():
-            t.add_row(key, escape(_fmt(value)))
         chk = result.check
-        t.add_row("check", escape(f"{chk.quantity}: {chk.measured_text}" + (f", required {chk.criterion}"
-                                                                            if chk.criterion else "")))
-        t.add_row("verdict", _verdict(chk.verdict) + (f" ({escape(chk.reason)})" if chk.reason else ""))
+        rows = [[escape(key), escape(_fmt(value))] for key, value in result.values.items()]
+        rows.append(["check", escape(f"{chk.quantity}: {chk.measured_text}"
+                                     + (f", required {chk.criterion}" if chk.criterion else ""))])
+        rows.append(["verdict", _verdict(chk.verdict) + (f" ({escape(chk.reason)})" if chk.reason else "")])
         if "out" in summary:
-            t.add_row("out", escape(summary["out"]))
-        console.print(t)
+            rows.append(["out", escape(summary["out"])])
+        print_table(console, f"attnlab construct {name}", [Col("quantity", "key"), Col("value")], rows)
         for note in result.notes:
             console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if result.check.verdict == "fail":
