@@ -215,3 +215,15 @@ def test_kruskal_estimate_matches_brute_force_prefixes_on_nearly_parallel_rows()
         piv = np.abs(np.diagonal(np.linalg.qr(P.T, mode="r")))
         pivot_only.append(int(np.argmax(~(piv > rtol * np.linalg.norm(P, axis=1).max()))))
     assert max(p - g for p, g in zip(pivot_only, est.per_trial_)) > 0  # the SVD check changed something
+
+
+def test_randomized_rank_test_decides_equal_rows_without_an_svd_as_the_svd_would():
+    # 30 rows drawn from 12 distinct ones (token embeddings without positions): a subset with a
+    # repeated row has sigma_n = 0 exactly; the others are decided as before
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((12, 20))[rng.integers(0, 12, 30)]
+    r = randomized_rank_test(X, 4, trials=300, seed=7)
+    idx = np.argpartition(np.random.default_rng(7).random((300, 30)), 3, axis=1)[:, :4]  # the test's subsets
+    s = np.linalg.svd(X[idx], compute_uv=False)
+    full = s[:, -1] > 1e-10 * s[:, 0]
+    assert 0.0 < full.mean() < 1.0 and r.fraction_full_rank_ == full.mean() and r.min_rel_sigma_ == 0.0

@@ -186,6 +186,7 @@ def test_unsupported_bert_variants(tmp_path, config, message):
 @pytest.mark.parametrize("kw, message", [
     (dict(dtype="float16"), "dtype must be one of float32, float64, got 'float16'"),
     (dict(device="tpu"), "unknown device 'tpu'"),
+    (dict(n_layers=1), "n_layers applies to GGUF files only"),
 ])
 def test_bad_arguments(tmp_path, kw, message):
     with pytest.raises(ConfigError, match=message):

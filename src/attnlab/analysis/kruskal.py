@@ -176,7 +176,8 @@ def randomized_rank_test(X, n: int, *, trials: int = PAPER_TRIALS, seed: int = 0
     A Kruskal rank >= n makes every trial pass; a pass does not prove it (only sampled subsets
     are seen), which is why the paper allows 1% failures. Speed: subsets are taken in the row-space
     coordinates (:func:`row_space_coordinates`; fewer than n of them means every trial fails) and
-    screened with their Gram matrix (:func:`_subset_rel_sigma`); undecided ones get an exact SVD."""
+    screened with their Gram matrix (:func:`_subset_rel_sigma`); undecided ones get an exact SVD. A
+    subset with two equal rows is rank-deficient exactly (sigma_n = 0) and gets no SVD."""
     X = as_row_vectors(X)
     m = X.shape[0]
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= m:
@@ -188,13 +189,21 @@ def randomized_rank_test(X, n: int, *, trials: int = PAPER_TRIALS, seed: int = 0
     rng = np.random.default_rng(seed)
     keys = rng.random((trials, m))  # distinct n-subsets: the n smallest of m iid keys
     idx = np.argpartition(keys, n - 1, axis=1)[:, :n]  # (trials, n)
+    # a subset holding two equal rows has sigma_n = 0 exactly (token embeddings without positions
+    # repeat rows): decided here, not by an SVD per subset
+    _, group = np.unique(X, axis=0, return_inverse=True)
+    g = np.sort(group.reshape(-1)[idx], axis=1)
+    repeat = (np.diff(g, axis=1) == 0).any(axis=1) if n > 1 else np.zeros(trials, dtype=bool)
+    rel = np.zeros(trials)
     with _blas_single_thread():
         Y = row_space_coordinates(X)  # (m, r)
         if Y.shape[1] < n:
             return RandomizedRankTest(n, trials, pass_fraction, 0.0, False, rtol, 0.0)
         K = Y @ Y.T  # (m, m) Gram matrix of all rows
-        rel = np.concatenate([_subset_rel_sigma(Y, K, idx[i:i + _CHUNK], rtol)
-                              for i in range(0, trials, _CHUNK)])  # (trials,)
+        rest = idx[~repeat]
+        if len(rest):
+            rel[~repeat] = np.concatenate([_subset_rel_sigma(Y, K, rest[i:i + _CHUNK], rtol)
+                                           for i in range(0, len(rest), _CHUNK)])
     frac = float((rel > rtol).mean())
     return RandomizedRankTest(n, trials, pass_fraction, frac, frac >= pass_fraction, rtol, float(rel.min()))
 

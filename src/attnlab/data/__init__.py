@@ -7,9 +7,10 @@ from attnlab.data.english import (
     Vocabulary,
     english_examples,
     english_sentences,
+    running_text_examples,
     split_sentences,
     word_tokens,
 )
 
-__all__ = ["CLS", "SEP", "TextExamples", "Vocabulary", "english_examples", "english_sentences", "split_sentences",
-           "word_tokens"]
+__all__ = ["CLS", "SEP", "TextExamples", "Vocabulary", "english_examples", "english_sentences",
+           "running_text_examples", "split_sentences", "word_tokens"]

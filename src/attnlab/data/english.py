@@ -15,6 +15,10 @@ segments do), segment_2 continues right after the sentence where segment_1 stops
 split drawn uniformly in [(n-3)/4, 3(n-3)/4]. The query is the [CLS] position, the context the
 whole input (App. J). Examples start at distinct sentences and repeated token sequences are
 skipped, so no two examples are equal.
+
+A decoder's example (App. J's GPT-2 setting, :func:`running_text_examples`) is n consecutive tokens
+of the same stream from a random sentence start, with no markers; its query is the last position,
+the one a next-token prediction is read from.
 """
 
 from __future__ import annotations
@@ -137,6 +141,28 @@ def english_examples(T: int, n: int, *, seed: int = 0,
             return TextExamples(tuple(tokens), segment, np.array(nexts), np.array(starts))
     raise ConfigError(f"only {len(tokens)} distinct examples of n={n} tokens exist in the corpus: "
                       f"use T <= {len(tokens)}")
+
+
+def running_text_examples(T: int, n: int, *, seed: int = 0,
+                          tokenize: Callable[[str], list[str]] = word_tokens) -> tuple[tuple[str, ...], ...]:
+    """T distinct examples of n consecutive tokens of running text (a decoder's input: no [CLS] or
+    [SEP]), each from its own sentence start drawn with ``seed``, crossing sentence ends; ``tokenize``
+    splits one sentence (for a byte-level BPE tokenizer pass one that sees the sentence after a space,
+    so that every sentence starts as it would inside running text)."""
+    sentences = english_sentences()
+    N = len(sentences)
+    for name, v, lo in (("T", T, 1), ("n", n, 1), ("seed", seed, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ConfigError(f"{name} must be an integer >= {lo}, got {v!r}")
+    stream, seen, out = _Stream(sentences, tokenize), set(), []
+    for start in np.random.default_rng(seed).permutation(N):
+        ex = tuple(stream.read(int(start), n)[0])
+        if ex not in seen:
+            seen.add(ex)
+            out.append(ex)
+            if len(out) == T:
+                return tuple(out)
+    raise ConfigError(f"only {len(out)} distinct examples of n={n} tokens exist in the corpus: use T <= {len(out)}")
 
 
 def _one_example(stream: _Stream, start: int, n: int, rng: np.random.Generator, N: int):

@@ -98,8 +98,13 @@ def _field(reader, key: str, default: Any = ...) -> Any:
     return f.contents()
 
 
-def read_gguf(path: str | Path) -> GGUFCheckpoint:
-    """Config and dequantized tensors of a Llama-architecture GGUF file (module docstring)."""
+def read_gguf(path: str | Path, *, blocks: int | None = None) -> GGUFCheckpoint:
+    """Config and dequantized tensors of a Llama-architecture GGUF file (module docstring).
+
+    blocks: keep only the first ``blocks`` transformer blocks (config num_hidden_layers = blocks);
+    the tensors of the later blocks are never dequantized, so X_0 and X_1 of SmolLM2 cost one
+    block instead of 30. None keeps every block.
+    """
     p = Path(path).expanduser()
     if not p.is_file():
         raise ConfigError(f"GGUF file {p} does not exist: pass a .gguf file or a checkpoint directory")
@@ -115,12 +120,17 @@ def read_gguf(path: str | Path) -> GGUFCheckpoint:
             raise ConfigError(f"{p.name} has no {arch}.{key} entry: it is not a complete GGUF model")
         return v
 
+    L = int(get("block_count"))
+    if blocks is not None:
+        if isinstance(blocks, bool) or not isinstance(blocks, int) or not 1 <= blocks <= L:
+            raise ConfigError(f"blocks must be an integer in [1, {L}] ({p.name} has {L} blocks), got {blocks!r}")
+        L = blocks
     H = int(get("attention.head_count"))
     H_kv = int(get("attention.head_count_kv", H))
     d = int(get("embedding_length"))
     tokens = _field(r, "tokenizer.ggml.tokens", None)
     config: dict[str, Any] = {
-        "model_type": "llama", "hidden_size": d, "num_hidden_layers": int(get("block_count")),
+        "model_type": "llama", "hidden_size": d, "num_hidden_layers": L,
         "intermediate_size": int(get("feed_forward_length")), "num_attention_heads": H,
         "num_key_value_heads": H_kv, "rms_norm_eps": float(get("attention.layer_norm_rms_epsilon", 1e-5)),
         "rope_theta": float(get("rope.freq_base", 10000.0)),
@@ -143,7 +153,7 @@ def read_gguf(path: str | Path) -> GGUFCheckpoint:
     tensors: dict[str, Tensor] = {}
     for t in r.tensors:
         name = _hf_name(t.name, p)
-        if name is None:
+        if name is None or (name.startswith("layers.") and int(name.split(".")[1]) >= L):
             continue
         try:
             values = gguf.quants.dequantize(t.data, t.tensor_type)

@@ -214,20 +214,24 @@ def resolve_checkpoint(name_or_path: str | Path) -> Path:
 
 
 def load_pretrained(name_or_path: str | Path, *, dtype: str | torch.dtype = "float64",
-                    device: str = "cpu") -> PretrainedModel:
+                    device: str = "cpu", n_layers: int | None = None) -> PretrainedModel:
     """A local BERT-family, GPT-2 or Llama-family checkpoint as an attnlab :class:`PretrainedModel`.
 
     name_or_path: "minilm" / "all-MiniLM-L6-v2" or "smollm2" (shipped), a directory with config.json
     and model.safetensors (or pytorch_model.bin, or their sharded index), or a Llama GGUF file; dtype: "float32" or
-    "float64" (or the torch dtype); device: "cpu", "cuda" or "cuda:N".
+    "float64" (or the torch dtype); device: "cpu", "cuda" or "cuda:N"; n_layers: keep only the
+    first n_layers blocks (GGUF files only, whose later blocks are then never dequantized: the
+    hidden states X_0 .. X_{n_layers} are those of the full model, the logits are not); None: all.
     """
     if isinstance(dtype, torch.dtype):
         dtype = str(dtype).removeprefix("torch.")
     dtype_t = DTYPES[check_choice("dtype", dtype, tuple(DTYPES))]
     device = check_device(device)
     where = resolve_checkpoint(name_or_path)
+    if n_layers is not None and not where.is_file():
+        raise ConfigError(f"n_layers applies to GGUF files only; {where} is a checkpoint directory (load it whole)")
     if where.is_file():  # a GGUF file
-        g = _read_gguf_once(where.resolve(), *_stamp(where))
+        g = _read_gguf_once(where.resolve(), *_stamp(where), n_layers)
         arch = llama.architecture(g.config, None)
         state = llama.attnlab_state(arch, g.tensors, where)
         config_path, path = where, where
@@ -255,10 +259,10 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=2)
-def _read_gguf_once(path: Path, size: int, mtime_ns: int):
+def _read_gguf_once(path: Path, size: int, mtime_ns: int, blocks: int | None = None):
     """A GGUF file read and dequantized once per process (the tensors are never written to: each load
     builds its own model from them)."""
-    return read_gguf(path)
+    return read_gguf(path, blocks=blocks)
 
 
 @functools.lru_cache(maxsize=4)

