@@ -75,15 +75,27 @@ def _num(v) -> float:
     return x
 
 
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")  # 7 markers against 8 colours: 56 distinct pairs
+LEGEND_INSIDE = 4  # more series than this: the legend goes outside the axes, never over the data
+
+
+def series_style(i: int) -> tuple[str, str]:
+    """(colour, marker) of the i-th series: every series of a figure looks different for i < 56 (colour
+    i mod 8 with marker i mod 7, coprime cycles); the line style stays the series' own (it carries
+    meaning, e.g. O(n^2) dashed against O(n) solid)."""
+    return PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]
+
+
 def _draw_line(ax, spec: dict) -> None:
     log_y = spec.get("yscale") == "log"
     for i, s in enumerate(spec["series"]):
         y = [_num(v) for v in s["y"]]
         if log_y:  # zeros (an exactly one-hot softmax) cannot sit on a log axis
             y = [v if v > 0 else math.nan for v in y]
-        ax.plot([_num(v) for v in s["x"]], y, _STYLES.get(s.get("style", "solid"), "-"),
-                marker="o" if s.get("marker", True) else None, markersize=3.5, linewidth=1.6,
-                color=s.get("color") or PALETTE[i % len(PALETTE)], label=s["label"])
+        colour, marker = series_style(i)
+        ax.plot([_num(v) for v in s["x"]], y, _STYLES.get(s.get("style") or "solid", "-"),
+                marker=marker if s.get("marker", True) else None, markersize=4, linewidth=1.6,
+                color=s.get("color") or colour, label=s["label"])
     ax.set_xscale(spec.get("xscale", "linear"))
     ax.set_yscale(spec.get("yscale", "linear"))
     ax.set_xlabel(spec.get("xlabel", ""))
@@ -215,5 +227,8 @@ def _style_axes(ax, spec: dict) -> None:
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    if ax.get_legend_handles_labels()[0]:
+    handles = ax.get_legend_handles_labels()[0]
+    if handles and len(handles) > LEGEND_INSIDE:  # beside the axes, outside the data
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    elif handles:
         ax.legend(fontsize=8, frameon=False)

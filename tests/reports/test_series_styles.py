@@ -1,0 +1,45 @@
+"""Every series of a line figure has its own look (colour and marker), and a crowded legend sits outside the axes."""
+
+from __future__ import annotations
+
+from attnlab.reports.figures import LEGEND_INSIDE, MARKERS, series_style
+from attnlab.results import PALETTE
+
+
+def test_fifty_six_series_look_different():
+    looks = [series_style(i) for i in range(len(PALETTE) * len(MARKERS))]
+    assert len(set(looks)) == 56
+    assert series_style(0) == (PALETTE[0], MARKERS[0])
+
+
+def test_a_crowded_legend_is_outside_the_data(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.bench.report import time_figure
+    from attnlab.reports import figures
+
+    names = [f"variant-{i}" for i in range(14)]
+    rows = [{"variant": v, "n": n, "status": "ok", "time_ms": (i % 3 + 1) * n / 512.0,
+             "order": "quadratic" if i < 6 else "linear"} for i, v in enumerate(names) for n in (512, 1024, 2048)]
+    captured = {}
+    original = figures._style_axes
+
+    def spy(ax, spec):
+        original(ax, spec)
+        captured["ax"] = ax
+
+    figures._style_axes = spy
+    try:
+        figures.render(time_figure(rows), tmp_path)
+    finally:
+        figures._style_axes = original
+    ax = captured["ax"]
+    legend = ax.get_legend()
+    assert len(legend.get_texts()) == 14 > LEGEND_INSIDE
+    fig = ax.figure
+    fig.canvas.draw()
+    box, axes = legend.get_window_extent(), ax.get_window_extent()
+    assert box.x0 >= axes.x1  # entirely to the right of the plotting area
+    lines = ax.get_lines()
+    assert len({(l.get_color(), l.get_marker()) for l in lines}) == 14
