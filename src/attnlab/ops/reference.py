@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from attnlab.ops.masks import combine_masks
-from attnlab.ops.softmax import AttentionOutput, Scale, resolve_scale
+from attnlab.ops.softmax import AttentionOutput, Scale, check_qkv, empty_attention, resolve_scale
 
 
 def reference_attention(
@@ -35,7 +35,10 @@ def reference_attention(
     Shapes (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v); returns float64
     output (..., n_q, d_v) and weights (..., n_q, n_k).
     """
-    q, k, v = (t.to(torch.float64) for t in (q, k, v))
+    q, k, v = (torch.as_tensor(t).to(torch.float64) for t in (q, k, v))  # the oracle takes any numbers
+    check_qkv(q, k, v)
+    if (empty := empty_attention(q, k, v, return_weights=True)) is not None:
+        return empty
     n_q, n_k = q.shape[-2], k.shape[-2]
     c = resolve_scale(scale, q.shape[-1])
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])

@@ -79,8 +79,25 @@ def resolve_scale(scale: Scale, d_k: int) -> float:
     return c
 
 
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
-    """Raise a ConfigError naming the mismatched axis."""
+    """The one input check of every attention operator: a ConfigError (one line, saying what to change)
+    for a non-tensor, a non-floating dtype, mixed dtypes or devices, a missing axis, a mismatched size,
+    non-finite entries, or (below float64) logits q . k that overflow the dtype. Empty sizes are valid
+    (:func:`empty_attention`). The finiteness and overflow checks read the values, so they run on the
+    CPU only (on a GPU they would wait for the device at every call)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, Tensor):
+            raise ConfigError(f"{name} must be a torch.Tensor, got {type(x).__name__}: convert it with "
+                              "torch.as_tensor(x, dtype=torch.float32)")
+        if x.dtype not in FLOATS:
+            raise ConfigError(f"{name} is a {x.dtype} tensor; attention needs floating-point inputs: cast it with "
+                              f"{name}.float() (or .double() for verification)")
+    if not (q.device == k.device == v.device):
+        raise ConfigError(f"q, k, v are on different devices ({q.device}, {k.device}, {v.device}): move them "
+                          "to one with .to(device)")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise ConfigError("q, k, v must have at least two axes (..., n, d)")
     if q.shape[-1] != k.shape[-1]:
@@ -93,6 +110,29 @@ def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
         )
     if not (q.dtype == k.dtype == v.dtype):
         raise ConfigError(f"q, k, v dtypes differ: {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.device.type == "cpu" and q.numel() and k.numel():
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            bad = x.numel() - int(torch.isfinite(x).sum()) if x.numel() else 0
+            if bad:
+                raise ConfigError(f"{name} holds {bad} non-finite value(s) (NaN or inf): attention of non-finite "
+                                  "inputs is undefined; find where they come from")
+        if q.dtype != torch.float64:
+            bound = float(q.detach().abs().amax()) * float(k.detach().abs().amax()) * q.shape[-1]
+            top = torch.finfo(q.dtype).max
+            if bound > top:
+                raise ConfigError(f"the logits q . k can overflow {q.dtype} (max |q| max |k| d_k = {bound:.3g} > "
+                                  f"{top:.3g}): scale the inputs down or use float64")
+
+
+def empty_attention(q: Tensor, k: Tensor, v: Tensor, return_weights: bool = False) -> AttentionOutput | None:
+    """The result of attention with no query (n_q = 0: an empty output) or no key (n_k = 0: every row is
+    empty, so every output row is 0, the convention of this module), or None when neither is empty."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if n_q and n_k:
+        return None
+    batch = batch_shape(q, k, v)
+    out = q.new_zeros(*batch, n_q, v.shape[-1])
+    return AttentionOutput(out, q.new_zeros(*batch, n_q, n_k) if return_weights else None)
 
 
 def batch_shape(q: Tensor, k: Tensor, v: Tensor) -> tuple[int, ...]:

@@ -45,7 +45,7 @@ from attnlab.ops.linear.forms import (
     recurrent_form,
 )
 from attnlab.ops.masks import causal_mask, combine_masks, reject_finite_additive, resolve_causal
-from attnlab.ops.softmax import AttentionOutput, batch_shape, check_qkv
+from attnlab.ops.softmax import AttentionOutput, batch_shape, check_qkv, empty_attention
 
 FORMS = ("auto", "noncausal", "chunked", "cumsum", "recurrent", "quadratic")
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -121,6 +121,8 @@ def _check_options(chunk_size, eps, form, mask, alignment) -> None:
 def _run(q, k, v, fmap, causal, mask, key_padding_mask, chunk_size, eps,
          num_features, generator, form, return_weights) -> AttentionOutput:
     check_qkv(q, k, v)
+    if (empty := empty_attention(q, k, v, return_weights)) is not None:
+        return empty
     n_q, n_k = q.shape[-2], k.shape[-2]
     alignment = resolve_causal(causal, n_q, n_k)
     _check_options(chunk_size, eps, form, mask, alignment)

@@ -114,6 +114,9 @@ def bigbird_pattern(n: int, *, g: int, w: int, r: int, seed: int, causal: bool =
         _check_positive(name, val, least=0)
         if val > n:
             raise ConfigError(f"{name}={val} is larger than the sequence (n={n}): use at most {n}")
+    if g == 0 and w == 0 and r == 0:
+        raise ConfigError("BigBird with g = w = r = 0 attends to nothing (an empty graph, every output 0): give "
+                          "at least one global token, window or random key")
     gen = torch.Generator().manual_seed(int(seed))
     glob = torch.arange(g)
     cols = torch.cat([_random_keys(n, r, gen), glob[None, :].expand(n, g)], dim=-1)  # (n, r + g)

@@ -20,7 +20,15 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnlab.errors import ConfigError
-from attnlab.ops.softmax import AttentionOutput, Scale, batch_shape, check_qkv, masked_softmax, resolve_scale
+from attnlab.ops.softmax import (
+    AttentionOutput,
+    Scale,
+    batch_shape,
+    check_qkv,
+    empty_attention,
+    masked_softmax,
+    resolve_scale,
+)
 from attnlab.ops.softmax import softmax_attention
 from attnlab.ops.sparse.gather import gather_rows
 from attnlab.ops.sparse.pattern import SparsePattern, bigbird_pattern, longformer_pattern
@@ -179,6 +187,9 @@ def bigbird_attention(
     scale: Scale = "1/sqrt(d)", return_weights: bool = False,
 ) -> AttentionOutput:
     """BigBird attention (Zaheer et al. 2020; §2.1.1, Figure 7): the graph of bigbird_graph, in O(n (w + r + g) d)."""
+    check_qkv(q, k, v)
+    if (empty := empty_attention(q, k, v, return_weights)) is not None:
+        return empty
     p = bigbird_pattern(q.shape[-2], g=g, w=w, r=r, seed=seed, causal=bool(causal))
     return pattern_attention(q, k, v, p, scale=scale, return_weights=return_weights)
 
@@ -188,6 +199,9 @@ def longformer_attention(
     global_tokens: Sequence[int] = (), causal: bool = False, scale: Scale = "1/sqrt(d)", return_weights: bool = False,
 ) -> AttentionOutput:
     """Longformer attention (Beltagy et al. 2020; §2.1.1, Figure 9): the graph of longformer_graph, in O(n (w + g) d)."""
+    check_qkv(q, k, v)
+    if (empty := empty_attention(q, k, v, return_weights)) is not None:
+        return empty
     dil = list(dilation) if isinstance(dilation, (list, tuple)) else dilation
     p = longformer_pattern(q.shape[-2], w=w, dilation=dil, global_tokens=tuple(global_tokens), causal=bool(causal))
     return pattern_attention(q, k, v, p, scale=scale, return_weights=return_weights)

@@ -28,7 +28,15 @@ from torch import Tensor
 
 from attnlab.errors import ConfigError
 from attnlab.ops.masks import resolve_causal
-from attnlab.ops.softmax import AttentionOutput, Scale, batch_shape, check_qkv, resolve_scale, softmax_attention
+from attnlab.ops.softmax import (
+    AttentionOutput,
+    Scale,
+    batch_shape,
+    check_qkv,
+    empty_attention,
+    resolve_scale,
+    softmax_attention,
+)
 from attnlab.ops.sparse.gather import graph_attention
 from attnlab.ops.sparse.graphs import canonical
 from attnlab.ops.tables import table_cache
@@ -70,6 +78,8 @@ def sliding_window_attention(
     dilation >= 1; causal: False, True (n_q == n_k), "top_left" or "bottom_right".
     """
     check_qkv(q, k, v)
+    if (empty := empty_attention(q, k, v, return_weights)) is not None:
+        return empty
     n_q, n_k = q.shape[-2], k.shape[-2]
     if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= n_k:
         raise ConfigError(f"window w must be an integer in [1, n_k={n_k}], got {w!r}")
