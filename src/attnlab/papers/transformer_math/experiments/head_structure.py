@@ -415,8 +415,9 @@ def chance_closed_form(n: int, *, causal: bool) -> dict[str, float]:
           (math-behind-transformers §3.1.2, eq. (22) with eps = 0: row i is 2 i / (i + 1) from
           its diagonal causally, 2 (n - 1) / n bidirectionally)
 
-    A causal head's scores are read against the left column: the bidirectional levels of a
-    decoder are not reachable by any of its heads (a causal head's row 0 sees one key)."""
+    A causal head's scores are read against the left column: against the right one its mask alone
+    would pass for structure (at n = 16 causal uniform attention puts 0.149 on the previous token,
+    bidirectional 0.059, and sits at 0.789 from Sigma_1 against 0.938)."""
     n = check_int("n", n, 2)
     H = sum(1.0 / k for k in range(1, n + 1))
     if causal:
