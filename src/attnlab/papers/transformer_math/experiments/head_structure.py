@@ -986,8 +986,7 @@ def _pretrained_notes(cfg, pre: list[PretrainedHeads], base: dict[str, Baselines
     if smol is None and not cfg.smollm2:
         out.append("SmolLM2-135M-Instruct's 270 causal heads are not fitted at this scale: they add about a minute "
                    "on 2 CPU cores (loading the model, then 270 x n_eval exact fits). The paper scale fits them; "
-                   "at the quick scale run `attnlab sweep transformer-math.head-structure --set smollm2=true "
-                   "--executor inline` (the run's report is under the sweep directory's runs/).")
+                   "at the quick scale `attnlab reproduce transformer-math --set smollm2=true` does.")
     if smol is not None:
         ch = smol.chance
         out.append(
