@@ -302,6 +302,9 @@ def reproduce(
     device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out, skipping finished experiments."),
     strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs and inconclusive verdicts."),
+    set_: Optional[list[str]] = typer.Option(
+        None, "--set", help="key=value: a config value for every experiment with that field, replacing the "
+                            "scale's preset (repeatable), e.g. --set smollm2=true. Tuples: 3;11;64."),
 ) -> None:
     """Run a paper's experiments into a run directory with an HTML and a Markdown report.
 
@@ -326,7 +329,8 @@ def reproduce(
             progress.update(task, description=what, completed=done, total=total)
 
         path = run_reproduce(papers, scale=scale, out=out, seed=seed, device=device,
-                             argv=argv, resume=resume, progress=on_progress)
+                             argv=argv, resume=resume, progress=on_progress,
+                             settings=_key_values(set_ or [], "--set", "smollm2=true"))
     o = outline(load_run(path))
     counts = o.verdict_counts()
     console.print(f"run directory: {path}", highlight=False)

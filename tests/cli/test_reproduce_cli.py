@@ -20,7 +20,8 @@ EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturati
                     "sparse-error-vs-density.png", "error-all-variants.png",
                     "attention-time.png", "attention-memory.png", "fig11-one-head.png",
                     "fig12-heads-encoder.png", "fig12-heads-cross.png", "minilm-72-heads.png",
-                    "distance-per-head.png", "distance-by-family.png"}
+                    "distance-per-head.png", "distance-by-family.png", "pretrained-fits-by-layer.png",
+                    "pretrained-distance-by-head.png"}
 if thesis_maps_path().is_file():  # the thesis's own maps, beside the repository (../shared/data)
     EXPECTED_FIGURES |= {"thesis-maps.png"}
 

@@ -147,6 +147,33 @@ def test_bad_input_fails_before_writing(fake, tmp_path, kwargs, error, message):
     assert not (tmp_path / "r").exists()
 
 
+@dataclass(frozen=True)
+class _CfgN(RunConfig):
+    n: int = 1
+    flag: bool = False
+
+
+def test_set_reaches_every_experiment_with_the_field_and_only_those(fake, tmp_path):
+    fake["c"] = Experiment("toy.c", "C", _CfgN, _ok("c"))
+    out = runner.reproduce("toy", out=tmp_path / "r", settings={"n": "3", "flag": "true"})
+    cfg = json.loads((out / "config.json").read_text())["experiments"]
+    assert cfg["toy.c"] == {"scale": "quick", "seed": 0, "device": "cpu", "n": 3, "flag": True}
+    assert cfg["toy.a"] == {"scale": "quick", "seed": 0, "device": "cpu"}
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"zzz": "1"}, "--set zzz: no experiment of this run has a config field 'zzz'"),
+    ({"seed": "3"}, "--set seed: seed is set by --seed"),
+    ({"scale": "paper"}, "--set scale: scale is set by --scale"),
+    ({"n": "many"}, "--set n=many"),
+])
+def test_bad_set_fails_before_writing(fake, tmp_path, settings, message):
+    fake["c"] = Experiment("toy.c", "C", _CfgN, _ok("c"))
+    with pytest.raises(ConfigError, match=message):
+        runner.reproduce("toy", out=tmp_path / "r", settings=settings)
+    assert not (tmp_path / "r").exists()
+
+
 def test_cuda_without_cuda(fake, tmp_path, monkeypatch):
     import torch
 

