@@ -103,16 +103,24 @@ class Series:
     style: str = "solid"
     marker: bool = True
     color: str | None = None
+    censored: Sequence[str | None] | None = None  # per point: None, "lower" (true value >= y) or "upper"
 
     def __post_init__(self) -> None:
         if len(self.x) != len(self.y):
             raise ConfigError(f"series {self.label!r}: x has {len(self.x)} points but y has {len(self.y)}")
         if self.style not in LINE_STYLES:
             raise ConfigError(f"series {self.label!r}: style must be one of {', '.join(LINE_STYLES)}")
+        if self.censored is not None and (len(self.censored) != len(self.y)
+                                          or any(c not in (None, "lower", "upper") for c in self.censored)):
+            raise ConfigError(f"series {self.label!r}: censored must give None, 'lower' or 'upper' for each of the "
+                              f"{len(self.y)} points")
 
     def to_dict(self) -> dict:
-        return {"label": self.label, "x": list(self.x), "y": list(self.y), "style": self.style,
-                "marker": self.marker, "color": self.color}
+        out = {"label": self.label, "x": list(self.x), "y": list(self.y), "style": self.style,
+               "marker": self.marker, "color": self.color}
+        if self.censored is not None and any(self.censored):
+            out["censored"] = list(self.censored)
+        return out
 
 
 @dataclass(frozen=True)
@@ -242,9 +250,11 @@ def check_figure_file(file: str) -> None:
 
 
 def series(label: str, x: Sequence[Any], y: Sequence[Any], *, style: str = "solid",
-           marker: bool = True, color: str | None = None) -> Series:
-    """One line of a line figure; ``y`` may hold None for a missing point."""
-    return Series(label, list(x), list(y), style, marker, color)
+           marker: bool = True, color: str | None = None, censored: Sequence[str | None] | None = None) -> Series:
+    """One line of a line figure; ``y`` may hold None for a missing point; ``censored`` marks points that are
+    bounds (a value at a search limit): "lower" (the true value is at least y) or "upper", drawn as an open
+    marker with an arrow towards where the true value lies."""
+    return Series(label, list(x), list(y), style, marker, color, None if censored is None else list(censored))
 
 
 def line_figure(file: str, caption: str, *, series: Sequence[Series], xlabel: str, ylabel: str,

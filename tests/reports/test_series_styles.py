@@ -43,3 +43,33 @@ def test_a_crowded_legend_is_outside_the_data(tmp_path):
     assert box.x0 >= axes.x1  # entirely to the right of the plotting area
     lines = ax.get_lines()
     assert len({(l.get_color(), l.get_marker()) for l in lines}) == 14
+
+
+def test_censored_points_are_drawn_as_bounds(tmp_path):
+    """A value at the top of a search grid is an open marker with an arrow up, not a measured point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.reports import figures
+    from attnlab.results import line_figure, series
+
+    spec = line_figure("t.png", "c", series=[series("T*", [1, 2, 4], [10, 20, 40], censored=[None, None, "lower"])],
+                       xlabel="H", ylabel="T")
+    captured = {}
+    original = figures._style_axes
+
+    def spy(ax, s):
+        original(ax, s)
+        captured["ax"] = ax
+
+    figures._style_axes = spy
+    try:
+        figures.render(spec, tmp_path)
+    finally:
+        figures._style_axes = original
+    ax = captured["ax"]
+    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    assert len(arrows) == 1 and tuple(arrows[0].xy) == (4, 40)
+    open_markers = [l for l in ax.get_lines() if l.get_markerfacecolor() == "white"]
+    assert len(open_markers) == 1 and list(open_markers[0].get_xdata()) == [4]
+    assert spec.to_dict()["series"][0]["censored"] == [None, None, "lower"]

@@ -93,12 +93,29 @@ def _draw_line(ax, spec: dict) -> None:
         if log_y:  # zeros (an exactly one-hot softmax) cannot sit on a log axis
             y = [v if v > 0 else math.nan for v in y]
         colour, marker = series_style(i)
-        ax.plot([_num(v) for v in s["x"]], y, _STYLES.get(s.get("style") or "solid", "-"),
+        colour = s.get("color") or colour
+        xs = [_num(v) for v in s["x"]]
+        ax.plot(xs, y, _STYLES.get(s.get("style") or "solid", "-"),
                 marker=marker if s.get("marker", True) else None, markersize=4, linewidth=1.6,
-                color=s.get("color") or colour, label=s["label"])
+                color=colour, label=s["label"])
+        _draw_bounds(ax, xs, y, s.get("censored"), colour, marker)
     ax.set_xscale(spec.get("xscale", "linear"))
     ax.set_yscale(spec.get("yscale", "linear"))
     ax.set_xlabel(spec.get("xlabel", ""))
+
+
+def _draw_bounds(ax, xs, ys, censored, colour: str, marker: str) -> None:
+    """Censored points (a value at a search limit) as bounds: an open marker with an arrow towards the
+    side the true value lies on (up for a lower bound)."""
+    if not censored:
+        return
+    for x, y, c in zip(xs, ys, censored):
+        if c is None or not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        ax.plot([x], [y], marker=marker, markersize=8, markerfacecolor="white", markeredgecolor=colour,
+                markeredgewidth=1.5, linestyle="none", zorder=4)
+        ax.annotate("", xy=(x, y), xytext=(0, 18 if c == "lower" else -18), textcoords="offset points",
+                    arrowprops={"arrowstyle": "<-", "color": colour, "linewidth": 1.4}, zorder=4)
 
 
 def _draw_bar(ax, spec: dict) -> None:

@@ -181,7 +181,9 @@ def curves_figure(cfg, cells: list[dict], p: dict, file: str, title: str) -> Lin
 def largest_figure(cfg, p: dict, file: str, title: str, *, extra: list[Series] = ()) -> LineFigure:
     """T* vs the swept value, beside Theorem 1's bound, with the fitted line where H is swept."""
     v = p["values"]
-    lines = [series("largest T memorized (GD)", v, p["largest_T_memorized"], color=PALETTE[0]),
+    lines = [series("largest T memorized (GD; open marker with arrow: a lower bound, T* at the top of its grid)"
+                    if any(p.get("censored", [])) else "largest T memorized (GD)", v, p["largest_T_memorized"],
+                    color=PALETTE[0], censored=["lower" if c else None for c in p.get("censored", [False] * len(v))]),
              series("Theorem 1 bound H(min(n,d_h)-1)+1", v, p["bound"], style="dashed", color=PALETTE[1])]
     a, b = p["fit"]["slope"], p["fit"]["intercept"]
     if p["swept"] == "H" and not math.isnan(a):
