@@ -20,8 +20,9 @@ full model, pydoc help text cut to n tokens, float64), for several n:
 
 Beside MiniLM (at most 512 positions), the same spectrum statistics of SmolLM2-135M-Instruct's
 attention maps (a causal decoder with 8192 positions, so n up to 2048 and beyond): P of every
-query head h = 1..9 of the layers in ``smollm2_layers`` (0-based; all 30 in the quick preset, nine
-spread over the depth in the paper preset), computed by the model's own pass one layer at a time
+query head h = 1..9 of the layers in ``smollm2_layers`` (0-based; all 30 in the quick preset at
+n = 64, 128; the first, middle and last, 0, 15, 29, in the paper preset at n = 128, 512, 2048, where
+one 2048 x 2048 float64 SVD takes ~10-20 s on a laptop CPU), computed by the model's own pass one layer at a time
 (:func:`~attnlab.papers.rank_collapse.stacks.smollm2_attention_maps`: causal mask, RoPE,
 pre-RMSNorm), its own tokens of the help topics. A causal P is lower triangular with a positive
 diagonal, so it is invertible in exact arithmetic: its energy rank k_90 / k_99 of sigma^2 says how
@@ -61,8 +62,8 @@ class LowRankConfig(RunConfig):
     PRESETS = {"quick": {"n_values": (32, 64, 128), "texts": 2, "k_values": (2, 4, 8, 16, 32), "draws": 8,
                          "smollm2_n_values": (64, 128), "smollm2_texts": 1, "smollm2_layers": tuple(range(30))},
                "paper": {"n_values": (64, 128, 256, 512), "texts": 8, "k_values": (2, 4, 8, 16, 32, 64),
-                         "draws": 32, "smollm2_n_values": (128, 512, 2048), "smollm2_texts": 2,
-                         "smollm2_layers": (0, 3, 7, 11, 15, 19, 23, 27, 29)}}
+                         "draws": 32, "smollm2_n_values": (128, 512, 2048), "smollm2_texts": 1,
+                         "smollm2_layers": (0, 15, 29)}}
 
     n_values: tuple[int, ...] | None = param(None, "sequence lengths n (tokens per text, <= 512)")
     texts: int | None = param(None, "texts per n (pydoc help topics)")
