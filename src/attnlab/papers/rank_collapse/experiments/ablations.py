@@ -77,7 +77,8 @@ MODEL_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2 (6 layers)",
 SMOLLM2_LAYERS = 30
 OVERFLOW = 1e100  # a state with an entry above this is counted as overflowed (its norms would reach inf)
 ANOTHER_DECODER = ("another model: SmolLM2-135M-Instruct (causal decoder, pre-RMSNorm, RoPE, 30 layers, 576 wide, "
-                   "pydoc text) against Dong et al.'s post-LN encoders (BERT, ALBERT, XLNet-base, 12 layers, wiki_bio), "
+                   "pydoc text) against Dong et al.'s post-LN encoders (BERT, ALBERT, XLNet-base, 12 layers, "
+                   "wiki_bio), "
                    "their LayerNorm-kept surgery translated to a pre-norm block")
 
 COMPOSITE_KINDS = ("mean", "composite", "svd")  # on the short sequences ("two" = "mean" in ||.||_{1,inf})

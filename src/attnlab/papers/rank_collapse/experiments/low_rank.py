@@ -88,7 +88,8 @@ class LowRankConfig(RunConfig):
                            tuple(sorted(check_ints("smollm2_n_values", self.smollm2_n_values, minimum=4)))
                            if self.smollm2_n_values else ())
         if self.smollm2_n_values and max(self.smollm2_n_values) > 8192:
-            raise ConfigError(f"smollm2_n_values must be <= 8192 (SmolLM2's positions), got {max(self.smollm2_n_values)}")
+            raise ConfigError("smollm2_n_values must be <= 8192 (SmolLM2's positions), "
+                              f"got {max(self.smollm2_n_values)}")
         check_int("smollm2_texts", self.smollm2_texts, minimum=1)
         object.__setattr__(self, "smollm2_layers",
                            tuple(sorted(set(check_ints("smollm2_layers", self.smollm2_layers, minimum=0)))))
