@@ -48,7 +48,7 @@ from attnlab.errors import ConfigError
 
 FIGURE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.png$")
 AXIS_SCALES = ("linear", "log")
-LINE_STYLES = ("solid", "dashed", "dotted", "dashdot")
+LINE_STYLES = ("solid", "dashed", "dotted", "dashdot", "points")  # points: markers only, no line
 HEATMAP_CMAPS = ("viridis", "magma", "Blues", "Greys", "RdBu_r")
 # A colour-blind-safe palette (Okabe-Ito), in a fixed order so figures are stable.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -133,6 +133,7 @@ class LineFigure:
     title: str = ""
     xscale: str = "linear"
     yscale: str = "linear"
+    xticklabels: Sequence[str] | None = None  # categories at x = 0, 1, ...: a categorical axis
     kind = "line"
 
     def __post_init__(self) -> None:
@@ -141,9 +142,12 @@ class LineFigure:
             raise ConfigError(f"figure {self.file}: axis scales must be 'linear' or 'log'")
 
     def to_dict(self) -> dict:
-        return {"kind": "line", "file": self.file, "caption": self.caption, "title": self.title,
-                "xlabel": self.xlabel, "ylabel": self.ylabel, "xscale": self.xscale, "yscale": self.yscale,
-                "series": [s.to_dict() for s in self.series]}
+        out = {"kind": "line", "file": self.file, "caption": self.caption, "title": self.title,
+               "xlabel": self.xlabel, "ylabel": self.ylabel, "xscale": self.xscale, "yscale": self.yscale,
+               "series": [s.to_dict() for s in self.series]}
+        if self.xticklabels is not None:
+            out["xticklabels"] = list(self.xticklabels)
+        return out
 
 
 @dataclass(frozen=True)
@@ -258,8 +262,11 @@ def series(label: str, x: Sequence[Any], y: Sequence[Any], *, style: str = "soli
 
 
 def line_figure(file: str, caption: str, *, series: Sequence[Series], xlabel: str, ylabel: str,
-                title: str = "", xscale: str = "linear", yscale: str = "linear") -> LineFigure:
-    return LineFigure(file, caption, list(series), xlabel, ylabel, title, xscale, yscale)
+                title: str = "", xscale: str = "linear", yscale: str = "linear",
+                xticklabels: Sequence[str] | None = None) -> LineFigure:
+    """A line figure; ``xticklabels`` makes x categorical (series at x = 0, 1, ..., one label each)."""
+    return LineFigure(file, caption, list(series), xlabel, ylabel, title, xscale, yscale,
+                      None if xticklabels is None else list(xticklabels))
 
 
 def heatmap_panel(title: str, values: Any, *, xlabels: Sequence[str] | None = None,

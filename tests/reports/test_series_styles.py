@@ -73,3 +73,31 @@ def test_censored_points_are_drawn_as_bounds(tmp_path):
     open_markers = [l for l in ax.get_lines() if l.get_markerfacecolor() == "white"]
     assert len(open_markers) == 1 and list(open_markers[0].get_xdata()) == [4]
     assert spec.to_dict()["series"][0]["censored"] == [None, None, "lower"]
+
+
+def test_categorical_axis_and_points_only(tmp_path):
+    """xticklabels put one label per category at x = 0, 1, ...; style "points" draws no line (configurations
+    that share an x are not joined)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.reports import figures
+    from attnlab.results import line_figure, series
+
+    spec = line_figure("c.png", "c", series=[series("a", [0, 1, 2], [1, 2, 3], style="points")], xlabel="case",
+                       ylabel="y", xticklabels=["(2,4,4)", "(4,2,4)", "(3,3,4)"])
+    captured = {}
+    original = figures._style_axes
+
+    def spy(ax, s):
+        original(ax, s)
+        captured["ax"] = ax
+
+    figures._style_axes = spy
+    try:
+        figures.render(spec, tmp_path)
+    finally:
+        figures._style_axes = original
+    ax = captured["ax"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["(2,4,4)", "(4,2,4)", "(3,3,4)"]
+    assert ax.get_lines()[0].get_linestyle() == "None"

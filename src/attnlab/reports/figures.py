@@ -18,7 +18,7 @@ from pathlib import Path
 from attnlab.errors import ConfigError
 from attnlab.results import PALETTE, check_figure_file
 
-_STYLES = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-."}
+_STYLES = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-.", "points": "none"}
 
 
 @dataclass(frozen=True)
@@ -95,13 +95,17 @@ def _draw_line(ax, spec: dict) -> None:
         colour, marker = series_style(i)
         colour = s.get("color") or colour
         xs = [_num(v) for v in s["x"]]
-        ax.plot(xs, y, _STYLES.get(s.get("style") or "solid", "-"),
+        ax.plot(xs, y, linestyle=_STYLES.get(s.get("style") or "solid", "-"),
                 marker=marker if s.get("marker", True) else None, markersize=4, linewidth=1.6,
                 color=colour, label=s["label"])
         _draw_bounds(ax, xs, y, s.get("censored"), colour, marker)
     ax.set_xscale(spec.get("xscale", "linear"))
     ax.set_yscale(spec.get("yscale", "linear"))
     ax.set_xlabel(spec.get("xlabel", ""))
+    if spec.get("xticklabels"):
+        labels = spec["xticklabels"]
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+        ax.minorticks_off()
 
 
 def _draw_bounds(ax, xs, ys, censored, colour: str, marker: str) -> None:

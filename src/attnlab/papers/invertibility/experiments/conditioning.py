@@ -331,8 +331,9 @@ def _figures(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
     ser = []
     for i, w in enumerate(cfg.size_w):
         rows = [r for r in data["size"] if r["w"] == w]
+        # configurations with the same N^L (e.g. N = 2, L = 4 and N = 4, L = 2) share an x: points, no line
         ser.append(series(f"w = {w:g}", [r["rows"] for r in rows], [r["log10_ratio"] for r in rows],
-                          color=PALETTE[i % len(PALETTE)]))
+                          color=PALETTE[i % len(PALETTE)], style="points"))
     rows0 = [r for r in data["size"] if r["w"] == cfg.size_w[0]]
     ser.append(series("float64 resolution max(N^L,Pd) eps", [r["rows"] for r in rows0],
                       [r["resolution_log10"] for r in rows0], style="dashed", marker=False, color=PALETTE[6]))

@@ -190,8 +190,7 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
     labels = [f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}" for r in rows]
     figs.append(line_figure(
         "inv-recovery-thresholds.png",
-        "Per case (x: index, in the order of the table: " + "; ".join(f"{i}: {lab}" for i, lab in zip(idx, labels))
-        + "), log10 of: the measured 50% error level of the nearest row and of least squares, beside the median "
+        "Per case (N, L, d) and scale w, in the order of the table, log10 of: the measured 50% error level of the nearest row and of least squares, beside the median "
         "row separation delta_t / (2 ||A(t)||) and sigma_min / (2 max ||A(t)||). Least squares breaks at about "
         "sigma_min; the nearest row lasts to about sqrt(Pd) times the row separation, orders of magnitude later.",
         series=[series("nearest: 50% level", idx, [_log(r["cross_nearest"]) for r in rows], color=PALETTE[0]),
@@ -201,7 +200,8 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
                        color=PALETTE[1]),
                 series("sigma_min / (2 max|A(t)|)", idx, [_log(r["sigma_guarantee"]) for r in rows], style="dashed",
                        color=PALETTE[1])],
-        xlabel="case", ylabel="log10 relative noise", title="Decoding thresholds vs separation and sigma_min"))
+        xlabel="case (N, L, d) and w", ylabel="log10 relative noise",
+        title="Decoding thresholds vs separation and sigma_min", xticklabels=labels))
     notes = [
         "Nearest-row decoding needs only that the rows differ (injectivity); least squares needs A of full row rank "
         "and is limited by sigma_min, which float64 cannot see below max(N^L,Pd) eps sigma_max: there least squares "
