@@ -101,3 +101,32 @@ def test_categorical_axis_and_points_only(tmp_path):
     ax = captured["ax"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["(2,4,4)", "(4,2,4)", "(3,3,4)"]
     assert ax.get_lines()[0].get_linestyle() == "None"
+
+
+def test_many_bins_do_not_overlap_their_labels(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.reports import figures
+    from attnlab.results import bar_figure
+
+    cats = [f"{0.05 * i:.2f}" for i in range(21)]
+    spec = bar_figure("b.png", "c", categories=cats, groups=[{"label": "pairs", "values": list(range(21))}],
+                      ylabel="pairs")
+    captured = {}
+    original = figures._style_axes
+
+    def spy(ax, s):
+        original(ax, s)
+        captured["ax"] = ax
+
+    figures._style_axes = spy
+    try:
+        figures.render(spec, tmp_path)
+    finally:
+        figures._style_axes = original
+    ax = captured["ax"]
+    ax.figure.canvas.draw()
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert len(boxes) <= figures.MAX_BAR_LABELS
+    assert all(a.x1 <= b.x0 + 1 for a, b in zip(boxes, boxes[1:]))  # left to right, no overlap

@@ -76,7 +76,8 @@ def _num(v) -> float:
 
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")  # 7 markers against 8 colours: 56 distinct pairs
-LEGEND_INSIDE = 4  # more series than this: the legend goes outside the axes, never over the data
+LEGEND_INSIDE = 4
+MAX_BAR_LABELS = 14  # category labels a 6.4-inch bar figure shows before they would overlap  # more series than this: the legend goes outside the axes, never over the data
 
 
 def series_style(i: int) -> tuple[str, str]:
@@ -130,7 +131,9 @@ def _draw_bar(ax, spec: dict) -> None:
         vals = [_num(v) for v in g["values"]]
         ax.bar(xs, [0 if math.isnan(v) else v for v in vals], width * 0.92,
                color=PALETTE[i % len(PALETTE)], label=g["label"])
-    ax.set_xticks(range(len(cats)), cats, rotation=20, ha="right")
+    step = max(1, math.ceil(len(cats) / MAX_BAR_LABELS))  # many bins: label every step-th, never overlapping
+    ax.set_xticks(range(0, len(cats), step), cats[::step], rotation=20 if len(cats) <= 8 else 45, ha="right",
+                  fontsize=8 if len(cats) <= MAX_BAR_LABELS else 7)
     ax.set_yscale(spec.get("yscale", "linear"))
 
 
