@@ -306,7 +306,7 @@ _SCRIPT = r"""
       ks[j].lastChild.textContent = row[j].toFixed(3);
       ks[j].setAttribute("data-weight", row[j].toFixed(3));
       if (row[j] >= 0.001) {
-        var ln = document.createElementNS("http://www.w3.org/2000/svg", "line");
+        var ln = document.createElementNS(svg.namespaceURI, "line");
         ln.setAttribute("x1", 2); ln.setAttribute("y1", i * RH + RH / 2);
         ln.setAttribute("x2", LW - 2); ln.setAttribute("y2", j * RH + RH / 2);
         ln.setAttribute("stroke", "#0b5cad");
@@ -418,7 +418,7 @@ def viewer_fragment(data: Mapping[str, Any], *, uid: str | None = None) -> str:
         f'<div class="av-body"><div class="av-map"><canvas id="{uid}-map"></canvas>'
         f'<div class="av-row" id="{uid}-mark"></div></div>'
         f'<div class="av-text" id="{uid}-text"><div class="av-col av-q" id="{uid}-queries"></div>'
-        f'<svg id="{uid}-lines" xmlns="http://www.w3.org/2000/svg"></svg>'
+        f'<svg id="{uid}-lines"></svg>'
         f'<div class="av-col av-k" id="{uid}-keys"></div></div></div></div>')
     parts.append(f'<script type="application/json" id="{uid}-data">{_json_for_script(data)}</script>')
     parts.append(f"<script>{_SCRIPT.replace('__UID__', json.dumps(uid))}</script>")
