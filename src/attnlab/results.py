@@ -11,6 +11,7 @@ that stored JSON alone (:mod:`attnlab.reports`), so a report can always be rebui
         notes=[str],
         data={raw numbers},
         scalars={name: number},   # one row of a sweep's results table
+        interactive=[viewer_data(maps, tokens, ...)],  # attention viewers in report.html
     )
 
 A :class:`attnlab.checks.Check` is one line of the paper-versus-measured summary: the
@@ -31,6 +32,10 @@ Figures are specs (plain data), drawn only when a report is built. Their JSON::
      "xlabel": str, "ylabel": str,
      "panels": [{"title": str, "values": [[number, ...], ...],   # rows x columns
                  "xlabels": [str] | None, "ylabels": [str] | None}]}
+
+An interactive block is the JSON of :func:`attnlab.reports.viewer.viewer_data` (attention maps
+in thousandths with their tokens, capped in tokens and size); report.html shows each as an
+offline attention viewer, report.md says it is there.
 
 A heatmap figure is a grid of matrices (attention maps: row = query, column = key),
 ``ncols`` panels per row, one shared colour scale; panels with tick labels are drawn
@@ -302,6 +307,7 @@ class ExperimentResult:
     notes: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     scalars: dict[str, Any] = field(default_factory=dict)
+    interactive: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name, items, kind in (("summary", self.summary, Check), ("tables", self.tables, Table),
@@ -312,6 +318,11 @@ class ExperimentResult:
                     raise TypeError(f"ExperimentResult.{name} holds a {type(x).__name__}; build it with {how}")
         if any(not isinstance(n, str) for n in self.notes):
             raise TypeError("ExperimentResult.notes must be strings")
+        if self.interactive:
+            from attnlab.reports.viewer import check_viewer_data
+
+            for block in self.interactive:
+                check_viewer_data(block)
 
     @property
     def verdicts(self) -> dict[str, int]:
@@ -340,6 +351,8 @@ class ExperimentResult:
             d["notes"] = list(self.notes)
         if self.scalars:
             d["scalars"] = dict(self.scalars)
+        if self.interactive:
+            d["interactive"] = [dict(b) for b in self.interactive]
         return d
 
     @classmethod
@@ -365,4 +378,5 @@ class ExperimentResult:
         return cls(summary=[check_from_dict(c) for c in d.get("summary", [])],
                    tables=[Table(t["title"], t["columns"], t["rows"], t.get("formats")) for t in d.get("tables", [])],
                    figures=[fig(f) for f in d.get("figures", [])], notes=list(d.get("notes", [])),
-                   data=dict(d.get("data", {})), scalars=dict(d.get("scalars", {})))
+                   data=dict(d.get("data", {})), scalars=dict(d.get("scalars", {})),
+                   interactive=[dict(b) for b in d.get("interactive", [])])

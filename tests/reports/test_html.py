@@ -11,6 +11,7 @@ from attnlab.reports import build_report
 from attnlab.reports.format import fmt_count, fmt_value
 from attnlab.checks import Bound, at_least, at_most, compare, info, near
 from attnlab.errata import TextError
+from attnlab.reports.viewer import viewer_data
 from attnlab.results import ExperimentResult, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import RunDir
 
@@ -53,11 +54,14 @@ def run_dir(tmp_path_factory):
                         "the text", "typo", "the scale sits inside the softmax in every source", "yes",
                         "the text's later use is right", "transformer-math.k")
     table = Table("T", ["model", "paper", "rel"], [["GPT-1", 117e6, 0.00398]], ["text", "count", "percent"])
+    maps = [[[[0.25, 0.75], [1.0, 0.0]]]]
+    view = viewer_data(maps, ["<a>", "b & c"], title="Two tokens")
     rd.write_results({
         "papers": ["transformer-math"],
         "experiments": {
             "transformer-math.a": _entry("transformer-math.a", ExperimentResult(
-                summary=summary, tables=[table], figures=[line, bar], notes=["A note."]).to_dict()),
+                summary=summary, tables=[table], figures=[line, bar], notes=["A note."],
+                interactive=[view]).to_dict()),
             "transformer-math.b": _entry("transformer-math.b", ExperimentResult(figures=[same_name]).to_dict()),
             "transformer-math.c": _entry("transformer-math.c", None, status="error"),
             "transformer-math.d": _entry("transformer-math.d", {"data": {"x": [1, 2]}}),
@@ -78,10 +82,28 @@ def _md(run_dir):
     return (run_dir / "report.md").read_text()
 
 
+VIEWER_SCRIPTS = re.compile(r'<script type="application/json" id="(attnlab-viewer-[A-Za-z0-9_-]+)-data">[^<]*</script>'
+                            r"<script>\s*\(function \(\) \{\s*var UID = \"\1\";")
+
+
+def only_viewer_scripts(html: str) -> int:
+    """Every <script> of ``html`` is an attention viewer's inline data or code (no src=, nothing external);
+    the number of viewers."""
+    tags = re.findall(r"<script\b[^>]*>", html, re.I)
+    viewers = VIEWER_SCRIPTS.findall(html)
+    assert len(tags) == 2 * len(viewers) == 2 * html.count("data-attnlab-viewer "), tags
+    assert all(t in ("<script>", '<script type="application/json" id="' + v + '-data">')
+               for t in tags for v in [next((v for v in viewers if v in t), "")]), tags
+    return len(viewers)
+
+
 def test_report_html_is_self_contained(run_dir):
     html = _html(run_dir)
-    for bad in ("http://", "https://", 'src="//', "<link", "<script", "@import", "@font-face"):
+    for bad in ("http://", "https://", 'src="//', "<link", "@import", "@font-face", "<iframe", "fetch(",
+                "XMLHttpRequest", "import("):
         assert bad not in html, bad
+    assert only_viewer_scripts(html) == 1  # the one interactive block: inline code and data, nothing loaded
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", html)
     assert all(u.startswith("data:") for u in re.findall(r"url\(\s*['\"]?([^'\")]*)", html))
     imgs = re.findall(r"<img[^>]*>", html)
     assert len(imgs) == 3
@@ -98,6 +120,9 @@ def test_report_html_content(run_dir):
     for v in ("reproduced", "differs", "inconclusive", "sanity", "fail"):
         assert f'<span class="pill {v}">{v}</span>' in html, v
     assert "117.0M" in html and "116.5M (116,534,784)" in html and "0.40%" in html
+    assert "<h3>Interactive view</h3>" in html and 'id="attnlab-viewer-transformer-math-a-0"' in html
+    assert "Two tokens" in html and "&lt;a&gt;" not in html.split("-data\">", 1)[1].split("</script>")[0]
+    assert "Interactive view: Two tokens: open report.html" in _md(run_dir)
     assert "&gt;= 750" in html and "censored: &gt;= 750 cannot decide &gt;= 1000" in html
     assert "A curve &lt;with&gt; &amp; caption." in html  # escaped, never raw
     assert "ValueError: &lt;boom&gt; &amp; more" in html

@@ -78,8 +78,14 @@ def test_json_on_stdout_is_heads_json_and_has_all_72_heads(minilm_run):
 def test_report_is_self_contained(minilm_run):
     path, _ = minilm_run
     html = (path / "report.html").read_text()
-    assert "<script" not in html.lower()
-    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", html)  # nothing loaded from outside the file
+    # the only scripts are the attention viewer's inline data and code: nothing loaded from outside the file
+    tags = re.findall(r"<script\b[^>]*>", html, re.I)
+    assert tags == ['<script type="application/json" id="attnlab-viewer-analyze-0-data">', "<script>"]
+    assert "http://" not in html and "https://" not in html and "<link" not in html and "@import" not in html
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", html)
+    block = json.loads((path / "results.json").read_text())["experiments"]["analyze"]["results"]["interactive"][0]
+    assert block["shape"][:2] == [6, 12] and len(block["tokens"]) == block["shape"][2] <= MAX_TOKENS
+    assert block["tokens"][0] == "[CLS]" and not block["cut"]
     imgs = re.findall(r"<img [^>]*>", html)
     # 7 pattern figures, the sinks and the copying scores
     assert len(imgs) == 9 and all('src="data:image/png;base64,' in i for i in imgs)

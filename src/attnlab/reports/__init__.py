@@ -10,6 +10,10 @@ What an experiment stores and a report shows is an
 :class:`attnlab.results.ExperimentResult` as JSON (summary checks, tables, figure
 specs, notes, raw data); a stored result without summary, tables or figures is
 shown as JSON.
+
+:class:`AttentionView` (:mod:`attnlab.reports.viewer`) shows attention maps in an offline,
+interactive viewer: in Jupyter, as a standalone page (``save``), or in report.html where a
+result carries an interactive block.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import os
 from pathlib import Path
 
 from attnlab.errors import RunDirError
+from attnlab.reports.viewer import AttentionView, attention_viewer_html  # noqa: F401
 from attnlab.runs.rundir import REPORT_HTML, REPORT_MD, RESULTS, RunDir, StoredRun, load_run  # noqa: F401
 
 

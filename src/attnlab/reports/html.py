@@ -1,18 +1,22 @@
 """report.html: one self-contained file.
 
-Inline CSS, figures as base64 ``data:`` URIs, system fonts, no scripts and no
-reference to anything outside the file (it must render offline, years later).
+Inline CSS, figures as base64 ``data:`` URIs, system fonts and no reference to anything
+outside the file (it must render offline, years later). The only scripts are those of the
+attention viewers (:mod:`attnlab.reports.viewer`) of a result's interactive blocks: inline,
+each with its data inline, loading nothing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 
 from attnlab.checks import JUDGED
 from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.reports.figures import RenderedFigure
+from attnlab.reports.viewer import viewer_fragment
 from attnlab.reports.format import (
     Outline,
     Row,
@@ -256,8 +260,13 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
                        f"<figcaption><b>{escape(f.title)}.</b> {escape(f.caption)} "
                        f"<code>figures/{escape(f.path.name)}</code></figcaption></figure>")
         out.append("</div>")
+    blocks = res.get("interactive") or []
+    if blocks:
+        out.append("<h3>Interactive view</h3>")
+        slug = re.sub(r"[^A-Za-z0-9_-]", "-", e["id"])
+        out += [viewer_fragment(b, uid=f"attnlab-viewer-{slug}-{i}") for i, b in enumerate(blocks)]
     out += [f'<div class="note">{escape(n)}</div>' for n in res.get("notes", [])]
-    if not any(res.get(k) for k in ("summary", "tables", "figures")):
+    if not any(res.get(k) for k in ("summary", "tables", "figures", "interactive")):
         out.append(f"<pre>{escape(json.dumps(res, indent=2)[:4000])}</pre>")
     out.append(f"<details><summary>config</summary><pre>{escape(json.dumps(e.get('config', {}), indent=2))}"
                "</pre></details></section>")

@@ -92,9 +92,12 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
         if (e["id"], spec["file"]) in figures:
             lines += [f"![{spec.get('title') or spec['file']}]({figures[(e['id'], spec['file'])]})", "",
                       f"*Figure: {spec.get('caption', '')}*", ""]
+    for b in res.get("interactive", []):
+        lines += [f"*Interactive view{': ' + b['title'] if b.get('title') else ''}: open report.html to pick a layer "
+                  "and head and see the weights of every query token.*", ""]
     for note in res.get("notes", []):
         lines += [f"> {note}", ""]
-    if not any(res.get(k) for k in ("summary", "tables", "figures")):
+    if not any(res.get(k) for k in ("summary", "tables", "figures", "interactive")):
         lines += ["```json", json.dumps(res, indent=2)[:4000], "```", ""]
     lines += ["<details><summary>config</summary>", "", "```json",
               json.dumps(e.get("config", {}), indent=2), "```", "", "</details>", ""]

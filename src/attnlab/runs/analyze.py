@@ -12,7 +12,9 @@ Order of work, chosen so that bad input costs nothing and a finished computation
    the repeated-random-token prompts included, so every number can be recomputed); run the
    model once per batch of segments and analyse each segment's maps A (L, H, n, n) on its own
    (no padding reaches an analysis), then the prompts;
-4. write heads.json and results.json, then build report.html and report.md.
+4. write heads.json and results.json, then build report.html and report.md. results.json also
+   holds segment 0's maps (its first 64 tokens, in thousandths, under ~2 MB) as an interactive
+   block: report.html shows them in an offline attention viewer (:mod:`attnlab.reports.viewer`).
 
 Segments. The text is split into sentences (:func:`attnlab.data.split_sentences`; the default
 corpus is already sentences) and consecutive sentences are packed greedily into documents of at
@@ -812,7 +814,15 @@ def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> Ex
     tables = [count_table, rule_table, tl_table, *_evidence_tables(payload), per_head]
     return ExperimentResult(summary=_summary(payload), tables=tables,
                             figures=_figures(payload, avg, first, segs) + _evidence_figures(payload, avg),
-                            notes=list(payload["notes"]))
+                            notes=list(payload["notes"]), interactive=[_viewer(first, segs)])
+
+
+def _viewer(A: torch.Tensor, segs: Segments) -> dict:
+    """Segment 0's maps for the report's attention viewer (its first 64 tokens, at most ~2 MB)."""
+    from attnlab.reports.viewer import viewer_data
+
+    return viewer_data(A, segs.labels[0], title="Attention maps of segment 0",
+                       caption="Every head's weights on segment 0, as the model computed them.")
 
 
 def _ci_text(mean: float, ci) -> str:

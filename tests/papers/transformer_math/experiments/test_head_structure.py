@@ -140,10 +140,11 @@ def test_tiny_run_trains_fits_and_is_deterministic(storable):
 
 @pytest.mark.slow
 def test_minilm_heads_are_fitted():
-    from attnlab.papers.transformer_math.experiments.head_structure import _minilm
+    from attnlab.papers.transformer_math.experiments.head_structure import PRETRAINED, _pretrained, _viewer
 
     cfg = HeadStructureConfig(corpus="synthetic", n_eval=1, search_draws=4, draws=2)
-    rows, tokens, n = _minilm(cfg, {"bidirectional": baselines(16, 3, draws=2, seed=0)})
+    p = _pretrained(cfg, {"bidirectional": baselines(16, 3, draws=2, seed=0)}, PRETRAINED["minilm"])
+    rows, tokens, n = p.rows, p.tokens, p.sentences
     assert n == 1 and len(tokens) == 16 and tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
     assert len(rows) == 72 and {r["kind"] for r in rows} == {f"layer {k}" for k in range(6)}
     assert all(r["mass_kept"] == 1.0 and r["d_sigma"] <= r["random_search"] + 1e-9 for r in rows)
@@ -151,6 +152,12 @@ def test_minilm_heads_are_fitted():
     # heads parked on [CLS]/[SEP] are special-token heads, not rare-token heads (Voita's rule finds none)
     assert labels.count("special-token") >= 30 and labels.count("rare-token") <= 5
     assert all(r["special_share"] >= 0.5 for r in rows if r["label"] == "special-token")
+    # the report's attention viewer holds every head's map of the sentence, in thousandths
+    view = _viewer(p)
+    assert view["shape"] == [6, 12, 16, 16] and view["tokens"] == tokens and view["cut"] == ""
+    for r in rows:
+        got = torch.tensor([float(x) for x in view["maps"][r["layer"]][r["head"]].split(",")]).reshape(16, 16)
+        assert (got / 1000 - r["example_map"].float()).abs().max() <= 5e-4 + 1e-6
 
 
 @pytest.fixture(scope="module")

@@ -1052,7 +1052,18 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
     scalars.update({f"seconds_{p.spec.key}": p.seconds for p in pre})
     return ExperimentResult(summary=_summary(cfg, corpus, models, rows, pre, base), tables=tables,
                             figures=figures, notes=_notes(cfg, corpus, sizes, pre, base, thesis) + extra, data=data,
-                            scalars=scalars)
+                            scalars=scalars, interactive=[_viewer(p) for p in pre])
+
+
+def _viewer(p: PretrainedHeads) -> dict:
+    """Every head of a pretrained model on its first sentence, for the report's attention viewer."""
+    from attnlab.reports.viewer import viewer_data
+
+    by = {(r["layer"], r["head"]): r["example_map"] for r in p.rows}
+    A = torch.stack([torch.stack([by[(l, h)] for h in range(p.heads)]) for l in range(p.layers)])
+    return viewer_data(A, p.tokens, title=f"{p.spec.name}: every head on one sentence",
+                       caption=f"The sentence of the figures ({len(p.tokens)} tokens, {p.mask} mask), "
+                               f"{p.layers} layers x {p.heads} heads.")
 
 
 register(Experiment(EXPERIMENT_ID,
