@@ -20,6 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.checks": {"attnlab.errors"},
     "attnlab.errata": {"attnlab.errors"},
     "attnlab.config": {"attnlab.errors"},
+    "attnlab.terminal": set(),  # tables for the command line: rich only
     "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata"},
     "attnlab.ops": {"attnlab.errors", "attnlab.config"},
     "attnlab.nn": {"attnlab.errors", "attnlab.config", "attnlab.ops"},

@@ -296,6 +296,27 @@ def bar_figure(file: str, caption: str, *, categories: Sequence[str], groups: Se
     return BarFigure(file, caption, list(categories), list(groups), ylabel, title, yscale)
 
 
+# ---- interactive blocks -------------------------------------------------------------------
+VIEWER_KIND = "attention-viewer"
+
+
+def check_viewer_data(d: Mapping[str, Any]) -> None:
+    """Refuse a stored interactive block (:mod:`attnlab.reports.viewer`) that the viewer cannot draw
+    (one-line ConfigError)."""
+    try:
+        n = len(d["tokens"])
+        nl, nh = len(d["layers"]), len(d["heads"])
+        ok = (d.get("kind") == VIEWER_KIND and len(d["maps"]) == nl == len(d["layer_ids"])
+              and nh == len(d["head_ids"])
+              and all(len(r) == nh and all(isinstance(x, str) and x.count(",") == n * n - 1 for x in r)
+                      for r in d["maps"]) and n > 0 and nl and nh)
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"an interactive block lacks {e}; build it with attnlab.reports.viewer.viewer_data") from None
+    if not ok:
+        raise ConfigError("an interactive block's maps do not match its tokens, layers and heads; build it with "
+                          "attnlab.reports.viewer.viewer_data")
+
+
 # ---- the result --------------------------------------------------------------------------
 @dataclass
 class ExperimentResult:
@@ -318,11 +339,8 @@ class ExperimentResult:
                     raise TypeError(f"ExperimentResult.{name} holds a {type(x).__name__}; build it with {how}")
         if any(not isinstance(n, str) for n in self.notes):
             raise TypeError("ExperimentResult.notes must be strings")
-        if self.interactive:
-            from attnlab.reports.viewer import check_viewer_data
-
-            for block in self.interactive:
-                check_viewer_data(block)
+        for block in self.interactive or ():
+            check_viewer_data(block)
 
     @property
     def verdicts(self) -> dict[str, int]:

@@ -326,7 +326,11 @@ def test_every_score_has_its_uniform_attention_chance_level_beside_its_threshold
 def test_summary_rows_are_descriptive_checks(minilm_run):
     path, payload = minilm_run
     summary = json.loads((path / "results.json").read_text())["experiments"]["analyze"]["results"]["summary"]
-    assert len(summary) == 6 and {r["verdict"] for r in summary} == {"info"}
+    # 3 TransformerLens rows, the heads above the sink's chance level, 3 label counts (no output head: no ablations)
+    assert len(summary) == 7 and {r["verdict"] for r in summary} == {"info"}
+    sink = next(r for r in summary if r["quantity"].startswith("heads whose attention on the first token"))
+    above = sum(1 for h in payload["heads"] if h["ci"]["sink"][0] > payload["chance"]["sink"])
+    assert sink["measured"] == above and sink["values"]["chance"] == payload["chance"]["sink"]
     tl = [r for r in summary if r["quantity"].startswith("TransformerLens (repeated random tokens)")]
     assert len(tl) == 3
     best = max(payload["heads"], key=lambda h: h["tl_repeated_previous_token"])

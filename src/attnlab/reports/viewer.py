@@ -56,11 +56,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from attnlab.errors import ConfigError
+from attnlab.results import VIEWER_KIND, check_viewer_data
 
 MAX_TOKENS = 64  # the first 64 tokens of the input are shown
 MAX_BYTES = 2_000_000  # the embedded maps stay under ~2 MB
 SCALE = 1000  # weights are stored in thousandths
-KIND = "attention-viewer"
+KIND = VIEWER_KIND  # the "kind" of a stored block
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
@@ -153,21 +154,6 @@ def viewer_data(maps: Any, tokens: Sequence[Any], *, layer_labels: Sequence[Any]
         "maps": [[",".join(map(str, ints[l, h].reshape(-1).tolist())) for h in head_ids] for l in layer_ids],
         "shape": [L, H, n, n], "cut": "; ".join(cut) + ("." if cut else ""),
     }
-
-
-def check_viewer_data(d: Mapping[str, Any]) -> None:
-    """Refuse a stored block that the viewer cannot draw (one-line ConfigError)."""
-    try:
-        n = len(d["tokens"])
-        nl, nh = len(d["layers"]), len(d["heads"])
-        ok = (d.get("kind") == KIND and len(d["maps"]) == nl == len(d["layer_ids"]) and nh == len(d["head_ids"])
-              and all(len(r) == nh and all(isinstance(x, str) and x.count(",") == n * n - 1 for x in r)
-                      for r in d["maps"]) and n > 0 and nl and nh)
-    except (KeyError, TypeError) as e:
-        raise ConfigError(f"an interactive block lacks {e}; build it with attnlab.reports.viewer.viewer_data") from None
-    if not ok:
-        raise ConfigError("an interactive block's maps do not match its tokens, layers and heads; build it with "
-                          "attnlab.reports.viewer.viewer_data")
 
 
 # ---- the fragment --------------------------------------------------------------------------
