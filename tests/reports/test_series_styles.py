@@ -6,6 +6,28 @@ from attnlab.reports.figures import LEGEND_INSIDE, MARKERS, series_style
 from attnlab.results import PALETTE
 
 
+def _drawn_axes(spec, folder):
+    """Render ``spec`` and return the matplotlib axes it was drawn on (before the figure is closed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.reports import figures
+
+    captured = {}
+    original = figures._style_axes
+
+    def spy(ax, s):
+        original(ax, s)
+        captured["ax"] = ax
+
+    figures._style_axes = spy
+    try:
+        figures.render(spec, folder)
+    finally:
+        figures._style_axes = original
+    return captured["ax"]
+
+
 def test_fifty_six_series_look_different():
     looks = [series_style(i) for i in range(len(PALETTE) * len(MARKERS))]
     assert len(set(looks)) == 56
@@ -22,19 +44,7 @@ def test_a_crowded_legend_is_outside_the_data(tmp_path):
     names = [f"variant-{i}" for i in range(14)]
     rows = [{"variant": v, "n": n, "status": "ok", "time_ms": (i % 3 + 1) * n / 512.0,
              "order": "quadratic" if i < 6 else "linear"} for i, v in enumerate(names) for n in (512, 1024, 2048)]
-    captured = {}
-    original = figures._style_axes
-
-    def spy(ax, spec):
-        original(ax, spec)
-        captured["ax"] = ax
-
-    figures._style_axes = spy
-    try:
-        figures.render(time_figure(rows), tmp_path)
-    finally:
-        figures._style_axes = original
-    ax = captured["ax"]
+    ax = _drawn_axes(time_figure(rows), tmp_path)
     legend = ax.get_legend()
     assert len(legend.get_texts()) == 14 > LEGEND_INSIDE
     fig = ax.figure
@@ -55,19 +65,7 @@ def test_censored_points_are_drawn_as_bounds(tmp_path):
 
     spec = line_figure("t.png", "c", series=[series("T*", [1, 2, 4], [10, 20, 40], censored=[None, None, "lower"])],
                        xlabel="H", ylabel="T")
-    captured = {}
-    original = figures._style_axes
-
-    def spy(ax, s):
-        original(ax, s)
-        captured["ax"] = ax
-
-    figures._style_axes = spy
-    try:
-        figures.render(spec, tmp_path)
-    finally:
-        figures._style_axes = original
-    ax = captured["ax"]
+    ax = _drawn_axes(spec, tmp_path)
     arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
     assert len(arrows) == 1 and tuple(arrows[0].xy) == (4, 40)
     open_markers = [l for l in ax.get_lines() if l.get_markerfacecolor() == "white"]
@@ -86,19 +84,7 @@ def test_categorical_axis_and_points_only(tmp_path):
 
     spec = line_figure("c.png", "c", series=[series("a", [0, 1, 2], [1, 2, 3], style="points")], xlabel="case",
                        ylabel="y", xticklabels=["(2,4,4)", "(4,2,4)", "(3,3,4)"])
-    captured = {}
-    original = figures._style_axes
-
-    def spy(ax, s):
-        original(ax, s)
-        captured["ax"] = ax
-
-    figures._style_axes = spy
-    try:
-        figures.render(spec, tmp_path)
-    finally:
-        figures._style_axes = original
-    ax = captured["ax"]
+    ax = _drawn_axes(spec, tmp_path)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["(2,4,4)", "(4,2,4)", "(3,3,4)"]
     assert ax.get_lines()[0].get_linestyle() == "None"
 
@@ -113,19 +99,7 @@ def test_many_bins_do_not_overlap_their_labels(tmp_path):
     cats = [f"{0.05 * i:.2f}" for i in range(21)]
     spec = bar_figure("b.png", "c", categories=cats, groups=[{"label": "pairs", "values": list(range(21))}],
                       ylabel="pairs")
-    captured = {}
-    original = figures._style_axes
-
-    def spy(ax, s):
-        original(ax, s)
-        captured["ax"] = ax
-
-    figures._style_axes = spy
-    try:
-        figures.render(spec, tmp_path)
-    finally:
-        figures._style_axes = original
-    ax = captured["ax"]
+    ax = _drawn_axes(spec, tmp_path)
     ax.figure.canvas.draw()
     boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
     assert len(boxes) <= figures.MAX_BAR_LABELS
