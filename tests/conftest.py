@@ -6,6 +6,7 @@ through ATTNLAB_PLUGINS, so the sweep engine can be tested in every process it s
 """
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ import torch
 
 from attnlab.cli import main
 
+if str(Path(__file__).parent) not in sys.path:  # tests/helpers.py, tests/tolerances.py
+    sys.path.insert(0, str(Path(__file__).parent))
 SELFTEST_PLUGIN = str(Path(__file__).parent / "fixtures" / "selftest_paper.py")
 os.environ["ATTNLAB_PLUGINS"] = SELFTEST_PLUGIN
 # Off a terminal the commands print one progress line per step on stderr; the tests read stderr

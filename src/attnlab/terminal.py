@@ -139,14 +139,14 @@ def print_table(console, title: str, columns: Sequence[Col], rows: Sequence[Sequ
     many tables as the console's width needs (module docstring); every column gets an explicit width
     (:func:`widths`), so nothing a key or number column holds is ever cut."""
     rows = [list(r) for r in rows]
-    groups = layout(columns, rows, console.width, keys)
-    roomy = [Col(c.name, c.kind, max(c.min_width, STACK_TEXT_MIN)) if c.kind == "text" else c for c in columns]
-    prose = [min(min_width(c, [r[i] for r in rows]), max((cell_width(r[i]) for r in rows), default=0))
-             if c.kind == "text" else min_width(c, [r[i] for r in rows]) for i, c in enumerate(roomy)]
-    if stack and (len(groups) > 1 or table_width(prose) > console.width):
-        print_stacked(console, title, columns, rows)
-        return
-    for g, idx in enumerate(groups):
+    if stack:  # a prose table stacks rather than squeeze a text column below STACK_TEXT_MIN (or its widest cell)
+        roomy = [max(min_width(c, [r[i] for r in rows]),
+                     min(STACK_TEXT_MIN, max((cell_width(r[i]) for r in rows), default=0)) if c.kind == "text" else 0)
+                 for i, c in enumerate(columns)]
+        if table_width(roomy) > console.width:
+            print_stacked(console, title, columns, rows)
+            return
+    for g, idx in enumerate(layout(columns, rows, console.width, keys)):
         cols = [columns[i] for i in idx]
         sub = [[r[i] for i in idx] for r in rows]
         t = Table(title=title if g == 0 else f"{title} (continued)", **table_kwargs)

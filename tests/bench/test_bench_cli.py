@@ -9,18 +9,10 @@ import sys
 import pytest
 
 from attnlab.bench import BenchConfig, run_bench
-from attnlab.cli import main
 from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.bench.report import memory_figure, time_figure
 from attnlab.results import LineFigure
-
-
-def _main(argv):
-    try:
-        main(argv)
-    except SystemExit as e:
-        return e.code
-    return 0
+from helpers import exit_status
 
 
 @pytest.mark.slow
@@ -55,7 +47,7 @@ def test_bad_bench_config(kwargs, error, message):
 
 def test_cli_json_and_out(tmp_path, capsys):
     out = tmp_path / "b"
-    rc = _main(["bench", "--n", "64", "--variant", "linear", "--repeats", "1", "--json", "--out", str(out)])
+    rc = exit_status(["bench", "--n", "64", "--variant", "linear", "--repeats", "1", "--json", "--out", str(out)])
     assert rc == 0
     res = json.loads(capsys.readouterr().out)
     assert {r["variant"] for r in res["rows"]} == {"sdpa", "linear"}
@@ -65,7 +57,7 @@ def test_cli_json_and_out(tmp_path, capsys):
 
 
 def test_cli_table(capsys):
-    assert _main(["bench", "--n", "64", "--variant", "softmax", "--repeats", "1"]) == 0
+    assert exit_status(["bench", "--n", "64", "--variant", "softmax", "--repeats", "1"]) == 0
     text = capsys.readouterr().out
     assert "softmax" in text and "crossover" in text and "targets" in text and "not measured" in text
 
@@ -80,7 +72,7 @@ BAD_INPUT = [
 
 @pytest.mark.parametrize("argv, message", BAD_INPUT)
 def test_cli_bad_input_is_one_line_exit_2(argv, message, capfd):
-    assert _main(["bench", *argv]) == 2
+    assert exit_status(["bench", *argv]) == 2
     err = capfd.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in err

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from attnlab.cli import main
+from helpers import exit_status
 from attnlab.errors import ConfigError
 from attnlab.papers.transformer_math.thesis_maps import thesis_maps_path
 
@@ -24,14 +24,6 @@ EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturati
                     "pretrained-distance-by-head.png"}
 if thesis_maps_path().is_file():  # the thesis's own maps, beside the repository (../shared/data)
     EXPECTED_FIGURES |= {"thesis-maps.png"}
-
-
-def _main(argv):
-    try:
-        main(argv)
-    except SystemExit as e:
-        return e.code
-    return 0
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +66,7 @@ def test_report_rebuilds_from_stored_results(run_dir, capsys):
         (run_dir / name).unlink()
     for p in (run_dir / "figures").iterdir():
         p.unlink()
-    assert _main(["report", str(run_dir)]) == 0
+    assert exit_status(["report", str(run_dir)]) == 0
     assert (run_dir / "report.html").stat().st_size > 100_000
     assert "figures/dot-product-variance.png" in (run_dir / "report.md").read_text()
     assert {p.name for p in (run_dir / "figures").iterdir()} == EXPECTED_FIGURES
@@ -84,7 +76,7 @@ def test_report_rebuilds_from_stored_results(run_dir, capsys):
 @pytest.mark.slow
 def test_resume_of_a_finished_run_skips_everything(run_dir, capsys):
     before = json.loads((run_dir / "results.json").read_text())
-    assert _main(["reproduce", "transformer-math", "--out", str(run_dir), "--seed", "3", "--resume"]) == 0
+    assert exit_status(["reproduce", "transformer-math", "--out", str(run_dir), "--seed", "3", "--resume"]) == 0
     after = json.loads((run_dir / "results.json").read_text())
     assert after == before  # nothing re-run: same timestamps and numbers
 
@@ -100,31 +92,31 @@ def _one_error_line(capsys, code, *fragments):
 
 
 def test_unknown_paper(capsys, tmp_path):
-    code = _main(["reproduce", "nope", "--out", str(tmp_path / "r")])
+    code = exit_status(["reproduce", "nope", "--out", str(tmp_path / "r")])
     _one_error_line(capsys, code, "unknown paper 'nope'", "transformer-math")
 
 
 def test_paper_without_experiments(capsys, tmp_path):
-    code = _main(["reproduce", "selftest", "--out", str(tmp_path / "r")])  # its one experiment is sweep-only
+    code = exit_status(["reproduce", "selftest", "--out", str(tmp_path / "r")])  # its one experiment is sweep-only
     _one_error_line(capsys, code, "no experiments yet", "papers with experiments:", "transformer-math")
 
 
 def test_bad_scale(capsys, tmp_path):
-    code = _main(["reproduce", "transformer-math", "--scale", "huge", "--out", str(tmp_path / "r")])
+    code = exit_status(["reproduce", "transformer-math", "--scale", "huge", "--out", str(tmp_path / "r")])
     _one_error_line(capsys, code, "--scale", "must be one of quick, paper")
     assert not (tmp_path / "r").exists()
 
 
 def test_unwritable_out(capsys, tmp_path):
     (tmp_path / "file").write_text("x")
-    code = _main(["reproduce", "transformer-math", "--out", str(tmp_path / "file" / "run")])
+    code = exit_status(["reproduce", "transformer-math", "--out", str(tmp_path / "file" / "run")])
     _one_error_line(capsys, code, "cannot write to", "writable --out")
 
 
 def test_out_is_a_foreign_directory(capsys, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("x")
-    code = _main(["reproduce", "transformer-math", "--out", str(tmp_path / "mine")])
+    code = exit_status(["reproduce", "transformer-math", "--out", str(tmp_path / "mine")])
     _one_error_line(capsys, code, "not an attnlab run directory")
 
 
@@ -132,29 +124,29 @@ def test_cuda_without_cuda(capsys, tmp_path, monkeypatch):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    code = _main(["reproduce", "transformer-math", "--device", "cuda", "--out", str(tmp_path / "r")])
+    code = exit_status(["reproduce", "transformer-math", "--device", "cuda", "--out", str(tmp_path / "r")])
     _one_error_line(capsys, code, "CUDA is not available on this machine; use cpu")
 
 
 def test_report_of_a_missing_dir(capsys, tmp_path):
-    code = _main(["report", str(tmp_path / "nope")])
+    code = exit_status(["report", str(tmp_path / "nope")])
     _one_error_line(capsys, code, "does not exist")
 
 
 def test_report_of_a_directory_that_is_not_a_run(capsys, tmp_path):
-    code = _main(["report", str(tmp_path)])
+    code = exit_status(["report", str(tmp_path)])
     _one_error_line(capsys, code, "is not an attnlab run directory (no config.json)")
 
 
 def test_report_of_corrupt_results(capsys, tmp_path):
     (tmp_path / "config.json").write_text('{"papers": ["transformer-math"]}')
     (tmp_path / "results.json").write_text('{"experiments": ')
-    code = _main(["report", str(tmp_path)])
+    code = exit_status(["report", str(tmp_path)])
     _one_error_line(capsys, code, "corrupt JSON in", "results.json")
 
 
 def test_report_needs_a_run_dir(capsys):
-    code = _main(["report"])
+    code = exit_status(["report"])
     _one_error_line(capsys, code, "Missing argument", "attnlab report --help")
 
 
@@ -165,7 +157,7 @@ def test_report_of_a_run_without_results_is_refused_and_overwrites_nothing(tmp_p
     rd.write_config({"papers": ["logic"], "scale": "quick", "seed": 0, "device": "cpu"}, ["attnlab"])
     good = "<html>a good report</html>"
     (rd.path / "report.html").write_text(good)
-    assert _main(["report", str(rd.path)]) == 2
+    assert exit_status(["report", str(rd.path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "has no results.json: nothing to report" in err
     assert (rd.path / "report.html").read_text() == good and not (rd.path / "report.md").exists()
@@ -174,7 +166,7 @@ def test_report_of_a_run_without_results_is_refused_and_overwrites_nothing(tmp_p
 def test_version(capsys):
     from importlib.metadata import version
 
-    assert _main(["--version"]) == 0
+    assert exit_status(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"attnlab {version('attnlab')}"
 
 
@@ -182,7 +174,7 @@ def test_list_prints_statements_with_square_brackets_whole(capsys, monkeypatch):
     from attnlab.cli import console
 
     monkeypatch.setattr(console, "width", 400)  # one line per statement
-    assert _main(["list"]) == 0
+    assert exit_status(["list"]) == 0
     out = capsys.readouterr().out
     assert "Delta Q = E[q(X_1,X_2)^2] - E[q(X_1,X_3) q(X_2,X_3)]" in out  # rich markup would eat [..]
 
@@ -196,7 +188,7 @@ def test_list_prints_statements_with_square_brackets_whole(capsys, monkeypatch):
 ])
 def test_resume_of_nothing_is_refused_before_any_work(tmp_path, capsys, argv, needle):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    assert _main(argv) == 2
+    assert exit_status(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err == "attnlab: error: " + needle.replace("{tmp}", str(tmp_path))
     assert not (tmp_path / "none").exists()
@@ -205,7 +197,7 @@ def test_resume_of_nothing_is_refused_before_any_work(tmp_path, capsys, argv, ne
 @pytest.mark.parametrize("out, why", [("/proc/attnlab-x", "No such file or directory"),
                                       ("/etc/passwd/x", "Not a directory")])
 def test_bench_checks_its_out_before_timing_anything(capsys, out, why):
-    assert _main(["bench", "--quick", "--out", out]) == 2
+    assert exit_status(["bench", "--quick", "--out", out]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"attnlab: error: cannot write to --out {out}: {why}; choose a writable directory"
 
@@ -213,7 +205,7 @@ def test_bench_checks_its_out_before_timing_anything(capsys, out, why):
 def test_bench_refuses_a_length_that_cannot_fit_before_running(capsys):
     from attnlab.bench.run import BenchConfig, check_memory
 
-    assert _main(["bench", "--n", "10000000"]) == 2
+    assert exit_status(["bench", "--n", "10000000"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("attnlab: error: --n 10000000 (q, k, v, outputs and working memory at B=1, H=8, d_head=64, "
                           "float32) needs at least 152.6 GiB on cpu") and "\n" not in err

@@ -6,15 +6,8 @@ import re
 
 import pytest
 
-from attnlab.cli import PlainProgress, main
-
-
-def _main(argv):
-    try:
-        main(argv)
-    except SystemExit as e:
-        return e.code
-    return 0
+from attnlab.cli import PlainProgress
+from helpers import exit_status
 
 
 LINE = re.compile(r"\[attnlab \d+:\d\d:\d\d\] (?P<what>.+) \((?P<done>\d+)/(?P<total>\d+)(, ETA \d+:\d\d:\d\d)?\)")
@@ -22,7 +15,7 @@ LINE = re.compile(r"\[attnlab \d+:\d\d:\d\d\] (?P<what>.+) \((?P<done>\d+)/(?P<t
 
 def test_verify_off_a_terminal_prints_one_line_per_claim(capsys, monkeypatch):
     monkeypatch.setenv("ATTNLAB_PROGRESS", "1")
-    assert _main(["verify", "rank-collapse.softmax", "rank-collapse.path-decomposition"]) == 0
+    assert exit_status(["verify", "rank-collapse.softmax", "rank-collapse.path-decomposition"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     found = [LINE.fullmatch(line) for line in err]
     assert all(found), err
@@ -48,17 +41,17 @@ def test_reproduce_off_a_terminal_names_each_experiment(tmp_path, capsys, monkey
         for name in ("a", "b"):
             state.experiments[f"toy.{name}"] = Experiment(f"toy.{name}", name, Cfg,
                                                            lambda cfg, rd: ExperimentResult(summary=[info("x", 1)]))
-        assert _main(["reproduce", "toy", "--out", str(tmp_path / "r")]) == 0
+        assert exit_status(["reproduce", "toy", "--out", str(tmp_path / "r")]) == 0
     steps = [LINE.fullmatch(line)["what"] for line in capsys.readouterr().err.strip().splitlines()]
     assert steps == ["toy.a", "toy.b", "claims", "report"]
 
 
 def test_no_progress_lines_when_turned_off_or_for_json(capsys, monkeypatch):
     monkeypatch.setenv("ATTNLAB_PROGRESS", "0")
-    assert _main(["verify", "rank-collapse.softmax"]) == 0
+    assert exit_status(["verify", "rank-collapse.softmax"]) == 0
     assert capsys.readouterr().err.strip() == ""
     monkeypatch.setenv("ATTNLAB_PROGRESS", "1")
-    assert _main(["verify", "rank-collapse.softmax", "--json"]) == 0
+    assert exit_status(["verify", "rank-collapse.softmax", "--json"]) == 0
     assert capsys.readouterr().err.strip() == ""
 
 
@@ -98,7 +91,7 @@ def test_bench_help_at_80_columns_has_no_orphan_line(capsys, monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setattr(console, "width", 80)
-    assert _main(["bench", "--help"]) == 0
+    assert exit_status(["bench", "--help"]) == 0
     out = capsys.readouterr().out
     text = out[:out.index("Options")]
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("Usage")]

@@ -61,12 +61,14 @@ def split_heads(
             f"W_k {tuple(W_k.shape)}, W_v {tuple(W_v.shape)}, W_c {tuple(W_c.shape)}"
         )
     H = n_heads
-
-    def cols(W: Tensor) -> Tensor:
-        return W.reshape(d, H, W.shape[1] // H).permute(1, 0, 2)  # (H, d, width)
-
     W_O = W_c.reshape(H, W_c.shape[0] // H, d)  # (H, d_v, d)
-    return cols(W_q), cols(W_k), cols(W_v), W_O
+    return column_blocks(W_q, H), column_blocks(W_k, H), column_blocks(W_v, H), W_O
+
+
+def column_blocks(W: Tensor, n_heads: int) -> Tensor:
+    """Eq. (3)'s column blocks: W (d, n_heads k) -> (n_heads, d, k), block h = W[:, h k:(h+1) k]."""
+    d = W.shape[0]
+    return W.reshape(d, n_heads, W.shape[1] // n_heads).permute(1, 0, 2)
 
 
 def merge_heads(W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:

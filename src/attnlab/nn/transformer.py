@@ -43,6 +43,7 @@ from attnlab.errors import ConfigError
 from attnlab.nn.block import BlockParts, DecoderBlock, TransformerBlock
 from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm
+from attnlab.ops.multihead import project
 from attnlab.ops.rotary import Rotary, rope_frequencies, rotary
 
 __all__ = ["Decoder", "Encoder", "EncoderDecoder", "EncoderDecoderOutput", "TransformerOutput"]
@@ -186,10 +187,7 @@ class Encoder(_Stack):
         block = self.blocks[layer]
         a = block.attn
         h = block.norm1(X) if block.norm_position == "pre" and block.parts.layer_norm else X
-        q = torch.einsum("bnd,hdk->bhnk", h, a.W_Q)
-        k = torch.einsum("bnd,hdk->bhnk", h, a.W_K)
-        if a.b_Q is not None:
-            q, k = q + a.b_Q[:, None, :], k + a.b_K[:, None, :]
+        q, k = project(h, a.W_Q, a.b_Q), project(h, a.W_K, a.b_K)
         return (q, k) if rot is None else rot(q, k)
 
     def encode(

@@ -58,6 +58,13 @@ def check_head_weights(W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor) -> No
         )
 
 
+def project(x: Tensor, W: Tensor, b: Tensor | None = None) -> Tensor:
+    """Per-head projections x W_h + b_h: x (..., n, d_model), W (H, d_model, k), b (H, k) or None
+    -> (..., H, n, k)."""
+    out = torch.einsum("...nd,hdk->...hnk", x, W)
+    return out if b is None else out + b[:, None, :]
+
+
 def multi_head_attention(
     x_q: Tensor,
     x_kv: Tensor,
@@ -93,15 +100,9 @@ def multi_head_attention(
         raise ConfigError(
             f"inputs have d_model={x_q.shape[-1]} and {x_kv.shape[-1]}, weights expect {d_model}"
         )
-    q = torch.einsum("...nd,hdk->...hnk", x_q, W_Q)  # (..., H, n_q, d_head)
-    k = torch.einsum("...nd,hdk->...hnk", x_kv, W_K)  # (..., H, n_k, d_head)
-    v = torch.einsum("...nd,hdk->...hnk", x_kv, W_V)  # (..., H, n_k, d_v)
-    if b_Q is not None:
-        q = q + b_Q[:, None, :]
-    if b_K is not None:
-        k = k + b_K[:, None, :]
-    if b_V is not None:
-        v = v + b_V[:, None, :]
+    q = project(x_q, W_Q, b_Q)  # (..., H, n_q, d_head)
+    k = project(x_kv, W_K, b_K)  # (..., H_kv, n_k, d_head)
+    v = project(x_kv, W_V, b_V)  # (..., H_kv, n_k, d_v)
     if qk_transform is not None:
         q, k = qk_transform(q, k)
     H, H_kv = W_Q.shape[0], W_K.shape[0]

@@ -199,6 +199,13 @@ def softmax_attention(
         return _grouped(q, k, v, mask=mask, causal=causal, key_padding_mask=key_padding_mask, scale=scale,
                         return_weights=return_weights)
     check_qkv(q, k, v)
+    return _softmax(q, k, v, mask=mask, causal=causal, key_padding_mask=key_padding_mask, scale=scale,
+                    return_weights=return_weights)
+
+
+def _softmax(q: Tensor, k: Tensor, v: Tensor, *, mask, causal, key_padding_mask, scale,
+             return_weights) -> AttentionOutput:
+    """softmax_attention on inputs :func:`check_qkv` has passed."""
     n_q, n_k = q.shape[-2], k.shape[-2]
     c = resolve_scale(scale, q.shape[-1])
     if not return_weights and mask is None:  # structured masks only: no n_q x n_k tensor
@@ -238,8 +245,8 @@ def _grouped(q: Tensor, k: Tensor, v: Tensor, *, mask, causal, key_padding_mask,
                           f"{H} query heads, got k {H_kv} and v {v.shape[-3]}")
     check_qkv(q, k, v)
     if H_kv == H:
-        return softmax_attention(q, k, v, mask=mask, causal=causal, key_padding_mask=key_padding_mask,
-                                 scale=scale, return_weights=return_weights)
+        return _softmax(q, k, v, mask=mask, causal=causal, key_padding_mask=key_padding_mask, scale=scale,
+                        return_weights=return_weights)
     if not return_weights and mask is None:
         c = resolve_scale(scale, q.shape[-1])
         try:
@@ -256,8 +263,8 @@ def _grouped(q: Tensor, k: Tensor, v: Tensor, *, mask, causal, key_padding_mask,
     G = H // H_kv  # the group as a broadcast axis: (..., H_kv, G, n, d) against (..., H_kv, 1, n, d)
     if mask is not None and mask.ndim >= 3:
         mask = mask.unflatten(-3, (H_kv, G)) if mask.shape[-3] == H else mask.unsqueeze(-3)
-    res = softmax_attention(q.unflatten(-3, (H_kv, G)), k.unsqueeze(-3), v.unsqueeze(-3), mask=mask, causal=causal,
-                            key_padding_mask=key_padding_mask, scale=scale, return_weights=return_weights)
+    res = _softmax(q.unflatten(-3, (H_kv, G)), k.unsqueeze(-3), v.unsqueeze(-3), mask=mask, causal=causal,
+                   key_padding_mask=key_padding_mask, scale=scale, return_weights=return_weights)
     return AttentionOutput(res.output.flatten(-4, -3), None if res.weights is None else res.weights.flatten(-4, -3))
 
 

@@ -88,14 +88,10 @@ def _reader(path: Path):
                           f"{str(e).splitlines()[0][:120] if str(e) else 'no detail'}): restore or re-download it") from None
 
 
-def _field(reader, key: str, default: Any = ...) -> Any:
+def _field(reader, key: str, default: Any = None) -> Any:
+    """The value of a metadata entry, ``default`` when the file has none."""
     f = reader.fields.get(key)
-    if f is None:
-        if default is ...:
-            raise ConfigError(f"{reader.path if hasattr(reader, 'path') else 'the file'} has no {key!r} entry: "
-                              "it is not a complete GGUF model")
-        return default
-    return f.contents()
+    return default if f is None else f.contents()
 
 
 def read_gguf(path: str | Path, *, blocks: int | None = None) -> GGUFCheckpoint:

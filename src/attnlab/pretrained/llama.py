@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from attnlab.errors import ConfigError
+from attnlab.nn.attention import column_blocks
 from attnlab.pretrained.architecture import Architecture
 from attnlab.pretrained.checkpoint import check_tensors, config_value, strip_prefix
 
@@ -129,12 +130,6 @@ def expected_shapes(a: Architecture) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _heads(W: Tensor, n: int) -> Tensor:
-    """(d, n d_h) columns -> (n, d, d_h), head h the h-th column block (math text eq. 3)."""
-    d = W.shape[0]
-    return W.reshape(d, n, W.shape[1] // n).permute(1, 0, 2)
-
-
 def attnlab_state(a: Architecture, tensors: dict[str, Tensor], weights: Path) -> dict[str, Tensor]:
     """The state dict of :func:`attnlab.pretrained.architecture.build_encoder` (float64)."""
     t = {k: v for k, v in strip_prefix(tensors, ("model.",)).items()}
@@ -150,9 +145,9 @@ def attnlab_state(a: Architecture, tensors: dict[str, Tensor], weights: Path) ->
         s["W_U"] = T["lm_head.weight"].T
     for l in range(a.n_layers):
         p, b = f"layers.{l}.self_attn.", f"blocks.{l}."
-        s[b + "attn.W_Q"] = _heads(T[p + "q_proj.weight"].T, H)
-        s[b + "attn.W_K"] = _heads(T[p + "k_proj.weight"].T, H_kv)
-        s[b + "attn.W_V"] = _heads(T[p + "v_proj.weight"].T, H_kv)
+        s[b + "attn.W_Q"] = column_blocks(T[p + "q_proj.weight"].T, H)
+        s[b + "attn.W_K"] = column_blocks(T[p + "k_proj.weight"].T, H_kv)
+        s[b + "attn.W_V"] = column_blocks(T[p + "v_proj.weight"].T, H_kv)
         s[b + "attn.W_O"] = T[p + "o_proj.weight"].T.reshape(H, dh, a.d_model)
         if a.qkv_bias:
             s[b + "attn.b_Q"] = T[p + "q_proj.bias"].reshape(H, dh)

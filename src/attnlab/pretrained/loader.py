@@ -184,7 +184,7 @@ class PretrainedModel:
                                            + self.architecture.position_offset)
             g = head // (a.n_heads // a.n_kv_heads)
             return attention_rows(q[:, head], k[:, g], rows, causal=True if self.model.causal else None,
-                                  scale=a.scale if not isinstance(a.scale, str) else a.scale, method=method)
+                                  scale=a.scale, method=method)
 
     def run(self, texts: str | Sequence[str] | Encoded, max_tokens: int | None = None, *,
             padding_side: str = "right", output_hidden_states: bool = True,

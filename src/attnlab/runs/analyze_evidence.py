@@ -20,7 +20,6 @@ Student-t interval over segments.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -28,7 +27,6 @@ import torch
 from attnlab.analysis.heads.ablation import KINDS, ablation_estimates, baseline, exact_ablations
 from attnlab.analysis.heads.intervals import mean_confidence_interval
 from attnlab.analysis.heads.readout import segment_evidence, weight_evidence
-from attnlab.config import check_choice
 from attnlab.errors import ConfigError
 
 ABLATE = ("top", "all", "none")
@@ -67,7 +65,7 @@ def run_ablations(pm, input_ids: list[list[int]], ablate: str, progress=None) ->
     without an output head, ``ablate="none"`` or fewer than 2 segments."""
     import time
 
-    check_choice("--ablate", ablate, ABLATE)
+    check_ablate(ablate)
     if ablate == "none" or getattr(pm.model, "lm_head", "none") == "none" or len(input_ids) < 2:
         return None
     start = time.perf_counter()
@@ -163,7 +161,3 @@ def check_ablate(ablate: str) -> str:
         raise ConfigError(f"--ablate {ablate!r} is not one of {', '.join(ABLATE)}: top (exact for the {EXACT_TOP} "
                           "heads with the largest estimated effect), all (exact for every head; slow), none")
     return ablate
-
-
-def finite(v: float) -> bool:
-    return isinstance(v, float) and math.isfinite(v)

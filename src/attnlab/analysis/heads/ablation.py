@@ -60,22 +60,27 @@ def _check_model(model) -> None:
                           "(GPT-2 or a Llama-family decoder); this one has none")
 
 
+def _nll(logits: Tensor, targets: Tensor) -> Tensor:
+    """-log softmax(logits)[target] in the logits' dtype (float32 rounding ~1e-6 of a loss), then float64."""
+    return -torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None]).squeeze(-1).to(torch.float64)
+
+
 def segment_loss(logits: Tensor, input_ids: Tensor, scored: Tensor | None = None) -> Tensor:
     """Mean next-token cross-entropy per segment: logits (S, m, l), input_ids (S, m) -> (S,) float64;
     ``scored`` (m - 1,) bool keeps only the predictions of those positions (e.g. the second copy of a
     repeated sequence, where an induction head helps)."""
-    lp = torch.log_softmax(logits[:, :-1], dim=-1)  # in the model's dtype: float32 rounding ~1e-6 of the loss
-    nll = -lp.gather(-1, input_ids[:, 1:, None]).squeeze(-1).to(torch.float64)  # (S, m - 1)
-    return nll.mean(-1) if scored is None else nll[:, scored].mean(-1)
+    logits, targets = logits[:, :-1], input_ids[:, 1:]
+    if scored is not None:
+        logits, targets = logits[:, scored], targets[:, scored]
+    return _nll(logits, targets).mean(-1)
 
 
-def _positions(model, input_ids: Tensor):
-    return model.rotary(torch.arange(input_ids.shape[-1], device=input_ids.device)[None],
-                        model.embed.W_E.dtype) if getattr(model, "rope_base", None) is not None else None
+def _rotary(model, input_ids: Tensor):
+    """The stack's rotary embedding of positions 0..m-1 (None without RoPE)."""
+    return model.rotary(torch.arange(input_ids.shape[-1], device=input_ids.device)[None], model.embed.W_E.dtype)
 
 
-def _run_from(model, X: Tensor, layer: int, input_ids: Tensor, rot, hooks: dict[int, Callable] | None = None
-              ) -> Tensor:
+def _run_from(model, X: Tensor, layer: int, rot, hooks: dict[int, Callable] | None = None) -> Tensor:
     """Blocks layer..L-1 on the residual X entering ``layer``, then the final norm -> Z (S, m, d)."""
     hooks = hooks or {}
     causal = model.causal or None
@@ -92,11 +97,9 @@ def _run_from(model, X: Tensor, layer: int, input_ids: Tensor, rot, hooks: dict[
 def _loss(model, Z: Tensor, input_ids: Tensor, scored: Tensor | None) -> Tensor:
     """:func:`segment_loss` from the final-normed residual Z (S, m, d), unembedding only the scored
     predictions (the (S, m, vocab) logits are most of an ablation's cost)."""
-    if scored is None:
-        return segment_loss(Z @ model.unembedding(), input_ids)
-    logits = Z[:, :-1][:, scored] @ model.unembedding()  # (S, k, l)
-    lp = torch.log_softmax(logits, dim=-1)
-    return -lp.gather(-1, input_ids[:, 1:][:, scored, None]).squeeze(-1).to(torch.float64).mean(-1)
+    Z = Z[:, :-1] if scored is None else Z[:, :-1][:, scored]
+    targets = input_ids[:, 1:] if scored is None else input_ids[:, 1:][:, scored]
+    return _nll(Z @ model.unembedding(), targets).mean(-1)
 
 
 def baseline(model, input_ids: Tensor, scored: Tensor | None = None) -> Baseline:
@@ -110,7 +113,7 @@ def baseline(model, input_ids: Tensor, scored: Tensor | None = None) -> Baseline
     residuals: list[Tensor] = []
     with torch.no_grad():
         X = model.embed(input_ids)
-        rot = _positions(model, input_ids)
+        rot = _rotary(model, input_ids)
         for block in model.blocks:
             residuals.append(X)
             block.attn.head_transform = lambda z: (zs.append(z), z)[1]
@@ -143,7 +146,7 @@ def exact_ablations(model, base: Baseline, heads: Sequence[tuple[int, int]], kin
                     fraction: float = 1.0) -> dict[str, dict[tuple[int, int], Tensor]]:
     """kind -> (layer, head) -> Delta per segment (S,) float64, each measured by re-running the model
     from layer l with head h's output replaced (module docstring)."""
-    rot = _positions(model, base.input_ids)
+    rot = _rotary(model, base.input_ids)
     out: dict[str, dict[tuple[int, int], Tensor]] = {k: {} for k in kinds}
     with torch.no_grad():
         for (l, h) in heads:
@@ -155,7 +158,7 @@ def exact_ablations(model, base: Baseline, heads: Sequence[tuple[int, int]], kin
                     z[:, h] = new
                     return z
 
-                Z = _run_from(model, base.residuals[l], l, base.input_ids, rot, {l: hook})
+                Z = _run_from(model, base.residuals[l], l, rot, {l: hook})
                 out[kind][(l, h)] = _loss(model, Z, base.input_ids, base.scored) - base.loss
     return out
 
@@ -165,7 +168,7 @@ def ablation_estimates(model, base: Baseline, kinds: Sequence[str] = KINDS, *, f
     """kind -> first-order Delta (L, H, S) float64 of every head (attribution patching, module docstring):
     one forward pass with gradients to every head's output and one backward pass. The gradients are
     total derivatives: through later layers' attention as well as the residual stream."""
-    rot = _positions(model, base.input_ids)
+    rot = _rotary(model, base.input_ids)
     kept: list[Tensor] = []
 
     def keep(z):
@@ -178,7 +181,7 @@ def ablation_estimates(model, base: Baseline, kinds: Sequence[str] = KINDS, *, f
     try:
         with torch.enable_grad():
             X = base.residuals[0].detach().clone().requires_grad_(True)
-            Z = _run_from(model, X, 0, base.input_ids, rot, dict.fromkeys(range(len(model.blocks)), keep))
+            Z = _run_from(model, X, 0, rot, dict.fromkeys(range(len(model.blocks)), keep))
             _loss(model, Z, base.input_ids, base.scored).sum().backward()
     finally:
         for p, f in zip(model.parameters(), flags):

@@ -32,6 +32,7 @@ from attnlab.analysis.heads.evidence import (
     value_weighted_attention,
 )
 from attnlab.errors import ConfigError
+from attnlab.ops.multihead import project
 
 
 def _norm_input(block, X: Tensor) -> Tensor:
@@ -43,9 +44,7 @@ def _norm_input(block, X: Tensor) -> Tensor:
 
 def value_vectors(block, X: Tensor) -> Tensor:
     """V (B, H_kv, n, d_v) of ``block`` on its input X (B, n, d)."""
-    a = block.attn
-    V = torch.einsum("bnd,gdk->bgnk", _norm_input(block, X), a.W_V)
-    return V if a.b_V is None else V + a.b_V[:, None, :]
+    return project(_norm_input(block, X), block.attn.W_V, block.attn.b_V)
 
 
 def _final_scale(model, X: Tensor) -> tuple[Tensor, bool]:
