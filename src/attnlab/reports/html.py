@@ -67,7 +67,8 @@ table { border-collapse:collapse; width:100%; font-size:14px; }
 th, td { text-align:left; padding:8px 12px; border-bottom:1px solid var(--line); vertical-align:top;
          overflow-wrap:break-word; }
 .wide th, .wide td { padding:6px 8px; }
-th { background:#f0f3f7; font-weight:600; color:#344054; }
+th { background:#f0f3f7; font-weight:600; color:#344054; white-space:nowrap; }
+.wide th { white-space:normal; }
 tr:last-child td { border-bottom:none; }
 tbody tr:nth-child(even) td { background:#fafbfc; }
 td.num { font-variant-numeric:tabular-nums; white-space:nowrap; text-align:right; }
@@ -143,10 +144,10 @@ def _plain_length(cell: str) -> int:
 def _table(header: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
     """Cells are already-escaped HTML (:func:`_txt` for text); ``classes`` gives a td class per column.
 
-    Header cells wrap at spaces, text cells between words; numbers never break (a ``num`` cell is
-    one line unless it holds more than :data:`LONG_CELL` characters of text, and :func:`_txt`
-    keeps signed numbers whole). A table of :data:`WIDE_COLUMNS` or more columns is set smaller
-    and may use the viewport's width."""
+    Text cells wrap between words; numbers never break (a ``num`` cell is one line unless it
+    holds more than :data:`LONG_CELL` characters of text, and :func:`_txt` keeps signed numbers
+    whole). A table of :data:`WIDE_COLUMNS` or more columns is set smaller, may use the
+    viewport's width, and its header cells wrap at spaces."""
     classes = classes or [""] * len(header)
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
 
