@@ -68,7 +68,7 @@ th, td { text-align:left; padding:8px 12px; border-bottom:1px solid var(--line);
          overflow-wrap:break-word; }
 .wide th, .wide td { padding:6px 8px; }
 th { background:#f0f3f7; font-weight:600; color:#344054; white-space:nowrap; }
-.wide th { white-space:normal; }
+.wide th, th.wrap { white-space:normal; }
 tr:last-child td { border-bottom:none; }
 tbody tr:nth-child(even) td { background:#fafbfc; }
 td.num { font-variant-numeric:tabular-nums; white-space:nowrap; text-align:right; }
@@ -127,29 +127,44 @@ WIDE_COLUMNS = 9
 LONG_CELL = 24
 
 
+# The dot of a dotted name ("memorization.proposition3-reduction"): a line may break after it.
+_NAME_DOT = re.compile(r"(?<=[A-Za-z_])\.(?=[A-Za-z])")
+
+
 def _txt(s: object) -> str:
-    """Escaped text for a table cell, with every signed number or exponent in one unbreakable piece."""
+    """Escaped text for a table cell, with every signed number or exponent in one unbreakable piece
+    and a line-break opportunity after each dot of a dotted name."""
     text, out, at = str(s), [], 0
+
+    def words(t: str) -> str:
+        return _NAME_DOT.sub(".<wbr>", escape(t))
+
     for m in _NUMBER.finditer(text):
         if _SIGN.search(m.group(0)):
-            out += [escape(text[at:m.start()]), f'<span class="n">{escape(m.group(0))}</span>']
+            out += [words(text[at:m.start()]), f'<span class="n">{escape(m.group(0))}</span>']
             at = m.end()
-    return "".join(out) + escape(text[at:])
+    return "".join(out) + words(text[at:])
 
 
 def _plain_length(cell: str) -> int:
-    return len(re.sub(r"<[^>]*>", "", cell))
+    """The number of characters ``cell`` shows (tags left out, an entity counted as one)."""
+    return len(re.sub(r"&[#\w]+;", "_", re.sub(r"<[^>]*>", "", cell)))
 
 
 def _table(header: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
     """Cells are already-escaped HTML (:func:`_txt` for text); ``classes`` gives a td class per column.
 
-    Text cells wrap between words; numbers never break (a ``num`` cell is one line unless it
-    holds more than :data:`LONG_CELL` characters of text, and :func:`_txt` keeps signed numbers
-    whole). A table of :data:`WIDE_COLUMNS` or more columns is set smaller, may use the
-    viewport's width, and its header cells wrap at spaces."""
+    Text cells wrap between words and after the dots of dotted names; numbers never break (a
+    ``num`` cell is one line unless it holds more than :data:`LONG_CELL` characters of text, and
+    :func:`_txt` keeps signed numbers whole). A header stays on one line unless it is longer
+    than every cell below it. A table of :data:`WIDE_COLUMNS` or more columns is set smaller,
+    may use the viewport's width, and all its header cells wrap at spaces."""
     classes = classes or [""] * len(header)
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    # a header of several words longer than every cell of its column wraps ("conclusion
+    # survives" over "yes"); the others keep their column at their width
+    longest = [max((_plain_length(r[i]) for r in rows), default=0) for i in range(len(header))]
+    head = "".join(f'<th class="wrap">{escape(h)}</th>' if " " in h and len(h) > n else f"<th>{escape(h)}</th>"
+                   for h, n in zip(header, longest))
 
     def td(cell: str, c: str) -> str:
         if c == "num" and " " in cell and _plain_length(cell) > LONG_CELL:
