@@ -187,3 +187,23 @@ def test_fmt_value(value, fmt, text):
 
 def test_fmt_count_units():
     assert [fmt_count(x) for x in (999, 1500, 2.5e6, 175e9, 3e12)] == ["999", "1.5k", "2.5M", "175.0B", "3T"]
+
+
+def test_cells_keep_signed_numbers_whole_and_wide_tables_are_marked():
+    from attnlab.reports.html import WIDE_COLUMNS, _table, _txt
+
+    # a line may break after the dash of "e-16" or "-0.5": those numbers go in one unbreakable span;
+    # ranges and names ("2-3", "GPT-2") and unsigned numbers stay plain text, and text is escaped
+    assert _txt("off by 2.2e-16, lower -5.5e-04 <x>") == (
+        'off by <span class="n">2.2e-16</span>, lower <span class="n">-5.5e-04</span> &lt;x&gt;')
+    assert _txt("GPT-2 1.5B, Figs. 11-12, rank(1e-2) 0.5 & 3%") == (
+        'GPT-2 1.5B, Figs. 11-12, rank(<span class="n">1e-2</span>) 0.5 &amp; 3%')
+    # a dotted name may break after its dots; a decimal point never
+    assert _txt("measured by paper.claim-1 at 0.25") == "measured by paper.<wbr>claim-1 at 0.25"
+    narrow = _table(["a", "b c d e f"], [["1", "a long text of more than twenty-four characters"]], ["num", "num"])
+    assert narrow.startswith('<div class="table-wrap"><table><thead><tr><th>a</th><th>b c d e f</th>')
+    # a header of words over shorter cells wraps
+    assert '<th class="wrap">conclusion survives</th>' in _table(["conclusion survives"], [["yes"]])
+    assert '<td class="num">1</td><td class="num long">a long' in narrow
+    wide = _table([str(i) for i in range(WIDE_COLUMNS)], [["0"] * WIDE_COLUMNS])
+    assert wide.startswith('<div class="table-wrap wide"><table>') and wide.count("<td>0</td>") == WIDE_COLUMNS

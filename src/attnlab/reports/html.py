@@ -60,12 +60,20 @@ code { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-si
 dl.kv { display:grid; grid-template-columns:max-content 1fr; gap:4px 16px; margin:0; font-size:14px; }
 dl.kv dt { color:var(--muted); } dl.kv dd { margin:0; overflow-wrap:anywhere; }
 .table-wrap { overflow-x:auto; background:var(--card); border:1px solid var(--line); border-radius:10px; }
+.table-wrap.wide { width:max-content; min-width:100%; max-width:calc(100vw - 48px);
+                   position:relative; left:50%; transform:translateX(-50%); }
 table { border-collapse:collapse; width:100%; font-size:14px; }
-th, td { text-align:left; padding:8px 12px; border-bottom:1px solid var(--line); vertical-align:top; }
+.wide table { font-size:13px; }
+th, td { text-align:left; padding:8px 12px; border-bottom:1px solid var(--line); vertical-align:top;
+         overflow-wrap:break-word; }
+.wide th, .wide td { padding:6px 8px; }
 th { background:#f0f3f7; font-weight:600; color:#344054; white-space:nowrap; }
+.wide th, th.wrap { white-space:normal; }
 tr:last-child td { border-bottom:none; }
 tbody tr:nth-child(even) td { background:#fafbfc; }
 td.num { font-variant-numeric:tabular-nums; white-space:nowrap; text-align:right; }
+td.num.long { white-space:normal; text-align:left; }
+span.n { white-space:nowrap; }
 td.paper { color:#344054; }
 td.detail { color:var(--muted); font-size:13px; }
 .pill { display:inline-block; padding:1px 10px; border-radius:999px; font-size:12.5px; font-weight:600;
@@ -90,7 +98,8 @@ figcaption b { color:var(--ink); }
         font-size:14px; margin:12px 0; }
 details { margin-top:12px; font-size:13.5px; }
 summary { cursor:pointer; color:var(--accent); }
-pre { background:#0f172a; color:#e2e8f0; padding:12px 14px; border-radius:8px; overflow-x:auto; font-size:12.5px; }
+pre { background:#0f172a; color:#e2e8f0; padding:12px 14px; border-radius:8px; overflow-x:auto; font-size:12.5px;
+      white-space:pre-wrap; overflow-wrap:anywhere; }
 footer { margin-top:48px; color:var(--muted); font-size:13px; text-align:center; }
 @media (max-width:760px) { .cards { grid-template-columns:1fr; } .figs { grid-template-columns:1fr; } }
 """
@@ -105,14 +114,66 @@ def _pill(status: str) -> str:
     return f'<span class="pill {escape(status)}">{escape(status)}</span>'
 
 
+# A number with a sign or an exponent ("-0.5", "2.2e-16"): browsers may start a new line after
+# its dash, so it is kept in one piece. A dash after a letter, digit or bracket is a range or a
+# name ("2-3", "GPT-2"), where a line may break.
+_NUMBER = re.compile(r"(?<![\w.)\]])[-+\u2212]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+\u2212]?\d+)?%?")
+_SIGN = re.compile(r"[-+\u2212]")
+
+# Tables with at least this many columns are set smaller and may grow past the text column up to
+# the viewport's width (a sweep's parameters and measures side by side).
+WIDE_COLUMNS = 9
+# A cell of a number column holding more than this many characters of text wraps (at spaces).
+LONG_CELL = 24
+
+
+# The dot of a dotted name ("memorization.proposition3-reduction"): a line may break after it.
+_NAME_DOT = re.compile(r"(?<=[A-Za-z_])\.(?=[A-Za-z])")
+
+
+def _txt(s: object) -> str:
+    """Escaped text for a table cell, with every signed number or exponent in one unbreakable piece
+    and a line-break opportunity after each dot of a dotted name."""
+    text, out, at = str(s), [], 0
+
+    def words(t: str) -> str:
+        return _NAME_DOT.sub(".<wbr>", escape(t))
+
+    for m in _NUMBER.finditer(text):
+        if _SIGN.search(m.group(0)):
+            out += [words(text[at:m.start()]), f'<span class="n">{escape(m.group(0))}</span>']
+            at = m.end()
+    return "".join(out) + words(text[at:])
+
+
+def _plain_length(cell: str) -> int:
+    """The number of characters ``cell`` shows (tags left out, an entity counted as one)."""
+    return len(re.sub(r"&[#\w]+;", "_", re.sub(r"<[^>]*>", "", cell)))
+
+
 def _table(header: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
-    """Cells are already-escaped HTML; ``classes`` gives a td class per column."""
+    """Cells are already-escaped HTML (:func:`_txt` for text); ``classes`` gives a td class per column.
+
+    Text cells wrap between words and after the dots of dotted names; numbers never break (a
+    ``num`` cell is one line unless it holds more than :data:`LONG_CELL` characters of text, and
+    :func:`_txt` keeps signed numbers whole). A header stays on one line unless it is longer
+    than every cell below it. A table of :data:`WIDE_COLUMNS` or more columns is set smaller,
+    may use the viewport's width, and all its header cells wrap at spaces."""
     classes = classes or [""] * len(header)
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f'<td class="{c}">{cell}</td>' if c else f"<td>{cell}</td>"
-                         for cell, c in zip(r, classes)) + "</tr>" for r in rows)
-    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    # a header of several words longer than every cell of its column wraps ("conclusion
+    # survives" over "yes"); the others keep their column at their width
+    longest = [max((_plain_length(r[i]) for r in rows), default=0) for i in range(len(header))]
+    head = "".join(f'<th class="wrap">{escape(h)}</th>' if " " in h and len(h) > n else f"<th>{escape(h)}</th>"
+                   for h, n in zip(header, longest))
+
+    def td(cell: str, c: str) -> str:
+        if c == "num" and " " in cell and _plain_length(cell) > LONG_CELL:
+            c = "num long"
+        return f'<td class="{c}">{cell}</td>' if c else f"<td>{cell}</td>"
+
+    body = "".join("<tr>" + "".join(td(cell, c) for cell, c in zip(r, classes)) + "</tr>" for r in rows)
+    wrap = "table-wrap wide" if len(header) >= WIDE_COLUMNS else "table-wrap"
+    return f'<div class="{wrap}"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _kv(items: list[tuple[str, str]]) -> str:
@@ -148,8 +209,8 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
         parts.append("<h2>Summary</h2>")
         parts.append(_table(
             ["experiment", "what it measures", "verdicts", "most serious", "time"],
-            [[f'<code class="id">{escape(_short(e["id"]))}</code>', escape(e.get("description", "")), escape(row_counts(e)),
-              _pill(experiment_status(e)), escape(fmt_value(e.get("seconds"))) + " s"] for e in o.experiments],
+            [[f'<code class="id">{escape(_short(e["id"]))}</code>', _txt(e.get("description", "")), _txt(row_counts(e)),
+              _pill(experiment_status(e)), _txt(fmt_value(e.get("seconds"))) + " s"] for e in o.experiments],
             ["", "detail", "num", "", "num"]))
     if o.claims:
         parts.append(_claims(o.claims))
@@ -169,9 +230,9 @@ def _kicker(o: Outline) -> str:
 def _rows_table(rows: list[Row], with_reason: bool = False) -> str:
     header = ["where measured", "quantity", "the text", "measured", "required", "where in the text",
               "why" if with_reason else "detail"]
-    body = [[f'<code class="id">{escape(_short(r.source))}</code>', escape(r.quantity), escape(fmt_paper(r.paper_value)),
-             escape(r.measured), escape(r.criterion), escape(r.where),
-             escape(r.reason if with_reason else r.detail)] for r in rows]
+    body = [[f'<code class="id">{escape(_short(r.source))}</code>', _txt(r.quantity), _txt(fmt_paper(r.paper_value)),
+             _txt(r.measured), _txt(r.criterion), _txt(r.where),
+             _txt(r.reason if with_reason else r.detail)] for r in rows]
     return _table(header, body, ["", "", "paper", "num", "num", "", "detail"])
 
 
@@ -204,7 +265,7 @@ def _verdict_sections(o: Outline) -> str:
 
 
 def _errata(errata: list[dict]) -> str:
-    rows = [[escape(c) for c in r] for r in table_rows(errata)]
+    rows = [[_txt(c) for c in r] for r in table_rows(errata)]
     return ("<h2>Errors in the text</h2><p class=\"lead\">Every place where the text is wrong or loose, whose "
             "error it is (the text, or the source it copies), the witness, and whether the conclusion survives "
             "(<code>attnlab errata</code> lists them).</p>"
@@ -215,9 +276,9 @@ def _claims(claims: list[dict]) -> str:
     rows = []
     for c in claims:
         r = claim_row(c)
-        rows.append([f'<code class="id">{escape(_short(c["id"]))}</code>', escape(c.get("where", "")),
-                     escape(c.get("statement", "")), escape(fmt_paper(c.get("paper_value"))), escape(r.measured),
-                     escape(r.criterion), _pill(r.verdict) + (f'<div class="why">{escape(r.reason)}</div>'
+        rows.append([f'<code class="id">{escape(_short(c["id"]))}</code>', _txt(c.get("where", "")),
+                     _txt(c.get("statement", "")), _txt(fmt_paper(c.get("paper_value"))), _txt(r.measured),
+                     _txt(r.criterion), _pill(r.verdict) + (f'<div class="why">{_txt(r.reason)}</div>'
                                                                  if r.reason else "")])
     return ("<h2>Claims</h2><p class=\"lead\">Fast checks of the paper's statements "
             "(<code>attnlab verify</code>), paper value next to the measured number.</p>"
@@ -237,16 +298,16 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
         rows = summary_checks(e)
         out.append(_table(
             ["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
-            [[escape(r.get("quantity", "")), escape(fmt_paper(r.get("paper_value"))),
-              escape(fmt_measured_cell(r)), escape(r.get("criterion", "")),
-              _pill(r["verdict"]) + (f'<div class="why">{escape(r["reason"])}</div>' if r.get("reason") else ""),
-              escape(r.get("where", "")), escape(r.get("detail", ""))] for r in rows],
+            [[_txt(r.get("quantity", "")), _txt(fmt_paper(r.get("paper_value"))),
+              _txt(fmt_measured_cell(r)), _txt(r.get("criterion", "")),
+              _pill(r["verdict"]) + (f'<div class="why">{_txt(r["reason"])}</div>' if r.get("reason") else ""),
+              _txt(r.get("where", "")), _txt(r.get("detail", ""))] for r in rows],
             ["", "paper", "num", "num", "", "", "detail"]))
     for t in res.get("tables", []):
         fmts = t.get("formats") or [None] * len(t["columns"])
         cls = ["num" if f in ("count", "percent", "float", "int") else "" for f in fmts]
         out.append(f"<h3>{escape(t.get('title', ''))}</h3>")
-        out.append(_table(t["columns"], [[escape(fmt_value(v, f)) for v, f in zip(row, fmts)] for row in t["rows"]],
+        out.append(_table(t["columns"], [[_txt(fmt_value(v, f)) for v, f in zip(row, fmts)] for row in t["rows"]],
                           cls))
     specs = [s for s in res.get("figures", []) if (e["id"], s["file"]) in figures]
     figs = [figures[(e["id"], s["file"])] for s in specs]

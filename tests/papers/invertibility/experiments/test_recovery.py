@@ -51,6 +51,18 @@ def test_error_rates(result, storable):
     assert noise.measured >= 0.9 and (noise.role, noise.verdict) == ("construction", "reproduced")
 
 
+def test_rate_table_has_a_row_per_noise_level(result):
+    rates, rows = result.tables[1], result.data["rows"]
+    assert list(rates.columns) == ["relative noise", "(2,3,2) w=1", "(2,4,4) w=1"]
+    assert [line[0] for line in rates.rows] == ["0", "1e-12", "1e-08", "1e-04", "1e-02", "1e-01", f"{HUGE:.0e}"]
+    assert rates.rows[0][1:] == ["0.00 / 0.00"] * 2
+    for i, line in enumerate(rates.rows):
+        for cell, r in zip(line[1:], rows):
+            nearest, least_squares = map(float, cell.split(" / "))
+            assert nearest == pytest.approx(r["nearest"][i], abs=0.005 + 1e-12)  # printed to 2 decimals
+            assert least_squares == pytest.approx(r["least_squares"][i], abs=0.005 + 1e-12)
+
+
 def test_deterministic(result):
     again = run(RecoveryConfig(**TINY))
     assert again.data == result.data

@@ -37,8 +37,15 @@ def test_schema_and_checks(result, storable):
     assert favor.verdict == "info" and "not in the text" in favor.where and "70-100%" in favor.paper_value
     assert favor.measured > 0 and ("above" if favor.measured > 1 else "within") in favor.detail
     assert {"lowrank-error-vs-k.png", "error-all-variants.png"} <= {f.file for f in result.figures}
-    table = result.tables[0]
+    table, exact = result.tables
     assert len(table.columns) == len(table.formats) == len(table.rows[0])
+    assert len(table.rows) == len(result.data["rows"])
+    # the exact P depends on n and the logit scale only: one row each, with its ranks
+    assert list(exact.columns) == ["n", "logit scale", "stable rank P", "eff. rank P"]
+    assert len(exact.rows) == len({(r["n"], r["logit_scale"]) for r in result.data["rows"]})
+    for r in result.data["rows"]:
+        (row,) = [x for x in exact.rows if (x[0], x[1]) == (r["n"], r["logit_scale"])]
+        assert row[2:] == pytest.approx([r["stable_rank_P"], r["effective_rank_P"]], rel=1e-9)
 
 
 def test_rows_numbers(result):

@@ -133,6 +133,12 @@ def test_tiny_run_trains_fits_and_is_deterministic(storable):
     assert {r["mask"] for r in heads if r["kind"] == "decoder self"} == {"causal"}
     assert {r["mask"] for r in heads if r["kind"] != "decoder self"} == {"bidirectional"}
     assert [f.file for f in res.figures][:2] == ["fig11-one-head.png", "fig12-heads-encoder.png"]
+    # every head in two tables, row for row: its distances to Sigma, then the other criteria
+    fits_t, other_t = res.tables[-2:]
+    assert list(fits_t.columns[:4]) == list(other_t.columns[:4]) == ["model", "attention", "mask", "head"]
+    assert len(fits_t.rows) == len(other_t.rows) == len(heads)
+    assert [r[fits_t.columns.index("d Sigma")] for r in fits_t.rows] == [h["d_sigma"] for h in heads]
+    assert [r[other_t.columns.index("mass kept")] for r in other_t.rows] == [h["mass_kept"] for h in heads]
     again = run(_tiny())
     assert again.data["heads"] == heads and again.data["training"][0]["epoch_losses"] == \
         res.data["training"][0]["epoch_losses"]

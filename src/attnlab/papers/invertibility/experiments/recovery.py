@@ -168,11 +168,13 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
           _fmt(r["cross_nearest"]), _fmt(r["onset_least_squares"]), _fmt(r["cross_least_squares"]),
           f"{r['nearest'][0]:g} / {r['least_squares'][0]:g}"] for r in rows],
         ["int"] * 4 + ["float", "int"] + ["text"] * 9)
-    rate_rows = Table("Error rate by noise level (nearest row / least squares)",
-                      ["case", *[f"{lv:.0e}" if lv else "0" for lv in rows[0]["levels"]]],
-                      [[f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}",
-                        *[f"{a:.2f} / {b:.2f}" for a, b in zip(r["nearest"], r["least_squares"])]] for r in rows],
-                      ["text"] * (1 + len(rows[0]["levels"])))
+    # one row per noise level, one column per case: the rates read down as the noise grows
+    rate_rows = Table("Error rate by relative noise level, nearest row / least squares (one column per case)",
+                      ["relative noise", *[f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}" for r in rows]],
+                      [[f"{lv:.0e}" if lv else "0",
+                        *[f"{r['nearest'][i]:.2f} / {r['least_squares'][i]:.2f}" for r in rows]]
+                       for i, lv in enumerate(rows[0]["levels"])],
+                      ["text"] * (1 + len(rows)))
     ser = []
     for i, r in enumerate(rows):
         c = PALETTE[i % len(PALETTE)]

@@ -721,16 +721,29 @@ def _pretrained_checks(cfg, p: PretrainedHeads, base: dict[str, Baselines]) -> l
     return out
 
 
-def _head_table(rows) -> Table:
-    cols = ["model", "attention", "mask", "head", "d Sigma1", "d shift", "d perm.", "d Sigma2", "d Sigma3", "d Sigma",
-            "per entry", "d / 2n", "random search", "label", "special share", "Voita pos. (frac.)",
-            "Voita rare (frac.)", "confidence", "mass kept", "Clark", "Kovaleva"]
-    keys = ["model", "kind", "mask", "head", "d_sigma1", "d_shift", "d_permutation", "d_sigma2", "d_sigma3", "d_sigma",
-            "per_entry", "normalized", "random_search", "label", "special_share", "voita_offset_fraction",
-            "voita_rare_argmax", "confidence", "mass_kept", "clark", "kovaleva"]
-    body = [[r.get(k, "") for k in keys] for r in rows]  # Clark and Kovaleva: pretrained models only
-    return Table("Every head: mean L1 distance to each family over the fitted maps (crop x crop)", cols, body,
-                 ["text", "text", "text", "int"] + ["float"] * 9 + ["text"] + ["float"] * 5 + ["text"] * 2)
+def _head_tables(rows) -> list[Table]:
+    """Every head in two tables with the same first columns: its distances to the Sigma families,
+    then the other criteria (Voita et al.'s fractions, confidence; Clark and Kovaleva labels of
+    pretrained heads)."""
+    who = (["model", "attention", "mask", "head"], ["model", "kind", "mask", "head"], ["text", "text", "text", "int"])
+    fits = (["d Sigma1", "d shift", "d perm.", "d Sigma2", "d Sigma3", "d Sigma", "per entry", "d / 2n",
+             "random search", "label"],
+            ["d_sigma1", "d_shift", "d_permutation", "d_sigma2", "d_sigma3", "d_sigma", "per_entry", "normalized",
+             "random_search", "label"], ["float"] * 9 + ["text"])
+    other = (["Sigma label", "special share", "Voita pos. (frac.)", "Voita rare (frac.)", "confidence", "mass kept",
+              "Clark", "Kovaleva"],
+             ["label", "special_share", "voita_offset_fraction", "voita_rare_argmax", "confidence", "mass_kept",
+              "clark", "kovaleva"], ["text"] + ["float"] * 5 + ["text"] * 2)
+
+    def table(title, part):
+        keys = who[1] + part[1]
+        return Table(title, who[0] + part[0], [[r.get(k, "") for k in keys] for r in rows], who[2] + part[2])
+
+    return [table("Every head: mean L1 distance to each family over the fitted maps (crop x crop)", fits),
+            # Clark and Kovaleva: pretrained models only
+            table("Every head: share of attention on special tokens, Voita et al.'s positional and rare-token "
+                  "argmax fractions, confidence, mass kept, and Clark et al.'s and Kovaleva et al.'s labels "
+                  "(pretrained models)", other)]
 
 
 def _pretrained_tables(pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Table]:
@@ -1048,7 +1061,7 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
         tables.append(_thesis_table(thesis[0]))
     if pre:
         tables += _pretrained_tables(pre, base)
-    tables.append(_head_table(plain))
+    tables += _head_tables(plain)
     scalars.update({f"seconds_{p.spec.key}": p.seconds for p in pre})
     return ExperimentResult(summary=_summary(cfg, corpus, models, rows, pre, base), tables=tables,
                             figures=figures, notes=_notes(cfg, corpus, sizes, pre, base, thesis) + extra, data=data,
