@@ -123,6 +123,64 @@ def test_attention_view_from_output_notebook_page_and_results(tmp_path):
     assert back.interactive == [view.data] and AttentionView.from_data(back.interactive[0]).data == view.data
 
 
+# ---- per-head scores ---------------------------------------------------------------------------
+def _brute_ranks(S: np.ndarray) -> np.ndarray:
+    """rank = 1 + how many heads have a larger value, counted head by head (0 for NaN)."""
+    flat = [v for v in S.reshape(-1) if not np.isnan(v)]
+    return np.array([[0 if np.isnan(v) else 1 + sum(w > v for w in flat) for v in row] for row in S])
+
+
+def test_scores_are_stored_for_the_kept_heads_to_four_digits_with_their_rank_among_all_heads():
+    A, toks = _maps(L=7, H=2, n=12), [f"t{i}" for i in range(12)]
+    g = np.random.default_rng(0)
+    S = g.normal(size=(7, 2)) * np.array([[1e-3], [1.0], [30.0], [1.0], [0.2], [5.0], [1.0]])
+    S[3, 1] = np.nan
+    S[6, 0] = S[1, 1]  # a tie shares its rank
+    d = viewer_data(A, toks, max_tokens=5, max_bytes=2600, scores={"s": S, "one": np.ones((7, 2))},
+                    score_descriptions={"s": "a test score"})
+    kept = d["layer_ids"]
+    assert 2 <= len(kept) < 7 and kept[0] == 0 and kept[-1] == 6 and len(json.dumps(d)) < 2600
+    s, one = d["scores"]
+    assert (s["name"], s["description"], s["ranked"]) == ("s", "a test score", 13)
+    assert (one["name"], one["description"], one["ranked"]) == ("one", "", 14)
+    got = np.array([[np.nan if v is None else v for v in r] for r in s["values"]])
+    want = S[kept]
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert np.all(np.abs(got[ok] - want[ok]) <= 5e-4 * np.abs(want[ok]))  # four significant digits
+    ranks = _brute_ranks(S)[kept]
+    assert [[r or None for r in row] for row in ranks.tolist()] == s["ranks"]
+    assert _brute_ranks(S)[6, 0] == _brute_ranks(S)[1, 1] and one["ranks"] == [[1, 1]] * len(kept)
+    # a result stores the block with its scores and reads it back
+    r = ExperimentResult.from_dict(json.loads(json.dumps(ExperimentResult(interactive=[d]).to_dict())))
+    assert r.interactive[0]["scores"] == d["scores"]
+
+
+def test_bad_scores_are_one_line_errors_and_blocks_without_scores_still_render():
+    A = _maps(L=3, H=4, n=10)
+    for scores, message in (({"s": np.zeros((4, 3))}, r"score 's' has shape \(4, 3\); it needs one value per head, "
+                                                       r"shape \(L, H\) = \(3, 4\)"),
+                            ({"s": np.full((3, 4), np.inf)}, "score 's' holds an infinite value"),
+                            ({"a;b": np.zeros((3, 4))}, "score name 'a;b'"),
+                            ({"s": [["x"] * 4] * 3}, "score 's' is not an array of numbers"),
+                            ([np.zeros((3, 4))], "scores must map a name to an")):
+        with pytest.raises(ConfigError, match=message):
+            viewer_data(A, TOKENS, scores=scores)
+    with pytest.raises(ConfigError, match="a description for 'x', which is not a score"):
+        viewer_data(A, TOKENS, scores={"s": np.zeros((3, 4))}, score_descriptions={"x": "?"})
+    d = viewer_data(A, TOKENS, scores={"s": np.zeros((3, 4))})
+    for bad in ({**d["scores"][0], "values": [[0.0] * 4] * 2}, {**d["scores"][0], "ranks": [[0] * 4] * 3},
+                {**d["scores"][0], "name": "a=b"}):
+        with pytest.raises(ConfigError, match="score") as e:
+            ExperimentResult(interactive=[{**d, "scores": [bad]}])
+        assert "\n" not in str(e.value)
+    old = viewer_data(A, TOKENS)
+    assert "scores" not in old and "-scores-body" not in AttentionView.from_data(old).html(uid="v0")
+    assert 'id="v0-scores-body"' in AttentionView.from_data(d).html(uid="v0")
+    assert repr(AttentionView(A, TOKENS, scores={"s": np.zeros((3, 4))})) == \
+        "AttentionView(3 layers x 4 heads, 10 tokens, 1 score(s))"
+
+
 # ---- in a browser ------------------------------------------------------------------------------
 def _chromium() -> str:
     path = shutil.which("chromium")
@@ -180,3 +238,35 @@ def test_the_console_check_sees_a_script_error(tmp_path):
     page.write_text("<!DOCTYPE html><html><body><script>null.x = 1;</script></body></html>")
     _, log = _dump_dom(page, "")
     assert "Uncaught" in log
+
+
+def _pairs(text: str) -> dict[str, str]:
+    return dict(kv.split("=", 1) for kv in text.split(";")) if text else {}
+
+
+@pytest.mark.browser
+def test_the_picked_heads_scores_and_ranks_are_shown_beside_its_map(tmp_path):
+    A = _maps(L=3, H=4, n=10, seed=3)
+    S = np.arange(12, dtype=float).reshape(3, 4) / 7 - 0.5  # distinct values: rank = 12 - index
+    S[0, 0] = np.nan
+    E = -(A * A.clamp_min(1e-300).log()).sum(-1).mean(-1).numpy()  # mean row entropy (nats), (3, 4)
+    page = tmp_path / "scores.html"
+    page.write_text(standalone_page([attention_viewer_html(A, TOKENS, uid="sc", scores={"ramp": S, "entropy": E},
+                                                           score_descriptions={"entropy": "mean row entropy"})]))
+    dom, log = _dump_dom(page, "#layer=2&head=1&query=4")
+    assert "Uncaught" not in log
+    s = _state(dom, "sc")
+    assert (s["layer"], s["head"], s["query"]) == ("2", "1", "4")
+    shown = {k: float(v) for k, v in _pairs(s["scores"]).items()}
+    assert list(shown) == ["ramp", "entropy"]
+    for name, want in (("ramp", S[2, 1]), ("entropy", E[2, 1])):
+        assert abs(shown[name] - want) <= 5e-4 * abs(want), name
+    assert _pairs(s["score-ranks"]) == {"ramp": f"{12 - 9}/11", "entropy": f"{int(_brute_ranks(E)[2, 1])}/12"}
+    table = re.search(r'id="sc-scores-body">(.*?)</tbody>', dom, re.S).group(1)
+    cells = [htmllib.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]
+    assert cells[:3] == ["ramp", str(shown["ramp"]), "3 of 11"] and cells[3] == "entropy"
+    assert 'title="mean row entropy"' in table
+    # the head without a value: no rank; the state says nan
+    dom, _ = _dump_dom(page, "#layer=0&head=0")
+    s = _state(dom, "sc")
+    assert _pairs(s["scores"])["ramp"] == "nan" and _pairs(s["score-ranks"])["ramp"] == "-"
