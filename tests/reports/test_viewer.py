@@ -8,9 +8,6 @@ from __future__ import annotations
 import html as htmllib
 import json
 import re
-import shutil
-import subprocess
-import tempfile
 from types import SimpleNamespace
 
 import numpy as np
@@ -21,6 +18,7 @@ from attnlab.errors import ConfigError
 from attnlab.reports import AttentionView, attention_viewer_html
 from attnlab.reports.viewer import standalone_page, viewer_data
 from attnlab.results import ExperimentResult
+from helpers import dump_dom, state_pairs, viewer_state
 
 
 def _maps(L=3, H=4, n=10, seed=0) -> torch.Tensor:
@@ -182,31 +180,6 @@ def test_bad_scores_are_one_line_errors_and_blocks_without_scores_still_render()
 
 
 # ---- in a browser ------------------------------------------------------------------------------
-def _chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return path
-
-
-def _dump_dom(page, fragment: str) -> tuple[str, str]:
-    """The DOM after the page's scripts ran, and Chromium's log (console messages included)."""
-    with tempfile.TemporaryDirectory(prefix="attnlab-chromium-") as profile:
-        proc = subprocess.run(
-            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", "--dump-dom",
-             page.as_uri() + fragment],
-            capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout, proc.stderr
-
-
-def _state(dom: str, uid: str) -> dict[str, str]:
-    tag = re.search(rf'<span [^>]*id="{uid}-state"[^>]*>', dom).group(0)
-    return {k: htmllib.unescape(v) for k, v in re.findall(r'data-([a-z-]+)="([^"]*)"', tag)}
-
-
 @pytest.mark.browser
 def test_two_viewers_take_their_selection_from_the_url_fragment(tmp_path):
     A1, A2 = _maps(L=3, H=4, n=10, seed=1), _maps(L=2, H=3, n=10, seed=2)
@@ -214,21 +187,21 @@ def test_two_viewers_take_their_selection_from_the_url_fragment(tmp_path):
     page.write_text(standalone_page([attention_viewer_html(A1, TOKENS, uid="first"),
                                      attention_viewer_html(A2, TOKENS, uid="second")]))
     # plain keys pick the first viewer; "v1." (position on the page) or the element id the second
-    dom, log = _dump_dom(page, "#layer=1&head=2&query=3&v1.head=1&v1.query=8")
+    dom, log = dump_dom(page, "#layer=1&head=2&query=3&v1.head=1&v1.query=8")
     assert "Uncaught" not in log and "Error" not in "".join(l for l in log.splitlines() if "CONSOLE" in l)
-    s = _state(dom, "first")
+    s = viewer_state(dom, "first")
     assert (s["layer"], s["head"], s["query"], s["query-token"]) == ("1", "2", "3", "sat")
     weights = np.array(s["weights"].split(","), dtype=float)
     assert weights.shape == (10,) and np.abs(weights - A1[1, 2, 3].numpy()).max() <= 5e-4 + 1e-12
     keys = re.search(r'id="first-keys"(.*?)</div></div>', dom, re.S).group(1)
     assert np.allclose(np.array(re.findall(r'data-weight="([^"]*)"', keys), dtype=float), weights)
-    s2 = _state(dom, "second")
+    s2 = viewer_state(dom, "second")
     assert (s2["layer"], s2["head"], s2["query"], s2["query-token"]) == ("0", "1", "8", "</script>")
     assert np.abs(np.array(s2["weights"].split(","), dtype=float) - A2[0, 1, 8].numpy()).max() <= 5e-4 + 1e-12
     # the element id addresses a viewer too; values out of range are clamped
-    dom, _ = _dump_dom(page, "#second.layer=1&second.head=2&second.query=99")
-    assert (lambda s: (s["layer"], s["head"], s["query"]))(_state(dom, "second")) == ("1", "2", "9")
-    assert (lambda s: (s["layer"], s["head"], s["query"]))(_state(dom, "first")) == ("0", "0", "0")
+    dom, _ = dump_dom(page, "#second.layer=1&second.head=2&second.query=99")
+    assert (lambda s: (s["layer"], s["head"], s["query"]))(viewer_state(dom, "second")) == ("1", "2", "9")
+    assert (lambda s: (s["layer"], s["head"], s["query"]))(viewer_state(dom, "first")) == ("0", "0", "0")
 
 
 @pytest.mark.browser
@@ -236,12 +209,8 @@ def test_the_console_check_sees_a_script_error(tmp_path):
     """The log the viewer test reads does report an uncaught error (so its absence means something)."""
     page = tmp_path / "bad.html"
     page.write_text("<!DOCTYPE html><html><body><script>null.x = 1;</script></body></html>")
-    _, log = _dump_dom(page, "")
+    _, log = dump_dom(page, "")
     assert "Uncaught" in log
-
-
-def _pairs(text: str) -> dict[str, str]:
-    return dict(kv.split("=", 1) for kv in text.split(";")) if text else {}
 
 
 @pytest.mark.browser
@@ -253,20 +222,20 @@ def test_the_picked_heads_scores_and_ranks_are_shown_beside_its_map(tmp_path):
     page = tmp_path / "scores.html"
     page.write_text(standalone_page([attention_viewer_html(A, TOKENS, uid="sc", scores={"ramp": S, "entropy": E},
                                                            score_descriptions={"entropy": "mean row entropy"})]))
-    dom, log = _dump_dom(page, "#layer=2&head=1&query=4")
+    dom, log = dump_dom(page, "#layer=2&head=1&query=4")
     assert "Uncaught" not in log
-    s = _state(dom, "sc")
+    s = viewer_state(dom, "sc")
     assert (s["layer"], s["head"], s["query"]) == ("2", "1", "4")
-    shown = {k: float(v) for k, v in _pairs(s["scores"]).items()}
+    shown = {k: float(v) for k, v in state_pairs(s["scores"]).items()}
     assert list(shown) == ["ramp", "entropy"]
     for name, want in (("ramp", S[2, 1]), ("entropy", E[2, 1])):
         assert abs(shown[name] - want) <= 5e-4 * abs(want), name
-    assert _pairs(s["score-ranks"]) == {"ramp": f"{12 - 9}/11", "entropy": f"{int(_brute_ranks(E)[2, 1])}/12"}
+    assert state_pairs(s["score-ranks"]) == {"ramp": f"{12 - 9}/11", "entropy": f"{int(_brute_ranks(E)[2, 1])}/12"}
     table = re.search(r'id="sc-scores-body">(.*?)</tbody>', dom, re.S).group(1)
     cells = [htmllib.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]
     assert cells[:3] == ["ramp", str(shown["ramp"]), "3 of 11"] and cells[3] == "entropy"
     assert 'title="mean row entropy"' in table
     # the head without a value: no rank; the state says nan
-    dom, _ = _dump_dom(page, "#layer=0&head=0")
-    s = _state(dom, "sc")
-    assert _pairs(s["scores"])["ramp"] == "nan" and _pairs(s["score-ranks"])["ramp"] == "-"
+    dom, _ = dump_dom(page, "#layer=0&head=0")
+    s = viewer_state(dom, "sc")
+    assert state_pairs(s["scores"])["ramp"] == "nan" and state_pairs(s["score-ranks"])["ramp"] == "-"
