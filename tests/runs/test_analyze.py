@@ -7,6 +7,7 @@ where that threshold comes from, and input that leaves an existing run untouched
 
 from __future__ import annotations
 
+import html as htmllib
 import io
 import json
 import math
@@ -284,6 +285,9 @@ def test_a_causal_model_gets_transformerlens_scores(gpt2_dir, tmp_path):
                                           / len(lengths), abs=1e-15)
     html = (run.path / "report.html").read_text()
     assert "TL prev" in html and "text prev" in html and "bidir" not in html
+    # in a notebook the Analysis shows its report, the page whole inside the frame's srcdoc
+    frame = run._repr_html_()
+    assert htmllib.unescape(re.search(r'<iframe srcdoc="([^"]*)"', frame).group(1)) == html
 
 
 # ---- TransformerLens on repeated random tokens, chance levels, sources of thresholds -----------------------

@@ -118,7 +118,7 @@ from attnlab.results import (
     series,
 )
 from attnlab.runs import analyze_evidence as ev
-from attnlab.runs.rundir import CONFIG, RunDir, to_jsonable, utc_now
+from attnlab.runs.rundir import CONFIG, REPORT_HTML, RunDir, to_jsonable, utc_now
 
 DEFAULT_MAX_TOKENS = 128  # Clark et al.'s segments are at most 128 tokens
 DEFAULT_SEGMENTS = 8
@@ -157,10 +157,16 @@ class Segments:
 @dataclass(frozen=True)
 class Analysis:
     """What :func:`analyze` returns: the run directory and the per-head payload, exactly as heads.json
-    holds it (plain JSON; a number no segment could give, e.g. a block fit without sentence pairs, is "nan")."""
+    holds it (plain JSON; a number no segment could give, e.g. a block fit without sentence pairs, is "nan").
+    In Jupyter it shows the run's report.html (:mod:`attnlab.reports.notebook`)."""
 
     path: Path
     payload: dict
+
+    def _repr_html_(self) -> str:
+        from attnlab.reports.notebook import report_frame
+
+        return report_frame(Path(self.path) / REPORT_HTML)
 
 
 # ---- input ------------------------------------------------------------------------------------
