@@ -850,7 +850,8 @@ VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what 
 
 def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
     """Segment 0's maps for the report's attention viewer (its first 64 tokens, at most ~2 MB), with every
-    head's scores of :data:`VIEWER_SCORES` that the run computed (heads.json's numbers, means over segments)."""
+    head's scores of :data:`VIEWER_SCORES` that the run computed (heads.json's numbers, means over segments;
+    a score no head has, NaN everywhere, is left out)."""
     from attnlab.reports.viewer import viewer_data
 
     L, H = payload["layers"], payload["heads_per_layer"]
@@ -860,7 +861,9 @@ def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
             values = [_lookup(x, key) for x in payload["heads"]]
         except KeyError:  # not computed for this model (no output head: no DLA, no ablations)
             continue
-        scores[key] = torch.tensor(values, dtype=torch.float64).reshape(L, H)
+        v = torch.tensor(values, dtype=torch.float64).reshape(L, H)
+        if not bool(v.isnan().all()):  # undefined for every head (a causal model's key i+1): left out
+            scores[key] = v
     return viewer_data(A, segs.labels[0], title="Attention maps of segment 0",
                        caption="Every head's weights on segment 0, as the model computed them. The scores beside "
                                f"the map are the head's numbers of heads.json, means over all {payload['segments']} "
