@@ -22,19 +22,24 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.config": {"attnlab.errors"},
     "attnlab.terminal": set(),  # tables for the command line: rich only
     "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata"},
+    # the attention viewer draws a JSON block and nothing else: a leaf that pretrained outputs may show
+    "attnlab.reports.viewer": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.results"},
     "attnlab.ops": {"attnlab.errors", "attnlab.config"},
     "attnlab.nn": {"attnlab.errors", "attnlab.config", "attnlab.ops"},
     "attnlab.data": {"attnlab.errors", "attnlab.config"},
     "attnlab.tasks": {"attnlab.errors", "attnlab.config"},
     "attnlab.training": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn"},
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
-    "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data"},
+    "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data",
+                           "attnlab.reports.viewer"},
     "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results"},
     "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops"},
     "attnlab.runs": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry",
-                     "attnlab.reports", "attnlab.sweeps", "attnlab.pretrained", "attnlab.analysis", "attnlab.data"},
+                     "attnlab.reports", "attnlab.reports.viewer", "attnlab.sweeps", "attnlab.pretrained",
+                     "attnlab.analysis", "attnlab.data"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
-    "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
+    "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs",
+                        "attnlab.reports.viewer"},
 }
 TOP = {"attnlab", "attnlab.cli"}  # the package root and the command line may import any library layer
 

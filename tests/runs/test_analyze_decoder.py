@@ -109,3 +109,23 @@ def test_induction_heads_are_ablated_on_the_second_copy(run):
         for k in ("zero", "mean", "resample"):
             a = x["induction_ablation"][k]
             assert a["measured"] == "exact" and a["ci"][0] <= a["delta_loss"] <= a["ci"][1]
+
+
+def test_the_report_viewer_carries_dla_and_the_ablations_of_every_head(run):
+    """With an output head the viewer's table also lists DLA and the three ablations, heads.json's numbers to
+    four significant digits, for every head shown."""
+    block = json.loads((run.path / "results.json").read_text())["experiments"]["analyze"]["results"]["interactive"][0]
+    scores = {s["name"]: s for s in block["scores"]}
+    named = {"sink", "copying", "dla", "ablation.zero.delta_loss", "ablation.mean.delta_loss",
+             "ablation.resample.delta_loss"}
+    assert named <= set(scores) and all(scores[k]["ranked"] == 270 for k in named)  # every head has them
+    assert "voita_argmax_next" not in scores and "voita_argmax_previous" in scores  # causal: no key i+1
+    checked = 0
+    for x in run.payload["heads"]:
+        if x["layer"] not in block["layer_ids"]:
+            continue
+        li, hi = block["layer_ids"].index(x["layer"]), block["head_ids"].index(x["head"])
+        for name, want in (("dla", x["dla"]), ("ablation.zero.delta_loss", x["ablation"]["zero"]["delta_loss"])):
+            assert abs(scores[name]["values"][li][hi] - want) <= 5e-4 * abs(want), (x["layer"], x["head"], name)
+        checked += 1
+    assert checked >= 9 * 2  # the first and the last layer at least

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -16,6 +18,7 @@ from attnlab.errors import ConfigError, RunDirError, UnknownNameError
 from attnlab.checks import Bound, at_most, compare, equals, info
 from attnlab.registry import Experiment
 from attnlab.results import ExperimentResult, line_figure, series
+from attnlab.runs.rundir import RunPath
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,10 @@ def test_reproduce_writes_a_full_run(fake, tmp_path):
     assert json.loads((out / "env.json").read_text())["seed"] == 5
     assert {p.name for p in (out / "figures").iterdir()} == {"a.png", "b.png"}
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
+    # in a notebook the returned path shows its report, the page whole inside the frame's srcdoc
+    frame = out._repr_html_()
+    assert isinstance(out, RunPath) and frame.startswith("<iframe srcdoc=")
+    assert html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1)) == (out / "report.html").read_text()
 
 
 def test_interrupted_run_keeps_finished_work_and_resumes(fake, tmp_path):

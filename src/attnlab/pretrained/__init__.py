@@ -2,12 +2,14 @@
 
 :func:`load_pretrained` (:mod:`attnlab.pretrained.loader`) turns a local BERT-family or GPT-2
 checkpoint directory, or the shipped all-MiniLM-L6-v2 ("minilm"), into an
-:class:`attnlab.nn.Encoder`; :mod:`attnlab.pretrained.minilm` runs all-MiniLM-L6-v2 through
+:class:`attnlab.nn.Encoder` (``run`` returns a :class:`PretrainedOutput`: the pass with its tokens, shown
+with the attention viewer in Jupyter); :mod:`attnlab.pretrained.minilm` runs all-MiniLM-L6-v2 through
 transformers for the memorization paper's App. J tables.
 """
 
 from attnlab.pretrained.architecture import Architecture
 from attnlab.pretrained.loader import Encoded, PretrainedModel, load_pretrained
+from attnlab.pretrained.output import PretrainedOutput
 from attnlab.pretrained.minilm import (
     MiniLMHidden,
     load_minilm,
@@ -20,6 +22,7 @@ __all__ = [
     "Encoded",
     "MiniLMHidden",
     "PretrainedModel",
+    "PretrainedOutput",
     "load_minilm",
     "load_pretrained",
     "minilm_hidden_states",

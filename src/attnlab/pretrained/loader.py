@@ -4,6 +4,11 @@
     out = pm.run(["A first sentence.", "A second, longer sentence."])
     out.hidden_states[l]   # (B, n, d): X_0 = embedding output, X_l = output of block l
     out.attentions[l]      # (B, H, n, n): every head's weights in block l + 1
+    out.tokens[b]          # the n tokens of text b (padding included)
+    out                    # in Jupyter: the shapes and the attention viewer of text 0
+
+``run`` returns a :class:`attnlab.pretrained.output.PretrainedOutput`, a
+:class:`attnlab.nn.transformer.TransformerOutput` that also carries the tokens and the padding mask.
 
 Supported families (config.json's model_type): the BERT family (bert, roberta, xlm-roberta;
 :mod:`attnlab.pretrained.bert`), GPT-2 (gpt2; :mod:`attnlab.pretrained.gpt2`) and the Llama family
@@ -60,12 +65,16 @@ from attnlab.pretrained import bert, gpt2, llama
 from attnlab.pretrained.architecture import Architecture, build_encoder
 from attnlab.pretrained.checkpoint import checkpoint_dir, read_checkpoint
 from attnlab.pretrained.gguf import read_gguf, smollm2_path
+from attnlab.pretrained.labels import token_labels
 from attnlab.pretrained.minilm import minilm_model_dir
+from attnlab.pretrained.output import PretrainedOutput
 
 FAMILIES = {**{t: bert for t in bert.MODEL_TYPES}, **{t: gpt2 for t in gpt2.MODEL_TYPES},
             **{t: llama for t in llama.MODEL_TYPES}}
 SHIPPED = {"minilm": minilm_model_dir, "all-minilm-l6-v2": minilm_model_dir,
            "smollm2": smollm2_path, "smollm2-135m-instruct": smollm2_path}
+SHIPPED_NAMES = {"minilm": "all-MiniLM-L6-v2", "all-minilm-l6-v2": "all-MiniLM-L6-v2",
+                 "smollm2": "SmolLM2-135M-Instruct", "smollm2-135m-instruct": "SmolLM2-135M-Instruct"}
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 PADDING_SIDES = ("right", "left")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
@@ -90,13 +99,15 @@ class Encoded:
 @dataclass
 class PretrainedModel:
     """model: the attnlab Encoder (eval mode); tokenizer: transformers' tokenizer or None;
-    architecture: the config.json numbers; path: the checkpoint directory."""
+    architecture: the config.json numbers; path: the checkpoint directory; name: the shipped model's
+    name, else the directory's (or GGUF file's) name."""
 
     model: Encoder
     tokenizer: Any
     architecture: Architecture
     path: Path
     tokenizer_error: str | None = None
+    name: str = ""
 
     def position_ids(self, key_padding_mask: Tensor) -> Tensor:
         """Position ids (B, n) int64 from a key_padding_mask (module docstring's rule)."""
@@ -188,12 +199,20 @@ class PretrainedModel:
 
     def run(self, texts: str | Sequence[str] | Encoded, max_tokens: int | None = None, *,
             padding_side: str = "right", output_hidden_states: bool = True,
-            output_attentions: bool = True) -> TransformerOutput | Tensor:
-        """encode + forward in one call: every hidden state and every head's weights of one pass."""
+            output_attentions: bool = True) -> PretrainedOutput | Tensor:
+        """encode + forward in one call: every hidden state and every head's weights of one pass, as a
+        :class:`attnlab.pretrained.output.PretrainedOutput` (a TransformerOutput that also carries the
+        tokens, and in Jupyter shows the attention viewer of text 0); Z (B, n, d) alone when neither
+        hidden states nor attentions are asked for and the model has no output head."""
         e = texts if isinstance(texts, Encoded) else self.encode(texts, max_tokens, padding_side=padding_side)
-        return self.forward(e.input_ids, e.key_padding_mask, token_type_ids=e.token_type_ids,
-                            position_ids=e.position_ids, output_hidden_states=output_hidden_states,
-                            output_attentions=output_attentions)
+        out = self.forward(e.input_ids, e.key_padding_mask, token_type_ids=e.token_type_ids,
+                           position_ids=e.position_ids, output_hidden_states=output_hidden_states,
+                           output_attentions=output_attentions)
+        if not isinstance(out, TransformerOutput):
+            return out
+        return PretrainedOutput.of(out, tokens=e.tokens, labels=[token_labels(self.tokenizer, t) for t in e.tokens],
+                                   key_padding_mask=e.key_padding_mask,
+                                   model=f"{self.name or self.path.name} ({self.architecture.model_type})")
 
 
 def resolve_checkpoint(name_or_path: str | Path) -> Path:
@@ -249,7 +268,9 @@ def load_pretrained(name_or_path: str | Path, *, dtype: str | torch.dtype = "flo
     model = build_encoder(arch, dtype_t, device)
     model.load_state_dict(state, strict=True)  # strict: every parameter comes from the checkpoint
     tokenizer, error = _tokenizer_once(path.resolve(), *_stamp(path))
-    return PretrainedModel(model, tokenizer, arch, path, error)
+    shipped = isinstance(name_or_path, str) and not Path(name_or_path).exists()
+    name = SHIPPED_NAMES.get(str(name_or_path).lower()) if shipped else None
+    return PretrainedModel(model, tokenizer, arch, path, error, name or (path.stem if path.is_file() else path.name))
 
 
 def _stamp(path: Path) -> tuple[int, int]:

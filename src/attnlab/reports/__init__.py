@@ -14,20 +14,39 @@ shown as JSON.
 :class:`AttentionView` (:mod:`attnlab.reports.viewer`) shows attention maps in an offline,
 interactive viewer: in Jupyter, as a standalone page (``save``), or in report.html where a
 result carries an interactive block.
+
+In Jupyter, what :func:`build_report` returns (a :class:`Report`) shows the report itself
+(:mod:`attnlab.reports.notebook`), as do the results of :func:`attnlab.runs.reproduce.reproduce`
+and :func:`attnlab.runs.analyze.analyze`.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from attnlab.errors import RunDirError
+from attnlab.reports.notebook import report_frame
 from attnlab.reports.viewer import AttentionView, attention_viewer_html  # noqa: F401
 from attnlab.runs.rundir import REPORT_HTML, REPORT_MD, RESULTS, RunDir, StoredRun, load_run  # noqa: F401
 
 
-def build_report(run_dir: str | os.PathLike) -> tuple[Path, Path]:
-    """(Re)write report.html and report.md of ``run_dir`` from its stored results."""
+class Report(NamedTuple):
+    """What :func:`build_report` returns: the paths of report.html and report.md, a pair as before
+    (``html_path, md_path = build_report(run)``). In Jupyter it shows report.html itself, in an
+    ``<iframe srcdoc=...>`` (:mod:`attnlab.reports.notebook`)."""
+
+    html: Path
+    markdown: Path
+
+    def _repr_html_(self) -> str:
+        return report_frame(self.html)
+
+
+def build_report(run_dir: str | os.PathLike) -> Report:
+    """(Re)write report.html and report.md of ``run_dir`` from its stored results; their paths as a
+    :class:`Report`."""
     from attnlab.reports.figures import render
     from attnlab.reports.format import outline
     from attnlab.reports.html import render_html
@@ -51,4 +70,4 @@ def build_report(run_dir: str | os.PathLike) -> tuple[Path, Path]:
     md_path = run.run_dir.write_text(
         REPORT_MD, render_markdown(o, {k: f"figures/{f.path.name}" for k, f in figures.items()})
     )
-    return html_path, md_path
+    return Report(html_path, md_path)

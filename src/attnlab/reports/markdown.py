@@ -94,7 +94,9 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
                       f"*Figure: {spec.get('caption', '')}*", ""]
     for b in res.get("interactive", []):
         lines += [f"*Interactive view{': ' + b['title'] if b.get('title') else ''}: open report.html to pick a layer "
-                  "and head and see the weights of every query token.*", ""]
+                  "and head and see the weights of every query token"
+                  + (f", with the head's {len(b['scores'])} scores and ranks" if b.get("scores") else "")
+                  + ".*", ""]
     for note in res.get("notes", []):
         lines += [f"> {note}", ""]
     if not any(res.get(k) for k in ("summary", "tables", "figures", "interactive")):

@@ -13,13 +13,20 @@ columns are keys) with its tokens:
   beside it (three decimals). Hovering a query token previews its row, clicking
   picks it; the arrow keys move the query (up, down) and the head (left, right);
 * a scale switch: weights from 0 to 1, or relative to the map's (and the row's)
-  largest weight, which shows the structure of broad heads.
+  largest weight, which shows the structure of broad heads;
+* optionally, per-head scores (``scores``: name -> an (L, H) array, one number per head,
+  e.g. a head's entropy or its attention on the first token): a small table beside the
+  map gives the picked head's value of each score and its rank among all H L heads of the
+  model (1 = the largest value; heads without a value, NaN, are not ranked), a score's
+  description (``score_descriptions``) as the tooltip of its name.
 
 Everything is inline (one ``<style>``, the data as a JSON ``<script>``, the code as
 an inline ``<script>``); nothing is fetched from anywhere, so the fragment works in a
 file opened years later, in a notebook, or pasted into a report. Weights are stored
 in thousandths (``round(1000 * w)``, a map as one string of
-comma-separated integers), so every shown weight is the true one to 5e-4.
+comma-separated integers), so every shown weight is the true one to 5e-4; scores to four
+significant digits (``float(f"{s:.4g}")``, NaN as null), so every shown score is the true one
+to 5e-4 of its size.
 At most ``max_tokens`` tokens (the first ones) and as many maps as keep the data under
 ``max_bytes`` are kept (whole layers, evenly spaced, first and last included); the
 fragment says what was left out.
@@ -32,13 +39,17 @@ page; ``#v1.layer=2`` (the viewer's position on the page, from 0) or ``#ID.layer
 
 The current selection is written into the DOM, so a script (or a test reading
 ``chromium --dump-dom``) can read it: the element ``ID-state`` carries ``data-layer``,
-``data-head``, ``data-query``, ``data-query-token`` and ``data-weights`` (the shown
-row's weights, three decimals, comma-separated), and every key token of the text view
+``data-head``, ``data-query``, ``data-query-token``, ``data-weights`` (the shown
+row's weights, three decimals, comma-separated), ``data-scores`` (the picked head's scores,
+``name=value;name=value``, the stored value, ``nan`` for none) and ``data-score-ranks``
+(``name=rank/ranked;...``, ``-`` for an unranked head), and every key token of the text view
 a ``data-weight``.
 
     from attnlab.reports import AttentionView
     out = pm(input_ids)                                  # out.attentions: L x (B, H, n, n)
     view = AttentionView.from_output(out, tokens)        # tokens: the n token strings
+    view = AttentionView(maps, tokens, scores={"entropy": H_lh},       # H_lh: (L, H), one per head
+                         score_descriptions={"entropy": "mean row entropy (nats)"})
     view                                                 # in Jupyter: the viewer
     view.save("attention.html")                          # a standalone page
 """
@@ -61,6 +72,8 @@ from attnlab.results import VIEWER_KIND, check_viewer_data
 MAX_TOKENS = 64  # the first 64 tokens of the input are shown
 MAX_BYTES = 2_000_000  # the embedded maps stay under ~2 MB
 SCALE = 1000  # weights are stored in thousandths
+SCORE_DIGITS = 4  # scores are stored to four significant digits
+SCORE_NAME_FORBIDDEN = (";", "=")  # they separate the scores in the DOM state
 KIND = VIEWER_KIND  # the "kind" of a stored block
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -92,6 +105,57 @@ def _labels(given: Sequence[Any] | None, count: int, what: str) -> list[str]:
     return out
 
 
+def _score_arrays(scores: Mapping[str, Any] | None, descriptions: Mapping[str, str] | None,
+                  L: int, H: int) -> dict[str, np.ndarray]:
+    """The per-head scores as float64 (L, H) arrays (a score of fewer axes, like maps of one layer, gets
+    leading axes of size 1); a one-line ConfigError for anything the viewer cannot show."""
+    if scores is None:
+        if descriptions:
+            raise ConfigError("score_descriptions given without scores: pass scores={name: (L, H) array}")
+        return {}
+    if not isinstance(scores, Mapping):
+        raise ConfigError(f"scores must map a name to an (L, H) array of per-head values, got "
+                          f"{type(scores).__name__}")
+    out = {}
+    for name, values in scores.items():
+        if not isinstance(name, str) or not name.strip() or any(c in name for c in SCORE_NAME_FORBIDDEN):
+            raise ConfigError(f"score name {name!r}: a non-empty string without {' or '.join(SCORE_NAME_FORBIDDEN)}")
+        if hasattr(values, "detach"):
+            values = values.detach().cpu().double().numpy()
+        try:
+            v = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ConfigError(f"score {name!r} is not an array of numbers (one per head, shape ({L}, {H}))") from None
+        while v.ndim < 2:
+            v = v[None]
+        if v.shape != (L, H):
+            raise ConfigError(f"score {name!r} has shape {tuple(np.shape(values))}; it needs one value per head, "
+                              f"shape (L, H) = ({L}, {H})")
+        if np.isinf(v).any():
+            raise ConfigError(f"score {name!r} holds an infinite value: give finite numbers, NaN for a head "
+                              "without one")
+        out[name] = v
+    for name, text in (descriptions or {}).items():
+        if name not in out:
+            raise ConfigError(f"a description for {name!r}, which is not a score (scores: {', '.join(out) or 'none'})")
+        if not isinstance(text, str):
+            raise ConfigError(f"the description of score {name!r} must be a string")
+    return out
+
+
+def _rounded(v: float) -> float | None:
+    """A score as stored: four significant digits, None for NaN."""
+    return None if np.isnan(v) else float(f"{v:.{SCORE_DIGITS}g}")
+
+
+def _ranks(v: np.ndarray) -> np.ndarray:
+    """rank_lh = 1 + #{heads with a larger value} among the heads with a value (ties share a rank);
+    0 where the head has none (NaN)."""
+    finite = np.sort(v[~np.isnan(v)])
+    r = 1 + finite.size - np.searchsorted(finite, v, side="right")
+    return np.where(np.isnan(v), 0, r)
+
+
 def _evenly(count: int, keep: int) -> list[int]:
     """``keep`` of ``range(count)``, evenly spaced, first and last included."""
     if keep >= count:
@@ -103,16 +167,21 @@ def _evenly(count: int, keep: int) -> list[int]:
 
 def viewer_data(maps: Any, tokens: Sequence[Any], *, layer_labels: Sequence[Any] | None = None,
                 head_labels: Sequence[Any] | None = None, title: str = "", caption: str = "",
-                max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES) -> dict:
+                max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES,
+                scores: Mapping[str, Any] | None = None, score_descriptions: Mapping[str, str] | None = None) -> dict:
     """The viewer's data as plain JSON (what results.json stores for an interactive block).
 
     ``maps`` (L, H, n, n) (or (H, n, n), or (n, n)), rows = queries; ``tokens`` the n token
-    strings. Keys: ``kind``, ``title``, ``caption``, ``tokens`` (the kept ones), ``layers`` /
-    ``heads`` (labels of the kept layers and heads), ``layer_ids`` / ``head_ids`` (their numbers
-    in the model), ``scale`` (1000), ``maps`` (per kept layer, per kept head, the kept n x n
-    weights row by row as one string of comma-separated integers, weight = integer / scale: one
-    line per map in indented JSON), ``shape`` (the full L, H, n, n) and ``cut`` (what was left out,
-    "" when nothing)."""
+    strings; ``scores`` (optional) name -> (L, H) per-head numbers (NaN: the head has none),
+    ``score_descriptions`` name -> what the score is. Keys: ``kind``, ``title``, ``caption``,
+    ``tokens`` (the kept ones), ``layers`` / ``heads`` (labels of the kept layers and heads),
+    ``layer_ids`` / ``head_ids`` (their numbers in the model), ``scale`` (1000), ``maps`` (per kept
+    layer, per kept head, the kept n x n weights row by row as one string of comma-separated
+    integers, weight = integer / scale: one line per map in indented JSON), ``shape`` (the full
+    L, H, n, n), ``cut`` (what was left out, "" when nothing) and, with scores, ``scores``: one
+    ``{"name", "description", "values", "ranks", "ranked"}`` per score, ``values`` and ``ranks``
+    per kept layer, per kept head (values to four significant digits, null for NaN; ranks among
+    all L H heads, 1 = the largest value, null for NaN), ``ranked`` how many heads have a value."""
     a = _as_array(maps)
     L, H, n, _ = a.shape
     tokens = [str(t) for t in tokens]
@@ -121,12 +190,16 @@ def viewer_data(maps: Any, tokens: Sequence[Any], *, layer_labels: Sequence[Any]
     if max_tokens < 1 or max_bytes < 1:
         raise ConfigError("max_tokens and max_bytes must be positive")
     layers, heads = _labels(layer_labels, L, "layer"), _labels(head_labels, H, "head")
+    score_arrays = _score_arrays(scores, score_descriptions, L, H)
+    descriptions = {k: str((score_descriptions or {}).get(k, "")) for k in score_arrays}
     m = min(n, max_tokens)
     ints = np.rint(a[:, :, :m, :m] * SCALE).astype(np.int64)
     # the size of every map in compact JSON: digits, a minus sign, a comma per weight, brackets
     digits = np.where(ints == 0, 1, np.floor(np.log10(np.maximum(np.abs(ints), 1))).astype(np.int64) + 1)
     size = (digits + (ints < 0) + 1).sum(axis=(2, 3)) + 16  # (L, H), with quotes and indentation
-    budget = max_bytes - 200 * m - 40 * (L + H)  # tokens, labels and the rest of the JSON
+    size += 24 * len(score_arrays)  # a head's value and rank of every score: at most ~24 characters
+    budget = (max_bytes - 200 * m - 40 * (L + H)  # tokens, labels and the rest of the JSON
+              - sum(len(json.dumps([k, d])) + 60 for k, d in descriptions.items()))
     layer_ids, head_ids = list(range(L)), list(range(H))
     if size.sum() > budget:
         for keep in range(L, 0, -1):
@@ -147,13 +220,23 @@ def viewer_data(maps: Any, tokens: Sequence[Any], *, layer_labels: Sequence[Any]
     if len(head_ids) < H:
         cut.append(f"the first {len(head_ids)} of {H} heads are shown, to keep the page under "
                    f"{max_bytes / 1e6:g} MB")
-    return {
+    data = {
         "kind": KIND, "title": str(title), "caption": str(caption), "tokens": tokens[:m],
         "layers": [layers[l] for l in layer_ids], "heads": [heads[h] for h in head_ids],
         "layer_ids": layer_ids, "head_ids": head_ids, "scale": SCALE,
         "maps": [[",".join(map(str, ints[l, h].reshape(-1).tolist())) for h in head_ids] for l in layer_ids],
         "shape": [L, H, n, n], "cut": "; ".join(cut) + ("." if cut else ""),
     }
+    if score_arrays:
+        data["scores"] = []
+        for name, v in score_arrays.items():
+            r = _ranks(v)
+            data["scores"].append({
+                "name": name, "description": descriptions[name],
+                "values": [[_rounded(v[l, h]) for h in head_ids] for l in layer_ids],
+                "ranks": [[int(r[l, h]) or None for h in head_ids] for l in layer_ids],
+                "ranked": int((~np.isnan(v)).sum())})
+    return data
 
 
 # ---- the fragment --------------------------------------------------------------------------
@@ -189,6 +272,13 @@ STYLE = """
 .attnlab-viewer .av-k .av-tok { display:flex; gap:8px; justify-content:space-between; }
 .attnlab-viewer .av-w { color:#5b6575; font-variant-numeric:tabular-nums; }
 .attnlab-viewer svg { flex:none; }
+.attnlab-viewer .av-scores table { border-collapse:collapse; font-size:12px; font-variant-numeric:tabular-nums; }
+.attnlab-viewer .av-scores th, .attnlab-viewer .av-scores td { padding:1px 8px; border-bottom:1px solid #e3e7ed;
+  text-align:right; white-space:nowrap; }
+.attnlab-viewer .av-scores th { color:#5b6575; font-weight:600; }
+.attnlab-viewer .av-scores th:first-child, .attnlab-viewer .av-scores td:first-child { text-align:left; }
+.attnlab-viewer .av-scores td[title] { text-decoration:underline dotted #8a94a6; cursor:help; }
+.attnlab-viewer .av-scores .av-head { font-weight:650; margin-bottom:2px; }
 """
 
 _SCRIPT = r"""
@@ -277,6 +367,32 @@ _SCRIPT = r"""
     kcol.appendChild(b); ks.push(b);
   });
   el("text").addEventListener("mouseleave", function () { show(st.q); });
+  // the picked head's scores: name, value, rank among all heads
+  var SC = D.scores || [], scoreHead = el("scores-head"), scoreCells = [];
+  if (SC.length) {
+    var tb = el("scores-body");
+    SC.forEach(function (c) {
+      var tr = mk("tr"), name = mk("td", "", c.name), v = mk("td"), r = mk("td");
+      if (c.description) name.title = c.description;
+      tr.appendChild(name); tr.appendChild(v); tr.appendChild(r); tb.appendChild(tr);
+      scoreCells.push([v, r]);
+    });
+  }
+  function scores() {  // the picked head's scores in the table and the state element
+    if (!SC.length) return;
+    var l = st.l, h = st.h, vals = [], ranks = [];
+    scoreHead.textContent = "layer " + D.layers[l] + ", head " + D.heads[h];
+    SC.forEach(function (c, k) {
+      var v = c.values[l][h], r = c.ranks ? c.ranks[l][h] : null;
+      scoreCells[k][0].textContent = v === null ? "\u2013" : String(v);
+      scoreCells[k][1].textContent = r === null ? "\u2013" : r + " of " + c.ranked;
+      vals.push(c.name + "=" + (v === null ? "nan" : String(v)));
+      ranks.push(c.name + "=" + (r === null ? "-" : r + "/" + c.ranked));
+    });
+    var s = el("state");
+    s.setAttribute("data-scores", vals.join(";"));
+    s.setAttribute("data-score-ranks", ranks.join(";"));
+  }
   function show(i) {  // draw query i's row in the text view and the state element
     shown = i;
     var l = st.l, h = st.h, row = [], top = 0;
@@ -313,6 +429,7 @@ _SCRIPT = r"""
   }
   function update(redraw) {
     sl.value = st.l; sh.value = st.h;
+    scores();
     if (redraw) {
       draw(map, st.l, st.h);
       thumbs.forEach(function (r, l) { r.forEach(function (c, h) {
@@ -382,6 +499,7 @@ def viewer_fragment(data: Mapping[str, Any], *, uid: str | None = None) -> str:
     if not _ID.match(uid):
         raise ConfigError(f"viewer id {uid!r}: letters, digits, '-' and '_' only, starting with a letter")
     L, H, n, _ = data.get("shape") or [len(data["layers"]), len(data["heads"]), len(data["tokens"])] * 2
+    scored = bool(data.get("scores"))
     parts = [f"<style>{STYLE}</style>",
              f'<div class="attnlab-viewer" id="{uid}" data-attnlab-viewer tabindex="0">']
     if data.get("title"):
@@ -389,7 +507,10 @@ def viewer_fragment(data: Mapping[str, Any], *, uid: str | None = None) -> str:
     parts.append(f'<div class="av-caption">{escape(data.get("caption") or "")} Attention weights of {L} '
                  f"layer(s) x {H} head(s) on {n} tokens; rows are queries, columns keys. Pick a map in the grid, "
                  "hover or click a query token (or a row of the map) to see the weights it puts on every key; "
-                 "arrow keys move the query and the head.</div>")
+                 "arrow keys move the query and the head."
+                 + (" The table beside the map gives the picked head's scores and its rank among all "
+                    f"{L * H} heads (1 = the largest value; hover a name for what it measures)." if scored else "")
+                 + "</div>")
     if data.get("cut"):
         parts.append(f'<div class="av-cut">Left out: {escape(data["cut"])}</div>')
     parts.append(
@@ -403,7 +524,10 @@ def viewer_fragment(data: Mapping[str, Any], *, uid: str | None = None) -> str:
         f'<div class="av-readout" id="{uid}-readout"></div>'
         f'<div class="av-body"><div class="av-map"><canvas id="{uid}-map"></canvas>'
         f'<div class="av-row" id="{uid}-mark"></div></div>'
-        f'<div class="av-text" id="{uid}-text"><div class="av-col av-q" id="{uid}-queries"></div>'
+        + (f'<div class="av-scores"><div class="av-head" id="{uid}-scores-head"></div><table>'
+           f'<thead><tr><th>score</th><th>value</th><th>rank (1 = largest)</th></tr></thead>'
+           f'<tbody id="{uid}-scores-body"></tbody></table></div>' if scored else "")
+        + f'<div class="av-text" id="{uid}-text"><div class="av-col av-q" id="{uid}-queries"></div>'
         f'<svg id="{uid}-lines"></svg>'
         f'<div class="av-col av-k" id="{uid}-keys"></div></div></div></div>')
     parts.append(f'<script type="application/json" id="{uid}-data">{_json_for_script(data)}</script>')
@@ -413,11 +537,15 @@ def viewer_fragment(data: Mapping[str, Any], *, uid: str | None = None) -> str:
 
 def attention_viewer_html(maps: Any, tokens: Sequence[Any], *, layer_labels: Sequence[Any] | None = None,
                           head_labels: Sequence[Any] | None = None, title: str = "", caption: str = "",
-                          max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES, uid: str | None = None) -> str:
+                          max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES, uid: str | None = None,
+                          scores: Mapping[str, Any] | None = None,
+                          score_descriptions: Mapping[str, str] | None = None) -> str:
     """One self-contained HTML fragment showing the attention maps ``maps`` (L, H, n, n), rows = queries,
-    with their ``tokens`` (module docstring: what it shows, what is cut, the URL fragment and the DOM state)."""
+    with their ``tokens`` and, optionally, per-head ``scores`` (name -> (L, H)) beside the map (module
+    docstring: what it shows, what is cut, the URL fragment and the DOM state)."""
     return viewer_fragment(viewer_data(maps, tokens, layer_labels=layer_labels, head_labels=head_labels,
-                                       title=title, caption=caption, max_tokens=max_tokens, max_bytes=max_bytes),
+                                       title=title, caption=caption, max_tokens=max_tokens, max_bytes=max_bytes,
+                                       scores=scores, score_descriptions=score_descriptions),
                            uid=uid)
 
 
@@ -434,13 +562,16 @@ class AttentionView:
 
     In Jupyter the object renders as the viewer (``_repr_html_``); :meth:`save` writes a
     standalone page; :attr:`data` is the JSON block a result stores. Build it from maps, or from a
-    model's output with :meth:`from_output`."""
+    model's output with :meth:`from_output`. ``scores`` (name -> (L, H) array, one number per head)
+    and ``score_descriptions`` (name -> text) add the picked head's scores beside the map."""
 
     def __init__(self, maps: Any, tokens: Sequence[Any], *, layer_labels: Sequence[Any] | None = None,
                  head_labels: Sequence[Any] | None = None, title: str = "", caption: str = "",
-                 max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES) -> None:
+                 max_tokens: int = MAX_TOKENS, max_bytes: int = MAX_BYTES, scores: Mapping[str, Any] | None = None,
+                 score_descriptions: Mapping[str, str] | None = None) -> None:
         self.data = viewer_data(maps, tokens, layer_labels=layer_labels, head_labels=head_labels, title=title,
-                                caption=caption, max_tokens=max_tokens, max_bytes=max_bytes)
+                                caption=caption, max_tokens=max_tokens, max_bytes=max_bytes, scores=scores,
+                                score_descriptions=score_descriptions)
 
     @classmethod
     def from_output(cls, out: Any, tokens: Sequence[Any], batch: int = 0, **kw: Any) -> "AttentionView":
@@ -482,4 +613,7 @@ class AttentionView:
 
     def __repr__(self) -> str:
         L, H, n, _ = self.data["shape"]
-        return f"AttentionView({L} layers x {H} heads, {n} tokens{'; ' + self.data['cut'] if self.data['cut'] else ''})"
+        scored = self.data.get("scores")
+        return (f"AttentionView({L} layers x {H} heads, {n} tokens"
+                + (f", {len(scored)} score(s)" if scored else "")
+                + (f"; {self.data['cut']}" if self.data["cut"] else "") + ")")

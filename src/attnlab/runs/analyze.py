@@ -14,7 +14,9 @@ Order of work, chosen so that bad input costs nothing and a finished computation
    (no padding reaches an analysis), then the prompts;
 4. write heads.json and results.json, then build report.html and report.md. results.json also
    holds segment 0's maps (its first 64 tokens, in thousandths, under ~2 MB) as an interactive
-   block: report.html shows them in an offline attention viewer (:mod:`attnlab.reports.viewer`).
+   block: report.html shows them in an offline attention viewer (:mod:`attnlab.reports.viewer`),
+   with the picked head's scores of heads.json (:data:`VIEWER_SCORES`, to four significant digits)
+   and its rank among all heads beside the map.
 
 Segments. The text is split into sentences (:func:`attnlab.data.split_sentences`; the default
 corpus is already sentences) and consecutive sentences are packed greedily into documents of at
@@ -116,7 +118,7 @@ from attnlab.results import (
     series,
 )
 from attnlab.runs import analyze_evidence as ev
-from attnlab.runs.rundir import CONFIG, RunDir, to_jsonable, utc_now
+from attnlab.runs.rundir import CONFIG, REPORT_HTML, RunDir, to_jsonable, utc_now
 
 DEFAULT_MAX_TOKENS = 128  # Clark et al.'s segments are at most 128 tokens
 DEFAULT_SEGMENTS = 8
@@ -155,10 +157,16 @@ class Segments:
 @dataclass(frozen=True)
 class Analysis:
     """What :func:`analyze` returns: the run directory and the per-head payload, exactly as heads.json
-    holds it (plain JSON; a number no segment could give, e.g. a block fit without sentence pairs, is "nan")."""
+    holds it (plain JSON; a number no segment could give, e.g. a block fit without sentence pairs, is "nan").
+    In Jupyter it shows the run's report.html (:mod:`attnlab.reports.notebook`)."""
 
     path: Path
     payload: dict
+
+    def _repr_html_(self) -> str:
+        from attnlab.reports.notebook import report_frame
+
+        return report_frame(Path(self.path) / REPORT_HTML)
 
 
 # ---- input ------------------------------------------------------------------------------------
@@ -814,15 +822,53 @@ def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> Ex
     tables = [count_table, rule_table, tl_table, *_evidence_tables(payload), per_head]
     return ExperimentResult(summary=_summary(payload), tables=tables,
                             figures=_figures(payload, avg, first, segs) + _evidence_figures(payload, avg),
-                            notes=list(payload["notes"]), interactive=[_viewer(first, segs)])
+                            notes=list(payload["notes"]), interactive=[_viewer(first, segs, payload)])
 
 
-def _viewer(A: torch.Tensor, segs: Segments) -> dict:
-    """Segment 0's maps for the report's attention viewer (its first 64 tokens, at most ~2 MB)."""
+VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what the viewer's table says it is
+    "entropy": "Clark et al.: smoothed attention entropy, mean over queries (nats)",
+    "previous": "mean attention to the previous token, a(i, i-1)",
+    "next": "mean attention to the next token, a(i, i+1)",
+    "to_cls": "mean attention to [CLS] (the tokenizer's cls token, else bos)",
+    "to_sep": "mean attention to [SEP] (the tokenizer's sep token, else eos)",
+    "to_punctuation": "mean attention to punctuation (. ,)",
+    "voita_argmax_previous": "Voita et al.: share of queries whose largest weight is on key i-1 (positional -1)",
+    "voita_argmax_next": "Voita et al.: share of queries whose largest weight is on key i+1 (positional +1)",
+    "tl_repeated_previous_token": "TransformerLens previous-token score on repeated random tokens",
+    "tl_repeated_duplicate_token": "TransformerLens duplicate-token score on repeated random tokens",
+    "tl_repeated_induction": "TransformerLens induction score on repeated random tokens",
+    "sink": "attention on the first token (an attention sink)",
+    "sink_norm": "value-weighted share of the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O|| "
+                 "(Kobayashi et al. 2020)",
+    "copying": "copying score of the OV circuit, sum lambda / sum |lambda| (Elhage et al. 2021): +1 copies, "
+               "-1 suppresses",
+    "dla": "direct logit attribution to the next token (mean logit units)",
+    **{f"ablation.{k}.delta_loss": f"change in next-token loss when the head is {k}-ablated (nats per token)"
+       for k in ev.KINDS},
+}
+
+
+def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
+    """Segment 0's maps for the report's attention viewer (its first 64 tokens, at most ~2 MB), with every
+    head's scores of :data:`VIEWER_SCORES` that the run computed (heads.json's numbers, means over segments;
+    a score no head has, NaN everywhere, is left out)."""
     from attnlab.reports.viewer import viewer_data
 
+    L, H = payload["layers"], payload["heads_per_layer"]
+    scores = {}
+    for key in VIEWER_SCORES:
+        try:
+            values = [_lookup(x, key) for x in payload["heads"]]
+        except KeyError:  # not computed for this model (no output head: no DLA, no ablations)
+            continue
+        v = torch.tensor(values, dtype=torch.float64).reshape(L, H)
+        if not bool(v.isnan().all()):  # undefined for every head (a causal model's key i+1): left out
+            scores[key] = v
     return viewer_data(A, segs.labels[0], title="Attention maps of segment 0",
-                       caption="Every head's weights on segment 0, as the model computed them.")
+                       caption="Every head's weights on segment 0, as the model computed them. The scores beside "
+                               f"the map are the head's numbers of heads.json, means over all {payload['segments']} "
+                               "segments (not segment 0's alone), named by their heads.json keys.",
+                       scores=scores, score_descriptions={k: VIEWER_SCORES[k] for k in scores})
 
 
 def _ci_text(mean: float, ci) -> str:

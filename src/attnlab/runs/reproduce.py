@@ -31,7 +31,7 @@ from attnlab.config import SCALES, build_config, check_choice, check_device, che
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, all_experiments, get_paper
 from attnlab.results import ExperimentResult
-from attnlab.runs.rundir import RunDir, load_run, to_jsonable, utc_now
+from attnlab.runs.rundir import RunDir, RunPath, load_run, to_jsonable, utc_now
 from attnlab.runs.seeds import seed_everything
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
@@ -108,7 +108,8 @@ def reproduce(
     sweep_workers: int | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Run the experiments (and claims) of ``paper`` into a run directory; return its path.
+    """Run the experiments (and claims) of ``paper`` into a run directory; return its path (a
+    :class:`~attnlab.runs.rundir.RunPath`: in Jupyter it shows the report).
 
     ``settings``: config values ({field: value}, ``--set``) for every experiment whose config has
     that field, replacing the scale's preset (e.g. {"smollm2": "true"}).
@@ -163,7 +164,7 @@ def reproduce(
     from attnlab.reports import build_report
 
     build_report(rd.path)
-    return rd.path
+    return RunPath(rd.path)
 
 
 def _prepare(rd: RunDir, config: dict, argv: list[str], resume: bool) -> dict:

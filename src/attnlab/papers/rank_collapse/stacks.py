@@ -246,7 +246,9 @@ def _stack_pass(model: Encoder, X0: Tensor, position_ids: Tensor | None, step, l
                 weights_at=None):
     """X_0 = ``X0`` through the first ``layers`` blocks (None: all), X_l = step(block_l, X_{l-1}, rot)
     with rot the model's rotary positions (None without RoPE): hidden states [X_0..X_k] and the
-    weights of the blocks in ``weights_at`` (None: all; others None), no output head."""
+    weights of the blocks in ``weights_at`` (None: all; others None), no output head. A state that
+    overflows float64 (an entry inf or NaN: an un-normalised pre-norm stream) is the last one: no
+    block can take it (attention of non-finite inputs is undefined), so fewer states come back."""
     blocks = list(model.blocks)[:layers]
     rot = None
     if model.rope_base is not None:
@@ -255,6 +257,8 @@ def _stack_pass(model: Encoder, X0: Tensor, position_ids: Tensor | None, step, l
     X, hidden, weights = X0, [X0], []
     with torch.no_grad():
         for l, block in enumerate(blocks):
+            if not bool(torch.isfinite(X).all()):
+                break
             keep = weights_at is None or l in weights_at
             X, w = step(block, X, rot, keep)
             hidden.append(X)
@@ -274,7 +278,8 @@ def run_model(model_name: str, model: Encoder, batch: Batch, parts: BlockParts |
 
     ``smollm2`` runs block by block from ``batch.X0`` (the same computation as
     :meth:`Encoder.encode`, without the output head's (B, n, 49152) logits), through its first
-    ``layers`` blocks (None: all 30); ``layers`` is ignored for the other networks."""
+    ``layers`` blocks (None: all 30), stopping at a state that overflows float64 (switches without
+    any norm); ``layers`` is ignored for the other networks."""
     parts = model.parts if parts is None else parts
     if model_name == "smollm2":
         causal = _causal(model)

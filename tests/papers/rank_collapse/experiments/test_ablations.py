@@ -1,6 +1,7 @@
 """rank-collapse.ablations at a tiny config: the collapse, the repairs, Dong et al.'s surgery, the residuals."""
 
 import pytest
+import torch
 
 from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse.experiments.ablations import EXPERIMENT_ID, AblationsConfig, run
@@ -50,6 +51,37 @@ def test_ablations_tiny(storable):
     assert all("residual" in f.caption for f in res.figures)
     again = run(AblationsConfig(**TINY))
     assert again.data["curves"] == C  # deterministic
+    _check_minilm_view(res)
+
+
+def _check_minilm_view(res):
+    """The report's viewer holds pretrained MiniLM's every map on the first text, as PretrainedModel.run computes
+    it (to 1e-3; the block stores thousandths), and each head's map residual and entropy by their formulas."""
+    from attnlab.papers.rank_collapse.stacks import long_texts
+    from attnlab.pretrained import load_pretrained
+
+    (block,) = res.interactive  # pretrained only: "random" is not a model's attention
+    cfg = AblationsConfig(**TINY)
+    assert block["shape"] == [6, 12, cfg.tokens, cfg.tokens] and "all-MiniLM-L6-v2" in block["title"]
+    pm = load_pretrained("minilm", dtype="float64")
+    enc = pm.encode(long_texts(cfg.texts, cfg.tokens, cfg.seed)[:1], max_tokens=cfg.tokens)
+    A = torch.stack([a[0] for a in pm.run(enc).attentions])  # (6, 12, n, n)
+    assert block["tokens"] == enc.tokens[0] and block["tokens"][0] == "[CLS]"
+    got = torch.tensor([[[float(x) for x in m.split(",")] for m in row] for row in block["maps"]],
+                       dtype=torch.float64).reshape(A.shape) / block["scale"]
+    assert (got - A).abs().max().item() <= 1e-3
+    scores = {s["name"]: s for s in block["scores"]}
+    assert set(scores) == {"map residual", "entropy"} and scores["entropy"]["ranked"] == 72
+    for l, h in ((0, 0), (2, 5), (5, 11)):
+        P = A[l, h]
+        R = P - P.mean(0)  # P - 1 mean^T
+
+        def composite(X):  # sqrt(max column abs sum * max row abs sum)
+            return torch.sqrt(X.abs().sum(0).max() * X.abs().sum(1).max())
+
+        for name, want in (("map residual", (composite(R) / composite(P)).item()),
+                           ("entropy", -(P * P.log()).sum(1).mean().item())):
+            assert abs(scores[name]["values"][l][h] - want) <= 5e-4 * abs(want), (l, h, name)
 
 
 def test_presets_fill_the_config():

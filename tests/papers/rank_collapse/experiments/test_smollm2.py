@@ -140,3 +140,30 @@ def test_smollm2_missing_is_skipped_with_a_note(monkeypatch):
     assert "smollm2" not in res.data["curves"] and any(message in n for n in res.notes)
     lr = low_rank.run(low_rank.LowRankConfig(n_values=(8,), texts=1, k_values=(2,), draws=1))
     assert lr.data["smollm2_skipped"] == message and lr.check("SmolLM2's attention spectrum").measured == "skipped"
+
+
+@pytest.mark.slow  # loads SmolLM2 (~10 s)
+def test_smollm2_viewer_block_and_a_stream_that_overflows_stops_there():
+    from attnlab.papers.rank_collapse.experiments.ablations import _curves, attention_view
+    from attnlab.papers.rank_collapse.stacks import build_model, long_texts, smollm2, text_batch
+
+    batch = text_batch(long_texts(1, 8, 0, model="smollm2"), 8, model="smollm2")
+    model = build_model("smollm2", 0)
+    block = attention_view("smollm2", batch, run_model("smollm2", model, batch, layers=4).attentions)
+    assert block["shape"] == [4, 9, 8, 8] and "SmolLM2" in block["title"] and len(block["tokens"]) == 8
+    assert sum(t.startswith("\u2581") for t in block["tokens"]) >= 4  # byte-level spaces shown as the figures do
+    ref = torch.stack([P[0] for P in smollm2().forward(batch.input_ids, position_ids=batch.position_ids)
+                       .attentions[:4]])  # (4, 9, 8, 8)
+    got = torch.tensor([[[float(x) for x in m.split(",")] for m in row] for row in block["maps"]],
+                       dtype=torch.float64).reshape(ref.shape) / block["scale"]
+    assert (got - ref).abs().max().item() <= 1e-3
+    entropy = {s["name"]: s for s in block["scores"]}["entropy"]
+    P = ref[3, 4]  # causal: row i has i + 1 keys, 0 log 0 = 0
+    want = -(torch.special.xlogy(P, P)).sum(-1).mean().item()
+    assert abs(entropy["values"][3][4] - want) <= 5e-4 * want and entropy["ranked"] == 36
+    # attnlab's SAN+MLP without any norm: the stream overflows float64 and the pass stops at that state
+    out = run_model("smollm2", model, batch, VARIANTS["SAN+MLP"])
+    k = len(out.hidden_states)
+    assert k < 31 and not bool(torch.isfinite(out.hidden_states[-1]).all())
+    assert all(bool(torch.isfinite(X).all()) for X in out.hidden_states[:-1])
+    assert _curves(out.hidden_states)["overflow"] <= k - 1

