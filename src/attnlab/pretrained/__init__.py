@@ -1,7 +1,8 @@
 """Pretrained checkpoints as attnlab modules.
 
-:func:`load_pretrained` (:mod:`attnlab.pretrained.loader`) turns a local BERT-family or GPT-2
-checkpoint directory, or the shipped all-MiniLM-L6-v2 ("minilm"), into an
+:func:`load_pretrained` (:mod:`attnlab.pretrained.loader`) turns a local BERT-family, GPT-2 or
+Llama-family checkpoint directory, a Llama GGUF file, or a shipped model (all-MiniLM-L6-v2,
+"minilm"; SmolLM2-135M-Instruct, "smollm2") into an
 :class:`attnlab.nn.Encoder` (``run`` returns a :class:`PretrainedOutput`: the pass with its tokens, shown
 with the attention viewer in Jupyter); :mod:`attnlab.pretrained.minilm` runs all-MiniLM-L6-v2 through
 transformers for the memorization paper's App. J tables.
