@@ -20,6 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.checks": {"attnlab.errors"},
     "attnlab.errata": {"attnlab.errors"},
     "attnlab.config": {"attnlab.errors"},
+    "attnlab.estimates": {"attnlab.errors", "attnlab.config"},
     "attnlab.terminal": set(),  # tables for the command line: rich only
     "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata"},
     "attnlab.ops": {"attnlab.errors", "attnlab.config"},
@@ -31,7 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data"},
     "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results"},
     "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops"},
-    "attnlab.runs": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry",
+    "attnlab.runs": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.estimates",
+                     "attnlab.results", "attnlab.registry",
                      "attnlab.reports", "attnlab.sweeps", "attnlab.pretrained", "attnlab.analysis", "attnlab.data"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
     "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
