@@ -280,11 +280,12 @@ def estimate(params: InvertibilityParams) -> Estimate:
         if not leading:
             balls += 2 * T * c * (b + 24)
             python += PIVOT_COST * 2.0 * (T * c * r - (T + c) * r * r / 2 + r ** 3 / 3)
+        if balls > peak:
+            what = (f"A ({T} x {c}) in {prec}-bit balls and the {r} x {r} minor's certificate "
+                    f"({'Rump' if method == 'inverse' else 'determinant'})")
         peak += balls
         arb += 2.0 * T * K * (c + P)
         python += 2.0 * K * P * (d + 1) + T * c
-        what = (f"the {r} x {r} minor's certificate ({'Rump' if method == 'inverse' else 'determinant'}, "
-                f"{prec}-bit balls)")
     return Estimate(peak, what, gemm=gemm, lapack=lapack, arb=arb, python=python,
                     calls=600 if params.certify else 50,
                     lower=("L", "N", "P", "d"))
