@@ -22,7 +22,6 @@ rate of this machine (:func:`rates`):
                                     with the thin Q       4 m n^2 - 4 n^3 / 3
              SVD of m x n (m >= n), singular values only 4 m n^2 - 4 n^3 / 3
                                     with the thin U and V 14 m n^2 + 8 n^3
-             LU of n x n                                  2 n^3 / 3
              (:func:`qr_flops`, :func:`svd_flops`)
     traffic  bytes read and written by element-wise work (copies, exp, ReLU, fancy indexing)
     arb      ball-arithmetic operations (python-flint's arb_mat at a few hundred bits)

@@ -112,6 +112,8 @@ def test_a_long_estimate_is_said_on_stderr_before_the_build(cli, monkeypatch):
                                                "n_values=1000000: the run needs about 89,408 GiB of memory"),
     ("transformer-math", ["n=1000000"], "transformer-math.scaling with --set n=1000000: the run needs about "),
     ("logic", ["batch=100000000"], "logic.learning with --set batch=100000000: the run needs about "),
+    ("rank-collapse", ["d_model=1000000"], "rank-collapse.bound with --set d_model=1000000: the run needs about "
+                                           "59,605 GiB of memory"),
 ])
 def test_reproduce_refuses_sizes_beyond_the_machine_before_writing(cli_error, tmp_path, paper, settings, size):
     out = tmp_path / "run"
