@@ -20,6 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.checks": {"attnlab.errors"},
     "attnlab.errata": {"attnlab.errors"},
     "attnlab.config": {"attnlab.errors"},
+    "attnlab.estimates": {"attnlab.errors", "attnlab.config"},
     "attnlab.terminal": set(),  # tables for the command line: rich only
     "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata"},
     # the attention viewer draws a JSON block and nothing else: a leaf that pretrained outputs may show
@@ -34,9 +35,9 @@ ALLOWED: dict[str, set[str]] = {
                            "attnlab.reports.viewer"},
     "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results"},
     "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops"},
-    "attnlab.runs": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry",
-                     "attnlab.reports", "attnlab.reports.viewer", "attnlab.sweeps", "attnlab.pretrained",
-                     "attnlab.analysis", "attnlab.data"},
+    "attnlab.runs": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.estimates",
+                     "attnlab.results", "attnlab.registry", "attnlab.reports", "attnlab.reports.viewer",
+                     "attnlab.sweeps", "attnlab.pretrained", "attnlab.analysis", "attnlab.data"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
     "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs",
                         "attnlab.reports.viewer"},

@@ -284,15 +284,20 @@ def constructions_section(paper: registry.Paper, cons: list[registry.Constructio
     if not cons:
         return lines + ["No constructions yet.", ""]
     lines += ["`attnlab construct NAME --set key=value ... --out FILE.npz` builds one, checks it in float64 "
-              "and saves its arrays with the data they were built for.", ""]
+              "and saves its arrays with the data they were built for. Its memory and time are estimated "
+              "first (`--dry-run` prints them and builds nothing): parameters that need more memory than "
+              "the machine has are refused.", ""]
     for c in cons:
         cls = c.params_cls
         example = " ".join(f"--set {f['name']}={format_value(f['default'])}" for f in describe_fields(cls)[:1]
                            if f["default"] is not None)
+        estimated = (f"; estimated by {autoref(f'{c.estimate.__module__}.{c.estimate.__qualname__}', c.estimate.__name__, optional=True)}"
+                     if c.estimate is not None else "")
         lines += [f"### `{c.name}` {{#{_slug('construction-' + c.name)}}}", "", inline(c.description) + ".", "",
                   f"Defined in {module_link(c.build.__module__)}; built by "
-                  f"{autoref(f'{c.build.__module__}.{c.build.__qualname__}', c.build.__name__, optional=True)} "
-                  f"from {autoref(f'{cls.__module__}.{cls.__qualname__}', cls.__name__, optional=True)}:", ""]
+                  f"{autoref(f'{c.build.__module__}.{c.build.__qualname__}', c.build.__name__, optional=True)}"
+                  f"{estimated} from {autoref(f'{cls.__module__}.{cls.__qualname__}', cls.__name__, optional=True)}:",
+                  ""]
         lines += fields_table(cls)
         lines += ["```bash", f"attnlab construct {c.name} {example} --out {c.name}.npz".replace("  ", " "), "```",
                   ""]

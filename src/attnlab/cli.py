@@ -633,6 +633,8 @@ def construct(
         None, "--set", help="key=value: a parameter of the construction (repeatable). Tuples: 3;11;64."),
     out: Optional[str] = typer.Option(None, "--out", help="Save the weights and their data to this .npz file."),
     as_json: bool = typer.Option(False, "--json", help="Print the parameters and the check as JSON."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Print the estimated memory and time and whether they fit; build nothing."),
 ) -> None:
     """Build a paper's construction, check it in float64, and save it (--out FILE.npz).
 
@@ -642,6 +644,12 @@ def construct(
     The check's verdict: reproduced (the weights do what the text says), differs (the
     text's statement does not hold for these parameters), inconclusive, or fail (attnlab's
     construction is wrong). Exit status 1 on fail, 2 for bad input.
+
+    Before building, the memory and time are estimated from the parameters: parameters
+    that need more memory than the machine has are refused (exit 2, with the size and the
+    largest value that fits), and an estimate over 10 s is said on stderr
+    ("estimated: 2.3 GiB, about 40 s on this machine"). --dry-run prints the estimate
+    (with --json, as JSON) and exits 0 without building.
     """
     from attnlab.registry import get_construction
     from attnlab.runs.construct import construct as run_construct
@@ -654,7 +662,10 @@ def construct(
         settings[key] = value
     if out is not None:
         _check_out_path(out, "--out")
-    _, _, result, summary = run_construct(name, settings, out=out)
+    if dry_run:
+        _construct_dry_run(name, settings, as_json)
+        return
+    _, _, result, summary = run_construct(name, settings, out=out, on_estimate=_announce_estimate)
     if as_json:
         _print_json(summary)
     else:
@@ -670,6 +681,36 @@ def construct(
             console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if result.check.verdict == "fail":
         raise typer.Exit(1)
+
+
+def _announce_estimate(estimate) -> None:
+    """Say the estimate on stderr before work estimated to take longer than ANNOUNCE_SECONDS."""
+    from attnlab.estimates import ANNOUNCE_SECONDS
+
+    if estimate.seconds > ANNOUNCE_SECONDS:
+        err_console.print(f"estimated: {estimate.describe()}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _construct_dry_run(name: str, settings: dict, as_json: bool) -> None:
+    """`construct NAME --dry-run`: the estimate and whether it fits; nothing is built."""
+    from attnlab.estimates import format_bytes, format_seconds
+    from attnlab.runs.construct import estimate, fit_summary
+
+    c, params, est = estimate(name, settings)
+    if est is None:
+        raise ConfigError(f"construction {name} has no estimate; run it without --dry-run")
+    summary = fit_summary(c, params, est)
+    if as_json:
+        _print_json(summary)
+        return
+    available = summary["memory_available"]
+    rows = [["peak memory", escape(format_bytes(est.peak_bytes))],
+            ["time", escape(f"about {format_seconds(est.seconds)} on this machine")],
+            ["dominated by", escape(est.what)],
+            ["machine memory", escape(format_bytes(available)) if available is not None else "unknown"],
+            ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]
+    print_table(console, f"attnlab construct {name} --dry-run (nothing built)",
+                [Col("quantity", "key"), Col("value")], rows)
 
 
 def _construct_flags(c, args: list[str]) -> dict[str, str]:

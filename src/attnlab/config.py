@@ -183,6 +183,13 @@ class Config:
     def validate(self) -> None:
         """Check the fields; raise ConfigError with a message a user can act on."""
 
+    def estimate(self) -> Any:
+        """The peak memory and the work of what this config runs, from its fields alone: an
+        ``attnlab.estimates.Estimate``, or None where nothing is estimated (the default).
+        :class:`RunConfig` refuses, before anything runs or is written, a config whose
+        estimate needs more memory than its device has."""
+        return None
+
     def replace(self, **changes: Any) -> "Config":
         """A copy with ``changes`` (validated again)."""
         return dataclasses.replace(self, **changes)
@@ -197,7 +204,10 @@ class RunConfig(Config):
     device: "cpu", "cuda" or "cuda:N"
 
     ``PRESETS[scale]`` maps field names to the values a field left ``None`` takes at
-    that scale. Subclasses check their own fields in :meth:`validate`.
+    that scale. Subclasses check their own fields in :meth:`validate`, and may say what
+    their run needs in :meth:`Config.estimate`: after ``validate()``, a config whose estimated
+    peak memory exceeds what ``device`` has (:func:`device_memory`) is a ConfigError, so
+    ``attnlab reproduce --set n=HUGE`` stops before writing anything.
     """
 
     PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
@@ -215,6 +225,9 @@ class RunConfig(Config):
             if getattr(self, f.name) is None and f.name in preset:
                 object.__setattr__(self, f.name, preset[f.name])
         self.validate()
+        estimate = self.estimate()
+        if estimate is not None:
+            estimate.require("the run", device=self.device)
 
 
 # ---- values written as text --------------------------------------------------------------

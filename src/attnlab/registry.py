@@ -267,6 +267,11 @@ class Construction:
     Every parameter can also be given as ``--<name> value`` (``-`` for ``_``);
     ``flag_aliases`` maps further value-less flags to (parameter, value), e.g.
     {"per-example": ("shared", False)}.
+
+    estimate(params) -> :class:`attnlab.estimates.Estimate`: the peak memory and the work of
+    ``build(params)``, from the parameters alone (no array allocated). ``attnlab construct``
+    refuses before building when the memory exceeds the machine's, says the estimate when
+    the time exceeds ``attnlab.estimates.ANNOUNCE_SECONDS``, and prints it with ``--dry-run``.
     """
 
     name: str
@@ -275,6 +280,7 @@ class Construction:
     params_cls: type
     build: Callable[[Any], ConstructionResult]
     flag_aliases: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
+    estimate: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.params_cls) or not self.params_cls.__dataclass_params__.frozen:

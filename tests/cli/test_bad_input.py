@@ -8,7 +8,7 @@ import pytest
 
 from attnlab.cli import app
 
-FLAGS = {"as_json", "resume", "quick", "help", "strict"}  # switches: no value to get wrong
+FLAGS = {"as_json", "resume", "quick", "help", "strict", "dry_run"}  # switches: no value to get wrong
 
 
 def _commands() -> dict:
@@ -96,7 +96,13 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
                                  "embedding must be one of explicit, random, got 'nope'"),
                                 (["construct", "invertibility", "--set", "L=1"], "L must be an integer >= 2, got 1"),
                                 (["construct", "invertibility", "--set", "N=10", "--set", "L=4"],
-                                 "N^L = 10000 rows exceeds 4096; lower N or L")],
+                                 "N^L = 10000 rows exceeds 4096; lower N or L"),
+                                # more memory than any machine has: refused before building
+                                ([*mem, "--set", "H=100000"], "needs about 1,182,558 GiB of memory"),
+                                ([*logic, "--set", "N=20", "--set", "M=8", "--set", "samples=10000000000"],
+                                 "needs about 20,266 GiB of memory (X (10000000000 x 28 x 8 float64))"),
+                                (["construct", "invertibility", "--set", "P=1000000000"],
+                                 "needs about 4,441 GiB of memory (A (8 x 2000000000) in 64-bit balls")],
         ("construct", "out"): [([*mem, "--out", str(tmp)], "is a directory; give a file path"),
                                ([*mem, "--out", missing + ".npz"], "does not exist; create it")],
         ("analyze", "model"): [(["analyze", "--model", "nope"], "--model nope: no shipped model has that name"),

@@ -4,6 +4,12 @@ Parameters arrive as text (``--set key=value``) or Python values and go through 
 one conversion and validation path (:mod:`attnlab.config`); ``--out`` is checked
 before anything is built, and the ``.npz`` is written atomically (temp file +
 rename) with exactly the arrays the construction returns, in the paper's notation.
+
+Before building, the construction's estimate (``Construction.estimate``, an
+:class:`attnlab.estimates.Estimate`) is checked against the machine's memory: parameters
+whose build would exceed it are refused with one line saying how much they need, how much
+the machine has and the largest value of the parameter to lower that fits
+(:func:`estimate`, :func:`check_fits`).
 """
 
 from __future__ import annotations
@@ -11,28 +17,77 @@ from __future__ import annotations
 import dataclasses
 import io
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from attnlab.config import build_config, coerce_field
+from attnlab.config import build_config, coerce_field, device_memory
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, fitting_hint, format_bytes, require_fits
 from attnlab.registry import Construction, ConstructionResult, get_construction
 from attnlab.runs.rundir import atomic_write_bytes
 
 
+def parameters(name: str, settings: Mapping[str, Any] | None = None) -> tuple[Construction, Any]:
+    """(construction, params) for ``name`` with ``settings`` (field -> value or text), validated."""
+    c = get_construction(name)
+    values = {k: coerce_field(f"construction {name}", c.params_cls, k, v, "--set", noun="parameter")
+              for k, v in (settings or {}).items()}
+    return c, build_config(c.params_cls, values, what=f"construct {name}")
+
+
+def estimate(name: str, settings: Mapping[str, Any] | None = None) -> tuple[Construction, Any, Estimate | None]:
+    """(construction, params, its estimate or None when it has no estimate hook); builds nothing."""
+    c, params = parameters(name, settings)
+    return c, params, (c.estimate(params) if c.estimate is not None else None)
+
+
+def check_fits(c: Construction, params: Any, est: Estimate | None, *, available: int | None = None) -> None:
+    """ConfigError when the estimated peak memory exceeds the machine's (``available`` bytes,
+    default the physical memory): one line with both sizes and the largest value of the
+    parameter to lower that fits, e.g. "lower H (H <= 95 fits)"."""
+    if est is None:
+        return
+    available = device_memory("cpu") if available is None else available
+    if available is None or est.peak_bytes <= available:
+        return
+    hint = fitting_hint(c.estimate, params, est, available)
+    require_fits(est, f"construct {c.name} {_settings_text(params)}".rstrip(), available=available, change=hint)
+
+
+def fit_summary(c: Construction, params: Any, est: Estimate, *, available: int | None = None) -> dict:
+    """What ``--dry-run`` reports: the parameters, the estimate, the machine's memory, whether
+    it fits and, when it does not, what to lower."""
+    available = device_memory("cpu") if available is None else available
+    fits = available is None or est.peak_bytes <= available
+    out = {"construction": c.name, "paper": c.paper, "params": dataclasses.asdict(params),
+           "estimate": est.to_dict(), "memory_available": available, "fits": fits}
+    if available is not None:
+        out["memory_available_text"] = format_bytes(available)
+    if not fits:
+        out["change"] = fitting_hint(c.estimate, params, est, available)
+    return out
+
+
 def construct(name: str, settings: Mapping[str, Any] | None = None, *,
-              out: str | Path | None = None) -> tuple[Construction, Any, ConstructionResult, dict]:
+              out: str | Path | None = None,
+              on_estimate: Callable[[Estimate], None] | None = None
+              ) -> tuple[Construction, Any, ConstructionResult, dict]:
     """Build construction ``name`` with ``settings`` (field -> value or text).
+
+    Refuses (ConfigError, nothing built or written) when the construction's estimate exceeds
+    the machine's memory (:func:`check_fits`); ``on_estimate(estimate)`` is called before the
+    build (the command line says the estimate there when it is long).
 
     Returns (construction, params, result, summary) where ``summary`` is what
     ``--json`` prints: the parameters, the check's values, verdict, notes and ``out``.
     """
-    c = get_construction(name)
-    values = {k: coerce_field(f"construction {name}", c.params_cls, k, v, "--set", noun="parameter")
-              for k, v in (settings or {}).items()}
-    params = build_config(c.params_cls, values, what=f"construct {name}")
+    c, params = parameters(name, settings)
     target = writable(out) if out is not None else None
+    est = c.estimate(params) if c.estimate is not None else None
+    check_fits(c, params, est)
+    if est is not None and on_estimate is not None:
+        on_estimate(est)
     result = c.build(params)
     if not isinstance(result, ConstructionResult):
         raise TypeError(f"construction {name} returned {type(result).__name__}, not ConstructionResult")
@@ -61,3 +116,15 @@ def writable(out: str | Path) -> Path:
     if not path.parent.is_dir():
         raise ConfigError(f"--out {out}: directory {path.parent} does not exist; create it or give another path")
     return path
+
+
+def _settings_text(params: Any) -> str:
+    """"H=100000 n=32": the parameters that differ from their defaults, as --set writes them."""
+    from attnlab.config import format_value
+
+    try:
+        defaults = type(params)()
+    except Exception:  # a parameter without a default: every value is said
+        defaults = None
+    return " ".join(f"{f.name}={format_value(getattr(params, f.name))}" for f in dataclasses.fields(params)
+                    if defaults is None or getattr(params, f.name) != getattr(defaults, f.name))

@@ -82,8 +82,8 @@ def test_table_output_names_the_numbers():
         (["frobnicate"], "unknown construction 'frobnicate'"),
         (["memorization", "--H", "x"], "H=x: expected an integer"),
         # refused before anything is built: Z alone would be 3100001 x 6400000 float64
-        (["memorization", "--H", "100000"], "Theorem 1's weights for H = 100000, T = 3100001 (Z is 3100001 x 6400000, "
-                                            "float64, with its QR) needs at least 295640.6 GiB on cpu"),
+        (["memorization", "--H", "100000"], "construct memorization H=100000 needs about 1,182,558 GiB of memory "
+                                            "(Z (3100001 x 6400000 float64) and its QR); cpu has "),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, args, expected):

@@ -57,6 +57,7 @@ from attnlab.analysis.certified_rank import DET_MAX, RankCertificate, certified_
 from attnlab.checks import Bound, equals, info
 from attnlab.config import Config, check_bool, check_choice, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, svd_flops
 from attnlab.papers.invertibility.embeddings import explicit_balls, explicit_embeddings, random_embeddings
 from attnlab.papers.invertibility.matrix import (
     attention_matrix,
@@ -204,6 +205,92 @@ def certify_case(case: Case, **kwargs) -> RankCertificate:
     return certified_rank(case.arb_matrix, left_null=left, **kwargs)
 
 
+RUMP_COST = 50  # Rump's test on an r x r minor: ~50 r^3 ball operations (approximate LU, R, B R), measured
+DET_COST = 70  # a ball determinant of r x r: ~70 r^3 ball operations at r = 128..256, measured
+EINSUM_SLOWDOWN = 12  # numpy's einsum without optimize= (C loops, no BLAS) against a BLAS product, measured
+PIVOT_COST = 20  # one step of select_minor's elimination (indexing, abs, a ball comparison) in loop operations
+BASE_BYTES = 8 * 2 ** 20  # what any build holds beside its arrays, measured (10 MiB more with flint)
+
+
+def ball_bytes(prec: int) -> int:
+    """Bytes of one Arb ball at ``prec`` bits: the 48-byte arb_struct, plus the mantissa's
+    ceil(prec / 64) limbs and their heap header once it outgrows the two inline limbs (128 bits)."""
+    return 48 + (0 if prec <= 128 else 8 * math.ceil(prec / 64) + 16)
+
+
+def certificate_plan(params: InvertibilityParams) -> tuple[str, int, int, bool]:
+    """(method, first working precision, minor size r, whether the leading rows and columns
+    are the minor) that :func:`certify_case` uses for these parameters."""
+    N, L, d, P, T = params.N, params.L, params.d, params.heads, params.N ** params.L
+    cap = rank_cap(N, L, d, P, params.positions)
+    r = min(cap, T)
+    method = "det" if r <= DET_MAX else "inverse"
+    if method == "inverse":
+        prec = start_bits(r, L, "inverse", P)
+    else:
+        prec = start_bits(r, L, "det") if r > 128 else 64
+    leading = params.positions and cap == T and P * d >= T and d <= N + L - 2
+    return method, prec, r, leading
+
+
+def estimate(params: InvertibilityParams) -> Estimate:
+    """Peak memory and work of :func:`build`, from N, L, d, P: T = N^L rows, c = P d columns,
+    K = L N^2 pieces, r the certified minor, b = :func:`ball_bytes` of its first precision
+    (:func:`certificate_plan`; a second attempt, when the residual asks for more bits, is not
+    counted).
+
+    memory  BASE_BYTES + 8 (T L d + P d^2                      X and W_QK in float64
+                            + max(4 T c, T c + 3 P T L))       A and its SVD, or the scores
+            certify: + 10 MiB + b (K (c + P) + T K + 2 T (c + P))   flint; A in ball arithmetic
+                     + Rump's test: 9 r^2 b + r^2 (b + 40)     B, R, B R, I - B R, ...,
+                                                               the column sums' Python balls
+                     | a determinant: 4 r^2 b
+                     + without the leading minor: 2 T c (b + 24)   select_minor's Python copy
+    lapack  3 svd_flops(T, c)                  rank and sigma ratio of A, and of its midpoint
+    gemm    EINSUM_SLOWDOWN (3 T P L d^2 + 2 P T L d)    the scores and A (einsum, no BLAS)
+    arb     RUMP_COST r^3 | DET_COST r^3 + 2 T K (c + P)   the certificate; the pieces' sums
+    python  2 K P (d + 1) + T c                the pieces and the division, one ball at a time
+            + r^2 for Rump's column sums
+            + PIVOT_COST 2 (T c r - (T + c) r^2 / 2 + r^3 / 3)   select_minor's elimination
+                                                                  (no leading minor)
+    calls   600 with the certificate (flint's set-up, the embeddings' balls), else 50
+
+    Measured against this estimate (one BLAS thread; 16 to 729 rows): peak memory within
+    1.5x, time within 3x (the benchmark's 1024-row cases take 45 to 52 s where this
+    estimate says RUMP_COST r^3 / R_arb).
+    """
+    N, L, d, P, T = params.N, params.L, params.d, params.heads, params.N ** params.L
+    c, K = P * d, L * N * N
+    peak = BASE_BYTES + 8 * (T * L * d + P * d * d + max(4 * T * c, T * c + 3 * P * T * L))
+    lapack = 3 * svd_flops(T, c)
+    gemm = EINSUM_SLOWDOWN * (3.0 * T * P * L * d * d + 2.0 * P * T * L * d)
+    arb = python = 0.0
+    what = f"A ({T} x {c} float64) and its SVD"
+    if params.certify:
+        method, prec, r, leading = certificate_plan(params)
+        b = ball_bytes(prec)
+        balls = 10 * 2 ** 20 + b * (K * (c + P) + T * K + 2 * T * (c + P))
+        if method == "inverse":
+            balls += 9 * r * r * b + r * r * (b + 40)
+            arb = RUMP_COST * float(r) ** 3
+            python = float(r) ** 2
+        else:
+            balls += 4 * r * r * b
+            arb = DET_COST * float(r) ** 3
+        if not leading:
+            balls += 2 * T * c * (b + 24)
+            python += PIVOT_COST * 2.0 * (T * c * r - (T + c) * r * r / 2 + r ** 3 / 3)
+        if balls > peak:
+            what = (f"A ({T} x {c}) in {prec}-bit balls and the {r} x {r} minor's certificate "
+                    f"({'Rump' if method == 'inverse' else 'determinant'})")
+        peak += balls
+        arb += 2.0 * T * K * (c + P)
+        python += 2.0 * K * P * (d + 1) + T * c
+    return Estimate(peak, what, gemm=gemm, lapack=lapack, arb=arb, python=python,
+                    calls=600 if params.certify else 50,
+                    lower=("L", "N", "P", "d"))
+
+
 def build(params: InvertibilityParams) -> ConstructionResult:
     """The case, its float64 spectrum and its certified rank, judged as the module docstring says."""
     case = build_case(params)
@@ -260,6 +347,8 @@ register_construction(Construction(
     description="Theorem 1: embeddings and W_QK^p = w_p E_11 with a certified full-rank attention matrix A",
     params_cls=InvertibilityParams,
     build=build,
+    estimate=estimate,
 ))
 
-__all__ = ["Case", "InvertibilityParams", "build", "build_case", "certify_case", "start_bits"]
+__all__ = ["Case", "InvertibilityParams", "build", "build_case", "certificate_plan", "certify_case", "estimate",
+           "start_bits"]

@@ -29,6 +29,7 @@ from attnlab.config import Config, check_choice, check_int, check_number, check_
 from attnlab.errors import ConfigError
 from attnlab.papers.logic.encoding import all_sequences, encode, random_sequences, targets
 from attnlab.papers.logic.solutions import (
+    CHUNK,
     SOLUTIONS,
     LogicWeights,
     build,
@@ -38,6 +39,7 @@ from attnlab.papers.logic.solutions import (
     solution1_linear,
 )
 from attnlab.checks import at_most
+from attnlab.estimates import Estimate
 from attnlab.registry import Construction, ConstructionResult, register_construction
 
 EXHAUSTIVE_LIMIT = 10 ** 5  # all N^M sequences up to this many
@@ -86,6 +88,54 @@ def logic_data(p: LogicParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return tokens, encode(tokens, p.N), Y, q_true, w, exhaustive
 
 
+THIN_SLOWDOWN = 10  # products with M columns per sequence (v X, B H): against one large GEMM, measured
+BASE_BYTES = 8 * 2 ** 20  # what any build holds beside its arrays, measured
+
+
+def sequence_count(p: LogicParams) -> int:
+    """S: N^M when N^M <= 10^5 (every sequence), else ``samples``."""
+    return p.N ** p.M if p.N ** p.M <= EXHAUSTIVE_LIMIT else p.samples
+
+
+def estimate_logic(p: LogicParams) -> Estimate:
+    """Peak memory and work of :func:`construct_logic`, with S sequences (:func:`sequence_count`),
+    D = N + M rows of X, c = min(S, CHUNK) sequences per forward chunk, float64 (8 bytes):
+
+    memory  BASE_BYTES + 8 (S D M                 X (S, D, M)
+                            + 6 S M               tokens (int64, and the index arrays that
+                                                  build them), Y, Y_hat
+                            + 2 M D + D^2 + N^2   q, k, v, q_true
+                            + [solution 1] N^2 (D + 2)               B, bias, C
+                            + c M (3 N^2 [solution 1] | 6 D))        one chunk's B H + bias, ReLU
+                                                                     (or the attention's products)
+    gemm    S 2 M D^2                                                X^t k^t q: one GEMM per chunk
+            + THIN_SLOWDOWN S (2 D^2 M + 4 M^2 D)                    v X and the M x M products of
+                                                                     eq. 2.28, M columns each
+            + [solution 1] THIN_SLOWDOWN S (2 N^2 D M + 2 N^2 M)     B H and C Z
+    traffic 8 S D M (4 + 2)                       X written, read by the products and the read-out
+            + [solution 1] 8 S N^2 M 6            B H + bias, ReLU, C Z over the N^2 rows
+    calls   30 S / CHUNK + 20
+
+    The memory is what the build holds at once. glibc's allocator may keep more: freed blocks
+    under its mmap threshold (up to 32 MiB) stay with the process, so many chunks of a few MiB
+    each can raise the resident size above the estimate (4x measured for solution 1 at N = 10,
+    M = 5; with MALLOC_MMAP_THRESHOLD_=1048576 the estimate holds). Measured against this
+    estimate (one BLAS thread, that threshold): peak memory within 1.5x, time within 3x for
+    S >= 10^4 sequences (below, a few milliseconds of fixed costs).
+    """
+    S, D, M, N2 = sequence_count(p), p.N + p.M, p.M, p.N * p.N
+    c = min(S, CHUNK)
+    one = p.solution == "1"
+    peak = BASE_BYTES + 8 * (S * D * M + 6 * S * M + 2 * M * D + D * D + N2 + (N2 * (D + 2) if one else 0)
+                             + c * M * (3 * N2 if one else 6 * D))
+    gemm = S * 2.0 * M * D * D + THIN_SLOWDOWN * S * (2.0 * D * D * M + 4.0 * M * M * D
+                                                     + ((2.0 * N2 * D * M + 2.0 * N2 * M) if one else 0))
+    traffic = 8.0 * S * D * M * 6 + (8.0 * S * N2 * M * 6 if one else 0)
+    what = (f"X ({S} x {D} x {M} float64)" + (f" and B H per chunk ({c} x {N2} x {M})" if one else ""))
+    lower = ("samples", "N", "M") if p.N ** p.M > EXHAUSTIVE_LIMIT else ("N", "M")
+    return Estimate(peak, what, gemm=gemm, traffic=traffic, calls=30 * S / CHUNK + 20, lower=lower)
+
+
 def construct_logic(p: LogicParams) -> ConstructionResult:
     """Build, check (max |Y_hat - Y| over the sequences) and return the arrays listed above."""
     tokens, X, Y, q_true, w, exhaustive = logic_data(p)
@@ -110,4 +160,4 @@ def construct_logic(p: LogicParams) -> ConstructionResult:
 register_construction(Construction(
     "logic", "logic",
     "§2: a one-level transformer without softmax giving Y_i = q_true(X_{i-1}, X_i) (solutions 1, 1-linear, 2, 3)",
-    LogicParams, construct_logic))
+    LogicParams, construct_logic, estimate=estimate_logic))

@@ -35,6 +35,7 @@ import torch
 from attnlab.analysis.regression import linear_fit as _line
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.papers.memorization.authors_model import (
     authors_loss,
     authors_metrics,
@@ -49,7 +50,7 @@ from attnlab.papers.memorization.losses import (
     regression_loss,
     regression_metrics,
 )
-from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound
+from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound, training_bytes
 from attnlab.runs.rundir import log_metric
 from attnlab.training import WarmupCosine, train_batched
 
@@ -137,6 +138,18 @@ class CapacitySettings(RunConfig):
             check_number("every factor in T_factors", f, 0, open_min=True)
         object.__setattr__(self, "T_factors", tuple(sorted(float(f) for f in self.T_factors)))
 
+    def points(self) -> list[tuple[int, int, int]]:
+        """(H, n, d_h) of every model size the experiment trains (its subclass says; none here)."""
+        return []
+
+    def estimate(self) -> Estimate | None:
+        """The largest cell of :meth:`points` at the top of its T grid (:func:`cell_estimate`)."""
+        points = self.points()
+        if not points:
+            return None
+        cells = [cell_estimate(self, H, n, d_h, max(self.T_grid(H, n, d_h))) for H, n, d_h in points]
+        return max(cells, key=lambda e: e.peak_bytes)
+
     def T_grid(self, H: int, n: int | None = None, d_h: int | None = None) -> list[int]:
         """Data-set sizes tried at (H, n, d_h): round(f * (H (min(n, d_h) - 1) + 1)), distinct, ascending."""
         bound = theorem1_bound(H, self.n if n is None else n, self.d_h if d_h is None else d_h)
@@ -194,10 +207,28 @@ class TwoPanelSettings(CapacitySettings):
                               f"tokens in R^d), got {self.n_grid!r}")
         object.__setattr__(self, "n_grid", n_grid)
 
+    def points(self) -> list[tuple[int, int, int]]:
+        """The H panel (H_grid at n) and the n panel (n_grid at H)."""
+        return [(H, self.n, self.d_h) for H in self.H_grid] + [(self.H, n, self.d_h) for n in self.n_grid]
+
 
 # --------------------------------------------------------------------------------------
 # one cell: `replicates` models at once
 # --------------------------------------------------------------------------------------
+def cell_estimate(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> Estimate:
+    """The memory of one cell (:func:`train_cell`): ``replicates`` models trained at once on T
+    examples each (:func:`attnlab.papers.memorization.model.training_bytes`, d_out =
+    n_classes, 1 for regression). The work is not estimated: training stops when a model
+    memorizes."""
+    R, shared = cfg.replicates, cfg.CONTEXT == "shared"
+    d_out = 1 if cfg.TASK == "regression" else cfg.n_classes
+    need = training_bytes(R, T, H, n, cfg.d, d_h, d_out, shared_context=shared, embedded=cfg.model == "authors",
+                          lbfgs=cfg.optimizer == "lbfgs")
+    what = (f"a cell of {R} models at H = {H}, n = {n}, d_h = {d_h}, T = {T}, "
+            f"{'one context' if shared else 'a context per example'}, float32")
+    return Estimate(need, what, lower=("T_factors", "replicates"))
+
+
 def _cell_key(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> list[int]:
     # the fixed point keeps the key of Fig. 2(a)'s original runs, so its data are unchanged
     return [cfg.seed, H, T] if (n, d_h) == (cfg.n, cfg.d_h) else [cfg.seed, H, T, n, d_h]

@@ -66,9 +66,15 @@ from torch import Tensor
 from attnlab.checks import Bound
 from attnlab.config import Config, check_choice, check_device, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.papers.memorization.authors_model import KEYS, authors_attention, authors_model, init_authors_model
 from attnlab.papers.memorization.data import draw_nested_dataset
-from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier, theorem1_bound
+from attnlab.papers.memorization.model import (
+    attention_classifier,
+    init_attention_classifier,
+    theorem1_bound,
+    training_bytes,
+)
 from attnlab.training.optim import AdamState, adam_init, adam_update
 from attnlab.training.schedules import WarmupCosine
 
@@ -366,6 +372,17 @@ class SearchConfig(Config):
         check_int("T_start", self.T_start, 1, self.T_limit - 1)
         check_device(self.device)
         check_choice("dtype", self.dtype, (torch.float32, torch.float64))
+
+
+def search_estimate(sc: SearchConfig, T: int | None = None) -> Estimate:
+    """The memory of the search (or of one attempt at T examples): ``candidates`` models
+    trained at once, full batch, on up to T_limit examples of one shared context
+    (:func:`attnlab.papers.memorization.model.training_bytes`)."""
+    T = sc.T_limit if T is None else T
+    need = training_bytes(sc.candidates, T, sc.H, sc.n, sc.d, sc.d_h, sc.n_classes, shared_context=True,
+                          embedded=sc.model == "authors", itemsize=torch.finfo(sc.dtype).bits // 8)
+    return Estimate(need, f"{sc.candidates} models at H = {sc.H} on T = {T} examples ({sc.model} model)",
+                    lower=("T_limit", "H_grid"))
 
 
 @dataclass(frozen=True)

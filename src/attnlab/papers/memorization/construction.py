@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from attnlab.config import Config, check_bool, check_fits, check_int, check_number, check_seed, device_memory, param
+from attnlab.config import Config, check_bool, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.model import (
@@ -48,6 +48,7 @@ from attnlab.papers.memorization.model import (
     softmax,
 )
 from attnlab.checks import at_most
+from attnlab.estimates import Estimate, matmul_flops, qr_flops, svd_flops
 from attnlab.registry import Construction, ConstructionResult, register_construction
 
 LOGIT_SCALE = 2.0  # std of the logits alpha_* chosen for each head's fresh examples
@@ -474,12 +475,59 @@ class MemorizationParams(Config):
 
 
 MAX_ERROR = 1e-8  # the construction's check: max |y_hat - y| over the data it was built for
+EINSUM_SLOWDOWN = 12  # numpy's einsum without optimize= (C loops, no BLAS) against a BLAS product, measured
+BASE_BYTES = 16 * 2 ** 20  # what any build holds beside its arrays (torch's forward, LAPACK's buffers), measured
+CALLS_PER_HEAD = 100  # small calls per head (pinv's per-example SVDs, the scan of c, norms, softmaxes), profiled
 
 
-def max_heads(p: MemorizationParams, need: float) -> int:
-    """The largest H whose construction fits where H = p.H needs ``need`` bytes (it grows like H^2)."""
-    available = device_memory("cpu") or need
-    return max(1, int(p.H * (available / need) ** 0.5))
+def examples(p: MemorizationParams) -> int:
+    """T of the build: p.T, or Theorem 1's bound H (min(n, d_h) - 1) + 1."""
+    return memorization_bound(p.H, min(p.n, p.d_h)) if p.T is None else p.T
+
+
+def build_estimate(T: int, n: int, d: int, d_h: int, d_out: int, H: int, *, shared: bool) -> Estimate:
+    """Peak memory and work of :func:`memorize_drawn_dataset` (build and check) for T examples.
+
+    With r = min(n, d_h) and T'_h = min(r + (h - 1)(r - 1), T) the examples before head h + 1,
+    float64 (8 bytes):
+
+    memory  BASE_BYTES + 8 (T d + T d_out + (n d shared | T n d per example))        the data
+            + 8 * 8 T H d: Z (T x H d, eq. (7)) and its QR, or at the last head of step 1 the
+              finished heads' features, their concatenation, Z'_a and its QR (6 to 8 copies)
+            + 8 H T n d_h with one context per example: E^(t) W_K,h for every head at once
+    lapack  sum_{h=1}^{H-1} qr_flops(h d, T'_h, q=True)   step 1: Z'_a^+ per head (_right_divide)
+            + qr_flops(H d, T, q=True)                     step 2: Z^+ (_min_norm_solver)
+            + 2 svd_flops(T, H d)                          rank and sigma_min of Z, built and checked
+            + 13 H svd_flops(r - 1, d)                     the scan of c per head (_smallest_valid_c)
+    gemm    sum_h 2 T'_h d (d + n) + 2 T'_h h d (r - 1)   logits of the old examples; C = Z'_b Z'_a^+
+            + EINSUM_SLOWDOWN (13 sum_h 2 T'_h n d         z rows of the scan of c
+                               + [per example] 3 * 2 H T n d d_h)  E^(t) W_K,h (step 1, Z twice)
+    calls   CALLS_PER_HEAD H + 100                          what dominates below H ~ 10
+
+    Measured against this estimate (one BLAS thread, n = 32, d = d_h = 64): peak memory within
+    1.5x for H = 4..40 shared and per example; time within 2x for H >= 10 (below, fixed costs
+    of ~0.1 s dominate).
+    """
+    r = min(n, d_h)
+    starts = [min(r + (h - 1) * (r - 1), T) for h in range(1, H)]
+    starts = [t for t in starts if t < T]  # heads with examples of their own
+    m = H * d
+    data = T * d + T * d_out + (n * d if shared else T * n * d)
+    peak = BASE_BYTES + 8 * (data + 8 * T * m + (0 if shared else H * T * n * d_h))
+    lapack = (sum(qr_flops((h + 1) * d, t, q=True) for h, t in enumerate(starts)) + qr_flops(m, T, q=True)
+              + 2 * svd_flops(T, m) + 13 * H * svd_flops(r - 1, d))
+    gemm = sum(matmul_flops(d, d, t) + 2.0 * t * n * d + matmul_flops(r - 1, (h + 1) * d, t)
+               for h, t in enumerate(starts))
+    slow = 13 * sum(2.0 * t * n * d for t in starts) + (0 if shared else 3 * 2.0 * H * T * n * d * d_h)
+    what = (f"Z ({T} x {m} float64) and its QR" if shared else
+            f"Z ({T} x {m}) and E W_K ({H} x {T} x {n} x {d_h}), float64")
+    return Estimate(peak, what, gemm=gemm + EINSUM_SLOWDOWN * slow, lapack=lapack, calls=CALLS_PER_HEAD * H + 100,
+                    lower=("H", "T"))
+
+
+def estimate_memorization(p: MemorizationParams) -> Estimate:
+    """:func:`build_estimate` for the parameters (T = Theorem 1's bound unless given)."""
+    return build_estimate(examples(p), p.n, p.d, p.d_h, p.d_out, p.H, shared=p.shared)
 
 
 def construct_memorization(p: MemorizationParams) -> ConstructionResult:
@@ -488,12 +536,9 @@ def construct_memorization(p: MemorizationParams) -> ConstructionResult:
 
     The .npz holds E ((n, d) shared or (T, n, d)), e (T, d), y (T, d_out), W_Q, W_K
     (H, d, d_h), W_V (H, d, d_v), W_O (H d_v, d), W_D (d, d_out): y_hat per eqs. (1)-(6).
+    Its memory and time: :func:`estimate_memorization` (checked by ``attnlab construct``).
     """
-    T = memorization_bound(p.H, min(p.n, p.d_h)) if p.T is None else p.T
-    # Z is T x Hd in float64 and its QR holds as much again, with the data beside it.
-    need = 8 * (2 * T * p.H * p.d + T * p.d * (1 if p.shared else p.n + 1))
-    check_fits(f"Theorem 1's weights for H = {p.H}, T = {T} (Z is {T} x {p.H * p.d}, float64, with its QR)", need,
-               change=f"lower H (H = {max_heads(p, need)} fits in memory)")
+    T = examples(p)
     (E, e, y), weights, checked = memorize_drawn_dataset(T, p.n, p.d, p.d_out, H=p.H, d_h=p.d_h, shared=p.shared,
                                                          seed=p.seed)
     values = {**checked, "H": p.H, "n": p.n, "d": p.d, "d_h": p.d_h, "d_out": p.d_out, "seed": p.seed,
@@ -508,4 +553,5 @@ register_construction(Construction(
     "memorization", "memorization",
     "Theorem 1: weights of one multi-head attention layer that memorize T = H(min(n, d_h) - 1) + 1 labels",
     MemorizationParams, construct_memorization,
-    flag_aliases={"shared-context": ("shared", True), "per-example": ("shared", False)}))
+    flag_aliases={"shared-context": ("shared", True), "per-example": ("shared", False)},
+    estimate=estimate_memorization))

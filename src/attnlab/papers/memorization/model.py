@@ -191,6 +191,25 @@ def training_flops_per_step(d: int, n: int, H: int, d_h: int, n_classes: int, ba
     return 3 * (batch * (per_example + 2 * d * n_classes) + per_batch)
 
 
+def training_bytes(M: int, T: int, H: int, n: int, d: int, d_h: int, d_out: int, *, shared_context: bool,
+                   embedded: bool = False, lbfgs: bool = False, itemsize: int = 4) -> int:
+    """A lower bound on the memory of training M models at once on T examples each (full
+    batch, the largest case), in bytes of ``itemsize`` (4: float32), d_v = d_h:
+
+        data         (8 + 8 + itemsize) M (T d + (n d shared | T n d per example))
+                     (drawn in float64, stacked, then converted)
+        parameters   itemsize (4 | 104 L-BFGS) M (3 H d d_h + d d_out)
+                     (weights, gradients, Adam's two moments; L-BFGS keeps 100 pairs more)
+        activations  3 itemsize M T H (2 n + 2 d)       logits, softmax, z, o: forward and backward
+                     + 3 itemsize M T (n + 1) d         embedded tokens (the authors' model)
+
+    Small models spend more on the framework; what matters here is the growth with T, H, n, d."""
+    data = (16 + itemsize) * M * (T * d + (n * d if shared_context else T * n * d))
+    params = itemsize * (104 if lbfgs else 4) * M * (3 * H * d * d_h + d * d_out)
+    acts = 3 * itemsize * M * T * (H * (2 * n + 2 * d) + ((n + 1) * d if embedded else 0))
+    return int(data + params + acts)
+
+
 def attention_features_torch(E: Tensor, e: Tensor, W_Q: Tensor, W_K: Tensor) -> Tensor:
     """Z (T, H d) of eq. (7) in torch, differentiable in W_Q, W_K; E (n, d) shared or (T, n, d)."""
     q = torch.einsum("td,hdk->htk", e, W_Q)  # W_Q,h^T e^(t): (H, T, d_h)

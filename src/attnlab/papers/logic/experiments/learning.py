@@ -107,6 +107,7 @@ import torch
 
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.papers.logic import mechanism as mech
 from attnlab.papers.logic.encoding import random_sequences, targets
 from attnlab.papers.logic.model import NORMS, effective, hand_built_params, hidden_width, init_params, masks, predict
@@ -178,6 +179,16 @@ class LearningConfig(RunConfig):
         check_choice("dtype", self.dtype, tuple(DTYPES))
         if self.seed + self.seeds >= 2**32:
             raise ConfigError(f"seed + seeds must stay below 2**32, got {self.seed} + {self.seeds}")
+
+    def estimate(self) -> Estimate:
+        """A lower bound: ``seeds`` models trained at once on B = max(batch, test_batch) sequences,
+        X (B, d, M) with d = N + M and the hidden layer (B, h, M), h = max(N^2, N + M), forward
+        and backward with L-BFGS's copies (about 6 of each): 6 itemsize seeds B M (h + d + M) bytes."""
+        B, d, h = max(self.batch, self.test_batch), self.N + self.M, hidden_width(self.N, self.M)
+        itemsize = torch.finfo(DTYPES[self.dtype]).bits // 8
+        need = 6 * itemsize * self.seeds * B * self.M * (h + d + self.M)
+        return Estimate(need, f"{self.seeds} models on {B} sequences with hidden layers ({B} x {h} x {self.M}), "
+                              f"{self.dtype}", change="lower N, M, batch or seeds")
 
 
 # ---- the extra losses -------------------------------------------------------------------

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from attnlab.checks import Check, info, near
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
-from attnlab.papers.memorization.capacity_search import SearchConfig, SearchResult, search_capacity
+from attnlab.papers.memorization.capacity_search import SearchConfig, SearchResult, search_capacity, search_estimate
 from attnlab.papers.memorization.model import theorem1_bound
 from attnlab.registry import Experiment, register
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
@@ -87,6 +88,11 @@ class AuthorsCapacityConfig(RunConfig):
             check_int(name, getattr(self, name), low)
         check_number("resolution", self.resolution, 0, 1, open_max=True)
         self.search_config(self.H_grid[0], self.variants[0])  # the search's own checks
+
+    def estimate(self) -> Estimate:
+        """The largest search (:func:`search_estimate`, up to T_limit examples) over H_grid and variants."""
+        return max((search_estimate(self.search_config(H, v)) for H in self.H_grid for v in self.variants),
+                   key=lambda e: e.peak_bytes)
 
     def search_config(self, H: int, variant: str) -> SearchConfig:
         kind = {"released": dict(model="authors", d_v=AUTHORS_RELEASED["d_v"], keys=AUTHORS_RELEASED["keys"]),

@@ -61,6 +61,9 @@ class ContextConfig(CapacitySettings):
                               f"tokens in R^d), got {self.n_grid!r}")
         object.__setattr__(self, "n_grid", n_grid)
 
+    def points(self) -> list[tuple[int, int, int]]:
+        return panel_points("n", self.n_grid, self.H, self.n, self.d_h)
+
 
 def run_context(cfg: ContextConfig, run_dir=None) -> ExperimentResult:
     cells = run_points(cfg, panel_points("n", cfg.n_grid, cfg.H, cfg.n, cfg.d_h), run_dir, EXPERIMENT_ID)

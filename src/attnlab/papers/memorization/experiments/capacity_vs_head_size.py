@@ -73,6 +73,9 @@ class HeadSizeConfig(CapacitySettings):
             raise ConfigError(f"d_h_grid needs a head size <= n={self.n} to compare against, got {self.d_h_grid!r}")
         check_number("flat_tol", self.flat_tol, 0)
 
+    def points(self) -> list[tuple[int, int, int]]:
+        return panel_points("d_h", self.d_h_grid, self.H, self.n, self.d_h)
+
     def T_grid(self, H: int, n: int | None = None, d_h: int | None = None) -> list[int]:
         """One T axis for every d_h, as in Fig. 2(c): f (H (n - 1) + 1) for f in T_factors (the bound
         at d_h >= n), plus the point's own bound H (min(n, d_h) - 1) + 1."""

@@ -73,9 +73,12 @@ class CapacityConfig(CapacitySettings):
         super().validate()
         object.__setattr__(self, "H_grid", check_grid("H_grid", self.H_grid, "head counts"))
 
+    def points(self) -> list[tuple[int, int, int]]:
+        return [(H, self.n, self.d_h) for H in self.H_grid]
+
 
 def run_capacity(cfg: CapacityConfig, run_dir=None) -> ExperimentResult:
-    points = [(H, cfg.n, cfg.d_h) for H in cfg.H_grid]
+    points = cfg.points()
     cells = run_points(cfg, points, run_dir, EXPERIMENT_ID)
     p = panel(cfg, cells, "H", cfg.H_grid, cfg.H_grid[0])
     paper = PAPER_T_MEMORIZED if (cfg.d, cfg.n, cfg.d_h) == (64, 32, 64) else {}

@@ -20,13 +20,19 @@ one context per example (Appendix I.1's setting). Measured per build:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
-from attnlab.papers.memorization.construction import build_memorizing_weights, check_memorization, class_logits
+from attnlab.estimates import Estimate, total
+from attnlab.papers.memorization.construction import (
+    build_estimate,
+    build_memorizing_weights,
+    check_memorization,
+    class_logits,
+)
 from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.model import numpy_forward, theorem1_bound
 from attnlab.registry import Experiment, register
@@ -66,6 +72,18 @@ class ConstructionConfig(RunConfig):
             raise ConfigError(f"n_classes must lie in 2..2d = {2 * self.d} (class codes +-s_i), got {self.n_classes}")
         for name in ("H_shared", "H_per_example"):
             object.__setattr__(self, name, tuple(sorted(set(check_ints(name, getattr(self, name), minimum=1)))))
+
+    def estimate(self) -> Estimate:
+        """The builds one after another (:func:`build_estimate` of each): the largest peak,
+        the work summed; a grid value too large to build names its grid."""
+        parts = []
+        for grid, shared, d_out in (("H_shared", True, 1), ("H_per_example", False, 1),
+                                    ("H_labels", True, max(4, -(-self.n_classes // 2)))):
+            for H in (getattr(self, grid),) if grid == "H_labels" else getattr(self, grid):
+                e = build_estimate(theorem1_bound(H, self.n, self.d_h), self.n, self.d, self.d_h, d_out, H,
+                                   shared=shared)
+                parts.append(replace(e, what=f"{e.what} at {grid} {H}", lower=(grid,)))
+        return total(parts)
 
 
 def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,

@@ -23,6 +23,7 @@ import torch
 
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.papers.memorization.fcn import (
     attention_parameter_count,
     draw_eq29_dataset,
@@ -33,7 +34,7 @@ from attnlab.papers.memorization.fcn import (
     train_attention,
     train_fcn,
 )
-from attnlab.papers.memorization.model import theorem1_bound
+from attnlab.papers.memorization.model import theorem1_bound, training_bytes
 from attnlab.registry import Experiment, register
 from attnlab.checks import Bound, Check, at_least, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
@@ -76,6 +77,16 @@ class FCNvsAttentionConfig(RunConfig):
     @property
     def m(self) -> int:
         return matched_hidden_width(self.H, self.d, self.n, self.d_h, 1, 1)
+
+    def estimate(self) -> Estimate:
+        """The largest T of the grid, float64, full batch: the attention layer
+        (:func:`training_bytes` with L-BFGS's history) or the FCN on the flattened inputs
+        (T x (n + 1) d, its T x m hidden layer forward and backward, 100 L-BFGS pairs)."""
+        T, d_1 = max(self.T_grid), (self.n + 1) * self.d
+        attention = training_bytes(1, T, self.H, self.n, self.d, self.d_h, 1, shared_context=True, lbfgs=True,
+                                   itemsize=8)
+        fcn = 8 * (T * d_1 * 2 + 3 * T * self.m + 104 * (d_1 + 2) * self.m)
+        return Estimate(max(attention, fcn), f"training at T = {T} (x: {T} x {d_1}, float64)", change="lower T_grid")
 
 
 def train_cell(cfg: FCNvsAttentionConfig, T: int) -> dict:

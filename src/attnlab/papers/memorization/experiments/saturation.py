@@ -42,6 +42,7 @@ import torch
 
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.checks import Check, above, at_least, info
 from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
 from attnlab.papers.memorization.capacity_search import (
@@ -49,6 +50,7 @@ from attnlab.papers.memorization.capacity_search import (
     attention_coefficients,
     authors_coefficients,
     search_capacity,
+    search_estimate,
     train_candidates,
 )
 from attnlab.papers.memorization.data import draw_nested_dataset
@@ -126,6 +128,13 @@ class SaturationConfig(RunConfig):
         check_number("threshold", self.threshold, 0, 1, open_min=True, open_max=True)
         # the trainer's own checks (lr, warmup < max_steps) with this config's values
         self.search_config(self.H_grid[0])
+
+    def estimate(self) -> Estimate:
+        """The largest training (:func:`search_estimate`): every H and model at its T, or a
+        search (T = 0) up to the search's T_limit."""
+        return max((search_estimate(self.search_config(H, model), T or None)
+                    for model in self.models for H, T in zip(self.H_grid, self.T_for(model))),
+                   key=lambda e: e.peak_bytes)
 
     def search_config(self, H: int, model: str = "plain") -> SearchConfig:
         kind = ({"model": "authors", "d_v": AUTHORS_RELEASED["d_v"], "keys": AUTHORS_RELEASED["keys"]}

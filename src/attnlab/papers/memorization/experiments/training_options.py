@@ -39,10 +39,11 @@ import torch
 
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.papers.memorization.authors_model import KEYS, authors_loss, authors_metrics, init_authors_model
 from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.losses import classifier_loss, classifier_metrics
-from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound
+from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound, training_bytes
 from attnlab.registry import Experiment, register
 from attnlab.checks import Check, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
@@ -105,6 +106,16 @@ class TrainingOptionsConfig(RunConfig):
         if not options or unknown or len(set(options)) != len(options):
             raise ConfigError(f"options must be distinct names among {', '.join(OPTIONS)}, got {self.options!r}")
         object.__setattr__(self, "options", options)
+
+    def estimate(self) -> Estimate:
+        """The largest training: ``replicates`` models at once (or one, full-batch L-BFGS keeping
+        its history) on the T examples of one shared context, float32 (:func:`training_bytes`)."""
+        runs = [training_bytes(self.replicates, self.T, self.H, self.n, self.d, self.d_h, self.n_classes,
+                               shared_context=True, embedded=True),
+                training_bytes(1, self.T, self.H, self.n, self.d, self.d_h, self.n_classes, shared_context=True,
+                               embedded=True, lbfgs=True)]
+        return Estimate(max(runs), f"training {self.replicates} models at H = {self.H} on T = {self.T} examples",
+                        change="lower T, H or replicates")
 
     @property
     def bound(self) -> int:

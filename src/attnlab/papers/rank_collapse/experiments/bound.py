@@ -38,6 +38,7 @@ from attnlab.analysis.regression import linear_fit
 from attnlab.analysis.residuals import composite_norm, l1_norm, relative_residual, residual
 from attnlab.config import RunConfig, check_int, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.ops.multihead import ov_circuit, qk_circuit
 from attnlab.ops.softmax import softmax_attention
 from attnlab.papers.rank_collapse.stacks import long_texts, VARIANTS, build_model, run_model, text_batch
@@ -80,6 +81,15 @@ class BoundConfig(RunConfig):
         check_int("tokens", self.tokens, minimum=2)
         check_int("minilm_tokens", self.minilm_tokens, minimum=3, maximum=512)
         check_int("minilm_texts", self.minilm_texts, minimum=1)
+
+    def estimate(self) -> Estimate:
+        """One random SAN at a time, float64: the L layers' weights (W_Q, W_K d x d_qk, W_V, W_O
+        d x d), the states X_0..X_L (n x d) and each layer's n x n attention with its exp:
+        8 (L (2 d d_qk + 2 d^2) + (L + 2) n d + 2 L n^2) bytes, d = d_model, n = tokens."""
+        L, d, n = self.layers, self.d_model, self.tokens
+        need = 8 * (L * (2 * d * self.d_qk + 2 * d * d) + (L + 2) * n * d + 2 * L * n * n)
+        return Estimate(need, f"{L} layers of width {d} on {n} tokens, float64",
+                        change="lower d_model, d_qk or tokens")
 
 
 def log10_bound(L: int, beta: float, d_qk: int, res0: float, heads: int = 1) -> float:

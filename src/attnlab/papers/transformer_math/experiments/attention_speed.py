@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnlab.bench import BenchConfig, run_bench
+from attnlab.bench.run import check_memory
 from attnlab.bench.report import memory_figure, time_figure
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.registry import Experiment, register
@@ -57,7 +58,9 @@ class AttentionSpeedConfig(RunConfig):
         check_int("repeats", self.repeats, minimum=1)
         if self.threads is not None:
             check_int("threads", self.threads, minimum=1)
-        self.bench_config()  # the bench names an unknown variant and lists the known ones
+        # the bench names an unknown variant and lists the known ones, and refuses an n too large
+        # for the device's memory before anything runs
+        check_memory(self.bench_config())
 
     def bench_config(self) -> BenchConfig:
         """The :class:`attnlab.bench.BenchConfig` this experiment measures with."""

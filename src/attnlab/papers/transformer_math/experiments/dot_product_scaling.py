@@ -11,6 +11,7 @@ import torch
 from attnlab.analysis.logit_scaling import attention_logit_sweep, dot_product_variance, loglog_slope
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.registry import Experiment, register
 from attnlab.checks import above, at_most, below, near
 from attnlab.results import PALETTE, ExperimentResult, line_figure, series
@@ -41,6 +42,18 @@ class DotProductConfig(RunConfig):
         check_int("n_samples_softmax", self.n_samples_softmax, minimum=1)
         check_number("n_standard_errors", self.n_standard_errors, 0, open_min=True)
         check_number("slope_tolerance", self.slope_tolerance, 0, open_min=True)
+
+    def estimate(self) -> Estimate:
+        """float64, chunks of 2^22 numbers (attnlab.analysis.logit_scaling): the n_samples_variance
+        dot products, q, k or K of one chunk (at least one row of n_keys x d), and the softmax
+        Jacobians of one chunk's rows (n_keys x n_keys each; diag(s), s s^T and their difference,
+        measured): 8 (2 n_samples_variance + 4 max(2^22, n_keys d) + 3 rows n_keys^2) bytes,
+        rows = min(n_samples_softmax, max(1, 2^22 / (n_keys min(dims))))."""
+        chunk, d = 1 << 22, max(self.dims)
+        rows = min(self.n_samples_softmax, max(1, chunk // (self.n_keys * min(self.dims))))
+        need = 8 * (2 * self.n_samples_variance + 4 * max(chunk, self.n_keys * d) + 3 * rows * self.n_keys ** 2)
+        return Estimate(need, f"{self.n_keys} keys of width up to {d} and their {self.n_keys} x {self.n_keys} "
+                              "softmax Jacobians, float64", change="lower n_keys, dims or n_samples_variance")
 
 
 def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentResult:

@@ -27,6 +27,7 @@ from attnlab.analysis.approximation import compare_to_exact, rank_summary
 from attnlab.analysis.logit_scaling import loglog_slope
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.ops.lowrank import best_rank_ks, linformer_attention, linformer_projections, random_projection_weights
 from attnlab.ops.softmax import softmax_attention
 from attnlab.registry import Experiment, register
@@ -73,6 +74,15 @@ class EfficientAttentionErrorConfig(RunConfig):
         if not scales:
             raise ConfigError("logit_scales must list at least one logit scale t > 0")
         object.__setattr__(self, "logit_scales", scales)
+
+    def estimate(self) -> Estimate:
+        """At the largest n, float64: q, k, v (n x d), the n x n attention matrix P, its SVD
+        (U, V) and the best rank-k' approximation of every k' at once, and a few more n x n
+        approximations and masks being compared: 8 (3 n d + (len(k_values) + 8) n^2) bytes."""
+        n = max(self.n_values)
+        need = 8 * (3 * n * self.d + (len(self.k_values) + 8) * n * n)
+        return Estimate(need, f"{len(self.k_values) + 8} attention matrices of {n} x {n}, float64",
+                        change="lower the largest n_values")
 
 
 def _families() -> tuple[dict, list[str]]:

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 
 from attnlab.config import RunConfig, check_bool, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.papers.transformer_math.scaling_model import CopyAttention, measure
 from attnlab.registry import Experiment, SweepPlan, register
 from attnlab.checks import Bound, Check, above, below, compare, info
@@ -83,6 +84,17 @@ class ScalingConfig(RunConfig):
         for name in ("lr", "loss_threshold", "logit_init_scale"):
             check_number(name, getattr(self, name), 0, open_min=True)
         check_bool("stop_at_threshold", self.stop_at_threshold)
+
+    def estimate(self) -> Estimate:
+        """Two one-head models (scaled, unscaled) in float32, B = max(batch, eval_batch) examples
+        of n tokens: activations with their gradients, 3 x 4 bytes x 2 B n (d_model + 3 d_head
+        + n + V) (embeddings, q k v, the n x n attention, the logits), and the weights with
+        their gradients and Adam's moments, 4 x 4 bytes x 2 (2 V d_model + 3 d_model d_head)."""
+        B = max(self.batch, self.eval_batch)
+        acts = 12 * 2 * B * self.n * (self.d_model + 3 * self.d_head + self.n + self.V)
+        weights = 16 * 2 * (2 * self.V * self.d_model + 3 * self.d_model * self.d_head)
+        return Estimate(acts + weights, f"{B} examples of n = {self.n} tokens, V = {self.V}, d_model = "
+                                        f"{self.d_model}, float32", change="lower n, V, d_model or the batches")
 
 
 def _generators(seed: int, device: str) -> list[torch.Generator]:

@@ -10,6 +10,7 @@ import torch
 from attnlab.analysis.logit_scaling import saturation_sweep, uniform_jacobian_norm
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate
 from attnlab.registry import Experiment, register
 from attnlab.checks import at_most, equals
 from attnlab.results import PALETTE, ExperimentResult, line_figure, series
@@ -35,6 +36,15 @@ class SaturationConfig(RunConfig):
         check_int("n_scales", self.n_scales, minimum=2)
         if not 0 < self.t_min < self.t_max:
             raise ConfigError(f"need 0 < t_min < t_max, got t_min={self.t_min}, t_max={self.t_max}")
+
+    def estimate(self) -> Estimate:
+        """At the largest n, float64: z and the upstream gradients (n_samples x n), and the
+        Jacobians of one chunk of rows (saturation_sweep: at least one n x n Jacobian, with the
+        softmax and its products about 4 such): 8 (2 n_samples n + 4 max(2^22, n^2)) bytes."""
+        n = max(self.n_values)
+        need = 8 * (2 * self.n_samples * n + 4 * max(1 << 22, n * n))
+        return Estimate(need, f"z ({self.n_samples} x {n}) and {n} x {n} Jacobians, float64",
+                        change="lower the largest n_values or n_samples")
 
 
 def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
