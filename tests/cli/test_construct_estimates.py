@@ -67,6 +67,14 @@ def test_the_python_function_refuses_too(no_build):
         construct("memorization", {"H": "100000"})
 
 
+def test_the_library_function_refuses_before_allocating():
+    """construct_memorization called directly checks its own estimate (nothing is drawn)."""
+    from attnlab.papers.memorization.construction import MemorizationParams, construct_memorization
+
+    with pytest.raises(ConfigError, match=r"construct_memorization H=100000 needs about 1,182,558 GiB .*lower H"):
+        construct_memorization(MemorizationParams(H=100000))
+
+
 @pytest.mark.parametrize("name", sorted(HUGE))
 def test_dry_run_prints_the_estimate_and_builds_nothing(cli, tmp_path, no_build, name):
     out = tmp_path / "w.npz"

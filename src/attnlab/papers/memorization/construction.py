@@ -48,7 +48,7 @@ from attnlab.papers.memorization.model import (
     softmax,
 )
 from attnlab.checks import at_most
-from attnlab.estimates import Estimate, matmul_flops, qr_flops, svd_flops
+from attnlab.estimates import Estimate, matmul_flops, qr_flops, require_fits, svd_flops
 from attnlab.registry import Construction, ConstructionResult, register_construction
 
 LOGIT_SCALE = 2.0  # std of the logits alpha_* chosen for each head's fresh examples
@@ -536,8 +536,10 @@ def construct_memorization(p: MemorizationParams) -> ConstructionResult:
 
     The .npz holds E ((n, d) shared or (T, n, d)), e (T, d), y (T, d_out), W_Q, W_K
     (H, d, d_h), W_V (H, d, d_v), W_O (H d_v, d), W_D (d, d_out): y_hat per eqs. (1)-(6).
-    Its memory and time: :func:`estimate_memorization` (checked by ``attnlab construct``).
+    Its memory and time: :func:`estimate_memorization`; parameters whose build needs more memory than
+    the machine has are refused before anything is allocated (here and by ``attnlab construct``).
     """
+    require_fits(estimate_memorization(p), f"construct_memorization H={p.H}", change="lower H")
     T = examples(p)
     (E, e, y), weights, checked = memorize_drawn_dataset(T, p.n, p.d, p.d_out, H=p.H, d_h=p.d_h, shared=p.shared,
                                                          seed=p.seed)
