@@ -82,9 +82,8 @@ def construct(name: str, settings: Mapping[str, Any] | None = None, *,
     Returns (construction, params, result, summary) where ``summary`` is what
     ``--json`` prints: the parameters, the check's values, verdict, notes and ``out``.
     """
-    c, params = parameters(name, settings)
+    c, params, est = estimate(name, settings)
     target = writable(out) if out is not None else None
-    est = c.estimate(params) if c.estimate is not None else None
     check_fits(c, params, est)
     if est is not None and on_estimate is not None:
         on_estimate(est)
