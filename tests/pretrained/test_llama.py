@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
+from attnlab.pretrained.sizes import SMOLLM2, ModelSize
 from attnlab.pretrained import load_pretrained
 
 transformers = pytest.importorskip("transformers")
@@ -142,6 +143,9 @@ def test_smollm2_architecture_and_paris(smollm2):
     a = pm.architecture
     assert (a.n_layers, a.d_model, a.n_heads, a.kv_heads, a.d_head, a.d_ff) == (30, 576, 9, 3, 64, 1536)
     assert (a.rope_base, a.eps, a.max_len, a.vocab_size, a.tied) == (1e5, pytest.approx(1e-5), 8192, 49152, True)
+    assert ModelSize.of(a) == SMOLLM2  # the sizes estimates count without loading
+    loaded = sum(p.numel() for p in pm.model.parameters())  # 134,515,008: + 61 RMSNorm gains
+    assert SMOLLM2.parameters == 134_479_872 and loaded - SMOLLM2.parameters == 61 * 576
     out = pm.run("The capital of France is", output_attentions=False, output_hidden_states=False)
     top = out.logits[0, -1].topk(2)
     assert pm.tokenizer.convert_ids_to_tokens(top.indices.tolist()) == ["\u0120Paris", "\u0120the"]

@@ -35,7 +35,7 @@ RTOL = 1e-10  # relative singular-value tolerance deciding linear independence
 MAX_SUBSETS = 200_000  # exact enumeration limit (total subsets over all sizes)
 PAPER_TRIALS = 5000  # §5.1: "After repeating this test 5000 times"
 PAPER_PASS_FRACTION = 0.99  # §5.1: "holds for at least 99% of the test instances"
-_CHUNK = 4096
+SUBSET_CHUNK = 4096  # subsets whose Gram blocks (and undecided SVDs) are held at once
 PROJECTION_RTOL = 1e-14  # row-space truncation in randomized tests (relative to sigma_1 of all rows)
 GRAM_SAFE = 1e-8  # Gram screen: lambda_min / lambda_max above this certifies independence
 
@@ -60,7 +60,7 @@ def independent_rows(S: np.ndarray, rtol: float = RTOL) -> np.ndarray:
 def _all_subsets_independent(X: np.ndarray, k: int, rtol: float) -> bool:
     it = combinations(range(X.shape[0]), k)
     while True:
-        idx = np.array([c for _, c in zip(range(_CHUNK), it)], dtype=np.intp)  # (B, k)
+        idx = np.array([c for _, c in zip(range(SUBSET_CHUNK), it)], dtype=np.intp)  # (B, k)
         if idx.size == 0:
             return True
         if not independent_rows(X[idx], rtol).all():  # X[idx]: (B, k, d)
@@ -202,8 +202,8 @@ def randomized_rank_test(X, n: int, *, trials: int = PAPER_TRIALS, seed: int = 0
         K = Y @ Y.T  # (m, m) Gram matrix of all rows
         rest = idx[~repeat]
         if len(rest):
-            rel[~repeat] = np.concatenate([_subset_rel_sigma(Y, K, rest[i:i + _CHUNK], rtol)
-                                           for i in range(0, len(rest), _CHUNK)])
+            rel[~repeat] = np.concatenate([_subset_rel_sigma(Y, K, rest[i:i + SUBSET_CHUNK], rtol)
+                                           for i in range(0, len(rest), SUBSET_CHUNK)])
     frac = float((rel > rtol).mean())
     return RandomizedRankTest(n, trials, pass_fraction, frac, frac >= pass_fraction, rtol, float(rel.min()))
 
@@ -219,7 +219,7 @@ def row_rank_margins(S, *, rtol: float = RTOL) -> np.ndarray:
         raise ConfigError(f"S must be a (B, k, d) stack with k <= d, got shape {S.shape}")
     with _blas_single_thread():
         return np.concatenate([_screened_rel_sigma(C @ C.transpose(0, 2, 1), lambda mask, C=C: C[mask], rtol)
-                               for C in (S[i:i + _CHUNK] for i in range(0, S.shape[0], _CHUNK))])  # (B,)
+                               for C in (S[i:i + SUBSET_CHUNK] for i in range(0, S.shape[0], SUBSET_CHUNK))])  # (B,)
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ def general_position_test(X, *, trials: int = 200, seed: int = 0, pass_fraction:
     if comb(m, k) <= max_subsets:
         it, n_ok = combinations(range(m), k), 0
         with _blas_single_thread():
-            while (idx := np.array([c for _, c in zip(range(_CHUNK), it)], dtype=np.intp)).size:  # (B, k)
+            while (idx := np.array([c for _, c in zip(range(SUBSET_CHUNK), it)], dtype=np.intp)).size:  # (B, k)
                 n_ok += int(independent_rows(X[idx], rtol).sum())  # X[idx]: (B, k, d)
         frac = n_ok / comb(m, k)
         return GeneralPositionTest(k, "exact", comb(m, k), 1.0, rtol, frac, frac == 1.0)

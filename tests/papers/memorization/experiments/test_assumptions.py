@@ -290,3 +290,50 @@ def test_gguf_blocks_reads_the_first_blocks_only():
     assert {k.split(".")[1] for k in g.tensors if k.startswith("layers.")} == {"0"}
     with pytest.raises(ConfigError, match=r"blocks must be an integer in \[1, 30\]"):
         read_gguf(path, blocks=31)
+
+
+# ---- the memory estimate ----------------------------------------------------------------------------
+@pytest.mark.parametrize("kw, what", [
+    (dict(trials=10 ** 8), "100000000 subsets of 64 of its 500 queries"),
+    (dict(T=10 ** 6), "5000 subsets of 64 of its 1000000 queries"),
+    (dict(gp_trials=10 ** 6), "the tests of a width-576 layer"),
+])
+def test_sizes_beyond_the_machine_are_refused(kw, what):
+    with pytest.raises(ConfigError, match=r"the run needs about [\d,.]+ GiB of memory .*lower trials or gp_trials"
+                                          ) as err:
+        AssumptionsConfig(**kw)
+    assert what in str(err.value)
+
+
+def test_presets_fit_and_the_largest_layer_dominates():
+    # measured with this estimate: quick 3.2 GiB (a quick run's resident peak: 2.0 GiB, torch included),
+    # paper 14.8 GiB; both dominated by SmolLM2's 576-wide layer
+    quick, paper = (AssumptionsConfig(scale=s).estimate() for s in ("quick", "paper"))
+    assert 2.5 * 2 ** 30 < quick.peak_bytes < 4 * 2 ** 30 and 12 * 2 ** 30 < paper.peak_bytes < 16 * 2 ** 30
+    assert "width-576" in quick.what and quick.lower[0] == "trials"
+    without = AssumptionsConfig(layers=("embedding", "attention", "transformer")).estimate()
+    assert "width-384" in without.what and without.peak_bytes < quick.peak_bytes
+
+
+def test_layer_estimate_bounds_the_tests_measured_peak():
+    """The randomized tests' peak (numpy, traced by tracemalloc) on contexts whose every n-subset is
+    undecided by the Gram screen (rank n - 1 plus 1e-9 noise): every subset gets its SVD, the case the
+    estimate counts. Measured 118 MiB against 230 MiB estimated for T = 300, n = 24, D = 96."""
+    import tracemalloc
+
+    from attnlab.papers.memorization.experiments.assumptions import _layer_tests_estimate
+
+    T, n, D = 300, 24, 96
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((T, n, n - 1)) @ rng.standard_normal((n - 1, D))
+    E += 1e-9 * rng.standard_normal(E.shape)
+    cfg = AssumptionsConfig(layers=("embedding",), T=T, n=n, d=D + 32, n_heads=2, trials=5000, gp_trials=20,
+                            estimate_trials=4, fig_T=70, fig_n=(6, 12), fig_d=(160, 192), fig_n_at_d=8)
+    est = _layer_tests_estimate(T, n, D, cfg.trials, cfg.gp_trials, cfg.estimate_trials).peak_bytes
+    tracemalloc.start()
+    try:
+        assumption_tests(E, E[:, 0].copy(), cfg, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= est <= 3 * peak, (peak, est)

@@ -294,3 +294,42 @@ def test_chance_levels_equal_their_closed_forms(n, causal):
 def test_bad_config(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         HeadStructureConfig(**kwargs)
+
+
+# ---- the memory estimate ----------------------------------------------------------------------------
+@pytest.mark.parametrize("kw, what", [
+    (dict(vocab_size=10 ** 8), "training the translation model (vocabulary 100000000"),
+    (dict(batch_size=10 ** 6), "batch 1000000 x 22 tokens"),
+    (dict(n_pairs=10 ** 9), "training the translation model"),
+    (dict(n_eval=10 ** 6), "all-MiniLM-L6-v2 in float64 on 1000000 sentences of 16 tokens"),
+])
+def test_sizes_beyond_the_machine_are_refused(kw, what):
+    with pytest.raises(ConfigError, match=r"the run needs about [\d,.]+ GiB of memory .*lower n_pairs or epochs") \
+            as err:
+        HeadStructureConfig(**kw)
+    assert what in str(err.value)
+
+
+def test_presets_fit():
+    # quick: 173 MiB (MiniLM's float64 pass dominates); paper: 1.3 GiB (SmolLM2's float64 weights)
+    quick, paper = (HeadStructureConfig(scale=s).estimate() for s in ("quick", "paper"))
+    assert 100 * 2 ** 20 < quick.peak_bytes < 300 * 2 ** 20 and "all-MiniLM-L6-v2" in quick.what
+    assert 1 * 2 ** 30 < paper.peak_bytes < 2 * 2 ** 30 and "SmolLM2" in paper.what
+    assert 8 * 134_479_872 < paper.peak_bytes  # the weights alone
+    assert paper.seconds > 10 * quick.seconds
+
+
+def test_the_corpus_bytes_bound_the_pairs_as_held():
+    """Synthetic pairs as Python tuples (tracemalloc): 18 bytes per word slot measured, PAIR_BYTES = 40 counted."""
+    import tracemalloc
+
+    from attnlab.papers.transformer_math.experiments.head_structure import PAIR_BYTES
+    from attnlab.papers.transformer_math.translation_corpus import synthetic_pairs
+
+    tracemalloc.start()
+    try:
+        synthetic_pairs(5000, seed=0, max_words=20)
+        held = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert held <= 5000 * PAIR_BYTES * 21 <= 4 * held, held

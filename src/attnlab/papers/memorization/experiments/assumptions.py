@@ -38,6 +38,7 @@ patches / 512 tokens.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,14 +46,18 @@ import numpy as np
 from attnlab.analysis.kruskal import (
     PAPER_PASS_FRACTION,
     RTOL,
+    SUBSET_CHUNK,
     RandomizedRankTest,
     general_position_test,
     kruskal_rank_estimate,
 )
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError, UnknownNameError
+from attnlab.estimates import Estimate, qr_flops, svd_flops, total
 from attnlab.papers.memorization.assumptions import assumption1_test, assumption2_test, assumption3_test
 from attnlab.papers.memorization.token_layers import random_layer_outputs, sinusoidal_rank
+from attnlab.pretrained.sizes import MINILM, ModelSize
+from attnlab.pretrained.sizes import SMOLLM2 as SMOLLM2_SIZE
 from attnlab.registry import Experiment, register
 from attnlab.checks import Check, equals, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
@@ -84,6 +89,7 @@ LAYERS = {
 QUICK_LAYERS = tuple(x for x in LAYERS if not x.startswith("smollm2-random"))
 SMOLLM2 = "SmolLM2-135M-Instruct"
 INIT_STD = 0.02  # the Llama family's initializer_range: N(0, 0.02^2) matrices, RMSNorm gains 1
+MINILM_POSITIONS = 512
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,76 @@ class AssumptionsConfig(RunConfig):
         if any(n >= self.d for n in self.fig_n) or max(self.fig_n + (self.fig_n_at_d,)) > self.fig_T:
             raise ConfigError(f"every fig_n must be below d={self.d} and at most fig_T={self.fig_T}, "
                               f"got {self.fig_n!r}")
+        if self.n > MINILM_POSITIONS and any(x.startswith("minilm") for x in layers):
+            raise ConfigError(f"n={self.n} exceeds MiniLM's {MINILM_POSITIONS} positions; lower n or leave out "
+                              "the minilm-* layers")
+
+    def estimate(self) -> Estimate:
+        """The largest layer's tests, and the work of every layer and of Figure 1 (float64).
+
+        A layer of width D (the random layers: d; MiniLM: 384; SmolLM2: 576) gives T contexts of n
+        rows; its tests hold, with r = min(T, D) the rank of the row-space coordinates Y (T x r),
+        C = min(trials, 4096) subsets per chunk and k = min(T, D) General Position's subset size:
+
+            8 (4 T n D                 the hidden states L0 and L1, as batches and concatenated
+               + 2 trials T + T^2      the subsets' random keys and indices; the Gram matrix Y Y^T
+               + 2 C (n^2 + n r)        a chunk's Gram blocks (C, n, n) with eigvalsh, and the
+                                        undecided subsets (C, n, r) with their SVD
+               + 2 C_gp (k^2 + k r))   the same for General Position's C_gp = min(gp_trials, 4096)
+            + the model: MiniLM's float32 weights, SmolLM2's embedding and first block in float64
+
+        bytes. Work: every model pass (:mod:`attnlab.pretrained.sizes`: MiniLM's 6 blocks, one
+        SmolLM2 block, one random block of width d); per layer, the SVD of Y (four times: GP, A1,
+        A3, the estimate), the Gram matrix 2 T^2 r, eigvalsh of every subset's Gram block
+        (A1, A3: trials of n x n; GP: gp_trials of k x k), A2's T SVDs of n x D, and the Kruskal
+        estimate's estimate_trials QRs of r x (r + 1); Figure 1's random attention layer at each
+        (n, d) of its grid, with its estimate."""
+        widths, models, steps = [], set(), []
+        for layer in self.layers:
+            if layer.startswith("minilm"):
+                widths.append(MINILM.d_model)
+                models.add("minilm")
+            elif layer.startswith("smollm2"):
+                widths.append(SMOLLM2_SIZE.d_model)
+                models.add("smollm2-random" if "random" in layer else "smollm2")
+            else:
+                widths.append(self.d)
+        T, n = self.T, self.n
+        for D in widths:
+            steps.append(_layer_tests_estimate(T, n, D, self.trials, self.gp_trials, self.estimate_trials))
+        model_bytes = 4 * MINILM.parameters if "minilm" in models else 0
+        if models & {"smollm2", "smollm2-random"}:
+            model_bytes = max(model_bytes, 8 * (SMOLLM2_SIZE.embedding_parameters + SMOLLM2_SIZE.block_parameters))
+        random_block = ModelSize(1, self.d, self.n_heads, self.n_heads, self.d // self.n_heads, 4 * self.d,
+                                 vocab_size=0)
+        gemm = T * (MINILM.n_layers * MINILM.block_flops(n) * ("minilm" in models) * 2  # pretrained, random
+                    + SMOLLM2_SIZE.block_flops(n) * len(models & {"smollm2", "smollm2-random"})
+                    + random_block.block_flops(n) * 2)  # the attention and transformer rows
+        for fn, fd in [(x, self.d) for x in self.fig_n] + [(self.fig_n_at_d, x) for x in self.fig_d]:
+            block = ModelSize(1, fd, fd // FIG_D_HEAD, fd // FIG_D_HEAD, FIG_D_HEAD, 0, vocab_size=0)
+            r = min(self.fig_T, fd)
+            steps.append(Estimate(8 * 4 * self.fig_T * fn * fd, "Figure 1's random attention layer",
+                                  gemm=self.fig_T * block.block_flops(fn),
+                                  lapack=svd_flops(self.fig_T, fd, vectors=True)
+                                  + self.estimate_trials * qr_flops(r, r + 1),
+                                  calls=self.estimate_trials))
+        steps.append(Estimate(0, "the model passes", gemm=gemm))
+        e = total(steps)
+        return dataclasses.replace(e, peak_bytes=e.peak_bytes + model_bytes, lower=("trials", "gp_trials", "T", "n", "d"))
+
+
+def _layer_tests_estimate(T: int, n: int, D: int, trials: int, gp_trials: int, estimate_trials: int) -> Estimate:
+    """The tests on one layer of width D (:meth:`AssumptionsConfig.estimate`)."""
+    r = k = min(T, D)
+    C, C_gp = min(trials, SUBSET_CHUNK), min(gp_trials, SUBSET_CHUNK)
+    peak = 8 * (4 * T * n * D + 2 * trials * T + T * T + 2 * C * (n * n + n * r) + 2 * C_gp * (k * k + k * r))
+    return Estimate(peak, f"the tests of a width-{D} layer ({trials} subsets of {n} of its {T} queries, "
+                          f"float64)",
+                    gemm=2.0 * T * T * r,
+                    lapack=4 * svd_flops(T, D, vectors=True) + 2 * trials * svd_flops(n, n)
+                    + gp_trials * svd_flops(k, k) + T * svd_flops(n, D) + estimate_trials * qr_flops(r, r + 1),
+                    traffic=8.0 * (2 * trials * (n * n + n * r) + gp_trials * (k * k + k * r)),
+                    calls=T + estimate_trials + 4)
 
 
 # --------------------------------------------------------------------------------------

@@ -76,6 +76,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +91,7 @@ from attnlab.analysis.heads.voita import POSITIONAL_FRACTION, RARE_TOKEN_FRACTIO
 from attnlab.checks import Check, compare, info
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, total
 from attnlab.papers.transformer_math.head_structure import (
     LABELS,
     SIGMA,
@@ -120,6 +122,7 @@ from attnlab.papers.transformer_math.translation_model import (
     crop,
     train_translator,
 )
+from attnlab.pretrained.sizes import MINILM, SMOLLM2
 from attnlab.registry import Experiment, register
 from attnlab.results import (
     PALETTE,
@@ -144,6 +147,8 @@ THESIS_L1 = THESIS_RANGE
 THESIS_PER_ENTRY = (0.062, 0.082)
 THESIS_CROP = 16
 THESIS_EPOCHS = 20
+PAIR_BYTES = 40  # bytes per word of a sentence pair held as two tuples of str (references, headers, the pair)
+FIT_CALLS = 120  # small calls' worth of time of the exact fits of one 16 x 16 map (fit_families, w_max = 3)
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,50 @@ class HeadStructureConfig(RunConfig):
         for name in ("minilm", "smollm2"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+
+    def estimate(self) -> Estimate:
+        """Training the translation models, running the pretrained ones, and fitting every map.
+
+        Training (float32, Adam: parameter, gradient and two moments), with V = vocab_size,
+        d = d_model, n = max_words + 2 the longest side, B = batch_size, H = the largest head count:
+
+            parameters  p = 3 V d (two embeddings, the output layer) + 12 d^2 + 4 d d_ff
+                        (one encoder block: 4 d^2 + 2 d d_ff; one decoder block with cross-attention)
+            memory      4 (4 p + B n (3 V + 2 (30 d + 3 H n + 2 d_ff)))     bytes: the optimizer's
+                        copies, the logits with their softmax and gradient, the blocks' activations,
+                        + PAIR_BYTES (max_words + 1) n_pairs: the corpus as Python tuples of words
+            work        6 p n_pairs n epochs per head count (forward and backward, every token)
+
+        A pretrained model (:mod:`attnlab.pretrained.sizes`) runs in float64 on n_eval sentences of
+        ``crop`` tokens, holding its weights, every layer's (n_eval, H, crop, crop) attention, and
+        SmolLM2's (n_eval, crop, vocab) logits. Every map (n_eval per head and kind: 3 kinds per
+        translation head, MiniLM's 72 heads, SmolLM2's 270) is fitted by small calls: about
+        FIT_CALLS for the exact fits and 1/2 per random-search draw (measured on a 16 x 16 map).
+        """
+        V, d, n, B = self.vocab_size, self.d_model, self.max_words + 2, self.batch_size
+        p = 3 * V * d + 12 * d * d + 4 * d * self.d_ff
+        act = B * n * (3 * V + 2 * (30 * d + 3 * max(self.heads) * n + 2 * self.d_ff))
+        corpus = self.n_pairs * PAIR_BYTES * (self.max_words + 1)
+        steps = [Estimate(corpus + 4 * (4 * p + act), f"training the translation model (vocabulary {V}, width {d}, "
+                                             f"batch {B} x {n} tokens, float32)",
+                          gemm=6.0 * p * self.n_pairs * n * self.epochs * len(self.heads),
+                          calls=self.epochs * len(self.heads) * (self.n_pairs / B) * 40)]
+        maps = self.n_eval * 3 * sum(self.heads)
+        S, c = self.n_eval, self.crop
+        for name, size, on in (("all-MiniLM-L6-v2", MINILM, self.minilm), ("SmolLM2-135M-Instruct", SMOLLM2,
+                                                                           self.smollm2)):
+            if not on:
+                continue
+            maps += S * size.n_layers * size.n_heads
+            logits = S * c * size.vocab_size if size.gated else 0  # the decoder's output head
+            held = size.parameters + size.n_layers * (S * size.n_heads * c * c + S * c * size.d_model) + logits
+            steps.append(Estimate(8 * held, f"{name} in float64 on {S} sentences of {c} tokens",
+                                  gemm=S * (size.n_layers * size.block_flops(c) + 2.0 * c * size.d_model
+                                            * size.vocab_size * size.gated)))
+        steps.append(Estimate(8 * maps * c * c, f"fitting {maps} maps of {c} x {c}",
+                              calls=maps * (FIT_CALLS + 0.5 * self.search_draws + self.draws)))
+        return dataclasses.replace(total(steps), lower=("n_pairs", "epochs", "vocab_size", "d_model", "batch_size",
+                                                        "n_eval"))
 
 
 # ---- fitting ----------------------------------------------------------------------------------
