@@ -185,3 +185,24 @@ def _parametrizations(fn) -> list[dict]:
             assert "," not in names, "the guide's tests parametrize one argument"
             return [{names: v} for v in values]
     return [{}]
+
+
+def test_a_new_paper_changes_no_test_but_the_registry_counts():
+    """The guide says adding a paper touches ``EXPECTED`` only: no other test may list the papers
+    of the tree (a literal holding four or more of their names would fail for a sixth)."""
+    import ast
+
+    tree_papers = {f.name.replace("_", "-") for f in (ROOT / "src" / "attnlab" / "papers").iterdir()
+                   if (f / "__init__.py").is_file()}
+    listed = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        module = ast.parse(path.read_text())
+        counts = {id(a.value) for a in ast.walk(module) if isinstance(a, ast.Assign)
+                  and [getattr(t, "id", None) for t in a.targets] == ["EXPECTED"]}
+        for node in ast.walk(module):
+            if isinstance(node, (ast.Set, ast.List, ast.Tuple, ast.Dict)) and id(node) not in counts:
+                elts = node.keys if isinstance(node, ast.Dict) else node.elts
+                names = {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                if len(names & tree_papers) >= 4:
+                    listed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert listed == [], f"derive these lists from the tree (src/attnlab/papers/*/): {listed}"

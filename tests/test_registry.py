@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +47,12 @@ def test_discovery_finds_every_claim_experiment_and_construction_of_each_paper(p
     assert _counts(paper) == EXPECTED[paper]
 
 
-def test_the_five_papers_are_registered_each_by_its_own_package():
+def test_every_paper_folder_is_registered_by_its_own_package_and_counted():
     ps = {p.name: p for p in papers().values() if p.package.startswith("attnlab.papers.")}
-    assert set(ps) == set(EXPECTED)
+    tree = Path(__file__).resolve().parents[1] / "src" / "attnlab" / "papers"
+    folders = {f.name.replace("_", "-") for f in tree.iterdir() if (f / "__init__.py").is_file()}
+    assert set(ps) == folders, "every folder of src/attnlab/papers registers one paper of its name"
+    assert set(EXPECTED) == folders, f"add the new paper's counts to EXPECTED: {sorted(folders - set(EXPECTED))}"
     for name, p in ps.items():
         assert p.package == "attnlab.papers." + name.replace("-", "_")
         assert (Path(__file__).resolve().parents[1] / "src" / Path(*p.package.split("."))).is_dir()
@@ -211,6 +215,14 @@ def test_every_registered_claim_gives_the_same_verdict_for_two_seeds_and_none_fa
     r0, r1 = c.run(0), c.run(1)
     assert r0.verdict not in ("fail", "error"), (c.id, r0.error or r0.check)
     assert r0.verdict == r1.verdict, (c.id, r0.check, r1.check)
+    # what `attnlab verify --json` prints for it (tests/cli/test_verify_cli.py runs the command on a few)
+    d = json.loads(json.dumps(r0.to_dict()))
+    assert d["where"] and "paper_value" in d and d["role"] in ("text", "construction", "sanity", "info")
+    if d["verdict"] != "info":
+        assert d["relation"] in ("<=", "<", ">=", ">", "==", "±")
+        assert isinstance(d["threshold"], (int, float, bool)) and d["criterion"]
+    if d["verdict"] == "inconclusive":
+        assert d["reason"]
 
 
 def test_the_registry_module_names_no_paper():
