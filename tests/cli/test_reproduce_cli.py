@@ -10,28 +10,21 @@ import pytest
 
 from helpers import exit_status
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.thesis_maps import thesis_maps_path
 
-EXPECTED_FIGURES = {"parameter-counts.png", "saturation-jacobian.png", "saturation-gradient.png",
-                    "saturation-max-probability.png", "dot-product-variance.png",
-                    "dot-product-gradient.png", "dot-product-entropy.png",
-                    "scaling-steps-to-threshold.png", "scaling-initial-gradient.png",
-                    "scaling-initial-entropy.png", "lowrank-error-vs-k.png",
-                    "sparse-error-vs-density.png", "error-all-variants.png",
-                    "attention-time.png", "attention-memory.png", "fig11-one-head.png",
-                    "fig12-heads-encoder.png", "fig12-heads-cross.png", "minilm-72-heads.png",
-                    "distance-per-head.png", "distance-by-family.png", "pretrained-fits-by-layer.png",
-                    "pretrained-distance-by-head.png"}
-if thesis_maps_path().is_file():  # the thesis's own maps, beside the repository (../shared/data)
-    EXPECTED_FIGURES |= {"thesis-maps.png"}
+# The fastest paper's quick reproduction (about 20 s on 2 cores) carries the run directory's contract:
+# layout, report rebuilt from the stored results, resume. Each experiment's own figures and numbers
+# are tested in tests/papers; a swept experiment inside `reproduce` in tests/runs/test_reproduce.py.
+PAPER = "invertibility"
+EXPECTED_FIGURES = {"inv-embeddings-w0.1.png", "inv-embeddings-w1.png", "inv-rank-vs-d.png",
+                    "inv-recovery-error-vs-noise.png", "inv-recovery-thresholds.png", "inv-sigma-min-vs-w.png",
+                    "inv-sigma-ratio-vs-heads.png", "inv-sigma-ratio-vs-rows.png"}
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "run"
-    proc = subprocess.run(
-        [sys.executable, "-m", "attnlab.cli", "reproduce", "transformer-math", "--scale", "quick",
-         "--out", str(out), "--seed", "3"],
+    proc = subprocess.run(  # as a user starts it: a fresh interpreter
+        [sys.executable, "-m", "attnlab.cli", "reproduce", PAPER, "--scale", "quick", "--out", str(out), "--seed", "3"],
         capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr
@@ -47,17 +40,16 @@ def test_reproduce_writes_the_run_directory(run_dir):
             "report.md"} <= names
     assert {p.name for p in (run_dir / "figures").iterdir()} == EXPECTED_FIGURES
     cfg = json.loads((run_dir / "config.json").read_text())
-    assert cfg["argv"][1:] == ["reproduce", "transformer-math", "--scale", "quick", "--out", str(run_dir),
-                               "--seed", "3"]
-    assert cfg["seed"] == 3 and cfg["experiments"]["transformer-math.dot-product-scaling"]["seed"] == 3
+    assert cfg["argv"][1:] == ["reproduce", PAPER, "--scale", "quick", "--out", str(run_dir), "--seed", "3"]
+    assert cfg["seed"] == 3 and cfg["experiments"]["invertibility.conditioning"]["seed"] == 3
     res = json.loads((run_dir / "results.json").read_text())
     assert {e["status"] for e in res["experiments"].values()} == {"ok"}
-    assert len(res["experiments"]) == 7
-    assert "selftest.sweep" not in res["experiments"]
-    scaling = res["experiments"]["transformer-math.scaling"]
-    assert scaling["sweep"]["ok"] == 15 and scaling["sweep"]["failed"] == 0  # 5 d_head x 3 seeds
-    assert {row["verdict"] for row in scaling["results"]["summary"]} == {"reproduced"}
-    assert any(c["id"] == "transformer-math.dot-product-variance" for c in res["claims"])
+    assert sorted(res["experiments"]) == ["invertibility.conditioning", "invertibility.embedding-kinds",
+                                          "invertibility.proof-notes", "invertibility.recovery"]
+    for entry in res["experiments"].values():
+        verdicts = {row["verdict"] for row in entry["results"]["summary"]}
+        assert verdicts and not verdicts & {"fail", "error"}, verdicts
+    assert any(c["id"] == "invertibility.any-w" for c in res["claims"])
 
 
 @pytest.mark.slow
@@ -68,7 +60,7 @@ def test_report_rebuilds_from_stored_results(run_dir, capsys):
         p.unlink()
     assert exit_status(["report", str(run_dir)]) == 0
     assert (run_dir / "report.html").stat().st_size > 100_000
-    assert "figures/dot-product-variance.png" in (run_dir / "report.md").read_text()
+    assert "figures/inv-sigma-min-vs-w.png" in (run_dir / "report.md").read_text()
     assert {p.name for p in (run_dir / "figures").iterdir()} == EXPECTED_FIGURES
     assert f"report: {run_dir / 'report.html'}" in capsys.readouterr().out
 
@@ -76,7 +68,7 @@ def test_report_rebuilds_from_stored_results(run_dir, capsys):
 @pytest.mark.slow
 def test_resume_of_a_finished_run_skips_everything(run_dir, capsys):
     before = json.loads((run_dir / "results.json").read_text())
-    assert exit_status(["reproduce", "transformer-math", "--out", str(run_dir), "--seed", "3", "--resume"]) == 0
+    assert exit_status(["reproduce", PAPER, "--out", str(run_dir), "--seed", "3", "--resume"]) == 0
     after = json.loads((run_dir / "results.json").read_text())
     assert after == before  # nothing re-run: same timestamps and numbers
 
