@@ -12,6 +12,27 @@ from pathlib import Path
 from attnlab.cli import main
 
 
+def run_cli(argv: list[str], columns: int = 120) -> subprocess.CompletedProcess:
+    """``attnlab ARGV`` in this process, as a fresh interpreter would run it with COLUMNS=columns:
+    its exit status and what it printed, as a CompletedProcess (no interpreter start-up per call)."""
+    import contextlib
+    import io
+
+    from rich.console import Console
+
+    import attnlab.cli as cli
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = cli.console
+    cli.console = Console(width=columns)  # writes to whatever sys.stdout is at the time
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = exit_status(argv)
+    finally:
+        cli.console = saved
+    return subprocess.CompletedProcess(["attnlab", *argv], code, out.getvalue(), err.getvalue())
+
+
 def exit_status(argv: list[str]) -> int:
     """Run the command line in-process; its exit status (0 when it returns normally)."""
     try:

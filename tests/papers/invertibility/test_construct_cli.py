@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from helpers import run_cli
 
 NPZ_KEYS = {"e", "pos", "W_QK", "sequences", "A"}
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "attnlab.cli", "construct", "invertibility", *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+    """``attnlab construct invertibility ARGS``, in process (:func:`helpers.run_cli`)."""
+    return run_cli(["construct", "invertibility", *args])
 
 
 def rebuild(z) -> np.ndarray:

@@ -1,12 +1,12 @@
 """`attnlab construct logic` as a user runs it: the .npz re-checked with plain NumPy only."""
 
 import json
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from helpers import run_cli
 
 from attnlab.errors import ConfigError
 from attnlab.runs.construct import construct
@@ -15,9 +15,8 @@ TOL = 1e-12
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "attnlab.cli", "construct", "logic", *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+    """``attnlab construct logic ARGS``, in process (:func:`helpers.run_cli`)."""
+    return run_cli(["construct", "logic", *args])
 
 
 def numpy_outputs(z) -> np.ndarray:

@@ -1,12 +1,11 @@
 """`attnlab construct memorization` as a user runs it: the .npz re-checked with plain NumPy."""
 
 import json
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from helpers import run_cli
 from numpy_reference import LABEL_TOL, numpy_forward
 
 from attnlab.errors import ConfigError
@@ -16,9 +15,8 @@ NPZ_KEYS = {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "attnlab.cli", "construct", *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+    """``attnlab construct ARGS``, in process (:func:`helpers.run_cli`)."""
+    return run_cli(["construct", *args])
 
 
 @pytest.mark.parametrize("context", ["--shared-context", "--per-example"])
