@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import attnlab
+from tolerances import FLOAT64
 
 
 def test_import_attnlab_loads_nothing_heavy():
@@ -32,6 +33,6 @@ def test_packages_load_on_first_use_and_unknown_names_raise():
     q = torch.randn(2, 5, 7, dtype=torch.float64)
     out = attnlab.softmax_attention(q, q, q, causal=True)
     ref = attnlab.reference_attention(q, q, q, causal=True)
-    assert torch.allclose(out.output, ref.output, atol=1e-12)
+    assert torch.allclose(out.output, ref.output, atol=FLOAT64)
     with pytest.raises(AttributeError, match="module 'attnlab' has no attribute 'nope'"):
         attnlab.nope

@@ -16,6 +16,7 @@ from attnlab.analysis.certified_rank import (
     working_precision,
 )
 from attnlab.errors import ConfigError
+from tolerances import FLOAT64
 
 
 def test_full_rank_integer_matrix_is_certified_at_the_first_precision():
@@ -23,7 +24,7 @@ def test_full_rank_integer_matrix_is_certified_at_the_first_precision():
     c = certified_rank(M)
     assert (c.lower, c.upper, c.rank, c.prec) == (3, 3, 3, 64)
     assert c.det_mid.startswith("18") and c.margin == 1.0  # exact entries: a zero-radius determinant
-    assert abs(c.log10_det - np.log10(18)) < 1e-12
+    assert abs(c.log10_det - np.log10(18)) < FLOAT64
 
 
 def test_rank_two_matrix_pinned_by_a_minor_and_an_exhibited_null_vector():
@@ -84,7 +85,7 @@ def test_rump_test_certifies_the_hilbert_matrix_once_the_precision_exceeds_log2_
     n = 16  # cond ~ 2^74: 64 bits leave ||I - H R||_1 >= 1, the next attempt adds what delta asks for
     c = certified_rank(lambda prec: flint.arb_mat.hilbert(n, n), method="inverse", precisions=(64, 1024))
     assert c.rank == n and c.method == "inverse" and c.attempts == (64, 128) and c.prec == 128
-    assert 0 < c.residual < 2.0 ** -40 and abs(c.margin - (1 - c.residual)) < 1e-12  # measured residual 5.7e-17
+    assert 0 < c.residual < 2.0 ** -40 and abs(c.margin - (1 - c.residual)) < FLOAT64  # measured residual 5.7e-17
     # n = 14 (cond ~ 2^63) already certifies at 64 bits: the right residual ||I - H R||_1 is 0.954 there
     c14 = certified_rank(lambda prec: flint.arb_mat.hilbert(14, 14), method="inverse", precisions=(64, 1024))
     assert c14.rank == 14 and c14.attempts == (64,) and 0.9 < c14.residual < 1

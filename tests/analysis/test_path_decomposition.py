@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tolerances import tolerance
+from tolerances import FLOAT64
 
 from attnlab.analysis.path_decomposition import (
     SANLayer,
@@ -22,7 +22,6 @@ from attnlab.analysis.path_decomposition import (
 from attnlab.errors import ConfigError
 
 F64 = torch.float64
-TOL = tolerance(F64).rtol  # an exact identity: only float64 rounding separates the two sides
 
 
 def _rel(a, b) -> float:
@@ -39,7 +38,7 @@ def test_san_equals_path_sum(L, H, skip):
     out, P = san_forward(X, layers, skip=skip)
     assert out.shape == (2, 7, 5)
     assert len(P) == L and all(p.shape == (2, H, 7, 7) for p in P)
-    assert _rel(path_sum(X, P, layers, skip=skip), out) <= TOL
+    assert _rel(path_sum(X, P, layers, skip=skip), out) <= FLOAT64
 
 
 @pytest.mark.parametrize("skip", [False, True])
@@ -102,7 +101,7 @@ def test_dropping_the_bias_breaks_the_identity(skip):
     no_bias = path_sum(X, P, layers, skip=skip, include_bias=False)
     b = accumulated_bias(layers, skip=skip)
     assert _rel(no_bias, out) > 1e-2  # far from the identity
-    assert _rel(no_bias + b, out) <= TOL  # and the gap is exactly 1 b^T
+    assert _rel(no_bias + b, out) <= FLOAT64  # and the gap is exactly 1 b^T
 
 
 def test_skip_paths_are_needed_with_skip_connections():
@@ -126,7 +125,7 @@ def test_text_order_of_P_is_wrong():
         P[0][h1] @ P[1][h2] @ X @ W1[h1] @ W2[h2] for h1 in range(2) for h2 in range(2)
     ) + accumulated_bias(layers)
     assert _rel(text_order, out) > 1e-3
-    assert _rel(path_sum(X, P, layers), out) <= TOL
+    assert _rel(path_sum(X, P, layers), out) <= FLOAT64
 
 
 def test_random_san_shapes_scales_and_biases():
@@ -175,8 +174,8 @@ def test_path_length_terms_match_enumeration_by_length(L, H):
     by_length = torch.zeros_like(S)
     for p in paths(H, L, skip=True):
         by_length[sum(h != H for h in p)] += path_term(X, P, layers, p)
-    assert (S - by_length).abs().max() <= 1e-12 * Y.abs().max()
-    assert (S.sum(0) + accumulated_bias(layers, skip=True) - Y).abs().max() <= 1e-12 * Y.abs().max()
+    assert (S - by_length).abs().max() <= FLOAT64 * Y.abs().max()
+    assert (S.sum(0) + accumulated_bias(layers, skip=True) - Y).abs().max() <= FLOAT64 * Y.abs().max()
     counts = path_length_counts(H, L)
     assert sum(counts) == path_count(H, L, skip=True) and counts[0] == 1 and counts[-1] == H**L
     assert torch.equal(S[0], X)  # the all-skip path is X itself

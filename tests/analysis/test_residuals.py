@@ -23,6 +23,7 @@ from attnlab.analysis.residuals import (
     two_norm_shift,
 )
 from attnlab.errors import ConfigError
+from tolerances import FLOAT64, LP_SOLVE
 
 F64 = dict(dtype=torch.float64)
 
@@ -81,7 +82,7 @@ def test_svd_residual_by_hand():
 def test_constant_rows_have_zero_residual_under_every_kind():
     X = torch.ones(4, 1, **F64) @ torch.tensor([[1.5, -2.0, 0.25]], **F64)
     for kind in KINDS:
-        assert residual(X, kind).norm.item() < 1e-12, kind
+        assert residual(X, kind).norm.item() < FLOAT64, kind
 
 
 def _brute_min(M: np.ndarray, rng: np.random.Generator) -> float:
@@ -118,7 +119,7 @@ def test_exact_composite_residual_agrees_with_brute_force(n, d):
         M = rng.standard_normal((n, d))
         exact = residual(torch.as_tensor(M), "composite").norm.item()
         brute = _brute_min(M, rng)
-        assert exact <= brute * (1 + 1e-9), (M, exact, brute)
+        assert exact <= brute * (1 + LP_SOLVE), (M, exact, brute)
         assert brute <= exact * (1 + 1e-4), (M, exact, brute)
 
 
@@ -131,17 +132,17 @@ def test_objective_is_not_convex_so_a_local_method_can_fail():
         return composite_norm(X - x[None, :]).item()
 
     p, q = torch.tensor([1.0, 0.0], **F64), torch.tensor([1.0, 1.0], **F64) / math.sqrt(2)
-    assert obj((p + q) / 2) > 1.01 > 1.0 + 1e-12 >= (obj(p) + obj(q)) / 2
+    assert obj((p + q) / 2) > 1.01 > 1.0 + FLOAT64 >= (obj(p) + obj(q)) / 2
 
 
 def test_composite_is_never_worse_than_the_mean_and_svd_never_worse_in_frobenius():
     g = torch.Generator().manual_seed(1)
     X = torch.randn(6, 5, 4, generator=g, **F64)
     mean, comp, svd = (residual(X, k) for k in ("mean", "composite", "svd"))
-    assert (comp.norm <= mean.norm * (1 + 1e-9)).all()
-    assert (mean.norm <= 2 * (1 - 1 / 5) * comp.norm * (1 + 1e-9)).all()  # (I - 11^T/n) has norm 2(1 - 1/n)
+    assert (comp.norm <= mean.norm * (1 + LP_SOLVE)).all()
+    assert (mean.norm <= 2 * (1 - 1 / 5) * comp.norm * (1 + LP_SOLVE)).all()  # (I - 11^T/n) has norm 2(1 - 1/n)
     # Eckart-Young: rank-one residual <= every shift's residual in the Frobenius norm
-    assert (torch.linalg.matrix_norm(svd.matrix) <= torch.linalg.matrix_norm(mean.matrix) + 1e-12).all()
+    assert (torch.linalg.matrix_norm(svd.matrix) <= torch.linalg.matrix_norm(mean.matrix) + FLOAT64).all()
 
 
 def test_batches_keep_their_shapes_and_match_one_at_a_time():
@@ -151,7 +152,7 @@ def test_batches_keep_their_shapes_and_match_one_at_a_time():
         r = residual(X, kind)
         assert r.matrix.shape == X.shape and r.norm.shape == (2, 3) and r.matrix.dtype == torch.float64
         one = residual(X[1, 2], kind)
-        assert torch.allclose(r.matrix[1, 2], one.matrix, atol=1e-12) and abs(r.norm[1, 2] - one.norm) < 1e-12
+        assert torch.allclose(r.matrix[1, 2], one.matrix, atol=FLOAT64) and abs(r.norm[1, 2] - one.norm) < FLOAT64
     assert composite_shift(X).shape == (2, 3, 4) and rank_one_approximation(X).shape == X.shape
     assert relative_residual(X).shape == (2, 3)
     assert relative_residual(torch.zeros(3, 2, **F64)).item() == 0.0
@@ -210,11 +211,11 @@ def test_two_norm_residual_is_the_minimum_a_brute_force_finds(n, d):
         X = torch.as_tensor(M)
         ours = spectral_norm(residual(X, "two").matrix).item()
         brute = _brute_two_norm_min(M, rng)
-        assert ours <= brute * (1 + 1e-12), (M, ours, brute)
+        assert ours <= brute * (1 + FLOAT64), (M, ours, brute)
         assert brute <= ours * (1 + 1e-6), (M, ours, brute)
         # random shifts never do better either
         for x in rng.standard_normal((50, d)):
-            assert np.linalg.norm(M - x[None, :], 2) >= ours * (1 - 1e-12)
+            assert np.linalg.norm(M - x[None, :], 2) >= ours * (1 - FLOAT64)
     assert torch.equal(residual(X, "two").matrix, residual(X, "mean").matrix)
 
 
@@ -245,4 +246,4 @@ def test_quasi_norm_constant_is_valid_and_of_the_sharp_order():
     for _ in range(200):
         n, d = (int(v) for v in torch.randint(1, 6, (2,), generator=g))
         A, B = torch.randn(2, n, d, generator=g, **F64) * torch.rand(2, 1, 1, generator=g, **F64) ** 4
-        assert composite_norm(A + B) <= quasi_norm_constant(n, d) * (composite_norm(A) + composite_norm(B)) + 1e-12
+        assert composite_norm(A + B) <= quasi_norm_constant(n, d) * (composite_norm(A) + composite_norm(B)) + FLOAT64

@@ -13,6 +13,7 @@ from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.bench.report import memory_figure, time_figure
 from attnlab.results import LineFigure
 from helpers import exit_status
+from tolerances import FLOAT64
 
 
 @pytest.mark.slow
@@ -27,10 +28,10 @@ def test_run_bench_rows_ratios_and_skips():
     assert rows[("sdpa", 64)]["ratio"] == 1.0
     assert rows[("linear-causal", 128)]["reference"] == "sdpa-causal"
     assert rows[("linear-causal", 128)]["ratio"] == pytest.approx(
-        rows[("linear-causal", 128)]["time_ms"] / rows[("sdpa-causal", 128)]["time_ms"], rel=1e-12)
+        rows[("linear-causal", 128)]["time_ms"] / rows[("sdpa-causal", 128)]["time_ms"], rel=FLOAT64)
     assert rows[("softmax-explicit", 128)]["status"] == "skipped" and "n x n" in rows[("softmax-explicit", 128)]["note"]
     assert rows[("linformer", 64)]["status"] == "skipped"  # k' = 256 > n
-    assert rows[("softmax", 128)]["gflop"] == pytest.approx(4 * 8 * 128 * 128 * 64 / 1e9, rel=1e-12)
+    assert rows[("softmax", 128)]["gflop"] == pytest.approx(4 * 8 * 128 * 128 * 64 / 1e9, rel=FLOAT64)
     assert res["env"]["threads"] >= 1 and res["ceiling"]["gflops"] > 0
     json.dumps(res, allow_nan=False)
 

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from attnlab.bench.targets import crossover, evaluate_targets, loglog_slope, memory_slopes
+from tolerances import FLOAT64
 
 
 def row(variant, n, time_ms, peak_mb=None, order="linear", causal=False, status="ok"):
@@ -17,7 +18,7 @@ def row(variant, n, time_ms, peak_mb=None, order="linear", causal=False, status=
 def test_crossover_interpolates_in_log_log():
     # ratio 2 at n=1000, 0.5 at n=4000: log r crosses 0 halfway in log n -> n = 2000
     x = crossover([(4000, 0.5), (1000, 2.0)])
-    assert x["status"] == "crosses" and x["crossover_n"] == pytest.approx(2000, rel=1e-12)
+    assert x["status"] == "crosses" and x["crossover_n"] == pytest.approx(2000, rel=FLOAT64)
     assert x["between"] == [1000, 4000]
     assert crossover([(1000, 0.9), (2000, 0.5)])["status"] == "faster throughout"
     assert crossover([(1000, 0.5), (2000, 1.5)])["status"] == "slower throughout"
@@ -26,8 +27,8 @@ def test_crossover_interpolates_in_log_log():
 
 
 def test_loglog_slope_by_hand():
-    assert loglog_slope([1, 2, 4], [3, 6, 12]) == pytest.approx(1.0, abs=1e-12)
-    assert loglog_slope([1, 2, 4], [1, 4, 16]) == pytest.approx(2.0, abs=1e-12)
+    assert loglog_slope([1, 2, 4], [3, 6, 12]) == pytest.approx(1.0, abs=FLOAT64)
+    assert loglog_slope([1, 2, 4], [1, 4, 16]) == pytest.approx(2.0, abs=FLOAT64)
     assert loglog_slope([8], [1]) is None
 
 

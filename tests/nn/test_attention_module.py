@@ -9,8 +9,8 @@ from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.nn.attention import MultiHeadAttention, merge_heads, split_heads
 from attnlab.ops.multihead import multi_head_attention
 from attnlab.ops.reference import reference_attention
+from tolerances import FLOAT64, FLOAT64_LONG
 
-TOL64 = 1e-12
 B, N_Q, N_K, D_MODEL, H, D_HEAD, D_V = 3, 5, 7, 11, 2, 13, 17  # distinct sizes
 
 
@@ -80,9 +80,9 @@ def test_matches_float64_reference_per_head(scale):
     x_q, x_kv = _inputs()
     got = m(x_q, x_kv, return_weights=True)
     ref_out, ref_w = _per_head_reference(m, x_q, x_kv, scale=scale)
-    assert (got.output - ref_out).abs().max() < TOL64
-    assert (got.weights - ref_w).abs().max() < TOL64
-    assert (m(x_q, x_kv).output - ref_out).abs().max() < TOL64  # fused path too
+    assert (got.output - ref_out).abs().max() < FLOAT64
+    assert (got.weights - ref_w).abs().max() < FLOAT64
+    assert (m(x_q, x_kv).output - ref_out).abs().max() < FLOAT64  # fused path too
 
 
 def test_masks_match_reference():
@@ -92,8 +92,8 @@ def test_masks_match_reference():
     kpm[1, 3:] = True
     got = m(x_q, causal=True, key_padding_mask=kpm, return_weights=True)
     ref_out, ref_w = _per_head_reference(m, x_q, x_q, causal=True, key_padding_mask=kpm)
-    assert (got.output - ref_out).abs().max() < TOL64
-    assert (got.weights - ref_w).abs().max() < TOL64
+    assert (got.output - ref_out).abs().max() < FLOAT64
+    assert (got.weights - ref_w).abs().max() < FLOAT64
     assert (got.weights[1, :, :, 3:] == 0).all()
     assert (torch.triu(got.weights[0], diagonal=1) == 0).all()
 
@@ -105,9 +105,9 @@ def test_qk_and_ov_circuits():
     assert W_QK.shape == W_OV.shape == (H, D_MODEL, D_MODEL)
     logits = torch.einsum("bnd,hde,bme->bhnm", x_q, W_QK, x_kv) / math.sqrt(D_HEAD)  # X W_QK Y^T * c
     got = m(x_q, x_kv, return_weights=True)
-    assert (torch.softmax(logits, dim=-1) - got.weights).abs().max() < TOL64
+    assert (torch.softmax(logits, dim=-1) - got.weights).abs().max() < FLOAT64
     out = torch.einsum("bhnm,bmd,hde->bne", got.weights, x_kv, W_OV)  # sum_h P_h Y W_OV,h
-    assert (out - got.output).abs().max() < TOL64
+    assert (out - got.output).abs().max() < FLOAT64
     assert torch.linalg.matrix_rank(W_QK[0]).item() == min(D_MODEL, D_HEAD)
 
 
@@ -118,7 +118,7 @@ def test_unnormalized_attention():
         ((x_q @ m.W_Q[h]) @ (x_kv @ m.W_K[h]).transpose(-2, -1)) @ (x_kv @ m.W_V[h]) @ m.W_O[h]
         for h in range(H)
     )
-    assert (m(x_q, x_kv).output - expected).abs().max() < 1e-10
+    assert (m(x_q, x_kv).output - expected).abs().max() < FLOAT64_LONG
 
 
 def test_eq3_slicing_round_trip_and_concat_form():
@@ -136,7 +136,7 @@ def test_eq3_slicing_round_trip_and_concat_form():
         for s in (slice(h * k, (h + 1) * k) for h in range(n_heads))
     ]
     expected = torch.cat(heads, dim=-1) @ W_c  # Concat(head_1, ..., head_H) W_c, eq. (7)
-    assert (m(X).output - expected).abs().max() < TOL64
+    assert (m(X).output - expected).abs().max() < FLOAT64
 
 
 def test_split_merge_inverse():

@@ -7,8 +7,8 @@ import torch
 from attnlab.errors import ConfigError
 from attnlab.nn.block import DecoderBlock, FeedForward, TransformerBlock
 from attnlab.ops.reference import reference_attention
+from tolerances import FLOAT64, FLOAT64_LONG
 
-TOL64 = 1e-12
 B, N, N_SRC, D, H, D_FF = 3, 5, 7, 6, 3, 11
 
 
@@ -51,7 +51,7 @@ def test_feedforward_shapes_and_formula():
         "W_1": (D, D_FF), "W_2": (D_FF, D), "b_1": (D_FF,), "b_2": (D,)  # b_1 in R^m, b_2 in R^d
     }
     u = _x()
-    assert (f(u) - _ffn(f, u)).abs().max() < TOL64
+    assert (f(u) - _ffn(f, u)).abs().max() < FLOAT64
     assert f(u).shape == (B, N, D)
     assert len(list(FeedForward(D, D_FF, bias=False).parameters())) == 2
 
@@ -61,7 +61,7 @@ def test_post_ln_block_is_the_text():
     x = _x()
     u = _ln(block.norm1, x + _mha_ref(block.attn, x, x))  # u = LN(x + MHA(x))
     z = _ln(block.norm2, u + _ffn(block.ffn, u))  # z = LN(u + FFN(u))
-    assert (block(x) - z).abs().max() < 1e-10
+    assert (block(x) - z).abs().max() < FLOAT64_LONG
 
 
 def test_pre_ln_block():
@@ -69,7 +69,7 @@ def test_pre_ln_block():
     x = _x()
     u = x + _mha_ref(block.attn, _ln(block.norm1, x), _ln(block.norm1, x))  # u = x + MHA(LN(x))
     z = u + _ffn(block.ffn, _ln(block.norm2, u))  # z = u + FFN(LN(u))
-    assert (block(x) - z).abs().max() < 1e-10
+    assert (block(x) - z).abs().max() < FLOAT64_LONG
 
 
 def test_post_ln_rows_are_normalised_pre_ln_rows_are_not():
@@ -90,7 +90,7 @@ def test_standard_norm_and_causal_mask():
     ln = lambda m, z: torch.nn.functional.layer_norm(z, (D,), m.gamma, m.beta, 1e-5)  # noqa: E731
     u = ln(block.norm1, x + _mha_ref(block.attn, x, x, causal=True))
     z = ln(block.norm2, u + _ffn(block.ffn, u))
-    assert (block(x, causal=True) - z).abs().max() < 1e-10
+    assert (block(x, causal=True) - z).abs().max() < FLOAT64_LONG
 
 
 def test_dropout_off_by_default_is_deterministic_in_train_mode():
@@ -107,7 +107,7 @@ def test_decoder_block_post_ln_is_the_text():
     u = _ln(block.norm1, x + _mha_ref(block.self_attn, x, x, causal=True))
     v = _ln(block.norm2, u + _mha_ref(block.cross_attn, u, Z))  # own W_K, W_V on Z
     z = _ln(block.norm3, v + _ffn(block.ffn, v))
-    assert (block(x, Z) - z).abs().max() < 1e-10
+    assert (block(x, Z) - z).abs().max() < FLOAT64_LONG
 
 
 def test_decoder_block_pre_ln():
@@ -116,7 +116,7 @@ def test_decoder_block_pre_ln():
     u = x + _mha_ref(block.self_attn, *(2 * (_ln(block.norm1, x),)), causal=True)
     v = u + _mha_ref(block.cross_attn, _ln(block.norm2, u), Z)
     z = v + _ffn(block.ffn, _ln(block.norm3, v))
-    assert (block(x, Z) - z).abs().max() < 1e-10
+    assert (block(x, Z) - z).abs().max() < FLOAT64_LONG
 
 
 def test_decoder_block_is_causal_and_reads_Z():
@@ -139,7 +139,7 @@ def test_memory_padding_hides_padded_source_positions():
     Z2 = Z.clone()
     Z2[:, 4:] = 100.0
     out = block(x, Z, memory_key_padding_mask=pad)
-    assert (out - block(x, Z2, memory_key_padding_mask=pad)).abs().max() < TOL64
+    assert (out - block(x, Z2, memory_key_padding_mask=pad)).abs().max() < FLOAT64
 
 
 def test_fully_padded_rows_have_finite_gradients():

@@ -15,8 +15,7 @@ from attnlab.nn.positional import (
     shift_matrix,
     sinusoidal_encoding,
 )
-
-TOL64 = 1e-12
+from tolerances import FLOAT64
 
 
 def test_hand_values_d4_N100():
@@ -58,8 +57,8 @@ def test_shift_matrix_is_a_rotation_group():
     d, N = 10, 37.0
     M3, M5, M8 = shift_matrix(3, d, N), shift_matrix(5, d, N), shift_matrix(8, d, N)
     eye = torch.eye(d, dtype=torch.float64)
-    assert (M3 @ M3.T - eye).abs().max() < TOL64  # orthogonal
-    assert (M3 @ M5 - M8).abs().max() < TOL64  # M_s M_r = M_{s+r}
+    assert (M3 @ M3.T - eye).abs().max() < FLOAT64  # orthogonal
+    assert (M3 @ M5 - M8).abs().max() < FLOAT64  # M_s M_r = M_{s+r}
     assert (shift_matrix(0, d, N) - eye).abs().max() == 0
     # block diagonal: nothing couples different frequencies
     mask = torch.block_diag(*[torch.ones(2, 2)] * (d // 2)).bool()

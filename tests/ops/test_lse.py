@@ -14,6 +14,7 @@ from attnlab.errors import ConfigError
 from attnlab.ops import attention_lse, attention_rows
 from attnlab.ops import lse as lse_module
 from attnlab.ops.masks import causal_mask
+from tolerances import FLOAT64
 
 F32, F64 = torch.float32, torch.float64
 METHODS = ["fused", "chunked"]
@@ -119,7 +120,7 @@ def test_float64_every_alignment_to_1e_12(causal, n_q, n_k, gqa, method):
     assert L.dtype == F64 and L.shape == (1, 6, n_q)
     assert torch.equal(torch.isinf(L), torch.isinf(lse_ref))  # the same empty rows
     finite = torch.isfinite(lse_ref)
-    assert (L[finite] - lse_ref[finite]).abs().max().item() <= 1e-12
+    assert (L[finite] - lse_ref[finite]).abs().max().item() <= FLOAT64
     row_sets = [slice(None), slice(3, 17), slice(-5, None), range(1, n_q, 3), torch.tensor([n_q - 1, 0, 7, 7])]
     for rows in row_sets:
         idx = torch.tensor(list(rows)) if isinstance(rows, range) else torch.arange(n_q)[rows]
@@ -127,7 +128,7 @@ def test_float64_every_alignment_to_1e_12(causal, n_q, n_k, gqa, method):
         m = "auto" if (method == "fused" and causal and isinstance(rows, (range, torch.Tensor))) else method
         P = attention_rows(q, k, rows, causal=causal, enable_gqa=gqa, method=m, chunk=8)
         assert P.shape == (1, 6, len(idx), n_k)
-        assert (P - weights[..., idx, :]).abs().max().item() <= 1e-12
+        assert (P - weights[..., idx, :]).abs().max().item() <= FLOAT64
 
 
 def test_bottom_right_with_fewer_queries_than_keys():
@@ -135,7 +136,7 @@ def test_bottom_right_with_fewer_queries_than_keys():
     q, k = _inputs(16, 200, d=8, dtype=F64)
     weights, _ = _softmax_reference(q, k, "bottom_right")
     P = attention_rows(q, k, slice(None), causal="bottom_right")
-    assert (P - weights).abs().max().item() <= 1e-12
+    assert (P - weights).abs().max().item() <= FLOAT64
     visible = (P > 0).sum(dim=-1)  # (1, 2, 16)
     assert visible[0, 0].tolist() == list(range(185, 201))
     # top-left on the same shapes differs: query i sees i + 1 keys
@@ -161,7 +162,7 @@ def test_lse_is_stable_where_the_naive_sum_overflows():
         L = attention_lse(q, k, method=method)
         assert torch.isfinite(L).all()
         P = attention_rows(q, k, slice(None), lse=L)
-        assert (P - torch.softmax(logits, -1)).abs().max().item() <= 1e-12
+        assert (P - torch.softmax(logits, -1)).abs().max().item() <= FLOAT64
 
 
 def test_chunked_path_is_differentiable_and_auto_takes_it_with_gradients():
@@ -181,11 +182,11 @@ def test_broadcast_batch_and_plain_matrices():
     k = torch.randn(2, 12, 4, generator=g, dtype=F64)  # shared across the leading batch axis
     weights, lse_ref = _softmax_reference(q, k.expand(3, 2, 12, 4), None)
     for method in METHODS:
-        assert (attention_lse(q, k, method=method) - lse_ref).abs().max().item() <= 1e-12
-        assert (attention_rows(q, k, slice(4, 9), method=method) - weights[..., 4:9, :]).abs().max().item() <= 1e-12
+        assert (attention_lse(q, k, method=method) - lse_ref).abs().max().item() <= FLOAT64
+        assert (attention_rows(q, k, slice(4, 9), method=method) - weights[..., 4:9, :]).abs().max().item() <= FLOAT64
     w2, l2 = _softmax_reference(q[0, 0], k[0], "top_left")  # 2-D inputs
-    assert (attention_lse(q[0, 0], k[0], causal="top_left") - l2).abs().max().item() <= 1e-12
-    assert (attention_rows(q[0, 0], k[0], [9, 2], causal="top_left") - w2[[9, 2]]).abs().max().item() <= 1e-12
+    assert (attention_lse(q[0, 0], k[0], causal="top_left") - l2).abs().max().item() <= FLOAT64
+    assert (attention_rows(q[0, 0], k[0], [9, 2], causal="top_left") - w2[[9, 2]]).abs().max().item() <= FLOAT64
 
 
 def test_strided_last_axis_is_read_correctly():
@@ -257,7 +258,7 @@ def test_without_a_kernel_for_the_dtype_auto_streams_and_fused_refuses(monkeypat
     monkeypatch.setitem(lse_module._FUSED_DTYPES, "cpu", ())
     q, k = _inputs(30, 30, d=8, dtype=F64)
     _, lse_ref = _softmax_reference(q, k, True)
-    assert (attention_lse(q, k, causal=True) - lse_ref).abs().max().item() <= 1e-12
+    assert (attention_lse(q, k, causal=True) - lse_ref).abs().max().item() <= FLOAT64
     with pytest.raises(ConfigError, match="no fused kernel for torch.float64 on cpu"):
         attention_lse(q, k, method="fused")
 

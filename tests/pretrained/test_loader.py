@@ -14,6 +14,7 @@ from safetensors.torch import save_file
 from attnlab.errors import ConfigError
 from attnlab.pretrained import bert, gpt2, load_pretrained
 from attnlab.pretrained.loader import resolve_checkpoint
+from tolerances import FLOAT64
 
 # GPT-2 layout with distinct primes: d = 15 = 3 heads x 5, d_ff = 7, 2 layers, vocab 11, 13 positions
 GPT2 = {"model_type": "gpt2", "n_embd": 15, "n_head": 3, "n_layer": 2, "n_inner": 7, "vocab_size": 11,
@@ -108,7 +109,7 @@ def test_left_padding_leaves_real_tokens_as_they_are_unpadded(tmp_path):
     out = pm.forward(ids, pad)
     alone = pm.forward(ids[:1, 2:])
     for a, b in zip(out.hidden_states, alone.hidden_states):
-        assert (a[0, 2:] - b[0]).abs().max() < 1e-12
+        assert (a[0, 2:] - b[0]).abs().max() < FLOAT64
     assert (out.attentions[0][0, :, :2] == 0).all()  # padded queries with only padding in view: weights 0
 
 

@@ -13,6 +13,7 @@ from attnlab.analysis.kruskal import randomized_rank_test
 from attnlab.data import english_examples
 from attnlab.errors import ConfigError
 from attnlab.pretrained import load_minilm, minilm_hidden_states, minilm_model_dir
+from tolerances import FLOAT64
 
 T, n = 24, 19
 
@@ -45,7 +46,7 @@ def test_L0_is_the_embedding_output_by_hand(minilm):
         ln = emb.LayerNorm
         x = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + ln.eps)
         x = x * ln.weight + ln.bias  # (T, n, 384)
-    assert np.abs(h.L0 - x.numpy()).max() < 1e-12
+    assert np.abs(h.L0 - x.numpy()).max() < FLOAT64
 
 
 @pytest.mark.slow  # loads transformers and the model (~7 s on an idle 2-core machine)

@@ -23,12 +23,13 @@ import torch
 
 from attnlab.data import english_sentences
 from attnlab.pretrained import load_pretrained
+from tolerances import FLOAT64, ROW_SUM_TOL_FLOAT64
 
 transformers = pytest.importorskip("transformers")
 transformers.utils.logging.disable_progress_bar()
 pytestmark = pytest.mark.slow  # transformers' import and model construction take seconds
 
-TOL = 1e-12  # float64: absolute, on values up to ~10 (BERT's hidden states)
+# FLOAT64 is absolute here, on values up to ~10 (BERT's hidden states)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 
 
@@ -71,13 +72,13 @@ def test_minilm_matches_transformers_on_padded_english(minilm):
     assert len(ours.hidden_states) == len(theirs.hidden_states) == 7 and len(ours.attentions) == 6
     assert ours.attentions[0].shape == (5, 12, e.input_ids.shape[1], e.input_ids.shape[1])
     h, p = _max_diffs(ours.hidden_states, ours.attentions, theirs, real)
-    assert h < TOL and p < TOL, (h, p)
+    assert h < FLOAT64 and p < FLOAT64, (h, p)
     # padded positions: the same in both (right padding, transformers' arange positions)
     for a, b in zip(ours.hidden_states, theirs.hidden_states):
-        assert (a - b).abs().max() < TOL
+        assert (a - b).abs().max() < FLOAT64
     for a in ours.attentions:  # padded keys weigh exactly 0; real rows sum to 1
         assert (a.masked_select(e.key_padding_mask[:, None, None, :]) == 0).all()
-        assert (a.sum(-1) - 1).transpose(1, 2)[real].abs().max() < TOL
+        assert (a.sum(-1) - 1).transpose(1, 2)[real].abs().max() < ROW_SUM_TOL_FLOAT64
     assert torch.equal(ours.output, ours.hidden_states[-1])  # post-LN: no final LayerNorm
 
 
@@ -129,9 +130,9 @@ def test_gpt2_matches_transformers_on_padded_english(gpt2_dir, padding_side):
     # transformers' last hidden state is after ln_f: attnlab's output; the others are block outputs
     hidden = ours.hidden_states[:-1] + [ours.output]
     h, p = _max_diffs(hidden, ours.attentions, theirs, real)
-    assert h < TOL and p < TOL, (h, p)
+    assert h < FLOAT64 and p < FLOAT64, (h, p)
     if padding_side == "right":  # padded positions too: they see the real keys before them
-        assert max((a - b).abs().max().item() for a, b in zip(hidden, theirs.hidden_states)) < TOL
+        assert max((a - b).abs().max().item() for a, b in zip(hidden, theirs.hidden_states)) < FLOAT64
     else:  # rows of padded queries before the first real token: 0 here, uniform in transformers
         first = real.to(torch.int64).argmax(-1)
         for a in ours.attentions:
@@ -154,7 +155,7 @@ def test_gpt2_scale_options_match_transformers(tmp_path):
     with torch.no_grad():
         theirs = hf(input_ids=ids, attention_mask=(~pad).long(), output_hidden_states=True, output_attentions=True)
     h, p = _max_diffs(ours.hidden_states[:-1] + [ours.output], ours.attentions, theirs, ~pad)
-    assert h < TOL and p < TOL, (h, p)
+    assert h < FLOAT64 and p < FLOAT64, (h, p)
 
 
 def test_roberta_positions_and_layers_match_transformers(tmp_path):
@@ -172,4 +173,4 @@ def test_roberta_positions_and_layers_match_transformers(tmp_path):
     with torch.no_grad():
         theirs = hf(input_ids=ids, attention_mask=(~pad).long(), output_hidden_states=True, output_attentions=True)
     h, p = _max_diffs(ours.hidden_states, ours.attentions, theirs, ~pad)
-    assert h < TOL and p < TOL, (h, p)
+    assert h < FLOAT64 and p < FLOAT64, (h, p)

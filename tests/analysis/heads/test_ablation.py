@@ -8,6 +8,7 @@ import torch
 from attnlab.analysis.heads.ablation import KINDS, ablation_estimates, baseline, exact_ablations, segment_loss
 from attnlab.errors import ConfigError
 from attnlab.nn import Encoder
+from tolerances import FLOAT64
 
 HEADS = [(l, h) for l in range(3) for h in range(4)]
 
@@ -26,16 +27,16 @@ def test_baseline_loss_is_the_models_own(setup):
     model, ids, b = setup
     with torch.no_grad():
         logits = model(ids).logits
-    assert (b.loss - segment_loss(logits, ids)).abs().max().item() <= 1e-12
+    assert (b.loss - segment_loss(logits, ids)).abs().max().item() <= FLOAT64
     assert b.z.shape == (3, 4, 4, 12, 8) and b.mu.shape == (3, 4, 8)
     ce = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 50), ids[:, 1:].reshape(-1), reduction="none")
-    assert (b.loss - ce.reshape(4, 11).mean(-1)).abs().max().item() <= 1e-12
+    assert (b.loss - ce.reshape(4, 11).mean(-1)).abs().max().item() <= FLOAT64
 
 
 def test_replacing_a_head_by_itself_changes_nothing(setup):
     model, _, b = setup
     d = exact_ablations(model, b, HEADS, fraction=0.0)
-    assert max(v.abs().max().item() for k in KINDS for v in d[k].values()) <= 1e-12
+    assert max(v.abs().max().item() for k in KINDS for v in d[k].values()) <= FLOAT64
 
 
 def test_zero_ablation_equals_removing_the_head_by_hand(setup):
@@ -48,7 +49,7 @@ def test_zero_ablation_equals_removing_the_head_by_hand(setup):
         W_O[2] = 0
         loss = segment_loss(model(ids).logits, ids)
         W_O.copy_(saved)
-    assert (d - (loss - b.loss)).abs().max().item() <= 1e-12
+    assert (d - (loss - b.loss)).abs().max().item() <= FLOAT64
 
 
 def test_first_order_estimates_are_exact_in_the_small_change_limit(setup):
@@ -93,7 +94,7 @@ def test_a_loss_on_chosen_predictions(setup):
     with torch.no_grad():
         logits = model(ids).logits
     ce = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 50), ids[:, 1:].reshape(-1), reduction="none")
-    assert (b.loss - ce.reshape(4, 11)[:, 6:10].mean(-1)).abs().max().item() <= 1e-12
+    assert (b.loss - ce.reshape(4, 11)[:, 6:10].mean(-1)).abs().max().item() <= FLOAT64
     exact = exact_ablations(model, b, [(2, 1)], ["zero"], fraction=1e-5)["zero"][(2, 1)]
     est = ablation_estimates(model, b, ["zero"], fraction=1e-5)["zero"][2, 1]
     assert (exact - est).abs().max().item() <= 1e-4 * exact.abs().max().item()

@@ -10,7 +10,7 @@ import pytest
 import scipy.stats
 import torch
 from scipy.optimize import linear_sum_assignment
-from tolerances import assert_close
+from tolerances import FLOAT64, FLOAT64_LONG, assert_close
 
 from attnlab.analysis.heads import (
     attention_sink_share,
@@ -93,8 +93,8 @@ def test_a_copying_head_scores_one_and_a_negating_head_minus_one():
     W_E, W_U = _embedding()
     I = torch.eye(5, dtype=F64)
     s = copying_score(torch.stack([I, -I, 2.5 * I]), W_E, W_U)
-    assert s.elhage_score.tolist() == pytest.approx([1.0, -1.0, 1.0], abs=1e-12)
-    assert s.positive_share.tolist() == pytest.approx([1.0, 0.0, 1.0], abs=1e-12)
+    assert s.elhage_score.tolist() == pytest.approx([1.0, -1.0, 1.0], abs=FLOAT64)
+    assert s.positive_share.tolist() == pytest.approx([1.0, 0.0, 1.0], abs=FLOAT64)
     assert s.positive_fraction.tolist() == [1.0, 0.0, 1.0] and s.n_nonzero.tolist() == [5, 5, 5]
     assert s.eigenvalues.dtype == torch.complex128 and s.eigenvalues.shape == (3, 5)
 
@@ -107,9 +107,9 @@ def test_a_low_rank_copier_a_rotation_and_a_mixed_head():
     M = torch.diag(torch.tensor([3.0, 1.0, -1.0, 0.0, 0.0], dtype=F64))
     s = copying_score(torch.stack([P, R, M]), W_E, W_U)
     assert s.n_nonzero.tolist() == [2, 2, 3]
-    assert s.elhage_score.tolist() == pytest.approx([1.0, 0.0, 3 / 5], abs=1e-12)  # (3 + 1 - 1) / 5
-    assert s.positive_share.tolist() == pytest.approx([1.0, 0.0, 4 / 5], abs=1e-12)
-    assert s.positive_fraction.tolist() == pytest.approx([1.0, 0.0, 2 / 3], abs=1e-12)
+    assert s.elhage_score.tolist() == pytest.approx([1.0, 0.0, 3 / 5], abs=FLOAT64)  # (3 + 1 - 1) / 5
+    assert s.positive_share.tolist() == pytest.approx([1.0, 0.0, 4 / 5], abs=FLOAT64)
+    assert s.positive_fraction.tolist() == pytest.approx([1.0, 0.0, 2 / 3], abs=FLOAT64)
     zero = copying_score(torch.zeros(5, 5, dtype=F64), W_E, W_U)
     assert math.isnan(zero.elhage_score.item()) and zero.n_nonzero.item() == 0
 
@@ -125,12 +125,12 @@ def test_the_small_matrix_has_the_nonzero_eigenvalues_of_the_full_vocabulary_cir
     small = s.eigenvalues[:d_v]
     cost = (small[:, None] - full[None, :]).abs().numpy()
     rows, cols = linear_sum_assignment(cost)
-    assert cost[rows, cols].max() < 1e-10
+    assert cost[rows, cols].max() < FLOAT64_LONG
     rest = torch.ones(V, dtype=torch.bool)
     rest[torch.as_tensor(cols)] = False
-    assert full[rest].abs().max() < 1e-10  # the rest of the full spectrum is zero
+    assert full[rest].abs().max() < FLOAT64_LONG  # the rest of the full spectrum is zero
     expected = full.real.sum() / full.abs()[~rest].sum()
-    assert abs(s.elhage_score.item() - expected.item()) < 1e-10
+    assert abs(s.elhage_score.item() - expected.item()) < FLOAT64_LONG
 
 
 def test_the_norm_gain_is_folded_before_the_value_projection():
@@ -189,9 +189,9 @@ def test_a_head_on_a_low_norm_first_token_has_a_small_norm_share():
     V[0, 0] = 0.01  # whose value vector nearly vanishes
     N = value_weighted_attention(A, V)
     s = norm_weighted_share(A, N, [0])
-    assert s.attention.item() == pytest.approx(0.9, abs=1e-12)
+    assert s.attention.item() == pytest.approx(0.9, abs=FLOAT64)
     expected = 0.9 * 0.01 / (0.9 * 0.01 + 0.1)  # ||0.9 v_0|| over the row's total norm (||v_j|| = sqrt 2 cancels)
-    assert s.norm.item() == pytest.approx(expected, abs=1e-12)
+    assert s.norm.item() == pytest.approx(expected, abs=FLOAT64)
     # a key-padding mask leaves the padded rows out; a boolean key mask selects the same keys
     pad = torch.zeros(n, dtype=torch.bool)
     pad[-1] = True
@@ -199,7 +199,7 @@ def test_a_head_on_a_low_norm_first_token_has_a_small_norm_share():
     first[0] = True
     m = norm_weighted_share(A, N, first, key_padding_mask=pad)
     total_real = 0.9 * 0.01 + 0.1 / (n - 1) * (n - 2)  # the padded key's norm is left out
-    assert m.norm.item() == pytest.approx(0.9 * 0.01 / total_real, abs=1e-12)
+    assert m.norm.item() == pytest.approx(0.9 * 0.01 / total_real, abs=FLOAT64)
 
 
 @pytest.mark.parametrize("V, W_O, match", [
@@ -277,8 +277,8 @@ def test_the_interval_is_scipys_student_t_interval_and_ignores_nan_per_cell():
     for c in range(2):
         col = x[:, c][~x[:, c].isnan()].numpy()
         lo, hi = scipy.stats.t.interval(0.9, len(col) - 1, loc=col.mean(), scale=scipy.stats.sem(col))
-        assert r.mean[c].item() == pytest.approx(col.mean(), abs=1e-12)
-        assert r.low[c].item() == pytest.approx(lo, abs=1e-12) and r.high[c].item() == pytest.approx(hi, abs=1e-12)
+        assert r.mean[c].item() == pytest.approx(col.mean(), abs=FLOAT64)
+        assert r.low[c].item() == pytest.approx(lo, abs=FLOAT64) and r.high[c].item() == pytest.approx(hi, abs=FLOAT64)
     assert r.mean[2].item() == 1.5 and math.isnan(r.low[2].item()) and math.isnan(r.high[2].item())
     r1 = mean_confidence_interval(x.T, dim=1, level=0.9)
     assert_close(r1.low[:2], r.low[:2])
@@ -301,10 +301,10 @@ def test_the_sink_share_of_uniform_maps_is_the_analytic_chance_level():
     n = 7
     harmonic = sum(1 / k for k in range(1, n + 1))
     causal = attention_sink_share(uniform_attention(n, causal=True))
-    assert causal.share.item() == pytest.approx(harmonic / n, abs=1e-12)
-    assert causal.causal_chance.item() == pytest.approx(harmonic / n, abs=1e-12)
-    assert causal.bidirectional_chance.item() == pytest.approx(1 / n, abs=1e-12)
-    assert attention_sink_share(uniform_attention(n)).share.item() == pytest.approx(1 / n, abs=1e-12)
+    assert causal.share.item() == pytest.approx(harmonic / n, abs=FLOAT64)
+    assert causal.causal_chance.item() == pytest.approx(harmonic / n, abs=FLOAT64)
+    assert causal.bidirectional_chance.item() == pytest.approx(1 / n, abs=FLOAT64)
+    assert attention_sink_share(uniform_attention(n)).share.item() == pytest.approx(1 / n, abs=FLOAT64)
     A = _maps(2, 3, n, n, seed=9, causal=True)
     s = attention_sink_share(A)
     assert s.share.shape == s.causal_chance.shape == (2, 3)
@@ -319,6 +319,6 @@ def test_the_sink_is_the_first_real_token_under_left_padding():
     s = attention_sink_share(U[None], key_padding_mask=pad)
     m = n - p
     harmonic = sum(1 / k for k in range(1, m + 1))
-    assert s.share.item() == pytest.approx(harmonic / m, abs=1e-12)
-    assert s.causal_chance.item() == pytest.approx(harmonic / m, abs=1e-12)
-    assert s.bidirectional_chance.item() == pytest.approx(1 / m, abs=1e-12)
+    assert s.share.item() == pytest.approx(harmonic / m, abs=FLOAT64)
+    assert s.causal_chance.item() == pytest.approx(harmonic / m, abs=FLOAT64)
+    assert s.bidirectional_chance.item() == pytest.approx(1 / m, abs=FLOAT64)

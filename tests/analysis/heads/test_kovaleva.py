@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS, MIX_SHARE, PATTERN_THRESHOLD, kovaleva_patterns
+from tolerances import FLOAT64
 
 N, SEP = 23, 11  # [CLS] 1 .. 10 [SEP] 12 .. 21 [SEP]
 SPECIAL = [0, SEP, N - 1]
@@ -92,7 +93,7 @@ def test_template_mass_is_one_minus_half_the_distance_to_the_template(seed, n):
     m = float(a[T].sum())
     x = torch.where(T, a, 0.0)
     x[T.nonzero()[0]] += 1 - m  # move the missing mass onto T: distance exactly 2 (1 - m)
-    assert float((a - x).abs().sum()) == pytest.approx(2 * (1 - m), abs=1e-12)
+    assert float((a - x).abs().sum()) == pytest.approx(2 * (1 - m), abs=FLOAT64)
     y = torch.where(T, -torch.log(torch.rand(n, generator=g, dtype=torch.float64)), 0.0)
     y = y / y.sum()  # any other row-stochastic row on T is no closer
-    assert float((a - y).abs().sum()) >= 2 * (1 - m) - 1e-12
+    assert float((a - y).abs().sum()) >= 2 * (1 - m) - FLOAT64

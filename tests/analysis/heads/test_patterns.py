@@ -20,6 +20,7 @@ from attnlab.analysis.heads.patterns import (
 )
 from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.errors import ConfigError
+from tolerances import FLOAT64
 
 TOKENS = torch.tensor([0, 5, 7, 5, 7])  # BOS, then "5 7" twice
 
@@ -81,7 +82,7 @@ def test_the_transformerlens_convention_reproduces_its_formulas(measure, exclude
     for D in (previous_token_pattern(7), duplicate_token_pattern(tokens), induction_pattern(tokens)):
         ours = pattern_score(A, D, measure=measure, exclude_bos=exclude_bos,
                              exclude_current_token=exclude_current_token, convention="transformerlens")
-        assert ours.item() == pytest.approx(_tl_score(A, D, exclude_bos, exclude_current_token, measure), abs=1e-12)
+        assert ours.item() == pytest.approx(_tl_score(A, D, exclude_bos, exclude_current_token, measure), abs=FLOAT64)
 
 
 def test_mul_scores_agree_when_every_row_has_a_target():
@@ -143,7 +144,7 @@ def test_bidirectional_duplicate_scores_ignore_the_order_of_tokens(seed, measure
     perm = torch.randperm(n, generator=g)
     a = pattern_scores(A, tokens, causal=False, measure=measure).duplicate_token
     b = pattern_scores(A[perm][:, perm], tokens[perm], causal=False, measure=measure).duplicate_token
-    assert torch.allclose(a, b, atol=1e-12, equal_nan=True)
+    assert torch.allclose(a, b, atol=FLOAT64, equal_nan=True)
 
 
 # ---- TransformerLens' own scores on its repeated-random-token prompts --------------------------------

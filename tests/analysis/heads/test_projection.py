@@ -23,7 +23,7 @@ from attnlab.analysis.heads.projection import (
 )
 from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.errors import ConfigError
-from tolerances import assert_close
+from tolerances import FLOAT64, assert_close
 
 H3 = torch.tensor([[0.7, 0.0, 0.3], [0.0, 1.0, 0.0], [0.3, 0.0, 0.7]], dtype=torch.float64)
 
@@ -79,7 +79,7 @@ def test_projection_is_optimal_feasible_and_idempotent(seed, n, w, eps, s):
     assert bool(in_band_sparse(p.X, band, eps, s))
     for _ in range(20):  # no member of X is closer
         X = _member(n, band, eps, s, g)
-        assert (H - X).abs().sum().item() >= p.distance.item() - 1e-12
+        assert (H - X).abs().sum().item() >= p.distance.item() - FLOAT64
     again = project_band_sparse(p.X, band, eps, s)
     assert again.distance.item() == 0.0 and torch.equal(again.X, p.X)
 
@@ -95,7 +95,7 @@ def test_box_case_distance_grows_by_exactly_the_distance_to_the_projection(seed,
     X = _member(n, band, eps, None, g)
     lhs = (H - X).abs().sum()
     rhs = (H - Xs).abs().sum() + (X - Xs).abs().sum()
-    assert lhs.item() == pytest.approx(rhs.item(), abs=1e-12)
+    assert lhs.item() == pytest.approx(rhs.item(), abs=FLOAT64)
 
 
 def test_placement_costs_are_the_per_row_distances():
@@ -121,7 +121,7 @@ def test_best_permutation_equals_enumeration(s, axis):
     band = band_mask(n, 1)
     fit = best_row_permutation(H, band, 0.05, s, axis=axis, exhaustive_limit=0)
     _, brute = exhaustive_row_permutation(H if axis == "rows" else H.T, band, 0.05, s)
-    assert fit.exact and fit.distance == pytest.approx(brute, abs=1e-12) and fit.lower_bound <= brute + 1e-12
+    assert fit.exact and fit.distance == pytest.approx(brute, abs=FLOAT64) and fit.lower_bound <= brute + FLOAT64
     assert fit.method == ("assignment" if s in (None, 0) else "assignment-certified")
     permuted = H[fit.perm] if axis == "rows" else H[:, fit.perm]
     assert fit.distance == pytest.approx(band_sparse_distance(permuted, band, 0.05, s).item())
@@ -136,7 +136,7 @@ def test_best_permutation_distance_does_not_depend_on_the_order_of_rows(seed):
     band = band_mask(n, 1)
     a = best_row_permutation(H, band, 0.03).distance
     b = best_row_permutation(H[perm], band, 0.03).distance
-    assert a == pytest.approx(b, abs=1e-12)
+    assert a == pytest.approx(b, abs=FLOAT64)
 
 
 def test_baselines():

@@ -6,6 +6,7 @@ import pytest
 from attnlab.papers.logic.claims.gradients import init_terms
 from attnlab.papers.logic.claims.relu_constant import text_threshold_errors, threshold_errors
 from attnlab.registry import select_claims
+from tolerances import FLOAT64
 
 
 def _run(cid, seed=0):
@@ -29,7 +30,7 @@ def test_printed_gradient_is_minus_half_the_gradient(seed):
     """eq. 3.6-3.8, 3.18 as printed differ from the gradient by the factor -2 (relative gap 1.5 = |1 - (-1/2)|)."""
     c = _run("logic.gradient-closed-form", seed)
     assert c.verdict == "differs" and c.measured == pytest.approx(1.5, abs=1e-9)
-    assert max(c.values["minus_two_times_printed"].values()) <= 1e-12
+    assert max(c.values["minus_two_times_printed"].values()) <= FLOAT64
 
 
 def test_init_scale_differs_at_one_over_n():
@@ -47,23 +48,23 @@ def test_threshold_values_match_the_formula():
     assert v["c_star"] == pytest.approx(max(0, v["max_q"]) + max(0, -v["min_q"]), abs=0)
     assert v["min_q"] < 0 < v["max_q"]
     for s in "23":
-        assert v[f"at_c_star_{s}"] <= 1e-12 and v[f"below_{s}"] >= v["delta"] * (1 - 1e-9)
-        assert v[f"text_readout_{s}"] == pytest.approx(-v["min_q"], abs=1e-12)
+        assert v[f"at_c_star_{s}"] <= FLOAT64 and v[f"below_{s}"] >= v["delta"] * (1 - 1e-9)
+        assert v[f"text_readout_{s}"] == pytest.approx(-v["min_q"], abs=FLOAT64)
     t = text_threshold_errors(1)  # q_true >= 0: the text's condition c >= max q_true is exact and tight
     for s in "23":
-        assert t[f"at_max_q_{s}"] <= 1e-12 and t[f"below_{s}"] >= t["delta"] * (1 - 1e-9)
+        assert t[f"at_max_q_{s}"] <= FLOAT64 and t[f"below_{s}"] >= t["delta"] * (1 - 1e-9)
 
 
 @pytest.mark.slow
 def test_solution_claims():
     c = _run("logic.solution-1")  # eq. 2.11's C fails on repeated pairs; the corrected C is exact
-    assert c.verdict == "differs" and c.measured > 1 and c.values["corrected_C"] <= 1e-12
+    assert c.verdict == "differs" and c.measured > 1 and c.values["corrected_C"] <= FLOAT64
     c = _run("logic.solution-1-linear")
-    assert c.verdict == "reproduced" and c.measured <= 1e-12 and c.values["per_case"]["Y_1"] > 0.5
+    assert c.verdict == "reproduced" and c.measured <= FLOAT64 and c.values["per_case"]["Y_1"] > 0.5
     for cid in ("logic.solution-2", "logic.solution-3"):  # the text's read-out clips negative targets
         c = _run(cid)
-        assert c.verdict == "differs" and c.measured == pytest.approx(-c.values["min_q_true"], abs=1e-12)
-        assert c.values["nonnegative_table"] <= 1e-12 and c.values["with_offset"] <= 1e-12
+        assert c.verdict == "differs" and c.measured == pytest.approx(-c.values["min_q_true"], abs=FLOAT64)
+        assert c.values["nonnegative_table"] <= FLOAT64 and c.values["with_offset"] <= FLOAT64
 
 
 @pytest.mark.slow
@@ -73,12 +74,12 @@ def test_section3_descent_claims(seed):
     assert c.verdict == "reproduced" and c.measured >= 0.9 and c.values["max_distance"] <= 0.05
     assert c.values["distance_ratio"] == pytest.approx(2 ** 0.5, abs=0.1)
     c = _run("logic.softmax-stationary", seed)
-    assert c.verdict == "reproduced" and c.measured <= 0.05 and c.values["exact_point_gap"] <= 1e-12
+    assert c.verdict == "reproduced" and c.measured <= 0.05 and c.values["exact_point_gap"] <= FLOAT64
     c = _run("logic.category-descent", seed)  # the text's family q = q_true + a(t) is exact
     assert c.verdict == "reproduced" and c.measured >= 0.75 and c.values["delta_Q_true"] > 0.1
-    assert c.values["text_family_loss"] <= 1e-12 and c.values["swapped_reading_loss"] > 1e-2
+    assert c.values["text_family_loss"] <= FLOAT64 and c.values["swapped_reading_loss"] > 1e-2
     c = _run("logic.category-degenerate", seed)
-    assert c.verdict == "reproduced" and c.measured <= 0.25 and abs(c.values["delta_Q_true"]) <= 1e-12
+    assert c.verdict == "reproduced" and c.measured <= 0.25 and abs(c.values["delta_Q_true"]) <= FLOAT64
     assert c.values["zero_loss_fraction"] >= 0.75 and c.values["generic_point_loss"] > 1e-2
 
 
@@ -87,4 +88,4 @@ def test_category_stationary_claim_differs(seed):
     """§3.3.1's 'only the trivial zero' fails: v = 0 with q != 0 in a codimension-3 subspace is a zero."""
     c = _run("logic.category-stationary", seed)
     assert c.verdict == "differs" and c.measured > 0.1
-    assert max(c.values["gradient"]) <= 1e-12 and c.values["control"] > 1e-2
+    assert max(c.values["gradient"]) <= FLOAT64 and c.values["control"] > 1e-2

@@ -10,8 +10,7 @@ from helpers import run_cli
 
 from attnlab.errors import ConfigError
 from attnlab.runs.construct import construct
-
-TOL = 1e-12
+from tolerances import FLOAT64
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -42,14 +41,14 @@ def test_npz_rechecked_with_numpy(tmp_path, solution):
             "--out", str(out), "--json")
     assert p.returncode == 0, p.stderr
     printed = json.loads(p.stdout)
-    assert printed["passed"] is True and printed["max_abs_error"] <= TOL and printed["sequences"] == 81
+    assert printed["passed"] is True and printed["max_abs_error"] <= FLOAT64 and printed["sequences"] == 81
     z = np.load(out)
     keys = {"tokens", "X", "Y", "q_true", "form", "q", "k", "v", "C", "bias"} | ({"B"} if solution == "1" else set())
     assert set(z.files) == keys
     assert z["tokens"].shape == (81, 4) and z["X"].shape == (81, 7, 4) and z["Y"].shape == (81, 4)
     assert str(z["form"]) == {"1": "relu-B", "1-linear": "linear"}.get(solution, "relu")
     Y_np = numpy_outputs(z)
-    assert np.abs(Y_np - z["Y"]).max() <= TOL
+    assert np.abs(Y_np - z["Y"]).max() <= FLOAT64
     t, q_true = z["tokens"], z["q_true"]
     assert np.abs(z["Y"][:, 1:] - q_true[t[:, :-1], t[:, 1:]]).max() == 0.0
     if solution != "1-linear":

@@ -8,6 +8,7 @@ from attnlab.papers.logic import mechanism as mech
 from attnlab.papers.logic.encoding import all_sequences, targets
 from attnlab.papers.logic.model import hand_built_params, hidden_width, predict
 from attnlab.papers.logic.solutions import build
+from tolerances import FLOAT64, FLOAT64_LONG
 
 N, M = 3, 5
 
@@ -29,7 +30,7 @@ def test_hand_built_solutions_have_fraction_one_in_their_structures(solution, ow
     q_true = np.random.default_rng(0).standard_normal((N, N))
     fr = _fractions(solution, q_true)
     for k in own:
-        assert abs(fr[k] - 1) <= 1e-10, (k, fr[k])
+        assert abs(fr[k] - 1) <= FLOAT64_LONG, (k, fr[k])
     other = "A: CC block (sol. 2)" if solution != "2" else "A: c D_{-1} in PP (sol. 1, 3)"
     assert fr[other] <= 0.1
 
@@ -42,7 +43,7 @@ def test_fractions_are_gauge_invariant():
     A2 = A + np.outer(g, rng.standard_normal(d)) + np.outer(rng.standard_normal(d), g)
     v2 = v + np.outer(rng.standard_normal(d), g) + np.outer(np.ones(d), rng.standard_normal(d))
     f1, f2 = mech.structure_fractions(A, v, B, N, M), mech.structure_fractions(A2, v2, B, N, M)
-    assert max(abs(f1[k] - f2[k]) for k in f1) <= 1e-10
+    assert max(abs(f1[k] - f2[k]) for k in f1) <= FLOAT64_LONG
 
 
 def test_path_ablation_keeps_solution_2_and_kills_it_on_the_other_path():
@@ -55,7 +56,7 @@ def test_path_ablation_keeps_solution_2_and_kills_it_on_the_other_path():
         Za, Zv = mech.path_weights(A, v, N, M, path, layernorm=False)
         e = dict(p, q=torch.as_tensor(Za), k=torch.eye(N + M, dtype=torch.float64), v=torch.as_tensor(Zv))
         r2 = mech.r2(predict(e, tok, N, norm="none"), Y)
-        assert (abs(r2 - 1) <= 1e-12) if expect_exact else (r2 < 0.5)
+        assert (abs(r2 - 1) <= FLOAT64) if expect_exact else (r2 < 0.5)
 
 
 def test_centred_fit_ignores_row_and_column_effects():
@@ -63,7 +64,7 @@ def test_centred_fit_ignores_row_and_column_effects():
     q = rng.standard_normal((4, 4))
     A = -2.5 * q + rng.standard_normal(4)[:, None] + rng.standard_normal(4)[None, :]
     corr, scale = mech.centred_fit(A, q)
-    assert abs(corr + 1) <= 1e-12 and abs(scale + 2.5) <= 1e-12
+    assert abs(corr + 1) <= FLOAT64 and abs(scale + 2.5) <= FLOAT64
 
 
 def test_ablated_predict_full_is_the_model_and_ablations_act_where_they_should():
@@ -76,7 +77,7 @@ def test_ablated_predict_full_is_the_model_and_ablations_act_where_they_should()
     for s in ("2", "3"):
         p = hand_built_params(build(s, q_true, M))
         assert torch.allclose(mech.ablated_predict(p, tok, N, "full", norm="none"), predict(p, tok, N, norm="none"),
-                              atol=1e-12, rtol=0)
+                              atol=FLOAT64, rtol=0)
         rel = {k: mech.relative_mse(mech.ablated_predict(p, tok, N, k, norm="none"), Y) for k in mech.ABLATIONS}
         assert rel["full"] <= 1e-20
         assert (rel["position-only logits"] <= 1e-20) == (s == "3")
@@ -91,15 +92,15 @@ def test_layernorm_frozen_is_the_model_when_every_scale_is_equal_and_differs_oth
     p = init_params(N, M, torch.Generator().manual_seed(0))
     tok = torch.as_tensor(all_sequences(N, M)[:50])
     full = mech.ablated_predict(p, tok, N, "full")
-    assert torch.allclose(full, predict(p, tok, N), atol=1e-12, rtol=0)
+    assert torch.allclose(full, predict(p, tok, N), atol=FLOAT64, rtol=0)
     assert float((mech.ablated_predict(p, tok, N, "LayerNorm scale frozen") - full).abs().max()) > 1e-6
     one = tok[:1].expand(7, M)  # one sequence repeated: the batch mean of each scale is the scale itself
     assert torch.allclose(mech.ablated_predict(p, one, N, "LayerNorm scale frozen"), predict(p, one, N),
-                          atol=1e-12, rtol=0)
+                          atol=FLOAT64, rtol=0)
 
 
 def test_value_map_fit_finds_solution_3_and_solution_1():
     q_true = np.random.default_rng(5).standard_normal((N, N))
     f3 = mech.value_map_fit(build("3", q_true, M).v, q_true, N)
     f1 = mech.value_map_fit(build("1", q_true, M).v, q_true, N)
-    assert f3["corr_A2t"] == pytest.approx(1.0, abs=1e-12) and f1["corr_identity"] == pytest.approx(1.0, abs=1e-12)
+    assert f3["corr_A2t"] == pytest.approx(1.0, abs=FLOAT64) and f1["corr_identity"] == pytest.approx(1.0, abs=FLOAT64)

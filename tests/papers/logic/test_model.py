@@ -10,6 +10,7 @@ from attnlab.papers.logic.encoding import all_sequences, encode, random_sequence
 from attnlab.papers.logic.model import (attention_t, effective, hand_built_params, hidden_rows, init_params, masks,
                                         mse, predict)
 from attnlab.papers.logic.solutions import build, solution1_linear
+from tolerances import FLOAT64, FLOAT64_LONG
 
 
 def test_one_hot_forward_is_eq_2_28():
@@ -19,7 +20,7 @@ def test_one_hot_forward_is_eq_2_28():
     p = init_params(N, M, torch.Generator().manual_seed(1))
     X = torch.as_tensor(encode(tok, N))
     dense = (X + attention_t(X, p["q"], p["k"], p["v"])).transpose(1, 2)
-    assert float((hidden_rows(p, torch.as_tensor(tok), N) - dense).abs().max()) <= 1e-12
+    assert float((hidden_rows(p, torch.as_tensor(tok), N) - dense).abs().max()) <= FLOAT64
 
 
 @pytest.mark.parametrize("solution", ["1", "2", "3"])
@@ -68,7 +69,7 @@ def test_gauge_directions_do_not_change_the_output():
     # A -> A + g w^t through q -> q + c w^t with k^t c = g (k invertible); v -> v + u g^t + 1 u^t (LayerNorm)
     c = torch.linalg.solve(p["k"].T, g)
     p2 = dict(p, q=p["q"] + torch.outer(c, w), v=p["v"] + torch.outer(u, g) + torch.outer(torch.ones(N + M).double(), u))
-    assert float((predict(p2, tok, N) - y).abs().max()) <= 1e-10
+    assert float((predict(p2, tok, N) - y).abs().max()) <= FLOAT64_LONG
 
 
 def test_bad_inputs():

@@ -15,8 +15,7 @@ from attnlab.papers.logic.softmax_positions import (
     softmax_columns,
     stationary_conditions,
 )
-
-TOL = 1e-12
+from tolerances import FLOAT64, FLOAT64_LONG
 
 
 @pytest.mark.parametrize("N,M", [(3, 4), (2, 5)])
@@ -29,8 +28,8 @@ def test_three_forms_of_the_expectation_agree(N, M):
     XC = gradients.one_hot_categories(N, M)
     enum, mom = expected_sse(q, v, XC), expected_sse_moments(q, v, second_moments(XC))
     ref = torch.stack([gradients.expected_sse(q[b], v[b], XC) for b in range(4)])
-    assert (enum - ref).abs().max().item() <= TOL * ref.abs().max().item()
-    assert (mom - ref).abs().max().item() <= TOL * ref.abs().max().item()
+    assert (enum - ref).abs().max().item() <= FLOAT64 * ref.abs().max().item()
+    assert (mom - ref).abs().max().item() <= FLOAT64 * ref.abs().max().item()
 
 
 def test_the_intended_point_is_exact_and_meets_every_condition():
@@ -40,11 +39,11 @@ def test_the_intended_point_is_exact_and_meets_every_condition():
     XC = gradients.one_hot_categories(N, M)
     assert expected_sse(torch.tensor(q)[None], torch.tensor(v)[None], XC).item() == 0.0
     c = stationary_conditions(q, v)
-    assert c["lagrange"] <= TOL and c["grad_v"] <= TOL and c["row_sum_spread"] <= TOL
-    assert c["delta_q"] == pytest.approx(1.0, abs=TOL) and c["delta_v"] == pytest.approx(1.0, abs=TOL)
+    assert c["lagrange"] <= FLOAT64 and c["grad_v"] <= FLOAT64 and c["row_sum_spread"] <= FLOAT64
+    assert c["delta_q"] == pytest.approx(1.0, abs=FLOAT64) and c["delta_v"] == pytest.approx(1.0, abs=FLOAT64)
     # a uniform q is no stationary point: its column gradients differ (Tr v / N != 1^t v 1 / N^2 at v = I)
     c = stationary_conditions(np.full((M, M), 1 / M), v)
-    assert c["lagrange"] == pytest.approx(2 * (1 - 1 / N), abs=TOL)
+    assert c["lagrange"] == pytest.approx(2 * (1 - 1 / N), abs=FLOAT64)
 
 
 def test_short_descent_moves_towards_the_solution():
@@ -75,4 +74,4 @@ def test_descent_reaches_the_solution_at_rate_t_to_the_minus_half():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu():
     a, b = descend(3, 4, 4, 2, steps=50), descend(3, 4, 4, 2, steps=50, device="cuda")
-    assert np.abs(a.q - b.q).max() <= 1e-10 and np.abs(a.v - b.v).max() <= 1e-10
+    assert np.abs(a.q - b.q).max() <= FLOAT64_LONG and np.abs(a.v - b.v).max() <= FLOAT64_LONG

@@ -20,8 +20,9 @@ from attnlab.papers.logic.solutions import (
     solution2,
     solution3,
 )
+from tolerances import FLOAT64, FLOAT64_LONG
 
-TOL = 1e-12  # round-off of sums of at most N + M terms of size max |q_true| ~ 3
+# FLOAT64 bounds the round-off of sums of at most N + M terms of size max |q_true| ~ 3
 
 
 def _data(N, M, seed=0):
@@ -44,9 +45,9 @@ def test_every_sequence_exact(solution, N, M):
     q_true, tokens, X, Y = _data(N, M, seed=N * 10 + M)
     assert (q_true < 0).any() or N == 1
     Y_hat = forward(build(solution, q_true, M), X)
-    assert np.abs(Y_hat - Y).max() <= TOL
+    assert np.abs(Y_hat - Y).max() <= FLOAT64
     # the first position is defined as 0: exactly for solution 1, up to c (m / c) - m for 2, 3
-    assert np.abs(Y_hat[:, 0]).max() <= (0.0 if solution == "1" else TOL)
+    assert np.abs(Y_hat[:, 0]).max() <= (0.0 if solution == "1" else FLOAT64)
 
 
 def test_solution1_attention_plus_skip_is_eq_2_14():
@@ -62,10 +63,10 @@ def test_solution1_with_the_texts_C_is_wrong_on_repeated_pairs():
     q_true, tokens, X, Y = _data(4, 5, seed=3)
     err = np.abs(forward(solution1(q_true, 5, text_C=True), X) - Y)
     off = q_true.sum(1) - np.diag(q_true)
-    assert np.isclose(err.max(), 2 * np.abs(off).max(), rtol=0, atol=TOL)
+    assert np.isclose(err.max(), 2 * np.abs(off).max(), rtol=0, atol=FLOAT64)
     repeated = np.zeros_like(err, bool)
     repeated[:, 1:] = tokens[:, 1:] == tokens[:, :-1]
-    assert err[~repeated].max() <= TOL  # exact except where X_{i-1} = X_i
+    assert err[~repeated].max() <= FLOAT64  # exact except where X_{i-1} = X_i
 
 
 def test_linear_case_with_the_texts_digits():
@@ -78,7 +79,7 @@ def test_linear_case_with_the_texts_digits():
     d = np.random.default_rng(2).standard_normal(4)
     toks = all_sequences(4, 5)
     Y = targets(toks, linear_q_true(d, -3.0))
-    assert np.abs(forward(solution1_linear(d, 5, -3.0), encode(toks, 4))[:, 1:] - Y[:, 1:]).max() <= TOL
+    assert np.abs(forward(solution1_linear(d, 5, -3.0), encode(toks, 4))[:, 1:] - Y[:, 1:]).max() <= FLOAT64
 
 
 def test_relu_threshold_formula():
@@ -91,7 +92,7 @@ def test_relu_threshold_formula():
 def test_relu_constant_exact_at_threshold_and_leaks_below(solution):
     q_true, tokens, X, Y = _data(4, 5, seed=7)
     c = relu_threshold(q_true)
-    assert np.abs(forward(build(solution, q_true, 5, relu_const=c), X) - Y).max() <= TOL
+    assert np.abs(forward(build(solution, q_true, 5, relu_const=c), X) - Y).max() <= FLOAT64
     for delta in (1e-6, 1e-2, 0.5):
         err = np.abs(forward(build(solution, q_true, 5, relu_const=c - delta), X) - Y).max()
         assert err >= delta * (1 - 1e-9)  # the largest unselected entry leaks q + m - c = delta
@@ -102,22 +103,22 @@ def test_texts_readout_clips_negative_targets(solution):
     q_true, tokens, X, Y = _data(3, 6, seed=5)
     for c in (100.0, 1e4):
         Y_hat = forward(build(solution, q_true, 6, relu_const=c, shift=False), X)
-        assert np.abs(Y_hat - np.maximum(Y, 0.0)).max() <= 1e-10  # ReLU(q_true): negatives become 0
-        assert np.abs(Y_hat - Y).max() == pytest.approx(-q_true.min(), abs=1e-10)
+        assert np.abs(Y_hat - np.maximum(Y, 0.0)).max() <= FLOAT64_LONG  # ReLU(q_true): negatives become 0
+        assert np.abs(Y_hat - Y).max() == pytest.approx(-q_true.min(), abs=FLOAT64_LONG)
     q_pos = np.abs(q_true)
     Y_pos = targets(tokens, q_pos)
-    assert np.abs(forward(build(solution, q_pos, 6, relu_const=q_pos.max(), shift=False), X) - Y_pos).max() <= TOL
+    assert np.abs(forward(build(solution, q_pos, 6, relu_const=q_pos.max(), shift=False), X) - Y_pos).max() <= FLOAT64
     assert np.abs(forward(build(solution, q_pos, 6, relu_const=0.9 * q_pos.max(), shift=False), X) - Y_pos).max() > 0.05
 
 
 def test_solutions_2_and_3_agree_and_the_module_path_agrees():
     q_true, tokens, X, Y = _data(3, 6, seed=11)
     outs = {s: forward(build(s, q_true, 6), X) for s in "123"}
-    assert np.abs(outs["2"] - outs["3"]).max() <= TOL
+    assert np.abs(outs["2"] - outs["3"]).max() <= FLOAT64
     for s in "123":
-        assert np.abs(forward_module(build(s, q_true, 6), X) - outs[s]).max() <= TOL
+        assert np.abs(forward_module(build(s, q_true, 6), X) - outs[s]).max() <= FLOAT64
     w = solution1_linear(np.arange(3.0), 6, 3.0)
-    assert np.abs(forward_module(w, X) - forward(w, X)).max() <= TOL
+    assert np.abs(forward_module(w, X) - forward(w, X)).max() <= FLOAT64
 
 
 def test_weight_blocks_are_the_texts():
@@ -152,7 +153,7 @@ def test_hundred_thousand_random_at_the_texts_size(solution):
         t = tokens[s:s + 20_000]
         err = max(err, np.abs(forward(build(solution, q_true, 50), encode(t, 10)) - targets(t, q_true)).max())
     print(f"solution {solution}: max |Y_hat - Y| over 10^5 sequences at N=10, M=50: {err:.2e}")
-    assert err <= TOL
+    assert err <= FLOAT64
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -160,5 +161,5 @@ def test_hundred_thousand_random_at_the_texts_size(solution):
 def test_cuda_matches_cpu(solution):
     q_true, tokens, X, Y = _data(3, 6, seed=2)
     w = build(solution, q_true, 6)
-    assert np.abs(forward(w, X, device="cuda") - Y).max() <= TOL
-    assert np.abs(forward_module(w, X, device="cuda") - Y).max() <= TOL
+    assert np.abs(forward(w, X, device="cuda") - Y).max() <= FLOAT64
+    assert np.abs(forward_module(w, X, device="cuda") - Y).max() <= FLOAT64

@@ -21,6 +21,7 @@ from attnlab.papers.memorization.experiments.capacity_vs_heads import CapacityCo
 from attnlab.papers.memorization.experiments.general_position import GeneralPositionConfig
 from attnlab.papers.memorization.experiments.regression import RegressionConfig
 from attnlab.registry import get_experiment
+from tolerances import FLOAT64
 
 IDS = {"memorization.capacity-vs-context": ContextConfig, "memorization.capacity-vs-head-size": HeadSizeConfig,
        "memorization.regression": RegressionConfig, "memorization.general-position": GeneralPositionConfig}
@@ -57,9 +58,9 @@ def test_lbfgs_preset_and_full_batch_only():
 
 def test_linear_fit_and_largest_memorized():
     a, b, r2 = linear_fit([1, 2, 4], [3, 5, 9])  # exactly 2 H + 1
-    assert abs(a - 2) < 1e-12 and abs(b - 1) < 1e-12 and abs(r2 - 1) < 1e-12
+    assert abs(a - 2) < FLOAT64 and abs(b - 1) < FLOAT64 and abs(r2 - 1) < FLOAT64
     a, b, r2 = linear_fit([1, 2, 3], [1, 3, 2])  # by hand: a = 1/2, b = 1, SS_res = 1.5, SS_tot = 2
-    assert abs(a - 0.5) < 1e-12 and abs(b - 1) < 1e-12 and abs(r2 - 0.25) < 1e-12
+    assert abs(a - 0.5) < FLOAT64 and abs(b - 1) < FLOAT64 and abs(r2 - 0.25) < FLOAT64
     cells = [{"H": 1, "T": 4, "memorized": [True, True]}, {"H": 1, "T": 8, "memorized": [True, False]},
              {"H": 2, "T": 7, "memorized": [False, False]}]
     assert largest_memorized(cells, 1) == 4 and largest_memorized(cells, 2) == 0

@@ -15,6 +15,7 @@ from attnlab.papers.memorization.capacity_report import (
 )
 from attnlab.papers.memorization.experiments.capacity_vs_heads import CapacityConfig
 from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig
+from tolerances import FLOAT64
 
 
 def test_panel_and_rows_by_hand(panel_cells):
@@ -24,7 +25,7 @@ def test_panel_and_rows_by_hand(panel_cells):
     assert p["largest_T_memorized"] == [4, 10, 14, 16] and p["censored"] == [False] * 4
     assert p["points"] == [[2, 4, 2], [2, 4, 4], [2, 4, 8], [2, 4, 16]]
     # least squares of T* on d_h: slope sum((v - 7.5)(t - 11)) / sum((v - 7.5)^2) = 86 / 115
-    assert abs(p["fit"]["slope"] - 86 / 115) < 1e-12
+    assert abs(p["fit"]["slope"] - 86 / 115) < FLOAT64
     mono = monotone_row(p)
     assert (mono.verdict, mono.measured, mono.criterion) == ("reproduced", 0, "== 0")
     down = monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]})
@@ -38,7 +39,7 @@ def test_panel_and_rows_by_hand(panel_cells):
     judged = r2_row(p)
     assert judged.relation == ">=" and judged.threshold == 0.98 and judged.paper_value == ">= 0.98"
     # T* = 4, 10, 14, 16 on d_h = 2, 4, 8, 16: R^2 = 0.7656 (numpy.polyfit), below 0.98
-    assert abs(p["fit"]["r2"] - 0.7656314699792961) < 1e-12 and judged.verdict == "differs"
+    assert abs(p["fit"]["r2"] - 0.7656314699792961) < FLOAT64 and judged.verdict == "differs"
     assert r2_row({**p, "values": [2, 4]}) is None  # a line through two points says nothing
 
 

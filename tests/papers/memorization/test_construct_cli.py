@@ -6,10 +6,11 @@ import subprocess
 import numpy as np
 import pytest
 from helpers import run_cli
-from numpy_reference import LABEL_TOL, numpy_forward
+from numpy_reference import numpy_forward
 
 from attnlab.errors import ConfigError
 from attnlab.runs.construct import save_npz
+from tolerances import CONSTRUCTION_LABELS
 
 NPZ_KEYS = {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}
 
@@ -39,8 +40,8 @@ def test_npz_round_trip_rechecked_with_numpy(tmp_path, context):
     assert z["W_Q"].shape == z["W_K"].shape == (3, 13, 7) and z["W_V"].shape == (3, 13, 2)
     assert z["W_O"].shape == (6, 13) and z["W_D"].shape == (13, 2) and z["y"].shape == (13, 2)
     y_hat = numpy_forward(z["E"], z["e"], z["W_Q"], z["W_K"], z["W_V"], z["W_O"], z["W_D"])
-    assert np.abs(y_hat - z["y"]).max() <= LABEL_TOL
-    assert abs(np.abs(y_hat - z["y"]).max() - printed["max_abs_error"]) <= LABEL_TOL
+    assert np.abs(y_hat - z["y"]).max() <= CONSTRUCTION_LABELS
+    assert abs(np.abs(y_hat - z["y"]).max() - printed["max_abs_error"]) <= CONSTRUCTION_LABELS
 
 
 def test_parameter_flags_map_to_set(tmp_path):

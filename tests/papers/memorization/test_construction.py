@@ -8,7 +8,7 @@ scales c ~ 1e5-1e7, so the 1e-12 class does not apply to y_hat; measured ~1e-9).
 import numpy as np
 import pytest
 
-from numpy_reference import LABEL_TOL, numpy_forward
+from numpy_reference import numpy_forward
 
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.construction import (
@@ -20,6 +20,7 @@ from attnlab.papers.memorization.construction import (
 )
 from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.model import memorization_forward
+from tolerances import CONSTRUCTION_LABELS, FLOAT64_LONG
 
 
 @pytest.mark.parametrize("shared", [True, False])
@@ -32,11 +33,11 @@ def test_prime_sizes_memorize_at_the_bound(shared, n, d_h, H):
     out = check_memorization(w, E, e, y)
     assert (w.r, w.bound, w.bound_name) == (r, T, "Theorem 1")
     assert out["rank_Z"] == T and out["sigma_min_Z"] > 1e3 * out["rank_tol"]
-    assert out["max_abs_error"] <= LABEL_TOL
+    assert out["max_abs_error"] <= CONSTRUCTION_LABELS
     assert w.W_Q.shape == w.W_K.shape == (H, 13, d_h) and w.W_V.shape == (H, 13, 3)
     assert [len(b) for b in w.blocks] == [r] + [r - 1] * (H - 1)
     # independent forward pass agrees with the package's
-    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices()), y, atol=LABEL_TOL, rtol=0)
+    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices()), y, atol=CONSTRUCTION_LABELS, rtol=0)
 
 
 @pytest.mark.parametrize("H", [1, 4])
@@ -45,8 +46,8 @@ def test_paper_sizes_shared_context(H):
     E, e, y = draw_dataset(T, 32, 64, 1, shared=True, seed=0)
     w = build_memorizing_weights(E, e, y, H=H, d_h=64)
     out = check_memorization(w, E, e, y)
-    assert out["rank_Z"] == T and out["max_abs_error"] <= LABEL_TOL
-    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices()), y, atol=LABEL_TOL, rtol=0)
+    assert out["rank_Z"] == T and out["max_abs_error"] <= CONSTRUCTION_LABELS
+    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices()), y, atol=CONSTRUCTION_LABELS, rtol=0)
     # the scan only ever lowers App. B.2's c, by powers of ten, and keeps every head saturating
     assert (w.c_ <= w.c_required_).all() and (w.c_[1:] > 0).all()
     k = np.log10(w.c_required_[1:] / w.c_[1:])
@@ -59,7 +60,7 @@ def test_proof_c_also_memorizes():
     w0 = build_memorizing_weights(E, e, y, H=2, d_h=64)
     w = build_memorizing_weights(E, e, y, H=2, d_h=64, c=float(w0.c_required_.max()))
     out = check_memorization(w, E, e, y)
-    assert out["rank_Z"] == 63 and out["max_abs_error"] <= LABEL_TOL
+    assert out["rank_Z"] == 63 and out["max_abs_error"] <= CONSTRUCTION_LABELS
 
 
 @pytest.mark.slow
@@ -68,7 +69,7 @@ def test_paper_sizes_eight_heads(shared):
     T = 8 * 31 + 1  # 249, FIELD-NOTES / Theorem 1
     E, e, y = draw_dataset(T, 32, 64, 1, shared=shared, seed=0)
     out = check_memorization(build_memorizing_weights(E, e, y, H=8, d_h=64), E, e, y)
-    assert out["rank_Z"] == 249 and out["max_abs_error"] <= LABEL_TOL
+    assert out["rank_Z"] == 249 and out["max_abs_error"] <= CONSTRUCTION_LABELS
 
 
 def test_below_the_bound_and_unused_heads():
@@ -77,7 +78,7 @@ def test_below_the_bound_and_unused_heads():
     assert [len(b) for b in w.blocks] == [5, 1, 0, 0]
     assert np.abs(w.W_Q[2:]).max() == 0.0  # unused heads attend uniformly
     out = check_memorization(w, E, e, y)
-    assert out["rank_Z"] == 6 and out["max_abs_error"] <= LABEL_TOL
+    assert out["rank_Z"] == 6 and out["max_abs_error"] <= CONSTRUCTION_LABELS
 
 
 def test_classification_labels_are_argmax_exact():
@@ -85,7 +86,7 @@ def test_classification_labels_are_argmax_exact():
     labels = np.random.default_rng(3).integers(0, 4, size=13)
     w = build_memorizing_weights(E, e, labels, H=3, d_h=5, n_classes=4)
     out = check_memorization(w, E, e, labels)
-    assert out["accuracy"] == 1.0 and out["max_abs_error"] <= LABEL_TOL
+    assert out["accuracy"] == 1.0 and out["max_abs_error"] <= CONSTRUCTION_LABELS
     assert w.W_D.shape == (13, 4)
 
 
@@ -97,11 +98,11 @@ def test_more_classes_than_d_use_sign_codes_with_margin_one():
     assert w.W_D.shape == (13, 26) and w.class_codes.shape == (26, 13)
     logits = numpy_forward(E, e, **w.matrices())
     out = check_memorization(w, E, e, labels)
-    assert out["accuracy"] == 1.0 and out["max_abs_error"] <= LABEL_TOL
-    np.testing.assert_allclose(logits[np.arange(13), labels], 1.0, atol=LABEL_TOL)
+    assert out["accuracy"] == 1.0 and out["max_abs_error"] <= CONSTRUCTION_LABELS
+    np.testing.assert_allclose(logits[np.arange(13), labels], 1.0, atol=CONSTRUCTION_LABELS)
     others = logits.copy()
     others[np.arange(13), labels] = -np.inf
-    assert others.max() <= LABEL_TOL  # margin 1 between the true class and every other
+    assert others.max() <= CONSTRUCTION_LABELS  # margin 1 between the true class and every other
     with pytest.raises(ConfigError, match="use at most 26 classes"):
         build_memorizing_weights(E, e, labels, H=3, d_h=5, n_classes=27)
 
@@ -110,8 +111,8 @@ def test_skip_connection_appendix_c():
     E, e, y = draw_dataset(9, 5, 13, 2, shared=True, seed=4)
     w = build_memorizing_weights(E, e, y, H=2, d_h=5, skip=True)
     y_hat = memorization_forward(E, e, **w.matrices(), skip=True)
-    assert np.abs(y_hat - y).max() <= LABEL_TOL
-    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices(), skip=True), y_hat, atol=1e-10, rtol=0)
+    assert np.abs(y_hat - y).max() <= CONSTRUCTION_LABELS
+    np.testing.assert_allclose(numpy_forward(E, e, **w.matrices(), skip=True), y_hat, atol=FLOAT64_LONG, rtol=0)
 
 
 def test_assumption1_failure_falls_back_to_remark1():
@@ -123,7 +124,7 @@ def test_assumption1_failure_falls_back_to_remark1():
     w = build_memorizing_weights(E, e, y, H=4, d_h=7)  # Remark 1: 4 (3 - 1) + 1 = 9
     assert (w.r, w.bound, w.bound_name) == (3, 9, "Remark 1")
     assert any("Assumption 1 fails" in note for note in w.notes)
-    assert check_memorization(w, E, e, y)["max_abs_error"] <= LABEL_TOL
+    assert check_memorization(w, E, e, y)["max_abs_error"] <= CONSTRUCTION_LABELS
     with pytest.raises(ConfigError, match=r"Remark 1's bound H\(r-1\)\+1 = 9"):
         build_memorizing_weights(E, np.vstack([e, e[:1] * 2]), np.vstack([y, y[:1]]), H=4, d_h=7)
 
@@ -141,7 +142,7 @@ def test_rank_deficient_context_is_named():
     E[2, 4] = E[2, 0] + E[2, 1]  # context 2 has rank 4 < n = 5
     w = build_memorizing_weights(E, e, y, H=3, d_h=7)
     assert w.r == 4 and any("Assumption 2 fails" in note for note in w.notes)
-    assert check_memorization(w, E, e, y)["max_abs_error"] <= LABEL_TOL
+    assert check_memorization(w, E, e, y)["max_abs_error"] <= CONSTRUCTION_LABELS
 
 
 def test_fixed_c_is_recorded():
@@ -184,7 +185,7 @@ def test_memorize_drawn_dataset_is_draw_build_check():
     E2, e2, y2 = draw_dataset(13, 5, 13, 2, shared=False, seed=4)
     assert np.array_equal(E, E2) and np.array_equal(e, e2) and np.array_equal(y, y2)
     assert out == check_memorization(build_memorizing_weights(E, e, y, H=3, d_h=7, seed=4), E, e, y)
-    assert out["T"] == out["bound"] == out["rank_Z"] == 13 and out["max_abs_error"] <= LABEL_TOL
+    assert out["T"] == out["bound"] == out["rank_Z"] == 13 and out["max_abs_error"] <= CONSTRUCTION_LABELS
     assert w.W_V.shape == (3, 13, 2)
 
 
@@ -195,6 +196,6 @@ def test_registered_construction_builds_at_the_bound():
                                                                       "T = 9 examples, float64")
     assert res.values["T"] == res.values["bound"] == res.values["rank_Z"] == 9  # 2 (5 - 1) + 1
     assert set(res.arrays) == {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}
-    assert res.to_dict()["max_abs_error"] <= LABEL_TOL and res.to_dict()["shared_context"] is True
+    assert res.to_dict()["max_abs_error"] <= CONSTRUCTION_LABELS and res.to_dict()["shared_context"] is True
     with pytest.raises(ConfigError, match="d_h must be an integer >= 1, got 0"):
         MemorizationParams(d_h=0)

@@ -23,8 +23,7 @@ from attnlab.papers.memorization.fcn import (
     train_fcn,
 )
 from attnlab.errors import ConfigError
-
-FLOAT64_TOL = 1e-12  # tests/tolerances.py, float64 class
+from tolerances import FLOAT64
 
 
 def test_forward_by_hand():
@@ -33,7 +32,7 @@ def test_forward_by_hand():
          "b_1": torch.tensor([0.0, 1.0], dtype=torch.float64),
          "W_2": torch.tensor([[3.0], [5.0]], dtype=torch.float64), "b_2": torch.tensor([0.5], dtype=torch.float64)}
     y = fcn_forward(p, torch.tensor([[1.0, 2.0]], dtype=torch.float64))
-    assert y.shape == (1, 1) and abs(y.item() - 3.5) < FLOAT64_TOL
+    assert y.shape == (1, 1) and abs(y.item() - 3.5) < FLOAT64
 
 
 def test_counts_and_bounds_by_hand():
@@ -68,7 +67,7 @@ def test_eq29_draw_is_seeded_by_seed_and_T():
 @pytest.mark.parametrize("T, n, d, m, d_out", [(11, 3, 7, 5, 2), (13, 2, 5, 3, 1)])
 def test_reduction_identity_and_assumptions(T, n, d, m, d_out, seed):
     r = check_reduction(T, n, d, m, d_out, seed)
-    assert r["max_abs_error"] <= FLOAT64_TOL * max(1.0, r["output_scale"])
+    assert r["max_abs_error"] <= FLOAT64 * max(1.0, r["output_scale"])
     assert r["max_abs_error_paper_sign"] > 1e-3  # the printed minus sign breaks the identity
     assert r["assumption1"] and r["kruskal_rank_queries"] == n  # Gaussian x in R^n: general position
     assert r["assumption2"] and r["rank_E"] == n
@@ -97,7 +96,7 @@ def test_training_memorizes_below_and_not_above_the_bound():
         res[T] = train_fcn(x_FCN, torch.from_numpy(y), m, restarts=2, steps=2, seed=0)
         fit = res[T]["params"]  # the reported residual is the best restart's, recomputed here
         r = (fcn_forward(fit, x_FCN) - torch.from_numpy(y)).norm() / np.linalg.norm(y)
-        assert abs(r.item() - res[T]["residual"]) <= FLOAT64_TOL
+        assert abs(r.item() - res[T]["residual"]) <= FLOAT64
     assert res[4]["residual"] <= 1e-8
     assert res[26]["residual"] >= 1e-2
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from numpy_reference import literal_forward
 from numpy_reference import numpy_forward as reference_forward
-from tolerances import assert_close
+from tolerances import FLOAT64, assert_close
 from torch.func import vmap
 
 from attnlab.errors import ConfigError
@@ -100,7 +100,8 @@ def test_forward_matches_independent_numpy_on_random_weights():
     W = dict(W_Q=rng.standard_normal((3, 13, 2)), W_K=rng.standard_normal((3, 13, 2)),
              W_V=rng.standard_normal((3, 13, 11)), W_O=rng.standard_normal((33, 13)),
              W_D=rng.standard_normal((13, 4)))
-    np.testing.assert_allclose(memorization_forward(E, e, **W), reference_forward(E, e, **W), atol=1e-12, rtol=1e-12)
+    np.testing.assert_allclose(memorization_forward(E, e, **W), reference_forward(E, e, **W),
+                               atol=FLOAT64, rtol=FLOAT64)
     Z = attention_features(E, e, W["W_Q"], W["W_K"])
     assert Z.shape == (7, 3 * 13)  # eq. (7): T x H d
 
@@ -111,7 +112,8 @@ def test_numpy_forward_matches_the_model_forward():
         E, e, _ = draw_dataset(7, 5, 9, 1, shared=shared, seed=1)
         w = dict(W_Q=rng.normal(size=(3, 9, 4)), W_K=rng.normal(size=(3, 9, 4)), W_V=rng.normal(size=(3, 9, 2)),
                  W_O=rng.normal(size=(6, 9)), W_D=rng.normal(size=(9, 3)))
-        np.testing.assert_allclose(numpy_forward(E, e, **w), memorization_forward(E, e, **w), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(numpy_forward(E, e, **w), memorization_forward(E, e, **w),
+                                   rtol=FLOAT64, atol=FLOAT64)
 
 
 @pytest.mark.parametrize("shared", [True, False])
@@ -122,7 +124,7 @@ def test_features_in_torch_equal_the_numpy_features(shared):
     e, W_Q, W_K = rng.uniform(size=(7, 11)), rng.standard_normal((3, 11, 2)), rng.standard_normal((3, 11, 2))
     Z = attention_features_torch(*(torch.from_numpy(a) for a in (E, e, W_Q, W_K))).numpy()
     assert Z.shape == (7, 3 * 11)
-    np.testing.assert_allclose(Z, attention_features(E, e, W_Q, W_K), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Z, attention_features(E, e, W_Q, W_K), rtol=FLOAT64, atol=FLOAT64)
 
 
 def test_memorization_forward_rejects_mismatched_shapes():

@@ -16,6 +16,7 @@ from attnlab.papers.memorization.token_layers import (
     random_layer_outputs,
     sinusoidal_rank,
 )
+from tolerances import FLOAT64, RANK_RTOL
 
 T, n, d, H, V = 37, 7, 22, 2, 50
 
@@ -40,7 +41,7 @@ def test_embedding_is_table_lookup_plus_sinusoid():
     out = emb(ids).detach().numpy()  # (T, n, d)
     expected = emb.W_emb.detach().numpy()[ids.numpy()] + _sinusoid(n, d)[None]
     assert out.dtype == np.float64 and out.shape == (T, n, d)
-    assert np.abs(out - expected).max() < 1e-12
+    assert np.abs(out - expected).max() < FLOAT64
     assert abs(emb.W_emb.detach().std().item() - 1.0) < 0.05  # N(0, 1) table, 1100 entries
 
 
@@ -66,7 +67,7 @@ def test_attention_layer_is_skip_plus_attention_of_the_normalised_input():
     P = torch.softmax(Q @ K.transpose(-1, -2) / (d // H) ** 0.5, dim=-1)  # (3, H, n, n)
     out = X + torch.einsum("bhnk,hkd->bnd", P @ Vv, a.W_O) + a.b_O
     with torch.no_grad():
-        assert (layer(X) - out).abs().max().item() < 1e-12
+        assert (layer(X) - out).abs().max().item() < FLOAT64
 
 
 def test_transformer_layer_adds_the_feed_forward():
@@ -78,7 +79,7 @@ def test_transformer_layer_adds_the_feed_forward():
         b = block.block
         Z = torch.nn.functional.layer_norm(u, (d,), b.norm2.gamma, b.norm2.beta, 1e-5)
         ffn = torch.relu(Z @ b.ffn.W_1 + b.ffn.b_1) @ b.ffn.W_2 + b.ffn.b_2
-        assert (block(X) - (u + ffn)).abs().max().item() < 1e-12
+        assert (block(X) - (u + ffn)).abs().max().item() < FLOAT64
     assert b.ffn.W_1.shape == (d, 4 * d)
 
 
@@ -97,7 +98,7 @@ def test_one_attention_layer_gives_assumption1():
 def test_sinusoidal_rank_is_numerically_deficient_for_long_contexts():
     def numpy_rank(n_pos, dim):
         s = np.linalg.svd(_sinusoid(n_pos, dim), compute_uv=False)
-        return int((s > 1e-10 * s[0]).sum())
+        return int((s > RANK_RTOL * s[0]).sum())
 
     assert sinusoidal_rank(16, 384) == numpy_rank(16, 384) == 16
     r64 = sinusoidal_rank(64, 384)

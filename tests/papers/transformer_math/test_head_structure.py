@@ -25,6 +25,7 @@ from attnlab.papers.transformer_math.head_structure import (
     sigma3,
     sigma3_blocks,
 )
+from tolerances import FLOAT64
 
 
 def test_sigma1_and_shifts():
@@ -81,7 +82,7 @@ def test_members_of_a_family_fit_it_at_distance_zero_with_their_parameters():
     first = fit_sigma3(sigma3(n, [2], [3], starts=[2]), anchor="first")
     assert first.distance == 0.0 and first.params["blocks"] == [(2, 2, 3)]
     f2 = fit_sigma2(sigma2(n, 1, 2, 0.3, seed=5), w_max=3)
-    assert f2.distance == pytest.approx(0.0, abs=1e-12) and (f2.params["w1"], f2.params["w2"]) == (1, 2)
+    assert f2.distance == pytest.approx(0.0, abs=FLOAT64) and (f2.params["w1"], f2.params["w2"]) == (1, 2)
     perm = torch.eye(n, dtype=torch.float64)[torch.randperm(n, generator=torch.Generator().manual_seed(0))]
     assert fit_permutation(perm).distance == 0.0
 

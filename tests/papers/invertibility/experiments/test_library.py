@@ -29,6 +29,7 @@ from attnlab.papers.invertibility.matrix import (
 )
 from attnlab.papers.invertibility.spectrum import EPS, float_spectrum, sigma_min_high_precision
 from attnlab.papers.invertibility.trained import RMS, WORDS, minilm_embeddings, minilm_token_ids
+from tolerances import FLOAT64
 
 
 def test_float_spectrum_rank_and_tolerance():
@@ -37,7 +38,7 @@ def test_float_spectrum_rank_and_tolerance():
     assert fs.rank == 2 and fs.tol == pytest.approx(3 * EPS * 2.0, rel=1e-15)
     assert not fs.resolved() and fs.resolved(2)
     assert fs.log10_ratio(2) == pytest.approx(math.log10(0.5), abs=1e-15)
-    assert fs.log10_ratio() == pytest.approx(-20 - math.log10(2), abs=1e-12)  # diagonal: exact in LAPACK
+    assert fs.log10_ratio() == pytest.approx(-20 - math.log10(2), abs=FLOAT64)  # diagonal: exact in LAPACK
     assert float_spectrum(np.diag([1.0, 0.0])).log10_ratio() == pytest.approx(math.log10(5e-324))
     assert float_spectrum(np.diag([8.0, 0.0])).log10_ratio() == pytest.approx(math.log10(5e-324) - math.log10(8))
 
@@ -99,7 +100,7 @@ def test_row_separation_and_decoders():
     B = rng.standard_normal((4, 9))  # full row rank: least squares decodes exactly
     assert (decode_least_squares(B, B) == np.arange(4)).all()
     Y = noisy_rows(A, 1e-3, rng)
-    assert np.allclose(np.linalg.norm(Y - A, axis=1) / np.linalg.norm(A, axis=1), 1e-3, rtol=1e-12)
+    assert np.allclose(np.linalg.norm(Y - A, axis=1) / np.linalg.norm(A, axis=1), 1e-3, rtol=FLOAT64)
 
 
 def test_error_rates_zero_and_huge_noise():
@@ -113,7 +114,7 @@ def test_error_rates_zero_and_huge_noise():
 
 
 def test_crossing_level():
-    assert crossing_level([1e-3, 1e-2, 1e-1], [0.0, 0.25, 0.75]) == pytest.approx(10 ** -1.5, rel=1e-12)
+    assert crossing_level([1e-3, 1e-2, 1e-1], [0.0, 0.25, 0.75]) == pytest.approx(10 ** -1.5, rel=FLOAT64)
     assert crossing_level([0.0, 1e-2], [0.6, 0.9]) == 0.0
     assert crossing_level([1e-3, 1e-2], [0.0, 0.1]) is None
 
@@ -136,7 +137,7 @@ def test_expansion_w_solves_the_series_condition():
 def test_minilm_tables():
     e, pos = minilm_embeddings(3, 4, 5)
     assert e.shape == (3, 5) and pos.shape == (4, 5)
-    assert float(np.sqrt(np.mean(np.vstack([e, pos]) ** 2))) == pytest.approx(RMS, rel=1e-12)
+    assert float(np.sqrt(np.mean(np.vstack([e, pos]) ** 2))) == pytest.approx(RMS, rel=FLOAT64)
     e2, pos2 = minilm_embeddings(3, 4, 5)
     assert np.array_equal(e, e2) and np.array_equal(pos, pos2)
     f, fpos = minilm_embeddings(3, 4, 5, "first")

@@ -11,6 +11,7 @@ from attnlab.papers.invertibility.embeddings import explicit_embeddings
 from attnlab.papers.invertibility.matrix import attention_matrix, default_w, qk_matrices
 from attnlab.papers.invertibility.experiments.recovery import EXPERIMENT_ID, HUGE, RecoveryConfig, run
 from attnlab.registry import get_experiment
+from tolerances import FLOAT64
 
 TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), levels=(1e-12, 1e-8, 1e-4, 1e-2, 1e-1, HUGE), draws=8,
             hp_max_rows=16)
@@ -42,7 +43,7 @@ def test_error_rates(result, storable):
     assert small["float_resolved"]
     assert small["sigma_guarantee"] == pytest.approx(sigma[-1] / (2 * norms.max()), rel=1e-9)
     assert small["sep_guarantee"] == pytest.approx(min(
-        np.linalg.norm(A[t] - A[s]) / (2 * norms[t]) for t in range(8) for s in range(8) if s != t), rel=1e-12)
+        np.linalg.norm(A[t] - A[s]) / (2 * norms[t]) for t in range(8) for s in range(8) if s != t), rel=FLOAT64)
     # consistency checks (no reproduction), and attnlab's decoders measured at overwhelming noise
     assert {c.verdict for c in result.summary} == {"sanity", "info", "reproduced"}
     below = result.check("cases with a nearest-row error below the guarantee")
@@ -59,8 +60,8 @@ def test_rate_table_has_a_row_per_noise_level(result):
     for i, line in enumerate(rates.rows):
         for cell, r in zip(line[1:], rows):
             nearest, least_squares = map(float, cell.split(" / "))
-            assert nearest == pytest.approx(r["nearest"][i], abs=0.005 + 1e-12)  # printed to 2 decimals
-            assert least_squares == pytest.approx(r["least_squares"][i], abs=0.005 + 1e-12)
+            assert nearest == pytest.approx(r["nearest"][i], abs=0.005 + FLOAT64)  # printed to 2 decimals
+            assert least_squares == pytest.approx(r["least_squares"][i], abs=0.005 + FLOAT64)
 
 
 def test_deterministic(result):

@@ -19,6 +19,7 @@ from attnlab.papers.memorization.experiments.assumptions import (
     run_assumptions,
 )
 from attnlab.registry import get_experiment
+from tolerances import FLOAT64, RANK_RTOL, SVD_RATIO
 
 SMALL = dict(T=60, n=9, d=64, n_heads=2, trials=400, gp_trials=10, estimate_trials=4, fig_T=70,
              fig_n=(6, 12), fig_d=(64, 96), fig_n_at_d=8)
@@ -220,14 +221,14 @@ def test_smollm2_hidden_states_are_the_models(smollm2):
     assert h.L0.shape == h.L1.shape == (40, 12, 576) and h.ids.shape == (40, 12)
     W_E = pm.model.embed.W_E.detach().numpy()
     # X_0 = W_E[x]: no position vector, so equal tokens give equal rows wherever they stand
-    np.testing.assert_allclose(h.L0, W_E[h.ids], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(h.L0, W_E[h.ids], rtol=0, atol=FLOAT64)
     np.testing.assert_allclose(out[False].L0, reinitialise(build_encoder(pm.architecture, torch.float64, "cpu"),
                                                             cfg.seed).embed.W_E.detach().numpy()[h.ids],
-                               rtol=0, atol=1e-12)  # the random variant is drawn from cfg.seed
+                               rtol=0, atol=FLOAT64)  # the random variant is drawn from cfg.seed
     assert abs(out[False].L0.std() - INIT_STD) < 1e-3
     # X_1 of the one-block pass equals the library's forward pass (logits included there)
     fwd = pm.forward(torch.from_numpy(h.ids[:3]), output_attentions=False).hidden_states
-    np.testing.assert_allclose(h.L1[:3], fwd[1].numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(h.L1[:3], fwd[1].numpy(), rtol=0, atol=FLOAT64)
     np.testing.assert_allclose(h.L0[:3], fwd[0].numpy(), rtol=0, atol=0)
     assert pm.architecture.n_layers == 1 and len(pm.model.blocks) == 1
 
@@ -242,7 +243,7 @@ def test_smollm2_assumptions_against_direct_counts(smollm2):
         assert r["shape"] == [T, n, 576] and r["tokens"]["examples_all_distinct"] == int((distinct == n).sum())
         # rank E^(t) = distinct tokens of example t: Assumption 2's fraction is the share of all-distinct examples
         assert r["assumption2"]["fraction"] == (distinct == n).mean()
-        ranks = [np.linalg.matrix_rank(E, tol=1e-10 * np.linalg.norm(E, 2)) for E in out["random" not in name].L0]
+        ranks = [np.linalg.matrix_rank(E, tol=RANK_RTOL * np.linalg.norm(E, 2)) for E in out["random" not in name].L0]
         assert ranks == distinct.tolist()
     # the queries W_E[last token]: equal for examples ending in the same token
     last = len(set(ids[:, -1].tolist()))
@@ -256,7 +257,7 @@ def test_smollm2_assumptions_against_direct_counts(smollm2):
         assert r["assumption1"]["fraction"] == 1.0
         s = np.linalg.svd(out["random" not in name].L1, compute_uv=False)
         true_min = (s[:, -1] / s[:, 0]).min()
-        assert true_min * 0.99 <= r["assumption2"]["min_rel_sigma"] <= true_min * (1 + 1e-9)
+        assert true_min * 0.99 <= r["assumption2"]["min_rel_sigma"] <= true_min * (1 + SVD_RATIO)
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ rank-collapse.two-norm-residual (§2.2, Definition 2.1)."""
 import math
 
 from attnlab.registry import select_claims
+from tolerances import FLOAT64
 
 
 def _run(cid, seed=0):
@@ -20,7 +21,7 @@ def test_the_texts_norm_differs_by_the_triangle_inequality():
     hand = math.sqrt((1 + s) * (1 + 2 * s)) / 2  # ||[1+s, s]|| / (1 + 1), by hand
     assert abs(r.check.measured - hand) < 1e-14
     v = r.check.values
-    assert v["one_by_one_max_ratio"] <= 1 + 1e-12
+    assert v["one_by_one_max_ratio"] <= 1 + FLOAT64
     assert all(1.0 < x for x in v["largest_ratio"].values())  # every size >= 1x2 has one
     assert "Dong et al." in r.check.where
 
@@ -31,7 +32,7 @@ def test_quasi_norm_constant_is_a_sanity_row_and_the_order_is_sharp():
     v = r.check.values
     assert abs(v["K"]["2x2"] - math.sqrt((1 + 2) / 2)) < 1e-15 and v["K"]["3x3"] < v["nd_quarter"]["3x3"]
     for n, ratio in v["column_plus_row_ratio"].items():
-        assert abs(ratio - (n + 1) / (2 * math.sqrt(n))) < 1e-12
+        assert abs(ratio - (n + 1) / (2 * math.sqrt(n))) < FLOAT64
 
 
 def test_properties_are_sanity_not_reproductions():

@@ -6,6 +6,7 @@ import torch
 
 from attnlab.papers.rank_collapse.claims.entrywise_sandwich import E_LIMIT, sandwich_terms
 from attnlab.registry import select_claims
+from tolerances import FLOAT64
 
 
 def _run(cid, seed=0):
@@ -20,17 +21,17 @@ def test_lemma_as_the_notes_invoke_it_differs_beyond_the_threshold():
     m, v = r.check, r.check.values
     assert r.verdict == "differs" and m.threshold == 1e-12 and m.measured > 0.1  # e^D > 1 + 2D there
     assert v["trials_within"] + v["trials_beyond"] == 400 and v["trials_within"] > 100
-    assert v["lower_beyond"] <= 1e-12  # the lower half never needs the threshold
+    assert v["lower_beyond"] <= FLOAT64  # the lower half never needs the threshold
     assert v["upper_failures_beyond"] > 0 and v["smallest_max_D_with_upper_failure"] > E_LIMIT
 
 
 def test_lemma_within_its_threshold_is_reproduced():
     r = _run("rank-collapse.lemma-a3-within-threshold")
     v = r.check.values
-    assert r.verdict == "reproduced" and r.check.measured <= 1e-12
+    assert r.verdict == "reproduced" and r.check.measured <= FLOAT64
     # the upper bound is loose by about a factor 2 at small D: (e^D - 1)/2D -> 1/2
     top = (math.exp(E_LIMIT) - 1) / (2 * E_LIMIT)
-    assert all(0.3 < t <= top + 1e-12 for t in v["upper_tightness_by_scale"].values())
+    assert all(0.3 < t <= top + FLOAT64 for t in v["upper_tightness_by_scale"].values())
 
 
 def test_eq9_as_written_differs_and_its_abs_form_is_a_sanity_row():
@@ -38,7 +39,7 @@ def test_eq9_as_written_differs_and_its_abs_form_is_a_sanity_row():
     assert r.verdict == "differs" and r.check.measured > r.check.values["trials"] // 2
     assert r.check.values["largest_violation"] > 1e-3
     a = _run("rank-collapse.eq9-abs-form", seed=1)
-    assert a.verdict == "sanity" and a.check.measured <= 1e-12
+    assert a.verdict == "sanity" and a.check.measured <= FLOAT64
 
 
 def test_terms_by_hand_for_a_zero_residual():

@@ -7,6 +7,7 @@ import torch
 
 from attnlab.papers.rank_collapse.single_head_san import layer_constant, single_head_layer, theorem22_bound
 from attnlab.registry import select_claims
+from tolerances import FLOAT64
 
 
 @pytest.mark.slow  # 48 exact residual LPs and 4 x 150 Adam steps (~9 s on a shared CPU)
@@ -29,7 +30,7 @@ def test_bound_and_constant_by_hand():
     I = torch.eye(2, dtype=torch.float64)
     c = layer_constant(math.sqrt(2) * I, math.sqrt(2) * I, I).item()
     assert abs(c - 4 * math.sqrt(2)) < 1e-14
-    assert abs(theorem22_bound(c, 0.5, 2) - c**4 * 0.5**9) < 1e-12
+    assert abs(theorem22_bound(c, 0.5, 2) - c**4 * 0.5**9) < FLOAT64
     assert theorem22_bound(c, 0.0, 3) == 0.0 and theorem22_bound(1e3, 1e3, 8) == math.inf
 
 

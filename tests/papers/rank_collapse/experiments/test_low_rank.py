@@ -8,6 +8,7 @@ import torch
 from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse.experiments.low_rank import EXPERIMENT_ID, LowRankConfig, run, spectrum_stats
 from attnlab.registry import get_experiment
+from tolerances import FLOAT64
 
 
 def test_registered():
@@ -18,10 +19,10 @@ def test_spectrum_stats_of_known_matrices():
     n = 20
     uniform = spectrum_stats(torch.full((1, n, n), 1.0 / n, dtype=torch.float64))  # rank one
     assert uniform["k90"].item() == 1 and uniform["numerical_rank"].item() == 1
-    assert uniform["stable_rank"].item() == pytest.approx(1, abs=1e-12)
+    assert uniform["stable_rank"].item() == pytest.approx(1, abs=FLOAT64)
     eye = spectrum_stats(torch.eye(n, dtype=torch.float64)[None])  # flat spectrum
     assert eye["k90"].item() == math.ceil(0.9 * n) and eye["k99"].item() == n
-    assert eye["numerical_rank"].item() == n and eye["stable_rank"].item() == pytest.approx(n, rel=1e-12)
+    assert eye["numerical_rank"].item() == n and eye["stable_rank"].item() == pytest.approx(n, rel=FLOAT64)
 
 
 def test_low_rank_tiny(storable):
@@ -29,9 +30,9 @@ def test_low_rank_tiny(storable):
     storable(res)
     for r in res.data["rows"]:
         assert 1 <= r["k90"] <= r["k99"] <= r["n"] and r["k90_energy"] <= r["k90"]
-        assert r["matrices"] == 72 and r["cumulative"][-1] == pytest.approx(1, abs=1e-12)
+        assert r["matrices"] == 72 and r["cumulative"][-1] == pytest.approx(1, abs=FLOAT64)
         assert r["projection_error"][-1] < r["projection_error"][0]
-        assert all(s <= p + 1e-12 for s, p in zip(r["svd_error"], r["projection_error"]))
+        assert all(s <= p + FLOAT64 for s, p in zip(r["svd_error"], r["projection_error"]))
 
 
 @pytest.mark.parametrize("changes, message", [

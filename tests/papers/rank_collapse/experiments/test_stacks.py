@@ -7,6 +7,7 @@ from attnlab.errors import ConfigError
 from attnlab.nn.block import BlockParts
 from attnlab.papers.rank_collapse.stacks import (BERT_INIT_STD, VARIANTS, attnlab_stack, bert_random, build_model,
                                                  long_texts, minilm, run_model, text_batch, with_parts)
+from tolerances import FLOAT64
 
 
 def test_with_parts_switches_and_restores():
@@ -39,7 +40,7 @@ def test_run_model_returns_every_state_and_matches_the_unablated_model():
     assert len(out.hidden_states) == 7 and out.hidden_states[0].shape == (2, 10, 384)
     assert torch.equal(out.hidden_states[0], batch.X0)
     ref = minilm().forward(batch.input_ids, token_type_ids=batch.token_type_ids, position_ids=batch.position_ids)
-    assert (out.hidden_states[-1] - ref.hidden_states[-1]).abs().max() <= 1e-12
+    assert (out.hidden_states[-1] - ref.hidden_states[-1]).abs().max() <= FLOAT64
 
 
 def test_short_texts_are_refused():
@@ -67,7 +68,7 @@ def test_dong_surgery_keeps_layer_norm_and_the_ffn_residual():
     with torch.no_grad():
         u = b0.norm1(b0.attn(x).output)
         by_hand = b0.norm2(u + b0.ffn(u))
-    assert torch.allclose(run_dong("pretrained", model, batch, "SAN+MLP").hidden_states[1], by_hand, atol=1e-12)
+    assert torch.allclose(run_dong("pretrained", model, batch, "SAN+MLP").hidden_states[1], by_hand, atol=FLOAT64)
     full = run_model("pretrained", model, batch, VARIANTS["transformer"]).hidden_states
     assert all(torch.equal(a, b) for a, b in zip(run_dong("pretrained", model, batch, "transformer").hidden_states,
                                                  full))

@@ -4,6 +4,7 @@ box-case uniqueness, the permutation step, exact fits and baselines."""
 import pytest
 
 from attnlab.registry import select_claims
+from tolerances import FLOAT64, LP_SOLVE
 
 IDS = ["transformer-math.head-projection-exact", "transformer-math.head-projection-unique",
        "transformer-math.head-set-convex", "transformer-math.head-projection-unique-box",
@@ -19,7 +20,7 @@ def results(request):
 def test_projection_exact(results):
     m = results[IDS[0]]
     assert m.verdict == "reproduced" and m.role == "construction" and m.threshold == 1e-9 and m.relation == "<="
-    assert m.values["lp_box_gap"] <= 1e-9 and m.values["lp_supports_gap"] <= 1e-9
+    assert m.values["lp_box_gap"] <= LP_SOLVE and m.values["lp_supports_gap"] <= LP_SOLVE
     assert m.values["closed_minus_best_sample"] <= 0  # every sampled member is at least as far
     assert m.values["best_sampled_n11"] >= m.values["distance_n11"]
 
@@ -43,23 +44,23 @@ def test_set_convex_differs(results):
 
 def test_projection_unique_box(results):
     m = results[IDS[3]]
-    assert m.verdict == "reproduced" and m.role == "text" and m.values["max_deviation"] <= 1e-12
+    assert m.verdict == "reproduced" and m.role == "text" and m.values["max_deviation"] <= FLOAT64
     assert m.values["sparse_violation"] == pytest.approx(0.2)
 
 
 def test_permutation_assignment(results):
     m = results[IDS[4]]
     assert m.verdict == "reproduced" and m.role == "construction"
-    assert m.values["uncertified"] == 0 and m.values["max_gap"] <= 1e-12
+    assert m.values["uncertified"] == 0 and m.values["max_gap"] <= FLOAT64
     cases = m.values["cases"]
     assert len(cases) == 8 and cases["rows_s0"]["method"] == "assignment"
     assert cases["rows_s2"]["method"] == "assignment-certified"
-    assert all(c["assignment"] <= c["unpermuted"] + 1e-12 for c in cases.values())
+    assert all(c["assignment"] <= c["unpermuted"] + FLOAT64 for c in cases.values())
 
 
 def test_sigma_fits_exact(results):
     m = results[IDS[5]]
-    assert m.verdict == "reproduced" and m.role == "construction" and max(m.values["gaps"].values()) <= 1e-12
+    assert m.verdict == "reproduced" and m.role == "construction" and max(m.values["gaps"].values()) <= FLOAT64
     assert m.values["dropout_patterns"] == 2**14 and m.values["sigma3_members"] == 55
     assert m.values["sigma3_fit_rank"] < m.values["n"]
 

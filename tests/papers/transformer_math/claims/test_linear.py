@@ -3,6 +3,7 @@
 import pytest
 
 from attnlab.registry import select_claims
+from tolerances import FLOAT64
 
 IDS = ["transformer-math.linear-forms-agree", "transformer-math.linear-taylor-identity",
        "transformer-math.favor-unbiased"]
@@ -25,7 +26,7 @@ def test_taylor_identity_and_the_printed_formula(results):
     m = results["transformer-math.linear-taylor-identity"].check
     assert m.verdict == "differs" and m.role == "text" and m.threshold == 1e-12
     assert m.measured == m.values["printed_first_error"] == pytest.approx(1.90, abs=0.01)
-    assert m.values["closed_form_error"] <= 1e-12
+    assert m.values["closed_form_error"] <= FLOAT64
 
 
 def test_favor_unbiased(results):
@@ -33,5 +34,5 @@ def test_favor_unbiased(results):
     assert m.verdict == "reproduced" and m.role == "construction"
     v = m.values
     assert (v["d"], v["m"], v["draws"], v["standard_errors"]) == (16, 32, 2000, 4)
-    assert m.threshold == pytest.approx(4 * v["relative_se"], rel=1e-12)
+    assert m.threshold == pytest.approx(4 * v["relative_se"], rel=FLOAT64)
     assert m.measured == v["relative_errors"][v["worst_pair"]]

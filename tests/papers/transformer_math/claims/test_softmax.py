@@ -5,6 +5,7 @@ import math
 import pytest
 
 from attnlab.registry import select_claims
+from tolerances import FLOAT64
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -23,7 +24,7 @@ def test_jacobian_vanishes(seed):
     assert m.verdict == "reproduced" and m.threshold == 1.0
     v = m.values
     assert v["one_hot_norm"] == 0.0 and v["gap"] > 0
-    assert v["scales"] == pytest.approx([1.0, 10.0, 100.0, 1000.0], rel=1e-12)
+    assert v["scales"] == pytest.approx([1.0, 10.0, 100.0, 1000.0], rel=FLOAT64)
     for t, norm in zip(v["scales"], v["jacobian_norms"]):  # ||J(tz)||_F <= 4 (n-1) e^{-t gap}
         assert norm <= 4 * (v["n"] - 1) * math.exp(-t * v["gap"])
     assert v["max_ratio_to_bound"] == m.measured <= 1.0

@@ -3,6 +3,7 @@
 import pytest
 
 from attnlab.registry import select_claims
+from tolerances import FLOAT64
 
 IDS = ["transformer-math.sparse-fast-path-exact", "transformer-math.sparse-two-hop",
        "transformer-math.sparse-lost-mass-bound"]
@@ -15,7 +16,7 @@ def results():
 
 def test_fast_path_exact(results):
     m = results["transformer-math.sparse-fast-path-exact"].check
-    assert m.verdict == "reproduced" and m.role == "construction" and m.values["max_error"] == m.measured <= 1e-12
+    assert m.verdict == "reproduced" and m.role == "construction" and m.values["max_error"] == m.measured <= FLOAT64
     assert m.values["n"] == 37
 
 
@@ -45,7 +46,7 @@ def test_sparse_claims_pass_through_the_cli():
     rows = {r["id"]: r for r in json.loads(p.stdout)}
     assert set(rows) == set(IDS)
     assert [rows[i]["verdict"] for i in IDS] == ["reproduced", "reproduced", "sanity"]
-    assert rows[IDS[0]]["measured"] <= 1e-12
+    assert rows[IDS[0]]["measured"] <= FLOAT64
     assert rows[IDS[1]]["measured"] == 2.0  # a global token makes 2 hops necessary and enough
     assert rows[IDS[1]]["values"]["max_hops"] == 2.0
     assert 0 < rows[IDS[2]]["measured"] <= 1.0

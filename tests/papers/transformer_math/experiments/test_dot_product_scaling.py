@@ -11,6 +11,7 @@ from attnlab.papers.transformer_math.experiments.dot_product_scaling import (
     run_dot_product_scaling,
 )
 from attnlab.registry import get_experiment
+from tolerances import FLOAT64
 
 
 def test_registered():
@@ -25,7 +26,7 @@ def test_dot_product_scaling_tiny(storable):
     # relative standard error sqrt((2 + 6/d)/N) <= 0.034 here; 5 of them is 0.17
     for d, raw, scaled in zip(v["dims"], v["var_raw"], v["var_scaled"]):
         assert raw / d == pytest.approx(1.0, abs=0.17)
-        assert scaled == pytest.approx(raw / d, rel=1e-12)
+        assert scaled == pytest.approx(raw / d, rel=FLOAT64)
     assert res.data["slope"] == pytest.approx(1.0, abs=0.05)
     s = res.data["softmax"]
     assert s["max_prob_raw"][-1] > 0.8 > 0.5 > s["max_prob_scaled"][-1]

@@ -12,6 +12,7 @@ from attnlab.papers.transformer_math.experiments.efficient_attention_error impor
 )
 from attnlab.registry import get_experiment
 from attnlab.runs.rundir import RunDir
+from tolerances import FLOAT64
 
 TINY = dict(n_values=(32,), d=8, logit_scales=(1.0, 2.0), k_values=(2, 4, 8, 16), windows=(4, 8),
             favor_features=16)
@@ -53,8 +54,8 @@ def test_rows_numbers(result):
     low = [r for r in rows if r["family"] == "low rank"]
     assert len(low) == 2 * (1 + 3 * 4)  # per logit scale: uniform + 3 variants x 4 ranks
     for r in rows:
-        assert r["max_row_tv"] <= r["frobenius"] * 32 ** 0.5 + 1e-12  # L1 row <= sqrt(n) L2 row
-        assert r["spectral"] <= r["frobenius"] + 1e-12
+        assert r["max_row_tv"] <= r["frobenius"] * 32 ** 0.5 + FLOAT64  # L1 row <= sqrt(n) L2 row
+        assert r["spectral"] <= r["frobenius"] + FLOAT64
     svd = [r for r in low if r["variant"] == "best rank-k (SVD)"]
     for t in (1.0, 2.0):  # the SVD error falls with k' and the rank of P^ is at most k'
         errs = [r["frobenius"] for r in svd if r["logit_scale"] == t]
@@ -75,7 +76,7 @@ def test_optional_families_present_or_noted(result):
             assert any(f"The {fam} variants were left out" in n for n in result.notes)
     for r in rows:
         if r["family"] == "sparse":
-            assert abs(r["max_row_tv"] - r["max_lost_mass"]) <= 1e-12
+            assert abs(r["max_row_tv"] - r["max_lost_mass"]) <= FLOAT64
 
 
 def test_presets_fill_the_config():

@@ -23,6 +23,7 @@ from attnlab.papers.transformer_math.experiments.head_structure import (
 from attnlab.analysis.heads.maps import uniform_attention
 from attnlab.papers.transformer_math.head_structure import sigma3, special_share
 from attnlab.registry import get_experiment
+from tolerances import FLOAT64, VIEWER_ROUNDING
 
 
 def test_registered_with_presets():
@@ -36,8 +37,8 @@ def test_registered_with_presets():
 def test_uniform_baseline_is_analytic():
     b = baselines(16, 3, draws=2, seed=0)
     # |U - I| = 2 (n - 1) over n rows: normalised (n - 1) / n; every one-hot family gives the same
-    assert b.uniform["sigma1"] == pytest.approx(15 / 16, abs=1e-12)
-    assert b.uniform["permutation"] == pytest.approx(15 / 16, abs=1e-12)
+    assert b.uniform["sigma1"] == pytest.approx(15 / 16, abs=FLOAT64)
+    assert b.uniform["permutation"] == pytest.approx(15 / 16, abs=FLOAT64)
     # the best Sigma_2 member of U is the full band of width 7 in every interior row: strictly better
     assert b.uniform["sigma"] < b.uniform["sigma1"] - 0.2
     assert 0.5 < b.random["sigma"] < 0.8
@@ -122,10 +123,10 @@ def test_tiny_run_trains_fits_and_is_deterministic(storable):
     for r in heads:
         assert r["d_sigma"] <= min(r["d_sigma1"], r["d_sigma2"], r["d_sigma3"]) + 1e-9
         assert r["d_sigma"] <= r["random_search"] + 1e-9
-        assert 0.0 <= r["normalized"] <= 1.0 and r["normalized"] == pytest.approx(r["d_sigma"] / 32, abs=1e-12)
+        assert 0.0 <= r["normalized"] <= 1.0 and r["normalized"] == pytest.approx(r["d_sigma"] / 32, abs=FLOAT64)
         assert 0.5 < r["mass_kept"] <= 1.0 + 1e-6  # float32 models
     for fr in res.data["fractions"].values():
-        assert sum(fr[k] for k in LABELS) == pytest.approx(1.0, abs=1e-12)
+        assert sum(fr[k] for k in LABELS) == pytest.approx(1.0, abs=FLOAT64)
     assert res.check("max over maps of (exact d_Sigma").verdict == "sanity"
     verdicts = {c.quantity: c.verdict for c in res.summary}
     # statements of the text about its trained model, on a 4-epoch model: not like for like
@@ -163,7 +164,7 @@ def test_minilm_heads_are_fitted():
     assert view["shape"] == [6, 12, 16, 16] and view["tokens"] == tokens and view["cut"] == ""
     for r in rows:
         got = torch.tensor([float(x) for x in view["maps"][r["layer"]][r["head"]].split(",")]).reshape(16, 16)
-        assert (got / 1000 - r["example_map"].float()).abs().max() <= 5e-4 + 1e-6
+        assert (got / 1000 - r["example_map"].float()).abs().max() <= VIEWER_ROUNDING + 1e-6
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +203,7 @@ def test_smollm2_heads_are_fitted_against_causal_baselines(smollm2):
     r = next(r for r in p.rows if r["layer"] == layer and r["head"] == head)
     maps = smollm2.run(list(p.texts)).attentions[layer][:, head].double()  # (2, 16, 16)
     assert torch.triu(maps, 1).abs().max() == 0.0  # causal
-    assert torch.allclose(r["example_map"], maps[0], atol=1e-12, rtol=0)
+    assert torch.allclose(r["example_map"], maps[0], atol=FLOAT64, rtol=0)
     fits = [fit_all(A, 3) for A in maps]
     for k in FITS:
         assert r[f"d_{k}"] == pytest.approx(sum(f[k].distance for f in fits) / 2, abs=1e-9), k
@@ -211,11 +212,12 @@ def test_smollm2_heads_are_fitted_against_causal_baselines(smollm2):
     assert r["d_sigma"] == pytest.approx(d["sigma"], abs=1e-9)
     assert r["label"] == label_head(d, 16, base["causal"].uniform["sigma"], cfg.margin, r["special_share"])
     # Clark's previous-token weight: the subdiagonal averaged over all 16 rows, then over the sentences
-    assert r["clark_previous"] == pytest.approx(float(torch.diagonal(maps, -1, -2, -1).sum(-1).mean() / 16), abs=1e-12)
+    assert r["clark_previous"] == pytest.approx(float(torch.diagonal(maps, -1, -2, -1).sum(-1).mean() / 16),
+                                                abs=FLOAT64)
     # the chance levels the run used are the causal closed forms
     closed = chance_closed_form(16, causal=True)
     for key in ("previous", "entropy", "voita_previous"):
-        assert p.chance[key] == pytest.approx(closed[key], abs=1e-12)
+        assert p.chance[key] == pytest.approx(closed[key], abs=FLOAT64)
     # measured: most heads park on the first token (the sink) and are special-token heads, not rare-token ones
     labels = Counter(r["label"] for r in p.rows)
     assert labels["special-token"] >= 135 and labels["rare-token"] == 0
@@ -275,7 +277,7 @@ def test_chance_levels_equal_their_closed_forms(n, causal):
                                        frequencies=freqs)
     assert len(per_head) == 3 and {"clark", "kovaleva", "clark_previous"} <= set(per_head[0])
     for key in ("previous", "next", "entropy", "voita_previous"):
-        assert chance[key] == pytest.approx(closed[key], abs=1e-12), key
+        assert chance[key] == pytest.approx(closed[key], abs=FLOAT64), key
     assert chance["voita_next"] is None if causal else chance["voita_next"] == pytest.approx(1 / n, abs=1e-15)
     # the last position: visible to the last row only (causal), to every row at 1/n (bidirectional)
     assert chance["voita_rare_argmax"] == pytest.approx(1 / n, abs=1e-15)

@@ -17,6 +17,7 @@ from attnlab.papers.transformer_math.experiments.scaling import (
 )
 from attnlab.registry import SweepPlan, get_experiment
 from attnlab.runs.rundir import RunDir
+from tolerances import FLOAT64
 
 PER_VARIANT = ("steps_to_threshold", "reached_threshold", "final_loss", "final_accuracy", "initial_loss",
                "initial_entropy", "final_entropy", "initial_grad_norm", "final_grad_norm")
@@ -40,7 +41,7 @@ def test_tiny_run_returns_scalars_and_streams_metrics(tmp_path, storable):
     sc = res.scalars
     assert set(sc) == {f"{k}_{s}" for k in ("scaled", "unscaled") for s in PER_VARIANT} | {"max_entropy"}
     assert all(isinstance(v, (bool, int, float)) for v in sc.values())
-    assert sc["max_entropy"] == pytest.approx(math.log(5), abs=1e-12)
+    assert sc["max_entropy"] == pytest.approx(math.log(5), abs=FLOAT64)
     for k in ("scaled", "unscaled"):
         assert 0 < sc[f"{k}_initial_entropy"] < math.log(5)  # between one-hot and uniform
         assert 0 <= sc[f"{k}_final_accuracy"] <= 1
@@ -104,13 +105,13 @@ def test_aggregate_by_hand(storable):
     assert res.data["d_head"] == [8, 16] and res.data["seeds"] == {8: 2, 16: 2}
     st = res.data["stats"]
     assert st["scaled"]["steps_to_threshold"][0] == {"mean": 50.0, "min": 40.0, "max": 60.0}
-    assert st["unscaled"]["initial_entropy"][1]["mean"] == pytest.approx(0.5, abs=1e-12)
+    assert st["unscaled"]["initial_entropy"][1]["mean"] == pytest.approx(0.5, abs=FLOAT64)
     assert res.data["reached"] == {"scaled": [2, 2], "unscaled": [2, 0]}
-    assert res.check("initial attention entropy").measured == pytest.approx(0.5 / 1.6, abs=1e-12)
-    assert res.check("initial ||dl/dz||").measured == pytest.approx(0.1 / 0.3, abs=1e-12)
+    assert res.check("initial attention entropy").measured == pytest.approx(0.5 / 1.6, abs=FLOAT64)
+    assert res.check("initial ||dl/dz||").measured == pytest.approx(0.1 / 0.3, abs=FLOAT64)
     # the unscaled runs at d_head 16 never reached the threshold: 101 steps is a lower bound, so is the ratio
     slow = res.check("mean steps to loss <= 0.1")
-    assert isinstance(slow.measured, Bound) and slow.measured.lower == pytest.approx(101 / 25, abs=1e-12)
+    assert isinstance(slow.measured, Bound) and slow.measured.lower == pytest.approx(101 / 25, abs=FLOAT64)
     assert str(slow.measured).startswith(">= 4.04") and slow.verdict == "reproduced"  # the bound decides "> 1"
     assert res.check("scaled runs reaching").measured == 4 and res.check("scaled runs reaching").role == "construction"
     assert {c.verdict for c in res.summary} == {"reproduced"}
