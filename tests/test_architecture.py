@@ -41,6 +41,11 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
     "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs",
                         "attnlab.reports.viewer"},
+    # the commands (reproduce, analyze, construct) sit above every library layer, below the command line
+    "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.estimates",
+                         "attnlab.terminal", "attnlab.results", "attnlab.reports.viewer", "attnlab.ops", "attnlab.nn",
+                         "attnlab.data", "attnlab.tasks", "attnlab.training", "attnlab.analysis", "attnlab.pretrained",
+                         "attnlab.registry", "attnlab.bench", "attnlab.runs", "attnlab.sweeps", "attnlab.reports"},
 }
 TOP = {"attnlab", "attnlab.cli"}  # the package root and the command line may import any library layer
 

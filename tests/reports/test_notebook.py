@@ -13,7 +13,7 @@ from attnlab.reports import Report, build_report
 from attnlab.reports.notebook import FRAME_HEIGHT, embed_page, report_frame
 from attnlab.reports.viewer import viewer_data
 from attnlab.results import ExperimentResult
-from attnlab.runs.analyze import Analysis
+from attnlab.commands.analyze import Analysis
 from attnlab.runs.rundir import RunDir, RunPath
 
 TOKENS = ["[CLS]", "</script>", "\"q\"", "it's", "&amp;", "</iframe>"]

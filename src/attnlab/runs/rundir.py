@@ -38,7 +38,7 @@ FIGURES, REPORT_HTML, REPORT_MD = "figures", "report.html", "report.md"
 
 
 class RunPath(type(Path())):
-    """A run directory's path: a :class:`pathlib.Path` in every respect (what :func:`attnlab.runs.reproduce.reproduce`
+    """A run directory's path: a :class:`pathlib.Path` in every respect (what :func:`attnlab.commands.reproduce.reproduce`
     returns) that in Jupyter shows the run's report.html (:mod:`attnlab.reports.notebook`); a path
     without a report.html shows as a plain path."""
 

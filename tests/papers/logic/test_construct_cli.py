@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.runs.construct import construct
+from attnlab.commands.construct import construct
 
 TOL = 1e-12
 

@@ -10,7 +10,7 @@ import pytest
 from numpy_reference import LABEL_TOL, numpy_forward
 
 from attnlab.errors import ConfigError
-from attnlab.runs.construct import save_npz
+from attnlab.commands.construct import save_npz
 
 NPZ_KEYS = {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}
 

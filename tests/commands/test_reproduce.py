@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-import attnlab.runs.reproduce as runner
+import attnlab.commands.reproduce as runner
 from attnlab import registry
 from attnlab.config import RunConfig
 from attnlab.errata import TextError
