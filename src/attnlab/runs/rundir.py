@@ -37,19 +37,6 @@ CONFIG, ENV, RESULTS, METRICS = "config.json", "env.json", "results.json", "metr
 FIGURES, REPORT_HTML, REPORT_MD = "figures", "report.html", "report.md"
 
 
-class RunPath(type(Path())):
-    """A run directory's path: a :class:`pathlib.Path` in every respect (what :func:`attnlab.commands.reproduce.reproduce`
-    returns) that in Jupyter shows the run's report.html (:mod:`attnlab.reports.notebook`); a path
-    without a report.html shows as a plain path."""
-
-    def _repr_html_(self) -> str | None:
-        if not (self / REPORT_HTML).is_file():
-            return None
-        from attnlab.reports.notebook import report_frame
-
-        return report_frame(self / REPORT_HTML)
-
-
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with a trailing Z, to the second."""
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
