@@ -31,7 +31,8 @@ from attnlab.config import SCALES, build_config, check_choice, check_device, che
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, all_experiments, get_paper
 from attnlab.results import ExperimentResult
-from attnlab.runs.rundir import REPORT_HTML, RunDir, load_run, to_jsonable, utc_now
+from attnlab.runs.jsonable import to_jsonable
+from attnlab.runs.rundir import REPORT_HTML, RunDir, load_run, utc_now
 from attnlab.runs.seeds import seed_everything
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)

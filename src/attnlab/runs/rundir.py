@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import platform
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.errors import ConfigError, RunDirError
+from attnlab.runs.jsonable import to_jsonable
 
 CONFIG, ENV, RESULTS, METRICS = "config.json", "env.json", "results.json", "metrics.jsonl"
 FIGURES, REPORT_HTML, REPORT_MD = "figures", "report.html", "report.md"
@@ -40,26 +40,6 @@ FIGURES, REPORT_HTML, REPORT_MD = "figures", "report.html", "report.md"
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with a trailing Z, to the second."""
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Plain JSON types: tuples to lists, non-finite floats to strings, tensors to lists,
-    typed results (anything with ``to_dict()``) to their stored form."""
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else str(obj)
-    if hasattr(obj, "tolist"):  # numpy / torch scalars and arrays
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON-able")
 
 
 def _umask() -> int:

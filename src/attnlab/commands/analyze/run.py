@@ -30,7 +30,8 @@ from attnlab.commands.analyze.text import (
 )
 from attnlab.config import check_choice, check_device, check_int
 from attnlab.errors import ConfigError
-from attnlab.runs.rundir import REPORT_HTML, RunDir, to_jsonable, utc_now
+from attnlab.runs.jsonable import to_jsonable
+from attnlab.runs.rundir import REPORT_HTML, RunDir, utc_now
 
 DEFAULT_MAX_TOKENS = 128  # Clark et al.'s segments are at most 128 tokens
 DEFAULT_SEGMENTS = 8
