@@ -34,12 +34,13 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data",
                            "attnlab.reports.viewer"},
-    # run directories, seeding and the JSON encoder: below the registry, the sweeps, the reports and the
-    # commands that write and read them
+    # run directories, seeding, the JSON encoder and torch's thread count: below the registry, the bench,
+    # the sweeps, the reports and the commands that write and read them
     "attnlab.runs": {"attnlab.errors"},
     "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results",
                          "attnlab.runs"},
-    "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops"},
+    "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops",
+                      "attnlab.runs"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
     "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs",
                         "attnlab.reports.viewer"},
