@@ -394,9 +394,9 @@ def sweep(
 
     Exit status 1 if any run failed; 130 on Ctrl-C (finished runs are kept, --resume continues).
     """
-    import datetime as _dt
     from pathlib import Path
 
+    from attnlab.runs.rundir import default_run_dir
     from attnlab.sweeps import SweepInterrupted, SweepSpec, describe, run_sweep
 
     if out is not None:
@@ -407,8 +407,7 @@ def sweep(
     grid_values = {k: v.split(",") for k, v in _key_values(grid or [], "--grid", "n=3,5,7").items()}
     spec = SweepSpec(experiment, base=base, grid=grid_values, seeds=seeds, seed0=seed)
     if out is None:
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        out = str(Path("runs") / f"sweep-{experiment}-{stamp}")
+        out = str(default_run_dir(f"sweep-{experiment}"))
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
 
     def on_failure(run_id: str, error: str, log: Path) -> None:

@@ -21,7 +21,6 @@ Order of work, chosen so that an interrupted run keeps what it finished:
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import time
 import traceback
 from pathlib import Path
@@ -32,7 +31,7 @@ from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, all_experiments, get_paper
 from attnlab.results import ExperimentResult
 from attnlab.runs.jsonable import to_jsonable
-from attnlab.runs.rundir import REPORT_HTML, RunDir, load_run, utc_now
+from attnlab.runs.rundir import REPORT_HTML, RunDir, default_run_dir, load_run, utc_now
 from attnlab.runs.seeds import seed_everything
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
@@ -104,8 +103,7 @@ class RunPath(type(Path())):
 
 
 def default_out(papers: Sequence[str]) -> Path:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return Path("runs") / f"{'+'.join(papers)}-{stamp}"
+    return default_run_dir(*papers)
 
 
 def reproduce(

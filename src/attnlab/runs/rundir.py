@@ -37,6 +37,15 @@ CONFIG, ENV, RESULTS, METRICS = "config.json", "env.json", "results.json", "metr
 FIGURES, REPORT_HTML, REPORT_MD = "figures", "report.html", "report.md"
 
 
+def default_run_dir(*names: str) -> Path:
+    """A new run directory's default path, ``runs/<names joined by '+'>-<UTC time>`` (e.g.
+    runs/logic-20250101T120000Z), relative to the working directory; in each name a character other
+    than a letter, a digit, "-", "_" or "." becomes "_"."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    safe = ("".join(c if c.isalnum() or c in "-_." else "_" for c in name) for name in names)
+    return Path("runs") / f"{'+'.join(safe)}-{stamp}"
+
+
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with a trailing Z, to the second."""
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -18,7 +18,6 @@ scored by TransformerLens' ``detect_head`` definitions
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from attnlab.analysis.heads.patterns import REPEATED_HALF, repeated_random_token
 from attnlab.analysis.heads.summary import TL_KINDS
 from attnlab.errors import ConfigError
 from attnlab.pretrained.labels import token_labels
-from attnlab.runs.rundir import CONFIG
+from attnlab.runs.rundir import CONFIG, default_run_dir
 
 BATCH = 8
 REPEATED_PROMPTS = 8  # TransformerLens-style prompts [BOS] r r, averaged as its detect_head averages a list
@@ -94,9 +93,8 @@ def check_out(out: str | Path) -> Path:
 
 
 def default_out(model: str) -> Path:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = Path(model).name if Path(model).exists() else model
-    return Path("runs") / f"analyze-{''.join(c if c.isalnum() or c in '-_.' else '_' for c in name)}-{stamp}"
+    return default_run_dir(f"analyze-{name}")
 
 
 def special_tokens(tokenizer) -> dict[str, str | None]:
