@@ -88,8 +88,8 @@ def _child() -> None:
     import attnlab.pretrained as pretrained
     import attnlab.reports as reports
     import attnlab.reports.figures as figures
-    import attnlab.runs.analyze as an
-    import attnlab.runs.analyze_evidence as ev
+    import attnlab.commands.analyze.run as an
+    import attnlab.commands.analyze.evidence as ev
     from attnlab.runs.rundir import RunDir
 
     acc = dict.fromkeys(STAGES, 0.0)

@@ -78,7 +78,7 @@ def unpack_fixture(path: str | Path, run_dir: str | Path) -> Path:
 
 def _rerun(run_dir: Path, paper: str, experiments: list[str]) -> None:
     """Run ``experiments`` again in ``run_dir`` (a copy): drop their results, then resume."""
-    from attnlab.runs.reproduce import reproduce
+    from attnlab.commands.reproduce import reproduce
 
     results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     for e in experiments:
@@ -91,7 +91,7 @@ def _rerun(run_dir: Path, paper: str, experiments: list[str]) -> None:
 
 def refresh(paper: str, *, runs: Path | None = None, rerun: list[str] = (), out: Path = FIXTURES) -> Path:
     """Write ``paper``'s fixture from ``runs/<paper>`` or from a fresh quick reproduce."""
-    from attnlab.runs.reproduce import reproduce
+    from attnlab.commands.reproduce import reproduce
 
     with tempfile.TemporaryDirectory(prefix="attnlab-fixture-") as tmp:
         run_dir = Path(tmp) / paper

@@ -14,7 +14,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PAPERS = "attnlab.papers"
 
 # Library layers, bottom to top: what each package (or top-level module) may import
-# besides itself. Papers sit above all of them and the command line above the papers.
+# besides itself. Papers sit above all of them; the commands (attnlab.commands) may import any
+# library layer, and the command line (attnlab.cli) sits above the commands and the papers.
 ALLOWED: dict[str, set[str]] = {
     "attnlab.errors": set(),
     "attnlab.checks": {"attnlab.errors"},
@@ -33,16 +34,23 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data",
                            "attnlab.reports.viewer"},
-    "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results"},
-    "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops"},
-    "attnlab.runs": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.estimates",
-                     "attnlab.results", "attnlab.registry", "attnlab.reports", "attnlab.reports.viewer",
-                     "attnlab.sweeps", "attnlab.pretrained", "attnlab.analysis", "attnlab.data"},
+    # run directories, seeding, the JSON encoder and torch's thread count: below the registry, the bench,
+    # the sweeps, the reports and the commands that write and read them
+    "attnlab.runs": {"attnlab.errors"},
+    "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results",
+                         "attnlab.runs"},
+    "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops",
+                      "attnlab.runs"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
     "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs",
                         "attnlab.reports.viewer"},
+    # the commands (reproduce, analyze, construct) sit above every library layer, below the command line
+    "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.estimates",
+                         "attnlab.terminal", "attnlab.results", "attnlab.reports.viewer", "attnlab.ops", "attnlab.nn",
+                         "attnlab.data", "attnlab.tasks", "attnlab.training", "attnlab.analysis", "attnlab.pretrained",
+                         "attnlab.registry", "attnlab.bench", "attnlab.runs", "attnlab.sweeps", "attnlab.reports"},
 }
-TOP = {"attnlab", "attnlab.cli"}  # the package root and the command line may import any library layer
+TOP = {"attnlab", "attnlab.cli"}  # the package root and the command line may import any layer
 
 
 def _modules() -> dict[str, Path]:
@@ -107,6 +115,27 @@ def test_library_modules_import_only_layers_below_and_never_a_paper(module):
         other = _layer(target)
         if other != layer and target != "attnlab":
             assert other in ALLOWED[layer], f"{module} ({layer}) imports {target} ({other}), which is not below it"
+
+
+def test_runs_sit_below_the_sweeps_the_reports_and_the_commands():
+    """rundir and seeds are the floor: nothing under attnlab.runs imports what is built on them."""
+    above = ("attnlab.sweeps", "attnlab.reports", "attnlab.registry", "attnlab.pretrained", "attnlab.analysis",
+             "attnlab.data", "attnlab.commands", "attnlab.cli")
+    assert not ALLOWED["attnlab.runs"] & set(above)
+    for module in (m for m in MODULES if _layer(m) == "attnlab.runs"):
+        for target in GRAPH[module]:
+            assert not target.startswith(above), f"{module} imports {target}, which is built on attnlab.runs"
+
+
+def test_no_library_layer_imports_the_commands_or_the_command_line():
+    """The commands sit above the library and below the command line: only attnlab.cli (and the
+    package root's lazy attributes) may import them, and nothing imports attnlab.cli."""
+    for module in MODULES:
+        for target in GRAPH[module]:
+            if target.startswith("attnlab.commands") and not module.startswith("attnlab.commands"):
+                assert module in TOP, f"{module} imports {target}: only the command line calls the commands"
+            if target.startswith("attnlab.cli"):
+                assert module == "attnlab", f"{module} imports {target}: nothing imports the command line"
 
 
 def test_papers_do_not_import_each_other():

@@ -7,9 +7,10 @@ A paper-agnostic library at the bottom and one package per paper on top:
   training, text that ships offline, synthetic tasks, real checkpoints
 - ``registry``, ``config``, ``results``: claims, experiments and constructions, their
   configs and one validation path, typed results
-- ``runs``, ``sweeps``, ``reports``, ``bench``: run directories and ``reproduce``,
-  grids of runs, HTML/Markdown reports, ``attnlab bench``
+- ``runs``, ``sweeps``, ``reports``, ``bench``: run directories, grids of runs,
+  HTML/Markdown reports, ``attnlab bench``
 - ``papers``: one package per text; the library never imports it
+- ``commands``: ``reproduce``, ``analyze`` and ``construct``, above the library
 - ``cli``: the ``attnlab`` command
 """
 
@@ -18,7 +19,7 @@ __version__ = "0.1.0"
 # ``import attnlab`` is cheap; the library's packages and the attention operators load on
 # first use: ``attnlab.softmax_attention``, ``attnlab.linear_attention``, ``attnlab.nn``.
 _PACKAGES = ("ops", "nn", "analysis", "training", "data", "tasks", "pretrained", "registry", "config", "results",
-             "checks", "errata", "runs", "sweeps", "reports", "bench", "papers", "cli", "errors")
+             "checks", "errata", "runs", "sweeps", "reports", "bench", "papers", "commands", "cli", "errors")
 _OPERATORS = ("attnlab.ops", "attnlab.ops.linear", "attnlab.ops.sparse")
 _LOWRANK = ("linformer_attention", "gaussian_projection", "random_projection_weights", "best_rank_k")
 

@@ -314,7 +314,7 @@ def reproduce(
     """
     from attnlab.checks import counts_line, exit_status
     from attnlab.reports.format import outline
-    from attnlab.runs.reproduce import reproduce as run_reproduce
+    from attnlab.commands.reproduce import reproduce as run_reproduce
     from attnlab.runs.rundir import load_run
 
     if out is not None:
@@ -394,9 +394,9 @@ def sweep(
 
     Exit status 1 if any run failed; 130 on Ctrl-C (finished runs are kept, --resume continues).
     """
-    import datetime as _dt
     from pathlib import Path
 
+    from attnlab.runs.rundir import default_run_dir
     from attnlab.sweeps import SweepInterrupted, SweepSpec, describe, run_sweep
 
     if out is not None:
@@ -407,8 +407,7 @@ def sweep(
     grid_values = {k: v.split(",") for k, v in _key_values(grid or [], "--grid", "n=3,5,7").items()}
     spec = SweepSpec(experiment, base=base, grid=grid_values, seeds=seeds, seed0=seed)
     if out is None:
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        out = str(Path("runs") / f"sweep-{experiment}-{stamp}")
+        out = str(default_run_dir(f"sweep-{experiment}"))
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
 
     def on_failure(run_id: str, error: str, log: Path) -> None:
@@ -584,7 +583,7 @@ def analyze(
     unknown model, a directory that is not a checkpoint, an unsupported
     architecture, a missing or empty text file, --max-tokens out of range.
     """
-    from attnlab.runs.analyze import analyze as run_analyze
+    from attnlab.commands.analyze import analyze as run_analyze
 
     if out is not None:
         _check_out_path(out, "--out")
@@ -652,7 +651,7 @@ def construct(
     (with --json, as JSON) and exits 0 without building.
     """
     from attnlab.registry import get_construction
-    from attnlab.runs.construct import construct as run_construct
+    from attnlab.commands.construct import construct as run_construct
 
     c = get_construction(name)
     settings = _key_values(set_ or [], "--set", "H=8")
@@ -694,7 +693,7 @@ def _announce_estimate(estimate) -> None:
 def _construct_dry_run(name: str, settings: dict, as_json: bool) -> None:
     """`construct NAME --dry-run`: the estimate and whether it fits; nothing is built."""
     from attnlab.estimates import format_bytes, format_seconds
-    from attnlab.runs.construct import estimate, fit_summary
+    from attnlab.commands.construct import estimate, fit_summary
 
     c, params, est = estimate(name, settings)
     if est is None:

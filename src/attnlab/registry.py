@@ -35,7 +35,6 @@ import fnmatch
 import hashlib
 import importlib
 import importlib.util
-import math
 import os
 import pkgutil
 import sys
@@ -48,6 +47,7 @@ from typing import Any, Callable, Iterator, Mapping
 from attnlab.checks import Check, above, at_least, at_most, below, equals, info, near  # noqa: F401 (for claims)
 from attnlab.errata import TextError
 from attnlab.errors import AttnlabError, ConfigError, UnknownNameError
+from attnlab.runs.jsonable import to_jsonable
 
 PAPERS_PACKAGE = "attnlab.papers"
 PLUGINS_ENV = "ATTNLAB_PLUGINS"
@@ -254,7 +254,7 @@ class ConstructionResult:
         return f"{self.check.quantity} {self.check.criterion}"
 
     def to_dict(self) -> dict:
-        return {**{k: _json_value(v) for k, v in self.values.items()}, "verdict": self.verdict,
+        return {**{k: to_jsonable(v) for k, v in self.values.items()}, "verdict": self.verdict,
                 "passed": bool(self.passed), "criterion": self.criterion, "check": self.check.to_dict(),
                 "notes": list(self.notes), "arrays": sorted(self.arrays)}
 
@@ -517,18 +517,3 @@ def get_construction(name: str) -> Construction:
     return _STATE.constructions[name]
 
 
-def _json_float(x: float):
-    x = float(x)
-    return x if math.isfinite(x) else str(x)
-
-
-def _json_value(v: Any) -> Any:
-    if hasattr(v, "item") and callable(v.item) and getattr(v, "ndim", 0) == 0:
-        v = v.item()
-    if isinstance(v, float):
-        return _json_float(v)
-    if isinstance(v, (list, tuple)):
-        return [_json_value(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _json_value(x) for k, x in v.items()}
-    return v

@@ -50,7 +50,7 @@ def test_too_large_for_the_machine_is_refused_in_one_line_before_building(cli_er
 def test_the_refusal_names_the_largest_value_that_fits(monkeypatch, cli_error):
     """With 1 GiB, the largest H whose estimate fits is the one the message names, and H + 1 does not fit."""
     from attnlab.papers.memorization.construction import MemorizationParams, estimate_memorization
-    from attnlab.runs import construct as runs
+    from attnlab.commands import construct as runs
 
     monkeypatch.setattr(runs, "device_memory", lambda device="cpu": 2 ** 30)
     line = cli_error(["construct", "memorization", "--set", "H=1000"])
@@ -61,7 +61,7 @@ def test_the_refusal_names_the_largest_value_that_fits(monkeypatch, cli_error):
 
 
 def test_the_python_function_refuses_too(no_build):
-    from attnlab.runs.construct import construct
+    from attnlab.commands.construct import construct
 
     with pytest.raises(ConfigError, match=r"construct memorization H=100000 needs about 1,182,558 GiB of memory"):
         construct("memorization", {"H": "100000"})

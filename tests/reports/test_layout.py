@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from attnlab.reports import build_report
-from attnlab.runs.reproduce import experiments_for
+from attnlab.commands.reproduce import experiments_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "scripts" / "check_report_layout.py"

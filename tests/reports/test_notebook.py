@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
+from attnlab.commands.analyze import Analysis
+from attnlab.commands.reproduce import RunPath
 from attnlab.reports import Report, build_report
 from attnlab.reports.notebook import FRAME_HEIGHT, embed_page, report_frame
 from attnlab.reports.viewer import viewer_data
 from attnlab.results import ExperimentResult
-from attnlab.runs.analyze import Analysis
-from attnlab.runs.rundir import RunDir, RunPath
+from attnlab.runs.rundir import RunDir
 
 TOKENS = ["[CLS]", "</script>", "\"q\"", "it's", "&amp;", "</iframe>"]
 

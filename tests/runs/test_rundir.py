@@ -164,3 +164,12 @@ def test_create_refuses_unwritable_places(tmp_path):
         RunDir.create(tmp_path / "f.txt")
     with pytest.raises(RunDirError, match="cannot write to .*; choose a writable --out"):
         RunDir.create(tmp_path / "f.txt" / "sub")
+
+
+def test_default_run_dir_is_under_runs_with_a_utc_stamp():
+    import re
+
+    from attnlab.runs.rundir import default_run_dir
+
+    assert re.fullmatch(r"runs/logic\+memorization-\d{8}T\d{6}Z", default_run_dir("logic", "memorization").as_posix())
+    assert re.fullmatch(r"runs/analyze-my_model.v2-\d{8}T\d{6}Z", default_run_dir("analyze-my model.v2").as_posix())

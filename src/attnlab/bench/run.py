@@ -29,9 +29,10 @@ import torch
 from attnlab.bench.ceiling import matmul_ceiling
 from attnlab.bench.memory import peak_memory
 from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
-from attnlab.bench.timing import num_threads, time_call
+from attnlab.bench.timing import time_call
 from attnlab.config import check_choice, check_device, check_fits, check_int, check_ints, check_seed, device_memory
 from attnlab.errors import ConfigError
+from attnlab.runs.threads import num_threads
 
 PRESETS = {"full": (512, 1024, 2048, 4096, 8192, 16384), "quick": (512, 1024, 2048, 4096)}
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}

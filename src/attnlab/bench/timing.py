@@ -4,7 +4,7 @@ A full ``gc.collect()`` runs before the first timed repeat and a young-generatio
 collection before each later one (a full collection costs ~70 ms with torch loaded),
 with the collector disabled during each timed call, so a collection never lands
 inside one; ``torch.set_num_threads`` is set to
-the requested count for the measurement and restored afterwards. On CUDA the
+the requested count for the measurement and restored afterwards (:func:`attnlab.runs.threads.num_threads`). On CUDA the
 device is synchronised around each call. The first call (which includes any
 compilation, e.g. torch.compile of FlexAttention) is timed on its own.
 """
@@ -14,13 +14,13 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable
 
 import torch
 
 from attnlab.errors import ConfigError
+from attnlab.runs.threads import num_threads
 
 
 @dataclass(frozen=True)
@@ -37,20 +37,6 @@ class Timing:
     @property
     def iqr_s(self) -> float:
         return self.q3_s - self.q1_s
-
-
-@contextmanager
-def num_threads(threads: int | None) -> Iterator[int]:
-    """Run with ``torch.set_num_threads(threads)`` (None: leave as is); yield the count in use."""
-    before = torch.get_num_threads()
-    if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ConfigError(f"threads must be an integer >= 1, got {threads!r}")
-        torch.set_num_threads(threads)
-    try:
-        yield torch.get_num_threads()
-    finally:
-        torch.set_num_threads(before)
 
 
 def _sync() -> None:

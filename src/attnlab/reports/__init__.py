@@ -16,8 +16,8 @@ interactive viewer: in Jupyter, as a standalone page (``save``), or in report.ht
 result carries an interactive block.
 
 In Jupyter, what :func:`build_report` returns (a :class:`Report`) shows the report itself
-(:mod:`attnlab.reports.notebook`), as do the results of :func:`attnlab.runs.reproduce.reproduce`
-and :func:`attnlab.runs.analyze.analyze`.
+(:mod:`attnlab.reports.notebook`), as do the results of :func:`attnlab.commands.reproduce.reproduce`
+and :func:`attnlab.commands.analyze.analyze`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ inside it).
 
 What shows a report this way: :class:`attnlab.reports.Report` (what
 :func:`attnlab.reports.build_report` returns), the run directory path that
-:func:`attnlab.runs.reproduce.reproduce` returns and the :class:`attnlab.runs.analyze.Analysis`
-of :func:`attnlab.runs.analyze.analyze`.
+:func:`attnlab.commands.reproduce.reproduce` returns and the :class:`attnlab.commands.analyze.Analysis`
+of :func:`attnlab.commands.analyze.analyze`.
 """
 
 from __future__ import annotations

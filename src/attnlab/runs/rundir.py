@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import platform
 import subprocess
@@ -32,47 +31,24 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.errors import ConfigError, RunDirError
+from attnlab.runs.jsonable import to_jsonable
 
 CONFIG, ENV, RESULTS, METRICS = "config.json", "env.json", "results.json", "metrics.jsonl"
 FIGURES, REPORT_HTML, REPORT_MD = "figures", "report.html", "report.md"
 
 
-class RunPath(type(Path())):
-    """A run directory's path: a :class:`pathlib.Path` in every respect (what :func:`attnlab.runs.reproduce.reproduce`
-    returns) that in Jupyter shows the run's report.html (:mod:`attnlab.reports.notebook`); a path
-    without a report.html shows as a plain path."""
-
-    def _repr_html_(self) -> str | None:
-        if not (self / REPORT_HTML).is_file():
-            return None
-        from attnlab.reports.notebook import report_frame
-
-        return report_frame(self / REPORT_HTML)
+def default_run_dir(*names: str) -> Path:
+    """A new run directory's default path, ``runs/<names joined by '+'>-<UTC time>`` (e.g.
+    runs/logic-20250101T120000Z), relative to the working directory; in each name a character other
+    than a letter, a digit, "-", "_" or "." becomes "_"."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    safe = ("".join(c if c.isalnum() or c in "-_." else "_" for c in name) for name in names)
+    return Path("runs") / f"{'+'.join(safe)}-{stamp}"
 
 
 def utc_now() -> str:
     """The current UTC time as ISO 8601 with a trailing Z, to the second."""
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Plain JSON types: tuples to lists, non-finite floats to strings, tensors to lists,
-    typed results (anything with ``to_dict()``) to their stored form."""
-    if hasattr(obj, "to_dict") and callable(obj.to_dict):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else str(obj)
-    if hasattr(obj, "tolist"):  # numpy / torch scalars and arrays
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON-able")
 
 
 def _umask() -> int:

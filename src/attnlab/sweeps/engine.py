@@ -30,7 +30,8 @@ from typing import Any, Callable, Sequence
 from attnlab.config import check_device
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
-from attnlab.runs.rundir import RunDir, to_jsonable, utc_now, writable_dir
+from attnlab.runs.jsonable import to_jsonable
+from attnlab.runs.rundir import RunDir, utc_now, writable_dir
 from attnlab.sweeps.executors import check_executor, cpu_cores, open_executor
 from attnlab.sweeps.spec import RunPlan, SweepSpec, expand, resolved_overrides
 from attnlab.sweeps.table import TABLE, SweepTable

@@ -30,7 +30,7 @@ from typing import Any
 from attnlab.config import build_config as _build, check_int, check_seed, coerce_field, format_value
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment
-from attnlab.runs.rundir import to_jsonable
+from attnlab.runs.jsonable import to_jsonable
 
 RESERVED = {"seed": "--seed/--seeds", "device": "--device"}  # never set by --set/--grid
 

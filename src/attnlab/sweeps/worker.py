@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.results import ExperimentResult
-from attnlab.runs.rundir import RunDir, to_jsonable, utc_now
+from attnlab.runs.jsonable import to_jsonable
+from attnlab.runs.rundir import RunDir, utc_now
 from attnlab.runs.seeds import seed_everything
 
 RESULT, LOG, RUN_CONFIG = "result.json", "log.txt", "config.json"

@@ -9,7 +9,7 @@ import pytest
 from helpers import run_cli
 
 from attnlab.errors import ConfigError
-from attnlab.runs.construct import construct
+from attnlab.commands.construct import construct
 from tolerances import FLOAT64
 
 

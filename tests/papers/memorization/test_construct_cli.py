@@ -9,7 +9,7 @@ from helpers import run_cli
 from numpy_reference import numpy_forward
 
 from attnlab.errors import ConfigError
-from attnlab.runs.construct import save_npz
+from attnlab.commands.construct import save_npz
 from tolerances import CONSTRUCTION_LABELS
 
 NPZ_KEYS = {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}

@@ -23,7 +23,9 @@ is its chance level.
   circuit's copying score (Elhage et al. 2021), grouped-query attention included;
 - :mod:`~attnlab.analysis.heads.evidence`: value-weighted attention (Kobayashi et al. 2020), direct
   logit attribution, the attention sink and its chance levels;
-- :mod:`~attnlab.analysis.heads.intervals`: means over segments with a Student-t interval, NaN-aware.
+- :mod:`~attnlab.analysis.heads.intervals`: means over segments with a Student-t interval, NaN-aware;
+- :mod:`~attnlab.analysis.heads.summary`: every number above for one segment, with its chance level,
+  their mean over segments and the labels decided on the means.
 """
 
 from attnlab.analysis.heads.circuits import CopyingScore, copying_score, kv_head_index, qk_ov_circuits

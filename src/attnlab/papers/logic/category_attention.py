@@ -55,6 +55,7 @@ import torch
 
 from attnlab.errors import ConfigError
 from attnlab.papers.logic.encoding import all_sequences, targets
+from attnlab.runs.threads import num_threads
 
 # initial step and steps of the descent. A fixed step of 0.1 (or 0.2) leaves some starts oscillating
 # around a minimum with large |v_ii| at N = 3, M = 4 (E[SSE] stuck near 0.1 with gradient ~1), a fixed
@@ -291,9 +292,5 @@ def descend(q_true: np.ndarray, M: int, starts: int, seed: int, *, lr: float = L
     if starts < 1 or steps < 1 or not lr > 0:
         raise ConfigError(f"need starts >= 1, steps >= 1, lr > 0; got {starts}, {steps}, {lr}")
     population(q_true, M)  # validates
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread is faster and bit-reproducible
-    try:
+    with num_threads(1):  # tiny tensors: one thread is faster and bit-reproducible
         return _descend_cached(tuple(map(tuple, q_true)), M, starts, seed, float(lr), int(steps), device)
-    finally:
-        torch.set_num_threads(threads)

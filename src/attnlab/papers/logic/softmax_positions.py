@@ -46,6 +46,7 @@ import torch
 
 from attnlab.errors import ConfigError
 from attnlab.papers.logic.gradients import closed_form_gradient, one_hot_categories
+from attnlab.runs.threads import num_threads
 
 LR, STEPS = 0.5, 2000  # plain gradient descent; lr 1 diverges on v at N = 3, M = 4
 
@@ -130,12 +131,8 @@ def descend(N: int, M: int, starts: int, seed: int, *, lr: float = LR, steps: in
     if N < 2 or M < 2 or starts < 1 or steps < 2 or not lr > 0:
         raise ConfigError(f"need N >= 2, M >= 2, starts >= 1, steps >= 2, lr > 0; "
                           f"got {N}, {M}, {starts}, {steps}, {lr}")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads(1):
         return _descend(N, M, starts, seed, float(lr), int(steps), device)
-    finally:
-        torch.set_num_threads(threads)
 
 
 @functools.lru_cache(maxsize=8)

@@ -52,6 +52,7 @@ from attnlab.papers.memorization.losses import (
 )
 from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound, training_bytes
 from attnlab.runs.rundir import log_metric
+from attnlab.runs.threads import num_threads
 from attnlab.training import WarmupCosine, train_batched
 
 OPTIMIZERS = ("adam", "lbfgs")
@@ -256,12 +257,8 @@ def train_cell(cfg: CapacitySettings, H: int, T: int, n: int | None = None, d_h:
     """Train the replicates of (H, n, d_h, T); -> memorized flags, final accuracy or MSE, steps to memorize."""
     n = cfg.n if n is None else n
     d_h = cfg.d_h if d_h is None else d_h
-    threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    try:
+    with num_threads(cfg.threads):
         return _train_cell(cfg, H, n, d_h, T)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> dict:

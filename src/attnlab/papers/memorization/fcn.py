@@ -54,6 +54,7 @@ from attnlab.config import check_int
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.assumptions import assumption2_holds
 from attnlab.papers.memorization.model import attention_classifier, init_attention_classifier
+from attnlab.runs.threads import num_threads
 from attnlab.training import train_batched
 
 Params = dict[str, Tensor]
@@ -224,12 +225,8 @@ def output_jacobian_rank(params: Params, x: Tensor, rtol: float = 1e-10) -> int:
 @contextmanager
 def one_thread():
     """Small float64 problems: one intra-op thread (the machine is shared; threads only add overhead)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads(1):
         yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 # --- training to the limit (full batch, float64, L-BFGS, several restarts) --------------

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from attnlab.papers.memorization.model import attention_features_torch, memorization_forward
+from attnlab.runs.threads import num_threads
 
 RANK_RTOL = 1e-10  # singular values <= RANK_RTOL * sigma_1 count as zero
 SCALES = (0.1, 1.0, 10.0, 100.0)  # logit scale multipliers of the random draws
@@ -48,12 +49,8 @@ def adversarial_rank_search(E: np.ndarray, e: np.ndarray, H: int, d_h: int, boun
     E: (n, d) shared or (T, n, d); e: (T, d). -> {"max_rank", "max_ratio_above_bound", "attempts"}.
     Runs on one torch thread (restored afterwards): the matrices are ~12 x 21, and on a busy
     machine intra-op threads made the search ~100x slower (43 s instead of 0.4 s)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads(1):
         return _search(E, e, H, d_h, bound, seed)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _search(E: np.ndarray, e: np.ndarray, H: int, d_h: int, bound: int, seed: int) -> dict:

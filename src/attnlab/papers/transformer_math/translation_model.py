@@ -31,6 +31,7 @@ from torch import Tensor
 
 from attnlab.nn import EncoderDecoder
 from attnlab.papers.transformer_math.translation_corpus import BOS, EOS, PAD, Vocabulary
+from attnlab.runs.threads import num_threads
 
 ATTENTION_KINDS = ("encoder self", "decoder self", "cross")
 
@@ -128,15 +129,10 @@ def train_translator(train_pairs, heldout_pairs, src_vocab: Vocabulary, tgt_voca
     On the CPU training runs on one intra-op thread: multi-threaded CPU reductions change the last
     bits from one process to the next (measured: held-out losses differing at 1e-8), one thread
     makes the run bit-identical across processes."""
-    threads = torch.get_num_threads()
-    if str(device) == "cpu":
-        torch.set_num_threads(1)
-    try:
+    with num_threads(1 if str(device) == "cpu" else None):
         return _train(train_pairs, heldout_pairs, src_vocab, tgt_vocab, n_heads=n_heads, d_model=d_model, d_ff=d_ff,
                       dropout=dropout, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_len=max_len,
                       device=device, log=log)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train(train_pairs, heldout_pairs, src_vocab, tgt_vocab, *, n_heads, d_model, d_ff, dropout, epochs, batch_size,

@@ -117,6 +117,7 @@ from attnlab.registry import Experiment, register
 from attnlab.checks import across_seeds, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, heatmap_figure, heatmap_panel, line_figure, series
 from attnlab.runs.rundir import log_metric
+from attnlab.runs.threads import num_threads
 from attnlab.training import train_batched
 from attnlab.training.settings import TrainConfig
 
@@ -276,13 +277,8 @@ def train_all(cfg: LearningConfig, mem: list[Member], tasks: list[dict]) -> tupl
     On the CPU this runs on one intra-op thread: the models are small enough that a second thread
     mostly waits (measured on 2 shared cores: 1.5-80x slower at N = 3..10), and one thread makes
     runs bit-identical from process to process."""
-    threads = torch.get_num_threads()
-    if str(cfg.device) == "cpu":
-        torch.set_num_threads(1)
-    try:
+    with num_threads(1 if str(cfg.device) == "cpu" else None):
         return _train_all(cfg, mem, tasks)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train_all(cfg: LearningConfig, mem: list[Member], tasks: list[dict]) -> tuple[dict, torch.Tensor]:

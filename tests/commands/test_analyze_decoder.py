@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # SmolLM2's load and 270 heads: about a minute
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     from attnlab.pretrained.gguf import smollm2_path
-    from attnlab.runs.analyze import analyze
+    from attnlab.commands.analyze import analyze
 
     smollm2_path()  # skips nothing: the models extra installs it; a clear error otherwise
     return analyze("smollm2", max_tokens=40, segments=3, dtype="float64", out=tmp_path_factory.mktemp("a") / "run")

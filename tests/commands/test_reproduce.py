@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-import attnlab.runs.reproduce as runner
+import attnlab.commands.reproduce as runner
 from attnlab import registry
 from attnlab.config import RunConfig
 from attnlab.errata import TextError
@@ -18,7 +18,7 @@ from attnlab.errors import ConfigError, RunDirError, UnknownNameError
 from attnlab.checks import Bound, at_most, compare, equals, info
 from attnlab.registry import Experiment
 from attnlab.results import ExperimentResult, line_figure, series
-from attnlab.runs.rundir import RunPath
+from attnlab.commands.reproduce import RunPath
 
 
 @dataclass(frozen=True)

@@ -105,8 +105,9 @@ def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of
     """report.html opened at #layer=3&head=7&query=5 in Chromium: the shown row is segment 0's map recomputed
     here (to 5e-4, the weights are stored in thousandths), and the head's scores and ranks are heads.json's
     (to 5e-4 of each value, the scores are stored to four significant digits)."""
+    from attnlab.commands.analyze.payload import _lookup
+    from attnlab.commands.analyze.report import VIEWER_SCORES
     from attnlab.pretrained import load_pretrained
-    from attnlab.runs.analyze import VIEWER_SCORES, _lookup
 
     path, payload = minilm_run
     l, h, q = 3, 7, 5
@@ -257,7 +258,7 @@ def gpt2_dir(tmp_path_factory):
 
 def test_a_causal_model_gets_transformerlens_scores(gpt2_dir, tmp_path):
     from attnlab.pretrained import load_pretrained
-    from attnlab.runs.analyze import analyze
+    from attnlab.commands.analyze import analyze
 
     run = analyze(gpt2_dir, max_tokens=20, segments=2, dtype="float64", out=tmp_path / "run")
     p = run.payload
@@ -382,7 +383,7 @@ def test_summary_rows_are_descriptive_checks(minilm_run):
 
 
 def test_no_room_for_a_repeated_token_leaves_the_transformerlens_scores_nan(gpt2_dir, tmp_path):
-    from attnlab.runs.analyze import analyze
+    from attnlab.commands.analyze import analyze
 
     run = analyze(gpt2_dir, max_tokens=3, segments=1, dtype="float64", out=tmp_path / "run")
     p = run.payload

@@ -21,7 +21,6 @@ Order of work, chosen so that an interrupted run keeps what it finished:
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import time
 import traceback
 from pathlib import Path
@@ -31,7 +30,8 @@ from attnlab.config import SCALES, build_config, check_choice, check_device, che
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, all_experiments, get_paper
 from attnlab.results import ExperimentResult
-from attnlab.runs.rundir import RunDir, RunPath, load_run, to_jsonable, utc_now
+from attnlab.runs.jsonable import to_jsonable
+from attnlab.runs.rundir import REPORT_HTML, RunDir, default_run_dir, load_run, utc_now
 from attnlab.runs.seeds import seed_everything
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
@@ -89,9 +89,21 @@ def sweep_spec(exp: Experiment, *, scale: str, seed: int):
                      seeds=plan.seeds, seed0=seed)
 
 
+class RunPath(type(Path())):
+    """A run directory's path: a :class:`pathlib.Path` in every respect (what :func:`reproduce`
+    returns) that in Jupyter shows the run's report.html (:mod:`attnlab.reports.notebook`); a path
+    without a report.html shows as a plain path."""
+
+    def _repr_html_(self) -> str | None:
+        if not (self / REPORT_HTML).is_file():
+            return None
+        from attnlab.reports.notebook import report_frame
+
+        return report_frame(self / REPORT_HTML)
+
+
 def default_out(papers: Sequence[str]) -> Path:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return Path("runs") / f"{'+'.join(papers)}-{stamp}"
+    return default_run_dir(*papers)
 
 
 def reproduce(
@@ -109,7 +121,7 @@ def reproduce(
     settings: Mapping[str, Any] | None = None,
 ) -> Path:
     """Run the experiments (and claims) of ``paper`` into a run directory; return its path (a
-    :class:`~attnlab.runs.rundir.RunPath`: in Jupyter it shows the report).
+    :class:`RunPath`: in Jupyter it shows the report).
 
     ``settings``: config values ({field: value}, ``--set``) for every experiment whose config has
     that field, replacing the scale's preset (e.g. {"smollm2": "true"}).

@@ -1,0 +1,262 @@
+"""``attnlab analyze``: heads.json, the per-head payload: every head's averaged numbers, labels,
+evidence and 95% intervals, the label counts, every label's rule with its threshold, where the
+threshold comes from (the paper, its code, or attnlab's choice) and its chance level, and the
+notes that say how to read them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS, MIX_SHARE, PATTERN_THRESHOLD
+from attnlab.analysis.heads.maps import CLARK_PUNCTUATION
+from attnlab.analysis.heads.summary import TL_KINDS, thresholds
+from attnlab.analysis.heads.voita import POSITIONAL_FRACTION, RARE_TOKEN_FRACTION, VOITA_OFFSETS
+from attnlab.commands.analyze import evidence as ev
+from attnlab.commands.analyze.text import RepeatedPrompts, Segments
+
+TEXT_SCORES = "attnlab scores on the text"
+TL_REPEATED = "TransformerLens (repeated random tokens)"
+CLARK_CODE = "Clark et al.'s code (General_Analysis.ipynb: the head behaviours of their clustering, §6)"
+KOVALEVA_CHOICE = ("attnlab's choice: Kovaleva et al. labelled maps by hand and trained a CNN, with no threshold; "
+                   "0.6 is Clark et al.'s special-token threshold, the 0.2 share attnlab's")
+VOITA_TEXT = "Voita et al. 2019 (\"at least 90% of the time\")"
+VOITA_CHOICE = "attnlab's choice: Voita et al. give no number for rare-token heads (the positional 90% carried over)"
+NO_THRESHOLD = "no threshold: the highest heads are listed"
+
+
+def criteria() -> list[dict]:
+    """Every label's rule: criteria, label, score (its heads.json key), relation, threshold, where the
+    threshold comes from (the paper, its code, or attnlab's choice) and the rule in words. The chance
+    level of each score is added by the run (heads.json "criteria")."""
+    t = thresholds()
+    c, k, v = t["clark"], t["kovaleva"], t["voita"]
+
+    def row(framework, label, score, relation, threshold, source, rule):
+        return {"criteria": framework, "label": label, "score": score, "relation": relation, "threshold": threshold,
+                "threshold_from": source, "rule": rule}
+
+    clark, kov, voita = "Clark et al. 2019", "Kovaleva et al. 2019", "Voita et al. 2019"
+    rows = [
+        row(clark, "broad", "entropy", ">", c["broad_entropy_nats"], CLARK_CODE,
+            f"mean smoothed entropy > {c['broad_entropy_nats']:g} nats "
+            f"(a' = {c['entropy_smoothing']:g} a + {1 - c['entropy_smoothing']:.4g}/|K|)"),
+        row(clark, "previous", "previous", ">", c["position"], CLARK_CODE, f"mean a(i, i-1) > {c['position']:g}"),
+        row(clark, "next", "next", ">", c["position"], CLARK_CODE, f"mean a(i, i+1) > {c['position']:g}"),
+        *(row(clark, f"special:{name}", key, ">", c["special_token"], CLARK_CODE,
+              f"mean attention to {what} > {c['special_token']:g}")
+          for name, key, what in (("[CLS]", "to_cls", "[CLS]"), ("[SEP]", "to_sep", "[SEP]"),
+                                  ("punctuation", "to_punctuation", f"punctuation ({' '.join(CLARK_PUNCTUATION)})"))),
+        row(kov, "vertical", "kovaleva_scores.vertical", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"fit on [CLS]/[SEP] columns >= {k['pattern']:g}"),
+        row(kov, "diagonal", "kovaleva_scores.diagonal", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"fit on keys i-1, i, i+1 >= {k['pattern']:g}"),
+        row(kov, "vertical+diagonal", "kovaleva_scores.vertical+diagonal", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"vertical + diagonal >= {k['pattern']:g}, each >= {k['mix_share']:g}"),
+        row(kov, "block", "kovaleva_scores.block", ">=", k["pattern"], KOVALEVA_CHOICE,
+            f"fit on the query's own sentence (A or B) >= {k['pattern']:g}"),
+        row(kov, "heterogeneous", None, None, None, "", "none of the above (first rule that holds wins, in this order)"),
+        row(voita, "positional -1", "voita_argmax_previous", ">=", v["positional_fraction"], VOITA_TEXT,
+            f"row maximum on key i-1 in >= {v['positional_fraction']:g} of the rows"),
+        row(voita, "positional +1", "voita_argmax_next", ">=", v["positional_fraction"], VOITA_TEXT,
+            f"row maximum on key i+1 in >= {v['positional_fraction']:g} of the rows"),
+        row(voita, "rare-token", "rare_argmax", ">=", v["rare_token_fraction"], VOITA_CHOICE,
+            f"row maximum on the segment's rarest token in >= {v['rare_token_fraction']:g} of the rows"),
+    ]
+    for kind in TL_KINDS:
+        name = kind.replace("_", "-")
+        rows.append(row(TEXT_SCORES, name, f"text_{kind}", None, None, NO_THRESHOLD,
+                        "attention on the pattern / attention of the rows that have a target, on the text"))
+    for kind in TL_KINDS:
+        name = kind.replace("_", "-")
+        rows.append(row(TL_REPEATED, name, f"tl_repeated_{kind}", None, None, NO_THRESHOLD,
+                        "TransformerLens detect_head (\"mul\", no exclusions): attention on its pattern / all "
+                        "attention, on repeated random tokens"))
+    return rows
+
+
+
+PER_HEAD = {  # heads.json key -> the averaged number it holds
+    "entropy": "entropy", "uniform_entropy": "uniform_entropy", "distance": "distance", "previous": "previous",
+    "self": "self", "next": "next", "to_cls": "to_[CLS]", "to_sep": "to_[SEP]", "to_punctuation": "to_punctuation",
+    "max_weight": "max_weight", "confidence": "confidence", "rare_mass": "rare_mass", "rare_argmax": "rare_argmax",
+    **{f"text_{k}": f"text_{k}" for k in TL_KINDS}, **{f"tl_repeated_{k}": f"tl_repeated_{k}" for k in TL_KINDS},
+}
+KOVALEVA_TEMPLATES = ("vertical", "diagonal", "vertical+diagonal", "block")
+
+
+def _chance(avg: dict) -> dict:
+    """Uniform attention's value of every per-head score (heads.json "chance", keyed as the heads)."""
+    one = {key: avg[f"chance:{src}"].reshape(-1)[0].item() for key, src in PER_HEAD.items()}
+    f = avg["chance:offset_fractions"].reshape(-1, len(VOITA_OFFSETS))[0]
+    one["voita_argmax_previous"], one["voita_argmax_next"] = f[VOITA_OFFSETS.index(-1)].item(), f[
+        VOITA_OFFSETS.index(1)].item()
+    one["kovaleva_scores"] = {k: avg[f"chance:kovaleva_{k}"].reshape(-1)[0].item() for k in KOVALEVA_TEMPLATES}
+    return one
+
+
+def _lookup(d: dict, key: str):
+    for part in key.split("."):
+        d = d[part]
+    return d
+
+
+EVIDENCE = ("sink", "sink_norm", "dla", "copying", "copying_positive_fraction", "qk_norm", "ov_norm")
+
+
+def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict,
+             prompts: RepeatedPrompts | None, cis: dict | None = None, ablations=None, induction=None) -> dict:
+    clark, kov, voita = labels["clark"], labels["kovaleva"], labels["voita"]
+    L, H = avg["entropy"].shape
+    cis = cis or {}
+    n_heads, n_kv = ev.grouping(pm)
+    group = n_heads // n_kv
+    present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
+    heads = []
+    for l in range(L):
+        for h in range(H):
+            i = (l, h)
+            f = {o: avg["offset_fractions"][l, h, j].item() for j, o in enumerate(VOITA_OFFSETS)}
+            x = {"layer": l, "head": h, **{key: avg[src][i].item() for key, src in PER_HEAD.items()}}
+            x.update({
+                "clark": clark.labels(i),
+                "kovaleva": KOVALEVA_PATTERNS[int(kov[i])],
+                "kovaleva_scores": {k: avg[f"kovaleva_{k}"][i].item() for k in KOVALEVA_TEMPLATES},
+                "voita": ([f"positional {int(voita.positional_offset[i]):+d}"] if bool(voita.positional[i]) else [])
+                + (["rare-token"] if bool(voita.rare[i]) else []),
+                "voita_argmax_previous": f[-1], "voita_argmax_next": f[1],
+                "kv_head": h // group,
+                **{k: avg[k][i].item() for k in EVIDENCE if k in avg},
+                "ci": {key: cis[src][i].tolist() for key, src in {**PER_HEAD, **{k: k for k in EVIDENCE}}.items()
+                       if src in cis},
+            })
+            if ablations is not None:
+                x["ablation"] = ev.head_ablation_rows(ablations, l, h)
+            if induction is not None and (l, h) in induction.exact["zero"]:
+                x["induction_ablation"] = ev.head_ablation_rows(induction, l, h)
+            heads.append(x)
+    counts = {"clark": {name: sum(name in x["clark"] for x in heads) for name in
+                        ("broad", "previous", "next", "special:[CLS]", "special:[SEP]", "special:punctuation")},
+              "kovaleva": {p: sum(x["kovaleva"] == p for x in heads) for p in KOVALEVA_PATTERNS},
+              "voita": {"positional -1": sum("positional -1" in x["voita"] for x in heads),
+                        "positional +1": sum("positional +1" in x["voita"] for x in heads),
+                        "rare-token": sum("rare-token" in x["voita"] for x in heads),
+                        "no role": sum(not x["voita"] for x in heads)}}
+    counts["clark"]["special (any)"] = sum(any(c.startswith("special") for c in x["clark"]) for x in heads)
+    counts["clark"]["no label"] = sum(not x["clark"] for x in heads)
+    chance = _chance(avg)
+    chance["sink"] = avg["chance:sink"].reshape(-1)[0].item()
+    crit = [{**r, "chance": None if r["score"] is None else _lookup(chance, r["score"])} for r in criteria()]
+    repeated = None if prompts is None else {
+        "prompts": int(prompts.input_ids.shape[0]), "half": prompts.half, "length": prompts.length,
+        "prefix": pm.tokenizer.convert_ids_to_tokens(prompts.prefix),
+        "suffix": pm.tokenizer.convert_ids_to_tokens(prompts.suffix), "seed": prompts.seed,
+        "perfect_head": prompts.perfect(), "chance": {k: chance[f"tl_repeated_{k}"] for k in TL_KINDS}}
+    notes = [
+        f"Layers and heads are numbered from 0. Every number is the mean over {len(segs.input_ids)} segments "
+        f"of at most {config['max_tokens']} tokens (of {segs.documents} documents the text gave, evenly spaced), "
+        "each segment analysed on its own; labels are decided on those means.",
+        "Chance levels: every score is also computed for uniform attention under the model's mask "
+        f"({'causal: 1/(i+1) on row i' if causal else 'bidirectional: 1/n on every key'}) on the same inputs, "
+        "argmax scores with ties split at random; a head is only evidence of a pattern where its score stands "
+        "well above that level (the criteria table and heads.json \"chance\" give it beside each threshold).",
+        "Which thresholds come from the papers: Clark et al.'s three are the constants of their code and Voita "
+        f"et al.'s positional {POSITIONAL_FRACTION:g} is their text; Kovaleva et al.'s {PATTERN_THRESHOLD:g} and "
+        f"{MIX_SHARE:g} (they labelled by hand and trained a CNN) and Voita's rare-token {RARE_TOKEN_FRACTION:g} "
+        "(the paper gives no number) are attnlab's choices.",
+        "Voita's rare-token role uses token frequencies counted in the analysed segments themselves "
+        "(the paper used its training corpus), so 'rare' means rarest in this text.",
+        f"The {TEXT_SCORES} (text prev, dup, ind) are previous-token, duplicate-token and induction scores in "
+        "attnlab's convention (the attention on the pattern over the rows that have a target, so a perfect head "
+        "scores 1) on the natural text, where repeated tokens are few: descriptive only, and not TransformerLens' "
+        "numbers, which the TL columns give.",
+    ]
+    if prompts is not None:
+        n, s_ = prompts.length, prompts.half
+        perfect = prompts.perfect()
+        notes.append(
+            f"{TL_REPEATED}: TransformerLens' detect_head definitions (\"mul\", no exclusions, its lower-triangular "
+            f"patterns) on {repeated['prompts']} prompts {' '.join(repeated['prefix'])} r r "
+            f"{' '.join(repeated['suffix'])}, r = {s_} distinct random tokens (n = {n}), averaged over the prompts "
+            f"as detect_head averages a list. Every row counts, so a perfect head scores "
+            f"{perfect['previous_token']:.3f} = (n-1)/n (previous-token) and {perfect['induction']:.3f} = s/n "
+            f"(duplicate-token, induction); uniform attention scores "
+            + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + ".")
+        if not causal:
+            notes.append("This model is bidirectional; TransformerLens' head detector asserts lower-triangular "
+                         "patterns (it scores decoder models only), so here each of its scores is the share of all "
+                         "attention, later keys included, that lands on the earlier target: attention from the "
+                         "first copy forward to the second, the same pairs read the other way, counts against "
+                         "the head.")
+    else:
+        notes.append(f"--max-tokens {config['max_tokens']} leaves no room for a repeated random token, so the "
+                     f"{TL_REPEATED} scores are not computed (NaN).")
+    for k, ok in present.items():
+        if not ok:
+            notes.append(f"The analysed text holds no {k} token of this tokenizer ({specials[k] or 'it has none'}): "
+                         f"attention to {k} is 0 and no head can be special:{k}."
+                         + (" Kovaleva's vertical columns fall back to each map's most attended column."
+                            if k == "[CLS]" and not present["[SEP]"] else ""))
+    if segs.pairs:
+        block = chance["kovaleva_scores"]["block"]
+        if math.isfinite(block):
+            notes.append(f"Kovaleva's block fit of uniform attention (its chance level) is {block:.2f} on these "
+                         f"segments (sentences A and B are about equal halves), against the threshold "
+                         f"{PATTERN_THRESHOLD:g}, so a block label is weak evidence of attention bound to its sentence.")
+    if segs.cut_sentences:
+        notes.append(f"{segs.cut_sentences} sentence(s) of the text are longer than a segment; a segment "
+                     "holding one is cut at --max-tokens.")
+    if not segs.pairs:
+        notes.append("Inputs are single sequences (no sentence pairs for this model), so Kovaleva's block pattern "
+                     "is undefined (NaN) and never assigned.")
+    notes.append(
+        f"Attention sinks: the mean weight on the first token is compared with uniform attention under the model's "
+        f"mask ({chance['sink']:.3f} here: "
+        + ("mean_i 1/(i+1), the causal baseline" if causal else "1/n, the bidirectional baseline")
+        + "); the value-weighted share (Kobayashi et al. 2020) is the share of the vector norm a query receives "
+        "from the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O||: a head that rests on a first token "
+        "with a small value vector moves little from it.")
+    notes.append("Copying score (Elhage et al. 2021): sum lambda / sum |lambda| over the eigenvalues of the full OV "
+                 "circuit W_E diag(gamma_1) W_V W_O diag(gamma_f) W_U, computed from its d_v x d_v equivalent; 1 for "
+                 "a head that copies the attended token to the output, -1 for one that suppresses it."
+                 + ("" if getattr(pm.model, "lm_head", "none") != "none" else
+                    " This model has no output head, so W_U is W_E's transpose (a tied readout)."))
+    if n_kv != n_heads:
+        notes.append(f"Grouped-query attention: {n_heads} query heads share {n_kv} key/value heads per layer; "
+                     f"heads h of one group (kv_head = h // {group}) read the same keys and values.")
+    ablation = None
+    if ablations is not None:
+        top = sorted(ablations.exact["zero"])
+        ablation = {"tokens": ablations.tokens, "segments": ablations.segments, "kinds": list(ev.KINDS),
+                    "exact_heads": [list(t) for t in top], "base_loss": ablations.base_loss.mean().item(),
+                    "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top")}
+        notes.append(
+            f"Ablations: the change in next-token loss (nats per token) when a head's output z_h = P_h V_h is set "
+            f"to zero, to its mean over every segment and position, or to the next segment's (resample), on "
+            f"{ablations.segments} segments of their first {ablations.tokens} tokens (clean loss "
+            f"{ablation['base_loss']:.3f}); 95% Student-t intervals over segments. Every head has the first-order "
+            f"estimate (attribution patching: one backward pass); "
+            + (f"the {len(top)} heads with the largest estimated effect are measured exactly (re-run from their layer)"
+               if ablation["mode"] == "top" else "every head is measured exactly")
+            + "; the 'measured' field of each head says which. A positive change means the head helps predict the text.")
+    if induction is not None:
+        notes.append(
+            f"Induction, causally: the {len(induction.exact['zero'])} heads with the highest TransformerLens induction "
+            f"scores are zero-, mean- and resample-ablated on the {induction.segments} repeated-random-token prompts, "
+            f"and the change in loss is taken on the second copy only ({induction.tokens} predictions per prompt that "
+            f"only copying from the first copy can make; clean loss {induction.base_loss.mean().item():.3f} nats), "
+            "with 95% intervals over prompts.")
+    if getattr(pm.model, "lm_head", "none") == "none":
+        notes.append("No ablations: this model has no output head, so there is no next-token loss to measure.")
+    induction_info = None if induction is None else {
+        "heads": [list(t) for t in sorted(induction.exact["zero"])], "prompts": induction.segments,
+        "scored_predictions": induction.tokens, "base_loss": induction.base_loss.mean().item(),
+        "seconds": round(induction.seconds, 1)}
+    return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
+            "causal": causal, "layers": L, "heads_per_layer": H, "kv_heads_per_layer": n_kv,
+            "ablation": ablation, "induction_ablation": induction_info, "segments": len(segs.input_ids),
+            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
+            "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
+            "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,
+            "counts": counts, "notes": notes, "heads": heads}
+

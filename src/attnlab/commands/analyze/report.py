@@ -1,0 +1,360 @@
+"""``attnlab analyze``: the report of a run: results.json's summary rows, tables and figures, and
+segment 0's maps (its first 64 tokens, in thousandths) as an interactive block that report.html
+shows in an offline attention viewer (:mod:`attnlab.reports.viewer`), with the picked head's
+scores of heads.json (:data:`VIEWER_SCORES`, to four significant digits) and its rank among all
+heads beside the map.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from attnlab.analysis.heads.clark import BROAD_ENTROPY_NATS
+from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS
+from attnlab.analysis.heads.summary import TL_KINDS
+from attnlab.checks import info
+from attnlab.commands.analyze import evidence as ev
+from attnlab.commands.analyze.payload import CLARK_CODE, TEXT_SCORES, TL_REPEATED, VOITA_TEXT, _lookup
+from attnlab.commands.analyze.text import Segments
+from attnlab.results import (
+    ExperimentResult,
+    Table,
+    bar_figure,
+    heatmap_figure,
+    heatmap_panel,
+    line_figure,
+    series,
+)
+
+GRID_TOKENS = 48  # the map grid shows the first 48 queries and keys of segment 0
+ZOOM_TOKENS = 28  # the labelled panels, one token label per row and column
+
+
+# ---- the report ---------------------------------------------------------------------------------
+def _labels_text(x: dict) -> tuple[str, str]:
+    return ", ".join(x["clark"]) or "–", ", ".join(x["voita"]) or "–"
+
+
+def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> ExperimentResult:
+    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+    causal, chance = payload["causal"], payload["chance"]
+    rows = []
+    for x in heads:
+        clark, voita = _labels_text(x)
+        rows.append([x["layer"], x["head"], *(_round(x[k], 2) for k in ("entropy", "distance")),
+                     *(_round(x[k], 3) for k in ("previous", "next", "to_cls", "to_sep", "to_punctuation")),
+                     clark, x["kovaleva"], voita,
+                     *(_round(x[f"text_{k}"], 3) for k in TL_KINDS),
+                     *(_round(x[f"tl_repeated_{k}"], 3) for k in TL_KINDS)])
+    per_head = Table(
+        "Per head (means over segments). text: attnlab's previous-token, duplicate-token, induction scores on the "
+        "text; TL: TransformerLens' scores on repeated random tokens"
+        + ("" if causal else " (a bidirectional model: see the notes)"),
+        ["layer", "head", "entropy (nats)", "distance", "prev", "next", "[CLS]", "[SEP]", "punct.", "Clark",
+         "Kovaleva", "Voita", "text prev", "text dup", "text ind", "TL prev", "TL dup", "TL ind"],
+        rows, ["int", "int", "float", "float", "float", "float", "float", "float", "float", "text", "text", "text",
+               "float", "float", "float", "float", "float", "float"])
+    counts = payload["counts"]
+    count_rows = ([["Clark", k, v] for k, v in counts["clark"].items()]
+                  + [["Kovaleva", k, v] for k, v in counts["kovaleva"].items()]
+                  + [["Voita", k, v] for k, v in counts["voita"].items()])
+    count_table = Table(f"Heads per label (of {L * H})", ["criteria", "label", "heads"], count_rows,
+                        ["text", "text", "int"])
+    rule_table = Table(
+        "Criteria, thresholds and chance levels (uniform attention under the model's "
+        f"{'causal' if causal else 'bidirectional'} mask, on the same inputs)",
+        ["criteria", "label", "rule", "threshold from", "chance"],
+        [[r["criteria"], r["label"], r["rule"], _source(r) if r["threshold"] is not None else "–",
+          "–" if r["chance"] is None else _round(r["chance"], 3)] for r in payload["criteria"]],
+        ["text", "text", "text", "text", "float"])
+    top = []
+    rep = payload["repeated_random_tokens"]
+    for name, prefix, perfect in ((TL_REPEATED, "tl_repeated_", rep and rep["perfect_head"]),
+                                  (TEXT_SCORES, "text_", None)):
+        for k in TL_KINDS:
+            order = sorted(heads, key=lambda x: -_finite(x[f"{prefix}{k}"]))[:3]
+            top.append([name, k.replace("_", "-"),
+                        ", ".join(f"L{x['layer']} H{x['head']} ({x[f'{prefix}{k}']:.3f})" for x in order),
+                        _round(chance[f"{prefix}{k}"], 3), "–" if not perfect else _round(perfect[k], 3)])
+    tl_table = Table("Previous-token, duplicate-token and induction scores: the three highest heads",
+                     ["scores", "pattern", "heads (score)", "chance", "perfect head"], top,
+                     ["text", "text", "text", "float", "float"])
+    tables = [count_table, rule_table, tl_table, *_evidence_tables(payload), per_head]
+    return ExperimentResult(summary=_summary(payload), tables=tables,
+                            figures=_figures(payload, avg, first, segs) + _evidence_figures(payload, avg),
+                            notes=list(payload["notes"]), interactive=[_viewer(first, segs, payload)])
+
+
+VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what the viewer's table says it is
+    "entropy": "Clark et al.: smoothed attention entropy, mean over queries (nats)",
+    "previous": "mean attention to the previous token, a(i, i-1)",
+    "next": "mean attention to the next token, a(i, i+1)",
+    "to_cls": "mean attention to [CLS] (the tokenizer's cls token, else bos)",
+    "to_sep": "mean attention to [SEP] (the tokenizer's sep token, else eos)",
+    "to_punctuation": "mean attention to punctuation (. ,)",
+    "voita_argmax_previous": "Voita et al.: share of queries whose largest weight is on key i-1 (positional -1)",
+    "voita_argmax_next": "Voita et al.: share of queries whose largest weight is on key i+1 (positional +1)",
+    "tl_repeated_previous_token": "TransformerLens previous-token score on repeated random tokens",
+    "tl_repeated_duplicate_token": "TransformerLens duplicate-token score on repeated random tokens",
+    "tl_repeated_induction": "TransformerLens induction score on repeated random tokens",
+    "sink": "attention on the first token (an attention sink)",
+    "sink_norm": "value-weighted share of the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O|| "
+                 "(Kobayashi et al. 2020)",
+    "copying": "copying score of the OV circuit, sum lambda / sum |lambda| (Elhage et al. 2021): +1 copies, "
+               "-1 suppresses",
+    "dla": "direct logit attribution to the next token (mean logit units)",
+    **{f"ablation.{k}.delta_loss": f"change in next-token loss when the head is {k}-ablated (nats per token)"
+       for k in ev.KINDS},
+}
+
+
+def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
+    """Segment 0's maps for the report's attention viewer (its first 64 tokens, at most ~2 MB), with every
+    head's scores of :data:`VIEWER_SCORES` that the run computed (heads.json's numbers, means over segments;
+    a score no head has, NaN everywhere, is left out)."""
+    from attnlab.reports.viewer import viewer_data
+
+    L, H = payload["layers"], payload["heads_per_layer"]
+    scores = {}
+    for key in VIEWER_SCORES:
+        try:
+            values = [_lookup(x, key) for x in payload["heads"]]
+        except KeyError:  # not computed for this model (no output head: no DLA, no ablations)
+            continue
+        v = torch.tensor(values, dtype=torch.float64).reshape(L, H)
+        if not bool(v.isnan().all()):  # undefined for every head (a causal model's key i+1): left out
+            scores[key] = v
+    return viewer_data(A, segs.labels[0], title="Attention maps of segment 0",
+                       caption="Every head's weights on segment 0, as the model computed them. The scores beside "
+                               f"the map are the head's numbers of heads.json, means over all {payload['segments']} "
+                               "segments (not segment 0's alone), named by their heads.json keys.",
+                       scores=scores, score_descriptions={k: VIEWER_SCORES[k] for k in scores})
+
+
+def _ci_text(mean: float, ci) -> str:
+    lo, hi = ci
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{mean:+.3f}"
+    return f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def _evidence_tables(payload: dict) -> list[Table]:
+    """The causal evidence (largest ablation effects) and the per-head evidence beside the patterns."""
+    heads, chance = payload["heads"], payload["chance"]
+    out = []
+    if payload.get("ablation"):
+        ab = payload["ablation"]
+        order = sorted(heads, key=lambda x: -max(abs(x["ablation"][k]["delta_loss"]) for k in ev.KINDS))[:12]
+        rows = [[x["layer"], x["head"], x["kv_head"],
+                 *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
+                 x["ablation"]["zero"]["measured"], _round(x.get("dla", float("nan")), 3),
+                 _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
+        out.append(Table(
+            f"Causal evidence: the 12 heads whose ablation changes the next-token loss most (nats per token, mean "
+            f"[95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
+            f"{ab['base_loss']:.3f})",
+            ["layer", "head", "kv", "zero", "mean", "resample", "measured", "DLA", "sink", "copying"], rows,
+            ["int", "int", "int", "text", "text", "text", "text", "float", "float", "float"]))
+    if payload.get("induction_ablation"):
+        ia = payload["induction_ablation"]
+        rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3),
+                 *(_ci_text(x["induction_ablation"][k]["delta_loss"], x["induction_ablation"][k]["ci"])
+                   for k in ev.KINDS)] for x in heads if "induction_ablation" in x]
+        out.append(Table(
+            f"Induction, causally: the heads with the highest TransformerLens induction scores, ablated on the "
+            f"{ia['prompts']} repeated-random-token prompts; change in the loss on the second copy (nats per "
+            f"prediction, mean [95% interval] over prompts; clean loss {ia['base_loss']:.3f})",
+            ["layer", "head", "TL ind", "zero", "mean", "resample"], rows,
+            ["int", "int", "float", "text", "text", "text"]))
+    has_dla = any("dla" in x for x in heads)
+    rows = [[x["layer"], x["head"], x["kv_head"], _round(x["sink"], 3), _round(x["sink_norm"], 3),
+             *([_round(x["dla"], 3)] if has_dla else []), _round(x["copying"], 3), _round(x["qk_norm"], 2),
+             _round(x["ov_norm"], 2)] for x in heads]
+    out.append(Table(
+        f"Evidence per head: attention on the first token (uniform attention under the model's mask: "
+        f"{chance['sink']:.3f}) and its value-weighted share; "
+        + ("direct logit attribution to the next token (mean logit units); " if has_dla else "")
+        + "the OV circuit's copying score; the Frobenius norms of W_QK and W_OV",
+        ["layer", "head", "kv", "sink", "sink (value-weighted)", *(["DLA"] if has_dla else []), "copying",
+         "|W_QK|", "|W_OV|"], rows,
+        ["int", "int", "int", "float", "float", *(["float"] if has_dla else []), "float", "float", "float"]))
+    return out
+
+
+def _evidence_figures(payload: dict, avg: dict) -> list:
+    L, H = payload["layers"], payload["heads_per_layer"]
+    layer_labels, head_labels = [str(l) for l in range(L)], [str(h) for h in range(H)]
+    figs = [heatmap_figure(
+        "sinks.png", f"Attention on the first token per head (uniform attention under the model's mask: "
+                     f"{payload['chance']['sink']:.3f}) and the value-weighted share of what the head moves from it "
+                     "(Kobayashi et al. 2020); one scale, 0 to 1.",
+        panels=[heatmap_panel(t, avg[k], xlabels=head_labels, ylabels=layer_labels)
+                for k, t in (("sink", "attention on the first token"), ("sink_norm", "value-weighted share"))],
+        ncols=2, title="Attention sinks", vmin=0.0, vmax=1.0, colorbar="share", cmap="Blues",
+        xlabel="head", ylabel="layer")]
+    figs.append(heatmap_figure(
+        "copying.png", "Copying score of every head's OV circuit (Elhage et al. 2021: sum of eigenvalues / sum of "
+                       "their moduli of W_E W_OV W_U): +1 copies the attended token, -1 suppresses it.",
+        panels=[heatmap_panel("copying score", avg["copying"], xlabels=head_labels, ylabels=layer_labels)],
+        ncols=1, title="OV copying scores", vmin=-1.0, vmax=1.0, colorbar="copying score", cmap="RdBu_r",
+        xlabel="head", ylabel="layer"))
+    if "dla" in avg:
+        m = float(avg["dla"].abs().nan_to_num().max()) or 1.0
+        figs.append(heatmap_figure(
+            "direct-logit-attribution.png", "Direct logit attribution: each head's mean contribution to the logit "
+                                            "of the next token, through the final norm frozen on the full residual.",
+            panels=[heatmap_panel("direct logit attribution", avg["dla"], xlabels=head_labels, ylabels=layer_labels)],
+            ncols=1, title="Direct logit attribution", vmin=-m, vmax=m, colorbar="logit", cmap="RdBu_r",
+            xlabel="head", ylabel="layer"))
+    if payload.get("ablation"):
+        heads = payload["heads"]
+        grids = {k: torch.tensor([[heads[l * H + h]["ablation"][k]["delta_loss"] for h in range(H)]
+                                  for l in range(L)]) for k in ev.KINDS}
+        m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
+        figs.append(heatmap_figure(
+            "ablations.png", "Change in next-token loss when each head is ablated (zero, mean, resample); exact for "
+                             f"the heads listed in the causal-evidence table, first-order elsewhere. One scale.",
+            panels=[heatmap_panel(f"{k} ablation", g, xlabels=head_labels, ylabels=layer_labels)
+                    for k, g in grids.items()],
+            ncols=3, title="Head ablations", vmin=-m, vmax=m, colorbar="change in loss (nats/token)", cmap="RdBu_r",
+            xlabel="head", ylabel="layer"))
+    return figs
+
+
+def _summary(payload: dict) -> list:
+    """Descriptive rows (info): the strongest head of each TransformerLens score beside uniform attention's
+    and a perfect head's, and each labelled count beside its threshold and chance level. The analysed
+    model is not a text's model, so nothing here is judged against a paper."""
+    heads, chance, rep = payload["heads"], payload["chance"], payload["repeated_random_tokens"]
+    rows = []
+    for k in TL_KINDS:
+        key = f"tl_repeated_{k}"
+        best = max(heads, key=lambda x: _finite(x[key]))
+        perfect = rep["perfect_head"][k] if rep else float("nan")
+        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score", best[key],
+                         detail=f"L{best['layer']} H{best['head']}; uniform attention scores {chance[key]:.3f}, "
+                                f"a perfect head {perfect:.3f}",
+                         values={"layer": best["layer"], "head": best["head"], "chance": chance[key],
+                                 "perfect_head": perfect}))
+    if payload.get("ablation"):
+        for k in ev.KINDS:
+            best = max(heads, key=lambda x: x["ablation"][k]["delta_loss"])
+            a = best["ablation"][k]
+            rows.append(info(f"largest {k}-ablation change in next-token loss (nats/token)", a["delta_loss"],
+                             detail=f"L{best['layer']} H{best['head']}, 95% interval [{a['ci'][0]:+.3f}, "
+                                    f"{a['ci'][1]:+.3f}] over {payload['ablation']['segments']} segments, "
+                                    f"{a['measured']}",
+                             values={"layer": best["layer"], "head": best["head"], "ci": a["ci"],
+                                     "measured": a["measured"]}))
+    above = sum(1 for x in heads if x["ci"].get("sink", [math.nan])[0] > chance["sink"])
+    rows.append(info("heads whose attention on the first token is above uniform attention's (95% interval)",
+                     above, detail=f"of {len(heads)}; uniform attention under the model's mask puts "
+                                   f"{chance['sink']:.3f} there",
+                     values={"heads": above, "chance": chance["sink"]}))
+    by_score = {}
+    for r in payload["criteria"]:
+        if r["threshold"] is not None:
+            by_score.setdefault(r["criteria"], []).append(r)
+    counts = payload["counts"]
+    flat = {**{("Clark et al. 2019", k): v for k, v in counts["clark"].items()},
+            **{("Kovaleva et al. 2019", k): v for k, v in counts["kovaleva"].items()},
+            **{("Voita et al. 2019", k): v for k, v in counts["voita"].items()}}
+    for framework, rs in by_score.items():
+        parts = [f"{r['label']} {flat.get((framework, r['label']), 0)}" for r in rs]
+        sources = sorted({_source(r) for r in rs})
+        detail = ("uniform attention scores " + ", ".join(
+            f"{r['label']} {_chance_text(r['chance'])} ({r['relation']} {r['threshold']:g}"
+            + (f", {_source(r)}" if len(sources) > 1 else "") + ")" for r in rs)
+            + (f"; thresholds: {sources[0]}" if len(sources) == 1 else ""))
+        rows.append(info(f"{framework}: heads per label (of {len(heads)})", ", ".join(parts), detail=detail,
+                         values={r["label"]: flat.get((framework, r["label"]), 0) for r in rs}))
+    return rows
+
+
+def _source(r: dict) -> str:
+    return {CLARK_CODE: "Clark et al.'s code", VOITA_TEXT: "Voita et al.'s text"}.get(r["threshold_from"],
+                                                                                     "attnlab's choice")
+
+
+def _chance_text(v) -> str:
+    return f"{v:.3f}" if v is not None and math.isfinite(v) else "undefined"
+
+
+def _round(v: float, digits: int) -> float:
+    """A table cell: ``v`` to ``digits`` decimals (heads.json keeps every digit)."""
+    return round(v, digits) if math.isfinite(v) else v
+
+
+def _finite(v: float) -> float:
+    return v if math.isfinite(v) else -math.inf
+
+
+def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
+    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+    tokens = segs.tokens[0]
+    g = min(GRID_TOKENS, len(tokens))
+    grid = heatmap_figure(
+        "attention-maps.png",
+        f"Every head on the first {g} tokens of segment 0 (rows: queries, columns: keys; the rows of this "
+        f"corner need not sum to 1). One colour scale, 0 to 1.",
+        panels=[heatmap_panel(f"L{l} H{h}", A[l, h, :g, :g].double()) for l in range(L) for h in range(H)],
+        ncols=H, title=f"Attention maps, {L} layers x {H} heads", vmin=0.0, vmax=1.0, colorbar="attention weight",
+        cmap="Blues")
+    picks: dict[tuple[int, int], str] = {}
+    for key, what in (("previous", "most previous-token"), ("next", "most next-token"),
+                      ("special", "most [CLS]/[SEP]"), ("entropy", "broadest")):
+        score = (lambda x: x["to_cls"] + x["to_sep"]) if key == "special" else (lambda x, k=key: x[k])
+        best = max(heads, key=lambda x: _finite(score(x)))
+        picks.setdefault((best["layer"], best["head"]), what)
+    z = min(ZOOM_TOKENS, len(tokens))
+    labels = [t if len(t) <= 12 else t[:11] + "…" for t in segs.labels[0][:z]]
+    zoom = heatmap_figure(
+        "zoom.png", f"Selected heads on the first {z} tokens of segment 0, tokens labelled (rows: queries, "
+                    "columns: keys).",
+        panels=[heatmap_panel(f"L{l} H{h}: {what}", A[l, h, :z, :z].double(), xlabels=labels, ylabels=labels)
+                for (l, h), what in picks.items()],
+        ncols=2, title="Zoomed heads", vmin=0.0, vmax=1.0, colorbar="attention weight", cmap="Blues")
+    layer_labels, head_labels = [str(l) for l in range(L)], [str(h) for h in range(H)]
+    stats = heatmap_figure(
+        "head-statistics.png", "Mean attention per head (rows: layers, columns: heads) to the previous and next "
+                               "token, [CLS], [SEP] and punctuation; one scale, 0 to 1.",
+        panels=[heatmap_panel(title, avg[key], xlabels=head_labels, ylabels=layer_labels) for key, title in
+                (("previous", "previous token"), ("next", "next token"), ("to_[CLS]", "[CLS]"),
+                 ("to_[SEP]", "[SEP]"), ("to_punctuation", "punctuation ( . , )"))],
+        ncols=3, title="Where the heads look", vmin=0.0, vmax=1.0, colorbar="mean attention", cmap="Blues",
+        xlabel="head", ylabel="layer")
+    ent = avg["entropy"]
+    layers = list(range(L))
+    entropy = line_figure(
+        "entropy.png", f"Mean smoothed attention entropy per layer (mean, min and max over heads); Clark's broad "
+                       f"threshold {BROAD_ENTROPY_NATS:g} nats and the entropy of uniform attention.",
+        series=[series("mean over heads", layers, ent.mean(-1).tolist()),
+                series("min over heads", layers, ent.amin(-1).tolist(), style="dotted"),
+                series("max over heads", layers, ent.amax(-1).tolist(), style="dotted"),
+                series("uniform attention", layers, avg["uniform_entropy"].mean(-1).tolist(), style="dashdot",
+                       marker=False),
+                series(f"broad threshold ({BROAD_ENTROPY_NATS:g})", layers, [BROAD_ENTROPY_NATS] * L, style="dashed",
+                       marker=False)],
+        xlabel="layer", ylabel="entropy (nats)", title="Attention entropy")
+    counts = payload["counts"]
+    clark_keys = ("broad", "previous", "next", "special (any)", "no label")
+    voita = counts["voita"]
+    bars = [
+        bar_figure("labels-clark.png", f"Clark et al.'s labels: how many of the {L * H} heads carry each "
+                                       "(a head may carry several).", categories=list(clark_keys),
+                   groups=[{"label": "heads", "values": [counts["clark"][k] for k in clark_keys]}], ylabel="heads",
+                   title="Clark et al. labels"),
+        bar_figure("labels-kovaleva.png", f"Kovaleva et al.'s patterns: one per head, {L * H} heads.",
+                   categories=list(KOVALEVA_PATTERNS),
+                   groups=[{"label": "heads", "values": [counts["kovaleva"][k] for k in KOVALEVA_PATTERNS]}],
+                   ylabel="heads", title="Kovaleva et al. patterns"),
+        bar_figure("labels-voita.png", f"Voita et al.'s roles among the {L * H} heads.",
+                   categories=["positional -1", "positional +1", "rare-token", "no role"],
+                   groups=[{"label": "heads", "values": [voita["positional -1"], voita["positional +1"],
+                                                         voita["rare-token"], voita["no role"]]}],
+                   ylabel="heads", title="Voita et al. roles"),
+    ]
+    return [grid, zoom, stats, entropy, *bars]
+
