@@ -64,7 +64,7 @@ def _root(
     """The mathematics of attention, executable: claims, constructions, experiments, benchmarks."""
 
 
-PROGRESS_ENV = "ATTNLAB_PROGRESS"  # "0": no progress lines off a terminal
+PROGRESS_ENV = "ATTNLAB_PROGRESS"  # "0": no progress lines off a terminal, no announced estimates
 
 
 class PlainProgress:
@@ -683,10 +683,11 @@ def construct(
 
 
 def _announce_estimate(estimate) -> None:
-    """Say the estimate on stderr before work estimated to take longer than ANNOUNCE_SECONDS."""
+    """Say the estimate on stderr before work estimated to take longer than ANNOUNCE_SECONDS
+    (not with ATTNLAB_PROGRESS=0, which keeps stderr to errors)."""
     from attnlab.estimates import ANNOUNCE_SECONDS
 
-    if estimate.seconds > ANNOUNCE_SECONDS:
+    if estimate.seconds > ANNOUNCE_SECONDS and os.environ.get(PROGRESS_ENV, "1") != "0":
         err_console.print(f"estimated: {estimate.describe()}", highlight=False, markup=False, soft_wrap=True)
 
 

@@ -102,6 +102,7 @@ def test_dry_run_numbers_are_the_estimate(cli):
 
 
 def test_a_long_estimate_is_said_on_stderr_before_the_build(cli, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_PROGRESS", "1")  # the tests run with it off (tests/conftest.py)
     monkeypatch.setattr(estimates, "ANNOUNCE_SECONDS", 0.0)  # every build counts as long
     code, stdout, err = cli(["construct", "memorization", *SMALL["memorization"]])
     assert code == 0 and "verdict" in stdout
