@@ -9,10 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-
-# Spinning OpenMP workers (GNU default) slow torch's CPU kernels ~10x when the cores are
-# shared with other processes; passive waiting costs nothing on an idle machine.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from typing import Optional
 
 import typer
@@ -31,7 +27,7 @@ from typer.core import TyperCommand
 
 from attnlab.config import check_device, check_int, check_seed, describe_fields
 from attnlab.errors import AttnlabError, ConfigError
-from attnlab.terminal import Col, print_table
+from attnlab.terminal import Col, fmt, print_table
 
 app = typer.Typer(
     name="attnlab",
@@ -148,14 +144,6 @@ def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
 
-def _fmt(x) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.3g}"
-    return str(x)
-
-
 VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "yellow", "sanity": "cyan",
                  "fail": "bold red", "info": "dim", "error": "bold red"}
 
@@ -202,7 +190,7 @@ def verify(
                 escape(m.measured_text) if m else "-", escape(m.criterion) if m else "-",
                 f"[dim]{escape(r.claim.statement)}[/]"
                 + (f"\n[yellow]{escape(m.reason)}[/]" if m is not None and m.reason else ""),
-                escape(_fmt(r.claim.paper_value)),
+                escape(fmt(r.claim.paper_value)),
             ])
         print_table(console, f"attnlab verify (seed {seed})",
                     [Col("claim", "key"), Col("verdict", "key"), Col("measured", "number"),
@@ -288,7 +276,7 @@ def _parameters_text(params_cls) -> str:
     """One line per parameter: name=default: meaning."""
     lines = []
     for f in describe_fields(params_cls):
-        line = f"{f['name']}={_fmt(f['default'])}"
+        line = f"{f['name']}={fmt(f['default'])}"
         lines.append(f"{line}: {f['help']}" if f["help"] else line)
     return "\n".join(lines)
 
@@ -397,6 +385,7 @@ def sweep(
     from pathlib import Path
 
     from attnlab.runs.rundir import default_run_dir
+    from attnlab.commands.sweep import print_sweep_table
     from attnlab.sweeps import SweepInterrupted, SweepSpec, describe, run_sweep
 
     if out is not None:
@@ -428,29 +417,9 @@ def sweep(
     if as_json:
         _print_json(describe(result))
     else:
-        _print_sweep_table(result)
+        print_sweep_table(console, result)
     if result.n_failed:
         raise typer.Exit(1)
-
-
-def _print_sweep_table(result) -> None:
-    """run_id, status, seed, then the columns whose values differ between runs, as many as fit."""
-    rows = result.rows
-    fixed = ("run_id", "status", "seed", "seconds")
-    varying = [k for k in (rows[0] if rows else {})
-               if k not in fixed and len({str(r.get(k)) for r in rows}) > 1]
-    cell = {c: [_fmt(r.get(c)) for r in rows] for c in ("seed", "seconds", *varying)}
-    cell["run_id"] = [str(r["run_id"])[:8] for r in rows]
-    cell["status"] = [r["status"] for r in rows]
-
-    cols = ["run_id", "status", "seed", *varying, "seconds"]
-    print_table(console, f"sweep results ({len(rows)} runs)",
-                [Col(c, "key" if c == "run_id" else "number") for c in cols],
-                [[("[green]ok[/]" if r["status"] == "ok" else "[red]failed[/]") if c == "status"
-                  else escape(cell[c][i]) for c in cols] for i, r in enumerate(rows)])
-    console.print(f"table: {result.table_path}", highlight=False, soft_wrap=True)
-    console.print(f"{result.n_ok} ok, {result.n_failed} failed, {result.n_skipped} skipped (finished before)",
-                  highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -480,6 +449,7 @@ def bench(
     whether or not the targets pass.
     """
     from attnlab.bench import PRESETS, BenchConfig, parse_n_list, run_bench
+    from attnlab.commands.bench import bench_out_dir, print_bench, write_bench
 
     check_int("--repeats", repeats, minimum=1)
     if threads is not None:
@@ -489,68 +459,19 @@ def bench(
     ns = parse_n_list(n) if n is not None else PRESETS["quick" if quick else "full"]
     cfg = BenchConfig(n=ns, variants=tuple(variant) if variant else None, dtype=dtype, threads=threads,
                       repeats=3 if quick and repeats == 5 else repeats, device=check_device(device, "--device"))
-    out_dir = _bench_out_dir(out)
+    out_dir = bench_out_dir(out)
     with progress_bar(disable=as_json) as progress:
         task = progress.add_task("bench", total=None)
         result = run_bench(cfg, progress=lambda what, done, total: progress.update(
             task, description=what, completed=done, total=total)).to_dict()
     if out_dir is not None:
-        _write_bench(out_dir, result)
+        write_bench(out_dir, result)
     if as_json:
         _print_json(result)
         return
-    _print_bench(result)
+    print_bench(console, result)
     if out_dir is not None:
         console.print(f"results: {out_dir / 'bench.json'}", highlight=False, soft_wrap=True)
-
-
-def _bench_out_dir(out: Optional[str]):
-    """--out checked before any timing: results must never be lost to an unwritable directory."""
-    from attnlab.runs.rundir import writable_dir
-
-    return None if out is None else writable_dir(out)
-
-
-def _write_bench(out_dir, result: dict) -> None:
-    from attnlab.bench.report import time_figure
-    from attnlab.reports.figures import render
-    from attnlab.runs.rundir import atomic_write_bytes
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out_dir / "bench.json", (json.dumps(result, indent=2) + "\n").encode())
-    render(time_figure(result["rows"], "bench-time.png"), out_dir)
-
-
-def _print_bench(result: dict) -> None:
-    ceiling = result["ceiling"]
-    env = result["env"]
-    rows = []
-    for r in result["rows"]:
-        if r["status"] != "ok":
-            rows.append([escape(r["variant"]), str(r["n"]), f"[dim]{r['status']}[/]", "", "", "", "", ""])
-            continue
-        ratio = f"{r['ratio']:.3g}x vs {r['reference']}" if r["ratio"] and r["variant"] != r["reference"] else (
-            "-" if not r["ratio"] else "1")
-        rows.append([escape(r["variant"]), str(r["n"]), f"{r['time_ms']:.3g}", f"{r['q3_ms'] - r['q1_ms']:.2g}",
-                     f"{r['gflops']:.3g}", f"{r['pct_ceiling']:.3g}", _fmt(r["peak_mb"]), escape(ratio)])
-    print_table(console, f"attnlab bench ({env.get('device', 'cpu')}: {env.get('device_name', '')}, "
-                         f"{result['config']['dtype']}, {env['threads']} threads, matmul ceiling "
-                         f"{ceiling['gflops']:.1f} GFLOP/s, load {env['load_average_1m']:.2f})",
-                [Col("variant", "key"), Col("n", "number"), Col("time ms", "number"), Col("IQR ms", "number"),
-                 Col("GFLOP/s", "number"), Col("% ceiling", "number"), Col("peak MB", "number"),
-                 Col("vs reference", "number")], rows, keys=2)
-    notes = {(r["variant"], r["note"]) for r in result["rows"] if r["status"] != "ok"}
-    for name, note in sorted(notes):
-        console.print(f"  {name}: {note}", highlight=False, markup=False, soft_wrap=True)
-    print_table(console, "crossover n vs fused SDPA (time ratio passes 1)",
-                [Col("variant", "key"), Col("crossover n", "number"), Col("status")],
-                [[escape(name), _fmt(round(x["crossover_n"])) if x["crossover_n"] else "-", escape(x["status"])]
-                 for name, x in result["crossovers"].items()])
-    print_table(console, "targets", [Col("target"), Col("measured", "number"), Col("limit", "number"),
-                                     Col("status", "number"), Col("detail")],
-                [[escape(x["statement"]), _fmt(x["measured"]), f"{x['relation']} {x['limit']:g}",
-                  {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]"}.get(x["status"], escape(x["status"])),
-                  escape(x["detail"])] for x in result["targets"]])
 
 
 @app.command()
@@ -620,7 +541,7 @@ class _ConstructCommand(TyperCommand):
             for col in ("--set", "default", "meaning"):
                 t.add_column(col, overflow="fold")
             for f in describe_fields(c.params_cls):
-                t.add_row(f["name"], escape(_fmt(f["default"])), escape(f["help"]))
+                t.add_row(f["name"], escape(fmt(f["default"])), escape(f["help"]))
             console.print(t)
 
 
@@ -652,10 +573,11 @@ def construct(
     """
     from attnlab.registry import get_construction
     from attnlab.commands.construct import construct as run_construct
+    from attnlab.commands.construct import construction_flags
 
     c = get_construction(name)
     settings = _key_values(set_ or [], "--set", "H=8")
-    for key, value in _construct_flags(c, list(ctx.args)).items():
+    for key, value in construction_flags(c, list(ctx.args)).items():
         if key in settings:
             raise ConfigError(f"{key} is given twice (as --set {key}=... and as a flag); give it once")
         settings[key] = value
@@ -669,7 +591,7 @@ def construct(
         _print_json(summary)
     else:
         chk = result.check
-        rows = [[escape(key), escape(_fmt(value))] for key, value in result.values.items()]
+        rows = [[escape(key), escape(fmt(value))] for key, value in result.values.items()]
         rows.append(["check", escape(f"{chk.quantity}: {chk.measured_text}"
                                      + (f", required {chk.criterion}" if chk.criterion else ""))])
         rows.append(["verdict", _verdict(chk.verdict) + (f" ({escape(chk.reason)})" if chk.reason else "")])
@@ -711,38 +633,6 @@ def _construct_dry_run(name: str, settings: dict, as_json: bool) -> None:
             ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]
     print_table(console, f"attnlab construct {name} --dry-run (nothing built)",
                 [Col("quantity", "key"), Col("value")], rows)
-
-
-def _construct_flags(c, args: list[str]) -> dict[str, str]:
-    """``--name value`` / ``--name=value`` for parameters, and the construction's value-less aliases."""
-    import dataclasses
-
-    names = {f.name for f in dataclasses.fields(c.params_cls)}
-    by_flag = {n.replace("_", "-"): n for n in names} | {n: n for n in names}
-    out: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        token = args[i]
-        flag, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
-        if flag in c.flag_aliases and not eq:
-            key, v = c.flag_aliases[flag]
-            value, i = str(v).lower() if isinstance(v, bool) else str(v), i + 1
-        elif flag in by_flag:
-            key = by_flag[flag]
-            if not eq:
-                if i + 1 >= len(args) or args[i + 1].startswith("--"):
-                    raise ConfigError(f"{token} needs a value, e.g. {token} 4 (or --set {key}=4)")
-                value, i = args[i + 1], i + 2
-            else:
-                i += 1
-        else:
-            raise ConfigError(
-                f"construct {c.name} has no option {token!r}; give parameters as --set key=value "
-                f"(parameters: {', '.join(sorted(names, key=str.lower))})")
-        if key in out:
-            raise ConfigError(f"{key} is given twice; give it once")
-        out[key] = value
-    return out
 
 
 def _check_out_path(out: str, flag: str) -> None:
@@ -792,7 +682,12 @@ for _command in app.registered_commands:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: one-line errors and exit status 2 for bad input."""
+    """Entry point: one-line errors and exit status 2 for bad input.
+
+    Sets OMP_WAIT_POLICY=PASSIVE unless given (before any command imports torch): spinning
+    OpenMP workers (GNU's default) slow torch's CPU kernels ~10x when the cores are shared
+    with other processes, and passive waiting costs nothing on an idle machine."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         rv = app(args=argv, prog_name="attnlab", standalone_mode=False)
     except AttnlabError as e:

@@ -44,6 +44,15 @@ class Col:
             raise ValueError(f"column kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
 
 
+def fmt(x) -> str:
+    """A cell of a table: "-" for None, three significant digits for a float, str otherwise."""
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    return str(x)
+
+
 def cell_width(cell: str) -> int:
     """The printed width of a cell's widest line (rich markup removed)."""
     return max((Text.from_markup(line).cell_len for line in str(cell).split("\n")), default=0)

@@ -11,7 +11,8 @@ from rich.console import Console
 
 import attnlab.cli as cli
 from helpers import exit_status
-from attnlab.terminal import Col, layout, print_table, widths
+from attnlab.commands.bench import print_bench
+from attnlab.terminal import Col, fmt, layout, print_table, widths
 
 WIDTH = 80
 
@@ -67,9 +68,9 @@ def _bench_result() -> dict:
 
 
 def test_bench_table_splits_instead_of_cutting(narrow):
-    cli._print_bench(_bench_result())
+    print_bench(cli.console, _bench_result())
     out = narrow.getvalue()
-    whole = ["sliding-window-causal", "16384", f"{1234.5678 * 32:.3g}", cli._fmt(123456.7), "12.3x vs sdpa", "183",
+    whole = ["sliding-window-causal", "16384", f"{1234.5678 * 32:.3g}", fmt(123456.7), "12.3x vs sdpa", "183",
              "91.2", "2346"]
     lines = _check(out, whole)
     assert any("(continued)" in line for line in lines)  # the columns that do not fit moved to a second table

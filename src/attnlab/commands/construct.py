@@ -127,3 +127,35 @@ def _settings_text(params: Any) -> str:
         defaults = None
     return " ".join(f"{f.name}={format_value(getattr(params, f.name))}" for f in dataclasses.fields(params)
                     if defaults is None or getattr(params, f.name) != getattr(defaults, f.name))
+
+
+def construction_flags(c, args: list[str]) -> dict[str, str]:
+    """``--name value`` / ``--name=value`` for parameters, and the construction's value-less aliases."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(c.params_cls)}
+    by_flag = {n.replace("_", "-"): n for n in names} | {n: n for n in names}
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        flag, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
+        if flag in c.flag_aliases and not eq:
+            key, v = c.flag_aliases[flag]
+            value, i = str(v).lower() if isinstance(v, bool) else str(v), i + 1
+        elif flag in by_flag:
+            key = by_flag[flag]
+            if not eq:
+                if i + 1 >= len(args) or args[i + 1].startswith("--"):
+                    raise ConfigError(f"{token} needs a value, e.g. {token} 4 (or --set {key}=4)")
+                value, i = args[i + 1], i + 2
+            else:
+                i += 1
+        else:
+            raise ConfigError(
+                f"construct {c.name} has no option {token!r}; give parameters as --set key=value "
+                f"(parameters: {', '.join(sorted(names, key=str.lower))})")
+        if key in out:
+            raise ConfigError(f"{key} is given twice; give it once")
+        out[key] = value
+    return out
