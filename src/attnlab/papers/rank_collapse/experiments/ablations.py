@@ -58,6 +58,10 @@ from attnlab.analysis.residuals import composite_norm, relative_residual, residu
 from attnlab.checks import Bound, Check, above, below, compare, info
 from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, total
+from attnlab.papers.rank_collapse.sizes import (F64, LP_BYTES, LP_WORK, MINILM, NETS, TORCH_OP, add, by_excess,
+                                                layer_bytes, load_bytes, load_work, maps_bytes, pass_work,
+                                                resident_bytes, scaled, state_residuals_work, states_bytes)
 from attnlab.papers.rank_collapse.stacks import (
     DONG_VARIANTS,
     MINILM_MODELS,
@@ -153,6 +157,64 @@ class AblationsConfig(RunConfig):
         missing = [m for m in self.composite_models if m not in self.models]
         if missing:
             raise ConfigError(f"composite_models {missing} are not in models {list(self.models)}: add them there")
+
+    def estimate(self) -> Estimate:
+        """The networks of ``models`` one after another, float64 (:mod:`~attnlab.papers.rank_collapse.sizes`
+        for the networks' shapes and what a pass holds). Memory, the largest of:
+
+            loading    W + (21 - r) P of the largest checkpoint
+            network    W + 3 S + 2 M + T + 4 M_1 + 32 B n d     (each network of ``models``)
+            composite  W + 2 S + M + 4400 n_c d + S_c + M_c + T_c
+
+        W = the weights of every network of the run held at once (MiniLM's always: its tokenizer and
+        embedding make the batch; r P bytes for a checkpoint of P parameters, r = 9 for MiniLM, 14 for
+        SmolLM2, 8 P for a drawn network); for one network of L blocks, H heads, width d, FFN width
+        d_ff with m matrices, on B texts of n tokens (SmolLM2: smollm2_texts, smollm2_tokens and its
+        first smollm2_layers blocks): S = 8 B (L + 1) n d its states, M = 8 B L H n^2 its maps,
+        T = 8 B (3 H n^2 + n (4 d + m d_ff)) one block's temporaries, M_1 = M of one text (the
+        report's attention viewer); the previous pass is still held while the next one runs (2 S
+        + 2 M) and the SAN+LN states stay for Dong et al.'s SAN (one S more); 32 B n d the residuals
+        of one state. The composite residual: B_c = composite_texts texts of n_c = composite_tokens
+        tokens (S_c, M_c, T_c their pass), a linear program of 4400 bytes per entry of its n_c x d
+        matrix, beside the pass of the full batch.
+
+        Work: loading each checkpoint (2 interpreted operations per parameter); 9 passes per network
+        (5 switches, 4 of Dong et al.'s variants; gemm, traffic and calls of the sizes module), the
+        residuals of every state (an SVD with vectors and two without per matrix), and per composite
+        network and variant one short pass and 2 B_c (L + 1) composite residuals of 1200 (n_c d)^2
+        LAPACK-rate operations each.
+        """
+        nets = [NETS[m] for m in self.models]
+        W = resident_bytes([MINILM, *nets])
+        steps = [Estimate(W + load_bytes([MINILM, *nets]), "the networks' weights while a checkpoint loads",
+                          **load_work([MINILM, *nets]),
+                          change="leave smollm2 out of models" if "smollm2" in self.models else "")]
+        for m, N in zip(self.models, nets):
+            if m == "smollm2":
+                B, n, k, names = self.smollm2_texts, self.smollm2_tokens, self.smollm2_layers, (
+                    "smollm2_tokens", "smollm2_texts", "smollm2_layers")
+            else:
+                B, n, k, names = self.texts, self.tokens, N.layers, ("tokens", "texts")
+            S, M = states_bytes(N, B, n, k), maps_bytes(N, B, n, k)
+            view = 4 * maps_bytes(N, 1, n, k) if m in VIEW_MODELS else 0.0
+            work = scaled(add(pass_work(N, B, n, k), state_residuals_work(B, n, N.d, k + 1)),
+                          len(VARIANTS) + len(DONG_VARIANTS))
+            steps.append(Estimate(W + 3 * S + 2 * M + layer_bytes(N, B, n) + view + 4 * F64 * B * n * N.d,
+                                  f"{m}: two passes of {B} texts x {n} tokens held at once ({k + 1} states and "
+                                  f"{k} x {N.heads} maps of {n} x {n} each), float64",
+                                  **work, lower=by_excess(self, names)))
+            if self.composite_texts and m in self.composite_models:
+                Bc, nc = self.composite_texts, self.composite_tokens
+                short = states_bytes(N, Bc, nc) + maps_bytes(N, Bc, nc) + layer_bytes(N, Bc, nc)
+                lps = 2 * Bc * (N.layers + 1)
+                one = add(pass_work(N, Bc, nc), state_residuals_work(Bc, nc, N.d, N.layers + 1),
+                          {"lapack": lps * LP_WORK * (nc * N.d) ** 2, "calls": lps * 20 * TORCH_OP})
+                steps.append(Estimate(W + 2 * S + M + short + LP_BYTES * nc * N.d,
+                                      f"{m}: the composite residual's linear program on {nc} x {N.d} states "
+                                      f"beside a pass of {B} texts x {n} tokens",
+                                      **scaled(one, len(self.composite_variants)),
+                                      lower=("composite_tokens", *by_excess(self, ("tokens", "texts")))))
+        return total(steps)
 
 
 def _per_layer(hidden: list[torch.Tensor], kind: str) -> tuple[list[float], list[float]]:

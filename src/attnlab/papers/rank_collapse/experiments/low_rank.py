@@ -41,6 +41,10 @@ import torch
 from attnlab.analysis.approximation import projection_action_errors
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, matmul_flops, svd_flops, total
+from attnlab.papers.rank_collapse.sizes import (F64, MINILM, SMOLLM2, TORCH_OP, add, by_excess, layer_bytes,
+                                                load_bytes, load_work, maps_bytes, pass_work, resident_bytes, scaled,
+                                                states_bytes)
 from attnlab.papers.rank_collapse.stacks import (
     build_model,
     long_texts,
@@ -96,6 +100,62 @@ class LowRankConfig(RunConfig):
         if not self.smollm2_layers or max(self.smollm2_layers) > 29:
             raise ConfigError(f"smollm2_layers must list layers 0-29, got {self.smollm2_layers!r}")
         check_number("eps", self.eps, 0, open_min=True)
+
+    def estimate(self) -> Estimate:
+        """Each n of ``n_values``, then each of ``smollm2_n_values``, one after another, float64
+        (:mod:`~attnlab.papers.rank_collapse.sizes` for the networks' shapes). Memory, the largest of:
+
+            loading   W + (21 - r) P of the largest checkpoint
+            MiniLM    W + S + max(M + T, 5 M + 8 B n d + 12 D k n + 16 D n)    (each n of n_values)
+            SmolLM2   W + 8 (4 H' n^2 + n (6 d' + 3 d_ff'))                   (each n of smollm2_n_values)
+
+        W = MiniLM's weights (9 bytes per parameter), and SmolLM2's (14) when smollm2_n_values is not
+        empty (counted throughout: a network once loaded stays for the process, as in a paper's run);
+        MiniLM (L = 6 blocks, H = 12 heads, width d = 384, d_ff = 1536) on B = texts texts of n
+        tokens: S = 8 B (L + 1) n d its states, M = 8 B L H n^2 its maps, T = 8 B (3 H n^2 + n (4 d +
+        2 d_ff)) one block's temporaries; after the pass the maps are held four times more (stacked, the
+        SVD's copy of them, its U and V^T), beside one layer's values (8 B n d) and, per matrix, the
+        projections R (D = draws, k = max(k_values): float32 drawn, float64 kept, 12 D k n bytes) and
+        the R^T R w (16 D n). SmolLM2 (H' = 9 heads, d' = 576, d_ff' = 1536) runs one text and one
+        block at a time: a block's maps with their three temporaries and the maps of the previous
+        measured block.
+
+        Work: loading the checkpoints (2 interpreted operations per parameter); per n the pass, an SVD
+        without and one with vectors of each of the L B H maps (n x n), per map and k' the projections
+        (2 D k' n), the product P [R^T R w] (2 n^2 D) and about 8 torch ops; per SmolLM2 n and text a
+        pass through its first max(smollm2_layers) + 1 blocks and an SVD without vectors of each of
+        the 9 maps of every measured layer.
+        """
+        N, S2, B, D, K = MINILM, SMOLLM2, self.texts, self.draws, max(self.k_values)
+        nets = [N, S2] if self.smollm2_n_values else [N]
+        W = resident_bytes(nets)
+        leave = "leave SmolLM2 out: smollm2_n_values empty (--set smollm2_n_values=)"
+        steps = [Estimate(W + load_bytes(nets), "the networks' weights while a checkpoint loads",
+                          **load_work(nets), change=leave if self.smollm2_n_values else "")]
+        for n in self.n_values:
+            S, M = states_bytes(N, B, n), maps_bytes(N, B, n)
+            proj = 12 * D * K * n + 16 * D * n
+            matrices = N.layers * B * N.heads
+            per_matrix = {"gemm": sum(2 * D * k * n + matmul_flops(n, n, D) + 4 * n * k for k in self.k_values)
+                          + 2 * n * n + 2 * D * K * n,
+                          "traffic": 12 * D * K * n, "calls": TORCH_OP * (8 * len(self.k_values) + 12)}
+            work = add(pass_work(N, B, n), {"lapack": matrices * (svd_flops(n, n) + svd_flops(n, n, vectors=True))},
+                       scaled(per_matrix, matrices))
+            held = 5 * M + F64 * B * n * N.d + proj
+            top = "the random projections R" if proj > 4 * M else "the maps, their SVD's copy, U and V^T"
+            steps.append(Estimate(W + S + max(M + layer_bytes(N, B, n), held),
+                                  f"MiniLM at n = {n}, {B} texts: {top} ({N.layers} x {B} x {N.heads} maps of "
+                                  f"{n} x {n}; {D} draws of {K} x {n}), float64", **work,
+                                  lower=by_excess(self, ("n_values", "texts", "draws", "k_values"))))
+        for n in self.smollm2_n_values:
+            blocks = max(self.smollm2_layers) + 1
+            work = add(pass_work(S2, 1, n, blocks),
+                       {"lapack": len(self.smollm2_layers) * S2.heads * svd_flops(n, n)})
+            steps.append(Estimate(W + F64 * (4 * S2.heads * n * n + n * (6 * S2.d + 3 * S2.d_ff)),
+                                  f"SmolLM2 at n = {n}: one block's {S2.heads} maps of {n} x {n} with their "
+                                  "temporaries, float64", **scaled(work, self.smollm2_texts),
+                                  lower=("smollm2_n_values",)))
+        return total(steps)
 
 
 def _k_reaching(c: torch.Tensor, level: float) -> torch.Tensor:

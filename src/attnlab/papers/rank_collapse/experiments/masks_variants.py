@@ -36,11 +36,15 @@ import torch
 from attnlab.analysis.residuals import relative_residual
 from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, total
 from attnlab.ops.linear import linear_attention
 from attnlab.ops.lowrank import linformer_attention, linformer_projections
 from attnlab.ops.multihead import multi_head_attention
 from attnlab.ops.softmax import softmax_attention
 from attnlab.ops.sparse.window import window_mask
+from attnlab.papers.rank_collapse.sizes import (ATTNLAB_12, F64, MINILM, TORCH_OP, TRAFFIC_MAPS, TRAFFIC_STATES,
+                                                add, by_excess, load_bytes, load_work, resident_bytes, scaled,
+                                                states_bytes)
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, text_batch
 from attnlab.registry import Experiment, register
 from attnlab.checks import above, below, info
@@ -74,6 +78,57 @@ class MasksVariantsConfig(RunConfig):
         check_int("linformer_k", self.linformer_k, minimum=1)
         if self.linformer_k > self.tokens:
             raise ConfigError(f"linformer_k={self.linformer_k} exceeds tokens={self.tokens}: use linformer_k <= tokens")
+
+    def estimate(self) -> Estimate:
+        """Pretrained MiniLM, then the 12-layer attnlab stack, each under 2 blocks (SAN, transformer) x 7
+        attentions, float64 (:mod:`~attnlab.papers.rank_collapse.sizes` for the shapes). Memory, the
+        largest of:
+
+            loading   W + 12 P_MiniLM
+            network   W + 8 B n d + 2 S + 8 B (H n a + n (4 d + 2 d_ff)) + 16 k' n + 2 n^2   (each network)
+
+        W = MiniLM's weights (9 bytes per parameter, P_MiniLM = 22.6M) and the attnlab stack's (8 bytes
+        per parameter, 33.2M); B = texts texts of n = tokens tokens, X_0 (8 B n d), width d = 384,
+        H = 12 heads of d_head = 32, d_ff = 1536; S = 8 B (L + 1) n d the states of L blocks (the
+        previous variant's still held while the next runs: 2 S); the largest attention's temporaries
+        per head and token a = max(3 n (softmax, masked: logits, exp, weights), 5 m (FAVOR+, m =
+        favor_features: the features of q and k with their exponents), 3 k' (Linformer, k' =
+        linformer_k), 3 d_head (elu+1)); q, k, v, the heads' output and the FFN's hidden outputs; E, F
+        (k' x n) and the two window masks (n x n, bool).
+
+        Work: loading MiniLM (2 interpreted operations per parameter); per network, block and
+        attention, L blocks on B texts: the projections 8 n d^2 and the FFN 4 n d d_ff (transformer
+        only); the attention's products, 4 H n^2 d_head (the four softmax
+        variants), 4 H n d_head^2 (elu+1), 8 H n m d_head (FAVOR+: the features of q and k, then the
+        two products), 8 n k' d (Linformer: E K, F V, the logits and the output);
+        element-wise work of a softmax pass on the n^2 maps (100 passes of 8 bytes each) or 40 on the
+        features, 40 passes over the states and FFN outputs; 40 torch ops a block.
+        """
+        B, n, m, kp = self.texts, self.tokens, self.favor_features, self.linformer_k
+        N = MINILM
+        d, H, dh, f = N.d, N.heads, N.d_head, N.d_ff
+        W = resident_bytes([MINILM, ATTNLAB_12])
+        steps = [Estimate(W + load_bytes([MINILM]), "MiniLM's weights while it loads", **load_work([MINILM]))]
+        a = max(3 * n, 5 * m, 3 * kp, 3 * dh)
+        names = by_excess(self, ("tokens", "texts", "favor_features", "linformer_k"))
+        if a > 3 * n:  # a feature count, not n, sets the attention's size
+            names = by_excess(self, ("favor_features" if 5 * m >= 3 * kp else "linformer_k", "tokens", "texts"))
+        for net in (MINILM, ATTNLAB_12):
+            L = net.layers
+            S = states_bytes(net, B, n)
+            peak = (W + F64 * B * n * d + 2 * S + F64 * B * (H * n * a + n * (4 * d + 2 * f))
+                    + F64 * 2 * kp * n + 2 * n * n)
+            attention = {"gemm": 4 * (4 * H * n * n * dh) + 4 * H * n * dh * dh + 8 * H * n * m * dh
+                         + 8 * n * kp * d + 7 * 8 * n * d * d,
+                         "traffic": F64 * (4 * TRAFFIC_MAPS * H * n * n + TRAFFIC_STATES * H * n * (2 * dh + m + kp)
+                                           + 7 * TRAFFIC_STATES * n * d)}
+            ffn = {"gemm": 7 * 4 * n * d * f, "traffic": F64 * 7 * TRAFFIC_STATES * n * f}
+            work = add(scaled(attention, 2 * B * L), scaled(ffn, B * L),
+                       {"traffic": 2 * 7 * (L + 1) * 10 * F64 * B * n * d, "calls": 2 * 7 * 40 * L * TORCH_OP})
+            steps.append(Estimate(peak, f"{net.name}: {L + 1} states of {B} texts x {n} tokens twice and one "
+                                        f"block's attention temporaries ({H} heads x {n} tokens x {a}), float64",
+                                  **work, lower=names))
+        return total(steps)
 
 
 def _softmax_variant(q, k, v, *, return_weights=False, scale="1/sqrt(d)", mask=None, causal=None):

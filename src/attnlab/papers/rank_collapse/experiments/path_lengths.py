@@ -38,6 +38,10 @@ from attnlab.analysis.path_decomposition import (SANLayer, accumulated_bias, pat
 from attnlab.analysis.residuals import relative_residual
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, svd_flops, total
+from attnlab.papers.rank_collapse.sizes import (F64, MINILM, TORCH_OP, add, by_excess, layer_bytes, load_bytes,
+                                                load_work, maps_bytes, pass_work, paths_count, resident_bytes,
+                                                states_bytes)
 from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register
 from attnlab.checks import at_most, below, info, near
@@ -48,6 +52,7 @@ EXPERIMENT_ID = "rank-collapse.path-lengths"
 ARCHITECTURES = {"BERT-base (L=12, H=12)": (12, 12), "all-MiniLM-L6-v2 (L=6, H=12)": (6, 12),
                  "BERT-large (L=24, H=16)": (24, 16), "DeiT-Tiny (L=12, H=3)": (12, 3)}
 EXACT_TOL = 1e-12
+MAX_PATHS = 20000  # the most paths a small stack may have: each is enumerated, one at a time
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,8 @@ class PathLengthsConfig(RunConfig):
                 L, H = (int(x) for x in str(s).split(":"))
             except ValueError:
                 raise ConfigError(f"stacks entries must be 'L:H' with integers, got {s!r}") from None
-            if not (1 <= L and 1 <= H and (H + 1) ** L <= 20000):
-                raise ConfigError(f"stack {s!r}: need L, H >= 1 and (H+1)^L <= 20000 paths to enumerate")
+            if not (1 <= L and 1 <= H and paths_count(L, H) <= MAX_PATHS + 0.5 and (H + 1) ** L <= MAX_PATHS):
+                raise ConfigError(f"stack {s!r}: need L, H >= 1 and (H+1)^L <= {MAX_PATHS} paths to enumerate")
             parsed.append(f"{L}:{H}")
         if not parsed:
             raise ConfigError("stacks must list at least one 'L:H'")
@@ -82,6 +87,66 @@ class PathLengthsConfig(RunConfig):
         check_int("texts", self.texts, minimum=1)
         check_int("tokens", self.tokens, minimum=3, maximum=512)
         check_int("path_samples", self.path_samples, minimum=1)
+
+    def estimate(self) -> Estimate:
+        """The small stacks one after another, then MiniLM, float64. Memory, the largest of:
+
+            stack     8 (4 L H d d_h + 2 L H d^2 + L H n^2 + H n (n + d) + 4 (L + 1) n d)   (each "L:H")
+            loading   W + 12 P
+            MiniLM    W + S + M + max(T, 8 (L' H' d'^2 + 2 B H' n' d' + 4 (L' + 1) B n' d'))
+
+        A stack of L layers of H heads, width d = d_model, d_h = max(1, d // H), on n = stack_tokens
+        tokens: its weights (W_Q, W_K, W_V, W_O: 4 L H d d_h), the path weights W_{l,h} = W_V W_O
+        (L H d^2, held for the recursion and formed again for every enumerated path: 2 L H d^2), the
+        maps (L H n^2) with one layer's logits and values (H n (n + d)), and the terms S_0..S_L of
+        the recursion, of the enumeration, the recursion's step and the stacked copy (4 (L + 1) n d).
+        The (H + 1)^L paths are enumerated one at a time (never all held; counted in floats, so a
+        stack too large to enumerate is refused by its count, never computed as an integer). MiniLM
+        (W = 9 bytes per parameter P, L' = 6 blocks, H' = 12 heads, d' = 384) on B = texts texts of
+        n' = tokens tokens: S = 8 B (L' + 1) n' d' its states, M = 8 B L' H' n'^2 its maps, T its
+        block's temporaries (:mod:`~attnlab.papers.rank_collapse.sizes`), then the path weights,
+        an einsum's per-head products (2 B H' n' d') and the terms S_k with their copies.
+
+        Work: per stack (H + 1)^L paths, each forming the L path weights (2 L H d^2 d_h) and applying
+        at most L maps and L path weights (2 L (n^2 d + n d^2)), 3 L + 3 torch ops, and the recursion
+        (L^2 H (2 n^2 d + 2 n d^2)); for MiniLM its loading (2 interpreted operations per parameter),
+        one pass, the linearised network and its recursion ((L' + L'^2) B H' (2 n'^2 d' + 2 n' d'^2))
+        and path_samples products of depth 1..L' (2 n'^3 a factor) each with an SVD with vectors of
+        its n' x n' result.
+        """
+        steps = [stack_estimate(*(int(x) for x in s.split(":")), self.d_model, self.stack_tokens,
+                                lower=(*by_excess(self, ("d_model", "stack_tokens")), "stacks"))
+                 for s in self.stacks]
+        N, B, nn = MINILM, self.texts, self.tokens
+        L, H, dm = N.layers, N.heads, N.d
+        W = resident_bytes([N])
+        steps.append(Estimate(W + load_bytes([N]), "MiniLM's weights while it loads", **load_work([N])))
+        rest = F64 * (L * H * dm * dm + 2 * B * H * nn * dm + 4 * (L + 1) * B * nn * dm)
+        per_path = {"gemm": sum(2 * k * nn ** 3 for k in range(1, L + 1)),
+                    "lapack": L * svd_flops(nn, nn, vectors=True),
+                    "calls": TORCH_OP * sum(k + 10 for k in range(1, L + 1))}
+        work = add(pass_work(N, B, nn),
+                   {"gemm": (L + L * L) * B * H * (2 * nn * nn * dm + 2 * nn * dm * dm),
+                    "traffic": 20 * F64 * (L + 1) * B * nn * dm},
+                   {k: v * self.path_samples for k, v in per_path.items()})
+        steps.append(Estimate(W + states_bytes(N, B, nn) + maps_bytes(N, B, nn) + max(layer_bytes(N, B, nn), rest),
+                              f"MiniLM linearised: {B} texts x {nn} tokens, {L + 1} states, {L} x {H} maps and "
+                              f"the path terms, float64", **work, lower=by_excess(self, ("tokens", "texts"))))
+        return total(steps)
+
+
+def stack_estimate(L: int, H: int, d: int, n: int, lower: tuple[str, ...] = ()) -> Estimate:
+    """What :func:`exact_stack` needs for a random skip SAN of L layers of H heads, width d, on n
+    tokens, float64 (:meth:`PathLengthsConfig.estimate`): 8 (4 L H d d_h + 2 L H d^2 + L H n^2
+    + H n (n + d) + 4 (L + 1) n d) bytes, d_h = max(1, d // H); the (H + 1)^L paths counted in floats."""
+    dh, count = max(1, d // H), paths_count(L, H)
+    L, H, d, n = float(L), float(H), float(d), float(n)  # floats throughout: any size is quick
+    peak = F64 * (4 * L * H * d * dh + 2 * L * H * d * d + L * H * n * n + H * n * (n + d) + 4 * (L + 1) * n * d)
+    work = {"gemm": count * L * (2 * H * d * d * dh + 2 * n * n * d + 2 * n * d * d)
+            + L * L * H * (2 * n * n * d + 2 * n * d * d),
+            "traffic": F64 * count * L * 2 * n * d, "calls": TORCH_OP * (count * (3 * L + 3) + 10 * L * L)}
+    return Estimate(peak, f"the stack {L:.0f}:{H:.0f} (d = {d:.0f}, n = {n:.0f}): its {L:.0f} x {H:.0f} path "
+                          f"weights of {d:.0f} x {d:.0f} and maps of {n:.0f} x {n:.0f}, float64", **work, lower=lower)
 
 
 def count_shares(L: int, H: int) -> list[float]:
