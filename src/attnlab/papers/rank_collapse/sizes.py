@@ -12,7 +12,7 @@ the networks' shapes alone (no weights are read). The networks of
     smollm2      30   9   3   576  64      1536  3   134,515,008  SmolLM2-135M-Instruct (tied head)
 
 (L blocks, H query heads sharing kv key/value heads, width d, FFN width d_ff with m matrices:
-GELU's two, SwiGLU's three). MiniLM's L, H and d are :mod:`attnlab.pretrained.minilm`'s constants.
+GELU's two, SwiGLU's three). The shapes are :mod:`attnlab.pretrained.sizes`'s.
 
 Weights (:func:`resident_bytes`, measured as the process's resident memory): a loaded checkpoint
 holds about 9 bytes per parameter (MiniLM: its float64 weights and tokenizer) or 14 (SmolLM2: also
@@ -55,7 +55,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from attnlab.estimates import svd_flops
-from attnlab.pretrained.minilm import D_MODEL, N_HEADS, N_LAYERS
+from attnlab.pretrained.sizes import MINILM as MINILM_SIZE
+from attnlab.pretrained.sizes import SMOLLM2 as SMOLLM2_SIZE
+from attnlab.pretrained.sizes import ModelSize
 
 F64 = 8  # bytes of a float64
 LOAD_PEAK = 21.0  # bytes per parameter while a checkpoint loads (module docstring)
@@ -63,6 +65,7 @@ LOAD_OPS = 2.0  # interpreted operations per parameter that loading a checkpoint
 LP_BYTES = 4400.0  # HiGHS's memory per entry of the n x d matrix of one composite residual
 LP_WORK = 1200.0  # LAPACK-rate operations per (n d)^2 of one composite residual
 TRAFFIC_MAPS, TRAFFIC_STATES, OPS_PER_BLOCK = 100, 40, 40  # a pass's element-wise work (module docstring)
+LOADING = "no setting changes a checkpoint's weights: free memory for them"  # the load step's change
 TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
 
 
@@ -84,12 +87,16 @@ class Net:
     loaded: bool
 
 
-MINILM_D_FF = 1536
-MINILM = Net("pretrained", N_LAYERS, N_HEADS, N_HEADS, D_MODEL, D_MODEL // N_HEADS, MINILM_D_FF, 2,
-             22_565_376, 9.0, True)
+def _net(name: str, size: ModelSize, params: int, resident: float, loaded: bool) -> Net:
+    """A network of the shapes of ``size`` (:mod:`attnlab.pretrained.sizes`)."""
+    return Net(name, size.n_layers, size.n_heads, size.n_kv_heads, size.d_model, size.head_dim, size.d_ff,
+               3 if size.gated else 2, params, resident, loaded)
+
+
+MINILM = _net("pretrained", MINILM_SIZE, 22_565_376, 9.0, True)  # parameters with biases, norms, positions
 RANDOM = dataclasses.replace(MINILM, name="random", resident=8.0, loaded=False)
 ATTNLAB_12 = dataclasses.replace(RANDOM, name="attnlab-12", layers=12, params=33_212_160)
-SMOLLM2 = Net("smollm2", 30, 9, 3, 576, 64, 1536, 3, 134_515_008, 14.0, True)
+SMOLLM2 = _net("smollm2", SMOLLM2_SIZE, 134_515_008, 14.0, True)
 NETS = {n.name: n for n in (MINILM, RANDOM, ATTNLAB_12, SMOLLM2)}
 
 
@@ -184,7 +191,7 @@ def paths_count(L: int, H: int, skip: bool = True) -> float:
     return math.exp(log) if log < 700 else math.inf
 
 
-__all__ = ["ATTNLAB_12", "F64", "LOAD_OPS", "LOAD_PEAK", "LP_BYTES", "LP_WORK", "MINILM", "MINILM_D_FF", "NETS",
+__all__ = ["ATTNLAB_12", "F64", "LOADING", "LOAD_OPS", "LOAD_PEAK", "LP_BYTES", "LP_WORK", "MINILM", "NETS",
            "Net", "RANDOM", "SMOLLM2", "TORCH_OP", "add", "by_excess", "layer_bytes", "load_bytes", "load_work",
            "maps_bytes", "pass_work", "paths_count", "resident_bytes", "scaled", "state_residuals_work",
            "states_bytes"]

@@ -42,9 +42,22 @@ from attnlab.ops.lowrank import linformer_attention, linformer_projections
 from attnlab.ops.multihead import multi_head_attention
 from attnlab.ops.softmax import softmax_attention
 from attnlab.ops.sparse.window import window_mask
-from attnlab.papers.rank_collapse.sizes import (ATTNLAB_12, F64, MINILM, TORCH_OP, TRAFFIC_MAPS, TRAFFIC_STATES,
-                                                add, by_excess, load_bytes, load_work, resident_bytes, scaled,
-                                                states_bytes)
+from attnlab.papers.rank_collapse.sizes import (
+    ATTNLAB_12,
+    F64,
+    LOADING,
+    MINILM,
+    TORCH_OP,
+    TRAFFIC_MAPS,
+    TRAFFIC_STATES,
+    add,
+    by_excess,
+    load_bytes,
+    load_work,
+    resident_bytes,
+    scaled,
+    states_bytes,
+)
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, text_batch
 from attnlab.registry import Experiment, register
 from attnlab.checks import above, below, info
@@ -108,7 +121,7 @@ class MasksVariantsConfig(RunConfig):
         N = MINILM
         d, H, dh, f = N.d, N.heads, N.d_head, N.d_ff
         W = resident_bytes([MINILM, ATTNLAB_12])
-        steps = [Estimate(W + load_bytes([MINILM]), "MiniLM's weights while it loads", **load_work([MINILM]))]
+        steps = [Estimate(W + load_bytes([MINILM]), "MiniLM's weights while it loads", change=LOADING, **load_work([MINILM]))]
         a = max(3 * n, 5 * m, 3 * kp, 3 * dh)
         names = by_excess(self, ("tokens", "texts", "favor_features", "linformer_k"))
         if a > 3 * n:  # a feature count, not n, sets the attention's size

@@ -39,9 +39,22 @@ from attnlab.analysis.residuals import relative_residual
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, svd_flops, total
-from attnlab.papers.rank_collapse.sizes import (F64, MINILM, TORCH_OP, add, by_excess, layer_bytes, load_bytes,
-                                                load_work, maps_bytes, pass_work, paths_count, resident_bytes,
-                                                states_bytes)
+from attnlab.papers.rank_collapse.sizes import (
+    F64,
+    LOADING,
+    MINILM,
+    TORCH_OP,
+    add,
+    by_excess,
+    layer_bytes,
+    load_bytes,
+    load_work,
+    maps_bytes,
+    pass_work,
+    paths_count,
+    resident_bytes,
+    states_bytes,
+)
 from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register
 from attnlab.checks import at_most, below, info, near
@@ -120,7 +133,7 @@ class PathLengthsConfig(RunConfig):
         N, B, nn = MINILM, self.texts, self.tokens
         L, H, dm = N.layers, N.heads, N.d
         W = resident_bytes([N])
-        steps.append(Estimate(W + load_bytes([N]), "MiniLM's weights while it loads", **load_work([N])))
+        steps.append(Estimate(W + load_bytes([N]), "MiniLM's weights while it loads", change=LOADING, **load_work([N])))
         rest = F64 * (L * H * dm * dm + 2 * B * H * nn * dm + 4 * (L + 1) * B * nn * dm)
         per_path = {"gemm": sum(2 * k * nn ** 3 for k in range(1, L + 1)),
                     "lapack": L * svd_flops(nn, nn, vectors=True),
