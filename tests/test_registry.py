@@ -117,12 +117,12 @@ def test_registration_rejects_untyped_configs_and_repeats():
     with registry.scratch():
         registry.register_paper("toy", "Toy", "toy.md", package="tests.toy")
         with pytest.raises(ConfigError, match="must extend attnlab.config.RunConfig"):
-            registry.register(Experiment("toy.a", "A", NotARunConfig, lambda cfg, rd: None))
-        registry.register(Experiment("toy.a", "A", Cfg, lambda cfg, rd: None))
+            registry.register_experiment(Experiment("toy.a", "A", NotARunConfig, lambda cfg, rd: None))
+        registry.register_experiment(Experiment("toy.a", "A", Cfg, lambda cfg, rd: None))
         with pytest.raises(ConfigError, match="registered twice"):
-            registry.register(Experiment("toy.a", "A", Cfg, lambda cfg, rd: None))
+            registry.register_experiment(Experiment("toy.a", "A", Cfg, lambda cfg, rd: None))
         with pytest.raises(ConfigError, match="must be '<paper>.<name>'"):
-            registry.register(Experiment("nopaper.a", "A", Cfg, lambda cfg, rd: None))
+            registry.register_experiment(Experiment("nopaper.a", "A", Cfg, lambda cfg, rd: None))
         with pytest.raises(ConfigError, match="must extend attnlab.config.Config"):
             registry.register_construction(Construction("c", "toy", "-", NotARunConfig, lambda p: None))
         with pytest.raises(UnknownNameError, match="unknown construction 'zzz': choose one of none"):

@@ -160,7 +160,7 @@ def test_an_experiment_better_on_the_cpu_sweeps_there_and_the_sweep_says_so(tmp_
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the runs themselves stay on the CPU
     with registry.scratch():
         registry.register_paper("toy", "Toy", "toy.md", package="tests.toy")
-        registry.register(dataclasses.replace(selftest, id="toy.sweep", cpu_only="a test of the policy"))
+        registry.register_experiment(dataclasses.replace(selftest, id="toy.sweep", cpu_only="a test of the policy"))
         result = run_sweep(SweepSpec("toy.sweep", grid={"n": ["2", "3"]}), tmp_path / "s", executor="inline",
                            device="cuda")
     assert result.n_ok == 2 and {r["device"] for r in result.rows} == {"cpu"}

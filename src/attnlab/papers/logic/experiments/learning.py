@@ -113,7 +113,7 @@ from attnlab.papers.logic.encoding import random_sequences, targets
 from attnlab.papers.logic.model import NORMS, effective, hand_built_params, hidden_width, init_params, masks, predict
 from attnlab.papers.logic.model import mse as model_mse
 from attnlab.papers.logic.solutions import build
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import across_seeds, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, heatmap_figure, heatmap_panel, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -681,7 +681,7 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
                             scalars={f"median_log10_mse_{f}": fl[f] for f in FLAVOURS})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "§4: restricted systems and the combined model in four flavours trained by L-BFGS; Figs. 1-2 "
                     "and which mechanism the free model uses",
                     LearningConfig, run))

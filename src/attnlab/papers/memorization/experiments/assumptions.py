@@ -58,7 +58,7 @@ from attnlab.papers.memorization.assumptions import assumption1_test, assumption
 from attnlab.papers.memorization.token_layers import random_layer_outputs, sinusoidal_rank
 from attnlab.pretrained.sizes import MINILM, ModelSize
 from attnlab.pretrained.sizes import SMOLLM2 as SMOLLM2_SIZE
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, equals, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -638,7 +638,7 @@ def _notes(cfg: AssumptionsConfig, results: dict, fig: dict, skipped: dict | Non
     ] + _smollm2_notes(cfg, results, skipped or {})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Tables 1 and 3, Fig. 1: General Position and Assumptions 1-3 on random layers and MiniLM, "
                     "English text", AssumptionsConfig, run_assumptions,
                     cpu_only="the rank tests are float64 SVDs of a few hundred rows, in NumPy"))

@@ -35,7 +35,7 @@ from attnlab.estimates import Estimate
 from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
 from attnlab.papers.memorization.capacity_search import SearchConfig, SearchResult, search_capacity, search_estimate
 from attnlab.papers.memorization.model import theorem1_bound
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -192,7 +192,7 @@ def _notes(cfg: AuthorsCapacityConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "App. H: largest T memorized by gradient descent on the authors' released model (d_v = 1) "
                     "beside d_v = 64 models and the paper's ~550 (H = 4) / ~1300 (H = 8)",
                     AuthorsCapacityConfig, run_authors_capacity))

@@ -29,7 +29,7 @@ from attnlab.papers.memorization.capacity_report import (
     panel,
     panel_points,
 )
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import ExperimentResult
 
 EXPERIMENT_ID = "memorization.capacity-vs-context"
@@ -91,6 +91,6 @@ def _notes(cfg: ContextConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 2(b): largest data set memorized by gradient descent vs context size n, beside "
                     "Theorem 1's bound", ContextConfig, run_context))

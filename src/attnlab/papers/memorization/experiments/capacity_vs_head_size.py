@@ -39,7 +39,7 @@ from attnlab.papers.memorization.capacity_report import (
     panel_points,
 )
 from attnlab.papers.memorization.model import theorem1_bound
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Bound, Censored, Check, at_most, uncensored
 from attnlab.results import ExperimentResult
 
@@ -146,6 +146,6 @@ def _notes(cfg: HeadSizeConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 2(c): largest data set memorized by gradient descent vs head size d_h (no gain "
                     "beyond d_h > n), beside Theorem 1's bound", HeadSizeConfig, run_head_size))

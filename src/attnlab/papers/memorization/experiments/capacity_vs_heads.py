@@ -46,7 +46,7 @@ from attnlab.papers.memorization.capacity_report import (
     panel,
     r2_row,
 )
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, series
 
 EXPERIMENT_ID = "memorization.capacity-vs-heads"
@@ -116,6 +116,6 @@ def _notes(cfg: CapacityConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 2(a): largest data set memorized by gradient descent vs heads H, beside Theorem 1's bound",
                     CapacityConfig, run_capacity))

@@ -35,7 +35,7 @@ from attnlab.papers.memorization.construction import (
 )
 from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.model import numpy_forward, theorem1_bound
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, at_most
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -209,7 +209,7 @@ def _notes(cfg: ConstructionConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Theorem 1's weights at d=64, n=32 for H up to 20: rank Z, sigma_min, c and label error",
                     ConstructionConfig, run_construction,
                     cpu_only="Theorem 1's construction is float64 linear algebra in NumPy"))

@@ -35,7 +35,7 @@ from attnlab.papers.memorization.fcn import (
     train_fcn,
 )
 from attnlab.papers.memorization.model import theorem1_bound, training_bytes
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Bound, Check, at_least, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -192,7 +192,7 @@ def _notes(cfg: FCNvsAttentionConfig, sizes: dict) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Prop. 3: trained ReLU FCN vs attention of matched size, final residual against T beside both bounds",
                     FCNvsAttentionConfig, run_fcn_vs_attention,
                     cpu_only="Proposition 3's networks are small float64 problems trained by L-BFGS, "

@@ -31,7 +31,7 @@ from attnlab.papers.memorization.capacity_report import (
     run_h_and_n_panels,
 )
 from attnlab.papers.memorization.model import memorization_bound
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, info
 from attnlab.results import ExperimentResult
 
@@ -96,6 +96,6 @@ def _notes(cfg: GeneralPositionConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "App. I.1 / Fig. 4: memorization with per-example contexts in general position vs H and n, "
                     "beside H(n-1)+1 and H(d-1)+1", GeneralPositionConfig, run_general_position))

@@ -30,7 +30,7 @@ from attnlab.papers.memorization.capacity_report import (
     r2_row,
     run_h_and_n_panels,
 )
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import ExperimentResult
 
 EXPERIMENT_ID = "memorization.regression"
@@ -93,6 +93,6 @@ def _notes(cfg: RegressionConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 5: train MSE of real-valued labels vs T per H and per n, and the largest T fitted "
                     "beside Theorem 1's bound", RegressionConfig, run_regression))

@@ -55,7 +55,7 @@ from attnlab.papers.memorization.capacity_search import (
 )
 from attnlab.papers.memorization.data import draw_nested_dataset
 from attnlab.papers.memorization.model import theorem1_bound
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, BarFigure, ExperimentResult, LineFigure, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -351,6 +351,6 @@ def _notes(cfg: SaturationConfig) -> list[str]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 3 (App. H): softmax saturation of the heads of models that memorize, H = 4 and 8",
                     SaturationConfig, run_saturation))

@@ -44,7 +44,7 @@ from attnlab.papers.memorization.authors_model import KEYS, authors_loss, author
 from attnlab.papers.memorization.data import draw_dataset
 from attnlab.papers.memorization.losses import classifier_loss, classifier_metrics
 from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound, training_bytes
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -357,7 +357,7 @@ def _notes(cfg: TrainingOptionsConfig, runs: list[dict]) -> list[str]:
     return notes
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Training options for memorization: the authors' protocol and model vs full-batch Adam, "
                     "L-BFGS and batched replicates, steps and wall time to 100% train accuracy",
                     TrainingOptionsConfig, run_training_options))

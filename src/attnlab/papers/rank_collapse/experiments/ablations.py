@@ -76,7 +76,7 @@ from attnlab.papers.rank_collapse.stacks import (
     smollm2_missing,
     text_batch,
 )
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -729,7 +729,7 @@ def run(cfg: AblationsConfig, run_dir=None) -> ExperimentResult:
                             notes=notes, data=data, interactive=views)
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Dong et al.'s ablations: relative residual per layer of SAN, +skip, +MLP and the transformer "
                     "under their surgery (LayerNorm kept) and attnlab's (each part off), pretrained MiniLM, "
                     "random init and SmolLM2 (pre-norm translation), four residuals",

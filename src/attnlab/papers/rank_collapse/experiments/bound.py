@@ -42,7 +42,7 @@ from attnlab.estimates import Estimate
 from attnlab.ops.multihead import ov_circuit, qk_circuit
 from attnlab.ops.softmax import softmax_attention
 from attnlab.papers.rank_collapse.stacks import long_texts, VARIANTS, build_model, run_model, text_batch
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import compare, equals, info
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -324,7 +324,7 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
                             data={"points": points, "minilm": mini})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Theorem 2.2: the doubly exponential bound vs measured residuals (where it holds, where it is "
                     "vacuous) and the 3^L fit",
                     BoundConfig, run))

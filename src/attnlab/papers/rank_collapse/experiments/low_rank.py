@@ -53,7 +53,7 @@ from attnlab.papers.rank_collapse.stacks import (
     smollm2_missing,
     text_batch,
 )
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import equals, info
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -414,7 +414,7 @@ def _beside_figure(cfg: LowRankConfig, rows: list[dict], smol: list[dict]):
         title="Energy ranks: MiniLM and SmolLM2")
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Theorem 2.3 on MiniLM's attention maps: spectrum (k_90, k_99), measured ranks vs log n, "
                     "error of P R^T R vs k' and n; SmolLM2's energy ranks for n up to 2048 beside them",
                     LowRankConfig, run))

@@ -59,7 +59,7 @@ from attnlab.papers.rank_collapse.sizes import (
     states_bytes,
 )
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, text_batch
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import above, below, info
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -284,7 +284,7 @@ def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
     return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes, data={"curves": curves})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Beyond the reference: residual per layer under causal and sliding-window masks (Wu et al. 2024) "
                     "and attnlab's efficient attentions (linear, FAVOR+, Linformer)",
                     MasksVariantsConfig, run))

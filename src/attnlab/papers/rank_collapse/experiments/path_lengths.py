@@ -56,7 +56,7 @@ from attnlab.papers.rank_collapse.sizes import (
     states_bytes,
 )
 from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import at_most, below, info, near
 from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -359,7 +359,7 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
                             data={"stacks": stacks, "minilm": mini, "counts": counts})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Theorem 2.1's (H+1)^L skip paths: share of paths and of the output by path length (exact "
                     "for small stacks, linearised MiniLM) and Dong et al.'s path products",
                     PathLengthsConfig, run))

@@ -32,7 +32,7 @@ from attnlab.bench import BenchConfig, run_bench
 from attnlab.bench.run import check_memory
 from attnlab.bench.report import memory_figure, time_figure
 from attnlab.config import RunConfig, check_int, check_ints, param
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, info
 from attnlab.results import ExperimentResult, Table
 from attnlab.runs.rundir import log_metric
@@ -121,6 +121,6 @@ def _target_check(t: dict, scale: str) -> Check:
                 values={"target": t["target"], "relation": t["relation"], "limit": t["limit"], "status": t["status"]})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "§2.1: forward time and peak memory of sparse, linear and low-rank attention vs fused SDPA",
                     AttentionSpeedConfig, run_attention_speed))

@@ -12,7 +12,7 @@ from attnlab.analysis.logit_scaling import attention_logit_sweep, dot_product_va
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import above, at_most, below, near
 from attnlab.results import PALETTE, ExperimentResult, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -127,6 +127,6 @@ def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentRe
                "errors in the text."])
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3: Var(q.k) = d, and 1/sqrt(d) keeps the softmax of attention logits unsaturated",
                     DotProductConfig, run_dot_product_scaling))

@@ -30,7 +30,7 @@ from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.ops.lowrank import best_rank_ks, linformer_attention, linformer_projections, random_projection_weights
 from attnlab.ops.softmax import softmax_attention
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, at_least, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -311,6 +311,6 @@ def run(cfg: EfficientAttentionErrorConfig, run_dir=None) -> ExperimentResult:
                             data={"rows": rows, "checks": checks, "families": ["low rank", *families]})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "§2.1: sparse, linear and low-rank attention, error against exact softmax (the error table)",
                     EfficientAttentionErrorConfig, run))

@@ -123,7 +123,7 @@ from attnlab.papers.transformer_math.translation_model import (
     train_translator,
 )
 from attnlab.pretrained.sizes import MINILM, SMOLLM2
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import (
     PALETTE,
     ExperimentResult,
@@ -1128,7 +1128,7 @@ def _viewer(p: PretrainedHeads) -> dict:
                                f"{p.layers} layers x {p.heads} heads.")
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "§3.1: one-layer EN->IT translation models (1 and 8 heads), MiniLM's 72 heads and "
                     "(paper scale) SmolLM2's 270 causal heads fitted by Sigma_1, Sigma_2, Sigma_3 (Figs. 11-12), "
                     "with baselines and chance levels under each head's mask",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from attnlab.config import RunConfig, check_number, param
 from attnlab.papers.transformer_math.table1 import table1_rows
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import at_most, info
 from attnlab.results import ExperimentResult, Table, bar_figure
 from attnlab.runs.rundir import log_metric
@@ -55,5 +55,5 @@ def run_parameter_counts(cfg: ParameterCountsConfig, run_dir=None) -> Experiment
                                    "Table 1 prints rounded counts."])
 
 
-register(Experiment(EXPERIMENT_ID, "Table 1: parameter counts of six LLMs, paper vs computed from hyper-parameters",
+register_experiment(Experiment(EXPERIMENT_ID, "Table 1: parameter counts of six LLMs, paper vs computed from hyper-parameters",
                     ParameterCountsConfig, run_parameter_counts))

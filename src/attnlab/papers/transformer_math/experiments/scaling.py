@@ -41,7 +41,7 @@ from attnlab.config import RunConfig, check_bool, check_choice, check_int, check
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.papers.transformer_math.scaling_model import CopyAttention, measure
-from attnlab.registry import Experiment, SweepPlan, register
+from attnlab.registry import Experiment, SweepPlan, register_experiment
 from attnlab.checks import Bound, Check, above, below, compare, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Series, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -319,6 +319,6 @@ def _figures(dims, stats, steps, thr, n) -> list[LineFigure]:
     ]
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3 by training: steps to learn positional copy with and without 1/sqrt(d_head)",
                     ScalingConfig, run_scaling, reproduce_sweep=reproduce_plan, aggregate=aggregate))

@@ -11,7 +11,7 @@ from attnlab.analysis.logit_scaling import saturation_sweep, uniform_jacobian_no
 from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import at_most, equals
 from attnlab.results import PALETTE, ExperimentResult, line_figure, series
 from attnlab.runs.rundir import log_metric
@@ -106,6 +106,6 @@ def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentRes
                             data={"scales": ts, "curves": {str(n): c for n, c in curves.items()}})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3: the softmax Jacobian norm vanishes as the logits are scaled up",
                     SaturationConfig, run_softmax_saturation))
