@@ -42,8 +42,9 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops",
                       "attnlab.runs"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
-    "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs",
-                        "attnlab.reports.viewer"},
+    # a report is built from the run directory's files alone: no registry, no paper
+    "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results",
+                        "attnlab.runs", "attnlab.reports.viewer"},
     # the commands (reproduce, analyze, construct) sit above every library layer, below the command line
     "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.estimates",
                          "attnlab.terminal", "attnlab.results", "attnlab.reports.viewer", "attnlab.ops", "attnlab.nn",

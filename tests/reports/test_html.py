@@ -31,7 +31,8 @@ def _entry(id, results, status="ok"):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     rd = RunDir.create(tmp_path_factory.mktemp("html") / "run")
-    rd.write_config({"papers": ["transformer-math"], "scale": "quick", "seed": 7, "device": "cpu"},
+    rd.write_config({"papers": ["transformer-math"], "titles": {"transformer-math": "The math behind transformers"},
+                     "scale": "quick", "seed": 7, "device": "cpu"},
                     ["attnlab", "reproduce", "transformer-math"])
     rd.write_env(seed=7, device="cpu")
     line = line_figure("curve.png", "A curve <with> & caption.", xlabel="x", ylabel="y",
@@ -207,3 +208,17 @@ def test_cells_keep_signed_numbers_whole_and_wide_tables_are_marked():
     assert '<td class="num">1</td><td class="num long">a long' in narrow
     wide = _table([str(i) for i in range(WIDE_COLUMNS)], [["0"] * WIDE_COLUMNS])
     assert wide.startswith('<div class="table-wrap wide"><table>') and wide.count("<td>0</td>") == WIDE_COLUMNS
+
+
+def test_the_title_is_read_from_the_run_directory_not_the_installed_papers(tmp_path):
+    """A report is rebuilt from files alone: a paper this install does not have keeps the title the
+    run stored, and a run that stored none is titled by the papers' names."""
+    from attnlab.reports.format import outline
+    from attnlab.runs.rundir import load_run
+
+    rd = RunDir.create(tmp_path / "run")
+    rd.write_config({"papers": ["elsewhere"], "titles": {"elsewhere": "A paper installed elsewhere"}}, ["attnlab"])
+    rd.write_results({"papers": ["elsewhere"], "experiments": {}, "claims": []})
+    assert outline(load_run(rd.path)).title == "A paper installed elsewhere"
+    rd.write_config({"papers": ["elsewhere", "logic"]}, ["attnlab"])
+    assert outline(load_run(rd.path)).title == "elsewhere · logic"

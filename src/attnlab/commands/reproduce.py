@@ -141,7 +141,8 @@ def reproduce(
     specs = {e.id: sweep_spec(e, scale=scale, seed=seed) for e in exps if e.reproduce_sweep}
     specs = {i: dataclasses.replace(sp, base={**sp.base, **given[i]}) for i, sp in specs.items()}
     config = {
-        "papers": papers, "scale": scale, "seed": seed, "device": device,
+        "papers": papers, "titles": {p: get_paper(p).title for p in papers},
+        "scale": scale, "seed": seed, "device": device,
         "experiments": {i: dataclasses.asdict(c) for i, c in configs.items()},
         "sweeps": {i: sp.to_json() for i, sp in specs.items()},
     }

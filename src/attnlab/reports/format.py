@@ -139,7 +139,8 @@ def summary_row(source: str, d: dict) -> Row:
 def outline(run) -> Outline:
     """The report outline of a :class:`attnlab.runs.rundir.StoredRun`."""
     papers = run.config.get("papers") or run.results.get("papers") or []
-    titles = [paper_title(p) for p in papers]
+    stored = run.config.get("titles") or {}
+    titles = [stored.get(p, p) for p in papers]  # what the run stored: the report reads files only
     return Outline(
         title=run.config.get("title") or " · ".join(titles) or "attnlab run",
         run_name=run.path.resolve().name,
@@ -150,14 +151,6 @@ def outline(run) -> Outline:
         claims=list(run.results.get("claims") or []),
         errata=list(run.results.get("errata") or []),
     )
-
-
-def paper_title(name: str) -> str:
-    """The registered paper's title, or the name itself for a paper this install does not know."""
-    from attnlab.registry import papers
-
-    known = papers()
-    return known[name].title if name in known else name
 
 
 def experiment_status(entry: dict) -> str:
