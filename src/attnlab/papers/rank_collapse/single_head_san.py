@@ -36,11 +36,18 @@ def layer_constant(W_Q: Tensor, W_K: Tensor, W_V: Tensor) -> Tensor:
     return 4 * beta / math.sqrt(W_Q.shape[-1])
 
 
-def theorem22_bound(c: float, res0: float, L: int) -> float:
-    """c^{(3^L - 1)/2} res0^{3^L}, computed in logs (inf/0 rather than overflow)."""
+def log_theorem22_bound(c: float, res0: float, L: int) -> float:
+    """ln of Theorem 2.2's bound c^{(3^L - 1)/2} res0^{3^L} after L layers:
+    (3^L - 1)/2 ln c + 3^L ln res0, with c = 4 H beta / sqrt(d_qk) (H = 1 in the theorem) and
+    res0 = ||res X||_{1,inf} of the input; -inf when res0 = 0."""
     if res0 == 0:
-        return 0.0
-    log = (3**L - 1) / 2 * math.log(c) + 3**L * math.log(res0)
+        return -math.inf
+    return (3**L - 1) / 2 * math.log(c) + 3**L * math.log(res0)
+
+
+def theorem22_bound(c: float, res0: float, L: int) -> float:
+    """c^{(3^L - 1)/2} res0^{3^L} (:func:`log_theorem22_bound`), inf or 0 rather than overflow."""
+    log = log_theorem22_bound(c, res0, L)
     return math.exp(log) if log < 700 else math.inf
 
 

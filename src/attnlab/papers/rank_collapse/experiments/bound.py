@@ -41,6 +41,7 @@ from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.ops.multihead import ov_circuit, qk_circuit
 from attnlab.ops.softmax import softmax_attention
+from attnlab.papers.rank_collapse.single_head_san import log_theorem22_bound
 from attnlab.papers.rank_collapse.stacks import long_texts, VARIANTS, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import compare, equals, info
@@ -93,8 +94,9 @@ class BoundConfig(RunConfig):
 
 
 def log10_bound(L: int, beta: float, d_qk: int, res0: float, heads: int = 1) -> float:
-    """log10 of (4 H beta / sqrt(d_qk))^{(3^L - 1)/2} res0^{3^L} (H = 1: Theorem 2.2)."""
-    return (3**L - 1) / 2 * math.log10(4 * heads * beta / math.sqrt(d_qk)) + 3**L * math.log10(res0)
+    """log10 of (4 H beta / sqrt(d_qk))^{(3^L - 1)/2} res0^{3^L} (H = 1: Theorem 2.2;
+    :func:`attnlab.papers.rank_collapse.single_head_san.log_theorem22_bound`)."""
+    return log_theorem22_bound(4 * heads * beta / math.sqrt(d_qk), res0, L) / math.log(10)
 
 
 def fit_doubly_exponential(ys: list[float]) -> dict:
