@@ -260,35 +260,48 @@ def estimate(params: InvertibilityParams) -> Estimate:
     estimate says RUMP_COST r^3 / R_arb).
     """
     N, L, d, P, T = params.N, params.L, params.d, params.heads, params.N ** params.L
-    c, K = P * d, L * N * N
+    c = P * d
     peak = BASE_BYTES + 8 * (T * L * d + P * d * d + max(4 * T * c, T * c + 3 * P * T * L))
     lapack = 3 * svd_flops(T, c)
     gemm = EINSUM_SLOWDOWN * (3.0 * T * P * L * d * d + 2.0 * P * T * L * d)
     arb = python = 0.0
-    what = f"A ({T} x {c} float64) and its SVD"
+    what = (f"W_QK ({P} x {d} x {d} float64)" if P * d * d > T * L * d + max(4 * T * c, T * c + 3 * P * T * L)
+            else f"A ({T} x {c} float64) and its SVD")
     if params.certify:
         method, prec, r, leading = certificate_plan(params)
-        b = ball_bytes(prec)
-        balls = 10 * 2 ** 20 + b * (K * (c + P) + T * K + 2 * T * (c + P))
-        if method == "inverse":
-            balls += 9 * r * r * b + r * r * (b + 40)
-            arb = RUMP_COST * float(r) ** 3
-            python = float(r) ** 2
-        else:
-            balls += 4 * r * r * b
-            arb = DET_COST * float(r) ** 3
-        if not leading:
-            balls += 2 * T * c * (b + 24)
-            python += PIVOT_COST * 2.0 * (T * c * r - (T + c) * r * r / 2 + r ** 3 / 3)
+        balls, arb, python = certificate_work(N, L, d, P, method, prec, r, leading)
         if balls > peak:
             what = (f"A ({T} x {c}) in {prec}-bit balls and the {r} x {r} minor's certificate "
                     f"({'Rump' if method == 'inverse' else 'determinant'})")
         peak += balls
-        arb += 2.0 * T * K * (c + P)
-        python += 2.0 * K * P * (d + 1) + T * c
     return Estimate(peak, what, gemm=gemm, lapack=lapack, arb=arb, python=python,
                     calls=600 if params.certify else 50,
                     lower=("L", "N", "P", "d"))
+
+
+def certificate_work(N: int, L: int, d: int, P: int, method: str, prec: int, r: int,
+                     leading: bool) -> tuple[float, float, float]:
+    """(bytes, arb operations, interpreted operations) of certifying an r x r minor of A
+    (N^L x P d) by ``method`` ("inverse": Rump's test, "det": a ball determinant) at ``prec``
+    bits, A built in ball arithmetic from its L N^2 pieces; ``leading``: the minor is given
+    (no select_minor). The certificate's terms of :func:`estimate`."""
+    T, c, K = N ** L, P * d, L * N * N
+    b = ball_bytes(prec)
+    balls = 10 * 2 ** 20 + b * (K * (c + P) + T * K + 2 * T * (c + P))
+    python = 0.0
+    if method == "inverse":
+        balls += 9 * r * r * b + r * r * (b + 40)
+        arb = RUMP_COST * float(r) ** 3
+        python = float(r) ** 2
+    else:
+        balls += 4 * r * r * b
+        arb = DET_COST * float(r) ** 3
+    if not leading:
+        balls += 2 * T * c * (b + 24)
+        python += PIVOT_COST * 2.0 * (T * c * r - (T + c) * r * r / 2 + r ** 3 / 3)
+    arb += 2.0 * T * K * (c + P)
+    python += 2.0 * K * P * (d + 1) + T * c
+    return balls, arb, python
 
 
 def build(params: InvertibilityParams) -> ConstructionResult:
@@ -350,5 +363,5 @@ register_construction(Construction(
     estimate=estimate,
 ))
 
-__all__ = ["Case", "InvertibilityParams", "build", "build_case", "certificate_plan", "certify_case", "estimate",
-           "start_bits"]
+__all__ = ["Case", "InvertibilityParams", "build", "build_case", "certificate_plan", "certificate_work", "certify_case",
+           "estimate", "start_bits"]

@@ -58,6 +58,20 @@ def _nearest(Y: np.ndarray, A: np.ndarray, exclude_self: bool = False) -> tuple[
     return idx_out, dist_out
 
 
+NEAREST_TRAFFIC = 80  # bytes moved per (row of Y, row of A) pair beside the product: D's passes, argpartition
+NOISE_TRAFFIC = 100  # bytes per entry of one noisy_rows: the normal draws, the norms, the scaling and the sum
+
+
+def nearest_estimate(R: int, T: int, c: int) -> tuple[float, float, float]:
+    """(gemm flops, traffic bytes, bytes held) of :func:`_nearest` for R rows of Y against the T
+    rows of A (c columns): the product 2 R c T; NEAREST_TRAFFIC R T bytes for D, its passes and
+    argpartition, and 64 R k c for the k = CANDIDATES candidates' exact differences; per chunk of
+    b = min(R, CHUNK_ROWS) rows D and a temporary (2 b T float64), argpartition's indices (b T int64)
+    and the candidates' rows and differences (2 b k c float64): 8 (3 b T + 2 b k c)."""
+    k, b = min(CANDIDATES, T), min(R, CHUNK_ROWS)
+    return 2.0 * R * c * T, NEAREST_TRAFFIC * R * T + 64.0 * R * k * c, 8.0 * (3 * b * T + 2 * b * k * c)
+
+
 def row_separation(A: np.ndarray) -> np.ndarray:
     """delta_t = min_{s != t} ||A(s) - A(t)||_2 for every row t: (N^L,)."""
     A = np.asarray(A, dtype=np.float64)
@@ -121,4 +135,4 @@ def crossing_level(levels, rates, share: float = 0.5) -> float | None:
 
 
 __all__ = ["crossing_level", "decode_least_squares", "decode_nearest", "error_rates", "least_squares_operator",
-           "noisy_rows", "row_separation"]
+           "nearest_estimate", "noisy_rows", "row_separation"]

@@ -28,22 +28,29 @@ exceeds max(N^L, Pd) eps, and otherwise computed in high precision
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from attnlab.checks import Bound, Censored, equals, fmt_measured, info, uncensored
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, total
 from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
 from attnlab.papers.invertibility.expansion import expansion_w
 from attnlab.papers.invertibility.experiments._common import (
     CPU_ONLY,
+    SETUP,
+    case_estimate,
     cert_text,
+    expansion_estimate,
     float_ratio_text,
     measure_case,
     minimal_theorem_heads,
     parse_cases,
     ratio_text,
+    sweep_estimates,
 )
 from attnlab.registry import Experiment, register
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
@@ -105,9 +112,68 @@ class ConditioningConfig(RunConfig):
         check_int("certify_max_rows", self.certify_max_rows, minimum=0, maximum=1024)
         check_choice("embedding", self.embedding, EMBEDDINGS)
 
+    def estimate(self) -> Estimate:
+        """Every case (N, L, d, P, w) of the four sweeps, in :func:`sweeps`' order, as
+        :func:`measure_case` measures it, SETUP once and w* per w case:
+
+            peak = max over the cases of case_estimate(N, L, d, P, w)
+            work = sum over the cases of their work + sum over w_cases of expansion_estimate(N, L, d)
+
+        case_estimate (:func:`attnlab.papers.invertibility.experiments._common.case_estimate`): A
+        (T = N^L rows, c = P d columns) in float64 as the construction estimates it, BASE_BYTES +
+        8 (T L d + P d^2 + max(4 T c, T c + 3 P T L)) bytes and one SVD; its high-precision
+        sigma_min where T <= hp_max_rows and its certificate where T <= certify_max_rows, in
+        balls at the precisions that _common.log10_condition implies. The cases:
+
+            w sweep:    (N, L, d) in w_cases, P = ceil(T / d), w in w_values
+            size sweep: w in size_w, (N, L, d) in size_cases, P = ceil(T / d)
+            P sweep:    (N, L, d) in head_cases, P = 1 .. ceil(T / d) + extra_heads, w = head_w
+            d sweep:    (N, L) in dim_cases, d = 1 .. N + L - 2 + dims_beyond, P = ceil(T / d), w = head_w
+
+        A sweep of more than EXACT_CASES cases is summed by strata (:func:`sweep_estimates`), so
+        extra_heads = 10^9 is estimated in a fraction of a second. The memory grows with T c and
+        P d^2 (W_QK): lower names the fields of the sweep that holds the largest case, then
+        hp_max_rows or certify_max_rows where that case's balls hold its peak."""
+        parts = [SETUP]
+        for sweep, case, values in sweeps(self):
+            def one(v, case=case, sweep=sweep):
+                N, L, d, P, w = case(v)
+                T = N ** L
+                e = case_estimate(N, L, d, P, w, embedding=self.embedding, high_precision=T <= self.hp_max_rows,
+                                  certify=T <= self.certify_max_rows)
+                return dataclasses.replace(e, what=f"{sweep} sweep, (N, L, d, P) = ({N}, {L}, {d}, {P}), w = {w:g}: "
+                                                   f"{e.what}", lower=LOWER[sweep] + e.lower)
+            parts += sweep_estimates(one, values)
+        parts += [dataclasses.replace(expansion_estimate(N, L, d), lower=LOWER["w"])
+                  for N, L, d in _cases(self.w_cases)]
+        return total(parts)
+
+
+LOWER = {"w": ("w_cases",), "size": ("size_cases",), "heads": ("extra_heads", "head_cases"),
+         "dims": ("dims_beyond", "dim_cases")}
+"""what to lower when the largest case lies in a sweep"""
+
 
 def _cases(values, parts=3):
     return parse_cases("cases", values, parts)
+
+
+def sweeps(cfg: ConditioningConfig) -> list[tuple[str, Callable[[Any], tuple], Sequence]]:
+    """The cases :func:`measure` runs, in its order, as (sweep, case, values): the group's cases are
+    case(v) = (N, L, d, P, w) for v in values (ranges, so that 10^9 heads are counted, by
+    :meth:`ConditioningConfig.estimate`, without being listed)."""
+    out: list[tuple[str, Callable[[Any], tuple], Sequence]] = []
+    for N, L, d in _cases(cfg.w_cases):
+        out.append(("w", lambda w, N=N, L=L, d=d: (N, L, d, minimal_theorem_heads(N, L, d), w), cfg.w_values))
+    for w in cfg.size_w:
+        out.append(("size", lambda c, w=w: (*c, minimal_theorem_heads(*c), w), _cases(cfg.size_cases)))
+    for N, L, d in _cases(cfg.head_cases):
+        out.append(("heads", lambda P, N=N, L=L, d=d: (N, L, d, P, cfg.head_w),
+                    range(1, minimal_theorem_heads(N, L, d) + cfg.extra_heads + 1)))
+    for N, L in _cases(cfg.dim_cases, 2):
+        out.append(("dims", lambda d, N=N, L=L: (N, L, d, minimal_theorem_heads(N, L, d), cfg.head_w),
+                    range(1, N + L - 2 + cfg.dims_beyond + 1)))
+    return out
 
 
 def measure(cfg: ConditioningConfig, run_dir=None) -> dict:
@@ -119,19 +185,14 @@ def measure(cfg: ConditioningConfig, run_dir=None) -> dict:
                              "float_rank": r["float_rank"], "log10_ratio": r["log10_ratio"]})
         return {**r, "sweep": sweep}
 
-    w_rows = [one(N, L, d, minimal_theorem_heads(N, L, d), w, "w")
-              for N, L, d in _cases(cfg.w_cases) for w in cfg.w_values]
-    size_rows = [one(N, L, d, minimal_theorem_heads(N, L, d), w, "size")
-                 for w in cfg.size_w for N, L, d in _cases(cfg.size_cases)]
-    head_rows = [one(N, L, d, P, cfg.head_w, "heads") for N, L, d in _cases(cfg.head_cases)
-                 for P in range(1, minimal_theorem_heads(N, L, d) + cfg.extra_heads + 1)]
-    dim_rows = [one(N, L, d, minimal_theorem_heads(N, L, d), cfg.head_w, "dims") for N, L in _cases(cfg.dim_cases, 2)
-                for d in range(1, N + L - 2 + cfg.dims_beyond + 1)]
+    rows: dict[str, list[dict]] = {"w": [], "size": [], "heads": [], "dims": []}
+    for sweep, case, values in sweeps(cfg):
+        rows[sweep] += [one(*case(v), sweep) for v in values]
     expansion = []
     for N, L, d in _cases(cfg.w_cases):
         e, pos = explicit_embeddings(N, L, d) if cfg.embedding == "explicit" else random_embeddings(N, L, d, cfg.seed)
         expansion.append({"N": N, "L": L, "d": d, **expansion_w(e, pos)})
-    return {"w": w_rows, "size": size_rows, "heads": head_rows, "dims": dim_rows, "expansion": expansion}
+    return {**rows, "expansion": expansion}
 
 
 def _key(r: dict) -> str:

@@ -27,19 +27,32 @@ pivoted QR of the float64 A picks, or of a minor of the cap's size where the cap
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 import scipy.linalg
 
-from attnlab.analysis.certified_rank import certified_rank
+from attnlab.analysis.certified_rank import DET_MAX, certified_rank
 from attnlab.checks import Bound, equals, info
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, qr_flops, svd_flops, total
+from attnlab.papers.invertibility.construction import InvertibilityParams
+from attnlab.papers.invertibility.construction import estimate as construction_estimate
 from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
-from attnlab.papers.invertibility.experiments._common import CPU_ONLY, minimal_theorem_heads, parse_cases
+from attnlab.papers.invertibility.experiments._common import (
+    CPU_ONLY,
+    SETUP,
+    certificate_estimate,
+    explicit_embeddings_estimate,
+    high_precision_estimate,
+    minimal_theorem_heads,
+    parse_cases,
+)
 from attnlab.papers.invertibility.matrix import (
     attention_matrix,
     attention_matrix_arb_qk,
@@ -86,6 +99,76 @@ class EmbeddingKindsConfig(RunConfig):
         check_choice("restrict", self.restrict, RESTRICTIONS)
         check_int("hp_max_rows", self.hp_max_rows, minimum=0, maximum=1024)
         check_int("certify_max_rows", self.certify_max_rows, minimum=0, maximum=1024)
+
+    def estimate(self) -> Estimate:
+        """Every run of :func:`runs` as :func:`measure_one` measures it (:func:`one_estimate`), the
+        embeddings of each (N, L, d) (explicit: :func:`explicit_embeddings_estimate`) and, once,
+        the trained tables (TRAINED):
+
+            peak = max(TRAINED_BYTES, max over the runs of one_estimate(N, L, d, P, w, kind))
+            work = sum of their work,  (N, L, d) in cases, P = ceil(N^L / d), 3 embeddings x 2 W_QK
+                   kinds x w in w_values runs per case, N^L <= hp_max_rows / certify_max_rows
+                   deciding the high-precision sigma_min and the certificate
+
+        The memory grows with N^L P d (A) and P d^2 (W_QK): lower cases, then hp_max_rows or
+        certify_max_rows where the largest run's balls hold its peak."""
+        parts = [SETUP, TRAINED]
+        for N, L, d in parse_cases("cases", self.cases, 3):
+            parts.append(explicit_embeddings_estimate(N, L, d))
+        for N, L, d, P, emb, kind, w in runs(self):
+            T = N ** L
+            parts.append(one_estimate(N, L, d, P, w, kind, high_precision=T <= self.hp_max_rows,
+                                      certify=T <= self.certify_max_rows))
+        out = total(parts)
+        return dataclasses.replace(out, lower=("cases",) + out.lower)
+
+
+TRAINED_BYTES = 160 * 2 ** 20  # all-MiniLM-L6-v2's checkpoint read and its token table in float64: 150 MiB measured
+TRAINED = Estimate(TRAINED_BYTES, "all-MiniLM-L6-v2's token and position tables read (float32 and float64)",
+                   traffic=6.0 * 8 * 30522 * 384, calls=200)
+"""the trained tables, read once per process (0.15 s measured)"""
+
+
+def one_estimate(N: int, L: int, d: int, P: int, w: float, kind: str, *, high_precision: bool,
+                 certify: bool) -> Estimate:
+    """Peak memory and work of :func:`measure_one` (T = N^L, c = P d, cap = rank_cap(N, L, d, P)):
+
+    - A in float64: the construction's estimate (certify=false) with its LAPACK work replaced by
+      float_spectrum's SVD, and with the certificate the midpoint's SVD and, where cap = T, the
+      pivoted QR that picks the columns: (1 + certify) svd_flops(T, c) + qr_flops(T, c); for the
+      Gaussian W_QK 48 P d^2 bytes of traffic for its draws;
+    - the high-precision sigma_min (:func:`high_precision_estimate` for any W_QK) where
+      ``high_precision`` and cap = min(T, c): counted although it runs only where float64 does
+      not resolve sigma_min;
+    - the certificate where ``certify`` (P d >= T always): of the T x T minor on the pivoted
+      columns where cap = T, else of a cap x cap minor that select_minor picks, a ball
+      determinant up to DET_MAX rows and Rump's test above, from certified_rank's first
+      precision, 64 bits (:func:`certificate_estimate`).
+    The largest peak of the three, the work summed."""
+    T, c = N ** L, P * d
+    cap = rank_cap(N, L, d, P)
+    e = construction_estimate(InvertibilityParams(N=N, L=L, d=d, P=P, w=w, certify=False))
+    lapack = (1 + certify) * svd_flops(T, c) + (qr_flops(T, c) if certify and cap == T else 0)
+    e = dataclasses.replace(e, lapack=lapack,
+                            traffic=48.0 * P * d * d if kind == "gaussian" else 0.0, calls=3, lower=())
+    parts = [e]
+    if high_precision and cap == min(T, c):
+        parts.append(high_precision_estimate(N, L, d, P, w, general_qk=True, explicit=False))
+    if certify and c >= T:
+        r = min(cap, T)
+        parts.append(certificate_estimate(N, L, d, P, w, "det" if r <= DET_MAX else "inverse", 64, r, cap == T, e,
+                                          explicit=False))
+    out = total(parts)
+    return dataclasses.replace(out, what=f"(N, L, d, P) = ({N}, {L}, {d}, {P}), W_QK {kind}, w = {w:g}: {out.what}")
+
+
+def runs(cfg: EmbeddingKindsConfig) -> Iterator[tuple[int, int, int, int, str, str, float]]:
+    """(N, L, d, P, embedding, W_QK kind, w) of every A :func:`measure` builds, in its order."""
+    for N, L, d in parse_cases("cases", cfg.cases, 3):
+        for emb in EMBEDDINGS:
+            for kind in QK_KINDS:
+                for w in cfg.w_values:
+                    yield N, L, d, minimal_theorem_heads(N, L, d), emb, kind, w
 
 
 def embeddings(kind: str, N: int, L: int, d: int, seed: int, restrict: str = "projection"):
@@ -139,19 +222,16 @@ def measure_one(e, pos, W, *, high_precision: bool, certify: bool) -> dict:
 
 def measure(cfg: EmbeddingKindsConfig, run_dir=None) -> list[dict]:
     rows = []
-    for N, L, d in parse_cases("cases", cfg.cases, 3):
-        P = minimal_theorem_heads(N, L, d)
-        for emb in EMBEDDINGS:
+    drawn = None
+    for N, L, d, P, emb, kind, w in runs(cfg):
+        if drawn != (N, L, d, emb):  # one embedding per case and kind, for both W_QK kinds and every w
+            drawn = (N, L, d, emb)
             e, pos = embeddings(emb, N, L, d, cfg.seed, cfg.restrict)
-            for kind in QK_KINDS:
-                for w in cfg.w_values:
-                    W = qk(kind, P, d, w, cfg.seed)
-                    r = measure_one(e, pos, W, high_precision=N ** L <= cfg.hp_max_rows,
-                                    certify=N ** L <= cfg.certify_max_rows)
-                    rows.append(dict(N=N, L=L, d=d, P=P, embedding=emb, qk=kind, w=w, **r))
-                    log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "embedding": emb,
-                                         "qk": kind, "w": w, "float_rank": r["float_rank"],
-                                         "log10_ratio": r["log10_ratio"]})
+        W = qk(kind, P, d, w, cfg.seed)
+        r = measure_one(e, pos, W, high_precision=N ** L <= cfg.hp_max_rows, certify=N ** L <= cfg.certify_max_rows)
+        rows.append(dict(N=N, L=L, d=d, P=P, embedding=emb, qk=kind, w=w, **r))
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "embedding": emb,
+                             "qk": kind, "w": w, "float_rank": r["float_rank"], "log10_ratio": r["log10_ratio"]})
     return rows
 
 

@@ -22,6 +22,7 @@ measures the step, from this experiment:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections import Counter
@@ -33,16 +34,22 @@ import numpy as np
 from attnlab.checks import above, equals, info, near
 from attnlab.config import RunConfig, check_number, param
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, total
+from attnlab.papers.invertibility.construction import InvertibilityParams
+from attnlab.papers.invertibility.construction import estimate as construction_estimate
 from attnlab.papers.invertibility.embeddings import explicit_embeddings
-from attnlab.papers.invertibility.errata import ERRATA
+from attnlab.papers.invertibility.errata import CERTIFIED_BELOW, CERTIFIED_FULL, ERRATA
 from attnlab.papers.invertibility.expansion import expansion_w
 from attnlab.papers.invertibility.experiments._common import (
     CPU_ONLY,
+    SETUP,
+    case_estimate,
+    expansion_estimate,
     measure_case,
     minimal_theorem_heads,
     parse_cases,
 )
-from attnlab.papers.invertibility.matrix import attention_matrix, qk_matrices
+from attnlab.papers.invertibility.matrix import attention_matrix, minimal_heads, qk_matrices
 from attnlab.registry import Experiment, register, select_claims
 from attnlab.results import ExperimentResult, Table
 
@@ -77,6 +84,49 @@ class ProofNotesConfig(RunConfig):
             raise ConfigError("w_values must list at least one positive scale w")
         object.__setattr__(self, "w_values", tuple(sorted(vals)))
 
+    def estimate(self) -> Estimate:
+        """The claims it runs (:data:`CLAIMS`, fixed), the exact steps (:data:`STEPS`, fixed), and
+        for each (N, L, d) of cases w* (:func:`expansion_estimate`) and, for each w of w_values,
+        the limit row: :func:`measure_case` at P = ceil(N^L / d), certified where N^L <= 64
+        (:func:`case_estimate`):
+
+            peak = max(CLAIMS, max over (N, L, d, w) of case_estimate(N, L, d, ceil(N^L / d), w))
+            work = CLAIMS + STEPS + sum of expansion_estimate(N, L, d) and of the cases' work
+
+        The memory grows with N^L P d (A) and P d^2 (W_QK): lower cases, then w_values."""
+        parts = [SETUP, CLAIMS, STEPS]
+        for N, L, d in parse_cases("cases", self.cases, 3):
+            parts.append(expansion_estimate(N, L, d))
+            P = minimal_theorem_heads(N, L, d)
+            for w in self.w_values:
+                e = case_estimate(N, L, d, P, w, certify=N ** L <= 64)
+                parts.append(dataclasses.replace(e, what=f"(N, L, d, P) = ({N}, {L}, {d}, {P}), w = {w:g}: {e.what}"))
+        return dataclasses.replace(total(parts), lower=("cases", "w_values"))
+
+
+def _claim_cases() -> list[InvertibilityParams]:
+    """The certified builds of the claims :func:`measure` runs: invertibility.theorem1-full-rank
+    (FULL_GRID at P = ceil(N^L / d) and CERTIFIED_FULL, explicit and random embeddings),
+    invertibility.minimal-heads (HEADS_GRID at the minimal P and one below, random) and
+    invertibility.positional-cap (CERTIFIED_BELOW); invertibility.proof-steps builds no A."""
+    from attnlab.papers.invertibility.claims.theorem1 import FULL_GRID, HEADS_GRID
+
+    full = [(N, L, d, math.ceil(N ** L / d)) for N, L, d in FULL_GRID] + list(CERTIFIED_FULL)
+    heads = [(N, L, d, P) for N, L, d in HEADS_GRID for P in (minimal_heads(N, L, d), minimal_heads(N, L, d) - 1)
+             if P >= 1]
+    return ([InvertibilityParams(N=N, L=L, d=d, P=P, embedding=emb) for N, L, d, P in full
+             for emb in ("explicit", "random")]
+            + [InvertibilityParams(N=N, L=L, d=d, P=P, embedding="random") for N, L, d, P in heads]
+            + [InvertibilityParams(N=N, L=L, d=d, P=P) for N, L, d, P in CERTIFIED_BELOW])
+
+
+CLAIMS = total([dataclasses.replace(construction_estimate(p), calls=5) for p in _claim_cases()],
+               "the claims' certified builds (N^L <= 64)")
+"""the claims :func:`measure` runs, by the construction's estimate of each build they certify (5 small calls
+each: the set-up the construction counts is SETUP's, paid once)"""
+STEPS = Estimate(0, "the exact steps", python=TAYLOR_TERMS ** 2 + 30 * MULTINOMIAL[0] ** MULTINOMIAL[1], calls=20)
+"""the Taylor series (TAYLOR_TERMS exact powers of growing size), the multinomial count (m^j tuples) and the
+hyperplane (two sequences)"""
 
 
 def taylor() -> dict:

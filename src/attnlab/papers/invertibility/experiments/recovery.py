@@ -21,6 +21,7 @@ survives noise ~sqrt(Pd) times its guarantee, and least squares fails near sigma
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -29,9 +30,24 @@ import numpy as np
 from attnlab.checks import at_least, at_most, info
 from attnlab.config import RunConfig, check_int, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.papers.invertibility.construction import InvertibilityParams, build_case
-from attnlab.papers.invertibility.decoding import crossing_level, error_rates, row_separation
-from attnlab.papers.invertibility.experiments._common import CPU_ONLY, minimal_theorem_heads, parse_cases
+from attnlab.estimates import Estimate, matmul_flops, svd_flops, total
+from attnlab.papers.invertibility.construction import BASE_BYTES, InvertibilityParams, build_case
+from attnlab.papers.invertibility.construction import estimate as construction_estimate
+from attnlab.papers.invertibility.decoding import (
+    NOISE_TRAFFIC,
+    crossing_level,
+    error_rates,
+    nearest_estimate,
+    row_separation,
+)
+from attnlab.papers.invertibility.experiments._common import (
+    CPU_ONLY,
+    EXPLICIT_OPS,
+    SETUP,
+    high_precision_estimate,
+    minimal_theorem_heads,
+    parse_cases,
+)
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
 from attnlab.registry import Experiment, register
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
@@ -39,6 +55,7 @@ from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "invertibility.recovery"
 HUGE = 10.0  # a relative noise level that drowns every row
+PINV_SVDS = 3  # pinv's SVD with the thin U and V (LAPACK's divide and conquer) against one without: 2.6x at 1024
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,69 @@ class RecoveryConfig(RunConfig):
             object.__setattr__(self, name, tuple(sorted(set(vals))))
         check_int("draws", self.draws, minimum=1)
         check_int("hp_max_rows", self.hp_max_rows, minimum=0, maximum=1024)
+
+    def estimate(self) -> Estimate:
+        """Every (N, L, d) of cases and w of w_values as :func:`measure_case` measures it
+        (:func:`case_estimate`), one after another, and SETUP once:
+
+            peak = max over the cases of case_estimate(N, L, d, w)
+            work = sum over the cases of their work (each ~ (len(levels) + 1) draws 4 N^2L P d flops)
+
+        lower: cases, then hp_max_rows where the high-precision sigma_min holds the peak."""
+        parts = [SETUP] + [case_estimate(N, L, d, w, self) for N, L, d in parse_cases("cases", self.cases, 3)
+                           for w in self.w_values]
+        return total(parts)
+
+
+def case_estimate(N: int, L: int, d: int, w: float, cfg: RecoveryConfig) -> Estimate:
+    """Peak memory and work of :func:`measure_case`, with T = N^L rows, P = ceil(T / d) heads,
+    c = P d columns, m = min(T, c), l = len(levels) + 1 noise levels (0 added), D = draws and
+    b = min(T, 512) rows per chunk of the nearest-row search (:func:`nearest_estimate`):
+
+    memory  the largest of
+            A:        the construction's estimate (certify=false,
+                      :func:`attnlab.papers.invertibility.construction.estimate`):
+                      BASE_BYTES + 8 (T L d + P d^2 + max(4 T c, T c + 3 P T L))
+            (A^T)^+:  BASE_BYTES + 8 (3 T c + 2 m (T + c))        A, its copy, the result, U and V
+            the draws: BASE_BYTES + 8 (6 T c + max(T^2, 3 b T + 2 b 8 c))   A, (A^T)^+, the old
+                      and the new noisy rows, the normal draws and a temporary; beside them
+                      (A^T)^+ Y^T (T x T, least squares) or a chunk of the nearest-row search
+            the high-precision sigma_min (:func:`high_precision_estimate`) where T <= hp_max_rows:
+                      counted, though it runs only where float64 does not resolve sigma_min
+    gemm    the construction's einsums + (1 + l D) 2 T^2 c    nearest rows: delta_t, then each draw
+            + l D 2 T^2 c + 2 T m c                          least squares per draw; (A^T)^+ itself
+    lapack  (1 + PINV_SVDS) svd_flops(T, c)                  sigma of A; the SVD with U and V in pinv
+    traffic (1 + l D) (NEAREST_TRAFFIC T^2 + 64 T 8 c)       the nearest rows' passes
+            + l D (NOISE_TRAFFIC T c + 16 T^2)               the noise, argmax over c^T Y
+    python  EXPLICIT_OPS (N + L) d                           the explicit embeddings
+
+    Nearest-row decoding costs N^L x N^L x P d per draw and per level: draws, levels and the
+    largest N^L set the time. Measured (one w, levels 1e-8, 1e-2, 10 and 0): (2, 10, 10), 2 draws:
+    132 MiB resident against 125 MiB (the peak less BASE_BYTES), 2.8 s against 4.0 s; (2, 9, 9)
+    and (2, 8, 8), 1 draw: numpy's allocations peak at 42.3 and 10.6 MiB (tracemalloc) against
+    50.1 and 12.5 MiB; (4, 4, 6), w = 1 at the paper's 32 levels and 4 draws, its sigma_min at
+    2048 bits included: 44 s against 12 s on a loaded machine."""
+    T, P = N ** L, minimal_theorem_heads(N, L, d)
+    c, m = P * d, min(T, P * d)
+    runs = (len(cfg.levels) + 1) * cfg.draws
+    base = construction_estimate(InvertibilityParams(N=N, L=L, d=d, P=P, w=w, certify=False))
+    gemm_n, traffic_n, held_n = nearest_estimate(T, T, c)
+    draws_bytes = BASE_BYTES + 8 * (6 * T * c + max(T * T, held_n / 8))
+    pinv_bytes = BASE_BYTES + 8 * (3 * T * c + 2 * m * (T + c))
+    peak = max(base.peak_bytes, draws_bytes, pinv_bytes)
+    what = (base.what if peak == base.peak_bytes else
+            f"(A^T)^+ of A ({T} x {c}) by its SVD" if peak == pinv_bytes else
+            f"A ({T} x {c}), (A^T)^+ and {T} noisy rows, decoded by nearest row and least squares")
+    where = f"case ({N}, {L}, {d}), w = {w:g}"
+    e = Estimate(peak, f"{where}: {what}",
+                 gemm=base.gemm + (1 + runs) * gemm_n + runs * matmul_flops(T, c, T) + matmul_flops(T, m, c),
+                 lapack=(1 + PINV_SVDS) * svd_flops(T, c),
+                 traffic=(1 + runs) * traffic_n + runs * (NOISE_TRAFFIC * T * c + 16.0 * T * T),
+                 python=EXPLICIT_OPS * (N + L) * d, calls=8 + 4 * runs, lower=("cases",))
+    if T > cfg.hp_max_rows:
+        return e
+    hp = high_precision_estimate(N, L, d, P, w)
+    return total([e, dataclasses.replace(hp, what=f"{where}: {hp.what}", lower=("hp_max_rows", "cases"))])
 
 
 def measure_case(N: int, L: int, d: int, w: float, cfg: RecoveryConfig, rng: np.random.Generator) -> dict:
