@@ -88,3 +88,24 @@ def test_the_estimate_is_none_or_fits_at_the_quick_scale(exp):
         return
     assert isinstance(est, Estimate) and est.peak_bytes > 0 and est.fits("cpu"), (exp.id, est)
     assert est.what and (est.lower or est.change), (exp.id, est)
+
+
+# Experiments without Config.estimate, and why: nothing else may join this list unnoticed.
+NOT_ESTIMATED = {
+    "transformer-math.attention-speed": "its config refuses through the benchmark's own memory check (bench.check_memory)",
+    "transformer-math.parameter-counts": "no parameter scales: it counts Table 1's models by formula",
+}
+
+
+def test_every_experiment_that_scales_estimates_its_run(exp):
+    from attnlab.config import Config
+
+    estimates = exp.config_cls.estimate is not Config.estimate
+    assert estimates != (exp.id in NOT_ESTIMATED), (exp.id, NOT_ESTIMATED.get(exp.id, "give it estimate()"))
+
+
+def test_a_huge_attention_speed_length_is_refused_by_the_benchmark_check():
+    from attnlab.registry import get_experiment
+
+    with pytest.raises(ConfigError, match="GiB"):
+        get_experiment("transformer-math.attention-speed").config_cls(n=(10_000_000,))

@@ -66,11 +66,9 @@ from attnlab.registry.state import (  # noqa: F401 (_STATE: the one registry, fo
     scratch,
 )
 
-register = register_experiment  # the name the experiments call it by
-
 __all__ = ["Check", "Claim", "ClaimResult", "Construction", "ConstructionResult", "Experiment", "PAPERS_PACKAGE",
            "PLUGINS_ENV", "Paper", "Registry", "SweepPlan", "above", "all_claims", "all_constructions",
            "all_errata", "all_experiments", "at_least", "at_most", "below", "claim", "discover", "equals",
            "get_construction", "get_experiment", "get_paper", "import_recursively", "info", "load_plugin", "near",
-           "papers", "plugin_entries", "register", "register_claim", "register_construction", "register_errata",
+           "papers", "plugin_entries", "register_claim", "register_construction", "register_errata",
            "register_experiment", "register_paper", "scratch", "select_claims"]

@@ -52,7 +52,7 @@ from attnlab.papers.invertibility.experiments._common import (
     ratio_text,
     sweep_estimates,
 )
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -461,7 +461,7 @@ def run(cfg: ConditioningConfig, run_dir=None) -> ExperimentResult:
                             notes=NOTES, data=data)
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Rank and sigma_min of A over w, N^L, P and d: where Theorem 1 holds and where its rank cap "
                     "stops it, how large w must "
                     "be, float64 vs certified ranks",

@@ -62,7 +62,7 @@ from attnlab.papers.invertibility.matrix import (
 )
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
 from attnlab.papers.invertibility.trained import RESTRICTIONS, WORDS, minilm_embeddings
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import ExperimentResult, Table, bar_figure
 from attnlab.runs.rundir import log_metric
 
@@ -314,7 +314,7 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
     return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes, data={"rows": rows})
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Explicit vs random vs trained (MiniLM) embeddings, E_11 vs Gaussian W_QK: rank and "
                     "sigma_min/sigma_max of A",
                     EmbeddingKindsConfig, run, cpu_only=CPU_ONLY))

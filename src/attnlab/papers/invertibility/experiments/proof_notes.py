@@ -50,7 +50,7 @@ from attnlab.papers.invertibility.experiments._common import (
     parse_cases,
 )
 from attnlab.papers.invertibility.matrix import attention_matrix, minimal_heads, qk_matrices
-from attnlab.registry import Experiment, register, select_claims
+from attnlab.registry import Experiment, register_experiment, select_claims
 from attnlab.results import ExperimentResult, Table
 
 EXPERIMENT_ID = "invertibility.proof-notes"
@@ -290,7 +290,7 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
     return ExperimentResult(summary=own, tables=[steps, criterion, exp, limit], notes=notes, data=data)
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "The proof of Theorem 1 step by step: the note's errors as records, and the measured number "
                     "beside each",
                     ProofNotesConfig, run, cpu_only=CPU_ONLY))

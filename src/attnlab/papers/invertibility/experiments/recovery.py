@@ -49,7 +49,7 @@ from attnlab.papers.invertibility.experiments._common import (
     parse_cases,
 )
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
-from attnlab.registry import Experiment, register
+from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
@@ -301,7 +301,7 @@ def _log(v):
     return None if not v else math.log10(v)
 
 
-register(Experiment(EXPERIMENT_ID,
+register_experiment(Experiment(EXPERIMENT_ID,
                     "Decode t from A(t) + noise by nearest row and least squares: error rate vs noise level, "
                     "beside the row separation and sigma_min",
                     RecoveryConfig, run, cpu_only=CPU_ONLY))
