@@ -293,18 +293,32 @@ def reproduce(
     set_: Optional[list[str]] = typer.Option(
         None, "--set", help="key=value: a config value for every experiment with that field, replacing the "
                             "scale's preset (repeatable), e.g. --set smollm2=true. Tuples: 3;11;64."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print each experiment's estimated memory and time; "
+                                                          "run and write nothing."),
+    as_json: bool = typer.Option(False, "--json", help="With --dry-run: the estimates as JSON."),
 ) -> None:
     """Run a paper's experiments into a run directory with an HTML and a Markdown report.
 
     The report opens with the count of each verdict and the rows where the measurements
     differ from the text. Exit status 1 if an experiment raised or a check failed (a bug
     in attnlab); with --strict also if any row differs from the text or is inconclusive.
+    --dry-run builds every config as the run would (sizes beyond the machine are refused,
+    exit 2) and prints what each experiment is estimated to need, then exits 0.
     """
     from attnlab.checks import counts_line, exit_status
     from attnlab.reports.format import outline
     from attnlab.commands.reproduce import reproduce as run_reproduce
     from attnlab.runs.rundir import load_run
 
+    if as_json and not dry_run:
+        raise ConfigError("--json goes with --dry-run (a run's results are in its run directory)")
+    if dry_run:
+        from attnlab.commands.plan import plan_reproduce
+
+        _print_plan(plan_reproduce(papers, scale=scale, seed=seed, device=device,
+                                   settings=_key_values(set_ or [], "--set", "smollm2=true")),
+                    f"attnlab reproduce {' '.join(papers)} --scale {scale} --dry-run (nothing run)", as_json)
+        return
     if out is not None:
         _check_out_path(out, "--out")
     if resume:
@@ -330,6 +344,27 @@ def reproduce(
     console.print(counts_line(counts, "checks"), highlight=False)
     if exit_status([v for v, n in counts.items() for _ in range(n)], strict=strict):
         raise typer.Exit(1)
+
+
+def _print_plan(plan, title: str, as_json: bool) -> None:
+    """A dry run's plan (:mod:`attnlab.commands.plan`): one row per experiment, then the total."""
+    from attnlab.estimates import format_bytes, format_seconds
+
+    if as_json:
+        _print_json(plan.to_dict())
+        return
+    rows = []
+    for p in plan.experiments:
+        e = p.estimate
+        if e is None:
+            rows.append([escape(p.id), str(p.runs), "-", "-", "not estimated"])
+            continue
+        rows.append([escape(p.id), str(p.runs), escape(format_bytes(e.peak_bytes)),
+                     escape(format_seconds(e.seconds)) if p.timed else "not counted", escape(e.what)])
+    print_table(console, title, [Col("experiment", "key"), Col("runs", "number"), Col("peak", "number"),
+                                 Col("time", "number"), Col("dominated by")], rows)
+    console.print(("fits: " if plan.fits() is not False else "does not fit: ") + plan.summary(),
+                  highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -375,12 +410,15 @@ def sweep(
     scheduler: Optional[str] = typer.Option(None, help="Dask scheduler address tcp://host:port (shared filesystem)."),
     device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     as_json: bool = typer.Option(False, "--json", help="Print counts and rows as JSON."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the runs' estimated memory and time; run and "
+                                                          "write nothing."),
 ) -> None:
     """Run EXPERIMENT over a grid of configs and seeds, resumably, in parallel.
 
     Writes results.csv (one row per run), summary.json and runs/<run_id>/ in --out.
 
     Exit status 1 if any run failed; 130 on Ctrl-C (finished runs are kept, --resume continues).
+    --dry-run validates every run's config and prints what they are estimated to need.
     """
     from pathlib import Path
 
@@ -395,6 +433,13 @@ def sweep(
     base = _key_values(set_ or [], "--set", "x=1.5")
     grid_values = {k: v.split(",") for k, v in _key_values(grid or [], "--grid", "n=3,5,7").items()}
     spec = SweepSpec(experiment, base=base, grid=grid_values, seeds=seeds, seed0=seed)
+    if dry_run:
+        from attnlab.commands.plan import plan_sweep
+        from attnlab.registry import get_experiment
+
+        _print_plan(plan_sweep(get_experiment(experiment), spec, check_device(device, "--device"), workers),
+                    f"attnlab sweep {experiment} --dry-run (nothing run)", as_json)
+        return
     if out is None:
         out = str(default_run_dir(f"sweep-{experiment}"))
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []

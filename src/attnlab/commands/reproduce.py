@@ -106,6 +106,24 @@ def default_out(papers: Sequence[str]) -> Path:
     return default_run_dir(*papers)
 
 
+def resolve(paper: str | Sequence[str], *, scale: str, seed: int, device: str,
+            settings: Mapping[str, Any] | None = None) -> tuple[list[str], list[Experiment], dict, dict]:
+    """(papers, their experiments, {id: config}, {id: SweepSpec of a swept experiment}): step 1 of
+    the module docstring, where every bad input fails before anything is written."""
+    papers = [paper] if isinstance(paper, str) else list(dict.fromkeys(paper))
+    if not papers:
+        raise ConfigError("name at least one paper, e.g. `attnlab reproduce transformer-math`")
+    check_choice("--scale", scale, SCALES)
+    check_seed(seed, "--seed")
+    device = check_device(device, "--device")
+    exps = experiments_for(papers)
+    given = settings_by_experiment(exps, settings)
+    configs = {e.id: make_config(e, scale=scale, seed=seed, device=device, settings=given[e.id]) for e in exps}
+    specs = {e.id: sweep_spec(e, scale=scale, seed=seed) for e in exps if e.reproduce_sweep}
+    specs = {i: dataclasses.replace(sp, base={**sp.base, **given[i]}) for i, sp in specs.items()}
+    return papers, exps, configs, specs
+
+
 def reproduce(
     paper: str | Sequence[str],
     *,
@@ -129,17 +147,8 @@ def reproduce(
     ``sweep_executor`` / ``sweep_workers`` say where the runs of sweep experiments
     execute (:func:`attnlab.sweeps.run_sweep`; None workers = one per core).
     """
-    papers = [paper] if isinstance(paper, str) else list(dict.fromkeys(paper))
-    if not papers:
-        raise ConfigError("name at least one paper, e.g. `attnlab reproduce transformer-math`")
-    check_choice("--scale", scale, SCALES)
-    check_seed(seed, "--seed")
     device = check_device(device, "--device")
-    exps = experiments_for(papers)
-    given = settings_by_experiment(exps, settings)
-    configs = {e.id: make_config(e, scale=scale, seed=seed, device=device, settings=given[e.id]) for e in exps}
-    specs = {e.id: sweep_spec(e, scale=scale, seed=seed) for e in exps if e.reproduce_sweep}
-    specs = {i: dataclasses.replace(sp, base={**sp.base, **given[i]}) for i, sp in specs.items()}
+    papers, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings)
     config = {
         "papers": papers, "titles": {p: get_paper(p).title for p in papers},
         "scale": scale, "seed": seed, "device": device,

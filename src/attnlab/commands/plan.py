@@ -1,0 +1,132 @@
+"""What a ``reproduce`` or a ``sweep`` will need, before it runs (``--dry-run``).
+
+Every experiment's runs are built and validated exactly as the command would build them (a
+size beyond the machine is refused there), then each run's config says its peak memory and
+its work (:meth:`attnlab.config.Config.estimate`, :mod:`attnlab.estimates`). An experiment's
+runs follow one another: its peak is the largest run's, its time the sum of its runs' times.
+A swept experiment runs its grid x seeds in worker processes, each holding one run, so its
+peak is the largest run's times the workers that run at once; the time is given as the sum
+(one worker), an upper bound of the wall time.
+
+Where an experiment gives no estimate, or counts memory but not time, the plan says so and
+leaves its number out of the total: the total time is then a lower bound, and says it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from attnlab.config import device_memory
+from attnlab.estimates import Estimate, format_bytes, format_seconds, total
+from attnlab.registry import Experiment
+
+
+@dataclass(frozen=True)
+class PlannedExperiment:
+    """One experiment of a plan: its id, how many runs, and the estimate of them all (None:
+    the experiment estimates nothing)."""
+
+    id: str
+    runs: int
+    estimate: Estimate | None
+
+    @property
+    def timed(self) -> bool:
+        """Whether the estimate counts time (some count memory only)."""
+        return self.estimate is not None and self.estimate.seconds > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.estimate
+        return {"experiment": self.id, "runs": self.runs, "estimate": None if e is None else e.to_dict(),
+                "time_counted": self.timed}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every experiment of a command, in the order it runs them, and the device they run on."""
+
+    experiments: tuple[PlannedExperiment, ...]
+    device: str = "cpu"
+
+    @property
+    def peak_bytes(self) -> float:
+        """The largest experiment's peak (they run one after another)."""
+        return max((p.estimate.peak_bytes for p in self.experiments if p.estimate is not None), default=0.0)
+
+    @property
+    def seconds(self) -> float:
+        """The summed time of the experiments whose estimate counts it (a lower bound when
+        some do not: :attr:`complete`)."""
+        return sum(p.estimate.seconds for p in self.experiments if p.timed)
+
+    @property
+    def complete(self) -> bool:
+        """Every experiment's time is counted."""
+        return all(p.timed for p in self.experiments)
+
+    def fits(self) -> bool | None:
+        """Whether the peak fits in the device's memory (None when that is unknown)."""
+        available = device_memory(self.device)
+        return None if available is None else self.peak_bytes <= available
+
+    def summary(self) -> str:
+        """"peak 3.2 GiB, about 6.3 min on this machine (cpu has 23.5 GiB)"; "at least" where a time is missing."""
+        available = device_memory(self.device)
+        has = f"{self.device} has {format_bytes(available)}" if available is not None else "memory unknown"
+        if self.complete:
+            when = f"about {format_seconds(self.seconds)} on this machine"
+        elif self.seconds > 0:
+            when = f"at least {format_seconds(self.seconds)} on this machine (some times not counted)"
+        else:
+            when = "time not counted"
+        return f"peak {format_bytes(self.peak_bytes)}, {when} ({has})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "memory_available": device_memory(self.device),
+                "peak_bytes": int(self.peak_bytes), "seconds": self.seconds, "time_complete": self.complete,
+                "fits": self.fits(), "experiments": [p.to_dict() for p in self.experiments]}
+
+
+def planned(exp: Experiment, configs: Sequence[Any], workers: int = 1) -> PlannedExperiment:
+    """The runs of ``exp`` with ``configs``, one after another on each of ``workers`` (module
+    docstring): None when its config estimates nothing."""
+    parts = [c.estimate() for c in configs]
+    if not parts or any(p is None for p in parts):
+        return PlannedExperiment(exp.id, len(configs), None)
+    e = total(parts)
+    if workers > 1:
+        e = dataclasses.replace(e, peak_bytes=e.peak_bytes * min(workers, len(parts)))
+    return PlannedExperiment(exp.id, len(configs), e)
+
+
+def plan_reproduce(paper: str | Sequence[str], *, scale: str = "quick", seed: int = 0, device: str = "cpu",
+                   settings: Mapping[str, Any] | None = None, sweep_workers: int | None = None) -> Plan:
+    """The plan of :func:`attnlab.commands.reproduce.reproduce` with these arguments: every
+    experiment's configs built as it builds them (nothing is run or written)."""
+    import os
+
+    from attnlab.commands.reproduce import resolve
+    from attnlab.sweeps.spec import expand
+
+    _, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings)
+    workers = sweep_workers or os.cpu_count() or 1
+    out = []
+    for e in exps:
+        if e.id in specs:
+            runs = [r.config for r in expand(e, specs[e.id], e.run_device(device)[0])]
+            out.append(planned(e, runs, workers))
+        else:
+            out.append(planned(e, [configs[e.id]]))
+    return Plan(tuple(out), device)
+
+
+def plan_sweep(exp: Experiment, spec, device: str = "cpu", workers: int | None = None) -> Plan:
+    """The plan of ``attnlab sweep`` (:func:`attnlab.sweeps.run_sweep`) for ``spec``."""
+    import os
+
+    from attnlab.sweeps.spec import expand
+
+    runs = [r.config for r in expand(exp, spec, device)]
+    return Plan((planned(exp, runs, workers or min(os.cpu_count() or 1, len(runs))),), device)
