@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnlab.bench.ceiling import matmul_ceiling
-from attnlab.bench.flops import (
+from attnlab.ops.flops import (
     Shape,
     causal_softmax_flops,
     chunked_causal_linear_flops,

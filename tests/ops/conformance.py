@@ -6,7 +6,9 @@ gradient, fully masked rows, large logits) over every entry of
 :data:`OPERATORS`. Adding an operator is one more :class:`OperatorEntry`: a
 family of variants (sparse, linear, low-rank) keeps its entries in its own file
 ``tests/ops/conformance_<family>.py`` defining ``OPERATORS: list[OperatorEntry]``
-(importing OperatorEntry from this module), which is appended here.
+(importing OperatorEntry from this module), which is appended here. An entry that
+computes a variant of the catalogue (attnlab.ops.catalogue.CATALOGUE) names it in
+``variant``; every catalogue entry must be named by at least one (test_conformance.py).
 
 An entry's ``fn`` has the common signature
 
@@ -60,6 +62,9 @@ class OperatorEntry:
     features:            see the module docstring
     min_ndim:            least number of axes q, k, v need (4 for (B, H, n, d) only operators)
     approx_rel_error:    max |out - ref| / max(1, max |ref|) for approximate operators
+    variant:             the entry of attnlab.ops.catalogue.CATALOGUE whose function this operator
+                         computes (None for operators that are not attention variants of their own:
+                         pooling, multi-head)
     reference_fn:        a float64 oracle of the operator's own (same signature as ``fn``, called
                          with float64 inputs), e.g. the dense masked computation a sparse fast
                          path must equal, or kernel attention computed naively; when None the
@@ -76,6 +81,7 @@ class OperatorEntry:
     min_ndim: int = 2
     approx_rel_error: float | None = None
     reference_fn: OperatorFn | None = None
+    variant: str | None = None
 
     def supports(self, *features: str) -> bool:
         return set(features) <= self.features
@@ -159,15 +165,15 @@ def _multihead(q, k, v, *, return_weights=False, **masks) -> AttentionOutput:
 
 OPERATORS: list[OperatorEntry] = [
     OperatorEntry(
-        "softmax-fused", _softmax_fused, normalized=True, features=ALL_FEATURES - {"weights"}
+        "softmax-fused", _softmax_fused, normalized=True, features=ALL_FEATURES - {"weights"}, variant="softmax"
     ),
-    OperatorEntry("softmax-explicit", _softmax_explicit, normalized=True),
+    OperatorEntry("softmax-explicit", _softmax_explicit, normalized=True, variant="softmax"),
     # Operators without logits reject finite additive mask values (there is
     # nothing to add them to), so they do not claim float_mask.
     OperatorEntry(
         "unnormalized", _unnormalized, normalized=False,
         reference_normalize=False, reference_scale="none",
-        features=ALL_FEATURES - {"float_mask"},
+        features=ALL_FEATURES - {"float_mask"}, variant="unnormalized",
     ),
     OperatorEntry("pooling-exp", _pooling_exp, normalized=True),
     OperatorEntry(

@@ -70,17 +70,17 @@ def _naive(name: str):
 
 OPERATORS: list[OperatorEntry] = [
     OperatorEntry("linear-elu1", _operator("elu+1"), normalized=True, features=_FEATURES,
-                  reference_fn=_naive("elu+1")),
+                  reference_fn=_naive("elu+1"), variant="linear"),
     OperatorEntry("linear-elu1-cumsum", _operator("elu+1", "cumsum"), normalized=True,
-                  features=_FEATURES, reference_fn=_naive("elu+1")),
+                  features=_FEATURES, reference_fn=_naive("elu+1"), variant="linear"),
     # relu features vanish on half the space, so phi(q)·phi(k) = 0 for some visible
     # pairs; the causality test compares with the oracle's own non-zero pattern.
     OperatorEntry("linear-relu", _operator("relu"), normalized=True, features=_FEATURES,
-                  reference_fn=_naive("relu")),
+                  reference_fn=_naive("relu"), variant="linear-relu"),
     OperatorEntry("linear-taylor", _operator("taylor"), normalized=True, features=_FEATURES,
-                  reference_fn=_naive("taylor")),
+                  reference_fn=_naive("taylor"), variant="linear-taylor"),
     OperatorEntry("linear-favor+", _operator("favor+"), normalized=True, features=_FEATURES,
-                  reference_fn=_naive("favor+")),
+                  reference_fn=_naive("favor+"), variant="favor+"),
     OperatorEntry("linear-elu1-recurrent", _recurrent, normalized=True,
-                  features=_FEATURES, reference_fn=_naive("elu+1")),
+                  features=_FEATURES, reference_fn=_naive("elu+1"), variant="linear"),
 ]

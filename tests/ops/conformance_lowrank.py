@@ -58,5 +58,5 @@ def _linformer_naive(q, k, v, *, return_weights=False, **masks) -> AttentionOutp
 
 OPERATORS: list[OperatorEntry] = [
     OperatorEntry("linformer-fixed", _linformer, normalized=False, features=frozenset({"weights"}),
-                  reference_fn=_linformer_naive),
+                  reference_fn=_linformer_naive, variant="linformer"),
 ]

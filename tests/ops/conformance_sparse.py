@@ -51,7 +51,7 @@ def _pattern(build, q, k, v, mask, causal, key_padding_mask):
     return graph if allowed is None else graph & allowed.cpu()
 
 
-def _graph_entry(name: str, build) -> OperatorEntry:
+def _graph_entry(name: str, build, variant: str) -> OperatorEntry:
     def fn(q, k, v, *, mask=None, causal=None, key_padding_mask=None, return_weights=False):
         pattern = _pattern(build, q, k, v, mask, causal, key_padding_mask)
         return graph_attention(q, k, v, mask_to_graph(pattern), return_weights=return_weights)
@@ -61,7 +61,7 @@ def _graph_entry(name: str, build) -> OperatorEntry:
         return softmax_attention(q, k, v, mask=pattern, return_weights=True)
 
     return OperatorEntry(
-        name, fn, normalized=True, features=ALL_FEATURES - {"float_mask"}, reference_fn=reference
+        name, fn, normalized=True, features=ALL_FEATURES - {"float_mask"}, reference_fn=reference, variant=variant
     )
 
 
@@ -84,7 +84,7 @@ def _window_reference(q, k, v, *, mask=None, causal=None, key_padding_mask=None,
     return softmax_attention(q, k, v, mask=pattern, return_weights=True)
 
 
-def _structured_entry(name: str, build, attend, global_rows) -> OperatorEntry:
+def _structured_entry(name: str, build, attend, global_rows, variant: str) -> OperatorEntry:
     """The O(n) pattern path: ``attend`` itself when n_q == n_k and nothing else is masked;
     otherwise the placed pattern with the rows of the global tokens computed densely."""
 
@@ -102,7 +102,8 @@ def _structured_entry(name: str, build, attend, global_rows) -> OperatorEntry:
         pattern = _pattern(build, q, k, v, mask, causal, key_padding_mask)
         return softmax_attention(q, k, v, mask=pattern, return_weights=True)
 
-    return OperatorEntry(name, fn, normalized=True, features=ALL_FEATURES - {"float_mask"}, reference_fn=reference)
+    return OperatorEntry(name, fn, normalized=True, features=ALL_FEATURES - {"float_mask"}, reference_fn=reference,
+                         variant=variant)
 
 
 def _bigbird(N: int, causal: bool):
@@ -114,18 +115,18 @@ def _longformer(N: int, causal: bool):
 
 
 OPERATORS: list[OperatorEntry] = [
-    _graph_entry("sparse-bigbird", _bigbird),
-    _graph_entry("sparse-longformer", _longformer),
+    _graph_entry("sparse-bigbird", _bigbird, "bigbird"),
+    _graph_entry("sparse-longformer", _longformer, "longformer"),
     _structured_entry(
         "sparse-bigbird-pattern", _bigbird,
-        lambda q, k, v, **kw: bigbird_attention(q, k, v, g=2, w=3, r=2, seed=7, **kw), (0, 1),
+        lambda q, k, v, **kw: bigbird_attention(q, k, v, g=2, w=3, r=2, seed=7, **kw), (0, 1), "bigbird",
     ),
     _structured_entry(
         "sparse-longformer-pattern", _longformer,
-        lambda q, k, v, **kw: longformer_attention(q, k, v, w=4, dilation=2, global_tokens=(0, 3), **kw), (0, 3),
+        lambda q, k, v, **kw: longformer_attention(q, k, v, w=4, dilation=2, global_tokens=(0, 3), **kw), (0, 3), "longformer",
     ),
     OperatorEntry(
         "sparse-window-gather", _window_fn, normalized=True,
-        features=ALL_FEATURES - {"float_mask"}, reference_fn=_window_reference,
+        features=ALL_FEATURES - {"float_mask"}, reference_fn=_window_reference, variant="window",
     ),
 ]

@@ -12,7 +12,12 @@ import torch
 from conformance import OPERATORS, OperatorEntry, draw_qkv, entries
 from tolerances import ROW_SUM_TOL_FLOAT64, assert_close, max_rel_error, tolerance
 
-from attnlab.ops import causal_mask
+from attnlab.errors import ConfigError
+from attnlab.ops import CATALOGUE, attention_pooling, causal_mask, reference_attention, softmax_attention
+from attnlab.ops.catalogue import ROUNDING
+from attnlab.ops.linear import feature_map
+from attnlab.ops.lowrank import linformer_projections
+from attnlab.ops.sparse import graph_to_mask
 
 SHAPES = {
     "B2-H3-nq5-nk7": (2, 3, 5, 7, 11, 13),
@@ -272,3 +277,155 @@ def test_large_logits_float32_no_nan(entry: OperatorEntry, causal):
 def test_registry_names_are_unique():
     names = [e.name for e in OPERATORS]
     assert len(names) == len(set(names))
+
+
+# --- the catalogue of attention variants ---------------------------------------------
+#
+# Every entry of attnlab.ops.catalogue is called here as the catalogue states it: an exact entry
+# equals the float64 softmax reference at the dtype's tolerance, an entry whose exactness names a
+# function it equals "to rounding" equals that function's float64 oracle at the same tolerance,
+# every other entry differs from softmax by far more than rounding, and each accepts exactly the
+# inputs its features list.
+
+CAT_SHAPE = (2, 3, 7, 7, 11, 13)  # B, H, n_q = n_k, d_k, d_v
+CAT_WINDOW = 3
+
+
+def _cat_graph(name: str, n: int, causal: bool):
+    """The graph each sparse entry is called with here (its parameters at n = 7)."""
+    graph = CATALOGUE[name].graph
+    params = {"window": dict(w=CAT_WINDOW), "bigbird": dict(g=1, w=3, r=2, seed=7),
+              "longformer": dict(w=4, dilation=2, global_tokens=(0, 3))}[name]
+    return graph(n, **params, causal=causal)
+
+
+def _cat_call(entry, q, k, v, **kw):
+    """Call a catalogue entry on q, k, v with the operands its parameters need (small values);
+    a sparse entry given causal=True gets its causal graph."""
+    if entry.graph is not None and entry.name != "window":
+        return entry(q, k, v, _cat_graph(entry.name, k.shape[-2], causal=bool(kw.pop("causal", False))), **kw)
+    args, extra = _cat_operands(entry, q, k)
+    return entry(q, k, v, *args, **extra, **kw)
+
+
+def _kernel_oracle(feature_map_name: str):
+    def oracle(q, k, v, **masks):
+        phi = feature_map(feature_map_name)
+        return attention_pooling(q, k, v, lambda a, b: phi(a) @ phi(b).transpose(-2, -1), return_weights=True,
+                                 **masks)
+    return oracle
+
+
+def _sparse_oracle(name: str):
+    def oracle(q, k, v, causal=None, **masks):
+        allowed = graph_to_mask(_cat_graph(name, k.shape[-2], causal=bool(causal)), k.shape[-2])
+        return softmax_attention(q, k, v, mask=allowed, return_weights=True, **masks)
+    return oracle
+
+
+# The float64 oracles of the entries that are not exact but equal a stated function to rounding.
+CAT_ORACLES = {
+    "unnormalized": lambda q, k, v, **m: reference_attention(q, k, v, normalize=False, scale="none", **m),
+    "window": _sparse_oracle("window"),
+    "bigbird": _sparse_oracle("bigbird"),
+    "longformer": _sparse_oracle("longformer"),
+    "linear": _kernel_oracle("elu+1"),
+    "linear-relu": _kernel_oracle("relu"),
+    "linear-taylor": _kernel_oracle("taylor"),
+}
+
+
+def _cat_masks(kind: str) -> dict:
+    if kind == "causal":
+        return {"causal": True}
+    if kind == "key_padding":
+        return _masks("key_padding", CAT_SHAPE, seed=13)
+    return {}
+
+
+CAT_MASK_FEATURE = {"none": (), "causal": ("causal",), "key_padding": ("key_padding",)}
+
+
+def _cat_cases(with_rounding: bool):
+    return [
+        pytest.param(e, kind, id=f"{e.name}-{kind}")
+        for e in CATALOGUE.values()
+        for kind, feats in CAT_MASK_FEATURE.items()
+        if (e.exactness.tolerance == ROUNDING) == with_rounding
+        and (e.supports(*feats) or (kind == "causal" and e.graph is not None))  # a graph is made causal
+    ]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("entry,kind", _cat_cases(with_rounding=True))
+def test_catalogue_entry_equals_its_stated_function(entry, kind, dtype):
+    """exact: softmax attention (reference_attention); others: the function ``exactness.equals``
+    names, by its float64 oracle; at the dtype's tolerance (tests/tolerances.py)."""
+    q, k, v = draw_qkv(CAT_SHAPE, dtype, seed=14)
+    masks = _cat_masks(kind)
+    res = _cat_call(entry, q, k, v, return_weights=True, **masks)
+    q64, k64, v64 = (t.to(torch.float64) for t in (q, k, v))
+    oracle = reference_attention if entry.exact else CAT_ORACLES[entry.name]
+    ref = oracle(q64, k64, v64, **masks)
+    assert_close(res.output, ref.output, dtype)
+    assert_close(res.weights, ref.weights, dtype)
+
+
+@pytest.mark.parametrize("entry", [e for e in CATALOGUE.values() if not e.exact], ids=lambda e: e.name)
+def test_catalogue_inexact_entries_differ_from_softmax(entry):
+    """An approximate or different entry is not softmax attention: at n = 7, d = 11, float64 its output
+    is more than 1e-3 (relative to max |softmax output|) away from it, far above rounding (1e-12)."""
+    q, k, v = draw_qkv(CAT_SHAPE, torch.float64, seed=15)
+    err = max_rel_error(_cat_call(entry, q, k, v).output, reference_attention(q, k, v).output)
+    assert err > 1e-3
+
+
+@pytest.mark.parametrize("feature", ["causal", "key_padding", "mask", "weights"])
+@pytest.mark.parametrize("entry", list(CATALOGUE.values()), ids=lambda e: e.name)
+def test_catalogue_entry_accepts_exactly_its_features(entry, feature):
+    """A listed feature is accepted (finite output of the right shape, weights (B, H, n_q, n_k));
+    an unlisted one is refused (TypeError for a keyword the operator lacks, else ConfigError)."""
+    B, H, n_q, n_k, _, d_v = CAT_SHAPE
+    q, k, v = draw_qkv(CAT_SHAPE, torch.float64, seed=16)
+    kw = {"causal": {"causal": True}, "key_padding": _masks("key_padding", CAT_SHAPE, seed=17),
+          "mask": _masks("bool", CAT_SHAPE, seed=18), "weights": {"return_weights": True}}[feature]
+    args, extra = _cat_operands(entry, q, k)
+    call = (lambda: entry(q, k, v, *args, **extra, **kw))
+    if not entry.supports(feature):
+        with pytest.raises((TypeError, ConfigError)):
+            call()
+        return
+    res = call()
+    assert res.output.shape == (B, H, n_q, d_v) and torch.isfinite(res.output).all()
+    if feature == "weights":
+        assert res.weights.shape == (B, H, n_q, n_k)
+
+
+def _cat_operands(entry, q, k) -> tuple[tuple, dict]:
+    """The operands after q, k, v an entry's parameters need: window w, a graph, FAVOR+'s
+    m = 17 features and their generator, Linformer's E and F (k' = 3)."""
+    n = k.shape[-2]
+    if entry.name == "window":
+        return (CAT_WINDOW,), {}
+    if entry.graph is not None:
+        return (_cat_graph(entry.name, n, causal=False),), {}
+    if entry.name == "favor+":
+        return (), {"num_features": 17, "generator": torch.Generator().manual_seed(3)}
+    if entry.name == "linformer":
+        return linformer_projections(3, n, generator=torch.Generator().manual_seed(4), dtype=q.dtype), {}
+    return (), {}
+
+
+def test_every_catalogue_entry_is_tested_and_benchmarked():
+    """A new catalogue entry fails here until the conformance suite runs an operator of it (an
+    OperatorEntry with ``variant`` = its name) and ``attnlab bench`` times it or says why not."""
+    from attnlab.bench.registry import UNTIMED, VARIANTS
+
+    names = set(CATALOGUE)
+    conformed = {e.variant for e in OPERATORS if e.variant is not None}
+    timed = {v.variant for v in VARIANTS.values() if v.variant is not None}
+    assert conformed <= names and timed <= names and set(UNTIMED) <= names
+    assert names - conformed == set(), f"not in the conformance suite: {sorted(names - conformed)}"
+    assert names - timed - set(UNTIMED) == set(), f"neither timed nor in UNTIMED: {sorted(names - timed - set(UNTIMED))}"
+    assert not timed & set(UNTIMED)
+    assert set(CAT_ORACLES) == {e.name for e in CATALOGUE.values() if not e.exact and e.exactness.tolerance == ROUNDING}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.bench.flops import matmul_flops
+from attnlab.ops.flops import matmul_flops
 from attnlab.bench.timing import time_call
 
 

@@ -3,10 +3,16 @@
 A variant's ``build(q, k, v, ctx)`` prepares everything that is not part of one
 forward pass (graphs, projections, random features, compiled functions) and
 returns ``fn`` with ``fn() -> Tensor`` the forward output; q, k, v are
-(B, H, n, d_head). The operators of the sparse, linear and low-rank families are
-imported inside the builders, so a missing one is reported as unavailable
-(:class:`Unavailable`) rather than breaking the benchmark; a configuration that
-cannot run at this n (memory) raises :class:`Skipped`.
+(B, H, n, d_head). A configuration that cannot run here (a backend, a compiler) is
+reported as unavailable (:class:`Unavailable`) and one that cannot run at this n
+(memory) raises :class:`Skipped`.
+
+The attnlab variants come from the catalogue (:data:`attnlab.ops.catalogue.CATALOGUE`): each
+timed configuration names its entry (``variant``), whose operator it calls and whose FLOP model
+it reports, with the parameters fixed below; the causal and key-padding configurations of
+softmax, the two window backends and causal linear attention are configurations of one entry
+each. The fused SDPA and FlexAttention references are the benchmark's own. An entry that is
+not timed is in :data:`UNTIMED`, with the reason.
 
 Every variant is compared with the fused SDPA call that computes the same thing
 (``reference``): plain SDPA, ``is_causal=True``, or SDPA with a (B, 1, 1, n) key-padding mask.
@@ -32,18 +38,9 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from attnlab.bench.flops import (
-    Shape,
-    causal_softmax_flops,
-    chunked_causal_linear_flops,
-    favor_flops,
-    full_softmax_flops,
-    linear_flops,
-    linformer_flops,
-    sparse_flops,
-    window_pairs,
-)
 from attnlab.errors import UnknownNameError
+from attnlab.ops.catalogue import CATALOGUE
+from attnlab.ops.flops import Shape, causal_softmax_flops, full_softmax_flops
 
 WINDOW = 256
 BIGBIRD = {"g": 0, "w": 256, "r": 64}
@@ -53,6 +50,12 @@ FAVOR_FEATURES = 256
 LINFORMER_K = 256
 GATHER_LIMIT_BYTES = 4 * 2**30  # graph variants above this gather size are skipped
 PADDING_DIVISOR = 8  # the masked variants pad the last n / 8 keys of every sequence
+
+UNTIMED = {
+    "linear-relu": "the kernels and FLOPs of linear (r = d features, another elementwise map): timed as linear",
+    "linear-taylor": "the kernels of linear with r = d + 1 features: timed as linear",
+}
+"""Catalogue entries the benchmark does not time, with the reason."""
 
 
 class Unavailable(Exception):
@@ -78,7 +81,8 @@ class Variant:
     in n (time); explicit: materialises an n x n matrix (skipped above max_explicit_n);
     build(q, k, v, ctx) -> fn; flops(shape, ctx) -> forward FLOPs; compare_with: the
     reference variant when it is not SDPA of the same causality; masked: an exact softmax
-    path with a causal or padding mask (held to the masked-exact targets)."""
+    path with a causal or padding mask (held to the masked-exact targets); variant: the
+    catalogue entry it times (None for the SDPA and FlexAttention references)."""
 
     name: str
     description: str
@@ -89,6 +93,7 @@ class Variant:
     flops: Callable[[Shape, BuildContext], float]
     compare_with: str | None = None
     masked: bool = False
+    variant: str | None = None
 
     @property
     def reference(self) -> str:
@@ -167,40 +172,37 @@ def _flex_full(q, k, v, ctx):
 
 def _softmax(explicit: bool):
     def build(q, k, v, ctx):
-        from attnlab.ops.softmax import softmax_attention
-
-        return lambda: softmax_attention(q, k, v, return_weights=explicit).output
+        softmax = CATALOGUE["softmax"]
+        return lambda: softmax(q, k, v, return_weights=explicit).output
 
     return build
 
 
 def _softmax_masked(causal: bool, padding: bool):
     def build(q, k, v, ctx):
-        from attnlab.ops.softmax import softmax_attention
-
+        softmax = CATALOGUE["softmax"]
         pad = padding_mask(q) if padding else None
-        return lambda: softmax_attention(q, k, v, causal=causal, key_padding_mask=pad).output
+        return lambda: softmax(q, k, v, causal=causal, key_padding_mask=pad).output
 
     return build
 
 
 def _unnormalized(q, k, v, ctx):
-    from attnlab.ops.unnormalized import unnormalized_attention
-
-    return lambda: unnormalized_attention(q, k, v).output
+    unnormalized = CATALOGUE["unnormalized"]
+    return lambda: unnormalized(q, k, v).output
 
 
 def _window(backend: str):
     def build(q, k, v, ctx):
-        attend = _import("sliding window", "attnlab.ops.sparse", "sliding_window_attention")
-        return lambda: attend(q, k, v, WINDOW, backend=backend).output
+        window = CATALOGUE["window"]
+        return lambda: window(q, k, v, WINDOW, backend=backend).output
 
     return build
 
 
-def _graph(make_graph: Callable[[int], Tensor]):
+def _graph(name: str, make_graph: Callable[[int], Tensor]):
     def build(q, k, v, ctx):
-        attend = _import("graph attention", "attnlab.ops.sparse", "graph_attention")
+        attend = CATALOGUE[name]
         neighbors = make_graph(q.shape[-2])
         B, H, n, d = q.shape
         gather = 2 * B * H * n * neighbors.shape[-1] * (d + 1) * q.element_size()  # K_N, V_N, logits, P
@@ -214,30 +216,29 @@ def _graph(make_graph: Callable[[int], Tensor]):
 
 
 def _bigbird_graph(n: int) -> Tensor:
-    g = _import("BigBird", "attnlab.ops.sparse", "bigbird_graph")
-    return g(n, **BIGBIRD, seed=0)
+    return CATALOGUE["bigbird"].graph(n, **BIGBIRD, seed=0)
 
 
 def _longformer_graph(n: int) -> Tensor:
-    g = _import("Longformer", "attnlab.ops.sparse", "longformer_graph")
-    return g(n, w=LONGFORMER_W, dilation=list(LONGFORMER_DILATIONS))
+    return CATALOGUE["longformer"].graph(n, w=LONGFORMER_W, dilation=list(LONGFORMER_DILATIONS))
 
 
-def _linear(feature_map: str, causal: bool):
+def _linear(name: str, causal: bool):
     def build(q, k, v, ctx):
-        attend = _import("linear attention", "attnlab.ops.linear", "linear_attention")
-        fmap = feature_map
-        if feature_map == "favor+":  # the random features are drawn once, like fixed weights
-            make = _import("FAVOR+", "attnlab.ops.linear", "feature_map")
-            fmap = make("favor+", d=q.shape[-1], num_features=FAVOR_FEATURES,
-                        generator=torch.Generator().manual_seed(ctx.seed))
-        return lambda: attend(q, k, v, feature_map=fmap, causal=causal, chunk_size=CHUNK).output
+        attend = CATALOGUE[name]
+        extra = {}
+        if name == "favor+":  # the random features are drawn once, like fixed weights
+            from attnlab.ops.linear import feature_map
+
+            extra["feature_map"] = feature_map("favor+", d=q.shape[-1], num_features=FAVOR_FEATURES,
+                                               generator=torch.Generator().manual_seed(ctx.seed))
+        return lambda: attend(q, k, v, causal=causal, chunk_size=CHUNK, **extra).output
 
     return build
 
 
 def _linformer(q, k, v, ctx):
-    attend = _import("Linformer", "attnlab.ops.lowrank", "linformer_attention")
+    attend = CATALOGUE["linformer"]
     n = q.shape[-2]
     if LINFORMER_K > n:
         raise Skipped(f"k'={LINFORMER_K} > n={n}")
@@ -257,8 +258,21 @@ def _causal(s, ctx):
     return causal_softmax_flops(s)
 
 
-def _pairs(s, ctx):
-    return sparse_flops(s, ctx.pairs) if ctx.pairs is not None else float("nan")
+def _timed(name: str, variant: str, description: str, build, *, causal: bool = False, explicit: bool | None = None,
+           compare_with: str | None = None, masked: bool = False, **flop_params) -> Variant:
+    """A timed configuration of catalogue entry ``variant``: its order, its materialisation (unless
+    ``explicit`` says otherwise) and its FLOP model at ``flop_params`` (a graph's pairs from the build)."""
+    entry = CATALOGUE[variant]
+    if causal:
+        flop_params["causal"] = True
+    if entry.graph is not None and "w" not in flop_params:
+        def flops(s, ctx):
+            return entry.flops(s, pairs=ctx.pairs) if ctx.pairs is not None else float("nan")
+    else:
+        def flops(s, ctx):
+            return entry.flops(s, **flop_params)
+    return Variant(name, description, causal, entry.order, entry.explicit if explicit is None else explicit, build,
+                   flops, compare_with=compare_with, masked=masked, variant=variant)
 
 
 _V = [
@@ -271,38 +285,30 @@ _V = [
     Variant("sdpa-math", "SDPA, math backend only (materialises n x n)", False, "quadratic", True,
             _sdpa_backend("MATH"), _full),
     Variant("flex", "FlexAttention, full, torch.compile", False, "quadratic", False, _flex_full, _full),
-    Variant("softmax", "attnlab softmax_attention (the exact softmax path)", False, "quadratic", False,
-            _softmax(False), _full),
-    Variant("softmax-explicit", "attnlab softmax_attention, return_weights=True", False, "quadratic", True,
-            _softmax(True), _full),
+    _timed("softmax", "softmax", "attnlab softmax_attention (the exact softmax path)", _softmax(False)),
+    _timed("softmax-explicit", "softmax", "attnlab softmax_attention, return_weights=True", _softmax(True),
+           explicit=True),
     Variant("sdpa-padding", f"fused SDPA, key padding as a (B, 1, 1, n) mask (last n/{PADDING_DIVISOR} keys)",
             False, "quadratic", False, _sdpa_padding, _full),
-    Variant("softmax-causal", "attnlab softmax_attention, causal=True", True, "quadratic", False,
-            _softmax_masked(True, False), _causal, masked=True),
-    Variant("softmax-padding", f"attnlab softmax_attention, key_padding_mask (last n/{PADDING_DIVISOR} keys)",
-            False, "quadratic", False, _softmax_masked(False, True), _full, compare_with="sdpa-padding",
-            masked=True),
-    Variant("softmax-causal-padding", "attnlab softmax_attention, causal=True and key_padding_mask", True,
-            "quadratic", False, _softmax_masked(True, True), _causal, masked=True),
-    Variant("window-gather", f"sliding window w={WINDOW}, gather backend", False, "linear", False,
-            _window("gather"), lambda s, ctx: sparse_flops(s, window_pairs(s.n, WINDOW))),
-    Variant("window-flex", f"sliding window w={WINDOW}, FlexAttention backend", False, "linear", False,
-            _window("flex"), lambda s, ctx: sparse_flops(s, window_pairs(s.n, WINDOW))),
-    Variant("bigbird", "BigBird w={w}, r={r}, no global tokens: graph_attention".format(**BIGBIRD), False,
-            "linear", False,
-            _graph(_bigbird_graph), _pairs),
-    Variant("longformer", f"Longformer w={LONGFORMER_W}, dilations per head {','.join(map(str, LONGFORMER_DILATIONS))}, "
-            "no global tokens: graph_attention", False, "linear", False,
-            _graph(_longformer_graph), _pairs),
-    Variant("linear", "linear attention, elu+1", False, "linear", False, _linear("elu+1", False),
-            lambda s, ctx: linear_flops(s, s.d)),
-    Variant("linear-causal", f"linear attention, elu+1, causal chunked C={CHUNK}", True, "linear", False,
-            _linear("elu+1", True), lambda s, ctx: chunked_causal_linear_flops(s, s.d, CHUNK)),
-    Variant("favor+", f"FAVOR+ with m={FAVOR_FEATURES} features", False, "linear", False, _linear("favor+", False),
-            lambda s, ctx: favor_flops(s, FAVOR_FEATURES)),
-    Variant("linformer", f"Linformer k'={LINFORMER_K}", False, "linear", False, _linformer,
-            lambda s, ctx: linformer_flops(s, LINFORMER_K)),
-    Variant("unnormalized", "unnormalized (Q K^T) V, explicit", False, "quadratic", True, _unnormalized, _full),
+    _timed("softmax-causal", "softmax", "attnlab softmax_attention, causal=True", _softmax_masked(True, False),
+           causal=True, masked=True),
+    _timed("softmax-padding", "softmax", f"attnlab softmax_attention, key_padding_mask (last n/{PADDING_DIVISOR} keys)",
+           _softmax_masked(False, True), compare_with="sdpa-padding", masked=True),
+    _timed("softmax-causal-padding", "softmax", "attnlab softmax_attention, causal=True and key_padding_mask",
+           _softmax_masked(True, True), causal=True, masked=True),
+    _timed("window-gather", "window", f"sliding window w={WINDOW}, gather backend", _window("gather"), w=WINDOW),
+    _timed("window-flex", "window", f"sliding window w={WINDOW}, FlexAttention backend", _window("flex"), w=WINDOW),
+    _timed("bigbird", "bigbird", "BigBird w={w}, r={r}, no global tokens: graph_attention".format(**BIGBIRD),
+           _graph("bigbird", _bigbird_graph)),
+    _timed("longformer", "longformer", f"Longformer w={LONGFORMER_W}, dilations per head "
+           f"{','.join(map(str, LONGFORMER_DILATIONS))}, no global tokens: graph_attention",
+           _graph("longformer", _longformer_graph)),
+    _timed("linear", "linear", "linear attention, elu+1", _linear("linear", False)),
+    _timed("linear-causal", "linear", f"linear attention, elu+1, causal chunked C={CHUNK}", _linear("linear", True),
+           causal=True, chunk_size=CHUNK),
+    _timed("favor+", "favor+", f"FAVOR+ with m={FAVOR_FEATURES} features", _linear("favor+", False), m=FAVOR_FEATURES),
+    _timed("linformer", "linformer", f"Linformer k'={LINFORMER_K}", _linformer, k_proj=LINFORMER_K),
+    _timed("unnormalized", "unnormalized", "unnormalized (Q K^T) V, explicit", _unnormalized),
 ]
 VARIANTS: dict[str, Variant] = {v.name: v for v in _V}
 

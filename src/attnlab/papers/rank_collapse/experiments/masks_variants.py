@@ -9,14 +9,15 @@ attention replaced by one of:
 
     softmax            softmax(c Q K^T) V, every pair (the model as trained)
     causal             softmax with j <= i
-    window w           softmax with |i - j| <= w // 2 (attnlab.ops.sparse.window.window_mask)
+    window w           softmax with |i - j| <= w // 2 (the mask of the catalogue's window graph)
     causal window w    softmax with 0 <= i - j <= w // 2
     linear elu+1       normalised kernel attention phi(Q) (phi(K)^T V) / phi(Q) phi(K)^T 1
     FAVOR+ m           the same with positive random features, unbiased for exp(c q.k)
     Linformer k'       softmax(c Q (E K)^T) (F V), E, F fixed N(0, 1/k') draws (untrained)
 
 with the block's own weights (attnlab.ops.multihead.multi_head_attention with the variant as
-its attention function). A post-LN block is u = LN_1(x + A(x)), z = LN_2(u + FFN(u)); the
+its attention function); each is an entry of attnlab.ops.catalogue (softmax, window, linear,
+favor+, linformer), the windows applied as masks of exact softmax. A post-LN block is u = LN_1(x + A(x)), z = LN_2(u + FFN(u)); the
 SAN is z = A(x). Measured: the relative residual ||res X_l||_{1,inf} / ||X_l||_{1,inf} with
 the token-mean residual (Wu et al. measure mu(X) = ||X - 1 mean^T||_F, the Frobenius norm
 of the same residual matrix), mean over texts.
@@ -37,11 +38,10 @@ from attnlab.analysis.residuals import relative_residual
 from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
-from attnlab.ops.linear import linear_attention
-from attnlab.ops.lowrank import linformer_attention, linformer_projections
+from attnlab.ops.catalogue import CATALOGUE
+from attnlab.ops.lowrank import linformer_projections
 from attnlab.ops.multihead import multi_head_attention
-from attnlab.ops.softmax import softmax_attention
-from attnlab.ops.sparse.window import window_mask
+from attnlab.ops.sparse import graph_to_mask
 from attnlab.papers.rank_collapse.sizes import (
     ATTNLAB_12,
     F64,
@@ -145,31 +145,36 @@ class MasksVariantsConfig(RunConfig):
 
 
 def _softmax_variant(q, k, v, *, return_weights=False, scale="1/sqrt(d)", mask=None, causal=None):
-    return softmax_attention(q, k, v, mask=mask, causal=causal, scale=scale, return_weights=return_weights)
+    return CATALOGUE["softmax"](q, k, v, mask=mask, causal=causal, scale=scale, return_weights=return_weights)
 
 
-def _linear_variant(q, k, v, *, return_weights=False, scale="1/sqrt(d)", feature_map="elu+1", generator=None,
+def _linear_variant(q, k, v, *, return_weights=False, scale="1/sqrt(d)", variant="linear", generator=None,
                     num_features=None):
     # the kernel replaces exp(c q.k); FAVOR+ builds c = 1/sqrt(d_head) into its features
-    return linear_attention(q, k, v, feature_map=feature_map, generator=generator, num_features=num_features,
-                            return_weights=return_weights)
+    return CATALOGUE[variant](q, k, v, generator=generator, num_features=num_features, return_weights=return_weights)
 
 
 def _linformer_variant(q, k, v, *, return_weights=False, scale="1/sqrt(d)", E=None, F=None):
-    return linformer_attention(q, k, v, E, F, scale=scale, return_weights=return_weights)
+    return CATALOGUE["linformer"](q, k, v, E, F, scale=scale, return_weights=return_weights)
+
+
+def _window_mask(n: int, w: int, causal: bool) -> torch.Tensor:
+    """(n, n) bool: the catalogue window's graph as a mask, |i - j| <= w // 2 (and j <= i if causal)."""
+    return graph_to_mask(CATALOGUE["window"].graph(n, w, causal=causal), n)
 
 
 def variants(cfg: MasksVariantsConfig, n: int, g: torch.Generator, device: str) -> dict:
-    """Name -> attention function (q, k, v, *, return_weights, scale) for one network."""
+    """Name -> attention function (q, k, v, *, return_weights, scale) for one network: catalogue entries
+    softmax (unmasked, causal, and under the window's mask), linear (elu+1), favor+ and linformer."""
     w = cfg.window
     E, F = linformer_projections(cfg.linformer_k, n, generator=g, device=device)
     return {
         "softmax": _softmax_variant,
         "causal": functools.partial(_softmax_variant, causal=True),
-        f"window w={w}": functools.partial(_softmax_variant, mask=window_mask(n, n, w, 1, False, 0).to(device)),
-        f"causal window w={w}": functools.partial(_softmax_variant, mask=window_mask(n, n, w, 1, True, 0).to(device)),
-        "linear elu+1": functools.partial(_linear_variant, feature_map="elu+1"),
-        f"FAVOR+ m={cfg.favor_features}": functools.partial(_linear_variant, feature_map="favor+", generator=g,
+        f"window w={w}": functools.partial(_softmax_variant, mask=_window_mask(n, w, False).to(device)),
+        f"causal window w={w}": functools.partial(_softmax_variant, mask=_window_mask(n, w, True).to(device)),
+        "linear elu+1": functools.partial(_linear_variant, variant="linear"),
+        f"FAVOR+ m={cfg.favor_features}": functools.partial(_linear_variant, variant="favor+", generator=g,
                                                            num_features=cfg.favor_features),
         f"Linformer k'={cfg.linformer_k}": functools.partial(_linformer_variant, E=E, F=F),
     }

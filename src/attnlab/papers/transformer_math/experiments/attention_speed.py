@@ -94,7 +94,7 @@ def run_attention_speed(cfg: AttentionSpeedConfig, run_dir=None) -> ExperimentRe
              f"{env['load_average_1m_after']:.2f} after the run on {env['cpus']} CPUs: "
              "timings on a shared machine vary; every ratio compares two things measured in the same run.",
              "Peak memory: resident-set high-water mark of one forward above the inputs (attnlab.bench.memory).",
-             "FLOPs are analytic (attnlab.bench.flops): 4 n^2 d per head for full softmax, 4 d |E| for sparse "
+             "FLOPs are analytic (attnlab.ops.flops): 4 n^2 d per head for full softmax, 4 d |E| for sparse "
              "graphs, 4 n r d + 3 n r for linear attention with r features."]
     return ExperimentResult(summary=[_target_check(t, cfg.scale) for t in result["targets"]],
                             tables=[table, cross], figures=[time_figure(rows), memory_figure(rows)],

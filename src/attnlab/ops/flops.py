@@ -1,4 +1,4 @@
-"""Analytic forward FLOPs of every benchmarked attention variant.
+"""Analytic forward FLOPs of the attention variants of :mod:`attnlab.ops.catalogue`.
 
 One multiply-add counts as 2 FLOPs; only the matrix products are counted (the
 softmax's exp/sum/divide, O(n_q n_k) elementwise, and feature maps' elementwise
@@ -55,6 +55,11 @@ def full_softmax_flops(s: Shape) -> float:
 def causal_softmax_flops(s: Shape) -> float:
     """4 B H d n(n+1)/2: only the pairs j <= i."""
     return 4.0 * s.B * s.H * s.d * s.n * (s.n + 1) / 2
+
+
+def dense_flops(s: Shape, causal: bool = False) -> float:
+    """Full (4 B H n^2 d) or causal (4 B H d n(n+1)/2) softmax attention."""
+    return causal_softmax_flops(s) if causal else full_softmax_flops(s)
 
 
 def sparse_flops(s: Shape, pairs: int) -> float:
