@@ -13,7 +13,10 @@ Y_i = q_true(X_{i-1}, X_i).
 - :mod:`~attnlab.papers.logic.errata`: where the text is wrong, whose error, the witness, what survives.
 - :mod:`~attnlab.papers.logic.model`: §4's trainable encoder (attention without softmax, LayerNorm,
   two linear layers), the access-pattern masks of the restricted systems, the gauge.
-- :mod:`~attnlab.papers.logic.mechanism`: structure fractions modulo the gauge and path ablations.
+- :mod:`~attnlab.papers.logic.penalties`: the extra losses P_1, P_2, P_3 of §4.1's lean flavours.
+- :mod:`~attnlab.papers.logic.centring`: double centring, the part of a block the gauge leaves.
+- :mod:`~attnlab.papers.logic.mechanism`: structure fractions modulo the gauge, path and component
+  ablations, the hand-built solutions' fractions.
 - :mod:`~attnlab.papers.logic.experiments.learning`: ``logic.learning``, §4's experiments (Figs. 1-2).
 """
 

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnlab.papers.logic.centring import double_centre
 from attnlab.papers.logic.encoding import shift_matrix
 from attnlab.papers.logic.solutions import block_diagonal
 
@@ -157,14 +158,49 @@ def path_weights(A: np.ndarray, v: np.ndarray, N: int, M: int, path: str, *, lay
     return Za, Zv
 
 
+PATHS = {
+    "2": "solution-2 path only: A -> its CC part, v -> its PP part",
+    "13": "solution-1/3 path only: A -> its PP part, v -> its CC part",
+}
+"""The paths of :func:`path_predict`, by name, with what each keeps."""
+
+
+def path_predict(params: dict[str, torch.Tensor], tokens: torch.Tensor, N: int, M: int, path: str, *,
+                 norm: str = "layernorm") -> torch.Tensor:
+    """Y^ (S, M) of the model (effective float64 weights ``params``) with A = k^t q and v replaced by
+    their in-structure parts Z_A, Z_v of one path (:func:`path_weights`, :data:`PATHS`). The forward
+    uses A only through k^t q, so k = I_d, q = Z_A reproduces it."""
+    from attnlab.papers.logic.model import predict
+
+    A, v = (params["k"].T @ params["q"]).numpy(), params["v"].numpy()
+    Za, Zv = path_weights(A, v, N, M, path, layernorm=norm == "layernorm")
+    kept = dict(params, q=torch.as_tensor(Za), k=torch.eye(N + M, dtype=torch.float64), v=torch.as_tensor(Zv))
+    return predict(kept, tokens, N, norm=norm)
+
+
+def solution_fractions(solution: str, q_true: np.ndarray, M: int, *, layernorm: bool = True) -> dict[str, float]:
+    """:func:`structure_fractions` of hand-built solution ``solution`` ("1", "2", "3") for ``q_true``
+    (N x N), its B placed in the first rows of the trainable model's h x d read-out (B = I_d where
+    the solution has none: "no B")."""
+    from attnlab.papers.logic.model import hidden_width
+    from attnlab.papers.logic.solutions import build
+
+    N = q_true.shape[0]
+    w = build(solution, q_true, M)
+    B = np.zeros((hidden_width(N, M), N + M))
+    if w.B is not None:
+        B[: w.B.shape[0]] = w.B
+    else:
+        B[: N + M] = np.eye(N + M)
+    return structure_fractions(w.k.T @ w.q, w.v, B, N, M, layernorm=layernorm)
+
+
 def centred_fit(A_cc: np.ndarray, q_true: np.ndarray) -> tuple[float, float]:
     """(correlation, scale) of the learned CC block with q_true after removing row and column
     effects from both (double centring: the CC block's gauge adds 1 w^t and w' 1^t, and §3.3's
-    q(r, t) + a(t) is the same freedom); scale: least squares A_cc ~ scale * q_true."""
-    def dc(a):
-        return a - a.mean(0, keepdims=True) - a.mean(1, keepdims=True) + a.mean()
-
-    a, b = dc(np.asarray(A_cc, np.float64)), dc(np.asarray(q_true, np.float64))
+    q(r, t) + a(t) is the same freedom, :mod:`~attnlab.papers.logic.centring`); scale: least squares
+    A_cc ~ scale * q_true."""
+    a, b = double_centre(np.asarray(A_cc, np.float64)), double_centre(np.asarray(q_true, np.float64))
     denom = np.sqrt(np.sum(a * a) * np.sum(b * b))
     corr = float(np.sum(a * b) / denom) if denom > 0 else float("nan")
     scale = float(np.sum(a * b) / np.sum(b * b)) if np.sum(b * b) > 0 else float("nan")

@@ -40,7 +40,7 @@ def test_training_lowers_the_loss_and_is_deterministic():
     p1, h1 = train_all(cfg, mem, tasks)
     p2, h2 = train_all(cfg, mem, tasks)
     assert torch.equal(h1, h2) and all(torch.equal(p1[k], p2[k]) for k in p1)
-    var_y = float(np.var(tasks[0]["Y"]))
+    var_y = float(np.var(tasks[0].Y))
     # free model: 8 steps of 20 L-BFGS iterations take the MSE from 0.32 Var(Y) (after step 1) to 0.012 Var(Y)
     # (measured)
     assert float(h1[-1, 0]) < 0.05 * var_y
@@ -58,7 +58,7 @@ def test_literal_reading_trains_far_less():
     cfg = LearningConfig(**dict(TINY, inner_iterations=1))
     tasks = [task(cfg, 0)]
     _, h = train_all(cfg, [Member("main", "free", 0, (0.0, 0.0, 0.0), 1.0)], tasks)
-    var_y = float(np.var(tasks[0]["Y"]))
+    var_y = float(np.var(tasks[0].Y))
     assert 0.5 * var_y < float(h[-1, 0]) < 0.7 * var_y
     assert float(h[-1, 0]) < 0.8 * float(h[0, 0])
 
@@ -121,13 +121,13 @@ def test_quick_scale_system1_learns_and_system2_stalls_without_norm():
     its ReLU read-out never separates the selected position: MSE stays at 0.58 Var(Y) (measured)."""
     cfg = LearningConfig(seeds=1, sweep_seeds=0, test_batch=50)
     tasks = [task(cfg, 0)]
-    var_y = float(np.var(tasks[0]["Y"]))
+    var_y = float(np.var(tasks[0].Y))
     _, h = train_all(cfg, [Member("main", "system 1", 0, (0.0, 0.0, 0.0), 1.0)], tasks)
     assert float(h[-1, 0]) <= 1e-5 * var_y
     cfg2 = LearningConfig(seeds=1, sweep_seeds=0, test_batch=50, norm="none")
     p, h2 = train_all(cfg2, [Member("main", "system 2", 0, (0.0, 0.0, 0.0), 1.0)], tasks)
     e = effective({k: v[0].double() for k, v in p.items()}, masks("2", 5, 12))
-    corr, _ = centred_fit((e["k"].T @ e["q"])[:5, :5].numpy(), tasks[0]["q_true"])
+    corr, _ = centred_fit((e["k"].T @ e["q"])[:5, :5].numpy(), tasks[0].q_true)
     assert abs(corr) >= 0.95
     assert 0.4 * var_y <= float(h2[-1, 0]) <= 0.7 * var_y
 

@@ -1,5 +1,5 @@
 """Shared by the invertibility experiments: case strings, one measured case of A (float64
-spectrum, high-precision sigma_min, certified rank) as a dict of plain numbers, and the
+spectrum, high-precision sigma_min, certified rank) as a :class:`MeasuredCase`, and the
 estimates of what they cost (:func:`case_estimate`, :func:`high_precision_estimate`,
 :func:`sweep_estimates`)."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from attnlab.analysis.certified_rank import PRECISIONS as CERT_PRECISIONS
@@ -61,8 +62,82 @@ def minimal_theorem_heads(N: int, L: int, d: int) -> int:
     return math.ceil(N ** L / d)
 
 
+@dataclass(frozen=True)
+class MeasuredCase:
+    """One A (N^L x Pd) as :func:`measure_case` measures it. All logarithms are base 10 of a
+    dimensionless ratio or of a singular value of A; sigma_1 = sigma_max is A's largest singular
+    value in float64. A field that is None was not computed (its step was switched off, or the
+    rank cap makes it moot) unless its entry says it means "not resolved".
+
+    Attributes:
+        N, L, d, P: vocabulary size, sequence length, embedding dimension and number of heads.
+        w: the scale of W_QK^p = w p E_11.
+        rows: T = N^L, the number of sequences (rows of A).
+        cols: P d, the columns of A.
+        m: min(T, P d), the largest rank A can have by its shape.
+        cap: the rank cap min(T, P d, 1 + P (N + L - 2))
+            (:func:`attnlab.papers.invertibility.matrix.rank_cap`).
+        theorem: whether Theorem 1's hypothesis P d >= N^L holds.
+        float_rank: #{sigma_i > float_tol}, the float64 rank (numpy's tolerance).
+        float_tol: max(T, P d) eps sigma_1, the float64 rank's tolerance (absolute).
+        log10_sigma_max: log10 sigma_1 (float64).
+        float_log10_ratio: log10 sigma_m / sigma_1 from float64's SVD (round-off when not
+            ``float_resolved``).
+        float_resolved: whether sigma_m / sigma_1 exceeds max(T, P d) eps, so float64 resolves it.
+        float_log10_ratio_cap: log10 sigma_cap / sigma_1 (float64).
+        float_log10_ratio_next: log10 sigma_{cap+1} / sigma_1 (float64); None where cap = m (there is
+            no sigma_{cap+1}).
+        resolution_log10: log10 of float64's resolution max(T, P d) eps, relative to sigma_1.
+        hp_log10_sigma_min: log10 sigma_m from the Gram inverse in Arb balls; None when not computed
+            (off, or cap < m) or when no precision up to the last resolved it (then ``hp_bits`` is set).
+        hp_log10_ratio: hp_log10_sigma_min - log10_sigma_max, log10 sigma_m / sigma_1 in high
+            precision; None as for ``hp_log10_sigma_min``.
+        hp_bits: the precision in bits of the high-precision attempt that gave (or last tried)
+            sigma_min; None when not computed.
+        cert_lower, cert_upper: bounds on the rank of the exact A: the size of the largest minor
+            certified nonsingular in ball arithmetic, and min(the certificate's upper bound, cap);
+            equal when the rank is certified. None when the certificate was not computed.
+        cert_bits: the working precision in bits of the minor that certified ``cert_lower`` (0 when
+            none was certified); None when not computed.
+        log10_ratio: log10 sigma_m / sigma_1 as reported: high precision if computed, else float64
+            where resolved; None when neither resolved it.
+        seconds: wall time of the measurement.
+    """
+
+    N: int
+    L: int
+    d: int
+    P: int
+    w: float
+    rows: int
+    cols: int
+    m: int
+    cap: int
+    theorem: bool
+    float_rank: int
+    float_tol: float
+    log10_sigma_max: float
+    float_log10_ratio: float
+    float_resolved: bool
+    float_log10_ratio_cap: float
+    float_log10_ratio_next: float | None
+    resolution_log10: float
+    hp_log10_sigma_min: float | None
+    hp_log10_ratio: float | None
+    hp_bits: int | None
+    cert_lower: int | None
+    cert_upper: int | None
+    cert_bits: int | None
+    log10_ratio: float | None
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (results.json): every field by name, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
 def measure_case(N: int, L: int, d: int, P: int, w: float, *, embedding: str = "explicit", seed: int = 0,
-                 high_precision: bool = True, certify: bool = True) -> dict:
+                 high_precision: bool = True, certify: bool = True) -> MeasuredCase:
     """One A: its float64 spectrum, sigma_min in high precision (when A has full rank min(N^L, Pd)
     by its cap) and its certified rank, with the tolerances behind each."""
     start = time.perf_counter()
@@ -72,48 +147,50 @@ def measure_case(N: int, L: int, d: int, P: int, w: float, *, embedding: str = "
     cap = rank_cap(N, L, d, P)
     fs = float_spectrum(case.A)
     s1 = math.log10(fs.sigma[0])
-    row = dict(N=N, L=L, d=d, P=P, w=w, rows=T, cols=cols, m=m, cap=cap, theorem=cols >= T,
-               float_rank=fs.rank, float_tol=fs.tol, log10_sigma_max=s1,
-               float_log10_ratio=fs.log10_ratio(), float_resolved=fs.resolved(),
-               float_log10_ratio_cap=fs.log10_ratio(cap), float_log10_ratio_next=(fs.log10_ratio(cap + 1)
-                                                                                   if cap < m else None),
-               resolution_log10=math.log10(fs.resolution), hp_log10_sigma_min=None, hp_log10_ratio=None, hp_bits=None,
-               cert_lower=None, cert_upper=None, cert_bits=None)
+    hp_log10_sigma_min = hp_log10_ratio = hp_bits = None
     if high_precision and cap == m:
         hp = sigma_min_high_precision(case.arb_matrix)
-        row.update(hp_bits=hp.bits, hp_log10_sigma_min=hp.log10_sigma_min,
-                   hp_log10_ratio=None if hp.log10_sigma_min is None else hp.log10_sigma_min - s1)
+        hp_bits, hp_log10_sigma_min = hp.bits, hp.log10_sigma_min
+        hp_log10_ratio = None if hp.log10_sigma_min is None else hp.log10_sigma_min - s1
+    cert_lower = cert_upper = cert_bits = None
     if certify:
         cert = certify_case(case)
-        row.update(cert_lower=cert.lower, cert_upper=min(cert.upper, cap), cert_bits=cert.prec)
-    row["log10_ratio"] = row["hp_log10_ratio"] if row["hp_log10_ratio"] is not None else (
-        row["float_log10_ratio"] if row["float_resolved"] else None)
-    row["seconds"] = time.perf_counter() - start
-    return row
+        cert_lower, cert_upper, cert_bits = cert.lower, min(cert.upper, cap), cert.prec
+    float_log10_ratio, float_resolved = fs.log10_ratio(), fs.resolved()
+    log10_ratio = hp_log10_ratio if hp_log10_ratio is not None else (float_log10_ratio if float_resolved else None)
+    return MeasuredCase(
+        N=N, L=L, d=d, P=P, w=w, rows=T, cols=cols, m=m, cap=cap, theorem=cols >= T, float_rank=fs.rank,
+        float_tol=fs.tol, log10_sigma_max=s1, float_log10_ratio=float_log10_ratio, float_resolved=float_resolved,
+        float_log10_ratio_cap=fs.log10_ratio(cap), float_log10_ratio_next=fs.log10_ratio(cap + 1) if cap < m else None,
+        resolution_log10=math.log10(fs.resolution), hp_log10_sigma_min=hp_log10_sigma_min,
+        hp_log10_ratio=hp_log10_ratio, hp_bits=hp_bits, cert_lower=cert_lower, cert_upper=cert_upper,
+        cert_bits=cert_bits, log10_ratio=log10_ratio, seconds=time.perf_counter() - start)
 
 
-def ratio_text(r: dict) -> str:
+def ratio_text(r: MeasuredCase) -> str:
     """log10 sigma_min/sigma_max as table text: high precision if computed, else float64 or its label."""
-    if r["hp_log10_ratio"] is not None:
-        return f"{r['hp_log10_ratio']:.2f} ({r['hp_bits']} bits)"
-    if r["float_resolved"]:
-        return f"{r['float_log10_ratio']:.2f} (float64)"
-    if r["hp_bits"] is not None:
-        return f"below float resolution (< {r['resolution_log10']:.1f}); not resolved at {r['hp_bits']} bits"
-    return f"below float resolution (< {r['resolution_log10']:.1f})"
+    if r.hp_log10_ratio is not None:
+        return f"{r.hp_log10_ratio:.2f} ({r.hp_bits} bits)"
+    if r.float_resolved:
+        return f"{r.float_log10_ratio:.2f} (float64)"
+    if r.hp_bits is not None:
+        return f"below float resolution (< {r.resolution_log10:.1f}); not resolved at {r.hp_bits} bits"
+    return f"below float resolution (< {r.resolution_log10:.1f})"
 
 
-def float_ratio_text(r: dict) -> str:
-    return f"{r['float_log10_ratio']:.2f}" if r["float_resolved"] else \
-        f"below float resolution ({r['float_log10_ratio']:.1f} is round-off)"
+def float_ratio_text(r: MeasuredCase) -> str:
+    """float64's log10 sigma_min/sigma_max as table text, labelled as round-off where unresolved."""
+    return f"{r.float_log10_ratio:.2f}" if r.float_resolved else \
+        f"below float resolution ({r.float_log10_ratio:.1f} is round-off)"
 
 
-def cert_text(r: dict) -> str:
-    if r["cert_lower"] is None:
+def cert_text(r: MeasuredCase) -> str:
+    """The certified rank as table text: the rank and its bits, its bounds, or "-" when not certified."""
+    if r.cert_lower is None:
         return "-"
-    if r["cert_lower"] == r["cert_upper"]:
-        return f"{r['cert_lower']} ({r['cert_bits']} bits)"
-    return f"[{r['cert_lower']}, {r['cert_upper']}]"
+    if r.cert_lower == r.cert_upper:
+        return f"{r.cert_lower} ({r.cert_bits} bits)"
+    return f"[{r.cert_lower}, {r.cert_upper}]"
 
 
 # ---- estimates -------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from attnlab.checks import Bound, Censored, equals, fmt_measured, info, uncensored
+from attnlab.checks import Bound, Censored, Check, equals, fmt_measured, info, uncensored
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
@@ -42,6 +42,7 @@ from attnlab.papers.invertibility.expansion import expansion_w
 from attnlab.papers.invertibility.experiments._common import (
     CPU_ONLY,
     SETUP,
+    MeasuredCase,
     case_estimate,
     cert_text,
     expansion_estimate,
@@ -53,7 +54,7 @@ from attnlab.papers.invertibility.experiments._common import (
     sweep_estimates,
 )
 from attnlab.registry import Experiment, register_experiment
-from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
+from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "invertibility.conditioning"
@@ -154,7 +155,7 @@ LOWER = {"w": ("w_cases",), "size": ("size_cases",), "heads": ("extra_heads", "h
 """what to lower when the largest case lies in a sweep"""
 
 
-def _cases(values, parts=3):
+def _cases(values: Sequence[str], parts: int = 3) -> tuple[tuple[int, ...], ...]:
     return parse_cases("cases", values, parts)
 
 
@@ -176,63 +177,135 @@ def sweeps(cfg: ConditioningConfig) -> list[tuple[str, Callable[[Any], tuple], S
     return out
 
 
-def measure(cfg: ConditioningConfig, run_dir=None) -> dict:
-    def one(N, L, d, P, w, sweep):
+@dataclass(frozen=True)
+class SweptCase(MeasuredCase):
+    """A :class:`MeasuredCase` and the sweep that measured it.
+
+    Attributes:
+        sweep: "w", "size", "heads" or "dims" (:func:`sweeps`).
+    """
+
+    sweep: str
+
+
+@dataclass(frozen=True)
+class ConditioningData:
+    """What :func:`measure` measures: the cases of each sweep in :func:`sweeps`' order, and per
+    (N, L, d) of w_cases the scale w* from which the proof's series converges.
+
+    Attributes:
+        w, size, heads, dims: the sweeps' cases.
+        expansion: per w case, {"N", "L", "d"} and :func:`attnlab.papers.invertibility.expansion.expansion_w`'s
+            w_star, argmax, min_gap and closed_form.
+    """
+
+    w: list[SweptCase]
+    size: list[SweptCase]
+    heads: list[SweptCase]
+    dims: list[SweptCase]
+    expansion: list[dict[str, Any]]
+
+    def to_dict(self, w_summary: Sequence[WSummary]) -> dict[str, Any]:
+        """The stored form (results.json "data"), with :func:`_w_summary`'s rows as "w_summary"."""
+        rows = {k: [r.to_dict() for r in getattr(self, k)] for k in ("w", "size", "heads", "dims")}
+        return {**rows, "expansion": self.expansion, "w_summary": [x.to_dict() for x in w_summary]}
+
+
+@dataclass(frozen=True)
+class WSummary:
+    """One (N, L, d) of the w sweep, summarised (log10 ratios are of sigma_min / sigma_max).
+
+    Attributes:
+        N, L, d, P: the case; P = ceil(N^L / d).
+        best_w, best_log10_ratio: the w of the grid with the largest resolved log10 ratio, and that
+            ratio; None when no w resolved it.
+        resolved_w_min, resolved_w_max: the range of w whose ratio lies above float64's resolution
+            max(N^L, Pd) eps; None when none does.
+        w_star: the scale from which the proof's series converges for every sequence.
+        log10_ratio_at_w_star, w_at_w_star: the resolved ratio at the first grid w >= w*, and that
+            w; None when no resolved grid point reaches w*.
+        full_rank_all_w: whether every certified w has certified rank N^L.
+        certified: how many w were certified; count: how many were measured.
+    """
+
+    N: int
+    L: int
+    d: int
+    P: int
+    best_w: float | None
+    best_log10_ratio: float | None
+    resolved_w_min: float | None
+    resolved_w_max: float | None
+    w_star: float
+    log10_ratio_at_w_star: float | None
+    w_at_w_star: float | None
+    full_rank_all_w: bool
+    certified: int
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form: every field by name, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def measure(cfg: ConditioningConfig, run_dir=None) -> ConditioningData:
+    """Every case of :func:`sweeps` by :func:`measure_case` (logged to ``run_dir``), and w* per w case."""
+    def one(N: int, L: int, d: int, P: int, w: float, sweep: str) -> SweptCase:
         T = N ** L
         r = measure_case(N, L, d, P, w, embedding=cfg.embedding, seed=cfg.seed,
                          high_precision=T <= cfg.hp_max_rows, certify=T <= cfg.certify_max_rows)
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "sweep": sweep, "N": N, "L": L, "d": d, "P": P, "w": w,
-                             "float_rank": r["float_rank"], "log10_ratio": r["log10_ratio"]})
-        return {**r, "sweep": sweep}
+                             "float_rank": r.float_rank, "log10_ratio": r.log10_ratio})
+        return SweptCase(**r.to_dict(), sweep=sweep)
 
-    rows: dict[str, list[dict]] = {"w": [], "size": [], "heads": [], "dims": []}
+    rows: dict[str, list[SweptCase]] = {"w": [], "size": [], "heads": [], "dims": []}
     for sweep, case, values in sweeps(cfg):
         rows[sweep] += [one(*case(v), sweep) for v in values]
     expansion = []
     for N, L, d in _cases(cfg.w_cases):
         e, pos = explicit_embeddings(N, L, d) if cfg.embedding == "explicit" else random_embeddings(N, L, d, cfg.seed)
         expansion.append({"N": N, "L": L, "d": d, **expansion_w(e, pos)})
-    return {**rows, "expansion": expansion}
+    return ConditioningData(**rows, expansion=expansion)
 
 
-def _key(r: dict) -> str:
-    return f"(N,L,d)=({r['N']},{r['L']},{r['d']})"
+def _key(r: MeasuredCase) -> str:
+    return f"(N,L,d)=({r.N},{r.L},{r.d})"
 
 
-def _w_summary(data: dict, cfg: ConditioningConfig) -> list[dict]:
+def _w_summary(data: ConditioningData, cfg: ConditioningConfig) -> list[WSummary]:
     """Per w-sweep case: the best w, and the w range whose sigma_min/sigma_max float64 can resolve."""
     out = []
     for N, L, d in _cases(cfg.w_cases):
-        rows = [r for r in data["w"] if (r["N"], r["L"], r["d"]) == (N, L, d)]
-        known = [r for r in rows if r["log10_ratio"] is not None]
-        best = max(known, key=lambda r: r["log10_ratio"]) if known else None
-        ok = [r["w"] for r in known if r["log10_ratio"] > r["resolution_log10"]]
-        exp = next(x for x in data["expansion"] if (x["N"], x["L"], x["d"]) == (N, L, d))
-        at_exp = [r for r in known if r["w"] >= exp["w_star"]]
-        out.append(dict(N=N, L=L, d=d, P=rows[0]["P"], best_w=None if best is None else best["w"],
-                        best_log10_ratio=None if best is None else best["log10_ratio"],
+        rows = [r for r in data.w if (r.N, r.L, r.d) == (N, L, d)]
+        known = [r for r in rows if r.log10_ratio is not None]
+        best = max(known, key=lambda r: r.log10_ratio) if known else None
+        ok = [r.w for r in known if r.log10_ratio > r.resolution_log10]
+        exp = next(x for x in data.expansion if (x["N"], x["L"], x["d"]) == (N, L, d))
+        at_exp = [r for r in known if r.w >= exp["w_star"]]
+        out.append(WSummary(N=N, L=L, d=d, P=rows[0].P, best_w=None if best is None else best.w,
+                        best_log10_ratio=None if best is None else best.log10_ratio,
                         resolved_w_min=min(ok) if ok else None, resolved_w_max=max(ok) if ok else None,
                         w_star=exp["w_star"],
-                        log10_ratio_at_w_star=at_exp[0]["log10_ratio"] if at_exp else None,
-                        w_at_w_star=at_exp[0]["w"] if at_exp else None,
-                        full_rank_all_w=all(r["cert_lower"] == r["rows"] for r in rows if r["cert_lower"] is not None),
-                        certified=sum(r["cert_lower"] is not None for r in rows), count=len(rows)))
+                        log10_ratio_at_w_star=at_exp[0].log10_ratio if at_exp else None,
+                        w_at_w_star=at_exp[0].w if at_exp else None,
+                        full_rank_all_w=all(r.cert_lower == r.rows for r in rows if r.cert_lower is not None),
+                        certified=sum(r.cert_lower is not None for r in rows), count=len(rows)))
     return out
 
 
-def _range(s: dict) -> str:
-    return "none" if s["resolved_w_min"] is None else f"[{s['resolved_w_min']:g}, {s['resolved_w_max']:g}]"
+def _range(s: WSummary) -> str:
+    return "none" if s.resolved_w_min is None else f"[{s.resolved_w_min:g}, {s.resolved_w_max:g}]"
 
 
-def _count(rows: list[dict], target) -> int | Bound:
+def _count(rows: list[SweptCase], target: Callable[[SweptCase], int]) -> int | Bound:
     """How many certified rows have rank == target(row); a Bound when some certificate did not pin it."""
-    held = sum(r["cert_lower"] == r["cert_upper"] == target(r) for r in rows)
-    undecided = sum(r["cert_lower"] < target(r) <= r["cert_upper"] for r in rows)
+    held = sum(r.cert_lower == r.cert_upper == target(r) for r in rows)
+    undecided = sum(r.cert_lower < target(r) <= r.cert_upper for r in rows)
     return Bound(held, held + undecided, f"{undecided} certificate(s) undecided at the precision cap") \
         if undecided else held
 
 
-def _edge(w: float, grid) -> str:
+def _edge(w: float, grid: Sequence[float]) -> str:
     """The best w of a grid as text; at an end of the grid it is only a bound."""
     if len(grid) > 1 and w == max(grid):
         return f">= {w:g} (the grid's largest w)"
@@ -241,25 +314,25 @@ def _edge(w: float, grid) -> str:
     return f"= {w:g}"
 
 
-def _case(r: dict) -> str:
-    return f"(N,L,d,P)=({r['N']},{r['L']},{r['d']},{r['P']})" + (f" w={r['w']:g}" if r["sweep"] == "w" else "")
+def _case(r: SweptCase) -> str:
+    return f"(N,L,d,P)=({r.N},{r.L},{r.d},{r.P})" + (f" w={r.w:g}" if r.sweep == "w" else "")
 
 
-def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
-    rows = data["w"] + data["size"] + data["heads"] + data["dims"]
-    certified_rows = [r for r in rows if r["cert_lower"] is not None]
+def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]) -> list[Check]:
+    rows = data.w + data.size + data.heads + data.dims
+    certified_rows = [r for r in rows if r.cert_lower is not None]
     # Theorem 1's hypothesis Pd >= N^L, split by whether the cap 1 + P (N+L-2) allows rank N^L
-    able = [r for r in certified_rows if r["theorem"] and r["cap"] == r["rows"]]
-    capped = [r for r in certified_rows if r["theorem"] and r["cap"] < r["rows"]]
-    undecided = [r for r in able if r["cert_lower"] < r["rows"]]
-    at_cap = _count(certified_rows, lambda r: r["cap"])
-    certified = [r for r in certified_rows if r["cert_lower"] == r["cert_upper"]]
-    float_wrong = [r for r in certified if r["float_rank"] != r["cert_lower"]]
-    unresolved = [r for r in rows if not r["float_resolved"] and r["cap"] == r["m"]]
-    hp_missing = [r for r in unresolved if r["hp_log10_ratio"] is None]
-    beyond_full = [r for r in able if r["d"] > r["N"] + r["L"] - 2]
+    able = [r for r in certified_rows if r.theorem and r.cap == r.rows]
+    capped = [r for r in certified_rows if r.theorem and r.cap < r.rows]
+    undecided = [r for r in able if r.cert_lower < r.rows]
+    at_cap = _count(certified_rows, lambda r: r.cap)
+    certified = [r for r in certified_rows if r.cert_lower == r.cert_upper]
+    float_wrong = [r for r in certified if r.float_rank != r.cert_lower]
+    unresolved = [r for r in rows if not r.float_resolved and r.cap == r.m]
+    hp_missing = [r for r in unresolved if r.hp_log10_ratio is None]
+    beyond_full = [r for r in able if r.d > r.N + r.L - 2]
     out = [
-        equals(_count(able, lambda r: r["rows"]), len(able), (
+        equals(_count(able, lambda r: r.rows), len(able), (
             f"{len(able)} certified cases with Pd >= N^L and 1 + P (N+L-2) >= N^L over every sweep "
             f"(N^L <= {cfg.certify_max_rows}, {cfg.embedding} embeddings, w_p = w p), {len(beyond_full)} of them "
             "with d > N + L - 2: " + (", ".join(_case(r) for r in beyond_full) or "none")
@@ -269,9 +342,9 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
             paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1"),
     ]
     if capped:
-        out.append(equals(_count(capped, lambda r: r["rows"]), len(capped), (
+        out.append(equals(_count(capped, lambda r: r.rows), len(capped), (
             f"{len(capped)} certified cases with Pd >= N^L but 1 + P (N+L-2) < N^L (the d sweep): "
-            + ", ".join(f"{_case(r)}: Pd = {r['cols']} >= {r['rows']}, rank {r['cert_lower']}" for r in capped[:6])
+            + ", ".join(f"{_case(r)}: Pd = {r.cols} >= {r.rows}, rank {r.cert_lower}" for r in capped[:6])
             + ("; ..." if len(capped) > 6 else "") + "; the cap holds for every embedding and W_QK"),
             quantity="Theorem 1 where 1 + P (N+L-2) < N^L: cases with certified rank N^L",
             paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1"))
@@ -281,14 +354,14 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
         equals(at_cap, len(certified_rows), (
             "every certified case of every sweep: rank == min(N^L, Pd, 1 + P (N+L-2)) (Pd below the minimal P, "
             "the cap beyond N + L - 2, N^L otherwise); not at the cap: "
-            + (", ".join(_case(r) for r in certified_rows if r["cert_lower"] != r["cap"]) or "none")),
+            + (", ".join(_case(r) for r in certified_rows if r.cert_lower != r.cap) or "none")),
             quantity="cases whose certified rank reaches the rank cap", role="construction",
             where="Theorem 1 (rank_cap)"),
         info("float64 rank (tol max(N^L,Pd) eps sigma_1) differs from the certified rank",
              f"{len(float_wrong)} of {len(certified)} cases",
              detail="where sigma_min/sigma_max < max(N^L,Pd) eps the float64 rank undercounts: "
-                    + ", ".join(f"{_key(r)} P={r['P']} w={r['w']:g}: float {r['float_rank']} vs certified "
-                                f"{r['cert_lower']}" for r in float_wrong[:3]),
+                    + ", ".join(f"{_key(r)} P={r.P} w={r.w:g}: float {r.float_rank} vs certified "
+                                f"{r.cert_lower}" for r in float_wrong[:3]),
              values={"float_wrong": len(float_wrong), "certified": len(certified)}),
         info("cases with sigma_min below float64 resolution, resolved in high precision",
              f"{len(unresolved) - len(hp_missing)} of {len(unresolved)}",
@@ -296,32 +369,32 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
                     f"{cfg.hp_max_rows}; the rest are labelled 'below float resolution'"),
     ]
     for s in ws:
-        out.append(info(f"best w and resolvable w range, (N,L,d)=({s['N']},{s['L']},{s['d']}), P={s['P']}",
-                        (f"best w {_edge(s['best_w'], cfg.w_values)} (log10 sigma_min/sigma_max = "
-                         f"{s['best_log10_ratio']:.2f})") if s["best_w"] is not None else "none resolved",
+        out.append(info(f"best w and resolvable w range, (N,L,d)=({s.N},{s.L},{s.d}), P={s.P}",
+                        (f"best w {_edge(s.best_w, cfg.w_values)} (log10 sigma_min/sigma_max = "
+                         f"{s.best_log10_ratio:.2f})") if s.best_w is not None else "none resolved",
                         paper_value="w -> +oo ('for a large enough w')", where="Theorem 1's proof",
                         detail=f"sigma_min/sigma_max > max(N^L,Pd) eps for w in {_range(s)}; the proof's series needs "
-                               f"w > w* = {s['w_star']:.3g} where "
-                               + (f"log10 ratio = {s['log10_ratio_at_w_star']:.1f} (at w = {s['w_at_w_star']:g})"
-                                  if s["log10_ratio_at_w_star"] is not None else "no grid point reaches")
-                               + f"; rank N^L certified at every w ({s['certified']} of {s['count']} certified)"))
+                               f"w > w* = {s.w_star:.3g} where "
+                               + (f"log10 ratio = {s.log10_ratio_at_w_star:.1f} (at w = {s.w_at_w_star:g})"
+                                  if s.log10_ratio_at_w_star is not None else "no grid point reaches")
+                               + f"; rank N^L certified at every w ({s.certified} of {s.count} certified)"))
     for w in cfg.size_w:
-        pts = [r for r in data["size"] if r["w"] == w]
+        pts = [r for r in data.size if r.w == w]
         if len(pts) < 2:
             continue
         # a point below float64's resolution with no high-precision value is censored: no fit over it
-        vals = [r["log10_ratio"] if r["log10_ratio"] is not None else Bound.at_most(
-            r["resolution_log10"], f"N^L = {r['rows']}: below float64 resolution, not computed in high precision")
+        vals = [r.log10_ratio if r.log10_ratio is not None else Bound.at_most(
+            r.resolution_log10, f"N^L = {r.rows}: below float64 resolution, not computed in high precision")
             for r in pts]
         name = f"log10 sigma_min/sigma_max against log10 N^L, w = {w:g} (d = N+L-2, minimal P)"
-        listing = ", ".join(f"N^L={r['rows']}: {fmt_measured(v) if isinstance(v, Bound) else f'{v:.1f}'}"
+        listing = ", ".join(f"N^L={r.rows}: {fmt_measured(v) if isinstance(v, Bound) else f'{v:.1f}'}"
                             for r, v in zip(pts, vals))
         try:
             y = uncensored(vals, "the slope against log10 N^L")
         except Censored as err:
             out.append(info(name, "not fitted", detail=f"{err}; {listing}"))
             continue
-        x = [math.log10(r["rows"]) for r in pts]
+        x = [math.log10(r.rows) for r in pts]
         xm, ym = sum(x) / len(x), sum(y) / len(y)
         sxx = sum((a - xm) ** 2 for a in x)
         slope = sum((a - xm) * (b - ym) for a, b in zip(x, y)) / sxx if sxx else float("nan")
@@ -329,39 +402,39 @@ def _summary(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
     return out
 
 
-def _tables(data: dict, ws: list[dict]) -> list[Table]:
+def _tables(data: ConditioningData, ws: list[WSummary]) -> list[Table]:
     cols = ["N", "L", "d", "P", "w", "N^L", "Pd", "rank cap", "float64 rank", "float64 tol",
             "log10 sigma_max", "float64 log10 sigma_min/sigma_max", "log10 sigma_min/sigma_max",
             "certified rank (bits)", "seconds"]
     fmts = ["int"] * 4 + ["float"] + ["int"] * 4 + ["float", "float", "text", "text", "text", "float"]
 
-    def rows_of(rs):
-        return [[r["N"], r["L"], r["d"], r["P"], r["w"], r["rows"], r["cols"], r["cap"], r["float_rank"],
-                 r["float_tol"], r["log10_sigma_max"], float_ratio_text(r), ratio_text(r), cert_text(r),
-                 r["seconds"]] for r in rs]
+    def rows_of(rs: list[SweptCase]) -> list[list]:
+        return [[r.N, r.L, r.d, r.P, r.w, r.rows, r.cols, r.cap, r.float_rank,
+                 r.float_tol, r.log10_sigma_max, float_ratio_text(r), ratio_text(r), cert_text(r),
+                 r.seconds] for r in rs]
 
     dim_cols = ["N", "L", "d", "P", "Pd >= N^L", "N + L - 2", "N^L", "rank cap", "certified rank (bits)",
                 "float64 rank", "log10 sigma_cap/sigma_1 (float64)", "log10 sigma_{cap+1}/sigma_1 (float64)",
                 "theorem holds"]
-    dims = [[r["N"], r["L"], r["d"], r["P"], "yes" if r["theorem"] else "no", r["N"] + r["L"] - 2, r["rows"],
-             r["cap"], cert_text(r), r["float_rank"],
-             f"{r['float_log10_ratio_cap']:.2f}" if r["float_log10_ratio_cap"] > r["resolution_log10"] else
-             f"below float resolution ({r['float_log10_ratio_cap']:.1f} is round-off)",
-             "-" if r["float_log10_ratio_next"] is None else f"{r['float_log10_ratio_next']:.2f} (round-off)",
-             "yes" if r["cert_lower"] == r["rows"] else ("no" if r["cert_lower"] is not None else "?")]
-            for r in data["dims"]]
-    wt = [[s["N"], s["L"], s["d"], s["P"], s["best_w"], s["best_log10_ratio"],
-           _range(s), s["w_star"], s["log10_ratio_at_w_star"],
-           f"{s['certified']} of {s['count']}"] for s in ws]
+    dims = [[r.N, r.L, r.d, r.P, "yes" if r.theorem else "no", r.N + r.L - 2, r.rows,
+             r.cap, cert_text(r), r.float_rank,
+             f"{r.float_log10_ratio_cap:.2f}" if r.float_log10_ratio_cap > r.resolution_log10 else
+             f"below float resolution ({r.float_log10_ratio_cap:.1f} is round-off)",
+             "-" if r.float_log10_ratio_next is None else f"{r.float_log10_ratio_next:.2f} (round-off)",
+             "yes" if r.cert_lower == r.rows else ("no" if r.cert_lower is not None else "?")]
+            for r in data.dims]
+    wt = [[s.N, s.L, s.d, s.P, s.best_w, s.best_log10_ratio,
+           _range(s), s.w_star, s.log10_ratio_at_w_star,
+           f"{s.certified} of {s.count}"] for s in ws]
     return [
         Table("How large w must be: the best w of the grid, the w range where sigma_min/sigma_max is above float64's "
               "resolution, and w*, the scale from which the proof's series converges for every sequence",
               ["N", "L", "d", "P", "best w", "best log10 sigma_min/sigma_max", "resolvable w range", "w* (proof)",
                "log10 ratio at the first w >= w*", "w with certified rank N^L"], wt,
               ["int"] * 4 + ["float", "float", "text", "float", "float", "text"]),
-        Table("Sweep over w (W_QK^p = w p E_11, P = ceil(N^L/d))", cols, rows_of(data["w"]), fmts),
-        Table("Sweep over N^L (d = N + L - 2, P = ceil(N^L/d))", cols, rows_of(data["size"]), fmts),
-        Table("Sweep over P (rank min(Pd, N^L); sigma_min is sigma_{min(Pd, N^L)})", cols, rows_of(data["heads"]),
+        Table("Sweep over w (W_QK^p = w p E_11, P = ceil(N^L/d))", cols, rows_of(data.w), fmts),
+        Table("Sweep over N^L (d = N + L - 2, P = ceil(N^L/d))", cols, rows_of(data.size), fmts),
+        Table("Sweep over P (rank min(Pd, N^L); sigma_min is sigma_{min(Pd, N^L)})", cols, rows_of(data.heads),
               fmts),
         Table("Sweep over d with P = ceil(N^L/d), so Pd >= N^L throughout: the theorem holds where also "
               "1 + P (N + L - 2) >= N^L",
@@ -369,18 +442,18 @@ def _tables(data: dict, ws: list[dict]) -> list[Table]:
     ]
 
 
-def _figures(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
+def _figures(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]) -> list[Figure]:
     figs = []
     ser = []
     for i, (N, L, d) in enumerate(_cases(cfg.w_cases)):
-        rows = [r for r in data["w"] if (r["N"], r["L"], r["d"]) == (N, L, d)]
+        rows = [r for r in data.w if (r.N, r.L, r.d) == (N, L, d)]
         c = PALETTE[i % len(PALETTE)]
-        ser.append(series(f"({N},{L},{d}) sigma_min", [r["w"] for r in rows],
-                          [r["hp_log10_sigma_min"] if r["hp_log10_sigma_min"] is not None else
-                           (r["float_log10_ratio"] + r["log10_sigma_max"] if r["float_resolved"] else None)
+        ser.append(series(f"({N},{L},{d}) sigma_min", [r.w for r in rows],
+                          [r.hp_log10_sigma_min if r.hp_log10_sigma_min is not None else
+                           (r.float_log10_ratio + r.log10_sigma_max if r.float_resolved else None)
                            for r in rows], color=c))
-        ser.append(series(f"({N},{L},{d}) float64", [r["w"] for r in rows],
-                          [r["float_log10_ratio"] + r["log10_sigma_max"] for r in rows], style="dotted", marker=False,
+        ser.append(series(f"({N},{L},{d}) float64", [r.w for r in rows],
+                          [r.float_log10_ratio + r.log10_sigma_max for r in rows], style="dotted", marker=False,
                           color=c))
     figs.append(line_figure(
         "inv-sigma-min-vs-w.png",
@@ -391,13 +464,13 @@ def _figures(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
         series=ser, xlabel="w", ylabel="log10 sigma_min", xscale="log", title="sigma_min against w"))
     ser = []
     for i, w in enumerate(cfg.size_w):
-        rows = [r for r in data["size"] if r["w"] == w]
+        rows = [r for r in data.size if r.w == w]
         # configurations with the same N^L (e.g. N = 2, L = 4 and N = 4, L = 2) share an x: points, no line
-        ser.append(series(f"w = {w:g}", [r["rows"] for r in rows], [r["log10_ratio"] for r in rows],
+        ser.append(series(f"w = {w:g}", [r.rows for r in rows], [r.log10_ratio for r in rows],
                           color=PALETTE[i % len(PALETTE)], style="points"))
-    rows0 = [r for r in data["size"] if r["w"] == cfg.size_w[0]]
-    ser.append(series("float64 resolution max(N^L,Pd) eps", [r["rows"] for r in rows0],
-                      [r["resolution_log10"] for r in rows0], style="dashed", marker=False, color=PALETTE[6]))
+    rows0 = [r for r in data.size if r.w == cfg.size_w[0]]
+    ser.append(series("float64 resolution max(N^L,Pd) eps", [r.rows for r in rows0],
+                      [r.resolution_log10 for r in rows0], style="dashed", marker=False, color=PALETTE[6]))
     figs.append(line_figure(
         "inv-sigma-ratio-vs-rows.png",
         "log10 sigma_min/sigma_max of A against the number of sequences N^L, with d = N + L - 2 and "
@@ -407,8 +480,8 @@ def _figures(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
         title="Conditioning against N^L"))
     ser = []
     for i, (N, L, d) in enumerate(_cases(cfg.head_cases)):
-        rows = [r for r in data["heads"] if (r["N"], r["L"], r["d"]) == (N, L, d)]
-        ser.append(series(f"({N},{L},{d})", [r["P"] for r in rows], [r["log10_ratio"] for r in rows],
+        rows = [r for r in data.heads if (r.N, r.L, r.d) == (N, L, d)]
+        ser.append(series(f"({N},{L},{d})", [r.P for r in rows], [r.log10_ratio for r in rows],
                           color=PALETTE[i % len(PALETTE)]))
     figs.append(line_figure(
         "inv-sigma-ratio-vs-heads.png",
@@ -418,12 +491,12 @@ def _figures(data: dict, cfg: ConditioningConfig, ws: list[dict]) -> list:
         series=ser, xlabel="P (heads)", ylabel="log10 sigma_r / sigma_1", title="Conditioning against P"))
     ser = []
     for i, (N, L) in enumerate(_cases(cfg.dim_cases, 2)):
-        rows = [r for r in data["dims"] if (r["N"], r["L"]) == (N, L)]
+        rows = [r for r in data.dims if (r.N, r.L) == (N, L)]
         c = PALETTE[i % len(PALETTE)]
-        ser.append(series(f"({N},{L}) rank", [r["d"] for r in rows],
-                          [r["cert_lower"] if r["cert_lower"] is not None else r["float_rank"] for r in rows],
+        ser.append(series(f"({N},{L}) rank", [r.d for r in rows],
+                          [r.cert_lower if r.cert_lower is not None else r.float_rank for r in rows],
                           color=c))
-        ser.append(series(f"({N},{L}) N^L", [r["d"] for r in rows], [r["rows"] for r in rows], style="dashed",
+        ser.append(series(f"({N},{L}) N^L", [r.d for r in rows], [r.rows for r in rows], style="dashed",
                           marker=False, color=c))
     figs.append(line_figure(
         "inv-rank-vs-d.png",
@@ -456,9 +529,8 @@ NOTES = [
 def run(cfg: ConditioningConfig, run_dir=None) -> ExperimentResult:
     data = measure(cfg, run_dir)
     ws = _w_summary(data, cfg)
-    data["w_summary"] = ws
     return ExperimentResult(summary=_summary(data, cfg, ws), tables=_tables(data, ws), figures=_figures(data, cfg, ws),
-                            notes=NOTES, data=data)
+                            notes=NOTES, data=data.to_dict(ws))
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

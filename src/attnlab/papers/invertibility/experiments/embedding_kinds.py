@@ -31,7 +31,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import scipy.linalg
@@ -191,7 +191,80 @@ def qk(kind: str, P: int, d: int, w: float, seed: int) -> np.ndarray:
     raise ConfigError(f"W_QK kind must be one of {', '.join(QK_KINDS)}, got {kind!r}")
 
 
-def measure_one(e, pos, W, *, high_precision: bool, certify: bool) -> dict:
+@dataclass(frozen=True)
+class KindSpectrum:
+    """One A (N^L x Pd) as :func:`measure_one` measures it; sigma_1 = sigma_max is A's largest
+    singular value in float64, and logarithms are base 10. None means "not computed" unless the
+    entry says otherwise.
+
+    Attributes:
+        rows: T = N^L; cols: P d.
+        cap: the rank cap min(T, P d, 1 + P (N + L - 2)) (:func:`attnlab.papers.invertibility.matrix.rank_cap`).
+        float_rank: #{sigma_i > float_tol}, the float64 rank.
+        float_tol: max(T, P d) eps sigma_1 (absolute).
+        log10_sigma_max: log10 sigma_1 (float64).
+        float_log10_ratio: log10 sigma_m / sigma_1 (m = min(T, P d)) from float64's SVD (round-off
+            when not ``float_resolved``).
+        float_resolved: whether sigma_m / sigma_1 exceeds max(T, P d) eps.
+        resolution_log10: log10 max(T, P d) eps, float64's resolution relative to sigma_1.
+        hp_log10_ratio: log10 sigma_m / sigma_1 from the Gram inverse in Arb balls; None when not
+            computed (off, float64 resolved it, or cap < m) or not resolved at ``hp_bits``.
+        hp_bits: the precision in bits of the high-precision attempt; None when not computed.
+        cert_lower: the certified lower bound on the rank (the float64 e, pos and W_QK taken as
+            exact); None when not certified (off, or P d < T).
+        cert_bits: the working precision in bits of the certifying minor (0: none certified); None
+            when not certified.
+        log10_ratio: float64's ratio where resolved, else the high-precision one (None when neither).
+        seconds: wall time of the measurement.
+    """
+
+    rows: int
+    cols: int
+    cap: int
+    float_rank: int
+    float_tol: float
+    log10_sigma_max: float
+    float_log10_ratio: float
+    float_resolved: bool
+    resolution_log10: float
+    hp_log10_ratio: float | None
+    hp_bits: int | None
+    cert_lower: int | None
+    cert_bits: int | None
+    log10_ratio: float | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class KindCase(KindSpectrum):
+    """A :class:`KindSpectrum` with the case that built it.
+
+    Attributes:
+        N, L, d, P: the case (P = ceil(N^L / d)).
+        embedding: "explicit", "random" or "trained"; qk: the W_QK kind, "E11" or "gaussian".
+        w: the scale of W_QK.
+    """
+
+    N: int
+    L: int
+    d: int
+    P: int
+    embedding: str
+    qk: str
+    w: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (results.json): the case's fields, then the spectrum's, in declaration order."""
+        case = ("N", "L", "d", "P", "embedding", "qk", "w")
+        spectrum = [f.name for f in dataclasses.fields(KindSpectrum)]
+        return {k: getattr(self, k) for k in (*case, *spectrum)}
+
+
+def measure_one(e: np.ndarray, pos: np.ndarray, W: np.ndarray, *, high_precision: bool,
+                certify: bool) -> KindSpectrum:
+    """Rank and conditioning of A built from e (N, d), pos (L, d) and W_QK (P, d, d): float64's
+    spectrum, sigma_min in high precision where float64 does not resolve it (and the cap allows full
+    rank), and the certified rank (module docstring)."""
     start = time.perf_counter()
     N, d = e.shape
     L, P = pos.shape[0], W.shape[0]
@@ -200,27 +273,29 @@ def measure_one(e, pos, W, *, high_precision: bool, certify: bool) -> dict:
     fs = float_spectrum(A)
     cap = rank_cap(N, L, d, P)
     s1 = math.log10(fs.sigma[0])
-    out = dict(rows=T, cols=P * d, cap=cap, float_rank=fs.rank, float_tol=fs.tol, log10_sigma_max=s1,
-               float_log10_ratio=fs.log10_ratio(), float_resolved=fs.resolved(),
-               resolution_log10=math.log10(fs.resolution), hp_log10_ratio=None, hp_bits=None, cert_lower=None,
-               cert_bits=None)
+    hp_log10_ratio = hp_bits = cert_lower = cert_bits = None
     build = lambda prec: attention_matrix_arb_qk(e, pos, W)  # noqa: E731 (flint's precision is set by the caller)
     if high_precision and not fs.resolved() and cap == min(T, P * d):
         hp = sigma_min_high_precision(build)
-        out.update(hp_bits=hp.bits, hp_log10_ratio=None if hp.log10_sigma_min is None else hp.log10_sigma_min - s1)
+        hp_bits, hp_log10_ratio = hp.bits, None if hp.log10_sigma_min is None else hp.log10_sigma_min - s1
     if certify and P * d >= T and cap < T:  # no choice reaches N^L: certify the cap on a minor of its size
         cert = certified_rank(build, size=cap)
-        out.update(cert_lower=cert.lower, cert_bits=cert.prec)
+        cert_lower, cert_bits = cert.lower, cert.prec
     elif certify and P * d >= T:
         piv = scipy.linalg.qr(A, mode="r", pivoting=True)[1]
         cert = certified_rank(build, rows=range(T), cols=sorted(int(j) for j in piv[:T]))
-        out.update(cert_lower=cert.lower, cert_bits=cert.prec)
-    out["log10_ratio"] = out["float_log10_ratio"] if fs.resolved() else out["hp_log10_ratio"]
-    out["seconds"] = time.perf_counter() - start
-    return out
+        cert_lower, cert_bits = cert.lower, cert.prec
+    float_log10_ratio = fs.log10_ratio()
+    return KindSpectrum(rows=T, cols=P * d, cap=cap, float_rank=fs.rank, float_tol=fs.tol, log10_sigma_max=s1,
+                        float_log10_ratio=float_log10_ratio, float_resolved=fs.resolved(),
+                        resolution_log10=math.log10(fs.resolution), hp_log10_ratio=hp_log10_ratio, hp_bits=hp_bits,
+                        cert_lower=cert_lower, cert_bits=cert_bits,
+                        log10_ratio=float_log10_ratio if fs.resolved() else hp_log10_ratio,
+                        seconds=time.perf_counter() - start)
 
 
-def measure(cfg: EmbeddingKindsConfig, run_dir=None) -> list[dict]:
+def measure(cfg: EmbeddingKindsConfig, run_dir=None) -> list[KindCase]:
+    """Every A of :func:`runs`, by :func:`measure_one` (logged to ``run_dir``)."""
     rows = []
     drawn = None
     for N, L, d, P, emb, kind, w in runs(cfg):
@@ -229,35 +304,36 @@ def measure(cfg: EmbeddingKindsConfig, run_dir=None) -> list[dict]:
             e, pos = embeddings(emb, N, L, d, cfg.seed, cfg.restrict)
         W = qk(kind, P, d, w, cfg.seed)
         r = measure_one(e, pos, W, high_precision=N ** L <= cfg.hp_max_rows, certify=N ** L <= cfg.certify_max_rows)
-        rows.append(dict(N=N, L=L, d=d, P=P, embedding=emb, qk=kind, w=w, **r))
+        rows.append(KindCase(**{f.name: getattr(r, f.name) for f in dataclasses.fields(r)},
+                             N=N, L=L, d=d, P=P, embedding=emb, qk=kind, w=w))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "embedding": emb,
-                             "qk": kind, "w": w, "float_rank": r["float_rank"], "log10_ratio": r["log10_ratio"]})
+                             "qk": kind, "w": w, "float_rank": r.float_rank, "log10_ratio": r.log10_ratio})
     return rows
 
 
-def _ratio(r: dict) -> str:
-    if r["float_resolved"]:
-        return f"{r['float_log10_ratio']:.2f} (float64)"
-    if r["hp_log10_ratio"] is not None:
-        return f"{r['hp_log10_ratio']:.2f} ({r['hp_bits']} bits)"
-    return f"below float resolution (< {r['resolution_log10']:.1f})"
+def _ratio(r: KindCase) -> str:
+    if r.float_resolved:
+        return f"{r.float_log10_ratio:.2f} (float64)"
+    if r.hp_log10_ratio is not None:
+        return f"{r.hp_log10_ratio:.2f} ({r.hp_bits} bits)"
+    return f"below float resolution (< {r.resolution_log10:.1f})"
 
 
-def _cert(r: dict) -> str:
-    return "-" if r["cert_lower"] is None else (f"{r['cert_lower']} ({r['cert_bits']} bits)" if r["cert_lower"]
+def _cert(r: KindCase) -> str:
+    return "-" if r.cert_lower is None else (f"{r.cert_lower} ({r.cert_bits} bits)" if r.cert_lower
                                                 else "not certified up to 4096 bits")
 
 
 def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
     rows = measure(cfg, run_dir)
-    certified = [r for r in rows if r["cert_lower"] is not None]
+    certified = [r for r in rows if r.cert_lower is not None]
     summary = []
     for emb in EMBEDDINGS:
         for kind in QK_KINDS:
-            rs = [r for r in certified if r["embedding"] == emb and r["qk"] == kind]
-            full = sum(r["cert_lower"] == r["rows"] for r in rs)
-            known = [r["log10_ratio"] for r in rows if r["embedding"] == emb and r["qk"] == kind
-                     and r["log10_ratio"] is not None]
+            rs = [r for r in certified if r.embedding == emb and r.qk == kind]
+            full = sum(r.cert_lower == r.rows for r in rs)
+            known = [r.log10_ratio for r in rows if r.embedding == emb and r.qk == kind
+                     and r.log10_ratio is not None]
             detail = (f"median log10 sigma_min/sigma_max {np.median(known):.2f} over {len(known)} cases" if known else
                       "no resolved sigma_min")
             name = f"certified rank N^L, {emb} embeddings, W_QK {kind}"
@@ -265,7 +341,7 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
                 # the proof's setting: positive embeddings and W_QK^p = w_p E_11; Theorem 1 claims rank N^L.
                 # A case whose rank cap is below N^L is decided (rank < N^L for every choice); a certificate
                 # that proved less than N^L under a cap of N^L did not decide it: the count is then a bound
-                undecided = sum(r["cert_lower"] < r["rows"] == r["cap"] for r in rs)
+                undecided = sum(r.cert_lower < r.rows == r.cap for r in rs)
                 measured = Bound(full, full + undecided, f"{undecided} certificate(s) proved less than N^L") \
                     if undecided else full
                 summary.append(equals(measured, len(rs), detail, quantity=name + ": cases",
@@ -275,26 +351,26 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
                        "Gaussian W_QK is outside the proof's W_QK^p = w_p E_11")
                 summary.append(info(name, f"{full} of {len(rs)}", detail=f"{detail}; {why}",
                                     values={"full": full, "cases": len(rs)}))
-    wrong = [r for r in certified if r["cert_lower"] and r["float_rank"] != r["cert_lower"]]
+    wrong = [r for r in certified if r.cert_lower and r.float_rank != r.cert_lower]
     summary.append(info("float64 rank below the certified rank", f"{len(wrong)} of {len(certified)} cases",
                         detail="tol max(N^L, Pd) eps sigma_1; the float rank undercounts where sigma_min/sigma_max "
                                "falls below it"))
     table = Table("Rank and conditioning of A (N^L x Pd, P = ceil(N^L/d)) by embedding and W_QK kind",
                   ["N", "L", "d", "P", "embedding", "W_QK", "w", "N^L", "rank cap", "float64 rank", "float64 tol",
                    "log10 sigma_min/sigma_max", "certified rank (bits)", "seconds"],
-                  [[r["N"], r["L"], r["d"], r["P"], r["embedding"], r["qk"], r["w"], r["rows"], r["cap"],
-                    r["float_rank"], r["float_tol"], _ratio(r), _cert(r), r["seconds"]] for r in rows],
+                  [[r.N, r.L, r.d, r.P, r.embedding, r.qk, r.w, r.rows, r.cap,
+                    r.float_rank, r.float_tol, _ratio(r), _cert(r), r.seconds] for r in rows],
                   ["int"] * 4 + ["text", "text", "float", "int", "int", "int", "float", "text", "text", "float"])
     figs = []
-    cats = [f"({r['N']},{r['L']},{r['d']})" for r in rows if r["embedding"] == "explicit" and r["qk"] == "E11"
-            and r["w"] == cfg.w_values[0]]
+    cats = [f"({r.N},{r.L},{r.d})" for r in rows if r.embedding == "explicit" and r.qk == "E11"
+            and r.w == cfg.w_values[0]]
     for w in cfg.w_values:
         groups = []
         for emb in EMBEDDINGS:
             for kind in QK_KINDS:
                 groups.append({"label": f"{emb}, {kind}",
-                               "values": [r["log10_ratio"] for r in rows
-                                          if r["embedding"] == emb and r["qk"] == kind and r["w"] == w]})
+                               "values": [r.log10_ratio for r in rows
+                                          if r.embedding == emb and r.qk == kind and r.w == w]})
         figs.append(bar_figure(
             f"inv-embeddings-w{w:g}.png",
             f"log10 sigma_min/sigma_max of A at w = {w:g}, P = ceil(N^L/d), by (N, L, d), for explicit, random and "
@@ -311,7 +387,7 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
         "Certified ranks take the float64 values of e, pos and W_QK as exact; the explicit embeddings are their "
         "float64 roundings here (invertibility.conditioning certifies the exact transcendental values).",
     ]
-    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes, data={"rows": rows})
+    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes, data={"rows": [r.to_dict() for r in rows]})
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

@@ -28,10 +28,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from attnlab.checks import above, equals, info, near
+from attnlab.checks import Check, above, equals, info, near
 from attnlab.config import RunConfig, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
@@ -43,6 +44,7 @@ from attnlab.papers.invertibility.expansion import expansion_w
 from attnlab.papers.invertibility.experiments._common import (
     CPU_ONLY,
     SETUP,
+    MeasuredCase,
     case_estimate,
     expansion_estimate,
     measure_case,
@@ -171,7 +173,68 @@ def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> dict:
                 v_norms=[float(np.linalg.norm(v)) for v in vs])
 
 
-def measure(cfg: ProofNotesConfig) -> dict:
+@dataclass(frozen=True)
+class LimitPoint:
+    """One point of the limit W_11 -> +oo: the part of a :class:`MeasuredCase` the report shows.
+
+    Attributes:
+        N, L, d, P, w: the case (P = ceil(N^L / d), W_QK^p = w p E_11).
+        rows: N^L.
+        log10_ratio: log10 sigma_min / sigma_max (high precision if computed, else float64 where
+            resolved); None when neither resolved it.
+        float_rank: the float64 rank (tol max(N^L, Pd) eps sigma_1).
+        cert_lower: the certified lower bound on the rank; None when not certified (N^L > 64).
+        hp_bits: the precision in bits of the high-precision sigma_min; None when not computed.
+    """
+
+    N: int
+    L: int
+    d: int
+    P: int
+    w: float
+    rows: int
+    log10_ratio: float | None
+    float_rank: int
+    cert_lower: int | None
+    hp_bits: int | None
+
+    @classmethod
+    def of(cls, r: MeasuredCase) -> LimitPoint:
+        """The point of a measured case."""
+        return cls(**{f.name: getattr(r, f.name) for f in dataclasses.fields(cls)})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form: every field by name, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class ProofNotesData:
+    """What :func:`measure` measures.
+
+    Attributes:
+        claims: claim id -> the claim's stored result (:meth:`attnlab.registry.ClaimResult.to_dict`).
+        taylor: :func:`taylor`'s numbers; multinomial: :func:`multinomial`'s; hyperplane: :func:`hyperplane`'s.
+        expansion: per (N, L, d) of cases, {"N", "L", "d"} and
+            :func:`attnlab.papers.invertibility.expansion.expansion_w`'s w_star, argmax, min_gap, closed_form.
+        limit: per (N, L, d) and w of w_values, :class:`LimitPoint`.
+    """
+
+    claims: dict[str, dict[str, Any]]
+    taylor: dict[str, float]
+    multinomial: dict[str, int]
+    hyperplane: dict[str, Any]
+    expansion: list[dict[str, Any]]
+    limit: list[LimitPoint]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (results.json "data")."""
+        return dict(claims=self.claims, taylor=self.taylor, multinomial=self.multinomial, hyperplane=self.hyperplane,
+                    expansion=self.expansion, limit=[x.to_dict() for x in self.limit])
+
+
+def measure(cfg: ProofNotesConfig) -> ProofNotesData:
+    """The claims that measure the errata, the exact steps, w* and the limit points of every case."""
     ids = sorted({e.check for e in ERRATA if e.check and e.check != EXPERIMENT_ID} | {CRITERION_CLAIMS[0]})
     claims = {r.claim.id: r.to_dict() for r in (c.run(cfg.seed) for c in select_claims(ids))}
     expansion, limit = [], []
@@ -179,18 +242,16 @@ def measure(cfg: ProofNotesConfig) -> dict:
         e, pos = explicit_embeddings(N, L, d)
         expansion.append(dict(N=N, L=L, d=d, **expansion_w(e, pos)))
         for w in cfg.w_values:
-            r = measure_case(N, L, d, minimal_theorem_heads(N, L, d), w, certify=N ** L <= 64)
-            limit.append({k: r[k] for k in ("N", "L", "d", "P", "w", "rows", "log10_ratio", "float_rank",
-                                            "cert_lower", "hp_bits")})
+            limit.append(LimitPoint.of(measure_case(N, L, d, minimal_theorem_heads(N, L, d), w, certify=N ** L <= 64)))
     N, L, d, seqs = HYPERPLANE
-    return dict(claims=claims, taylor=taylor(), multinomial=multinomial(*MULTINOMIAL),
-                hyperplane=hyperplane(N, L, d, seqs), expansion=expansion, limit=limit)
+    return ProofNotesData(claims=claims, taylor=taylor(), multinomial=multinomial(*MULTINOMIAL),
+                          hyperplane=hyperplane(N, L, d, seqs), expansion=expansion, limit=limit)
 
 
-def summary(data: dict) -> list:
+def summary(data: ProofNotesData) -> list[Check]:
     """This experiment's own measurements of the proof's steps (the claims are judged by ``attnlab verify``)."""
-    t, mn, hp = data["taylor"], data["multinomial"], data["hyperplane"]
-    lim = data["limit"]
+    t, mn, hp = data.taylor, data.multinomial, data.hyperplane
+    lim = data.limit
     return [
         near(t["note"], t["target"], 1e-12, (
             f"at x = {t['x']:g}: the note's series 1 + sum_{{j>=1}} x^j = {t['note']:.4f} (-> 1/(1-x) = "
@@ -213,22 +274,22 @@ def summary(data: dict) -> list:
             quantity="max |count of ordered terms - multinomial coefficient|", role="sanity",
             paper_value="N(j_1, ..., j_i) permutations", where="Proof, the expansion into a sum of products"),
         info("w from which the proof's series converges for every sequence (w*)",
-             ", ".join(f"({x['N']},{x['L']},{x['d']}): {x['w_star']:.3g}" for x in data["expansion"]),
+             ", ".join(f"({x['N']},{x['L']},{x['d']}): {x['w_star']:.3g}" for x in data.expansion),
              paper_value="'a large enough w'", where="Proof, 'for a large enough w'",
              detail="x_t(w) = sum_{i != i_max} exp(-w q_t g_{t,i}) < 1 for w > w*; the closed form "
-                    + ", ".join(f"{x['closed_form']:.3g}" for x in data["expansion"])
+                    + ", ".join(f"{x['closed_form']:.3g}" for x in data.expansion)
                     + " only suffices; the rank is certified N^L at every w (claim invertibility.any-w)",
-             values={"expansion": data["expansion"]}),
+             values={"expansion": data.expansion}),
         info("log10 sigma_min/sigma_max of A as w grows (the proof's W_11 -> +oo)",
-             "; ".join(f"({x['N']},{x['L']},{x['d']}) w={x['w']:g}: "
-                       + ("-" if x["log10_ratio"] is None else f"{x['log10_ratio']:.1f}") for x in lim),
+             "; ".join(f"({x.N},{x.L},{x.d}) w={x.w:g}: "
+                       + ("-" if x.log10_ratio is None else f"{x.log10_ratio:.1f}") for x in lim),
              paper_value="'taking W_11 -> +oo'", where="Proof, 'taking W_11 -> +oo'",
              detail="the rank stays N^L (certified where N^L <= 64) while the conditioning worsens with w",
-             values={"limit": lim}),
+             values={"limit": [x.to_dict() for x in lim]}),
     ]
 
 
-def _claim_text(c: dict | None) -> str:
+def _claim_text(c: dict[str, Any] | None) -> str:
     if c is None:
         return "-"
     if c.get("verdict") == "error":
@@ -237,12 +298,12 @@ def _claim_text(c: dict | None) -> str:
     return f"{c.get('quantity') or c['statement']}: {c['measured_text']}{req} (claim {c['id']})"
 
 
-def step_rows(data: dict, own: list) -> list[list[str]]:
+def step_rows(data: ProofNotesData, own: list[Check]) -> list[list[str]]:
     """One row per errata record: where, what the note says, the number that measures it and its verdict."""
     rows = []
     for e in ERRATA:
         if e.check and e.check != EXPERIMENT_ID:
-            c = data["claims"].get(e.check)
+            c = data.claims.get(e.check)
             measured, verdict = _claim_text(c), "-" if c is None else c["verdict"]
         elif e.check == EXPERIMENT_ID:
             c = own[OWN[e.id]]
@@ -254,10 +315,10 @@ def step_rows(data: dict, own: list) -> list[list[str]]:
     return rows
 
 
-def criterion_rows(data: dict) -> list[list]:
+def criterion_rows(data: ProofNotesData) -> list[list]:
     """The certified cases with Pd >= N^L and d > N + L - 2, on both sides of 1 + P (N + L - 2) >= N^L."""
-    full = data["claims"].get(CRITERION_CLAIMS[0], {}).get("values", {}).get("beyond", [])
-    below = data["claims"].get(CRITERION_CLAIMS[1], {}).get("values", {}).get("cases", [])
+    full = data.claims.get(CRITERION_CLAIMS[0], {}).get("values", {}).get("beyond", [])
+    below = data.claims.get(CRITERION_CLAIMS[1], {}).get("values", {}).get("cases", [])
     rows = [[c["N"], c["L"], c["d"], c["P"], c["N"] ** c["L"], c["P"] * c["d"], 1 + c["P"] * (c["N"] + c["L"] - 2),
              c["rank"] if "rank" in c else c["lower"]] for c in full + below]
     return [r + ["yes" if r[7] == r[4] else "no"] for r in sorted(rows, key=lambda r: (r[4], r[0], r[2], r[3]))]
@@ -275,19 +336,19 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
     exp = Table("How large w the proof needs: w* with x_t(w*) = 1 for the worst sequence",
                 ["N", "L", "d", "w*", "worst sequence t", "closed form max_t ln(L-1)/(q_t min gap)", "min gap"],
                 [[x["N"], x["L"], x["d"], x["w_star"], str(x["argmax"]), x["closed_form"], x["min_gap"]]
-                 for x in data["expansion"]], ["int"] * 3 + ["float", "text", "float", "float"])
+                 for x in data.expansion], ["int"] * 3 + ["float", "text", "float", "float"])
     limit = Table("The limit W_11 -> +oo: conditioning and certified rank of A at each w (P = ceil(N^L/d))",
                   ["N", "L", "d", "P", "w", "log10 sigma_min/sigma_max", "float64 rank", "certified rank"],
-                  [[x["N"], x["L"], x["d"], x["P"], x["w"], "-" if x["log10_ratio"] is None else
-                    f"{x['log10_ratio']:.2f}", x["float_rank"], "-" if x["cert_lower"] is None else x["cert_lower"]]
-                   for x in data["limit"]], ["int"] * 4 + ["float", "text", "int", "text"])
+                  [[x.N, x.L, x.d, x.P, x.w, "-" if x.log10_ratio is None else
+                    f"{x.log10_ratio:.2f}", x.float_rank, "-" if x.cert_lower is None else x.cert_lower]
+                   for x in data.limit], ["int"] * 4 + ["float", "text", "int", "text"])
     notes = ["The claims named in 'measured by' run again in the claims section of this report, with their full "
              "detail; their verdicts are counted there.",
              "w* is exact (bisection on x_t(w) = 1); the closed form ln(L-1) / (q_t min_i g_{t,i}) is only sufficient "
              "and overshoots it (e.g. 28.5 against 5.34 for (2,4,4)). 'For a large enough w' is right (property (2) "
              "excludes ties at the maximum), and the rank does not need it: it is full at every w > 0 measured, and "
              "the conditioning at w* is already far worse than at w ~ 0.1-1."]
-    return ExperimentResult(summary=own, tables=[steps, criterion, exp, limit], notes=notes, data=data)
+    return ExperimentResult(summary=own, tables=[steps, criterion, exp, limit], notes=notes, data=data.to_dict())
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -154,7 +155,64 @@ def case_estimate(N: int, L: int, d: int, w: float, cfg: RecoveryConfig) -> Esti
     return total([e, dataclasses.replace(hp, what=f"{where}: {hp.what}", lower=("hp_max_rows", "cases"))])
 
 
-def measure_case(N: int, L: int, d: int, w: float, cfg: RecoveryConfig, rng: np.random.Generator) -> dict:
+@dataclass(frozen=True)
+class RecoveryCase:
+    """One (N, L, d) and w decoded from noisy rows by :func:`measure_case`. Noise levels are
+    relative, ||n|| / ||A(t)||; error rates are shares of wrongly decoded sequences; logarithms are
+    base 10 of singular values of A. None means "not computed" unless the entry says otherwise.
+
+    Attributes:
+        N, L, d, P, w: the case (P = ceil(N^L / d), W_QK^p = w p E_11).
+        rows: N^L; cols: P d.
+        levels: the relative noise levels, 0 first, then the config's.
+        nearest, least_squares: the error rate of each decoder at each level.
+        float_resolved: whether float64 resolves sigma_min / sigma_max (above max(N^L, Pd) eps).
+        float_log10_ratio: log10 sigma_min / sigma_max from float64's SVD (round-off when not resolved).
+        log10_sigma_min: log10 sigma_min, float64's where resolved, else the high-precision one;
+            None where neither (N^L > hp_max_rows, or not resolved at ``hp_bits``).
+        log10_sigma_max: log10 sigma_max (float64).
+        hp_bits: the precision in bits of the high-precision sigma_min; None when not computed.
+        sep_guarantee: min_t delta_t / (2 ||A(t)||), the nearest row's guaranteed level.
+        median_sep: median_t delta_t / (2 ||A(t)||).
+        sigma_guarantee: sigma_min / (2 max_t ||A(t)||), least squares' guaranteed level; None
+            without sigma_min.
+        cross_nearest, cross_least_squares: the level at which each decoder's error rate first
+            reaches 1/2 (log-linear interpolation); None when it never does.
+        onset_nearest, onset_least_squares: the first level with a nonzero error rate; None when
+            there is none.
+    """
+
+    N: int
+    L: int
+    d: int
+    P: int
+    w: float
+    rows: int
+    cols: int
+    levels: list[float]
+    nearest: list[float]
+    least_squares: list[float]
+    float_resolved: bool
+    float_log10_ratio: float
+    log10_sigma_min: float | None
+    log10_sigma_max: float
+    hp_bits: int | None
+    sep_guarantee: float
+    median_sep: float
+    sigma_guarantee: float | None
+    cross_nearest: float | None
+    cross_least_squares: float | None
+    onset_nearest: float | None
+    onset_least_squares: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (results.json): every field by name, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def measure_case(N: int, L: int, d: int, w: float, cfg: RecoveryConfig, rng: np.random.Generator) -> RecoveryCase:
+    """A of (N, L, d) at scale w, its sigma_min and row separation, and both decoders' error rates
+    at every noise level (module docstring)."""
     P = minimal_theorem_heads(N, L, d)
     case = build_case(InvertibilityParams(N=N, L=L, d=d, P=P, w=w, certify=False))
     A = case.A
@@ -170,18 +228,18 @@ def measure_case(N: int, L: int, d: int, w: float, cfg: RecoveryConfig, rng: np.
     rates = error_rates(A, levels, cfg.draws, rng)
     sep = float((delta / (2 * norms)).min())
     sig = None if log10_smin is None else 10 ** log10_smin / (2 * float(norms.max()))
-    return dict(N=N, L=L, d=d, P=P, w=w, rows=N ** L, cols=P * d, levels=levels, nearest=rates["nearest"],
-                least_squares=rates["least_squares"], float_resolved=fs.resolved(),
-                float_log10_ratio=fs.log10_ratio(), log10_sigma_min=log10_smin,
-                log10_sigma_max=math.log10(fs.sigma[0]), hp_bits=hp_bits,
-                sep_guarantee=sep, median_sep=float(np.median(delta / (2 * norms))), sigma_guarantee=sig,
-                cross_nearest=crossing_level(levels, rates["nearest"]),
-                cross_least_squares=crossing_level(levels, rates["least_squares"]),
-                onset_nearest=next((lv for lv, r in zip(levels, rates["nearest"]) if r > 0), None),
-                onset_least_squares=next((lv for lv, r in zip(levels, rates["least_squares"]) if r > 0), None))
+    return RecoveryCase(
+        N=N, L=L, d=d, P=P, w=w, rows=N ** L, cols=P * d, levels=levels, nearest=rates["nearest"],
+        least_squares=rates["least_squares"], float_resolved=fs.resolved(), float_log10_ratio=fs.log10_ratio(),
+        log10_sigma_min=log10_smin, log10_sigma_max=math.log10(fs.sigma[0]), hp_bits=hp_bits,
+        sep_guarantee=sep, median_sep=float(np.median(delta / (2 * norms))), sigma_guarantee=sig,
+        cross_nearest=crossing_level(levels, rates["nearest"]),
+        cross_least_squares=crossing_level(levels, rates["least_squares"]),
+        onset_nearest=next((lv for lv, r in zip(levels, rates["nearest"]) if r > 0), None),
+        onset_least_squares=next((lv for lv, r in zip(levels, rates["least_squares"]) if r > 0), None))
 
 
-def _fmt(v) -> str:
+def _fmt(v: float | None) -> str:
     return "-" if v is None else f"{v:.2g}"
 
 
@@ -193,28 +251,28 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
             r = measure_case(N, L, d, w, cfg, rng)
             rows.append(r)
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "w": w,
-                                 "cross_nearest": r["cross_nearest"], "cross_least_squares": r["cross_least_squares"]})
+                                 "cross_nearest": r.cross_nearest, "cross_least_squares": r.cross_least_squares})
     big = max(cfg.levels)
-    resolved = [r for r in rows if r["float_resolved"]]
-    below_sep = [r for r in rows if any(lv < r["sep_guarantee"] and e > 0 for lv, e in zip(r["levels"], r["nearest"]))]
-    below_sig = [r for r in resolved if any(lv < r["sigma_guarantee"] and e > 0
-                                            for lv, e in zip(r["levels"], r["least_squares"]))]
-    huge = [min(r["nearest"][-1], r["least_squares"][-1]) for r in rows]
-    chance = [1 - 1 / r["rows"] for r in rows]
-    ratio_nn = [r["cross_nearest"] / r["median_sep"] for r in rows if r["cross_nearest"] and r["median_sep"] > 0]
-    ratio_ls = [r["cross_least_squares"] / r["sigma_guarantee"] for r in resolved
-                if r["cross_least_squares"] and r["sigma_guarantee"]]
+    resolved = [r for r in rows if r.float_resolved]
+    below_sep = [r for r in rows if any(lv < r.sep_guarantee and e > 0 for lv, e in zip(r.levels, r.nearest))]
+    below_sig = [r for r in resolved if any(lv < r.sigma_guarantee and e > 0
+                                            for lv, e in zip(r.levels, r.least_squares))]
+    huge = [min(r.nearest[-1], r.least_squares[-1]) for r in rows]
+    chance = [1 - 1 / r.rows for r in rows]
+    ratio_nn = [r.cross_nearest / r.median_sep for r in rows if r.cross_nearest and r.median_sep > 0]
+    ratio_ls = [r.cross_least_squares / r.sigma_guarantee for r in resolved
+                if r.cross_least_squares and r.sigma_guarantee]
     ratios = [h / c for h, c in zip(huge, chance)]
     summary = [
         # t is recoverable because A is injective (Theorem 1); decoding a noiseless row is a consistency check
-        at_most(max(r["nearest"][0] for r in rows), 0, f"every row decodes to itself, {len(rows)} cases",
+        at_most(max(r.nearest[0] for r in rows), 0, f"every row decodes to itself, {len(rows)} cases",
                 quantity="nearest-row error rate at zero noise (max over cases)", role="sanity",
                 where="Theorem 1 (A injective)"),
-        at_most(max((r["least_squares"][0] for r in resolved), default=0), 0,
+        at_most(max((r.least_squares[0] for r in resolved), default=0), 0,
                 f"{len(resolved)} cases with sigma_min resolved in float64; lstsq with rcond max(N^L,Pd) eps; "
-                "unresolved cases: " + (", ".join(f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}: "
-                                                  f"{r['least_squares'][0]:.2f}" for r in rows
-                                                  if not r["float_resolved"]) or "none"),
+                "unresolved cases: " + (", ".join(f"({r.N},{r.L},{r.d}) w={r.w:g}: "
+                                                  f"{r.least_squares[0]:.2f}" for r in rows
+                                                  if not r.float_resolved) or "none"),
                 quantity="least-squares error rate at zero noise, sigma_min resolved in float64 (max over cases)",
                 role="sanity", where="Theorem 1 (A invertible)"),
         at_most(len(below_sep), 0, "triangle inequality: below min_t delta_t / (2 ||A(t)||) the nearest row is right",
@@ -230,7 +288,7 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
         info("nearest row: 50% error level / median_t delta_t / (2 ||A(t)||)",
              f"{min(ratio_nn):.2g} .. {max(ratio_nn):.2g}" if ratio_nn else "-",
              detail="a random direction moves y by ~||n||/sqrt(Pd) along A(s) - A(t): expect ~sqrt(Pd) (here "
-                    + ", ".join(f"{math.sqrt(r['cols']):.1f}" for r in rows[::len(cfg.w_values)]) + ")"),
+                    + ", ".join(f"{math.sqrt(r.cols):.1f}" for r in rows[::len(cfg.w_values)]) + ")"),
         info("least squares: 50% error level / (sigma_min / (2 max ||A(t)||))",
              f"{min(ratio_ls):.2g} .. {max(ratio_ls):.2g}" if ratio_ls else "-",
              detail="least squares fails once the noise is about sigma_min (relative)"),
@@ -240,27 +298,27 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
         ["N", "L", "d", "P", "w", "N^L", "log10 sigma_min/sigma_max", "min delta_t/(2|A(t)|)",
          "median delta_t/(2|A(t)|)", "sigma_min/(2 max|A(t)|)", "nearest: first error", "nearest: 50%",
          "least squares: first error", "least squares: 50%", "error rate at 0 (nearest / lstsq)"],
-        [[r["N"], r["L"], r["d"], r["P"], r["w"], r["rows"],
-          f"{r['float_log10_ratio']:.2f}" if r["float_resolved"] else
-          (f"{r['log10_sigma_min'] - r['log10_sigma_max']:.2f} ({r['hp_bits']} bits)"
-           if r["log10_sigma_min"] is not None else "below float resolution"),
-          _fmt(r["sep_guarantee"]), _fmt(r["median_sep"]), _fmt(r["sigma_guarantee"]), _fmt(r["onset_nearest"]),
-          _fmt(r["cross_nearest"]), _fmt(r["onset_least_squares"]), _fmt(r["cross_least_squares"]),
-          f"{r['nearest'][0]:g} / {r['least_squares'][0]:g}"] for r in rows],
+        [[r.N, r.L, r.d, r.P, r.w, r.rows,
+          f"{r.float_log10_ratio:.2f}" if r.float_resolved else
+          (f"{r.log10_sigma_min - r.log10_sigma_max:.2f} ({r.hp_bits} bits)"
+           if r.log10_sigma_min is not None else "below float resolution"),
+          _fmt(r.sep_guarantee), _fmt(r.median_sep), _fmt(r.sigma_guarantee), _fmt(r.onset_nearest),
+          _fmt(r.cross_nearest), _fmt(r.onset_least_squares), _fmt(r.cross_least_squares),
+          f"{r.nearest[0]:g} / {r.least_squares[0]:g}"] for r in rows],
         ["int"] * 4 + ["float", "int"] + ["text"] * 9)
     # one row per noise level, one column per case: the rates read down as the noise grows
     rate_rows = Table("Error rate by relative noise level, nearest row / least squares (one column per case)",
-                      ["relative noise", *[f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}" for r in rows]],
+                      ["relative noise", *[f"({r.N},{r.L},{r.d}) w={r.w:g}" for r in rows]],
                       [[f"{lv:.0e}" if lv else "0",
-                        *[f"{r['nearest'][i]:.2f} / {r['least_squares'][i]:.2f}" for r in rows]]
-                       for i, lv in enumerate(rows[0]["levels"])],
+                        *[f"{r.nearest[i]:.2f} / {r.least_squares[i]:.2f}" for r in rows]]
+                       for i, lv in enumerate(rows[0].levels)],
                       ["text"] * (1 + len(rows)))
     ser = []
     for i, r in enumerate(rows):
         c = PALETTE[i % len(PALETTE)]
-        lab = f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}"
-        ser.append(series(f"{lab} nearest", r["levels"][1:], r["nearest"][1:], color=c))
-        ser.append(series(f"{lab} least squares", r["levels"][1:], r["least_squares"][1:], style="dashed", color=c))
+        lab = f"({r.N},{r.L},{r.d}) w={r.w:g}"
+        ser.append(series(f"{lab} nearest", r.levels[1:], r.nearest[1:], color=c))
+        ser.append(series(f"{lab} least squares", r.levels[1:], r.least_squares[1:], style="dashed", color=c))
     figs = [line_figure(
         "inv-recovery-error-vs-noise.png",
         "Share of sequences t decoded wrongly from A(t) + n, ||n|| = level ||A(t)|| in a random direction "
@@ -269,18 +327,18 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
         series=ser, xlabel="relative noise ||n|| / ||A(t)||", ylabel="error rate", xscale="log",
         title="Recovering t from a noisy A(t)")]
     idx = list(range(len(rows)))
-    labels = [f"({r['N']},{r['L']},{r['d']}) w={r['w']:g}" for r in rows]
+    labels = [f"({r.N},{r.L},{r.d}) w={r.w:g}" for r in rows]
     figs.append(line_figure(
         "inv-recovery-thresholds.png",
         "Per case (N, L, d) and scale w, in the order of the table, log10 of: the measured 50% error level of the nearest row and of least squares, beside the median "
         "row separation delta_t / (2 ||A(t)||) and sigma_min / (2 max ||A(t)||). Least squares breaks at about "
         "sigma_min; the nearest row lasts to about sqrt(Pd) times the row separation, orders of magnitude later.",
-        series=[series("nearest: 50% level", idx, [_log(r["cross_nearest"]) for r in rows], color=PALETTE[0]),
-                series("median delta_t / (2|A(t)|)", idx, [_log(r["median_sep"]) for r in rows], style="dashed",
+        series=[series("nearest: 50% level", idx, [_log(r.cross_nearest) for r in rows], color=PALETTE[0]),
+                series("median delta_t / (2|A(t)|)", idx, [_log(r.median_sep) for r in rows], style="dashed",
                        color=PALETTE[0]),
-                series("least squares: 50% level", idx, [_log(r["cross_least_squares"]) for r in rows],
+                series("least squares: 50% level", idx, [_log(r.cross_least_squares) for r in rows],
                        color=PALETTE[1]),
-                series("sigma_min / (2 max|A(t)|)", idx, [_log(r["sigma_guarantee"]) for r in rows], style="dashed",
+                series("sigma_min / (2 max|A(t)|)", idx, [_log(r.sigma_guarantee) for r in rows], style="dashed",
                        color=PALETTE[1])],
         xlabel="case (N, L, d) and w", ylabel="log10 relative noise",
         title="Decoding thresholds vs separation and sigma_min", xticklabels=labels))
@@ -294,10 +352,10 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
         "Noise is relative to each row's norm; rows are convex combinations of the x(t, i), all of norm ~ "
         "sqrt(Pd) x 1.5, so absolute and relative levels differ by that factor only.",
     ]
-    return ExperimentResult(summary=summary, tables=[table, rate_rows], figures=figs, notes=notes, data={"rows": rows})
+    return ExperimentResult(summary=summary, tables=[table, rate_rows], figures=figs, notes=notes, data={"rows": [r.to_dict() for r in rows]})
 
 
-def _log(v):
+def _log(v: float | None) -> float | None:
     return None if not v else math.log10(v)
 
 

@@ -13,9 +13,9 @@ softmax, then a normalisation layer and two linear layers with a ReLU in between
 
 **What the text leaves open, and what is chosen here** (all config fields):
 
-* the extra losses. Leaning toward solution s adds lambda * P_s with P_s a sum of
-  out-of-structure fractions ||(1 - mask) * W||_F^2 / ||W||_F^2 (scale-free, so it cannot be
-  met by shrinking W; the LayerNorm undoes scale anyway):
+* the extra losses (:mod:`~attnlab.papers.logic.penalties`). Leaning toward solution s adds
+  lambda * P_s with P_s a sum of out-of-structure fractions ||(1 - mask) * W||_F^2 / ||W||_F^2
+  (scale-free, so it cannot be met by shrinking W; the LayerNorm undoes scale anyway):
 
       P_1 = out(A = k^t q; PP block) + out(v; multiples of diag(I_N, 0))      (v copies, B decides)
       P_2 = out(A; CC block) + out(v; PP block)
@@ -101,6 +101,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -110,12 +111,15 @@ from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.papers.logic import mechanism as mech
 from attnlab.papers.logic.encoding import random_sequences, targets
+from attnlab.papers.logic.centring import centred_unit
 from attnlab.papers.logic.model import NORMS, effective, hand_built_params, hidden_width, init_params, masks, predict
 from attnlab.papers.logic.model import mse as model_mse
+from attnlab.papers.logic.penalties import penalties
 from attnlab.papers.logic.solutions import build
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import across_seeds, at_most, info
-from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, heatmap_figure, heatmap_panel, line_figure, series
+from attnlab.checks import Check, across_seeds, at_most, info
+from attnlab.results import (PALETTE, ExperimentResult, Figure, Table, bar_figure, heatmap_figure, heatmap_panel,
+                             line_figure, series)
 from attnlab.runs.rundir import log_metric
 from attnlab.runs.threads import num_threads
 from attnlab.training import train_batched
@@ -192,36 +196,6 @@ class LearningConfig(RunConfig):
                               f"{self.dtype}", change="lower N, M, batch or seeds")
 
 
-# ---- the extra losses -------------------------------------------------------------------
-def _out_frac(W: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    total = (W ** 2).sum()
-    return ((W * (1 - keep)) ** 2).sum() / (total + 1e-30)
-
-
-def _out_frac_identity(v: torch.Tensor, N: int) -> torch.Tensor:
-    """Fraction of ||v||^2 off the multiples of diag(I_N, 0)."""
-    total = (v ** 2).sum()
-    on = torch.diagonal(v[:N, :N]).sum() ** 2 / N
-    return (total - on) / (total + 1e-30)
-
-
-def penalties(p: dict[str, torch.Tensor], N: int, M: int) -> torch.Tensor:
-    """(P_1, P_2, P_3) of the effective weights ``p`` (module docstring)."""
-    d = N + M
-    A = p["k"].T @ p["q"]
-    cc = torch.zeros(d, d, dtype=A.dtype, device=A.device)
-    cc[:N, :N] = 1
-    pp = torch.zeros_like(cc)
-    pp[N:, N:] = 1
-    diag = torch.zeros_like(p["B"])
-    diag[:d, :d] = torch.eye(d, dtype=A.dtype, device=A.device)
-    return torch.stack([
-        _out_frac(A, pp) + _out_frac_identity(p["v"], N),
-        _out_frac(A, cc) + _out_frac(p["v"], pp),
-        _out_frac(A, pp) + _out_frac(p["v"], cc) + _out_frac(p["B"], diag),
-    ])
-
-
 # ---- the stack of models ------------------------------------------------------------------
 @dataclass(frozen=True)
 class Member:
@@ -257,20 +231,37 @@ def members(cfg: LearningConfig) -> list[Member]:
     return out
 
 
-def task(cfg: LearningConfig, i: int) -> dict[str, np.ndarray]:
-    """Seed index i's q_true (N x N), training and test sequences and targets."""
+@dataclass(frozen=True)
+class Task:
+    """One seed index's problem: Y_i = q_true(X_{i-1}, X_i) (Y_1 = 0) on random sequences.
+
+    Attributes:
+        q_true: (N, N) N(0, 1) entries.
+        tokens, Y: the training sequences (batch, M) of category indices and their targets (batch, M).
+        test, Y_test: fresh sequences (test_batch, M) and their targets, for the ablations.
+    """
+
+    q_true: np.ndarray
+    tokens: np.ndarray
+    Y: np.ndarray
+    test: np.ndarray
+    Y_test: np.ndarray
+
+
+def task(cfg: LearningConfig, i: int) -> Task:
+    """Seed index i's q_true (N x N), training and test sequences and targets (rng ``(seed, i)``)."""
     rng = np.random.default_rng([cfg.seed, i])
     q_true = rng.standard_normal((cfg.N, cfg.N))
     tok = random_sequences(cfg.N, cfg.M, cfg.batch, rng)
     test = random_sequences(cfg.N, cfg.M, cfg.test_batch, rng)
-    return {"q_true": q_true, "tokens": tok, "Y": targets(tok, q_true), "test": test, "Y_test": targets(test, q_true)}
+    return Task(q_true, tok, targets(tok, q_true), test, targets(test, q_true))
 
 
 def _system_of(name: str) -> str:
     return name.split()[-1] if name.startswith("system") else "combined"
 
 
-def train_all(cfg: LearningConfig, mem: list[Member], tasks: list[dict]) -> tuple[dict, torch.Tensor]:
+def train_all(cfg: LearningConfig, mem: list[Member], tasks: list[Task]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Train every member (one train_batched call per distinct lr); (final parameters (stacked), mse history
     (iters, models)).
 
@@ -281,7 +272,7 @@ def train_all(cfg: LearningConfig, mem: list[Member], tasks: list[dict]) -> tupl
         return _train_all(cfg, mem, tasks)
 
 
-def _train_all(cfg: LearningConfig, mem: list[Member], tasks: list[dict]) -> tuple[dict, torch.Tensor]:
+def _train_all(cfg: LearningConfig, mem: list[Member], tasks: list[Task]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     dt, dev = DTYPES[cfg.dtype], cfg.device
     N, M = cfg.N, cfg.M
     inits = [init_params(N, M, torch.Generator().manual_seed(cfg.seed * 1000 + i), dtype=dt, device=dev)
@@ -290,8 +281,8 @@ def _train_all(cfg: LearningConfig, mem: list[Member], tasks: list[dict]) -> tup
     mk = [masks(_system_of(m.name), N, M, dtype=dt, device=dev) for m in mem]
     model_data = tuple(torch.stack([x[k] for x in mk]) for k in ("q", "k", "v", "B"))
     lam = torch.tensor([m.lam for m in mem], dtype=dt, device=dev)
-    tokens = torch.stack([torch.as_tensor(tasks[m.seed_index]["tokens"], device=dev) for m in mem])
-    Y = torch.stack([torch.as_tensor(tasks[m.seed_index]["Y"], dtype=dt, device=dev) for m in mem])
+    tokens = torch.stack([torch.as_tensor(tasks[m.seed_index].tokens, device=dev) for m in mem])
+    Y = torch.stack([torch.as_tensor(tasks[m.seed_index].Y, dtype=dt, device=dev) for m in mem])
 
     def parts(p, mq, mk_, mv, mB, lam_, tok, y):
         e = effective(p, {"q": mq, "k": mk_, "v": mv, "B": mB})
@@ -365,222 +356,230 @@ def solution2_under_layernorm(q_true: np.ndarray, M: int, tokens: torch.Tensor, 
     return built, refit
 
 
-def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
+@dataclass(frozen=True)
+class Trained:
+    """Every model of the run after training (:func:`train`).
+
+    Attributes:
+        members: the models, main runs first (:func:`members`).
+        tasks: seed index i -> its :class:`Task`.
+        params: the final parameters, stacked over the members (name -> (models, ...)).
+        log10_mse: (iterations, models) log10 of the training MSE after each L-BFGS step.
+        main: model name (system or flavour) -> the indices of its main-run members, by seed.
+        seconds: wall time of the tasks and the training.
+    """
+
+    members: list[Member]
+    tasks: list[Task]
+    params: dict[str, torch.Tensor]
+    log10_mse: np.ndarray
+    main: dict[str, list[int]]
+    seconds: float
+
+    @property
+    def final(self) -> list[float]:
+        """Each member's log10 MSE after the last step."""
+        return [float(x) for x in self.log10_mse[-1]]
+
+    def effective(self, j: int, N: int, M: int) -> dict[str, torch.Tensor]:
+        """Member j's effective weights (masked by its system) in float64 on the CPU."""
+        p = {k: v[j].detach().to(torch.float64).cpu() for k, v in self.params.items()}
+        return effective(p, masks(_system_of(self.members[j].name), N, M))
+
+
+@dataclass(frozen=True)
+class CentredFit:
+    """The learned CC block of k^t q of one model against its q_true (:func:`attnlab.papers.logic.mechanism.centred_fit`).
+
+    Attributes:
+        name: the system or flavour; seed_index: its seed index.
+        corr: the centred correlation; scale: the least-squares scale of A_CC ~ scale q_true.
+    """
+
+    name: str
+    seed_index: int
+    corr: float
+    scale: float
+
+
+@dataclass(frozen=True)
+class FreeMechanism:
+    """Which mechanism the free flavour uses, per main free model (:func:`free_mechanism`).
+
+    Attributes:
+        seeds: the seed index of each free model, in order; the lists below follow it.
+        fractions: structure name -> its fraction modulo the gauge per model
+            (:func:`attnlab.papers.logic.mechanism.structure_fractions`).
+        ablations: "<ablation>: <what it changes>" or a path's label -> MSE / Var(Y) on fresh sequences
+            per model (the first is "full: ...", the model as trained).
+        corr_A2t, corr_identity: centred correlation of v's CC block with A_2^t and with I_N per model.
+        learned: positions (into ``seeds``) of the models whose trained MSE is <= LEARNED Var(Y).
+        hand_fractions: solution "1", "2", "3" -> its hand-built structure fractions for seed index 0's q_true.
+    """
+
+    seeds: list[int]
+    fractions: dict[str, list[float]]
+    ablations: dict[str, list[float]]
+    corr_A2t: list[float]
+    corr_identity: list[float]
+    learned: list[int]
+    hand_fractions: dict[str, dict[str, float]]
+
+    def ablation(self, key_start: str) -> list[float]:
+        """The per-model errors of the one ablation whose name starts with ``key_start``."""
+        return self.ablations[next(k for k in self.ablations if k.startswith(key_start))]
+
+    @property
+    def full(self) -> list[float]:
+        """The trained models' MSE / Var(Y) on fresh sequences."""
+        return self.ablation("full:")
+
+    def over_learned(self, xs: Sequence[float]) -> list[float]:
+        """The entries of a per-model list that belong to learned models."""
+        return [xs[a] for a in self.learned]
+
+
+@dataclass(frozen=True)
+class HandBuilt:
+    """The hand-built solutions in the trainable model (:func:`hand_built`).
+
+    Attributes:
+        mse: solution "1", "2", "3" -> its MSE without the normalisation (seed index 0's test sequences).
+        layernorm: solution 2 in system 2 with the LayerNorm, (MSE / Var(Y) as built, after refitting the
+            read-out) (:func:`solution2_under_layernorm`); None when norm = "none".
+    """
+
+    mse: dict[str, float]
+    layernorm: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything :func:`run` reports, computed by :func:`compute` for ``cfg``."""
+
+    cfg: LearningConfig
+    trained: Trained
+    fits: list[CentredFit]
+    mechanism: FreeMechanism
+    hand: HandBuilt
+
+    def median_final(self, name: str) -> float:
+        """The median over seeds of a main model's final log10 MSE."""
+        return _spread([self.trained.final[j] for j in self.trained.main[name]])[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (results.json "data")."""
+        tr, fm = self.trained, self.mechanism
+        final = tr.final
+        return {"final_log10_mse": {name: [final[j] for j in js] for name, js in tr.main.items()},
+                "system2_fit": [[f.name, f.seed_index, f.corr, f.scale] for f in self.fits],
+                "fractions": fm.fractions, "ablations": fm.ablations, "hand_built_fractions": fm.hand_fractions,
+                "hand_built_mse": self.hand.mse, "solution2_layernorm": self.hand.layernorm,
+                "train_seconds": tr.seconds, "sensitivity": [list(r) for r in _sensitivity_rows(self.cfg, tr)]}
+
+
+# ---- compute ------------------------------------------------------------------------------
+def train(cfg: LearningConfig, run_dir=None) -> Trained:
+    """Every member of :func:`members` trained on its seed's task (:func:`train_all`); each final loss logged."""
     t0 = time.perf_counter()
-    torch_dtype, dev, N, M = DTYPES[cfg.dtype], cfg.device, cfg.N, cfg.M
     mem = members(cfg)
     tasks = [task(cfg, i) for i in range(max(cfg.seeds, cfg.sweep_seeds))]
     params, hist = train_all(cfg, mem, tasks)
-    train_s = time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
     logmse = np.log10(np.maximum(hist.numpy(), 1e-300))  # (iters, models)
-    final = {j: float(logmse[-1, j]) for j in range(len(mem))}
     for j, m in enumerate(mem):
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "group": m.group, "model": m.name, "seed_index": m.seed_index,
-                             "final_log10_mse": final[j]})
+                             "final_log10_mse": float(logmse[-1, j])})
     main = {name: [j for j, m in enumerate(mem) if m.group == "main" and m.name == name] for name in SYSTEMS + FLAVOURS}
-    var_y = {i: float(np.var(tasks[i]["Y"])) for i in range(cfg.seeds)}
+    return Trained(mem, tasks, params, logmse, main, seconds)
 
-    # ---- final losses ----
-    loss_rows = []
-    med = {}
-    for name, js in main.items():
-        md, lo, hi, q1, q3 = _spread([final[j] for j in js])
-        med[name] = md
-        r2s = [1 - 10 ** final[j] / var_y[mem[j].seed_index] for j in js]
-        loss_rows.append([name, len(js), md, lo, hi, q1, q3, float(np.median(r2s))])
-    loss_table = Table(f"Final training log10 MSE after {cfg.iterations} L-BFGS steps of {cfg.inner_iterations} "
-                       "iteration(s) "
-                       f"(batch {cfg.batch}, "
-                       f"N = {N}, M = {M}), over {cfg.seeds} seeds; R^2 = 1 - MSE / Var(Y)",
-                       ["model", "seeds", "median", "min", "max", "25%", "75%", "median R^2"], loss_rows,
-                       ["text", "int", "float", "float", "float", "float", "float", "float"])
 
-    # ---- sensitivity ----
-    sens_rows = []
-    for group in dict.fromkeys(m.group for m in mem if m.group != "main"):
-        for f in FLAVOURS:
-            js = [j for j, m in enumerate(mem) if m.group == group and m.name == f]
-            if js:
-                md, lo, hi, _, _ = _spread([final[j] for j in js])
-                base = [final[j] for j in main[f] if mem[j].seed_index < cfg.sweep_seeds]
-                sens_rows.append([group, f, len(js), md, lo, hi, float(np.median(base))])
-    sens_table = Table(f"Sensitivity: final log10 MSE when lambda or lr changes (main: lambda = {cfg.extra_weight:g}, "
-                       f"lr = {cfg.lr:g}), over the first {cfg.sweep_seeds} seed(s)",
-                       ["setting", "flavour", "seeds", "median", "min", "max", "main setting, same seeds"],
-                       sens_rows, ["text", "text", "int", "float", "float", "float", "float"])
-
-    # ---- Fig. 1: system 2's k^t q against q_true ----
-    def eff(j):
-        p = {k: v[j].detach().to(torch.float64).cpu() for k, v in params.items()}
-        return effective(p, masks(_system_of(mem[j].name), N, M))
-
+def fit_cc_blocks(cfg: LearningConfig, tr: Trained) -> list[CentredFit]:
+    """The CC block of k^t q against q_true for the main system-2, lean-2 and free models (Fig. 1)."""
+    N, M = cfg.N, cfg.M
     fits = []
-    for j in main["system 2"] + main["lean-2"] + main["free"]:
-        e = eff(j)
+    for j in tr.main["system 2"] + tr.main["lean-2"] + tr.main["free"]:
+        e = tr.effective(j, N, M)
         A = (e["k"].T @ e["q"]).numpy()
-        corr, scale = mech.centred_fit(A[:N, :N], tasks[mem[j].seed_index]["q_true"])
-        fits.append((mem[j].name, mem[j].seed_index, corr, scale))
-    fit_rows = []
-    for name in ("system 2", "lean-2", "free"):
-        cs = [abs(c) for n, _, c, _ in fits if n == name]
-        md, lo, hi, _, _ = _spread(cs)
-        fit_rows.append([name, len(cs), md, lo, hi])
-    fit_table = Table("Fig. 1 in numbers: |correlation| of the learned CC block of k^t q with q_true, both with row "
-                      "and column means removed (the part of A_CC the output can see)",
-                      ["model", "seeds", "median |corr|", "min", "max"], fit_rows,
-                      ["text", "int", "float", "float", "float"])
-    # the figure shows the seed with the median |corr| (not the best one); every seed's value is in the caption
-    s2 = [(abs(c), i, c, sc) for n, i, c, sc in fits if n == "system 2"]
-    s2_sorted = sorted(s2)
-    _, i0, corr0, scale0 = s2_sorted[(len(s2_sorted) - 1) // 2]
-    j0 = next(j for j in main["system 2"] if mem[j].seed_index == i0)
-    e0 = eff(j0)
-    A0 = (e0["k"].T @ e0["q"]).numpy()[:N, :N]
-    q0 = tasks[i0]["q_true"]
+        m = tr.members[j]
+        corr, scale = mech.centred_fit(A[:N, :N], tr.tasks[m.seed_index].q_true)
+        fits.append(CentredFit(m.name, m.seed_index, corr, scale))
+    return fits
 
-    def dc(a):
-        return a - a.mean(0, keepdims=True) - a.mean(1, keepdims=True) + a.mean()
 
-    def unit(a):  # centred, unit root-mean-square
-        a = dc(a)
-        return a / max(float(np.sqrt(np.mean(a * a))), 1e-300)
-    labels = [str(a + 1) for a in range(N)]
-    per_seed = ", ".join(f"{c:.2f}" for _, _, c, _ in sorted(s2, key=lambda t: t[1]))
-    fig1 = heatmap_figure(
-        "fig1-system2-ktq-vs-qtrue.png",
-        f"Fig. 1: system 2 (q, k on categories only), seed index {i0}, the median of {len(s2)} seeds by |correlation| "
-        f"(correlations per seed index 0..{len(s2) - 1}: {per_seed}). Left: q_true (N = {N}) with row and column "
-        f"means removed, scaled to unit root-mean-square. Right: the learned CC block of k^t q, the same centring "
-        f"and scaling, times the sign of its correlation with q_true ({corr0:.3f}; least-squares scale {scale0:.3g}). "
-        f"Row: category of the key token j, column: of the query i.",
-        panels=[heatmap_panel("q_true (centred, unit RMS)", unit(q0), xlabels=labels, ylabels=labels),
-                heatmap_panel("learned k^t q, CC block (centred, unit RMS)", np.sign(corr0 or 1.0) * unit(A0),
-                              xlabels=labels, ylabels=labels)],
-        ncols=2, cmap="RdBu_r", colorbar="value", xlabel="category of X_i", ylabel="category of X_j",
-        title=f"System 2: learned k^t q against q_true (median seed of {len(s2)}, |corr| {abs(corr0):.2f})")
-
-    # ---- Fig. 2: log-MSE per flavour ----
-    its = list(range(1, cfg.iterations + 1))
-    ser = []
-    for c, name in enumerate(FLAVOURS + SYSTEMS):
-        js = main[name]
-        col = PALETTE[c % len(PALETTE)]
-        style = "solid" if name in FLAVOURS else "dashed"
-        ser.append(series(f"{name} (median)", its, np.median(logmse[:, js], axis=1).tolist(), color=col, style=style,
-                          marker=False))
-        if name in FLAVOURS:
-            ser.append(series(f"{name} (min, max)", its, logmse[:, js].min(axis=1).tolist(), color=col, style="dotted",
-                              marker=False))
-            ser.append(series("", its, logmse[:, js].max(axis=1).tolist(), color=col, style="dotted", marker=False))
-    fig2 = line_figure(
-        "fig2-log-mse-per-flavour.png",
-        f"Fig. 2: training log10 MSE per L-BFGS step ({cfg.inner_iterations} iteration(s) each) of the combined "
-        f"model in four flavours (solid: median over "
-        f"{cfg.seeds} seeds, dotted: min and max), and of the three restricted systems (dashed, median); "
-        f"batch {cfg.batch}, N = {N}, M = {M}, lambda = {cfg.extra_weight:g}, lr = {cfg.lr:g}.",
-        series=ser, xlabel="L-BFGS step", ylabel="log10 MSE", title="Combined model, four flavours")
-
-    # ---- mechanism of the free flavour ----
+def free_mechanism(cfg: LearningConfig, tr: Trained) -> FreeMechanism:
+    """For each main free model: structure fractions, v's value map, and the ablations and paths on fresh
+    sequences; and the hand-built solutions' fractions beside them."""
+    N, M = cfg.N, cfg.M
     layernorm = cfg.norm == "layernorm"
-    frac_rows: dict[str, list[list[float]]] = {}
-    abl_rows: dict[str, list[float]] = {}  # variant -> MSE / Var(Y) per seed, fresh sequences
-    vfit: dict[str, list[float]] = {"corr_A2t": [], "corr_identity": []}
-    free_seeds = []
-    for j in main["free"]:
-        i = mem[j].seed_index
-        free_seeds.append(i)
-        e = eff(j)
+    fractions: dict[str, list[float]] = {}
+    ablations: dict[str, list[float]] = {}  # variant -> MSE / Var(Y) per seed, fresh sequences
+    corr_A2t, corr_identity, seeds = [], [], []
+    for j in tr.main["free"]:
+        i = tr.members[j].seed_index
+        seeds.append(i)
+        e = tr.effective(j, N, M)
         A, v, B = (e["k"].T @ e["q"]).numpy(), e["v"].numpy(), e["B"].numpy()
         for k, x in mech.structure_fractions(A, v, B, N, M, layernorm=layernorm).items():
-            frac_rows.setdefault(k, []).append(x)
-        for k, x in mech.value_map_fit(v, tasks[i]["q_true"], N).items():
-            vfit[k].append(x)
-        test = torch.as_tensor(tasks[i]["test"], device="cpu")
-        Yt = torch.as_tensor(tasks[i]["Y_test"])
+            fractions.setdefault(k, []).append(x)
+        fit = mech.value_map_fit(v, tr.tasks[i].q_true, N)
+        corr_A2t.append(fit["corr_A2t"])
+        corr_identity.append(fit["corr_identity"])
+        test = torch.as_tensor(tr.tasks[i].test, device="cpu")
+        Yt = torch.as_tensor(tr.tasks[i].Y_test)
         with torch.no_grad():
             variants = {f"{k}: {what}": mech.ablated_predict(e, test, N, k, norm=cfg.norm)
                         for k, what in mech.ABLATIONS.items()}
-            for path, label in (("2", "solution-2 path only: A -> its CC part, v -> its PP part"),
-                                ("13", "solution-1/3 path only: A -> its PP part, v -> its CC part")):
-                Za, Zv = mech.path_weights(A, v, N, M, path, layernorm=layernorm)
-                # A = k^t q is what the forward uses: k = I, q = Za reproduces it
-                e2 = dict(e, q=torch.as_tensor(Za), k=torch.eye(N + M, dtype=torch.float64), v=torch.as_tensor(Zv))
-                variants[label] = predict(e2, test, N, norm=cfg.norm)
+            for path, label in mech.PATHS.items():
+                variants[label] = mech.path_predict(e, test, N, M, path, norm=cfg.norm)
         for k, pred in variants.items():
-            abl_rows.setdefault(k, []).append(mech.relative_mse(pred, Yt))
-    full_key = next(k for k in abl_rows if k.startswith("full:"))
-    learned = [a for a, x in enumerate(abl_rows[full_key]) if x <= LEARNED]  # positions in free_seeds
+            ablations.setdefault(k, []).append(mech.relative_mse(pred, Yt))
+    full = ablations[next(k for k in ablations if k.startswith("full:"))]
+    learned = [a for a, x in enumerate(full) if x <= LEARNED]
+    hand = {s: mech.solution_fractions(s, tr.tasks[0].q_true, M, layernorm=layernorm) for s in ("1", "2", "3")}
+    return FreeMechanism(seeds, fractions, ablations, corr_A2t, corr_identity, learned, hand)
 
-    def per_free(key_start):
-        k = next(k for k in abl_rows if k.startswith(key_start))
-        return abl_rows[k]
-    qt0 = tasks[0]["q_true"]
-    hand = {}
-    for s in ("1", "2", "3"):
-        w = build(s, qt0, M)
-        B = np.zeros((hidden_width(N, M), N + M))
-        if w.B is not None:
-            B[: w.B.shape[0]] = w.B
-        else:
-            B[: N + M] = np.eye(N + M)
-        hand[s] = mech.structure_fractions(w.k.T @ w.q, w.v, B, N, M, layernorm=layernorm)
-    mech_rows = []
-    for k, xs in frac_rows.items():
-        md, lo, hi, _, _ = _spread(xs)
-        mech_rows.append([k, md, lo, hi, hand["1"][k], hand["2"][k], hand["3"][k]])
-    mech_table = Table(f"Mechanism of the free flavour (structure fractions modulo the gauge, median and range over "
-                       f"{cfg.seeds} seeds) beside the hand-built solutions 1, 2, 3 for q_true of seed index 0",
-                       ["structure", "free: median", "min", "max", "hand-built 1", "hand-built 2", "hand-built 3"],
-                       mech_rows, ["text"] + ["float"] * 6)
-    abl_cols = ["ablation"] + [f"seed {i}" for i in free_seeds] + ["median over learned seeds"]
-    abl_table_rows = []
-    for k, xs in abl_rows.items():
-        full = abl_rows[full_key]
-        cells = [f"{x:.3g} (x{x / max(f, 1e-300):.3g})" for x, f in zip(xs, full)]
-        abl_table_rows.append([k, *cells, float(np.median([xs[a] for a in learned])) if learned else None])
-    abl_table_rows.append(["v's CC block: centred |corr| with A_2^t = q_true^t (solution 3) / with I_N (solution 1)",
-                           *[f"{abs(x):.2f} / {abs(y):.2f}" for x, y in zip(vfit["corr_A2t"], vfit["corr_identity"])],
-                           float(np.median([abs(vfit["corr_A2t"][a]) for a in learned])) if learned else None])
-    abl_table = Table(f"Which mechanism the free flavour uses: MSE / Var(Y) on {cfg.test_batch} fresh sequences per "
-                      f"seed after each ablation (in brackets: times the trained model's MSE); a seed counts as "
-                      f"learned when its own MSE is <= {LEARNED:g} Var(Y)",
-                      abl_cols, abl_table_rows, ["text"] * (len(free_seeds) + 1) + ["float"])
 
-    short = [k.split(":")[0] for k in abl_rows]
-    fig3 = bar_figure(
-        "fig3-free-flavour-ablations.png",
-        f"Which component of the free flavour carries the logic: MSE / Var(Y) on {cfg.test_batch} fresh sequences "
-        f"after each ablation (mechanism table), per seed (seed index {', '.join(map(str, free_seeds))}); log scale. "
-        "'full' is the trained model; an ablation that leaves the bar near 'full' removes nothing the model uses.",
-        categories=short, groups=[{"label": f"seed {i}", "values": [max(abl_rows[k][a], 1e-12) for k in abl_rows]}
-                                  for a, i in enumerate(free_seeds)],
-        ylabel="MSE / Var(Y)", yscale="log", title="Free flavour: error after each ablation")
-
-    # ---- the hand-built weights in the trainable model ----
-    tok64 = torch.as_tensor(tasks[0]["test"])
-    Y64 = torch.as_tensor(tasks[0]["Y_test"])
-    hb = {s: float(model_mse(hand_built_params(build(s, qt0, M)), masks("combined", N, M), tok64, Y64, N, norm="none"))
-          for s in ("1", "2", "3")}
+def hand_built(cfg: LearningConfig, tr: Trained) -> HandBuilt:
+    """The hand-built solutions' MSE as weights of the trainable model (no norm), and solution 2 under the
+    LayerNorm, on seed index 0's test sequences."""
+    qt0, M, N = tr.tasks[0].q_true, cfg.M, cfg.N
+    tok64, Y64 = torch.as_tensor(tr.tasks[0].test), torch.as_tensor(tr.tasks[0].Y_test)
+    mse = {s: float(model_mse(hand_built_params(build(s, qt0, M)), masks("combined", N, M), tok64, Y64, N,
+                              norm="none")) for s in ("1", "2", "3")}
     ln2 = solution2_under_layernorm(qt0, M, tok64, Y64) if cfg.norm == "layernorm" else None
+    return HandBuilt(mse, ln2)
 
-    # ---- summary ----
-    fl = {f: med[f] for f in FLAVOURS}
+
+def compute(cfg: LearningConfig, run_dir=None) -> Outcome:
+    """Train every model, then measure Fig. 1's fits, the free flavour's mechanism and the hand-built solutions."""
+    tr = train(cfg, run_dir)
+    return Outcome(cfg, tr, fit_cc_blocks(cfg, tr), free_mechanism(cfg, tr), hand_built(cfg, tr))
+
+
+# ---- summarise ----------------------------------------------------------------------------
+def _learned_text(fm: FreeMechanism) -> str:
+    """Which free seeds learned the task, and the others' MSE / Var(Y), as text."""
+    return (f"the {len(fm.learned)} learned seed(s) {[fm.seeds[a] for a in fm.learned]} of {len(fm.seeds)} "
+            f"(MSE <= {LEARNED:g} Var(Y) on fresh sequences; the others: "
+            f"{[f'{x:.2g}' for a, x in enumerate(fm.full) if a not in fm.learned]})")
+
+
+def summarise(out: Outcome) -> list[Check]:
+    """The summary rows: Figs. 1-2 and the mechanism counted over seeds, the hand-built solutions."""
+    cfg, tr, fm, hb = out.cfg, out.trained, out.mechanism, out.hand
+    N, M = cfg.N, cfg.M
     reduced = (N, M, cfg.batch) != PAPER_PROBLEM
     not_alike = (f"a reduced problem (N = {N}, M = {M}, batch {cfg.batch}; the text's: N = 10, M = 50, batch 1000): "
                  "--scale paper decides it") if reduced else ""
-    per = {name: [final[j] for j in main[name]] for name in FLAVOURS}
+    per = {name: [tr.final[j] for j in tr.main[name]] for name in FLAVOURS}
     seeds = len(per["free"])
     free_gap = [per["free"][i] - min(per[f][i] for f in FLAVOURS[:3]) for i in range(seeds)]
     lean_gap = [max(per["lean-1"][i], per["lean-3"][i]) - per["lean-2"][i] for i in range(seeds)]
-    s2_corr = [abs(c) for _, _, c, _ in sorted(s2, key=lambda t: t[1])]
-    pos_only = per_free("position-only logits")
-    ln_frozen = per_free("LayerNorm scale frozen")
-    ffn_lin = per_free("linear feed-forward")
-    att_mean = per_free("attention mean")
-    full_free = abl_rows[full_key]
-    learned_ids = [free_seeds[a] for a in learned]
-    lrn = f"the {len(learned)} learned seed(s) {learned_ids} of {len(free_seeds)} (MSE <= {LEARNED:g} Var(Y) on fresh " \
-          f"sequences; the others: {[f'{x:.2g}' for a, x in enumerate(full_free) if a not in learned]})"
+    s2_corr = [abs(f.corr) for f in sorted((f for f in out.fits if f.name == "system 2"), key=lambda f: f.seed_index)]
+    pos_only, ln_frozen = fm.ablation("position-only logits"), fm.ablation("LayerNorm scale frozen")
+    ffn_lin, att_mean = fm.ablation("linear feed-forward"), fm.ablation("attention mean")
+    lrn = _learned_text(fm)
 
     def seeds_check(quantity, values, relation, threshold, *, paper_value, where, detail, min_seeds=3):
         c = across_seeds(quantity, values, relation, threshold, min_seeds=min_seeds, paper_value=paper_value,
@@ -588,9 +587,10 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
         return c.with_context(cannot_decide=c.cannot_decide or not_alike)
 
     def med_l(xs):
-        return f"{np.median([xs[a] for a in learned]):.3g}" if learned else "no learned seed"
+        return f"{np.median(fm.over_learned(xs)):.3g}" if fm.learned else "no learned seed"
 
-    summary = [
+    ln2 = hb.layernorm
+    return [
         seeds_check("free flavour's final log10 MSE minus the best lean flavour's", free_gap, "<", 0.0,
                     paper_value="the unconstrained flavour performs the best (Fig. 2)", where="§4.2, Fig. 2",
                     detail="per seed: " + "; ".join(f"{f} " + ", ".join(f"{x:.2f}" for x in per[f]) for f in FLAVOURS)),
@@ -601,35 +601,187 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
                     paper_value="k, q store the A_2 matrix, a scaled version of q_true (Fig. 1)",
                     where="§4.2, Fig. 1",
                     detail=f"{FIG1_CORR} is attnlab's reading of 'a scaled version'; the figure shows the median seed"),
-        at_most(max(hb.values()), 1e-20, f"MSE of solutions 1, 2, 3: {', '.join(f'{hb[s]:.1e}' for s in ('1', '2', '3'))} "
+        at_most(max(hb.mse.values()), 1e-20, f"MSE of solutions 1, 2, 3: "
+                f"{', '.join(f'{hb.mse[s]:.1e}' for s in ('1', '2', '3'))} "
                 f"on {cfg.test_batch} sequences of seed index 0, float64, N = {N}, M = {M} (N != M)",
                 quantity="hand-built solutions 1, 2, 3 as weights of the trainable model (no normalisation): MSE",
-                role="construction", where="§2, §4.1", values={"mse": hb}),
+                role="construction", where="§2, §4.1", values={"mse": hb.mse}),
         info("solution 2 in system 2 with the LayerNorm on: MSE / Var(Y) as built, and after refitting the read-out "
              "(gamma, beta, B, b, C, c0)",
              "n/a (norm = none)" if ln2 is None else f"{ln2[0]:.3g}, refit {ln2[1]:.2e}",
              where="§2.2, §4.1", detail="not a zero-loss point: the LayerNorm rescales the selected entry per "
                                         "sequence (error O(1/c) after the best read-out)"),
         seeds_check("free flavour uses the solution-2 path: MSE / Var(Y) with position-only logits (the part of "
-                    "w_ji that depends on the categories removed)", [pos_only[a] for a in learned], ">=", CONTENT_COST,
+                    "w_ji that depends on the categories removed)", fm.over_learned(pos_only), ">=", CONTENT_COST,
                     paper_value="the unconstrained flavour combines the third and the second solutions",
                     where="§4.2",
                     detail=f"over {lrn}; {CONTENT_COST} (R^2 lost) is attnlab's threshold for 'uses'"),
         seeds_check("free flavour uses the solution-3 value map: centred |corr| of v's CC block with A_2^t = "
-                    "q_true^t", [abs(vfit["corr_A2t"][a]) for a in learned], ">=", V_CORR,
+                    "q_true^t", [abs(x) for x in fm.over_learned(fm.corr_A2t)], ">=", V_CORR,
                     paper_value="the unconstrained flavour combines the third and the second solutions",
                     where="§4.2", detail=f"over {lrn}; with I_N (solution 1): "
-                                         + ", ".join(f"{abs(vfit['corr_identity'][a]):.2f}" for a in learned)),
+                                         + ", ".join(f"{abs(x):.2f}" for x in fm.over_learned(fm.corr_identity))),
         info("what the learned free models rely on: median MSE / Var(Y) after mean-ablating the attention, with "
              "position-only logits, with the LayerNorm scale frozen, with a linear feed-forward",
              f"{med_l(att_mean)}, {med_l(pos_only)}, {med_l(ln_frozen)}, {med_l(ffn_lin)}",
-             where="§4.2", detail=f"over {lrn}; trained: median {med_l(full_free)}",
-             values={"seeds": learned_ids, "attention_mean": [att_mean[a] for a in learned],
-                     "position_only_logits": [pos_only[a] for a in learned],
-                     "layernorm_frozen": [ln_frozen[a] for a in learned],
-                     "linear_feed_forward": [ffn_lin[a] for a in learned], "full": [full_free[a] for a in learned]}),
+             where="§4.2", detail=f"over {lrn}; trained: median {med_l(fm.full)}",
+             values={"seeds": [fm.seeds[a] for a in fm.learned], "attention_mean": fm.over_learned(att_mean),
+                     "position_only_logits": fm.over_learned(pos_only),
+                     "layernorm_frozen": fm.over_learned(ln_frozen),
+                     "linear_feed_forward": fm.over_learned(ffn_lin), "full": fm.over_learned(fm.full)}),
     ]
-    notes = [
+
+
+# ---- tables -------------------------------------------------------------------------------
+def _sensitivity_rows(cfg: LearningConfig, tr: Trained) -> list[list]:
+    """Per sweep setting and flavour: seeds, median, min, max of the final log10 MSE, and the main setting's
+    median over the same seeds."""
+    rows = []
+    for group in dict.fromkeys(m.group for m in tr.members if m.group != "main"):
+        for f in FLAVOURS:
+            js = [j for j, m in enumerate(tr.members) if m.group == group and m.name == f]
+            if js:
+                md, lo, hi, _, _ = _spread([tr.final[j] for j in js])
+                base = [tr.final[j] for j in tr.main[f] if tr.members[j].seed_index < cfg.sweep_seeds]
+                rows.append([group, f, len(js), md, lo, hi, float(np.median(base))])
+    return rows
+
+
+def tables(out: Outcome) -> list[Table]:
+    """Final losses, Fig. 1 in numbers, the mechanism and ablation tables, and the sensitivity (if swept)."""
+    cfg, tr, fm = out.cfg, out.trained, out.mechanism
+    N, M = cfg.N, cfg.M
+    var_y = {i: float(np.var(tr.tasks[i].Y)) for i in range(cfg.seeds)}
+    loss_rows = []
+    for name, js in tr.main.items():
+        md, lo, hi, q1, q3 = _spread([tr.final[j] for j in js])
+        r2s = [1 - 10 ** tr.final[j] / var_y[tr.members[j].seed_index] for j in js]
+        loss_rows.append([name, len(js), md, lo, hi, q1, q3, float(np.median(r2s))])
+    loss_table = Table(f"Final training log10 MSE after {cfg.iterations} L-BFGS steps of {cfg.inner_iterations} "
+                       "iteration(s) "
+                       f"(batch {cfg.batch}, "
+                       f"N = {N}, M = {M}), over {cfg.seeds} seeds; R^2 = 1 - MSE / Var(Y)",
+                       ["model", "seeds", "median", "min", "max", "25%", "75%", "median R^2"], loss_rows,
+                       ["text", "int", "float", "float", "float", "float", "float", "float"])
+    sens_rows = _sensitivity_rows(cfg, tr)
+    sens_table = Table(f"Sensitivity: final log10 MSE when lambda or lr changes (main: lambda = {cfg.extra_weight:g}, "
+                       f"lr = {cfg.lr:g}), over the first {cfg.sweep_seeds} seed(s)",
+                       ["setting", "flavour", "seeds", "median", "min", "max", "main setting, same seeds"],
+                       sens_rows, ["text", "text", "int", "float", "float", "float", "float"])
+    fit_rows = []
+    for name in ("system 2", "lean-2", "free"):
+        cs = [abs(f.corr) for f in out.fits if f.name == name]
+        md, lo, hi, _, _ = _spread(cs)
+        fit_rows.append([name, len(cs), md, lo, hi])
+    fit_table = Table("Fig. 1 in numbers: |correlation| of the learned CC block of k^t q with q_true, both with row "
+                      "and column means removed (the part of A_CC the output can see)",
+                      ["model", "seeds", "median |corr|", "min", "max"], fit_rows,
+                      ["text", "int", "float", "float", "float"])
+    hand = fm.hand_fractions
+    mech_rows = []
+    for k, xs in fm.fractions.items():
+        md, lo, hi, _, _ = _spread(xs)
+        mech_rows.append([k, md, lo, hi, hand["1"][k], hand["2"][k], hand["3"][k]])
+    mech_table = Table(f"Mechanism of the free flavour (structure fractions modulo the gauge, median and range over "
+                       f"{cfg.seeds} seeds) beside the hand-built solutions 1, 2, 3 for q_true of seed index 0",
+                       ["structure", "free: median", "min", "max", "hand-built 1", "hand-built 2", "hand-built 3"],
+                       mech_rows, ["text"] + ["float"] * 6)
+    abl_cols = ["ablation"] + [f"seed {i}" for i in fm.seeds] + ["median over learned seeds"]
+    abl_table_rows = []
+    for k, xs in fm.ablations.items():
+        cells = [f"{x:.3g} (x{x / max(f, 1e-300):.3g})" for x, f in zip(xs, fm.full)]
+        abl_table_rows.append([k, *cells, float(np.median(fm.over_learned(xs))) if fm.learned else None])
+    abl_table_rows.append(["v's CC block: centred |corr| with A_2^t = q_true^t (solution 3) / with I_N (solution 1)",
+                           *[f"{abs(x):.2f} / {abs(y):.2f}" for x, y in zip(fm.corr_A2t, fm.corr_identity)],
+                           float(np.median([abs(x) for x in fm.over_learned(fm.corr_A2t)])) if fm.learned else None])
+    abl_table = Table(f"Which mechanism the free flavour uses: MSE / Var(Y) on {cfg.test_batch} fresh sequences per "
+                      f"seed after each ablation (in brackets: times the trained model's MSE); a seed counts as "
+                      f"learned when its own MSE is <= {LEARNED:g} Var(Y)",
+                      abl_cols, abl_table_rows, ["text"] * (len(fm.seeds) + 1) + ["float"])
+    # the errata table is the report's own (results.json "errata"), not repeated here
+    return [loss_table, fit_table, mech_table, abl_table] + ([sens_table] if sens_rows else [])
+
+
+# ---- figures ------------------------------------------------------------------------------
+def figure1(out: Outcome) -> Figure:
+    """Fig. 1: system 2's learned CC block of k^t q beside q_true, for the median seed by |corr|."""
+    cfg, tr = out.cfg, out.trained
+    N, M = cfg.N, cfg.M
+    # the figure shows the seed with the median |corr| (not the best one); every seed's value is in the caption
+    s2 = [f for f in out.fits if f.name == "system 2"]
+    shown = sorted(s2, key=lambda f: (abs(f.corr), f.seed_index, f.corr, f.scale))[(len(s2) - 1) // 2]
+    i0, corr0, scale0 = shown.seed_index, shown.corr, shown.scale
+    j0 = next(j for j in tr.main["system 2"] if tr.members[j].seed_index == i0)
+    e0 = tr.effective(j0, N, M)
+    A0 = (e0["k"].T @ e0["q"]).numpy()[:N, :N]
+    q0 = tr.tasks[i0].q_true
+    labels = [str(a + 1) for a in range(N)]
+    per_seed = ", ".join(f"{f.corr:.2f}" for f in sorted(s2, key=lambda f: f.seed_index))
+    return heatmap_figure(
+        "fig1-system2-ktq-vs-qtrue.png",
+        f"Fig. 1: system 2 (q, k on categories only), seed index {i0}, the median of {len(s2)} seeds by |correlation| "
+        f"(correlations per seed index 0..{len(s2) - 1}: {per_seed}). Left: q_true (N = {N}) with row and column "
+        f"means removed, scaled to unit root-mean-square. Right: the learned CC block of k^t q, the same centring "
+        f"and scaling, times the sign of its correlation with q_true ({corr0:.3f}; least-squares scale {scale0:.3g}). "
+        f"Row: category of the key token j, column: of the query i.",
+        panels=[heatmap_panel("q_true (centred, unit RMS)", centred_unit(q0), xlabels=labels, ylabels=labels),
+                heatmap_panel("learned k^t q, CC block (centred, unit RMS)", np.sign(corr0 or 1.0) * centred_unit(A0),
+                              xlabels=labels, ylabels=labels)],
+        ncols=2, cmap="RdBu_r", colorbar="value", xlabel="category of X_i", ylabel="category of X_j",
+        title=f"System 2: learned k^t q against q_true (median seed of {len(s2)}, |corr| {abs(corr0):.2f})")
+
+
+def figure2(out: Outcome) -> Figure:
+    """Fig. 2: log10 MSE per L-BFGS step, per flavour (median, min, max) and per restricted system (median)."""
+    cfg, tr = out.cfg, out.trained
+    its = list(range(1, cfg.iterations + 1))
+    logmse = tr.log10_mse
+    ser = []
+    for c, name in enumerate(FLAVOURS + SYSTEMS):
+        js = tr.main[name]
+        col = PALETTE[c % len(PALETTE)]
+        style = "solid" if name in FLAVOURS else "dashed"
+        ser.append(series(f"{name} (median)", its, np.median(logmse[:, js], axis=1).tolist(), color=col, style=style,
+                          marker=False))
+        if name in FLAVOURS:
+            ser.append(series(f"{name} (min, max)", its, logmse[:, js].min(axis=1).tolist(), color=col, style="dotted",
+                              marker=False))
+            ser.append(series("", its, logmse[:, js].max(axis=1).tolist(), color=col, style="dotted", marker=False))
+    return line_figure(
+        "fig2-log-mse-per-flavour.png",
+        f"Fig. 2: training log10 MSE per L-BFGS step ({cfg.inner_iterations} iteration(s) each) of the combined "
+        f"model in four flavours (solid: median over "
+        f"{cfg.seeds} seeds, dotted: min and max), and of the three restricted systems (dashed, median); "
+        f"batch {cfg.batch}, N = {cfg.N}, M = {cfg.M}, lambda = {cfg.extra_weight:g}, lr = {cfg.lr:g}.",
+        series=ser, xlabel="L-BFGS step", ylabel="log10 MSE", title="Combined model, four flavours")
+
+
+def figure3(out: Outcome) -> Figure:
+    """The free flavour's error after each ablation, per seed (log scale)."""
+    cfg, fm = out.cfg, out.mechanism
+    short = [k.split(":")[0] for k in fm.ablations]
+    return bar_figure(
+        "fig3-free-flavour-ablations.png",
+        f"Which component of the free flavour carries the logic: MSE / Var(Y) on {cfg.test_batch} fresh sequences "
+        f"after each ablation (mechanism table), per seed (seed index {', '.join(map(str, fm.seeds))}); log scale. "
+        "'full' is the trained model; an ablation that leaves the bar near 'full' removes nothing the model uses.",
+        categories=short, groups=[{"label": f"seed {i}", "values": [max(fm.ablations[k][a], 1e-12)
+                                                                   for k in fm.ablations]}
+                                  for a, i in enumerate(fm.seeds)],
+        ylabel="MSE / Var(Y)", yscale="log", title="Free flavour: error after each ablation")
+
+
+def figures(out: Outcome) -> list[Figure]:
+    """Figs. 1-2 of the text and the free flavour's ablations."""
+    return [figure1(out), figure2(out), figure3(out)]
+
+
+# ---- notes --------------------------------------------------------------------------------
+def notes(out: Outcome) -> list[str]:
+    """The choices the text leaves open, the training's cost, and what the free flavour's mechanism is."""
+    cfg, tr, fm = out.cfg, out.trained, out.mechanism
+    N, M = cfg.N, cfg.M
+    out_notes = [
         "The text leaves the extra losses, the seeds, the learning rate and the initialisation unspecified; the "
         "choices here are in the module docstring of logic.learning and in the config (extra_weight, lr, seed); "
         "the sensitivity table shows how the final losses move with lambda and lr.",
@@ -638,8 +790,8 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
         "Structure fractions are taken modulo what the output cannot see (k^t q + g w^t + w' g^t, v + u g^t and, "
         "under the LayerNorm, v + 1 u^t, with g = (1_N; -1_M)); without that, a block fraction would depend on an "
         "arbitrary gauge. The hand-built columns show each solution has fraction 1 in its own structures.",
-        f"Training on {cfg.device} in {cfg.dtype}: {len(mem)} models ({cfg.batch} sequences each) in "
-        f"{train_s:.1f} s.",
+        f"Training on {cfg.device} in {cfg.dtype}: {len(tr.members)} models ({cfg.batch} sequences each) in "
+        f"{tr.seconds:.1f} s.",
         f"'50 iterations' is read here as {cfg.iterations} torch.optim.LBFGS steps of max_iter = "
         f"{cfg.inner_iterations} iteration(s) each (torch's default max_iter is 20: what a PyTorch loop of 50 steps "
         "runs), strong-Wolfe line search, tolerance_grad 1e-7, tolerance_change 1e-9. The literal reading, 50 "
@@ -652,14 +804,17 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
                      f"a reduced problem (N = {N}, M = {M}, batch {cfg.batch}; the text: N = 10, M = 50, batch 1000), "
                      "same task and architecture; --scale paper runs the text's."),
     ]
-    if learned:
-        by_pos = [free_seeds[a] for a in learned if pos_only[a] < CONTENT_COST]
-        v_corrs = ", ".join(f"{abs(vfit['corr_A2t'][a]):.2f}" for a in learned)
-        notes.append(
-            f"Which mechanism the free flavour finds ({lrn}): with the logits made position-only the MSE is "
-            f"{', '.join(f'{pos_only[a]:.2g}' for a in learned)} Var(Y), so {len(by_pos)} of {len(learned)} route "
-            f"the previous token by position alone (a previous-token head, the attention of solutions 1 and 3); v's "
-            f"category block does not hold A_2^t (centred |corr| {v_corrs}; "
+    if fm.learned:
+        pos_only, ffn_lin = fm.ablation("position-only logits"), fm.ablation("linear feed-forward")
+        ln_frozen, full_free = fm.ablation("LayerNorm scale frozen"), fm.full
+        learned = fm.learned
+        by_pos = [fm.seeds[a] for a in learned if pos_only[a] < CONTENT_COST]
+        v_corrs = ", ".join(f"{abs(fm.corr_A2t[a]):.2f}" for a in learned)
+        out_notes.append(
+            f"Which mechanism the free flavour finds ({_learned_text(fm)}): with the logits made position-only the "
+            f"MSE is {', '.join(f'{pos_only[a]:.2g}' for a in learned)} Var(Y), so {len(by_pos)} of {len(learned)} "
+            f"route the previous token by position alone (a previous-token head, the attention of solutions 1 and 3); "
+            f"v's category block does not hold A_2^t (centred |corr| {v_corrs}; "
             f"solution 3 has 1); a linear feed-forward gives {', '.join(f'{ffn_lin[a]:.2g}' for a in learned)} Var(Y) "
             f"and freezing the LayerNorm's per-token scale {', '.join(f'{ln_frozen[a]:.2g}' for a in learned)} Var(Y) "
             f"(against {', '.join(f'{full_free[a]:.2g}' for a in learned)} trained)"
@@ -667,18 +822,18 @@ def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
                "solution 1), not in the attention." if all(ffn_lin[a] >= CONTENT_COST for a in learned)
                and all(ln_frozen[a] > 10 * full_free[a] for a in learned) else "."))
     if cfg.batch * (cfg.M - 1) < 3 * (N + M) ** 2:
-        notes.append(f"At batch {cfg.batch} the combined model has more parameters than there are targets "
-                     f"({cfg.batch} x {cfg.M - 1}): training MSE (what the text reports) can fall below what fresh "
-                     "sequences show; the ablations are measured on fresh sequences.")
-    data = {"final_log10_mse": {name: [final[j] for j in js] for name, js in main.items()},
-            "system2_fit": [list(f) for f in fits], "fractions": frac_rows, "ablations": abl_rows,
-            "hand_built_fractions": hand, "hand_built_mse": hb, "solution2_layernorm": ln2, "train_seconds": train_s,
-            "sensitivity": [list(r) for r in sens_rows]}
-    # the errata table is the report's own (results.json "errata"), not repeated here
-    tables = [loss_table, fit_table, mech_table, abl_table] + ([sens_table] if sens_rows else [])
-    return ExperimentResult(summary=summary, tables=tables,
-                            figures=[fig1, fig2, fig3], notes=notes, data=data,
-                            scalars={f"median_log10_mse_{f}": fl[f] for f in FLAVOURS})
+        out_notes.append(f"At batch {cfg.batch} the combined model has more parameters than there are targets "
+                         f"({cfg.batch} x {cfg.M - 1}): training MSE (what the text reports) can fall below what fresh "
+                         "sequences show; the ablations are measured on fresh sequences.")
+    return out_notes
+
+
+def run(cfg: LearningConfig, run_dir=None) -> ExperimentResult:
+    """logic.learning: compute (train, fit, ablate), then summarise, tabulate, draw and annotate."""
+    out = compute(cfg, run_dir)
+    return ExperimentResult(summary=summarise(out), tables=tables(out), figures=figures(out), notes=notes(out),
+                            data=out.to_dict(), scalars={f"median_log10_mse_{f}": out.median_final(f) for f in FLAVOURS})
+
 
 
 register_experiment(Experiment(EXPERIMENT_ID,
