@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
-from attnlab.nn.block import DecoderBlock, FeedForward, TransformerBlock
+from attnlab.nn.block import BlockConfig, DecoderBlock, FeedForward, TransformerBlock
 from attnlab.ops.reference import reference_attention
 from tolerances import FLOAT64, FLOAT64_LONG
 
@@ -65,7 +65,7 @@ def test_post_ln_block_is_the_text():
 
 
 def test_pre_ln_block():
-    block = _randomise(TransformerBlock(D, H, D_FF, norm_position="pre").double())
+    block = _randomise(TransformerBlock(D, H, D_FF, BlockConfig(norm_position="pre")).double())
     x = _x()
     u = x + _mha_ref(block.attn, _ln(block.norm1, x), _ln(block.norm1, x))  # u = x + MHA(LN(x))
     z = u + _ffn(block.ffn, _ln(block.norm2, u))  # z = u + FFN(LN(u))
@@ -75,7 +75,7 @@ def test_pre_ln_block():
 def test_post_ln_rows_are_normalised_pre_ln_rows_are_not():
     torch.manual_seed(0)
     post = TransformerBlock(D, H, D_FF).double()
-    pre = TransformerBlock(D, H, D_FF, norm_position="pre").double()
+    pre = TransformerBlock(D, H, D_FF, BlockConfig(norm_position="pre")).double()
     pre.load_state_dict(post.state_dict())
     x = _x() * 4
     z = post(x)  # gamma = 1, beta = 0: every row has mean 0 and std sigma/(sigma + eps)
@@ -85,7 +85,7 @@ def test_post_ln_rows_are_normalised_pre_ln_rows_are_not():
 
 
 def test_standard_norm_and_causal_mask():
-    block = _randomise(TransformerBlock(D, H, D_FF, norm="standard").double())
+    block = _randomise(TransformerBlock(D, H, D_FF, BlockConfig(norm="standard")).double())
     x = _x()
     ln = lambda m, z: torch.nn.functional.layer_norm(z, (D,), m.gamma, m.beta, 1e-5)  # noqa: E731
     u = ln(block.norm1, x + _mha_ref(block.attn, x, x, causal=True))
@@ -97,7 +97,7 @@ def test_dropout_off_by_default_is_deterministic_in_train_mode():
     block = TransformerBlock(D, H, D_FF).double().train()
     x = _x()
     assert torch.equal(block(x), block(x))
-    noisy = TransformerBlock(D, H, D_FF, dropout=0.5).double().train()
+    noisy = TransformerBlock(D, H, D_FF, BlockConfig(dropout=0.5)).double().train()
     assert not torch.equal(noisy(x), noisy(x))
 
 
@@ -111,7 +111,7 @@ def test_decoder_block_post_ln_is_the_text():
 
 
 def test_decoder_block_pre_ln():
-    block = _randomise(DecoderBlock(D, H, D_FF, norm_position="pre").double())
+    block = _randomise(DecoderBlock(D, H, D_FF, BlockConfig(norm_position="pre")).double())
     x, Z = _x(), _x(N_SRC, seed=2)
     u = x + _mha_ref(block.self_attn, *(2 * (_ln(block.norm1, x),)), causal=True)
     v = u + _mha_ref(block.cross_attn, _ln(block.norm2, u), Z)
@@ -156,9 +156,9 @@ def test_fully_padded_rows_have_finite_gradients():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: TransformerBlock(D, H, D_FF, norm_position="sandwich"), "unknown norm_position 'sandwich'"),
-        (lambda: DecoderBlock(D, H, D_FF, norm_position="middle"), "unknown norm_position 'middle'"),
-        (lambda: TransformerBlock(D, H, D_FF, norm="batch"), "unknown LayerNorm variant 'batch'"),
+        (lambda: BlockConfig(norm_position="sandwich"), "unknown norm_position 'sandwich'"),
+        (lambda: BlockConfig(norm_position="middle"), "unknown norm_position 'middle'"),
+        (lambda: BlockConfig(norm="batch"), "unknown LayerNorm variant 'batch'"),
         (lambda: TransformerBlock(D, 4, D_FF), "not divisible by n_heads=4"),
         (lambda: FeedForward(D, 0), "d_model and d_ff must be positive"),
     ],

@@ -8,6 +8,7 @@ import torch
 from attnlab.analysis.jacobian import decoder_jacobian_blocks
 from attnlab.errors import ConfigError
 from attnlab.nn.positional import sinusoidal_encoding
+from attnlab.nn.block import BlockConfig
 from attnlab.nn.transformer import Encoder, EncoderDecoder
 from tolerances import FLOAT64
 
@@ -27,7 +28,7 @@ def _tokens(seed=1):
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 def test_logits_shape(norm_position):
     src, tgt = _tokens()
-    logits = _model(norm_position=norm_position)(src, tgt)
+    logits = _model(block=BlockConfig(norm_position=norm_position))(src, tgt)
     assert logits.shape == (B, N_TGT, L_TGT) and logits.dtype == torch.float64
     assert torch.isfinite(logits).all()
 
@@ -50,7 +51,7 @@ def test_decoder_jacobian_is_exactly_causal():
 
 
 def test_changing_a_target_token_only_changes_later_logits():
-    model = _model(norm_position="pre", tie_embeddings=True)
+    model = _model(block=BlockConfig(norm_position="pre"), tie_embeddings=True)
     src, tgt = _tokens()
     tgt2 = tgt.clone()
     tgt2[:, 4] = (tgt[:, 4] + 1) % L_TGT
@@ -95,7 +96,7 @@ def test_tied_embeddings():
 
 
 def test_unnormalized_attention_model_is_still_causal():
-    model = _model(attention="unnormalized", scale="none")
+    model = _model(block=BlockConfig(attention="unnormalized", scale="none"))
     assert model.decoder.blocks[0].cross_attn.attention == "unnormalized"
     src, tgt = _tokens()
     N = decoder_jacobian_blocks(model, src[:1], tgt[:1])

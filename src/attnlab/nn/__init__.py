@@ -2,7 +2,7 @@
 
 from attnlab.nn.activations import ACTIVATIONS, resolve_activation
 from attnlab.nn.attention import MultiHeadAttention, merge_heads, split_heads
-from attnlab.nn.block import BlockOutput, BlockParts, DecoderBlock, FeedForward, TransformerBlock
+from attnlab.nn.block import BlockConfig, BlockOutput, BlockParts, DecoderBlock, FeedForward, TransformerBlock
 from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm, layer_norm_paper
 from attnlab.nn.positional import (
@@ -16,6 +16,7 @@ from attnlab.nn.transformer import Decoder, Encoder, EncoderDecoder, EncoderDeco
 
 __all__ = [
     "ACTIVATIONS",
+    "BlockConfig",
     "BlockOutput",
     "BlockParts",
     "Decoder",

@@ -40,7 +40,7 @@ from torch import Tensor, nn
 
 from attnlab.config import check_bool
 from attnlab.errors import ConfigError
-from attnlab.nn.block import BlockParts, DecoderBlock, TransformerBlock
+from attnlab.nn.block import BlockConfig, BlockParts, DecoderBlock, TransformerBlock
 from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm
 from attnlab.ops.multihead import project
@@ -79,11 +79,17 @@ class EncoderDecoderOutput:
     decoder: TransformerOutput
 
 
-def _final_norm(d_model: int, block_kwargs: dict) -> LayerNorm | None:
+def _final_norm(d_model: int, block: BlockConfig) -> LayerNorm | None:
     """The LayerNorm closing a pre-LN stack; None for post-LN (the text)."""
-    if block_kwargs.get("norm_position", "post") != "pre":
+    if block.norm_position != "pre":
         return None
-    return LayerNorm(d_model, block_kwargs.get("norm", "paper"), block_kwargs.get("eps"))
+    return LayerNorm(d_model, block.norm, block.eps)
+
+
+def _check_block(block: BlockConfig) -> BlockConfig:
+    if not isinstance(block, BlockConfig):
+        raise ConfigError(f"block must be a BlockConfig, got {type(block).__name__}")
+    return block
 
 
 LM_HEADS = ("none", "tied", "separate")
@@ -121,38 +127,37 @@ class Encoder(_Stack):
 
     ``embedding_scale``, ``type_vocab_size``, ``embedding_norm`` configure the
     :class:`~attnlab.nn.embedding.Embedding` (its ``scale``, ``type_vocab_size``, ``norm``;
-    the norm takes the blocks' ``eps``); ``causal`` masks j > i in every block; ``parts``
-    as :meth:`set_parts`; ``rope_base`` (with ``positional="none"``) rotates every block's
+    the norm takes the blocks' ``eps``, its dropout the blocks' ``dropout``); ``block`` configures
+    every TransformerBlock (:class:`~attnlab.nn.block.BlockConfig`); ``causal`` masks j > i in every
+    block; ``parts`` as :meth:`set_parts` (overriding ``block.parts`` per layer); ``rope_base`` (with ``positional="none"``) rotates every block's
     queries and keys (``rope_scaling``: linear position interpolation); ``lm_head`` "none",
-    "tied" or "separate" adds the output head; the remaining keywords go to every TransformerBlock.
+    "tied" or "separate" adds the output head.
     """
 
     def __init__(
         self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
-        max_len: int = 512, positional: str = "sinusoidal", N: float = 10000.0,
-        dropout: float = 0.0, causal: bool = False, embedding_scale: bool = True, type_vocab_size: int = 0,
+        block: BlockConfig = BlockConfig(), max_len: int = 512, positional: str = "sinusoidal",
+        N: float = 10000.0, causal: bool = False, embedding_scale: bool = True, type_vocab_size: int = 0,
         embedding_norm: str | None = None, parts: BlockParts | Sequence[BlockParts] | None = None,
         rope_base: float | None = None, rope_scaling: float = 1.0, lm_head: str = "none",
-        **block_kwargs,
     ):
         super().__init__()
         if n_layers <= 0:
             raise ConfigError(f"n_layers must be positive, got {n_layers}")
+        _check_block(block)
         if lm_head not in LM_HEADS:
             raise ConfigError(f"unknown lm_head {lm_head!r}: use one of {', '.join(LM_HEADS)}")
         self.causal = check_bool("causal", causal)
         self.rope_base, self.rope_scaling = rope_base, rope_scaling
         if rope_base is not None:
-            d_head = block_kwargs.get("d_head") or d_model // n_heads
+            d_head = block.d_head or d_model // n_heads
             rope_frequencies(d_head, rope_base)  # fail early on an odd head size or a bad base
             self.d_head = d_head
-        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N, dropout=dropout,
-                               scale=embedding_scale, type_vocab_size=type_vocab_size, norm=embedding_norm,
-                               eps=block_kwargs.get("eps"))
-        self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, **block_kwargs) for _ in range(n_layers)
-        )
-        self.final_norm = _final_norm(d_model, block_kwargs)
+        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N,
+                               dropout=block.dropout, scale=embedding_scale, type_vocab_size=type_vocab_size,
+                               norm=embedding_norm, eps=block.eps)
+        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, block) for _ in range(n_layers))
+        self.final_norm = _final_norm(d_model, block)
         self.lm_head = lm_head
         self.W_U = nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model)) if lm_head == "separate" else None
         if parts is not None:
@@ -238,22 +243,22 @@ class Encoder(_Stack):
 
 
 class Decoder(_Stack):
-    """Embedding + PE, L DecoderBlocks, output projection P_out (d x l)."""
+    """Embedding + PE, L DecoderBlocks, output projection P_out (d x l); ``block`` configures every
+    DecoderBlock (:class:`~attnlab.nn.block.BlockConfig`), the other keywords as :class:`Encoder`."""
 
     def __init__(
         self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
-        max_len: int = 512, positional: str = "sinusoidal", N: float = 10000.0,
-        dropout: float = 0.0, tie_embeddings: bool = False,
-        parts: BlockParts | Sequence[BlockParts] | None = None, **block_kwargs,
+        block: BlockConfig = BlockConfig(), max_len: int = 512, positional: str = "sinusoidal",
+        N: float = 10000.0, tie_embeddings: bool = False, parts: BlockParts | Sequence[BlockParts] | None = None,
     ):
         super().__init__()
         if n_layers <= 0:
             raise ConfigError(f"n_layers must be positive, got {n_layers}")
-        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N, dropout=dropout)
-        self.blocks = nn.ModuleList(
-            DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, **block_kwargs) for _ in range(n_layers)
-        )
-        self.final_norm = _final_norm(d_model, block_kwargs)
+        _check_block(block)
+        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N,
+                               dropout=block.dropout)
+        self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, block) for _ in range(n_layers))
+        self.final_norm = _final_norm(d_model, block)
         self.tie_embeddings = tie_embeddings
         self.P_out = None if tie_embeddings else nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model))
         if parts is not None:
@@ -294,7 +299,9 @@ class Decoder(_Stack):
 
 
 class EncoderDecoder(nn.Module):
-    """The transformer of [1] as in §1.2: Encoder + Decoder, logits over the target vocabulary."""
+    """The transformer of [1] as in §1.2: Encoder + Decoder, logits over the target vocabulary.
+
+    The keywords (``block``, ``max_len``, ``positional``, ``N``, ``parts``) go to both stacks."""
 
     def __init__(
         self, src_vocab_size: int, tgt_vocab_size: int, d_model: int, n_heads: int, d_ff: int,
