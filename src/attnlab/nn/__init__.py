@@ -7,6 +7,8 @@ from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm, layer_norm_paper
 from attnlab.nn.positional import (
     LearnedPositionalEmbedding,
+    QKVTransform,
+    RoPE,
     SinusoidalPositionalEncoding,
     frequencies,
     shift_matrix,
@@ -29,6 +31,8 @@ __all__ = [
     "LayerNorm",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
+    "QKVTransform",
+    "RoPE",
     "SinusoidalPositionalEncoding",
     "TransformerBlock",
     "TransformerOutput",

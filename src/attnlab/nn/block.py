@@ -19,7 +19,8 @@ phi = SiLU is Llama's MLP):
 
 Llama-family blocks are pre-LN with RMSNorm (``norm="rms"``), grouped-query attention
 (``n_kv_heads``), no biases, and rotary positions passed to :meth:`TransformerBlock.forward` as
-``qk_transform`` (:mod:`attnlab.ops.rotary`).
+``qkv_transform``, the map (q, k, v) -> (R(p) q, R(p) k, v) of one pass
+(:class:`attnlab.nn.positional.QKVTransform`, :class:`attnlab.nn.positional.RoPE`).
 
 Decoder block (§1.2.5): masked (causal, eq. 10) self-attention, cross-attention
 to the encoder output Z, FFN, each with residual + LN. The text writes the
@@ -56,6 +57,7 @@ from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.nn.activations import resolve_activation
 from attnlab.nn.attention import ATTENTIONS, MultiHeadAttention
 from attnlab.nn.layernorm import NORM_VARIANTS, LayerNorm
+from attnlab.ops.multihead import QKVMap
 from attnlab.ops.softmax import Scale
 
 NORM_POSITIONS = ("post", "pre")
@@ -284,17 +286,18 @@ class TransformerBlock(_Switchable):
         causal: bool | str | None = None,
         key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
-        qk_transform=None,
+        qkv_transform: QKVMap | None = None,
     ) -> Tensor | BlockOutput:
         """x: (B, n, d_model) -> z: (B, n, d_model); with ``return_weights`` a
         :class:`BlockOutput` holding z and every head's weights P (B, H, n, n) of the same pass.
-        ``qk_transform`` acts on the projected queries and keys (rotary positions)."""
+        ``qkv_transform`` (q, k, v) -> (q', k', v') acts on the projected queries, keys and values
+        (rotary positions: :meth:`attnlab.nn.positional.QKVTransform.at`)."""
         weights = []
 
         def mha(h: Tensor) -> Tensor:
             res = self.attn(h, mask=mask, causal=causal, key_padding_mask=key_padding_mask,
                             return_weights=return_weights, attention=self._attention_name(),
-                            qk_transform=qk_transform)
+                            qkv_transform=qkv_transform)
             weights.append(res.weights)
             return self.dropout(res.output)
 

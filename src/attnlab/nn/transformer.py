@@ -19,9 +19,10 @@ One pass returns every intermediate on request (``output_hidden_states``,
 (the embedding output and every block's output, before the final LayerNorm) and
 attentions = [P_1, ..., P_L], P_l (B, H, n_q, n_k) the weights of every head of block l.
 
-Rotary positions (``rope_base``; Llama-family decoders): the embedding adds no position vector
-and every block rotates its queries and keys by R(p_i) (:mod:`attnlab.ops.rotary`), computed
-once per pass from the position ids. An output head (``lm_head``) turns Z into next-token
+Positions acting on q, k, v (``qkv_transform``, a :class:`attnlab.nn.positional.QKVTransform`;
+Llama-family decoders: :class:`attnlab.nn.positional.RoPE`): the embedding adds no position
+vector and every block applies the pass's map T_p (q, k, v) -> (R(p) q, R(p) k, v), built once
+per pass from the position ids. An output head (``lm_head``) turns Z into next-token
 logits Z W_U, W_U (d, l): tied (W_U = W_E^T, GPT-2, SmolLM2) or its own matrix.
 
 Parts of every block can be switched off per layer (:class:`attnlab.nn.block.BlockParts`):
@@ -44,7 +45,8 @@ from attnlab.nn.block import BlockConfig, BlockParts, DecoderBlock, TransformerB
 from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm
 from attnlab.ops.multihead import project
-from attnlab.ops.rotary import Rotary, rope_frequencies, rotary
+from attnlab.nn.positional import QKVTransform
+from attnlab.ops.multihead import QKVMap
 
 __all__ = ["Decoder", "Encoder", "EncoderDecoder", "EncoderDecoderOutput", "TransformerOutput"]
 
@@ -129,8 +131,8 @@ class Encoder(_Stack):
     :class:`~attnlab.nn.embedding.Embedding` (its ``scale``, ``type_vocab_size``, ``norm``;
     the norm takes the blocks' ``eps``, its dropout the blocks' ``dropout``); ``block`` configures
     every TransformerBlock (:class:`~attnlab.nn.block.BlockConfig`); ``causal`` masks j > i in every
-    block; ``parts`` as :meth:`set_parts` (overriding ``block.parts`` per layer); ``rope_base`` (with ``positional="none"``) rotates every block's
-    queries and keys (``rope_scaling``: linear position interpolation); ``lm_head`` "none",
+    block; ``parts`` as :meth:`set_parts` (overriding ``block.parts`` per layer); ``qkv_transform`` (with ``positional="none"``; e.g.
+    :class:`~attnlab.nn.positional.RoPE`) acts on every block's queries, keys and values; ``lm_head`` "none",
     "tied" or "separate" adds the output head.
     """
 
@@ -139,7 +141,7 @@ class Encoder(_Stack):
         block: BlockConfig = BlockConfig(), max_len: int = 512, positional: str = "sinusoidal",
         N: float = 10000.0, causal: bool = False, embedding_scale: bool = True, type_vocab_size: int = 0,
         embedding_norm: str | None = None, parts: BlockParts | Sequence[BlockParts] | None = None,
-        rope_base: float | None = None, rope_scaling: float = 1.0, lm_head: str = "none",
+        qkv_transform: QKVTransform | None = None, lm_head: str = "none",
     ):
         super().__init__()
         if n_layers <= 0:
@@ -148,11 +150,12 @@ class Encoder(_Stack):
         if lm_head not in LM_HEADS:
             raise ConfigError(f"unknown lm_head {lm_head!r}: use one of {', '.join(LM_HEADS)}")
         self.causal = check_bool("causal", causal)
-        self.rope_base, self.rope_scaling = rope_base, rope_scaling
-        if rope_base is not None:
-            d_head = block.d_head or d_model // n_heads
-            rope_frequencies(d_head, rope_base)  # fail early on an odd head size or a bad base
-            self.d_head = d_head
+        if qkv_transform is not None and not isinstance(qkv_transform, QKVTransform):
+            raise ConfigError(f"qkv_transform must be a QKVTransform (e.g. RoPE), got {type(qkv_transform).__name__}")
+        self.qkv_transform = qkv_transform
+        self.d_head = block.d_head or d_model // n_heads
+        if qkv_transform is not None:  # fail early on a head size it cannot act on (RoPE: an odd one)
+            qkv_transform.at(torch.zeros(1, 1, dtype=torch.int64, device="cpu"), self.d_head, torch.float64)
         self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N,
                                dropout=block.dropout, scale=embedding_scale, type_vocab_size=type_vocab_size,
                                norm=embedding_norm, eps=block.eps)
@@ -167,33 +170,41 @@ class Encoder(_Stack):
         """W_U (d, l) of the output head: W_E^T when tied, None without a head."""
         return self.embed.W_E.T if self.lm_head == "tied" else self.W_U
 
-    def rotary(self, position_ids: Tensor, dtype: torch.dtype) -> Rotary | None:
-        """R(p) of every position (B, n) for the blocks' queries and keys; None without RoPE."""
-        if self.rope_base is None:
+    def qkv_map(self, position_ids: Tensor, dtype: torch.dtype) -> QKVMap | None:
+        """The pass's map T_p (q, k, v) -> (q', k', v') of positions (B, n) for every block (RoPE:
+        the rotations R(p)); None without a ``qkv_transform``."""
+        if self.qkv_transform is None:
             return None
-        return rotary(position_ids, self.d_head, self.rope_base, dtype=dtype, scaling=self.rope_scaling)
+        return self.qkv_transform.at(position_ids, self.d_head, dtype)
 
     def queries_keys(self, tokens: Tensor, layer: int, *, position_ids: Tensor | None = None,
                      token_type_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """The queries (B, H, n, d_head) and keys (B, H_kv, n, d_head) of block ``layer`` (0-based) on
-        ``tokens`` (B, n), rotated by RoPE where the stack has it: the blocks below run on the fused
+        ``tokens`` (B, n), after the stack's ``qkv_transform`` (RoPE) where it has one: the blocks below run on the fused
         kernels (no n x n tensor), so a long sequence costs memory linear in n up to this point.
         Unpadded input only (every key is real)."""
         if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < len(self.blocks):
             raise ConfigError(f"layer must be an integer in [0, {len(self.blocks) - 1}], got {layer!r}")
-        X = self.embed(tokens, token_type_ids, None if self.rope_base is not None else position_ids)
-        rot = None
-        if self.rope_base is not None:
-            if position_ids is None:
-                position_ids = torch.arange(X.shape[-2], device=X.device)[None]
-            rot = self.rotary(position_ids, X.dtype)
+        X = self.embed(tokens, token_type_ids, None if self.qkv_transform is not None else position_ids)
+        f = self._qkv_map(X, position_ids)
         for block in self.blocks[:layer]:
-            X = block(X, causal=self.causal or None, qk_transform=rot)
+            X = block(X, causal=self.causal or None, qkv_transform=f)
         block = self.blocks[layer]
         a = block.attn
         h = block.norm1(X) if block.norm_position == "pre" and block.parts.layer_norm else X
         q, k = project(h, a.W_Q, a.b_Q), project(h, a.W_K, a.b_K)
-        return (q, k) if rot is None else rot(q, k)
+        if f is None:
+            return q, k
+        q, k, _ = f(q, k, project(h, a.W_V, a.b_V))
+        return q, k
+
+    def _qkv_map(self, X: Tensor, position_ids: Tensor | None) -> QKVMap | None:
+        """:meth:`qkv_map` of ``position_ids`` (default 0, ..., n-1) for the embeddings X (B, n, d)."""
+        if self.qkv_transform is None:
+            return None
+        if position_ids is None:
+            position_ids = torch.arange(X.shape[-2], device=X.device)[None]
+        return self.qkv_map(position_ids, X.dtype)
 
     def encode(
         self, X: Tensor, key_padding_mask: Tensor | None = None, *,
@@ -203,17 +214,13 @@ class Encoder(_Stack):
         """Position-aware embeddings X (B, n, d) -> Z (B, n, d), or a :class:`TransformerOutput`
         when ``output_hidden_states`` or ``output_attentions`` asks for the intermediates (and
         always when the stack has an output head: then ``logits`` holds Z W_U).
-        ``position_ids`` (B, n) feed the rotary embedding (default 0, ..., n-1)."""
+        ``position_ids`` (B, n) feed the ``qkv_transform`` (default 0, ..., n-1)."""
         full = _flags(output_hidden_states, output_attentions) or self.lm_head != "none"
         hidden, attentions = [X], []
-        rot = None
-        if self.rope_base is not None:
-            if position_ids is None:
-                position_ids = torch.arange(X.shape[-2], device=X.device)[None]
-            rot = self.rotary(position_ids, X.dtype)
+        f = self._qkv_map(X, position_ids)
         for block in self.blocks:
             res = block(X, causal=self.causal or None, key_padding_mask=key_padding_mask,
-                        return_weights=output_attentions, qk_transform=rot)
+                        return_weights=output_attentions, qkv_transform=f)
             X = res.output if output_attentions else res
             if output_attentions:
                 attentions.append(res.weights)
@@ -237,7 +244,7 @@ class Encoder(_Stack):
         key_padding_mask: bool (B, n), True = padding (:mod:`attnlab.ops.masks`);
         token_type_ids, position_ids: integer (B, n), see :class:`~attnlab.nn.embedding.Embedding`.
         """
-        X = self.embed(tokens, token_type_ids, None if self.rope_base is not None else position_ids)
+        X = self.embed(tokens, token_type_ids, None if self.qkv_transform is not None else position_ids)
         return self.encode(X, key_padding_mask, output_hidden_states=output_hidden_states,
                            output_attentions=output_attentions, position_ids=position_ids)
 

@@ -23,6 +23,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from attnlab.nn.block import BlockConfig
+from attnlab.nn.positional import RoPE
 from attnlab.nn.transformer import Encoder
 
 
@@ -122,8 +123,7 @@ def _build_llama(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder
             block=BlockConfig(norm="rms", norm_position="pre", eps=arch.eps, activation="silu", ffn="gated",
                               n_kv_heads=arch.kv_heads, d_head=arch.d_head, bias=arch.qkv_bias or arch.o_bias,
                               scale=arch.scales[0]),
-            rope_base=arch.rope_base,
-            rope_scaling=arch.rope_scaling, lm_head="tied" if arch.tied else "separate",
+            qkv_transform=RoPE(arch.rope_base, arch.rope_scaling), lm_head="tied" if arch.tied else "separate",
         )
     for block in model.blocks:  # Llama-family MLPs have no biases, whatever the attention has
         block.ffn.b_g = block.ffn.b_1 = block.ffn.b_2 = None
