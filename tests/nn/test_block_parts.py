@@ -92,24 +92,24 @@ def test_each_switch_is_its_formula(parts, post, pre, norm_position):
     block = _block(norm_position=norm_position, parts=parts)
     assert block.parts == parts
     x = _x()
-    assert_close(block(x), (post if norm_position == "post" else pre)(block, x))
+    assert_close(block(x).output, (post if norm_position == "post" else pre)(block, x))
 
 
 def test_parts_can_be_switched_after_construction_and_back():
     block = _block()
     x = _x()
-    z = block(x)
+    z = block(x).output
     block.parts = BlockParts.pure_attention()
-    assert_close(block(x), _mha(block.attn, x, x))
+    assert_close(block(x).output, _mha(block.attn, x, x))
     block.parts = BlockParts()
-    assert torch.equal(block(x), z)  # switched-off parts kept their parameters
+    assert torch.equal(block(x).output, z)  # switched-off parts kept their parameters
 
 
 def test_pure_attention_with_padding_and_causal_mask():
     block = _block(parts=BlockParts.pure_attention())
     x, pad = _x(), torch.zeros(B, N, dtype=torch.bool)
     pad[1, 3:] = True
-    assert_close(block(x, causal=True, key_padding_mask=pad),
+    assert_close(block(x, causal=True, key_padding_mask=pad).output,
                  _mha(block.attn, x, x, causal=True, key_padding_mask=pad))
 
 
@@ -125,7 +125,7 @@ def test_pure_attention_with_padding_and_causal_mask():
 def test_decoder_block_switches(parts, formula):
     block = _block(DecoderBlock, parts=parts)
     x, Z = _x(), _x(N_SRC, seed=2)
-    assert_close(block(x, Z), formula(block, x, Z))
+    assert_close(block(x, Z).output, formula(block, x, Z))
 
 
 def _unnormalized_causal(m, x):
@@ -167,7 +167,8 @@ def test_block_returns_every_heads_weights_of_the_same_pass():
     res = block(x, key_padding_mask=pad, return_weights=True)
     assert isinstance(res, BlockOutput) and res.cross_weights is None
     assert res.weights.shape == (B, H, N, N)
-    assert_close(res.output, block(x, key_padding_mask=pad))
+    assert_close(res.output, block(x, key_padding_mask=pad).output)
+    assert block(x).weights is None
     h = block.norm1(x)
     for head in range(H):
         q, k = h @ block.attn.W_Q[head] + block.attn.b_Q[head], h @ block.attn.W_K[head] + block.attn.b_K[head]
@@ -193,7 +194,8 @@ def test_encoder_returns_every_layer_in_one_pass_and_takes_parts_per_layer():
         assert_close(out.attentions[l], res.weights)
         X = res.output
     assert torch.equal(out.output, out.hidden_states[-1])  # post-LN: no final norm
-    assert_close(enc(tokens), out.output)  # the fused kernel without weights, the explicit path with
+    assert_close(enc(tokens).output, out.output)
+    assert enc(tokens).attentions is None and enc(tokens).hidden_states is None and enc(tokens).logits is None  # the fused kernel without weights, the explicit path with
     assert out.attentions[0].triu(1).abs().max() == 0  # causal in every layer
     assert_close(out.attentions[0].sum(-1), torch.ones(B, H, N, dtype=torch.float64))
     enc.set_parts(BlockParts())
@@ -216,10 +218,11 @@ def test_encoder_decoder_returns_both_stacks_with_cross_attention():
     model = EncoderDecoder(VOCAB, 23, 6, 3, D_FF, 2).double()
     src, tgt = torch.randint(0, VOCAB, (B, N_SRC)), torch.randint(0, 23, (B, N))
     out = model(src, tgt, output_attentions=True, output_hidden_states=True)
-    assert_close(out.logits, model(src, tgt))
+    assert_close(out.logits, model(src, tgt).logits)
     assert [a.shape for a in out.decoder.cross_attentions] == [(B, 3, N, N_SRC)] * 2
     assert [a.shape for a in out.decoder.attentions] == [(B, 3, N, N)] * 2
-    assert len(out.encoder.hidden_states) == 3 and out.decoder.output is out.logits
+    assert len(out.encoder.hidden_states) == 3 and out.decoder.logits is out.logits
+    assert_close(out.decoder.logits, out.decoder.output @ model.decoder.output_projection())
 
 
 @pytest.mark.parametrize("call, message", [

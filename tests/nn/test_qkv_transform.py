@@ -44,7 +44,7 @@ def test_rope_is_a_qkv_transform_rotating_q_and_k_and_leaving_v():
 def test_encoder_applies_the_transform_in_every_block():
     tokens = torch.randint(0, VOCAB, (2, 6), generator=torch.Generator().manual_seed(1))
     plain, scaled = _encoder(), _encoder(Scaled(1.0))
-    assert torch.equal(plain(tokens), scaled(tokens))
+    assert torch.equal(plain(tokens).output, scaled(tokens).output)
     scaled.qkv_transform = Scaled(0.0)  # no value reaches the residual stream: attention writes b_O = 0
     X = scaled.embed(tokens)
     Z = scaled(tokens, output_hidden_states=True)

@@ -28,7 +28,7 @@ def _tokens(seed=1):
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 def test_logits_shape(norm_position):
     src, tgt = _tokens()
-    logits = _model(block=BlockConfig(norm_position=norm_position))(src, tgt)
+    logits = _model(block=BlockConfig(norm_position=norm_position))(src, tgt).logits
     assert logits.shape == (B, N_TGT, L_TGT) and logits.dtype == torch.float64
     assert torch.isfinite(logits).all()
 
@@ -55,7 +55,7 @@ def test_changing_a_target_token_only_changes_later_logits():
     src, tgt = _tokens()
     tgt2 = tgt.clone()
     tgt2[:, 4] = (tgt[:, 4] + 1) % L_TGT
-    a, b = model(src, tgt), model(src, tgt2)
+    a, b = model(src, tgt).logits, model(src, tgt2).logits
     assert torch.equal(a[:, :4], b[:, :4])
     assert (a[:, 4] - b[:, 4]).abs().max() > 1e-6
 
@@ -67,9 +67,9 @@ def test_padded_source_tokens_do_not_matter():
     pad[:, 3:] = True
     src2 = src.clone()
     src2[:, 3:] = (src[:, 3:] + 1) % L_SRC
-    a = model(src, tgt, src_key_padding_mask=pad)
-    assert (a - model(src2, tgt, src_key_padding_mask=pad)).abs().max() < FLOAT64
-    assert (a - model(src2, tgt)).abs().max() > 1e-6
+    a = model(src, tgt, src_key_padding_mask=pad).logits
+    assert (a - model(src2, tgt, src_key_padding_mask=pad).logits).abs().max() < FLOAT64
+    assert (a - model(src2, tgt).logits).abs().max() > 1e-6
 
 
 def test_fully_padded_rows_have_finite_gradients():
@@ -79,7 +79,7 @@ def test_fully_padded_rows_have_finite_gradients():
     src_pad[0] = True  # sequence 0: nothing to attend to in the source
     tgt_pad = torch.zeros(B, N_TGT, dtype=torch.bool)
     tgt_pad[1, 0] = True  # sequence 1, query 0: its only causal key is padding
-    logits = model(src, tgt, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad)
+    logits = model(src, tgt, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad).logits
     logits.logsumexp(-1).sum().backward()
     assert torch.isfinite(logits).all()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())

@@ -128,10 +128,9 @@ def test_module_forward_and_backward_stay_on_the_device(fake, kind):
         x = torch.randn(B, N_K, d, requires_grad=True)
         kpm = torch.zeros(B, N_K, dtype=torch.bool)
         if kind == "decoder-block":
-            out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm)
+            out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm).output
         else:
-            res = module(x, causal=True, key_padding_mask=kpm)
-            out = res.output if kind == "mha" else res
+            out = module(x, causal=True, key_padding_mask=kpm).output
         out.sum().backward()
         assert out.device.type == name and x.grad.device.type == name
         assert all(p.grad is not None and p.grad.device.type == name for p in module.parameters())

@@ -129,12 +129,11 @@ def test_module_forward_reads_no_device_value(make, how, masks):
         out = module(x).output
     elif how == "encode":
         module.causal = bool(masks.get("causal"))
-        out = module.encode(x, kpm)
+        out = module.encode(x, kpm).output
     elif how == "decoder":
-        out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm)
+        out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm).output
     else:
-        res = module(x, causal=masks.get("causal"), key_padding_mask=kpm)
-        out = res.output if hasattr(res, "output") else res
+        out = module(x, causal=masks.get("causal"), key_padding_mask=kpm).output
     assert out.device.type == "meta" and tuple(out.shape) == (B, N_K, 24)
 
 

@@ -216,12 +216,17 @@ class BlockConfig:
 
 @dataclass(frozen=True)
 class BlockOutput:
-    """A block's output z (B, n, d_model) with the attention weights of every head:
-    weights (B, H, n_q, n_k) of the (self-)attention, cross_weights (B, H, n_tgt, n_src)
-    of a decoder block's cross-attention (None for an encoder block)."""
+    """What one block's forward returns, always.
+
+    output:        z (B, n, d_model)
+    weights:       P (B, H, n_q, n_k), every head's (self-)attention weights of the same pass;
+                   None unless ``return_weights``
+    cross_weights: a decoder block's cross-attention weights C (B, H, n_tgt, n_src); None for an
+                   encoder block or unless ``return_weights``
+    """
 
     output: Tensor
-    weights: Tensor
+    weights: Tensor | None = None
     cross_weights: Tensor | None = None
 
 
@@ -287,9 +292,9 @@ class TransformerBlock(_Switchable):
         key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
         qkv_transform: QKVMap | None = None,
-    ) -> Tensor | BlockOutput:
-        """x: (B, n, d_model) -> z: (B, n, d_model); with ``return_weights`` a
-        :class:`BlockOutput` holding z and every head's weights P (B, H, n, n) of the same pass.
+    ) -> BlockOutput:
+        """x: (B, n, d_model) -> :class:`BlockOutput` with z (B, n, d_model) and, with ``return_weights``,
+        every head's weights P (B, H, n, n) of the same pass.
         ``qkv_transform`` (q, k, v) -> (q', k', v') acts on the projected queries, keys and values
         (rotary positions: :meth:`attnlab.nn.positional.QKVTransform.at`)."""
         weights = []
@@ -307,7 +312,7 @@ class TransformerBlock(_Switchable):
         else:
             u = self._skip(x) + mha(self._norm(self.norm1, x))
             z = self._skip(u) + self.dropout(self.ffn(self._norm(self.norm2, u))) if self.parts.mlp else u
-        return BlockOutput(z, weights[0]) if return_weights else z
+        return BlockOutput(z, weights[0])
 
 
 class DecoderBlock(_Switchable):
@@ -340,10 +345,10 @@ class DecoderBlock(_Switchable):
         tgt_key_padding_mask: Tensor | None = None,
         memory_key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
-    ) -> Tensor | BlockOutput:
+    ) -> BlockOutput:
         """x: (B, n_tgt, d_model) decoder stream, Z: (B, n_src, d_model) encoder output.
 
-        Returns z (B, n_tgt, d_model), or with ``return_weights`` a :class:`BlockOutput` with the
+        Returns a :class:`BlockOutput`: z (B, n_tgt, d_model) and, with ``return_weights``, the
         self-attention weights (B, H, n_tgt, n_tgt) and cross-attention weights (B, H, n_tgt, n_src).
         """
         weights = {}
@@ -370,4 +375,4 @@ class DecoderBlock(_Switchable):
             u = S(x) + self_mha(N(self.norm1, x))
             v = S(u) + cross_mha(N(self.norm2, u))
             z = S(v) + self.dropout(self.ffn(N(self.norm3, v))) if self.parts.mlp else v
-        return BlockOutput(z, weights["self"], weights["cross"]) if return_weights else z
+        return BlockOutput(z, weights["self"], weights["cross"])

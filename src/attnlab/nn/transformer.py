@@ -14,8 +14,10 @@ exact: the self-attention of every decoder block masks j > i (eq. 10), cross-att
 and FFN act per position, so logits_i never depend on target tokens j > i. An Encoder
 with ``causal=True`` masks j > i in every block: a decoder-only stack (GPT-2).
 
-One pass returns every intermediate on request (``output_hidden_states``,
-``output_attentions``): :class:`TransformerOutput` with hidden_states = [X_0, ..., X_L]
+Every forward returns one typed output: a block a :class:`attnlab.nn.block.BlockOutput`, a stack a
+:class:`TransformerOutput`, the encoder-decoder an :class:`EncoderDecoderOutput`. One pass returns
+every intermediate on request (``output_hidden_states``, ``output_attentions``; None otherwise):
+hidden_states = [X_0, ..., X_L]
 (the embedding output and every block's output, before the final LayerNorm) and
 attentions = [P_1, ..., P_L], P_l (B, H, n_q, n_k) the weights of every head of block l.
 
@@ -53,16 +55,17 @@ __all__ = ["Decoder", "Encoder", "EncoderDecoder", "EncoderDecoderOutput", "Tran
 
 @dataclass(frozen=True)
 class TransformerOutput:
-    """Everything one pass of a stack computes, on request.
+    """What one pass of a stack returns, always (the intermediates on request).
 
-    output:           Z (B, n, d) for an encoder (after the final LayerNorm of a pre-LN
-                      stack), logits (B, n', l) for a decoder
+    output:           Z (B, n, d) of an encoder, Y (B, n', d) of a decoder (after the final
+                      LayerNorm of a pre-LN stack)
     hidden_states:    [X_0, X_1, ..., X_L], each (B, n, d): the embedding output and the
                       output of every block (before any final LayerNorm); None unless asked
     attentions:       [P_1, ..., P_L], each (B, H, n_q, n_k): every head's (self-)attention
                       weights; None unless asked
     cross_attentions: a decoder's [C_1, ..., C_L], each (B, H, n', n); None otherwise
-    logits:           Z W_U (B, n, l) of an Encoder with an output head; None otherwise
+    logits:           the output head's Z W_U (B, n, l) of an Encoder with one (None without),
+                      Y P_out (B, n', l) of a decoder
     """
 
     output: Tensor
@@ -188,7 +191,7 @@ class Encoder(_Stack):
         X = self.embed(tokens, token_type_ids, None if self.qkv_transform is not None else position_ids)
         f = self._qkv_map(X, position_ids)
         for block in self.blocks[:layer]:
-            X = block(X, causal=self.causal or None, qkv_transform=f)
+            X = block(X, causal=self.causal or None, qkv_transform=f).output
         block = self.blocks[layer]
         a = block.attn
         h = block.norm1(X) if block.norm_position == "pre" and block.parts.layer_norm else X
@@ -210,25 +213,23 @@ class Encoder(_Stack):
         self, X: Tensor, key_padding_mask: Tensor | None = None, *,
         output_hidden_states: bool = False, output_attentions: bool = False,
         position_ids: Tensor | None = None,
-    ) -> Tensor | TransformerOutput:
-        """Position-aware embeddings X (B, n, d) -> Z (B, n, d), or a :class:`TransformerOutput`
-        when ``output_hidden_states`` or ``output_attentions`` asks for the intermediates (and
-        always when the stack has an output head: then ``logits`` holds Z W_U).
+    ) -> TransformerOutput:
+        """Position-aware embeddings X (B, n, d) -> a :class:`TransformerOutput`: Z (B, n, d), the
+        intermediates ``output_hidden_states`` and ``output_attentions`` ask for, and ``logits``
+        Z W_U when the stack has an output head.
         ``position_ids`` (B, n) feed the ``qkv_transform`` (default 0, ..., n-1)."""
-        full = _flags(output_hidden_states, output_attentions) or self.lm_head != "none"
+        _flags(output_hidden_states, output_attentions)
         hidden, attentions = [X], []
         f = self._qkv_map(X, position_ids)
         for block in self.blocks:
             res = block(X, causal=self.causal or None, key_padding_mask=key_padding_mask,
                         return_weights=output_attentions, qkv_transform=f)
-            X = res.output if output_attentions else res
+            X = res.output
             if output_attentions:
                 attentions.append(res.weights)
             if output_hidden_states:
                 hidden.append(X)
         Z = X if self.final_norm is None else self.final_norm(X)
-        if not full:
-            return Z
         W_U = self.unembedding()
         return TransformerOutput(Z, hidden if output_hidden_states else None,
                                  attentions if output_attentions else None,
@@ -238,8 +239,8 @@ class Encoder(_Stack):
         self, tokens: Tensor, key_padding_mask: Tensor | None = None, *,
         token_type_ids: Tensor | None = None, position_ids: Tensor | None = None,
         output_hidden_states: bool = False, output_attentions: bool = False,
-    ) -> Tensor | TransformerOutput:
-        """tokens (B, n) -> Z (B, n, d_model) (or a TransformerOutput, as :meth:`encode`).
+    ) -> TransformerOutput:
+        """tokens (B, n) -> the :class:`TransformerOutput` of :meth:`encode` (Z (B, n, d_model) its ``output``).
 
         key_padding_mask: bool (B, n), True = padding (:mod:`attnlab.ops.masks`);
         token_type_ids, position_ids: integer (B, n), see :class:`~attnlab.nn.embedding.Embedding`.
@@ -279,15 +280,15 @@ class Decoder(_Stack):
         self, X: Tensor, Z: Tensor, *,
         tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
         output_hidden_states: bool = False, output_attentions: bool = False,
-    ) -> Tensor | TransformerOutput:
-        """Position-aware target embeddings X (B, n', d) and Z (B, n, d) -> logits (B, n', l),
-        or a :class:`TransformerOutput` (output = logits) when the intermediates are asked for."""
-        full = _flags(output_hidden_states, output_attentions)
+    ) -> TransformerOutput:
+        """Position-aware target embeddings X (B, n', d) and Z (B, n, d) -> a :class:`TransformerOutput`:
+        Y (B, n', d) its ``output``, logits = Y P_out (B, n', l), and the intermediates asked for."""
+        _flags(output_hidden_states, output_attentions)
         hidden, attentions, cross = [X], [], []
         for block in self.blocks:
             res = block(X, Z, tgt_key_padding_mask=tgt_key_padding_mask,
                         memory_key_padding_mask=memory_key_padding_mask, return_weights=output_attentions)
-            X = res.output if output_attentions else res
+            X = res.output
             if output_attentions:
                 attentions.append(res.weights)
                 cross.append(res.cross_weights)
@@ -295,13 +296,12 @@ class Decoder(_Stack):
                 hidden.append(X)
         Y = X if self.final_norm is None else self.final_norm(X)
         logits = Y @ self.output_projection()  # (B, n', l)
-        if not full:
-            return logits
-        return TransformerOutput(logits, hidden if output_hidden_states else None,
-                                 attentions if output_attentions else None, cross if output_attentions else None)
+        return TransformerOutput(Y, hidden if output_hidden_states else None, attentions if output_attentions else None,
+                                 cross if output_attentions else None, logits)
 
-    def forward(self, tokens: Tensor, Z: Tensor, **kwargs) -> Tensor | TransformerOutput:
-        """tokens (B, n') and encoder output Z (B, n, d) -> logits (B, n', l); keywords as :meth:`decode`."""
+    def forward(self, tokens: Tensor, Z: Tensor, **kwargs) -> TransformerOutput:
+        """tokens (B, n') and encoder output Z (B, n, d) -> the :class:`TransformerOutput` of :meth:`decode`
+        (logits (B, n', l) its ``logits``); keywords as :meth:`decode`."""
         return self.decode(self.embed(tokens), Z, **kwargs)
 
 
@@ -326,18 +326,18 @@ class EncoderDecoder(nn.Module):
         self, src_tokens: Tensor, tgt_tokens: Tensor,
         src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None, *,
         output_hidden_states: bool = False, output_attentions: bool = False,
-    ) -> Tensor | EncoderDecoderOutput:
-        """src_tokens (B, n), tgt_tokens (B, n') -> logits (B, n', l_tgt), or an
-        :class:`EncoderDecoderOutput` when the intermediates are asked for."""
+    ) -> EncoderDecoderOutput:
+        """src_tokens (B, n), tgt_tokens (B, n') -> an :class:`EncoderDecoderOutput`: logits (B, n', l_tgt)
+        and both stacks' outputs (with the intermediates asked for)."""
         if src_tokens.shape[0] != tgt_tokens.shape[0]:
             raise ConfigError(
                 f"source and target batches differ: {src_tokens.shape[0]} vs {tgt_tokens.shape[0]}"
             )
-        full = _flags(output_hidden_states, output_attentions)
+        _flags(output_hidden_states, output_attentions)
         flags = dict(output_hidden_states=output_hidden_states, output_attentions=output_attentions)
         enc = self.encoder(src_tokens, src_key_padding_mask, **flags)
         dec = self.decoder(
-            tgt_tokens, enc.output if full else enc, tgt_key_padding_mask=tgt_key_padding_mask,
+            tgt_tokens, enc.output, tgt_key_padding_mask=tgt_key_padding_mask,
             memory_key_padding_mask=src_key_padding_mask, **flags,
         )
-        return EncoderDecoderOutput(dec.output, enc, dec) if full else dec
+        return EncoderDecoderOutput(dec.logits, enc, dec)

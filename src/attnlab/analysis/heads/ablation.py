@@ -88,7 +88,7 @@ def _run_from(model, X: Tensor, layer: int, rot, hooks: dict[int, Callable] | No
         block = model.blocks[l]
         block.attn.head_transform = hooks.get(l)
         try:
-            X = block(X, causal=causal, qkv_transform=rot)
+            X = block(X, causal=causal, qkv_transform=rot).output
         finally:
             block.attn.head_transform = None
     return X if model.final_norm is None else model.final_norm(X)
@@ -118,7 +118,7 @@ def baseline(model, input_ids: Tensor, scored: Tensor | None = None) -> Baseline
             residuals.append(X)
             block.attn.head_transform = lambda z: (zs.append(z), z)[1]
             try:
-                X = block(X, causal=model.causal or None, qkv_transform=rot)
+                X = block(X, causal=model.causal or None, qkv_transform=rot).output
             finally:
                 block.attn.head_transform = None
         Z = X if model.final_norm is None else model.final_norm(X)

@@ -365,11 +365,9 @@ def smollm2_attention_maps(batch: Batch, layers: Sequence[int], device: str = "c
     with torch.no_grad():
         for l, block in enumerate(list(model.blocks)[:max(wanted) + 1]):
             res = block(X, causal=True, return_weights=l in wanted, qkv_transform=rot)
+            X = res.output
             if l in wanted:
-                X = res.output
                 yield l, res.weights
-            else:
-                X = res
 
 
 __all__ = ["BERT_INIT_STD", "Batch", "DONG_VARIANTS", "MINILM_MODELS", "MODELS", "VARIANTS", "attnlab_stack",

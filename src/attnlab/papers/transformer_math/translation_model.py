@@ -76,7 +76,7 @@ def build_model(src_vocab: Vocabulary, tgt_vocab: Vocabulary, *, d_model: int, n
 
 def batch_loss(model: EncoderDecoder, b: Batch) -> tuple[Tensor, Tensor, int]:
     """(mean cross-entropy, number of correct argmax predictions, number of target tokens)."""
-    logits = model(b.src, b.dec_in, b.src_pad, b.tgt_pad)
+    logits = model(b.src, b.dec_in, b.src_pad, b.tgt_pad).logits
     keep = ~b.tgt_pad
     loss = torch.nn.functional.cross_entropy(logits[keep], b.target[keep])
     correct = (logits.argmax(-1)[keep] == b.target[keep]).sum()
