@@ -88,7 +88,7 @@ class RandomTransformerLayer(nn.Module):
 
     def forward(self, E: Tensor) -> Tensor:
         """E: (B, n, d) -> (B, n, d)."""
-        return self.block(E)
+        return self.block(E).output
 
 
 def sinusoidal_rank(n: int, d: int, *, rtol: float = 1e-10) -> int:
