@@ -16,7 +16,7 @@ from attnlab.analysis.parameters import (
 )
 from attnlab.errors import ConfigError
 from attnlab.nn.attention import MultiHeadAttention
-from attnlab.nn.block import DecoderBlock, TransformerBlock
+from attnlab.nn.block import BlockConfig, DecoderBlock, TransformerBlock
 from attnlab.nn.transformer import EncoderDecoder
 
 
@@ -38,8 +38,8 @@ def test_block_formula_by_hand():
     d=st.integers(1, 13), H=st.integers(1, 5), k=st.integers(1, 7), m=st.integers(1, 13), bias=st.booleans()
 )
 def test_blocks_match_modules(d, H, k, m, bias):
-    assert block_parameters(d, H, k, m, bias) == _numel(TransformerBlock(d, H, m, d_head=k, bias=bias))
-    assert decoder_block_parameters(d, H, k, m, bias) == _numel(DecoderBlock(d, H, m, d_head=k, bias=bias))
+    assert block_parameters(d, H, k, m, bias) == _numel(TransformerBlock(d, H, m, BlockConfig(d_head=k, bias=bias)))
+    assert decoder_block_parameters(d, H, k, m, bias) == _numel(DecoderBlock(d, H, m, BlockConfig(d_head=k, bias=bias)))
 
 
 def test_attention_with_d_v_and_multi_query():
@@ -57,9 +57,10 @@ def test_gated_ffn():
 @pytest.mark.parametrize("tie", [False, True])
 @pytest.mark.parametrize("positional, norm_position", [("sinusoidal", "post"), ("learned", "pre")])
 def test_encoder_decoder_matches_module(tie, positional, norm_position):
-    kw = dict(tie_embeddings=tie, positional=positional, norm_position=norm_position, max_len=13)
-    model = EncoderDecoder(11, 13, 6, 3, 7, 2, n_decoder_layers=3, **kw)
-    assert encoder_decoder_parameters(11, 13, 6, 3, 7, 2, n_decoder_layers=3, **kw) == _numel(model)
+    kw = dict(tie_embeddings=tie, positional=positional, max_len=13)
+    model = EncoderDecoder(11, 13, 6, 3, 7, 2, n_decoder_layers=3, block=BlockConfig(norm_position=norm_position), **kw)
+    assert encoder_decoder_parameters(11, 13, 6, 3, 7, 2, n_decoder_layers=3, norm_position=norm_position,
+                                      **kw) == _numel(model)
 
 
 def test_original_transformer_base_by_hand():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
-from attnlab.nn.block import DecoderBlock, FeedForward, TransformerBlock
+from attnlab.nn.block import BlockConfig, DecoderBlock, FeedForward, TransformerBlock
 from attnlab.ops.reference import reference_attention
 from tolerances import FLOAT64, FLOAT64_LONG
 
@@ -61,44 +61,44 @@ def test_post_ln_block_is_the_text():
     x = _x()
     u = _ln(block.norm1, x + _mha_ref(block.attn, x, x))  # u = LN(x + MHA(x))
     z = _ln(block.norm2, u + _ffn(block.ffn, u))  # z = LN(u + FFN(u))
-    assert (block(x) - z).abs().max() < FLOAT64_LONG
+    assert (block(x).output - z).abs().max() < FLOAT64_LONG
 
 
 def test_pre_ln_block():
-    block = _randomise(TransformerBlock(D, H, D_FF, norm_position="pre").double())
+    block = _randomise(TransformerBlock(D, H, D_FF, BlockConfig(norm_position="pre")).double())
     x = _x()
     u = x + _mha_ref(block.attn, _ln(block.norm1, x), _ln(block.norm1, x))  # u = x + MHA(LN(x))
     z = u + _ffn(block.ffn, _ln(block.norm2, u))  # z = u + FFN(LN(u))
-    assert (block(x) - z).abs().max() < FLOAT64_LONG
+    assert (block(x).output - z).abs().max() < FLOAT64_LONG
 
 
 def test_post_ln_rows_are_normalised_pre_ln_rows_are_not():
     torch.manual_seed(0)
     post = TransformerBlock(D, H, D_FF).double()
-    pre = TransformerBlock(D, H, D_FF, norm_position="pre").double()
+    pre = TransformerBlock(D, H, D_FF, BlockConfig(norm_position="pre")).double()
     pre.load_state_dict(post.state_dict())
     x = _x() * 4
-    z = post(x)  # gamma = 1, beta = 0: every row has mean 0 and std sigma/(sigma + eps)
+    z = post(x).output  # gamma = 1, beta = 0: every row has mean 0 and std sigma/(sigma + eps)
     assert z.mean(-1).abs().max() < 1e-14
     assert (z.pow(2).mean(-1) - 1).abs().max() < 1e-5
-    assert (pre(x).pow(2).mean(-1) - 1).abs().max() > 0.1
+    assert (pre(x).output.pow(2).mean(-1) - 1).abs().max() > 0.1
 
 
 def test_standard_norm_and_causal_mask():
-    block = _randomise(TransformerBlock(D, H, D_FF, norm="standard").double())
+    block = _randomise(TransformerBlock(D, H, D_FF, BlockConfig(norm="standard")).double())
     x = _x()
     ln = lambda m, z: torch.nn.functional.layer_norm(z, (D,), m.gamma, m.beta, 1e-5)  # noqa: E731
     u = ln(block.norm1, x + _mha_ref(block.attn, x, x, causal=True))
     z = ln(block.norm2, u + _ffn(block.ffn, u))
-    assert (block(x, causal=True) - z).abs().max() < FLOAT64_LONG
+    assert (block(x, causal=True).output - z).abs().max() < FLOAT64_LONG
 
 
 def test_dropout_off_by_default_is_deterministic_in_train_mode():
     block = TransformerBlock(D, H, D_FF).double().train()
     x = _x()
-    assert torch.equal(block(x), block(x))
-    noisy = TransformerBlock(D, H, D_FF, dropout=0.5).double().train()
-    assert not torch.equal(noisy(x), noisy(x))
+    assert torch.equal(block(x).output, block(x).output)
+    noisy = TransformerBlock(D, H, D_FF, BlockConfig(dropout=0.5)).double().train()
+    assert not torch.equal(noisy(x).output, noisy(x).output)
 
 
 def test_decoder_block_post_ln_is_the_text():
@@ -107,28 +107,28 @@ def test_decoder_block_post_ln_is_the_text():
     u = _ln(block.norm1, x + _mha_ref(block.self_attn, x, x, causal=True))
     v = _ln(block.norm2, u + _mha_ref(block.cross_attn, u, Z))  # own W_K, W_V on Z
     z = _ln(block.norm3, v + _ffn(block.ffn, v))
-    assert (block(x, Z) - z).abs().max() < FLOAT64_LONG
+    assert (block(x, Z).output - z).abs().max() < FLOAT64_LONG
 
 
 def test_decoder_block_pre_ln():
-    block = _randomise(DecoderBlock(D, H, D_FF, norm_position="pre").double())
+    block = _randomise(DecoderBlock(D, H, D_FF, BlockConfig(norm_position="pre")).double())
     x, Z = _x(), _x(N_SRC, seed=2)
     u = x + _mha_ref(block.self_attn, *(2 * (_ln(block.norm1, x),)), causal=True)
     v = u + _mha_ref(block.cross_attn, _ln(block.norm2, u), Z)
     z = v + _ffn(block.ffn, _ln(block.norm3, v))
-    assert (block(x, Z) - z).abs().max() < FLOAT64_LONG
+    assert (block(x, Z).output - z).abs().max() < FLOAT64_LONG
 
 
 def test_decoder_block_is_causal_and_reads_Z():
     block = _randomise(DecoderBlock(D, H, D_FF).double())
     x, Z = _x(), _x(N_SRC, seed=2)
-    out = block(x, Z)
+    out = block(x, Z).output
     x2 = x.clone()
     x2[:, 3] += 1.0  # change target position 3
-    out2 = block(x2, Z)
+    out2 = block(x2, Z).output
     assert torch.equal(out[:, :3], out2[:, :3])  # positions < 3 untouched, exactly
     assert (out[:, 3:] - out2[:, 3:]).abs().amin(-1).min() > 1e-6
-    assert (block(x, Z + 1.0) - out).abs().max() > 1e-3
+    assert (block(x, Z + 1.0).output - out).abs().max() > 1e-3
 
 
 def test_memory_padding_hides_padded_source_positions():
@@ -138,8 +138,8 @@ def test_memory_padding_hides_padded_source_positions():
     pad[:, 4:] = True
     Z2 = Z.clone()
     Z2[:, 4:] = 100.0
-    out = block(x, Z, memory_key_padding_mask=pad)
-    assert (out - block(x, Z2, memory_key_padding_mask=pad)).abs().max() < FLOAT64
+    out = block(x, Z, memory_key_padding_mask=pad).output
+    assert (out - block(x, Z2, memory_key_padding_mask=pad).output).abs().max() < FLOAT64
 
 
 def test_fully_padded_rows_have_finite_gradients():
@@ -147,7 +147,7 @@ def test_fully_padded_rows_have_finite_gradients():
     x = _x().requires_grad_(True)
     pad = torch.zeros(B, N, dtype=torch.bool)
     pad[2] = True
-    out = block(x, key_padding_mask=pad)
+    out = block(x, key_padding_mask=pad).output
     out.sum().backward()
     assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
     assert all(torch.isfinite(p.grad).all() for p in block.parameters())
@@ -156,9 +156,9 @@ def test_fully_padded_rows_have_finite_gradients():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: TransformerBlock(D, H, D_FF, norm_position="sandwich"), "unknown norm_position 'sandwich'"),
-        (lambda: DecoderBlock(D, H, D_FF, norm_position="middle"), "unknown norm_position 'middle'"),
-        (lambda: TransformerBlock(D, H, D_FF, norm="batch"), "unknown LayerNorm variant 'batch'"),
+        (lambda: BlockConfig(norm_position="sandwich"), "unknown norm_position 'sandwich'"),
+        (lambda: BlockConfig(norm_position="middle"), "unknown norm_position 'middle'"),
+        (lambda: BlockConfig(norm="batch"), "unknown LayerNorm variant 'batch'"),
         (lambda: TransformerBlock(D, 4, D_FF), "not divisible by n_heads=4"),
         (lambda: FeedForward(D, 0), "d_model and d_ff must be positive"),
     ],

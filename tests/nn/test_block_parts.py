@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
-from attnlab.nn import BlockOutput, BlockParts, DecoderBlock, Encoder, FeedForward, TransformerBlock
+from attnlab.nn import BlockConfig, BlockOutput, BlockParts, DecoderBlock, Encoder, FeedForward, TransformerBlock
 from attnlab.nn.transformer import EncoderDecoder, TransformerOutput
 from attnlab.ops.reference import reference_attention
 from tolerances import assert_close
@@ -28,7 +28,7 @@ def _randomise(module, seed=0):
 
 def _block(cls=TransformerBlock, seed=0, **kw):
     torch.manual_seed(seed)
-    return _randomise(cls(D, H, D_FF, d_head=D_HEAD, **kw).double(), seed)
+    return _randomise(cls(D, H, D_FF, BlockConfig(d_head=D_HEAD, **kw)).double(), seed)
 
 
 def _x(n=N, seed=1):
@@ -89,27 +89,27 @@ CASES = [
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 @pytest.mark.parametrize("parts, post, pre", CASES, ids=[str(c[0]) for c in CASES])
 def test_each_switch_is_its_formula(parts, post, pre, norm_position):
-    block = _block(norm_position=norm_position, **vars(parts))
+    block = _block(norm_position=norm_position, parts=parts)
     assert block.parts == parts
     x = _x()
-    assert_close(block(x), (post if norm_position == "post" else pre)(block, x))
+    assert_close(block(x).output, (post if norm_position == "post" else pre)(block, x))
 
 
 def test_parts_can_be_switched_after_construction_and_back():
     block = _block()
     x = _x()
-    z = block(x)
+    z = block(x).output
     block.parts = BlockParts.pure_attention()
-    assert_close(block(x), _mha(block.attn, x, x))
+    assert_close(block(x).output, _mha(block.attn, x, x))
     block.parts = BlockParts()
-    assert torch.equal(block(x), z)  # switched-off parts kept their parameters
+    assert torch.equal(block(x).output, z)  # switched-off parts kept their parameters
 
 
 def test_pure_attention_with_padding_and_causal_mask():
-    block = _block(**vars(BlockParts.pure_attention()))
+    block = _block(parts=BlockParts.pure_attention())
     x, pad = _x(), torch.zeros(B, N, dtype=torch.bool)
     pad[1, 3:] = True
-    assert_close(block(x, causal=True, key_padding_mask=pad),
+    assert_close(block(x, causal=True, key_padding_mask=pad).output,
                  _mha(block.attn, x, x, causal=True, key_padding_mask=pad))
 
 
@@ -123,9 +123,9 @@ def test_pure_attention_with_padding_and_causal_mask():
      lambda b, x, Z: _mha(b.cross_attn, _unnormalized_causal(b.self_attn, x), Z, False)),
 ], ids=["no-mlp", "no-skip-no-ln", "unnormalized"])
 def test_decoder_block_switches(parts, formula):
-    block = _block(DecoderBlock, **vars(parts))
+    block = _block(DecoderBlock, parts=parts)
     x, Z = _x(), _x(N_SRC, seed=2)
-    assert_close(block(x, Z), formula(block, x, Z))
+    assert_close(block(x, Z).output, formula(block, x, Z))
 
 
 def _unnormalized_causal(m, x):
@@ -155,8 +155,8 @@ def test_the_two_gelus_differ_and_relu_stays_the_default():
     h = torch.linspace(-4, 4, 8001, dtype=torch.float64)
     gap = (torch.nn.functional.gelu(h) - torch.nn.functional.gelu(h, approximate="tanh")).abs().max().item()
     assert 1e-4 < gap < 1e-3  # the activations docstring: at most ~5e-4
-    assert TransformerBlock(D, H, D_FF, d_head=D_HEAD).ffn.activation == "relu"
-    assert DecoderBlock(D, H, D_FF, d_head=D_HEAD, activation="gelu").ffn.activation == "gelu"
+    assert TransformerBlock(D, H, D_FF, BlockConfig(d_head=D_HEAD)).ffn.activation == "relu"
+    assert DecoderBlock(D, H, D_FF, BlockConfig(d_head=D_HEAD, activation="gelu")).ffn.activation == "gelu"
 
 
 def test_block_returns_every_heads_weights_of_the_same_pass():
@@ -167,7 +167,8 @@ def test_block_returns_every_heads_weights_of_the_same_pass():
     res = block(x, key_padding_mask=pad, return_weights=True)
     assert isinstance(res, BlockOutput) and res.cross_weights is None
     assert res.weights.shape == (B, H, N, N)
-    assert_close(res.output, block(x, key_padding_mask=pad))
+    assert_close(res.output, block(x, key_padding_mask=pad).output)
+    assert block(x).weights is None
     h = block.norm1(x)
     for head in range(H):
         q, k = h @ block.attn.W_Q[head] + block.attn.b_Q[head], h @ block.attn.W_K[head] + block.attn.b_K[head]
@@ -178,7 +179,7 @@ def test_block_returns_every_heads_weights_of_the_same_pass():
 def test_encoder_returns_every_layer_in_one_pass_and_takes_parts_per_layer():
     torch.manual_seed(0)
     parts = [BlockParts.pure_attention(), BlockParts(), BlockParts(softmax=False, mlp=False)]
-    enc = _randomise(Encoder(VOCAB, D, H, D_FF, 3, d_head=D_HEAD, max_len=N, positional="learned",
+    enc = _randomise(Encoder(VOCAB, D, H, D_FF, 3, block=BlockConfig(d_head=D_HEAD), max_len=N, positional="learned",
                              causal=True, parts=parts).double())
     assert enc.parts == parts
     tokens = torch.randint(0, VOCAB, (B, N), generator=torch.Generator().manual_seed(3))
@@ -193,7 +194,8 @@ def test_encoder_returns_every_layer_in_one_pass_and_takes_parts_per_layer():
         assert_close(out.attentions[l], res.weights)
         X = res.output
     assert torch.equal(out.output, out.hidden_states[-1])  # post-LN: no final norm
-    assert_close(enc(tokens), out.output)  # the fused kernel without weights, the explicit path with
+    assert_close(enc(tokens).output, out.output)
+    assert enc(tokens).attentions is None and enc(tokens).hidden_states is None and enc(tokens).logits is None  # the fused kernel without weights, the explicit path with
     assert out.attentions[0].triu(1).abs().max() == 0  # causal in every layer
     assert_close(out.attentions[0].sum(-1), torch.ones(B, H, N, dtype=torch.float64))
     enc.set_parts(BlockParts())
@@ -202,7 +204,7 @@ def test_encoder_returns_every_layer_in_one_pass_and_takes_parts_per_layer():
 
 def test_only_what_is_asked_for_is_returned():
     torch.manual_seed(0)
-    enc = Encoder(VOCAB, 6, 3, D_FF, 2, norm_position="pre").double()
+    enc = Encoder(VOCAB, 6, 3, D_FF, 2, block=BlockConfig(norm_position="pre")).double()
     tokens = torch.randint(0, VOCAB, (B, N))
     out = enc(tokens, output_attentions=True)
     assert out.hidden_states is None and len(out.attentions) == 2
@@ -216,17 +218,24 @@ def test_encoder_decoder_returns_both_stacks_with_cross_attention():
     model = EncoderDecoder(VOCAB, 23, 6, 3, D_FF, 2).double()
     src, tgt = torch.randint(0, VOCAB, (B, N_SRC)), torch.randint(0, 23, (B, N))
     out = model(src, tgt, output_attentions=True, output_hidden_states=True)
-    assert_close(out.logits, model(src, tgt))
+    assert_close(out.logits, model(src, tgt).logits)
     assert [a.shape for a in out.decoder.cross_attentions] == [(B, 3, N, N_SRC)] * 2
     assert [a.shape for a in out.decoder.attentions] == [(B, 3, N, N)] * 2
-    assert len(out.encoder.hidden_states) == 3 and out.decoder.output is out.logits
+    assert len(out.encoder.hidden_states) == 3 and out.decoder.logits is out.logits
+    assert_close(out.decoder.logits, out.decoder.output @ model.decoder.output_projection())
 
 
 @pytest.mark.parametrize("call, message", [
     (lambda: FeedForward(D, D_FF, activation="swish"), "activation must be one of relu, gelu, gelu_tanh"),
     (lambda: BlockParts(skip=1), "skip must be true or false"),
-    (lambda: TransformerBlock(D, H, D_FF, d_head=D_HEAD, layer_norm="no"), "layer_norm must be true or false"),
-    (lambda: setattr(TransformerBlock(D, H, D_FF, d_head=D_HEAD), "parts", {"skip": False}),
+    (lambda: BlockConfig(d_head=D_HEAD, parts=BlockParts(layer_norm="no")), "layer_norm must be true or false"),
+    (lambda: BlockConfig(parts={"skip": False}), "parts must be a BlockParts"),
+    (lambda: BlockConfig(ffn="moe"), "unknown ffn 'moe'"),
+    (lambda: BlockConfig(d_head=0), "d_head must be a positive integer or None"),
+    (lambda: BlockConfig(dropout=1.0), r"dropout must be a number in \[0, 1\)"),
+    (lambda: TransformerBlock(D, H, D_FF, {"norm": "rms"}), "config must be a BlockConfig"),
+    (lambda: Encoder(VOCAB, 6, 3, D_FF, 2, block={"norm": "rms"}), "block must be a BlockConfig"),
+    (lambda: setattr(TransformerBlock(D, H, D_FF, BlockConfig(d_head=D_HEAD)), "parts", {"skip": False}),
      "parts must be a BlockParts"),
     (lambda: Encoder(VOCAB, 6, 3, D_FF, 2, parts=[BlockParts()]), r"a sequence of 2 \(one per layer\)"),
     (lambda: Encoder(VOCAB, 6, 3, D_FF, 2)(torch.zeros(1, 3, dtype=torch.long), output_attentions=1),

@@ -8,6 +8,7 @@ import torch
 from attnlab.analysis.jacobian import decoder_jacobian_blocks
 from attnlab.errors import ConfigError
 from attnlab.nn.positional import sinusoidal_encoding
+from attnlab.nn.block import BlockConfig
 from attnlab.nn.transformer import Encoder, EncoderDecoder
 from tolerances import FLOAT64
 
@@ -27,7 +28,7 @@ def _tokens(seed=1):
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 def test_logits_shape(norm_position):
     src, tgt = _tokens()
-    logits = _model(norm_position=norm_position)(src, tgt)
+    logits = _model(block=BlockConfig(norm_position=norm_position))(src, tgt).logits
     assert logits.shape == (B, N_TGT, L_TGT) and logits.dtype == torch.float64
     assert torch.isfinite(logits).all()
 
@@ -50,11 +51,11 @@ def test_decoder_jacobian_is_exactly_causal():
 
 
 def test_changing_a_target_token_only_changes_later_logits():
-    model = _model(norm_position="pre", tie_embeddings=True)
+    model = _model(block=BlockConfig(norm_position="pre"), tie_embeddings=True)
     src, tgt = _tokens()
     tgt2 = tgt.clone()
     tgt2[:, 4] = (tgt[:, 4] + 1) % L_TGT
-    a, b = model(src, tgt), model(src, tgt2)
+    a, b = model(src, tgt).logits, model(src, tgt2).logits
     assert torch.equal(a[:, :4], b[:, :4])
     assert (a[:, 4] - b[:, 4]).abs().max() > 1e-6
 
@@ -66,9 +67,9 @@ def test_padded_source_tokens_do_not_matter():
     pad[:, 3:] = True
     src2 = src.clone()
     src2[:, 3:] = (src[:, 3:] + 1) % L_SRC
-    a = model(src, tgt, src_key_padding_mask=pad)
-    assert (a - model(src2, tgt, src_key_padding_mask=pad)).abs().max() < FLOAT64
-    assert (a - model(src2, tgt)).abs().max() > 1e-6
+    a = model(src, tgt, src_key_padding_mask=pad).logits
+    assert (a - model(src2, tgt, src_key_padding_mask=pad).logits).abs().max() < FLOAT64
+    assert (a - model(src2, tgt).logits).abs().max() > 1e-6
 
 
 def test_fully_padded_rows_have_finite_gradients():
@@ -78,7 +79,7 @@ def test_fully_padded_rows_have_finite_gradients():
     src_pad[0] = True  # sequence 0: nothing to attend to in the source
     tgt_pad = torch.zeros(B, N_TGT, dtype=torch.bool)
     tgt_pad[1, 0] = True  # sequence 1, query 0: its only causal key is padding
-    logits = model(src, tgt, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad)
+    logits = model(src, tgt, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad).logits
     logits.logsumexp(-1).sum().backward()
     assert torch.isfinite(logits).all()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())
@@ -95,7 +96,7 @@ def test_tied_embeddings():
 
 
 def test_unnormalized_attention_model_is_still_causal():
-    model = _model(attention="unnormalized", scale="none")
+    model = _model(block=BlockConfig(attention="unnormalized", scale="none"))
     assert model.decoder.blocks[0].cross_attn.attention == "unnormalized"
     src, tgt = _tokens()
     N = decoder_jacobian_blocks(model, src[:1], tgt[:1])

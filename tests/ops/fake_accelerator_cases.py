@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from attnlab.nn import MultiHeadAttention
-from attnlab.nn.block import DecoderBlock, TransformerBlock
+from attnlab.nn.block import BlockConfig, DecoderBlock, TransformerBlock
 from conformance import OPERATORS
 
 B, H, N_Q, N_K, D_K, D_V = 2, 3, 5, 7, 11, 13
@@ -123,15 +123,14 @@ def test_module_forward_and_backward_stay_on_the_device(fake, kind):
     with mode, torch.device(name):  # parameters made on the device (a fake mode cannot move real ones)
         module = {"mha": lambda: MultiHeadAttention(d, 4),
                   "block-post": lambda: TransformerBlock(d, 4, 32),
-                  "block-pre": lambda: TransformerBlock(d, 4, 32, norm="standard", norm_position="pre"),
+                  "block-pre": lambda: TransformerBlock(d, 4, 32, BlockConfig(norm="standard", norm_position="pre")),
                   "decoder-block": lambda: DecoderBlock(d, 4, 32)}[kind]()
         x = torch.randn(B, N_K, d, requires_grad=True)
         kpm = torch.zeros(B, N_K, dtype=torch.bool)
         if kind == "decoder-block":
-            out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm)
+            out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm).output
         else:
-            res = module(x, causal=True, key_padding_mask=kpm)
-            out = res.output if kind == "mha" else res
+            out = module(x, causal=True, key_padding_mask=kpm).output
         out.sum().backward()
         assert out.device.type == name and x.grad.device.type == name
         assert all(p.grad is not None and p.grad.device.type == name for p in module.parameters())

@@ -181,7 +181,7 @@ def test_grouped_query_attention_equals_repeated_key_value_heads():
             for weights in (False, True):
                 for op in (softmax_attention, unnormalized_attention):
                     kw = dict(causal=causal, key_padding_mask=kpm, return_weights=weights, attention=op,
-                              qk_transform=rot)
+                              qkv_transform=rot)
                     a = multi_head_attention(x, x, W_Q, W_K, W_V, W_O, **kw)
                     b = multi_head_attention(x, x, W_Q, rep[0], rep[1], W_O, **kw)
                     assert (a.output - b.output).abs().max().item() <= 1e-13 * b.output.abs().max().item()

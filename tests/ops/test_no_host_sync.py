@@ -30,7 +30,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from attnlab.nn import MultiHeadAttention
-from attnlab.nn.block import DecoderBlock, TransformerBlock
+from attnlab.nn.block import BlockConfig, DecoderBlock, TransformerBlock
 from attnlab.nn.linformer import LinformerSelfAttention
 from attnlab.nn.transformer import Encoder
 from attnlab.ops.sparse import bigbird_attention, longformer_attention, sliding_window_attention
@@ -108,7 +108,7 @@ def _module_cases():
         ("mha-softmax", lambda: MultiHeadAttention(d, heads), "attention"),
         ("mha-unnormalized", lambda: MultiHeadAttention(d, heads, attention="unnormalized"), "attention"),
         ("block-post", lambda: TransformerBlock(d, heads, 32), "attention"),
-        ("block-pre", lambda: TransformerBlock(d, heads, 32, norm="standard", norm_position="pre"), "attention"),
+        ("block-pre", lambda: TransformerBlock(d, heads, 32, BlockConfig(norm="standard", norm_position="pre")), "attention"),
         ("encoder", lambda: Encoder(50, d, heads, 32, 2), "encode"),
         ("decoder-block", lambda: DecoderBlock(d, heads, 32), "decoder"),  # always causal
         ("linformer", lambda: LinformerSelfAttention(d, heads, N_K, 4), "plain"),  # takes no masks
@@ -129,12 +129,11 @@ def test_module_forward_reads_no_device_value(make, how, masks):
         out = module(x).output
     elif how == "encode":
         module.causal = bool(masks.get("causal"))
-        out = module.encode(x, kpm)
+        out = module.encode(x, kpm).output
     elif how == "decoder":
-        out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm)
+        out = module(x, x, tgt_key_padding_mask=kpm, memory_key_padding_mask=kpm).output
     else:
-        res = module(x, causal=masks.get("causal"), key_padding_mask=kpm)
-        out = res.output if hasattr(res, "output") else res
+        out = module(x, causal=masks.get("causal"), key_padding_mask=kpm).output
     assert out.device.type == "meta" and tuple(out.shape) == (B, N_K, 24)
 
 

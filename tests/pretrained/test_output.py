@@ -76,5 +76,6 @@ def test_without_attentions_the_summary_says_so_and_bare_runs_are_unchanged(pm):
         out.viewer()
     with pytest.raises(ConfigError, match=r"text must be an integer in \[0, 1\]"):
         pm.run(TEXTS).viewer(2)
-    Z = pm.run(TEXTS, output_hidden_states=False, output_attentions=False)  # no intermediates: Z alone
-    assert isinstance(Z, torch.Tensor) and Z.shape[-1] == 384
+    out = pm.run(TEXTS, output_hidden_states=False, output_attentions=False)  # no intermediates: Z alone
+    assert isinstance(out, PretrainedOutput) and out.output.shape[-1] == 384
+    assert out.hidden_states is None and out.attentions is None and out.logits is None

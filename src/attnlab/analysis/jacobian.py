@@ -27,9 +27,9 @@ def decoder_jacobian_blocks(model: EncoderDecoder, src_tokens: Tensor, tgt_token
     (l x d) block of the autograd Jacobian of the logits (1, n', l) with respect to X,
     computed in the model's dtype (float64 for exact zeros to mean "independent").
     """
-    Z = model.encoder(src_tokens)  # (1, n, d)
+    Z = model.encoder(src_tokens).output  # (1, n, d)
     X = model.decoder.embed(tgt_tokens).detach()  # (1, n', d)
-    J = torch.autograd.functional.jacobian(lambda X_: model.decoder.decode(X_, Z), X,
+    J = torch.autograd.functional.jacobian(lambda X_: model.decoder.decode(X_, Z).logits, X,
                                            vectorize=True)  # (1, n', l, 1, n', d)
     J = J[0, :, :, 0]  # (n', l, n', d)
     return J.pow(2).sum(dim=(1, 3)).sqrt()  # (n', n')

@@ -2,11 +2,13 @@
 
 from attnlab.nn.activations import ACTIVATIONS, resolve_activation
 from attnlab.nn.attention import MultiHeadAttention, merge_heads, split_heads
-from attnlab.nn.block import BlockOutput, BlockParts, DecoderBlock, FeedForward, TransformerBlock
+from attnlab.nn.block import BlockConfig, BlockOutput, BlockParts, DecoderBlock, FeedForward, TransformerBlock
 from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm, layer_norm_paper
 from attnlab.nn.positional import (
     LearnedPositionalEmbedding,
+    QKVTransform,
+    RoPE,
     SinusoidalPositionalEncoding,
     frequencies,
     shift_matrix,
@@ -16,6 +18,7 @@ from attnlab.nn.transformer import Decoder, Encoder, EncoderDecoder, EncoderDeco
 
 __all__ = [
     "ACTIVATIONS",
+    "BlockConfig",
     "BlockOutput",
     "BlockParts",
     "Decoder",
@@ -28,6 +31,8 @@ __all__ = [
     "LayerNorm",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
+    "QKVTransform",
+    "RoPE",
     "SinusoidalPositionalEncoding",
     "TransformerBlock",
     "TransformerOutput",

@@ -10,8 +10,8 @@ Parameters, per head (the text's W_{h,q}, W_{h,k}, W_{h,v}, W_{c,h}):
 
 H_kv = H (``n_kv_heads`` None) is the text's multi-head attention; H_kv < H is grouped-query
 attention (query head h reads key/value head h // (H / H_kv), :mod:`attnlab.ops.multihead`).
-A ``qk_transform`` passed to :meth:`MultiHeadAttention.forward` (the rotary embedding of
-:mod:`attnlab.ops.rotary`) acts on the projected queries and keys.
+A ``qkv_transform`` passed to :meth:`MultiHeadAttention.forward` acts on the projected queries,
+keys and values (the rotary embedding: :class:`attnlab.nn.positional.QKVTransform`).
 
 Scale: eq. (5)/(6) print softmax(Q K^T / k), while §1.2.3 motivates 1/sqrt(k)
 and eq. (10) uses it; the default is c = 1/sqrt(d_head), "1/d" gives the
@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.ops.multihead import multi_head_attention, ov_circuit, qk_circuit
+from attnlab.ops.multihead import QKVMap, multi_head_attention, ov_circuit, qk_circuit
 from attnlab.ops.softmax import AttentionOutput, Scale, resolve_scale, softmax_attention
 from attnlab.ops.unnormalized import unnormalized_attention
 
@@ -176,14 +176,15 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
         attention: str | None = None,
-        qk_transform=None,
+        qkv_transform: QKVMap | None = None,
     ) -> AttentionOutput:
         """x_q: (..., n_q, d_model), x_kv: (..., n_k, d_model) (default x_q: self-attention).
 
         Returns output (..., n_q, d_model) and, with ``return_weights``, P (..., H, n_q, n_k).
         ``attention`` overrides the module's operator for this call ("softmax" or
         "unnormalized"; a block with its softmax switched off passes "unnormalized");
-        ``qk_transform`` (q, k) -> (q', k') acts on the projected queries and keys (RoPE).
+        ``qkv_transform`` (q, k, v) -> (q', k', v') acts on the projected queries (..., H, n_q, d_head),
+        keys (..., H_kv, n_k, d_head) and values (..., H_kv, n_k, d_v) (RoPE: :class:`~attnlab.nn.positional.RoPE`).
         """
         name = self.attention if attention is None else attention
         if name not in ATTENTIONS:
@@ -199,7 +200,7 @@ class MultiHeadAttention(nn.Module):
             causal=causal,
             key_padding_mask=key_padding_mask,
             scale=self.scale,
-            qk_transform=qk_transform,
+            qkv_transform=qkv_transform,
             head_transform=self.head_transform,
         )
 

@@ -19,7 +19,8 @@ phi = SiLU is Llama's MLP):
 
 Llama-family blocks are pre-LN with RMSNorm (``norm="rms"``), grouped-query attention
 (``n_kv_heads``), no biases, and rotary positions passed to :meth:`TransformerBlock.forward` as
-``qk_transform`` (:mod:`attnlab.ops.rotary`).
+``qkv_transform``, the map (q, k, v) -> (R(p) q, R(p) k, v) of one pass
+(:class:`attnlab.nn.positional.QKVTransform`, :class:`attnlab.nn.positional.RoPE`).
 
 Decoder block (§1.2.5): masked (causal, eq. 10) self-attention, cross-attention
 to the encoder output Z, FFN, each with residual + LN. The text writes the
@@ -52,10 +53,11 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.config import check_bool
-from attnlab.errors import ConfigError
+from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.nn.activations import resolve_activation
-from attnlab.nn.attention import MultiHeadAttention
-from attnlab.nn.layernorm import LayerNorm
+from attnlab.nn.attention import ATTENTIONS, MultiHeadAttention
+from attnlab.nn.layernorm import NORM_VARIANTS, LayerNorm
+from attnlab.ops.multihead import QKVMap
 from attnlab.ops.softmax import Scale
 
 NORM_POSITIONS = ("post", "pre")
@@ -155,13 +157,76 @@ class BlockParts:
 
 
 @dataclass(frozen=True)
+class BlockConfig:
+    """Everything of a block but its sizes (d_model, n_heads, d_ff), shared by
+    :class:`TransformerBlock`, :class:`DecoderBlock` and the stacks of :mod:`attnlab.nn.transformer`.
+
+    d_head:        k, the size of a query/key head (None: d_model / n_heads, eq. 3)
+    norm:          the LayerNorm variant of :mod:`attnlab.nn.layernorm` ("paper" = the text's
+                   (z - mu) / (sigma + eps), "standard", "rms")
+    norm_position: "post" (§1.2.2, u = LN(x + MHA(x))) or "pre" (u = x + MHA(LN(x)))
+    eps:           every LayerNorm's eps (None: the variant's default)
+    dropout:       after every sublayer and inside the FFN (0.0: deterministic)
+    bias:          the biases b_Q, b_K, b_V, b_O, b_1, b_2
+    scale:         c of softmax(c Q K^T) (:func:`attnlab.ops.softmax.resolve_scale`; default 1/sqrt(k))
+    attention:     the operator of every head, "softmax" (eq. 5) or "unnormalized" ((c Q K^T) V)
+    activation:    phi of the FFN (:mod:`attnlab.nn.activations`; "relu" in the text)
+    ffn:           "mlp" (§1.2.4, phi(u W_1 + b_1) W_2 + b_2) or "gated" (SwiGLU, module docstring)
+    n_kv_heads:    H_kv, the key/value heads of grouped-query attention (None: H_kv = H)
+    parts:         the :class:`BlockParts` switches every block starts with (all on: the text's block)
+
+    Validated once, at construction (a one-line ConfigError naming the field).
+    """
+
+    d_head: int | None = None
+    norm: str = "paper"
+    norm_position: str = "post"
+    eps: float | None = None
+    dropout: float = 0.0
+    bias: bool = True
+    scale: Scale = "1/sqrt(d)"
+    attention: str = "softmax"
+    activation: str = "relu"
+    ffn: str = "mlp"
+    n_kv_heads: int | None = None
+    parts: BlockParts = BlockParts()
+
+    def __post_init__(self) -> None:
+        _check_norm_position(self.norm_position)
+        if self.ffn not in FFN_KINDS:
+            raise ConfigError(f"unknown ffn {self.ffn!r}: use 'mlp' (the text, §1.2.4) or 'gated' (SwiGLU)")
+        if self.norm not in NORM_VARIANTS:
+            raise ConfigError(f"unknown LayerNorm variant {self.norm!r}: use 'paper' (eq. 2), 'standard' or 'rms'")
+        if self.attention not in ATTENTIONS:
+            raise UnknownNameError(f"unknown attention {self.attention!r}: choose one of {', '.join(ATTENTIONS)}")
+        resolve_activation(self.activation)
+        check_bool("bias", self.bias)
+        for name in ("d_head", "n_kv_heads"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+                raise ConfigError(f"{name} must be a positive integer or None, got {v!r}")
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ConfigError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        if self.eps is not None and (isinstance(self.eps, bool) or not isinstance(self.eps, (int, float))
+                                     or not self.eps > 0):
+            raise ConfigError(f"eps must be a positive number or None, got {self.eps!r}")
+        if not isinstance(self.parts, BlockParts):
+            raise ConfigError(f"parts must be a BlockParts, got {type(self.parts).__name__}")
+
+
+@dataclass(frozen=True)
 class BlockOutput:
-    """A block's output z (B, n, d_model) with the attention weights of every head:
-    weights (B, H, n_q, n_k) of the (self-)attention, cross_weights (B, H, n_tgt, n_src)
-    of a decoder block's cross-attention (None for an encoder block)."""
+    """What one block's forward returns, always.
+
+    output:        z (B, n, d_model)
+    weights:       P (B, H, n_q, n_k), every head's (self-)attention weights of the same pass;
+                   None unless ``return_weights``
+    cross_weights: a decoder block's cross-attention weights C (B, H, n_tgt, n_src); None for an
+                   encoder block or unless ``return_weights``
+    """
 
     output: Tensor
-    weights: Tensor
+    weights: Tensor | None = None
     cross_weights: Tensor | None = None
 
 
@@ -200,45 +265,23 @@ class _Switchable(nn.Module):
 class TransformerBlock(_Switchable):
     """One encoder block f_theta (module docstring): MHA + FFN, residuals, LayerNorm post or pre.
 
-    ``activation`` is the FFN's phi; ``ffn`` "mlp" (the text) or "gated" (SwiGLU); ``n_kv_heads``
-    the key/value heads of grouped-query attention (None: one per query head); ``skip``, ``mlp``, ``layer_norm``, ``softmax`` are the
-    :class:`BlockParts` switches (all on by default, the text's block).
+    d_model, n_heads (H), d_ff (m): the sizes; ``config``: every other choice, a :class:`BlockConfig`
+    (default: the text's post-LN block with ReLU and c = 1/sqrt(k)).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        d_head: int | None = None,
-        norm: str = "paper",
-        norm_position: str = "post",
-        eps: float | None = None,
-        dropout: float = 0.0,
-        bias: bool = True,
-        scale: Scale = "1/sqrt(d)",
-        attention: str = "softmax",
-        activation: str = "relu",
-        skip: bool = True,
-        mlp: bool = True,
-        layer_norm: bool = True,
-        softmax: bool = True,
-        ffn: str = "mlp",
-        n_kv_heads: int | None = None,
-    ):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, config: BlockConfig = BlockConfig()):
         super().__init__()
-        _check_norm_position(norm_position)
-        if ffn not in FFN_KINDS:
-            raise ConfigError(f"unknown ffn {ffn!r}: use 'mlp' (the text, §1.2.4) or 'gated' (SwiGLU)")
-        self.parts = BlockParts(skip, mlp, layer_norm, softmax)
-        self.norm_position = norm_position
-        self.attn = MultiHeadAttention(d_model, n_heads, d_head, bias=bias, scale=scale, attention=attention,
-                                       n_kv_heads=n_kv_heads)
-        self.ffn = FFN_KINDS[ffn](d_model, d_ff, bias=bias, dropout=dropout, activation=activation)
-        self.norm1 = LayerNorm(d_model, norm, eps)
-        self.norm2 = LayerNorm(d_model, norm, eps)
-        self.dropout = nn.Dropout(dropout)
+        if not isinstance(config, BlockConfig):
+            raise ConfigError(f"config must be a BlockConfig, got {type(config).__name__}")
+        c = self.config = config
+        self.parts = c.parts
+        self.norm_position = c.norm_position
+        self.attn = MultiHeadAttention(d_model, n_heads, c.d_head, bias=c.bias, scale=c.scale, attention=c.attention,
+                                       n_kv_heads=c.n_kv_heads)
+        self.ffn = FFN_KINDS[c.ffn](d_model, d_ff, bias=c.bias, dropout=c.dropout, activation=c.activation)
+        self.norm1 = LayerNorm(d_model, c.norm, c.eps)
+        self.norm2 = LayerNorm(d_model, c.norm, c.eps)
+        self.dropout = nn.Dropout(c.dropout)
 
     def forward(
         self,
@@ -248,17 +291,18 @@ class TransformerBlock(_Switchable):
         causal: bool | str | None = None,
         key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
-        qk_transform=None,
-    ) -> Tensor | BlockOutput:
-        """x: (B, n, d_model) -> z: (B, n, d_model); with ``return_weights`` a
-        :class:`BlockOutput` holding z and every head's weights P (B, H, n, n) of the same pass.
-        ``qk_transform`` acts on the projected queries and keys (rotary positions)."""
+        qkv_transform: QKVMap | None = None,
+    ) -> BlockOutput:
+        """x: (B, n, d_model) -> :class:`BlockOutput` with z (B, n, d_model) and, with ``return_weights``,
+        every head's weights P (B, H, n, n) of the same pass.
+        ``qkv_transform`` (q, k, v) -> (q', k', v') acts on the projected queries, keys and values
+        (rotary positions: :meth:`attnlab.nn.positional.QKVTransform.at`)."""
         weights = []
 
         def mha(h: Tensor) -> Tensor:
             res = self.attn(h, mask=mask, causal=causal, key_padding_mask=key_padding_mask,
                             return_weights=return_weights, attention=self._attention_name(),
-                            qk_transform=qk_transform)
+                            qkv_transform=qkv_transform)
             weights.append(res.weights)
             return self.dropout(res.output)
 
@@ -268,47 +312,30 @@ class TransformerBlock(_Switchable):
         else:
             u = self._skip(x) + mha(self._norm(self.norm1, x))
             z = self._skip(u) + self.dropout(self.ffn(self._norm(self.norm2, u))) if self.parts.mlp else u
-        return BlockOutput(z, weights[0]) if return_weights else z
+        return BlockOutput(z, weights[0])
 
 
 class DecoderBlock(_Switchable):
     """Masked self-attention, cross-attention to Z, FFN; each with residual + LN (§1.2.5).
 
-    Options as :class:`TransformerBlock`.
+    Sizes and ``config`` as :class:`TransformerBlock` (``n_kv_heads`` applies to both attentions).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        d_head: int | None = None,
-        norm: str = "paper",
-        norm_position: str = "post",
-        eps: float | None = None,
-        dropout: float = 0.0,
-        bias: bool = True,
-        scale: Scale = "1/sqrt(d)",
-        attention: str = "softmax",
-        activation: str = "relu",
-        skip: bool = True,
-        mlp: bool = True,
-        layer_norm: bool = True,
-        softmax: bool = True,
-    ):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, config: BlockConfig = BlockConfig()):
         super().__init__()
-        _check_norm_position(norm_position)
-        self.parts = BlockParts(skip, mlp, layer_norm, softmax)
-        self.norm_position = norm_position
-        kw = dict(bias=bias, scale=scale, attention=attention)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, d_head, **kw)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, d_head, **kw)
-        self.ffn = FeedForward(d_model, d_ff, bias=bias, dropout=dropout, activation=activation)
-        self.norm1 = LayerNorm(d_model, norm, eps)
-        self.norm2 = LayerNorm(d_model, norm, eps)
-        self.norm3 = LayerNorm(d_model, norm, eps)
-        self.dropout = nn.Dropout(dropout)
+        if not isinstance(config, BlockConfig):
+            raise ConfigError(f"config must be a BlockConfig, got {type(config).__name__}")
+        c = self.config = config
+        self.parts = c.parts
+        self.norm_position = c.norm_position
+        kw = dict(bias=c.bias, scale=c.scale, attention=c.attention, n_kv_heads=c.n_kv_heads)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, c.d_head, **kw)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, c.d_head, **kw)
+        self.ffn = FFN_KINDS[c.ffn](d_model, d_ff, bias=c.bias, dropout=c.dropout, activation=c.activation)
+        self.norm1 = LayerNorm(d_model, c.norm, c.eps)
+        self.norm2 = LayerNorm(d_model, c.norm, c.eps)
+        self.norm3 = LayerNorm(d_model, c.norm, c.eps)
+        self.dropout = nn.Dropout(c.dropout)
 
     def forward(
         self,
@@ -318,10 +345,10 @@ class DecoderBlock(_Switchable):
         tgt_key_padding_mask: Tensor | None = None,
         memory_key_padding_mask: Tensor | None = None,
         return_weights: bool = False,
-    ) -> Tensor | BlockOutput:
+    ) -> BlockOutput:
         """x: (B, n_tgt, d_model) decoder stream, Z: (B, n_src, d_model) encoder output.
 
-        Returns z (B, n_tgt, d_model), or with ``return_weights`` a :class:`BlockOutput` with the
+        Returns a :class:`BlockOutput`: z (B, n_tgt, d_model) and, with ``return_weights``, the
         self-attention weights (B, H, n_tgt, n_tgt) and cross-attention weights (B, H, n_tgt, n_src).
         """
         weights = {}
@@ -348,4 +375,4 @@ class DecoderBlock(_Switchable):
             u = S(x) + self_mha(N(self.norm1, x))
             v = S(u) + cross_mha(N(self.norm2, u))
             z = S(v) + self.dropout(self.ffn(N(self.norm3, v))) if self.parts.mlp else v
-        return BlockOutput(z, weights["self"], weights["cross"]) if return_weights else z
+        return BlockOutput(z, weights["self"], weights["cross"])

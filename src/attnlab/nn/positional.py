@@ -22,14 +22,38 @@ Typos in the text, corrected here:
   per-coordinate affine map (likewise a' cos(w_k t) + b');
 * "(sin(w_1 t), ..., sin(w_d t))" is loose: the vector interleaves sin and cos
   of d/2 frequencies w_0, ..., w_{d/2-1}.
+
+Positions that act on the queries, keys and values instead of the input (:class:`QKVTransform`):
+a stack builds, once per pass from the position ids p (B, n), one map
+
+    T_p: (q, k, v) -> (q', k', v'),   q (B, H, n, k), k (B, H_kv, n, k), v (B, H_kv, n, d_v), shapes kept,
+
+and every block applies it after the projections Q_h = X W_Q,h + b_Q,h (and K_h, V_h), before the
+logits c Q_h K_h^T. Its first implementation is :class:`RoPE` (Su et al. 2021, "RoFormer",
+eq. (34)): each pair of coordinates of a query or key at position p is rotated by the angle
+p theta_j, theta_j = b^(-2j/k), j = 0, ..., k/2 - 1 (b the base), and v is left as it is.
+The pairs are in the half-split layout, pair j = (x_j, x_{j+k/2}) (RoFormer's adjacent pairs
+(x_{2j}, x_{2j+1}) are one fixed permutation of a head's coordinates away):
+
+    x'_j       = x_j cos(p theta_j) - x_{j+k/2} sin(p theta_j)
+    x'_{j+k/2} = x_{j+k/2} cos(p theta_j) + x_j sin(p theta_j)
+
+so q'_i . k'_j = q_i^T R(p_j - p_i) k_j depends on the positions only through p_j - p_i: the
+shift-by-rotation of eq. (1) above, moved from the input to the logits (:mod:`attnlab.ops.rotary`).
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
 
 from attnlab.errors import ConfigError
+from attnlab.ops.multihead import QKVMap
+from attnlab.ops.rotary import Rotary, rotary
 
 
 def _check(d: int, N: float) -> None:
@@ -134,3 +158,47 @@ class LearnedPositionalEmbedding(nn.Module):
         position_ids: integer (..., n) (or (n,)), each in [0, max_len).
         """
         return self.dropout(x + _rows(self.P, x, position_ids, self.max_len))
+
+
+@runtime_checkable
+class QKVTransform(Protocol):
+    """What acts on every layer's projected queries, keys and values (module docstring): the
+    extension point of positions that are not added to the input.
+
+    :meth:`at` builds the pass's map T_p from the position ids once; every block calls it on its
+    (q, k, v). :class:`RoPE` is the first implementation.
+    """
+
+    def at(self, position_ids: Tensor, d_head: int, dtype: torch.dtype) -> QKVMap:
+        """T_p for integer ``position_ids`` (B, n) (or (n,)) and heads of size ``d_head`` = k, computed
+        in ``dtype``: a callable (q, k, v) -> (q', k', v') on (..., H, n, k), (..., H_kv, n, k),
+        (..., H_kv, n, d_v). One-line ConfigError when it cannot act on such heads."""
+        ...
+
+
+@dataclass(frozen=True)
+class RoPE:
+    """Rotary position embedding (Su et al. 2021, eq. (34); module docstring), a :class:`QKVTransform`.
+
+    base:    b of theta_j = b^(-2j/k) (10^4 in RoFormer, 10^5 in SmolLM2)
+    scaling: s > 0, linear position interpolation: angles (p / s) theta_j (1.0: none)
+
+    T_p(q, k, v) = (R(p) q, R(p) k, v) in the half-split layout; angles formed in float64
+    (:func:`attnlab.ops.rotary.rotary`).
+    """
+
+    base: float = 10000.0
+    scaling: float = 1.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.base, bool) or not (isinstance(self.base, (int, float)) and math.isfinite(self.base)
+                                               and self.base > 1):
+            raise ConfigError(f"the RoPE base must be a finite number > 1 (10000 in RoFormer), got {self.base!r}")
+        if isinstance(self.scaling, bool) or not (isinstance(self.scaling, (int, float))
+                                                  and math.isfinite(self.scaling) and self.scaling > 0):
+            raise ConfigError(f"the RoPE position scaling must be a positive number, got {self.scaling!r}")
+
+    def at(self, position_ids: Tensor, d_head: int, dtype: torch.dtype) -> Rotary:
+        """R(p) of every position, cos and sin (B or 1, n, k) in ``dtype``: called on (q, k, v) it
+        returns (R q, R k, v)."""
+        return rotary(position_ids, d_head, self.base, dtype=dtype, scaling=self.scaling)

@@ -14,14 +14,17 @@ exact: the self-attention of every decoder block masks j > i (eq. 10), cross-att
 and FFN act per position, so logits_i never depend on target tokens j > i. An Encoder
 with ``causal=True`` masks j > i in every block: a decoder-only stack (GPT-2).
 
-One pass returns every intermediate on request (``output_hidden_states``,
-``output_attentions``): :class:`TransformerOutput` with hidden_states = [X_0, ..., X_L]
+Every forward returns one typed output: a block a :class:`attnlab.nn.block.BlockOutput`, a stack a
+:class:`TransformerOutput`, the encoder-decoder an :class:`EncoderDecoderOutput`. One pass returns
+every intermediate on request (``output_hidden_states``, ``output_attentions``; None otherwise):
+hidden_states = [X_0, ..., X_L]
 (the embedding output and every block's output, before the final LayerNorm) and
 attentions = [P_1, ..., P_L], P_l (B, H, n_q, n_k) the weights of every head of block l.
 
-Rotary positions (``rope_base``; Llama-family decoders): the embedding adds no position vector
-and every block rotates its queries and keys by R(p_i) (:mod:`attnlab.ops.rotary`), computed
-once per pass from the position ids. An output head (``lm_head``) turns Z into next-token
+Positions acting on q, k, v (``qkv_transform``, a :class:`attnlab.nn.positional.QKVTransform`;
+Llama-family decoders: :class:`attnlab.nn.positional.RoPE`): the embedding adds no position
+vector and every block applies the pass's map T_p (q, k, v) -> (R(p) q, R(p) k, v), built once
+per pass from the position ids. An output head (``lm_head``) turns Z into next-token
 logits Z W_U, W_U (d, l): tied (W_U = W_E^T, GPT-2, SmolLM2) or its own matrix.
 
 Parts of every block can be switched off per layer (:class:`attnlab.nn.block.BlockParts`):
@@ -40,27 +43,29 @@ from torch import Tensor, nn
 
 from attnlab.config import check_bool
 from attnlab.errors import ConfigError
-from attnlab.nn.block import BlockParts, DecoderBlock, TransformerBlock
+from attnlab.nn.block import BlockConfig, BlockParts, DecoderBlock, TransformerBlock
 from attnlab.nn.embedding import Embedding
 from attnlab.nn.layernorm import LayerNorm
 from attnlab.ops.multihead import project
-from attnlab.ops.rotary import Rotary, rope_frequencies, rotary
+from attnlab.nn.positional import QKVTransform
+from attnlab.ops.multihead import QKVMap
 
 __all__ = ["Decoder", "Encoder", "EncoderDecoder", "EncoderDecoderOutput", "TransformerOutput"]
 
 
 @dataclass(frozen=True)
 class TransformerOutput:
-    """Everything one pass of a stack computes, on request.
+    """What one pass of a stack returns, always (the intermediates on request).
 
-    output:           Z (B, n, d) for an encoder (after the final LayerNorm of a pre-LN
-                      stack), logits (B, n', l) for a decoder
+    output:           Z (B, n, d) of an encoder, Y (B, n', d) of a decoder (after the final
+                      LayerNorm of a pre-LN stack)
     hidden_states:    [X_0, X_1, ..., X_L], each (B, n, d): the embedding output and the
                       output of every block (before any final LayerNorm); None unless asked
     attentions:       [P_1, ..., P_L], each (B, H, n_q, n_k): every head's (self-)attention
                       weights; None unless asked
     cross_attentions: a decoder's [C_1, ..., C_L], each (B, H, n', n); None otherwise
-    logits:           Z W_U (B, n, l) of an Encoder with an output head; None otherwise
+    logits:           the output head's Z W_U (B, n, l) of an Encoder with one (None without),
+                      Y P_out (B, n', l) of a decoder
     """
 
     output: Tensor
@@ -79,11 +84,17 @@ class EncoderDecoderOutput:
     decoder: TransformerOutput
 
 
-def _final_norm(d_model: int, block_kwargs: dict) -> LayerNorm | None:
+def _final_norm(d_model: int, block: BlockConfig) -> LayerNorm | None:
     """The LayerNorm closing a pre-LN stack; None for post-LN (the text)."""
-    if block_kwargs.get("norm_position", "post") != "pre":
+    if block.norm_position != "pre":
         return None
-    return LayerNorm(d_model, block_kwargs.get("norm", "paper"), block_kwargs.get("eps"))
+    return LayerNorm(d_model, block.norm, block.eps)
+
+
+def _check_block(block: BlockConfig) -> BlockConfig:
+    if not isinstance(block, BlockConfig):
+        raise ConfigError(f"block must be a BlockConfig, got {type(block).__name__}")
+    return block
 
 
 LM_HEADS = ("none", "tied", "separate")
@@ -121,38 +132,38 @@ class Encoder(_Stack):
 
     ``embedding_scale``, ``type_vocab_size``, ``embedding_norm`` configure the
     :class:`~attnlab.nn.embedding.Embedding` (its ``scale``, ``type_vocab_size``, ``norm``;
-    the norm takes the blocks' ``eps``); ``causal`` masks j > i in every block; ``parts``
-    as :meth:`set_parts`; ``rope_base`` (with ``positional="none"``) rotates every block's
-    queries and keys (``rope_scaling``: linear position interpolation); ``lm_head`` "none",
-    "tied" or "separate" adds the output head; the remaining keywords go to every TransformerBlock.
+    the norm takes the blocks' ``eps``, its dropout the blocks' ``dropout``); ``block`` configures
+    every TransformerBlock (:class:`~attnlab.nn.block.BlockConfig`); ``causal`` masks j > i in every
+    block; ``parts`` as :meth:`set_parts` (overriding ``block.parts`` per layer); ``qkv_transform`` (with ``positional="none"``; e.g.
+    :class:`~attnlab.nn.positional.RoPE`) acts on every block's queries, keys and values; ``lm_head`` "none",
+    "tied" or "separate" adds the output head.
     """
 
     def __init__(
         self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
-        max_len: int = 512, positional: str = "sinusoidal", N: float = 10000.0,
-        dropout: float = 0.0, causal: bool = False, embedding_scale: bool = True, type_vocab_size: int = 0,
+        block: BlockConfig = BlockConfig(), max_len: int = 512, positional: str = "sinusoidal",
+        N: float = 10000.0, causal: bool = False, embedding_scale: bool = True, type_vocab_size: int = 0,
         embedding_norm: str | None = None, parts: BlockParts | Sequence[BlockParts] | None = None,
-        rope_base: float | None = None, rope_scaling: float = 1.0, lm_head: str = "none",
-        **block_kwargs,
+        qkv_transform: QKVTransform | None = None, lm_head: str = "none",
     ):
         super().__init__()
         if n_layers <= 0:
             raise ConfigError(f"n_layers must be positive, got {n_layers}")
+        _check_block(block)
         if lm_head not in LM_HEADS:
             raise ConfigError(f"unknown lm_head {lm_head!r}: use one of {', '.join(LM_HEADS)}")
         self.causal = check_bool("causal", causal)
-        self.rope_base, self.rope_scaling = rope_base, rope_scaling
-        if rope_base is not None:
-            d_head = block_kwargs.get("d_head") or d_model // n_heads
-            rope_frequencies(d_head, rope_base)  # fail early on an odd head size or a bad base
-            self.d_head = d_head
-        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N, dropout=dropout,
-                               scale=embedding_scale, type_vocab_size=type_vocab_size, norm=embedding_norm,
-                               eps=block_kwargs.get("eps"))
-        self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, **block_kwargs) for _ in range(n_layers)
-        )
-        self.final_norm = _final_norm(d_model, block_kwargs)
+        if qkv_transform is not None and not isinstance(qkv_transform, QKVTransform):
+            raise ConfigError(f"qkv_transform must be a QKVTransform (e.g. RoPE), got {type(qkv_transform).__name__}")
+        self.qkv_transform = qkv_transform
+        self.d_head = block.d_head or d_model // n_heads
+        if qkv_transform is not None:  # fail early on a head size it cannot act on (RoPE: an odd one)
+            qkv_transform.at(torch.zeros(1, 1, dtype=torch.int64, device="cpu"), self.d_head, torch.float64)
+        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N,
+                               dropout=block.dropout, scale=embedding_scale, type_vocab_size=type_vocab_size,
+                               norm=embedding_norm, eps=block.eps)
+        self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, block) for _ in range(n_layers))
+        self.final_norm = _final_norm(d_model, block)
         self.lm_head = lm_head
         self.W_U = nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model)) if lm_head == "separate" else None
         if parts is not None:
@@ -162,61 +173,63 @@ class Encoder(_Stack):
         """W_U (d, l) of the output head: W_E^T when tied, None without a head."""
         return self.embed.W_E.T if self.lm_head == "tied" else self.W_U
 
-    def rotary(self, position_ids: Tensor, dtype: torch.dtype) -> Rotary | None:
-        """R(p) of every position (B, n) for the blocks' queries and keys; None without RoPE."""
-        if self.rope_base is None:
+    def qkv_map(self, position_ids: Tensor, dtype: torch.dtype) -> QKVMap | None:
+        """The pass's map T_p (q, k, v) -> (q', k', v') of positions (B, n) for every block (RoPE:
+        the rotations R(p)); None without a ``qkv_transform``."""
+        if self.qkv_transform is None:
             return None
-        return rotary(position_ids, self.d_head, self.rope_base, dtype=dtype, scaling=self.rope_scaling)
+        return self.qkv_transform.at(position_ids, self.d_head, dtype)
 
     def queries_keys(self, tokens: Tensor, layer: int, *, position_ids: Tensor | None = None,
                      token_type_ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """The queries (B, H, n, d_head) and keys (B, H_kv, n, d_head) of block ``layer`` (0-based) on
-        ``tokens`` (B, n), rotated by RoPE where the stack has it: the blocks below run on the fused
+        ``tokens`` (B, n), after the stack's ``qkv_transform`` (RoPE) where it has one: the blocks below run on the fused
         kernels (no n x n tensor), so a long sequence costs memory linear in n up to this point.
         Unpadded input only (every key is real)."""
         if not isinstance(layer, int) or isinstance(layer, bool) or not 0 <= layer < len(self.blocks):
             raise ConfigError(f"layer must be an integer in [0, {len(self.blocks) - 1}], got {layer!r}")
-        X = self.embed(tokens, token_type_ids, None if self.rope_base is not None else position_ids)
-        rot = None
-        if self.rope_base is not None:
-            if position_ids is None:
-                position_ids = torch.arange(X.shape[-2], device=X.device)[None]
-            rot = self.rotary(position_ids, X.dtype)
+        X = self.embed(tokens, token_type_ids, None if self.qkv_transform is not None else position_ids)
+        f = self._qkv_map(X, position_ids)
         for block in self.blocks[:layer]:
-            X = block(X, causal=self.causal or None, qk_transform=rot)
+            X = block(X, causal=self.causal or None, qkv_transform=f).output
         block = self.blocks[layer]
         a = block.attn
         h = block.norm1(X) if block.norm_position == "pre" and block.parts.layer_norm else X
         q, k = project(h, a.W_Q, a.b_Q), project(h, a.W_K, a.b_K)
-        return (q, k) if rot is None else rot(q, k)
+        if f is None:
+            return q, k
+        q, k, _ = f(q, k, project(h, a.W_V, a.b_V))
+        return q, k
+
+    def _qkv_map(self, X: Tensor, position_ids: Tensor | None) -> QKVMap | None:
+        """:meth:`qkv_map` of ``position_ids`` (default 0, ..., n-1) for the embeddings X (B, n, d)."""
+        if self.qkv_transform is None:
+            return None
+        if position_ids is None:
+            position_ids = torch.arange(X.shape[-2], device=X.device)[None]
+        return self.qkv_map(position_ids, X.dtype)
 
     def encode(
         self, X: Tensor, key_padding_mask: Tensor | None = None, *,
         output_hidden_states: bool = False, output_attentions: bool = False,
         position_ids: Tensor | None = None,
-    ) -> Tensor | TransformerOutput:
-        """Position-aware embeddings X (B, n, d) -> Z (B, n, d), or a :class:`TransformerOutput`
-        when ``output_hidden_states`` or ``output_attentions`` asks for the intermediates (and
-        always when the stack has an output head: then ``logits`` holds Z W_U).
-        ``position_ids`` (B, n) feed the rotary embedding (default 0, ..., n-1)."""
-        full = _flags(output_hidden_states, output_attentions) or self.lm_head != "none"
+    ) -> TransformerOutput:
+        """Position-aware embeddings X (B, n, d) -> a :class:`TransformerOutput`: Z (B, n, d), the
+        intermediates ``output_hidden_states`` and ``output_attentions`` ask for, and ``logits``
+        Z W_U when the stack has an output head.
+        ``position_ids`` (B, n) feed the ``qkv_transform`` (default 0, ..., n-1)."""
+        _flags(output_hidden_states, output_attentions)
         hidden, attentions = [X], []
-        rot = None
-        if self.rope_base is not None:
-            if position_ids is None:
-                position_ids = torch.arange(X.shape[-2], device=X.device)[None]
-            rot = self.rotary(position_ids, X.dtype)
+        f = self._qkv_map(X, position_ids)
         for block in self.blocks:
             res = block(X, causal=self.causal or None, key_padding_mask=key_padding_mask,
-                        return_weights=output_attentions, qk_transform=rot)
-            X = res.output if output_attentions else res
+                        return_weights=output_attentions, qkv_transform=f)
+            X = res.output
             if output_attentions:
                 attentions.append(res.weights)
             if output_hidden_states:
                 hidden.append(X)
         Z = X if self.final_norm is None else self.final_norm(X)
-        if not full:
-            return Z
         W_U = self.unembedding()
         return TransformerOutput(Z, hidden if output_hidden_states else None,
                                  attentions if output_attentions else None,
@@ -226,34 +239,34 @@ class Encoder(_Stack):
         self, tokens: Tensor, key_padding_mask: Tensor | None = None, *,
         token_type_ids: Tensor | None = None, position_ids: Tensor | None = None,
         output_hidden_states: bool = False, output_attentions: bool = False,
-    ) -> Tensor | TransformerOutput:
-        """tokens (B, n) -> Z (B, n, d_model) (or a TransformerOutput, as :meth:`encode`).
+    ) -> TransformerOutput:
+        """tokens (B, n) -> the :class:`TransformerOutput` of :meth:`encode` (Z (B, n, d_model) its ``output``).
 
         key_padding_mask: bool (B, n), True = padding (:mod:`attnlab.ops.masks`);
         token_type_ids, position_ids: integer (B, n), see :class:`~attnlab.nn.embedding.Embedding`.
         """
-        X = self.embed(tokens, token_type_ids, None if self.rope_base is not None else position_ids)
+        X = self.embed(tokens, token_type_ids, None if self.qkv_transform is not None else position_ids)
         return self.encode(X, key_padding_mask, output_hidden_states=output_hidden_states,
                            output_attentions=output_attentions, position_ids=position_ids)
 
 
 class Decoder(_Stack):
-    """Embedding + PE, L DecoderBlocks, output projection P_out (d x l)."""
+    """Embedding + PE, L DecoderBlocks, output projection P_out (d x l); ``block`` configures every
+    DecoderBlock (:class:`~attnlab.nn.block.BlockConfig`), the other keywords as :class:`Encoder`."""
 
     def __init__(
         self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
-        max_len: int = 512, positional: str = "sinusoidal", N: float = 10000.0,
-        dropout: float = 0.0, tie_embeddings: bool = False,
-        parts: BlockParts | Sequence[BlockParts] | None = None, **block_kwargs,
+        block: BlockConfig = BlockConfig(), max_len: int = 512, positional: str = "sinusoidal",
+        N: float = 10000.0, tie_embeddings: bool = False, parts: BlockParts | Sequence[BlockParts] | None = None,
     ):
         super().__init__()
         if n_layers <= 0:
             raise ConfigError(f"n_layers must be positive, got {n_layers}")
-        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N, dropout=dropout)
-        self.blocks = nn.ModuleList(
-            DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, **block_kwargs) for _ in range(n_layers)
-        )
-        self.final_norm = _final_norm(d_model, block_kwargs)
+        _check_block(block)
+        self.embed = Embedding(vocab_size, d_model, max_len=max_len, positional=positional, N=N,
+                               dropout=block.dropout)
+        self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, block) for _ in range(n_layers))
+        self.final_norm = _final_norm(d_model, block)
         self.tie_embeddings = tie_embeddings
         self.P_out = None if tie_embeddings else nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model))
         if parts is not None:
@@ -267,15 +280,15 @@ class Decoder(_Stack):
         self, X: Tensor, Z: Tensor, *,
         tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
         output_hidden_states: bool = False, output_attentions: bool = False,
-    ) -> Tensor | TransformerOutput:
-        """Position-aware target embeddings X (B, n', d) and Z (B, n, d) -> logits (B, n', l),
-        or a :class:`TransformerOutput` (output = logits) when the intermediates are asked for."""
-        full = _flags(output_hidden_states, output_attentions)
+    ) -> TransformerOutput:
+        """Position-aware target embeddings X (B, n', d) and Z (B, n, d) -> a :class:`TransformerOutput`:
+        Y (B, n', d) its ``output``, logits = Y P_out (B, n', l), and the intermediates asked for."""
+        _flags(output_hidden_states, output_attentions)
         hidden, attentions, cross = [X], [], []
         for block in self.blocks:
             res = block(X, Z, tgt_key_padding_mask=tgt_key_padding_mask,
                         memory_key_padding_mask=memory_key_padding_mask, return_weights=output_attentions)
-            X = res.output if output_attentions else res
+            X = res.output
             if output_attentions:
                 attentions.append(res.weights)
                 cross.append(res.cross_weights)
@@ -283,18 +296,19 @@ class Decoder(_Stack):
                 hidden.append(X)
         Y = X if self.final_norm is None else self.final_norm(X)
         logits = Y @ self.output_projection()  # (B, n', l)
-        if not full:
-            return logits
-        return TransformerOutput(logits, hidden if output_hidden_states else None,
-                                 attentions if output_attentions else None, cross if output_attentions else None)
+        return TransformerOutput(Y, hidden if output_hidden_states else None, attentions if output_attentions else None,
+                                 cross if output_attentions else None, logits)
 
-    def forward(self, tokens: Tensor, Z: Tensor, **kwargs) -> Tensor | TransformerOutput:
-        """tokens (B, n') and encoder output Z (B, n, d) -> logits (B, n', l); keywords as :meth:`decode`."""
+    def forward(self, tokens: Tensor, Z: Tensor, **kwargs) -> TransformerOutput:
+        """tokens (B, n') and encoder output Z (B, n, d) -> the :class:`TransformerOutput` of :meth:`decode`
+        (logits (B, n', l) its ``logits``); keywords as :meth:`decode`."""
         return self.decode(self.embed(tokens), Z, **kwargs)
 
 
 class EncoderDecoder(nn.Module):
-    """The transformer of [1] as in §1.2: Encoder + Decoder, logits over the target vocabulary."""
+    """The transformer of [1] as in §1.2: Encoder + Decoder, logits over the target vocabulary.
+
+    The keywords (``block``, ``max_len``, ``positional``, ``N``, ``parts``) go to both stacks."""
 
     def __init__(
         self, src_vocab_size: int, tgt_vocab_size: int, d_model: int, n_heads: int, d_ff: int,
@@ -312,18 +326,18 @@ class EncoderDecoder(nn.Module):
         self, src_tokens: Tensor, tgt_tokens: Tensor,
         src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None, *,
         output_hidden_states: bool = False, output_attentions: bool = False,
-    ) -> Tensor | EncoderDecoderOutput:
-        """src_tokens (B, n), tgt_tokens (B, n') -> logits (B, n', l_tgt), or an
-        :class:`EncoderDecoderOutput` when the intermediates are asked for."""
+    ) -> EncoderDecoderOutput:
+        """src_tokens (B, n), tgt_tokens (B, n') -> an :class:`EncoderDecoderOutput`: logits (B, n', l_tgt)
+        and both stacks' outputs (with the intermediates asked for)."""
         if src_tokens.shape[0] != tgt_tokens.shape[0]:
             raise ConfigError(
                 f"source and target batches differ: {src_tokens.shape[0]} vs {tgt_tokens.shape[0]}"
             )
-        full = _flags(output_hidden_states, output_attentions)
+        _flags(output_hidden_states, output_attentions)
         flags = dict(output_hidden_states=output_hidden_states, output_attentions=output_attentions)
         enc = self.encoder(src_tokens, src_key_padding_mask, **flags)
         dec = self.decoder(
-            tgt_tokens, enc.output if full else enc, tgt_key_padding_mask=tgt_key_padding_mask,
+            tgt_tokens, enc.output, tgt_key_padding_mask=tgt_key_padding_mask,
             memory_key_padding_mask=src_key_padding_mask, **flags,
         )
-        return EncoderDecoderOutput(dec.output, enc, dec) if full else dec
+        return EncoderDecoderOutput(dec.logits, enc, dec)

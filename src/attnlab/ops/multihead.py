@@ -16,8 +16,9 @@ repeated in memory on the explicit path (a broadcast over the group) nor on the 
 plain and causal paths (``enable_gqa``); the fused path with key padding and a causal mask
 repeats them (:mod:`attnlab.ops.fused`).
 
-A transform of the projected queries and keys (``qk_transform``, e.g. the rotary embedding of
-:mod:`attnlab.ops.rotary`) acts after the projections and biases, before the logits.
+A transform of the projected queries, keys and values (``qkv_transform``, (q, k, v) -> (q', k', v'),
+e.g. the rotary embedding of :mod:`attnlab.ops.rotary`, which rotates q and k and leaves v) acts
+after the projections and biases, before the logits.
 Per head, the QK circuit W_QK,h = W_Q,h W_K,h^T and the OV circuit
 W_OV,h = W_V,h W_O,h are d_model x d_model matrices of rank <= d_head:
 logits are X W_QK,h Y^T and the head writes P_h Y W_OV,h (rank-collapse notes
@@ -35,6 +36,7 @@ from attnlab.errors import ConfigError
 from attnlab.ops.softmax import AttentionOutput, softmax_attention
 
 AttentionFn = Callable[..., AttentionOutput]
+QKVMap = Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor, Tensor]]
 
 
 def check_head_weights(W_Q: Tensor, W_K: Tensor, W_V: Tensor, W_O: Tensor) -> None:
@@ -79,7 +81,7 @@ def multi_head_attention(
     *,
     attention: AttentionFn = softmax_attention,
     return_weights: bool = False,
-    qk_transform: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]] | None = None,
+    qkv_transform: QKVMap | None = None,
     head_transform: Callable[[Tensor], Tensor] | None = None,
     **attention_kwargs,
 ) -> AttentionOutput:
@@ -87,8 +89,9 @@ def multi_head_attention(
 
     x_q: (..., n_q, d_model), x_kv: (..., n_k, d_model); weights as :func:`check_head_weights`
     (H_kv < H: grouped-query attention, module docstring); biases b_Q (H, d_head), b_K
-    (H_kv, d_head), b_V (H_kv, d_v), b_O (d_model,); qk_transform: (q, k) -> (q', k') on the
-    projected (..., H, n, d_head) and (..., H_kv, n, d_head), e.g. a :class:`attnlab.ops.rotary.Rotary`;
+    (H_kv, d_head), b_V (H_kv, d_v), b_O (d_model,); qkv_transform: (q, k, v) -> (q', k', v') on the
+    projected (..., H, n, d_head), (..., H_kv, n, d_head) and (..., H_kv, n, d_v), shapes kept, e.g. a
+    :class:`attnlab.ops.rotary.Rotary`;
     head_transform: z -> z' on the heads' outputs z_h = head_h (..., H, n_q, d_v) before W_O (to read
     or replace a head: ablations, :mod:`attnlab.analysis.heads.ablation`). Remaining keyword arguments (mask, causal,
     key_padding_mask, scale) go to ``attention``. Returns output (..., n_q, d_model)
@@ -103,8 +106,8 @@ def multi_head_attention(
     q = project(x_q, W_Q, b_Q)  # (..., H, n_q, d_head)
     k = project(x_kv, W_K, b_K)  # (..., H_kv, n_k, d_head)
     v = project(x_kv, W_V, b_V)  # (..., H_kv, n_k, d_v)
-    if qk_transform is not None:
-        q, k = qk_transform(q, k)
+    if qkv_transform is not None:
+        q, k, v = qkv_transform(q, k, v)
     H, H_kv = W_Q.shape[0], W_K.shape[0]
     if H_kv == H:
         heads = attention(q, k, v, return_weights=return_weights, **attention_kwargs)

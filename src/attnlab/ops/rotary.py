@@ -64,9 +64,9 @@ class Rotary:
         x1, x2 = x[..., : d // 2], x[..., d // 2:]
         return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
-    def __call__(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
-        """The q/k transform of :func:`attnlab.ops.multihead.multi_head_attention`: (R q, R k)."""
-        return self.rotate(q), self.rotate(k)
+    def __call__(self, q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The q/k/v transform of :func:`attnlab.ops.multihead.multi_head_attention`: (R q, R k, v)."""
+        return self.rotate(q), self.rotate(k), v
 
 
 def rotary(position_ids: Tensor, d_head: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float64,

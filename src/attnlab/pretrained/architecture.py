@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attnlab.nn.block import BlockConfig
+from attnlab.nn.positional import RoPE
 from attnlab.nn.transformer import Encoder
 
 
@@ -104,8 +106,8 @@ def build_encoder(arch: Architecture, dtype: torch.dtype, device: str) -> Encode
             arch.vocab_size, arch.d_model, arch.n_heads, arch.d_ff, arch.n_layers,
             max_len=arch.max_len, positional="learned", causal=arch.causal, embedding_scale=False,
             type_vocab_size=arch.type_vocab_size, embedding_norm="standard" if bert else None,
-            norm="standard", norm_position="post" if bert else "pre", eps=arch.eps,
-            activation=arch.activation, scale=arch.scales[0],
+            block=BlockConfig(norm="standard", norm_position="post" if bert else "pre", eps=arch.eps,
+                              activation=arch.activation, scale=arch.scales[0]),
         )
     for block, c in zip(model.blocks, arch.scales):
         block.attn.scale = c  # GPT-2's scale_attn_by_inverse_layer_idx: c_l = 1 / (sqrt(d_head) (l + 1))
@@ -117,10 +119,11 @@ def _build_llama(arch: Architecture, dtype: torch.dtype, device: str) -> Encoder
     with torch.random.fork_rng(devices=[]), torch.device(device), _Uninitialised():
         model = Encoder(
             arch.vocab_size, arch.d_model, arch.n_heads, arch.d_ff, arch.n_layers, max_len=arch.max_len,
-            positional="none", causal=True, embedding_scale=False, norm="rms", norm_position="pre", eps=arch.eps,
-            activation="silu", ffn="gated", n_kv_heads=arch.kv_heads, d_head=arch.d_head,
-            bias=arch.qkv_bias or arch.o_bias, scale=arch.scales[0], rope_base=arch.rope_base,
-            rope_scaling=arch.rope_scaling, lm_head="tied" if arch.tied else "separate",
+            positional="none", causal=True, embedding_scale=False,
+            block=BlockConfig(norm="rms", norm_position="pre", eps=arch.eps, activation="silu", ffn="gated",
+                              n_kv_heads=arch.kv_heads, d_head=arch.d_head, bias=arch.qkv_bias or arch.o_bias,
+                              scale=arch.scales[0]),
+            qkv_transform=RoPE(arch.rope_base, arch.rope_scaling), lm_head="tied" if arch.tied else "separate",
         )
     for block in model.blocks:  # Llama-family MLPs have no biases, whatever the attention has
         block.ffn.b_g = block.ffn.b_1 = block.ffn.b_2 = None

@@ -157,7 +157,7 @@ class PretrainedModel:
 
     def forward(self, input_ids: Tensor, key_padding_mask: Tensor | None = None, *,
                 token_type_ids: Tensor | None = None, position_ids: Tensor | None = None,
-                output_hidden_states: bool = True, output_attentions: bool = True) -> TransformerOutput | Tensor:
+                output_hidden_states: bool = True, output_attentions: bool = True) -> TransformerOutput:
         """The attnlab model on token ids (B, n); positions from ``key_padding_mask`` when not given.
 
         Runs without gradients; call ``self.model`` directly to differentiate through it.
@@ -199,17 +199,15 @@ class PretrainedModel:
 
     def run(self, texts: str | Sequence[str] | Encoded, max_tokens: int | None = None, *,
             padding_side: str = "right", output_hidden_states: bool = True,
-            output_attentions: bool = True) -> PretrainedOutput | Tensor:
+            output_attentions: bool = True) -> PretrainedOutput:
         """encode + forward in one call: every hidden state and every head's weights of one pass, as a
         :class:`attnlab.pretrained.output.PretrainedOutput` (a TransformerOutput that also carries the
-        tokens, and in Jupyter shows the attention viewer of text 0); Z (B, n, d) alone when neither
-        hidden states nor attentions are asked for and the model has no output head."""
+        tokens, and in Jupyter shows the attention viewer of text 0); hidden_states and attentions None
+        when not asked for, logits those of the output head (None without one)."""
         e = texts if isinstance(texts, Encoded) else self.encode(texts, max_tokens, padding_side=padding_side)
         out = self.forward(e.input_ids, e.key_padding_mask, token_type_ids=e.token_type_ids,
                            position_ids=e.position_ids, output_hidden_states=output_hidden_states,
                            output_attentions=output_attentions)
-        if not isinstance(out, TransformerOutput):
-            return out
         return PretrainedOutput.of(out, tokens=e.tokens, labels=[token_labels(self.tokenizer, t) for t in e.tokens],
                                    key_padding_mask=e.key_padding_mask,
                                    model=f"{self.name or self.path.name} ({self.architecture.model_type})")

@@ -7,7 +7,7 @@ import torch
 
 from attnlab.analysis.heads.ablation import KINDS, ablation_estimates, baseline, exact_ablations, segment_loss
 from attnlab.errors import ConfigError
-from attnlab.nn import Encoder
+from attnlab.nn import BlockConfig, Encoder, RoPE
 from tolerances import FLOAT64
 
 HEADS = [(l, h) for l in range(3) for h in range(4)]
@@ -16,9 +16,9 @@ HEADS = [(l, h) for l in range(3) for h in range(4)]
 @pytest.fixture(scope="module")
 def setup():
     torch.manual_seed(0)
-    model = Encoder(50, 32, 4, 64, 3, positional="none", causal=True, embedding_scale=False, norm="rms",
-                    norm_position="pre", bias=False, ffn="gated", activation="silu", n_kv_heads=2, rope_base=1e4,
-                    lm_head="tied").double().eval()
+    model = Encoder(50, 32, 4, 64, 3, positional="none", causal=True, embedding_scale=False,
+                    block=BlockConfig(norm="rms", norm_position="pre", bias=False, ffn="gated", activation="silu",
+                                      n_kv_heads=2), qkv_transform=RoPE(1e4), lm_head="tied").double().eval()
     ids = torch.randint(0, 50, (4, 12), generator=torch.Generator().manual_seed(1))
     return model, ids, baseline(model, ids)
 

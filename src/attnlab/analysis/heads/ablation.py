@@ -76,8 +76,8 @@ def segment_loss(logits: Tensor, input_ids: Tensor, scored: Tensor | None = None
 
 
 def _rotary(model, input_ids: Tensor):
-    """The stack's rotary embedding of positions 0..m-1 (None without RoPE)."""
-    return model.rotary(torch.arange(input_ids.shape[-1], device=input_ids.device)[None], model.embed.W_E.dtype)
+    """The stack's q/k/v map of positions 0..m-1 (RoPE's rotations; None without a qkv_transform)."""
+    return model.qkv_map(torch.arange(input_ids.shape[-1], device=input_ids.device)[None], model.embed.W_E.dtype)
 
 
 def _run_from(model, X: Tensor, layer: int, rot, hooks: dict[int, Callable] | None = None) -> Tensor:
@@ -88,7 +88,7 @@ def _run_from(model, X: Tensor, layer: int, rot, hooks: dict[int, Callable] | No
         block = model.blocks[l]
         block.attn.head_transform = hooks.get(l)
         try:
-            X = block(X, causal=causal, qk_transform=rot)
+            X = block(X, causal=causal, qkv_transform=rot).output
         finally:
             block.attn.head_transform = None
     return X if model.final_norm is None else model.final_norm(X)
@@ -118,7 +118,7 @@ def baseline(model, input_ids: Tensor, scored: Tensor | None = None) -> Baseline
             residuals.append(X)
             block.attn.head_transform = lambda z: (zs.append(z), z)[1]
             try:
-                X = block(X, causal=model.causal or None, qk_transform=rot)
+                X = block(X, causal=model.causal or None, qkv_transform=rot).output
             finally:
                 block.attn.head_transform = None
         Z = X if model.final_norm is None else model.final_norm(X)

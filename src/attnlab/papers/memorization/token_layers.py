@@ -24,6 +24,7 @@ from torch import Tensor, nn
 from attnlab.config import check_seed
 from attnlab.errors import ConfigError
 from attnlab.nn import (
+    BlockConfig,
     LayerNorm,
     MultiHeadAttention,
     SinusoidalPositionalEncoding,
@@ -82,12 +83,12 @@ class RandomTransformerLayer(nn.Module):
         super().__init__()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(check_seed(seed))
-            self.block = TransformerBlock(d, n_heads, d_ff or 4 * d, norm="standard", norm_position="pre")
+            self.block = TransformerBlock(d, n_heads, d_ff or 4 * d, BlockConfig(norm="standard", norm_position="pre"))
         self.double()
 
     def forward(self, E: Tensor) -> Tensor:
         """E: (B, n, d) -> (B, n, d)."""
-        return self.block(E)
+        return self.block(E).output
 
 
 def sinusoidal_rank(n: int, d: int, *, rtol: float = 1e-10) -> int:

@@ -225,7 +225,7 @@ def text_batch(texts: Sequence[str], n: int, device: str = "cpu", model: str = "
         raise ConfigError(f"a text has only {short} tokens, fewer than n={n}: use a smaller n (tokens)")
     with torch.no_grad():
         X0 = pm.model.embed(e.input_ids, e.token_type_ids,
-                            None if pm.model.rope_base is not None else e.position_ids)
+                            None if pm.model.qkv_transform is not None else e.position_ids)
     return Batch(e.input_ids, e.token_type_ids, e.position_ids, X0)
 
 
@@ -245,15 +245,15 @@ def build_model(model_name: str, seed: int, device: str = "cpu") -> Encoder:
 def _stack_pass(model: Encoder, X0: Tensor, position_ids: Tensor | None, step, layers: int | None,
                 weights_at=None):
     """X_0 = ``X0`` through the first ``layers`` blocks (None: all), X_l = step(block_l, X_{l-1}, rot)
-    with rot the model's rotary positions (None without RoPE): hidden states [X_0..X_k] and the
+    with rot the model's q/k/v map of the pass (RoPE's rotations; None without one): hidden states [X_0..X_k] and the
     weights of the blocks in ``weights_at`` (None: all; others None), no output head. A state that
     overflows float64 (an entry inf or NaN: an un-normalised pre-norm stream) is the last one: no
     block can take it (attention of non-finite inputs is undefined), so fewer states come back."""
     blocks = list(model.blocks)[:layers]
     rot = None
-    if model.rope_base is not None:
+    if model.qkv_transform is not None:
         pos = torch.arange(X0.shape[-2], device=X0.device)[None] if position_ids is None else position_ids
-        rot = model.rotary(pos, X0.dtype)
+        rot = model.qkv_map(pos, X0.dtype)
     X, hidden, weights = X0, [X0], []
     with torch.no_grad():
         for l, block in enumerate(blocks):
@@ -285,7 +285,7 @@ def run_model(model_name: str, model: Encoder, batch: Batch, parts: BlockParts |
         causal = _causal(model)
 
         def step(block, X, rot, keep):
-            res = block(X, causal=causal, return_weights=True, qk_transform=rot)
+            res = block(X, causal=causal, return_weights=True, qkv_transform=rot)
             return res.output, res.weights
 
         with with_parts(model, parts):
@@ -308,11 +308,11 @@ def dong_block(block, x: Tensor, variant: str) -> tuple[Tensor, Tensor]:
 
 
 def dong_block_pre(block, x: Tensor, variant: str, *, causal: bool | None = None,
-                   qk_transform=None) -> tuple[Tensor, Tensor]:
+                   qkv_transform=None) -> tuple[Tensor, Tensor]:
     """One pre-norm block under Dong et al.'s surgery ``variant`` translated to pre-norm (module
     docstring): SAN z = MHA(N_1(x)); SAN+skip z = x + MHA(N_1(x)); SAN+MLP u = MHA(N_1(x)),
     z = u + FFN(N_2(u)); transformer u = x + MHA(N_1(x)), z = u + FFN(N_2(u)). Returns (z, weights)."""
-    res = block.attn(block.norm1(x), causal=causal, return_weights=True, qk_transform=qk_transform)
+    res = block.attn(block.norm1(x), causal=causal, return_weights=True, qkv_transform=qkv_transform)
     a, weights = res.output, res.weights
     u = a if variant in ("SAN", "SAN+MLP") else x + a
     if variant in ("SAN", "SAN+skip"):
@@ -334,7 +334,7 @@ def dong_pass(model: Encoder, X0: Tensor, variant: str, position_ids: Tensor | N
             if causal or rot is not None:
                 raise ConfigError("Dong et al.'s post-LN surgery is implemented for non-causal blocks without RoPE")
             return dong_block(block, X, variant)
-        return dong_block_pre(block, X, variant, causal=causal, qk_transform=rot)
+        return dong_block_pre(block, X, variant, causal=causal, qkv_transform=rot)
 
     return _stack_pass(model, X0, position_ids, step, layers)
 
@@ -360,16 +360,14 @@ def smollm2_attention_maps(batch: Batch, layers: Sequence[int], device: str = "c
     memory holds one layer's maps (B 9 n^2 float64: 0.3 GB per text at n = 2048), never all 30."""
     model = smollm2(device).model
     wanted = set(layers)
-    rot = model.rotary(batch.position_ids, batch.X0.dtype)
+    rot = model.qkv_map(batch.position_ids, batch.X0.dtype)
     X = batch.X0
     with torch.no_grad():
         for l, block in enumerate(list(model.blocks)[:max(wanted) + 1]):
-            res = block(X, causal=True, return_weights=l in wanted, qk_transform=rot)
+            res = block(X, causal=True, return_weights=l in wanted, qkv_transform=rot)
+            X = res.output
             if l in wanted:
-                X = res.output
                 yield l, res.weights
-            else:
-                X = res
 
 
 __all__ = ["BERT_INIT_STD", "Batch", "DONG_VARIANTS", "MINILM_MODELS", "MODELS", "VARIANTS", "attnlab_stack",

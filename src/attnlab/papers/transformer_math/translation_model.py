@@ -29,7 +29,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from attnlab.nn import EncoderDecoder
+from attnlab.nn import BlockConfig, EncoderDecoder
 from attnlab.papers.transformer_math.translation_corpus import BOS, EOS, PAD, Vocabulary
 from attnlab.runs.threads import num_threads
 
@@ -69,14 +69,14 @@ def build_model(src_vocab: Vocabulary, tgt_vocab: Vocabulary, *, d_model: int, n
     """A one-layer EncoderDecoder, initialised from ``seed`` without touching the global generator."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = EncoderDecoder(len(src_vocab), len(tgt_vocab), d_model, n_heads, d_ff, 1, dropout=dropout,
+        model = EncoderDecoder(len(src_vocab), len(tgt_vocab), d_model, n_heads, d_ff, 1, block=BlockConfig(dropout=dropout),
                                max_len=max_len)
     return model.to(device)
 
 
 def batch_loss(model: EncoderDecoder, b: Batch) -> tuple[Tensor, Tensor, int]:
     """(mean cross-entropy, number of correct argmax predictions, number of target tokens)."""
-    logits = model(b.src, b.dec_in, b.src_pad, b.tgt_pad)
+    logits = model(b.src, b.dec_in, b.src_pad, b.tgt_pad).logits
     keep = ~b.tgt_pad
     loss = torch.nn.functional.cross_entropy(logits[keep], b.target[keep])
     correct = (logits.argmax(-1)[keep] == b.target[keep]).sum()

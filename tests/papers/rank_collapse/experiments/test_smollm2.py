@@ -4,6 +4,7 @@ the relative residual of its states and the energy ranks of its causal attention
 import pytest
 import torch
 
+from attnlab.nn.block import BlockConfig
 from attnlab.nn.transformer import Encoder
 from attnlab.papers.rank_collapse.stacks import DONG_VARIANTS, VARIANTS, dong_pass, run_model
 from tolerances import FLOAT64, VIEWER_ROUNDING
@@ -13,8 +14,8 @@ def _tiny_pre_norm(seed: int = 0) -> Encoder:
     """Two causal pre-RMSNorm blocks, 4 query heads sharing 2 key/value heads, SwiGLU, no biases."""
     torch.manual_seed(seed)
     model = Encoder(50, 16, 4, 24, 2, max_len=32, positional="none", causal=True, embedding_scale=False,
-                    norm="rms", norm_position="pre", eps=1e-6, activation="silu", ffn="gated", n_kv_heads=2,
-                    bias=False).to(torch.float64).eval()
+                    block=BlockConfig(norm="rms", norm_position="pre", eps=1e-6, activation="silu", ffn="gated",
+                                      n_kv_heads=2, bias=False)).to(torch.float64).eval()
     with torch.no_grad():
         for block in model.blocks:  # gamma away from 1, so that the norms are seen
             block.norm1.gamma.copy_(1 + 0.3 * torch.randn(16, dtype=torch.float64))

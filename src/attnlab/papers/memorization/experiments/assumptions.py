@@ -308,12 +308,12 @@ def first_block_states(model, ids: np.ndarray, *, batch: int = 100) -> DecoderHi
 
     ids_t = torch.from_numpy(np.ascontiguousarray(ids))
     dtype = model.embed.W_E.dtype
-    rot = model.rotary(torch.arange(ids.shape[1])[None], dtype)
+    rot = model.qkv_map(torch.arange(ids.shape[1])[None], dtype)
     L0, L1 = [], []
     with torch.no_grad():
         for i in range(0, ids.shape[0], batch):
             X0 = model.embed(ids_t[i:i + batch])
-            X1 = model.blocks[0](X0, causal=True, qk_transform=rot)
+            X1 = model.blocks[0](X0, causal=True, qkv_transform=rot).output
             L0.append(X0.double().numpy())
             L1.append(X1.double().numpy())
     return DecoderHidden(np.concatenate(L0), np.concatenate(L1), ids)

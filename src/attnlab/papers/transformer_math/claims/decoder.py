@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from attnlab.analysis.jacobian import decoder_jacobian_blocks
+from attnlab.nn.block import BlockConfig
 from attnlab.nn.transformer import EncoderDecoder
 from attnlab.checks import Check, equals
 from attnlab.registry import claim
@@ -25,7 +26,7 @@ def _decoder_causal(seed: int) -> Check:
     for norm_position in ("post", "pre"):
         with torch.random.fork_rng():  # module initialisation draws from the global generator
             torch.manual_seed(seed)
-            model = EncoderDecoder(11, 13, 6, 3, 7, 2, norm_position=norm_position).double()
+            model = EncoderDecoder(11, 13, 6, 3, 7, 2, block=BlockConfig(norm_position=norm_position)).double()
         src = torch.randint(0, 11, (1, 5), generator=g)
         tgt = torch.randint(0, 13, (1, 7), generator=g)
         N = decoder_jacobian_blocks(model, src, tgt)  # (7, 7)

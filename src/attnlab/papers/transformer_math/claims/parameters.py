@@ -9,7 +9,7 @@ from attnlab.analysis.parameters import (
     decoder_block_parameters,
     encoder_decoder_parameters,
 )
-from attnlab.nn.block import DecoderBlock, TransformerBlock
+from attnlab.nn.block import BlockConfig, DecoderBlock, TransformerBlock
 from attnlab.nn.transformer import EncoderDecoder
 from attnlab.papers.transformer_math.table1 import table1_rows
 from attnlab.checks import Check, at_most
@@ -36,16 +36,19 @@ def _param_count_formula(seed: int) -> Check:
     worst, checked = 0, 0
     for d, H, k, m in _BLOCK_CONFIGS:
         for bias in (True, False):
-            block, dec = TransformerBlock(d, H, m, d_head=k, bias=bias), DecoderBlock(d, H, m, d_head=k, bias=bias)
+            cfg = BlockConfig(d_head=k, bias=bias)
+            block, dec = TransformerBlock(d, H, m, cfg), DecoderBlock(d, H, m, cfg)
             worst = max(worst, abs(block_parameters(d, H, k, m, bias) - _numel(block)))
             worst = max(worst, abs(decoder_block_parameters(d, H, k, m, bias) - _numel(dec)))
             checked += 2
     for d, H, k, m in _MODEL_CONFIGS:
         for tie in (False, True):
             for pos, norm_position in (("sinusoidal", "post"), ("learned", "pre")):
-                kw = dict(tie_embeddings=tie, positional=pos, norm_position=norm_position, max_len=17)
-                model = EncoderDecoder(11, 13, d, H, m, 2, d_head=k, n_decoder_layers=3, **kw)
-                formula = encoder_decoder_parameters(11, 13, d, H, m, 2, d_head=k, n_decoder_layers=3, **kw)
+                kw = dict(tie_embeddings=tie, positional=pos, max_len=17)
+                model = EncoderDecoder(11, 13, d, H, m, 2, n_decoder_layers=3,
+                                       block=BlockConfig(d_head=k, norm_position=norm_position), **kw)
+                formula = encoder_decoder_parameters(11, 13, d, H, m, 2, d_head=k, n_decoder_layers=3,
+                                                     norm_position=norm_position, **kw)
                 worst = max(worst, abs(formula - _numel(model)))
                 checked += 1
     detail = (
