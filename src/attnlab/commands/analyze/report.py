@@ -215,7 +215,7 @@ def _evidence_figures(payload: dict, avg: dict) -> list:
         m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
         figs.append(heatmap_figure(
             "ablations.png", "Change in next-token loss when each head is ablated (zero, mean, resample); exact for "
-                             f"the heads listed in the causal-evidence table, first-order elsewhere. One scale.",
+                             "the heads listed in the causal-evidence table, first-order elsewhere. One scale.",
             panels=[heatmap_panel(f"{k} ablation", g, xlabels=head_labels, ylabels=layer_labels)
                     for k, g in grids.items()],
             ncols=3, title="Head ablations", vmin=-m, vmax=m, colorbar="change in loss (nats/token)", cmap="RdBu_r",

@@ -149,7 +149,7 @@ def attnlab_stack(seed: int, n_layers: int = 12, device: str = "cpu") -> Encoder
     """
     arch = dataclasses.replace(minilm(device).architecture, n_layers=n_layers,
                                scales=(minilm(device).architecture.scales[0],) * n_layers)
-    d, H = arch.d_model, arch.n_heads
+    H = arch.n_heads
 
     def std(name: str, p: Tensor) -> float:
         if name.endswith("attn.W_O"):

@@ -79,7 +79,7 @@ def _spectrum(seed: int) -> Check:
     slope_med99 = _slope(N_VALUES, [r["k99_median"] for r in rows])
     slope_med90 = _slope(N_VALUES, [r["k90_median"] for r in rows])
     ref = _slope(N_VALUES, [r["ln_n_sq"] for r in rows])
-    detail = (f"median / largest over 72 heads, per n: "
+    detail = ("median / largest over 72 heads, per n: "
               + "; ".join(f"n={r['n']}: k90 {r['k90_median']:.0f}/{r['k90_max']}, k99 {r['k99_median']:.0f}/"
                           f"{r['k99_max']}, rank(1e-2) {r['numerical_rank_median']:.0f} vs (ln n)^2 "
                           f"{r['ln_n_sq']:.1f}" for r in rows)

@@ -24,7 +24,6 @@ the exact residual on both sides.
 
 from __future__ import annotations
 
-import math
 
 import torch
 

@@ -27,7 +27,6 @@ exact (a share can be negative: terms of different lengths can cancel).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -36,7 +35,7 @@ import torch
 from attnlab.analysis.path_decomposition import (SANLayer, accumulated_bias, path_length_counts,
                                                  path_length_terms, path_term, paths, random_san, san_forward)
 from attnlab.analysis.residuals import relative_residual
-from attnlab.config import RunConfig, check_int, check_ints, param
+from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, svd_flops, total
 from attnlab.papers.rank_collapse.sizes import (
