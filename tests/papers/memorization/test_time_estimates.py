@@ -5,6 +5,8 @@ Quick preset, measured in one process right after attnlab.estimates.rates() (2 s
     experiment                          measured s   estimated s
     memorization.fcn-vs-attention             48.7          55.5
     memorization.capacity-vs-head-size        92.6         155.5   (step budget: an upper bound)
+    memorization.training-options            901.4        8394     (step budget: an upper bound;
+                                                                    every option stops at 100%)
 
 The other estimates (capacity-vs-context, -heads, general-position, regression, saturation,
 training-options, authors-capacity) are at the step budget and, for a search, at T_limit:
