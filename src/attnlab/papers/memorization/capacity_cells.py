@@ -35,7 +35,7 @@ import torch
 from attnlab.analysis.regression import linear_fit as _line
 from attnlab.config import RunConfig, check_choice, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.estimates import Estimate
+from attnlab.estimates import Estimate, total
 from attnlab.papers.memorization.authors_model import (
     authors_loss,
     authors_metrics,
@@ -144,12 +144,16 @@ class CapacitySettings(RunConfig):
         return []
 
     def estimate(self) -> Estimate | None:
-        """The largest cell of :meth:`points` at the top of its T grid (:func:`cell_estimate`)."""
+        """Memory: the largest cell of :meth:`points` at the top of its T grid; work: the sum over
+        every cell (H, n, d_h, T) the run trains, each at its step budget (:func:`cell_estimate`;
+        an upper bound, since a cell stops once its models have memorized)."""
         points = self.points()
         if not points:
             return None
-        cells = [cell_estimate(self, H, n, d_h, max(self.T_grid(H, n, d_h))) for H, n, d_h in points]
-        return max(cells, key=lambda e: e.peak_bytes)
+        cells = [cell_estimate(self, H, n, d_h, T) for H, n, d_h in dict.fromkeys(points)
+                 for T in self.T_grid(H, n, d_h)]
+        top = max(cells, key=lambda e: e.peak_bytes)
+        return total(cells, top.what)
 
     def T_grid(self, H: int, n: int | None = None, d_h: int | None = None) -> list[int]:
         """Data-set sizes tried at (H, n, d_h): round(f * (H (min(n, d_h) - 1) + 1)), distinct, ascending."""
@@ -214,20 +218,92 @@ class TwoPanelSettings(CapacitySettings):
 
 
 # --------------------------------------------------------------------------------------
+# the work of training (time estimates)
+# --------------------------------------------------------------------------------------
+TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
+STEP_OPS = 60  # torch ops of one vmapped forward + backward of eqs. (1)-(6) (fitted: module section below)
+ADAM_OPS = 12  # torch ops per parameter tensor of one Adam update (moments, bias correction, step, mask)
+LBFGS_PAIR_OPS = 8  # torch ops per stored (s, y) pair in one L-BFGS iteration (the two-loop recursion)
+
+
+def forward_flops(H: int, n: int, d: int, d_h: int, d_v: int, d_out: int, *, shared_context: bool,
+                  embedded: bool = False) -> tuple[float, float]:
+    """(F_ex, F_model): the products of one forward pass of eqs. (1)-(6), per example and once per
+    model and pass (keys and values of a shared context, the circuits W_QK, W_OV of
+    per-example contexts), 2 m k n each (:func:`attnlab.estimates.matmul_flops`):
+
+        shared context    F_ex = 2 H (d d_h + n d_h + n d_v + d_v d) + 2 d d_out
+                          F_model = 2 H n d (d_h + d_v)
+        per example       F_ex = 2 H (2 d^2 + 2 n d) + 2 d d_out,   F_model = 2 H d^2 (d_h + d_v)
+        embedded (§5.2)   F_ex = 2 (n + 1) d^2 + 2 H (n + 1) d (d_h + d_v) + 2 H (d d_h
+                                 + (n + 1)(d_h + d_v) + d_v d) + 2 d d_out,   F_model = 0
+    """
+    if embedded:
+        m = n + 1
+        return (2.0 * m * d * d + 2.0 * H * m * d * (d_h + d_v)
+                + 2.0 * H * (d * d_h + m * (d_h + d_v) + d_v * d) + 2.0 * d * d_out), 0.0
+    if shared_context:
+        return 2.0 * H * (d * d_h + n * d_h + n * d_v + d_v * d) + 2.0 * d * d_out, 2.0 * H * n * d * (d_h + d_v)
+    return 2.0 * H * (2 * d * d + 2 * n * d) + 2.0 * d * d_out, 2.0 * H * d * d * (d_h + d_v)
+
+
+def training_work(M: int, T: int, H: int, n: int, d: int, d_h: int, d_out: int, *, steps: int,
+                  batch: int | None = None, evals: int = 0, shared_context: bool = True, embedded: bool = False,
+                  d_v: int | None = None, optimizer: str = "adam", itemsize: int = 4,
+                  step_ops: float = STEP_OPS, lbfgs_iterations: int = 20, lbfgs_history: int = 100
+                  ) -> dict[str, float]:
+    """The work of training M models at once for ``steps`` updates on B = ``batch`` (None: T)
+    of their T examples, with ``evals`` full-data evaluations, as Estimate keywords
+    (:mod:`attnlab.estimates`; F_ex, F_model of :func:`forward_flops`, P = 3 H d d_h + d d_out
+    parameters per model):
+
+        gemm     M (3 S (B F_ex + F_model) + E (T F_ex + F_model))   forward + backward = 3 forwards
+        traffic  itemsize M (S (30 B H n + 10 P) + 10 E T H n)       the softmax and the loss over
+                                                                      the logits; Adam's 10 passes over P
+        calls    TORCH_OP (S (step_ops + ADAM_OPS 5) + E step_ops / 2)
+
+    S = steps for Adam. L-BFGS trains the models one after another, full batch (B = T): S = M
+    steps lbfgs_iterations iterations, each a forward + backward with LBFGS_PAIR_OPS
+    min(lbfgs_history, steps lbfgs_iterations) ops more than step_ops (the two-loop recursion
+    over the stored pairs), and no Adam. The step budget is what is counted: a run that stops
+    once it has memorized, or L-BFGS once it has converged, takes at most this."""
+    d_v = d_h if d_v is None else d_v
+    B = T if batch is None or batch >= T else batch
+    f_ex, f_model = forward_flops(H, n, d, d_h, d_v, d_out, shared_context=shared_context, embedded=embedded)
+    P = H * d * (2 * d_h + d_v) + d * d_out + (d * d if embedded else 0)
+    if optimizer == "lbfgs":  # one model after another, full batch
+        S, B = M * steps * lbfgs_iterations, T
+        ops = step_ops + LBFGS_PAIR_OPS * min(lbfgs_history, steps * lbfgs_iterations)
+        gemm = 3 * S * (B * f_ex + f_model) + M * evals * (T * f_ex + f_model)
+        traffic = itemsize * (S * (30 * B * H * n + 10 * P) + 10 * M * evals * T * H * n)
+        return {"gemm": gemm, "traffic": traffic, "calls": TORCH_OP * (S * ops + evals * step_ops / 2)}
+    S = steps
+    gemm = M * (3 * S * (B * f_ex + f_model) + evals * (T * f_ex + f_model))
+    traffic = itemsize * M * (S * (30 * B * H * n + 10 * P) + 10 * evals * T * H * n)
+    return {"gemm": gemm, "traffic": traffic, "calls": TORCH_OP * (S * (step_ops + 5 * ADAM_OPS)
+                                                                   + evals * step_ops / 2)}
+
+
+# --------------------------------------------------------------------------------------
 # one cell: `replicates` models at once
 # --------------------------------------------------------------------------------------
 def cell_estimate(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> Estimate:
-    """The memory of one cell (:func:`train_cell`): ``replicates`` models trained at once on T
-    examples each (:func:`attnlab.papers.memorization.model.training_bytes`, d_out =
-    n_classes, 1 for regression). The work is not estimated: training stops when a model
-    memorizes."""
+    """One cell (:func:`train_cell`): ``replicates`` models trained at once on T examples each.
+    Memory: :func:`attnlab.papers.memorization.model.training_bytes` (d_out = n_classes, 1 for
+    regression). Work: :func:`training_work` over the cell's step budget S = steps_for(T), with
+    S / eval_every evaluations. A model leaves once it memorizes and the cell once all have, so
+    the time is an upper bound (a cell that memorizes early takes less)."""
     R, shared = cfg.replicates, cfg.CONTEXT == "shared"
     d_out = 1 if cfg.TASK == "regression" else cfg.n_classes
     need = training_bytes(R, T, H, n, cfg.d, d_h, d_out, shared_context=shared, embedded=cfg.model == "authors",
                           lbfgs=cfg.optimizer == "lbfgs")
+    steps = cfg.steps_for(T)
+    work = training_work(R, T, H, n, cfg.d, d_h, d_out, steps=steps, batch=cfg.batch,
+                         evals=max(1, steps // cfg.eval_every), shared_context=shared,
+                         embedded=cfg.model == "authors", optimizer=cfg.optimizer)
     what = (f"a cell of {R} models at H = {H}, n = {n}, d_h = {d_h}, T = {T}, "
             f"{'one context' if shared else 'a context per example'}, float32")
-    return Estimate(need, what, lower=("T_factors", "replicates"))
+    return Estimate(need, what, **work, lower=("T_factors", "replicates"))
 
 
 def _cell_key(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> list[int]:

@@ -374,15 +374,70 @@ class SearchConfig(Config):
         check_choice("dtype", self.dtype, (torch.float32, torch.float64))
 
 
-def search_estimate(sc: SearchConfig, T: int | None = None) -> Estimate:
-    """The memory of the search (or of one attempt at T examples): ``candidates`` models
-    trained at once, full batch, on up to T_limit examples of one shared context
-    (:func:`attnlab.papers.memorization.model.training_bytes`)."""
-    T = sc.T_limit if T is None else T
+SEARCH_STEP_OPS = 50  # torch ops of one step of train_candidates besides Adam (loss_and_grads, the stop test)
+
+
+def attempt_work(sc: SearchConfig, T: int, M: int, steps: int) -> dict[str, float]:
+    """The work of :func:`train_candidates` training M models on up to T examples for ``steps``
+    updates, as Estimate keywords (:mod:`attnlab.estimates`; C = n_classes, d_v, d_h of ``sc``):
+
+        gemm   plain (folded):  3 M steps (2 T H n (d + C) + 2 H n d (d_h + d_v) + 2 H d n d_h + 2 H n d_v C)
+               authors:         3 M steps (T F_ex + F_model)     (capacity_cells.forward_flops)
+        traffic  itemsize M steps (30 T H n + 10 T C + 10 P)     softmax, log-softmax, Adam
+        calls    TORCH_OP steps (SEARCH_STEP_OPS + 5 ADAM_OPS)   (authors: + the autograd's STEP_OPS)
+
+    forward + backward counted as 3 forwards."""
+    from attnlab.papers.memorization.capacity_cells import ADAM_OPS, STEP_OPS, TORCH_OP, forward_flops
+
+    H, n, d, d_h, d_v, C = sc.H, sc.n, sc.d, sc.d_h, sc.d_v, sc.n_classes
+    if sc.model == "authors":
+        f_ex, f_model = forward_flops(H, n, d, d_h, d_v, C, shared_context=True, embedded=True)
+        ops = SEARCH_STEP_OPS + STEP_OPS
+    else:
+        f_ex = 2.0 * H * n * (d + C)
+        f_model = 2.0 * H * n * d * (d_h + d_v) + 2.0 * H * d * n * d_h + 2.0 * H * n * d_v * C
+        ops = SEARCH_STEP_OPS
+    P = H * d * (2 * d_h + d_v) + d * C + (d * d if sc.model == "authors" else 0)
+    itemsize = torch.finfo(sc.dtype).bits // 8
+    return {"gemm": 3.0 * M * steps * (T * f_ex + f_model),
+            "traffic": float(itemsize * M * steps * (30 * T * H * n + 10 * T * C + 10 * P)),
+            "calls": TORCH_OP * steps * (ops + 5 * ADAM_OPS)}
+
+
+def search_rounds(sc: SearchConfig) -> list[int]:
+    """The largest T of every round a search may run, at most: bracketing from T_start by the
+    full factor ``growth`` (``candidates`` attempts a round) up to T_limit, then
+    ceil(log(1 / resolution) / log(candidates + 1)) rounds of bisection at T_limit."""
+    Ts, T = [], sc.T_start
+    while T < sc.T_limit:
+        for _ in range(sc.candidates):
+            T = min(max(T + 1, math.ceil(T * sc.growth)), sc.T_limit)
+        Ts.append(T)
+    cuts = math.ceil(math.log(1 / max(sc.resolution, 1 / sc.T_limit)) / math.log(sc.candidates + 1))
+    return Ts + [sc.T_limit] * cuts
+
+
+def search_estimate(sc: SearchConfig, T: int | None = None, *, min_steps: int = 0) -> Estimate:
+    """The search (T None) or one attempt at T examples.
+
+    Memory: ``candidates`` models trained at once, full batch, on up to T_limit examples of one
+    shared context (:func:`attnlab.papers.memorization.model.training_bytes`).
+
+    Work: one attempt at T is :func:`attempt_work` (1 model, max_steps updates); a search is
+    sum over :func:`search_rounds` of attempt_work(T_r, candidates, max_steps). Both are at the
+    step budget and a search also at its limits (full growth, T_limit), where every model stops
+    once it memorizes (after ``min_steps``): the time is an upper bound."""
+    search = T is None
+    T = sc.T_limit if search else T
     need = training_bytes(sc.candidates, T, sc.H, sc.n, sc.d, sc.d_h, sc.n_classes, shared_context=True,
                           embedded=sc.model == "authors", itemsize=torch.finfo(sc.dtype).bits // 8)
+    if search:
+        parts = [attempt_work(sc, T_r, sc.candidates, sc.max_steps) for T_r in search_rounds(sc)]
+        work = {k: sum(p[k] for p in parts) for k in parts[0]}
+    else:
+        work = attempt_work(sc, T, 1, max(sc.max_steps, min_steps))
     return Estimate(need, f"{sc.candidates} models at H = {sc.H} on T = {T} examples ({sc.model} model)",
-                    lower=("T_limit", "H_grid"))
+                    **work, lower=("T_limit", "H_grid"))
 
 
 @dataclass(frozen=True)

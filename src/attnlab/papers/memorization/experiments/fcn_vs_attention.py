@@ -34,6 +34,7 @@ from attnlab.papers.memorization.fcn import (
     train_attention,
     train_fcn,
 )
+from attnlab.papers.memorization.capacity_cells import training_work
 from attnlab.papers.memorization.model import theorem1_bound, training_bytes
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Bound, Check, at_least, at_most, info
@@ -86,7 +87,24 @@ class FCNvsAttentionConfig(RunConfig):
         attention = training_bytes(1, T, self.H, self.n, self.d, self.d_h, 1, shared_context=True, lbfgs=True,
                                    itemsize=8)
         fcn = 8 * (T * d_1 * 2 + 3 * T * self.m + 104 * (d_1 + 2) * self.m)
-        return Estimate(max(attention, fcn), f"training at T = {T} (x: {T} x {d_1}, float64)", change="lower T_grid")
+        return Estimate(max(attention, fcn), f"training at T = {T} (x: {T} x {d_1}, float64)",
+                        **self.work(), change="lower T_grid")
+
+    def work(self) -> dict[str, float]:
+        """Every T of the grid, both models, ``restarts`` at once, full-batch L-BFGS of ``steps``
+        calls of up to 50 iterations with 50 pairs (:func:`training_work`, float64): the attention
+        layer (d_v = d_out = 1) and the FCN each as M = restarts models trained one after another;
+        the FCN's products are 3 M S T 2 d_1 m with S = 50 steps, d_1 = (n + 1) d. Summed over T_grid; an
+        upper bound, since L-BFGS stops early once it has converged."""
+        its = dict(lbfgs_iterations=50, lbfgs_history=50, optimizer="lbfgs", itemsize=8)
+        d_1, out = (self.n + 1) * self.d, {}
+        for T in self.T_grid:
+            att = training_work(self.restarts, T, self.H, self.n, self.d, self.d_h, 1, d_v=1, steps=self.steps,
+                                evals=1, **its)
+            fcn = training_work(self.restarts, T, 1, 1, d_1, self.m, 1, steps=self.steps, evals=1, **its)
+            fcn["gemm"] = 3.0 * self.restarts * self.steps * 50 * T * 2 * d_1 * self.m
+            out = {k: out.get(k, 0.0) + att[k] + fcn[k] for k in att}
+        return out
 
 
 def train_cell(cfg: FCNvsAttentionConfig, T: int) -> dict:

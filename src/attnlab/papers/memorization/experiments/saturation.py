@@ -42,7 +42,7 @@ import torch
 
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.estimates import Estimate
+from attnlab.estimates import Estimate, total
 from attnlab.checks import Check, above, at_least, info
 from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
 from attnlab.papers.memorization.capacity_search import (
@@ -130,11 +130,19 @@ class SaturationConfig(RunConfig):
         self.search_config(self.H_grid[0])
 
     def estimate(self) -> Estimate:
-        """The largest training (:func:`search_estimate`): every H and model at its T, or a
-        search (T = 0) up to the search's T_limit."""
-        return max((search_estimate(self.search_config(H, model), T or None)
-                    for model in self.models for H, T in zip(self.H_grid, self.T_for(model))),
-                   key=lambda e: e.peak_bytes)
+        """Every H and model at its T, or a search (T = 0) up to the search's T_limit
+        (:func:`search_estimate`): memory the largest, work the sum, each training at
+        max(max_steps, min_steps) updates of one model (a search then trains its T once more
+        for max_steps). A model stops at the first memorizing step >= min_steps, so the time
+        is an upper bound."""
+        parts = []
+        for model in self.models:
+            for H, T in zip(self.H_grid, self.T_for(model)):
+                sc = self.search_config(H, model)
+                parts.append(search_estimate(sc, T or None, min_steps=self.min_steps))
+                if not T:  # the searched T trained again: at most T_limit
+                    parts.append(search_estimate(sc, sc.T_limit, min_steps=self.min_steps))
+        return total(parts)
 
     def search_config(self, H: int, model: str = "plain") -> SearchConfig:
         kind = ({"model": "authors", "d_v": AUTHORS_RELEASED["d_v"], "keys": AUTHORS_RELEASED["keys"]}

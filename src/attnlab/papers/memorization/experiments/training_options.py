@@ -48,6 +48,7 @@ from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
+from attnlab.papers.memorization.capacity_cells import training_work
 from attnlab.training import WarmupCosine, train_batched
 
 EXPERIMENT_ID = "memorization.training-options"
@@ -115,7 +116,34 @@ class TrainingOptionsConfig(RunConfig):
                 training_bytes(1, self.T, self.H, self.n, self.d, self.d_h, self.n_classes, shared_context=True,
                                embedded=True, lbfgs=True)]
         return Estimate(max(runs), f"training {self.replicates} models at H = {self.H} on T = {self.T} examples",
-                        change="lower T, H or replicates")
+                        **self.work(), change="lower T, H or replicates")
+
+    def work(self) -> dict[str, float]:
+        """Every option of ``options`` at its budget (:func:`training_work`, float32, one shared
+        context; the authors' model embedded, "authors-plain" eqs. (1)-(6)): Adam ``steps`` updates
+        on B = minibatch examples (full batch: T) of 1 model, or ``replicates`` models batched or one
+        after another, with steps / eval_every evaluations; L-BFGS lbfgs_steps steps of 20
+        iterations with an evaluation after each. Summed over the options; an upper bound, since
+        every option stops once its models have memorized."""
+        out: dict[str, float] = {}
+        plain = dict(shared_context=True, d_v=self.d_v)
+        adam = dict(steps=self.steps, evals=max(1, self.steps // self.eval_every), **plain)
+        for option in self.options:
+            M, model, batch, kw = 1, "authors", self.minibatch, adam
+            if option == "authors-plain":
+                model = "plain"
+            elif option == "full-batch-adam":
+                batch = None
+            elif option == "full-batch-lbfgs":
+                batch, kw = None, dict(steps=self.lbfgs_steps, evals=self.lbfgs_steps, optimizer="lbfgs", **plain)
+            elif option in ("replicates-batched", "replicates-sequential"):
+                M = self.replicates
+            w = training_work(M, self.T, self.H, self.n, self.d, self.d_h, self.n_classes, batch=batch,
+                              embedded=model == "authors", **kw)
+            if option == "replicates-sequential":  # M runs of one model: M times the fixed costs
+                w["calls"] *= M
+            out = {k: out.get(k, 0.0) + v for k, v in w.items()}
+        return out
 
     @property
     def bound(self) -> int:

@@ -42,6 +42,8 @@ from attnlab.estimates import Estimate
 from attnlab.ops.multihead import ov_circuit, qk_circuit
 from attnlab.ops.softmax import softmax_attention
 from attnlab.papers.rank_collapse.single_head_san import log_theorem22_bound
+from attnlab.papers.rank_collapse.sizes import (LOAD_OPS, LP_WORK, MINILM, RANDOM, TORCH_OP, add, load_work,
+                                                pass_work, scaled)
 from attnlab.papers.rank_collapse.stacks import long_texts, VARIANTS, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import compare, equals, info
@@ -49,6 +51,7 @@ from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, serie
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "rank-collapse.bound"
+SAN_LAYER_OPS = 60  # torch ops of one layer of _one_san (circuits, norms, attention, residuals)
 FLOOR = 1e-13  # relative residuals below this are float64 rounding, left out of the fits
 
 
@@ -86,10 +89,22 @@ class BoundConfig(RunConfig):
     def estimate(self) -> Estimate:
         """One random SAN at a time, float64: the L layers' weights (W_Q, W_K d x d_qk, W_V, W_O
         d x d), the states X_0..X_L (n x d) and each layer's n x n attention with its exp:
-        8 (L (2 d d_qk + 2 d^2) + (L + 2) n d + 2 L n^2) bytes, d = d_model, n = tokens."""
+        8 (L (2 d d_qk + 2 d^2) + (L + 2) n d + 2 L n^2) bytes, d = d_model, n = tokens.
+
+        Time (:mod:`attnlab.papers.rank_collapse.sizes`), N = |weight_scales| |input_residuals| draws SANs:
+            python   LOAD_OPS P (MiniLM loaded, the BERT-init network drawn: 2 P)
+            gemm, traffic, calls   2 pass_work(MiniLM, minilm_texts, minilm_tokens)
+            lapack   N LP_WORK (n d)^2              one exact composite residual per SAN
+            calls    N L SAN_LAYER_OPS TORCH_OP     the ops of a layer (circuits, norms, softmax)"""
         L, d, n = self.layers, self.d_model, self.tokens
         need = 8 * (L * (2 * d * self.d_qk + 2 * d * d) + (L + 2) * n * d + 2 * L * n * n)
-        return Estimate(need, f"{L} layers of width {d} on {n} tokens, float64",
+        sans = len(self.weight_scales) * len(self.input_residuals) * self.draws
+        work = add(load_work([MINILM]),  # the pretrained checkpoint (the random network is drawn)
+                   scaled(pass_work(MINILM, self.minilm_texts, self.minilm_tokens), 2),
+                   {"lapack": sans * LP_WORK * (n * d) ** 2,  # one exact composite residual per SAN
+                    "calls": TORCH_OP * sans * SAN_LAYER_OPS * L},
+                   {"python": LOAD_OPS * RANDOM.params})  # drawing the BERT-init network
+        return Estimate(need, f"{L} layers of width {d} on {n} tokens, float64", **work,
                         change="lower d_model, d_qk or tokens")
 
 

@@ -19,6 +19,9 @@ from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.dot-product-scaling"
 _DIMS = tuple(2 ** k for k in range(2, 11))  # 4, 8, ..., 1024
+TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
+DRAW_BYTES = 1000.0  # one float64 Gaussian draw, in bytes of copy traffic (fitted: ~40 ns a number)
+JACOBIAN_BYTES = 4000.0  # one entry of a softmax Jacobian with its norms and products, in bytes of traffic (fitted)
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,10 @@ class DotProductConfig(RunConfig):
         check_number("slope_tolerance", self.slope_tolerance, 0, open_min=True)
 
     def estimate(self) -> Estimate:
-        """float64, chunks of 2^22 numbers (attnlab.analysis.logit_scaling): the n_samples_variance
+        """Time: traffic DRAW_BYTES sum_d (2 N + S (K + 1)) d + JACOBIAN_BYTES 2 |dims| S K^2,
+        gemm 2 sum_d (N d + 2 S K d), calls TORCH_OP 60 |dims| (N = n_samples_variance,
+        S = n_samples_softmax, K = n_keys; the constants are fitted to the quick preset).
+        Memory: float64, chunks of 2^22 numbers (attnlab.analysis.logit_scaling): the n_samples_variance
         dot products, q, k or K of one chunk (at least one row of n_keys x d), and the softmax
         Jacobians of one chunk's rows (n_keys x n_keys each; diag(s), s s^T and their difference,
         measured): 8 (2 n_samples_variance + 4 max(2^22, n_keys d) + 3 rows n_keys^2) bytes,
@@ -52,8 +58,18 @@ class DotProductConfig(RunConfig):
         chunk, d = 1 << 22, max(self.dims)
         rows = min(self.n_samples_softmax, max(1, chunk // (self.n_keys * min(self.dims))))
         need = 8 * (2 * self.n_samples_variance + 4 * max(chunk, self.n_keys * d) + 3 * rows * self.n_keys ** 2)
+        # work: every d of dims, N = n_samples_variance, S = n_samples_softmax, K = n_keys:
+        #   traffic  DRAW_BYTES sum_d (2 N + S K + S) d    the Gaussian draws (q, k; K, g per query)
+        #            + JACOBIAN_BYTES 2 |dims| S K^2        the softmax Jacobians, raw and scaled
+        #   gemm     2 sum_d (N d + 2 S K d)               the dot products and logits
+        #   calls    TORCH_OP 60 |dims|                    the ops of one d
+        sd = sum(self.dims)
+        traffic = (DRAW_BYTES * sd * (2 * self.n_samples_variance + self.n_samples_softmax * (self.n_keys + 1))
+                   + JACOBIAN_BYTES * 2 * len(self.dims) * self.n_samples_softmax * self.n_keys ** 2)
+        gemm = 2.0 * sd * (self.n_samples_variance + 2 * self.n_samples_softmax * self.n_keys)
         return Estimate(need, f"{self.n_keys} keys of width up to {d} and their {self.n_keys} x {self.n_keys} "
-                              "softmax Jacobians, float64", change="lower n_keys, dims or n_samples_variance")
+                              "softmax Jacobians, float64", gemm=gemm, traffic=traffic,
+                        calls=TORCH_OP * 60 * len(self.dims), change="lower n_keys, dims or n_samples_variance")
 
 
 def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentResult:

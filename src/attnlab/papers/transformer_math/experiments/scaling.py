@@ -48,6 +48,9 @@ from attnlab.runs.rundir import log_metric
 from attnlab.tasks import copy_batch
 
 EXPERIMENT_ID = "transformer-math.scaling"
+TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
+STEP_OPS = 150  # torch ops of one model's step: batch, forward, backward, Adam (fitted to the quick preset)
+EVAL_OPS = 150  # torch ops of one model's held-out measure (loss, accuracy, entropy, per-example gradients)
 VARIANTS = {"scaled": "1/sqrt(d)", "unscaled": "none"}  # name -> scale of attention_logits
 SWEEPS = {"quick": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128]}, seeds=3),
           "paper": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128, 256, 512]}, seeds=5)}
@@ -89,12 +92,26 @@ class ScalingConfig(RunConfig):
         """Two one-head models (scaled, unscaled) in float32, B = max(batch, eval_batch) examples
         of n tokens: activations with their gradients, 3 x 4 bytes x 2 B n (d_model + 3 d_head
         + n + V) (embeddings, q k v, the n x n attention, the logits), and the weights with
-        their gradients and Adam's moments, 4 x 4 bytes x 2 (2 V d_model + 3 d_model d_head)."""
+        their gradients and Adam's moments, 4 x 4 bytes x 2 (2 V d_model + 3 d_model d_head).
+
+        Time, per model (2), at the step budget (an upper bound: training stops once both reach
+        loss_threshold), D = d_model, d = d_head, F = 2 n (V D + 3 D d + 2 n d + d D) per example,
+        E = steps / eval_every + 1 evaluations:
+            gemm     2 (3 steps batch + 3 E eval_batch) F         (forward + backward = 3 forwards)
+            traffic  2 x 80 (steps batch + E eval_batch) n (D + 3 d + n + V)
+            calls    2 TORCH_OP (steps STEP_OPS + E EVAL_OPS)"""
         B = max(self.batch, self.eval_batch)
         acts = 12 * 2 * B * self.n * (self.d_model + 3 * self.d_head + self.n + self.V)
         weights = 16 * 2 * (2 * self.V * self.d_model + 3 * self.d_model * self.d_head)
+        D, d, n, V = self.d_model, self.d_head, self.n, self.V
+        f_ex = 2.0 * n * (V * D + 3 * D * d + 2 * n * d + d * D)  # embedding, q k v, scores, mixing, readout
+        evals = self.steps // self.eval_every + 1
+        gemm = 2 * (3 * self.steps * self.batch + 3 * evals * self.eval_batch) * f_ex
+        traffic = 4 * 2 * 20 * (self.steps * self.batch + evals * self.eval_batch) * n * (D + 3 * d + n + V)
+        calls = TORCH_OP * 2 * (self.steps * STEP_OPS + evals * EVAL_OPS)
         return Estimate(acts + weights, f"{B} examples of n = {self.n} tokens, V = {self.V}, d_model = "
-                                        f"{self.d_model}, float32", change="lower n, V, d_model or the batches")
+                                        f"{self.d_model}, float32", gemm=gemm, traffic=traffic, calls=calls,
+                        change="lower n, V, d_model or the batches")
 
 
 def _generators(seed: int, device: str) -> list[torch.Generator]:

@@ -17,6 +17,9 @@ from attnlab.results import PALETTE, ExperimentResult, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.softmax-saturation"
+TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
+ROW_OPS = 28  # torch ops per row of z and scale t in saturation_sweep (fitted to the quick preset)
+JACOBIAN_BYTES = 4000.0  # one entry of a softmax Jacobian with its norms and products, in bytes of traffic (fitted)
 
 
 @dataclass(frozen=True)
@@ -40,10 +43,15 @@ class SaturationConfig(RunConfig):
     def estimate(self) -> Estimate:
         """At the largest n, float64: z and the upstream gradients (n_samples x n), and the
         Jacobians of one chunk of rows (saturation_sweep: at least one n x n Jacobian, with the
-        softmax and its products about 4 such): 8 (2 n_samples n + 4 max(2^22, n^2)) bytes."""
+        softmax and its products about 4 such): 8 (2 n_samples n + 4 max(2^22, n^2)) bytes.
+        Time, m = n_samples, S = n_scales: traffic JACOBIAN_BYTES m S sum_n n^2 (the Jacobians)
+        and calls TORCH_OP ROW_OPS m S |n_values| (the ops per row and scale)."""
         n = max(self.n_values)
         need = 8 * (2 * self.n_samples * n + 4 * max(1 << 22, n * n))
+        m, S = self.n_samples, self.n_scales
         return Estimate(need, f"z ({self.n_samples} x {n}) and {n} x {n} Jacobians, float64",
+                        traffic=JACOBIAN_BYTES * m * S * sum(k * k for k in self.n_values),
+                        calls=TORCH_OP * ROW_OPS * m * S * len(self.n_values),
                         change="lower the largest n_values or n_samples")
 
 
