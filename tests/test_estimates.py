@@ -121,3 +121,12 @@ def test_a_run_config_refuses_what_exceeds_its_device():
     with pytest.raises(ConfigError, match=r"^the run needs about 7,451 GiB of memory \(1000000 x 1000000 float64\); "
                                           r"cpu has [\d.,]+ [KMG]iB: lower n$"):
         _Run(n=10 ** 6)
+
+
+def test_a_time_bound_is_said_as_one_and_survives_a_total():
+    exact = Estimate(2 ** 20, "a", gemm=1e9)
+    bound = Estimate(2 ** 21, "b", gemm=1e9, time_bound="the step budget")
+    assert "about" in exact.describe() and "at most" in bound.describe()
+    both = total([exact, bound])
+    assert both.time_bound == "the step budget" and both.gemm == 2e9 and "at most" in both.describe()
+    assert total([exact, exact]).time_bound == "" and exact.to_dict()["time_bound"] == ""

@@ -359,8 +359,8 @@ def _print_plan(plan, title: str, as_json: bool) -> None:
         if e is None:
             rows.append([escape(p.id), str(p.runs), "-", "-", "not estimated"])
             continue
-        rows.append([escape(p.id), str(p.runs), escape(format_bytes(e.peak_bytes)),
-                     escape(format_seconds(e.seconds)) if p.timed else "not counted", escape(e.what)])
+        when = ("<= " if e.time_bound else "") + format_seconds(e.seconds) if p.timed else "not counted"
+        rows.append([escape(p.id), str(p.runs), escape(format_bytes(e.peak_bytes)), escape(when), escape(e.what)])
     print_table(console, title, [Col("experiment", "key"), Col("runs", "number"), Col("peak", "number"),
                                  Col("time", "number"), Col("dominated by")], rows)
     console.print(("fits: " if plan.fits() is not False else "does not fit: ") + plan.summary(),

@@ -90,6 +90,8 @@ class Estimate:
     lower:      the parameters that set the size, in the order a user should lower them
     change:     what to change when it does not fit, when ``lower`` cannot say it
                 (e.g. "give every n below 4096")
+    time_bound: why the time is an upper bound rather than an estimate, when it is (e.g. "the
+                step budget: training stops once the examples are memorised"); "" otherwise
     """
 
     peak_bytes: float
@@ -102,6 +104,7 @@ class Estimate:
     calls: float = 0.0
     lower: tuple[str, ...] = ()
     change: str = ""
+    time_bound: str = ""
 
     def __post_init__(self) -> None:
         for name in ("peak_bytes", *KINDS):
@@ -129,8 +132,9 @@ class Estimate:
         require_fits(self, what, device=device, available=available, change=change)
 
     def describe(self) -> str:
-        """"2.3 GiB, about 40 s on this machine"."""
-        return f"{format_bytes(self.peak_bytes)}, about {format_seconds(self.seconds)} on this machine"
+        """"2.3 GiB, about 40 s on this machine" ("at most" where the time is a bound)."""
+        when = "at most" if self.time_bound else "about"
+        return f"{format_bytes(self.peak_bytes)}, {when} {format_seconds(self.seconds)} on this machine"
 
     def to_dict(self) -> dict[str, Any]:
         """The estimate as JSON values (seconds measured against this machine's rates)."""
@@ -139,7 +143,7 @@ class Estimate:
                 "work": {"gemm_flops": self.gemm, "lapack_flops": self.lapack, "traffic_bytes": self.traffic,
                          "arb_operations": self.arb, "python_operations": self.python,
                          "small_calls": self.calls},
-                "lower": list(self.lower)}
+                "lower": list(self.lower), "time_bound": self.time_bound}
 
 
 def format_bytes(n: float) -> str:
@@ -320,12 +324,13 @@ _RATES: Mapping[str, Callable[[], float]] = {"gemm": _gemm_rate, "lapack": _lapa
 
 def total(parts: Sequence[Estimate], what: str | None = None) -> Estimate:
     """Steps run one after another: the largest peak, the work summed; ``what`` names the
-    step with the largest peak unless given."""
+    step with the largest peak unless given; the time is a bound when any step's is."""
     if not parts:
         raise ValueError("total() needs at least one estimate")
     top = max(parts, key=lambda e: e.peak_bytes)
+    bounds = list(dict.fromkeys(p.time_bound for p in parts if p.time_bound))
     return Estimate(top.peak_bytes, what or top.what, *(sum(getattr(p, k) for p in parts) for k in KINDS),
-                    lower=top.lower, change=top.change)
+                    lower=top.lower, change=top.change, time_bound="; ".join(bounds))
 
 
 __all__ = ["ANNOUNCE_SECONDS", "Estimate", "GiB", "KINDS", "fitting_hint", "format_bytes", "format_seconds",

@@ -72,3 +72,12 @@ def test_a_bad_grid_value_is_refused_by_the_dry_run_too(cli_error):
 def test_plan_reproduce_refuses_an_unknown_paper():
     with pytest.raises(AttnlabError, match="unknown paper 'nope'"):
         plan_reproduce("nope")
+
+
+def test_times_counted_to_a_step_budget_are_printed_as_bounds(cli):
+    plan = plan_reproduce("memorization")
+    bounded = {p.id for p in plan.experiments if p.timed and p.estimate.time_bound}
+    assert {"memorization.saturation", "memorization.capacity-vs-heads"} <= bounded
+    assert "memorization.construction" not in bounded and plan.bounded and "at most" in plan.summary()
+    code, out, _ = cli(["reproduce", "memorization", "--dry-run"])
+    assert code == 0 and "<= " in out

@@ -10,6 +10,9 @@ peak is the largest run's times the workers that run at once; the time is given 
 
 Where an experiment gives no estimate, or counts memory but not time, the plan says so and
 leaves its number out of the total: the total time is then a lower bound, and says it is.
+Where an experiment's time is an upper bound (training counted to its step budget, a search
+to its limit, when runs stop once the examples are memorised: ``Estimate.time_bound``), it is
+printed as one ("<= 26 min"), and so is a total that includes it.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class PlannedExperiment:
     def to_dict(self) -> dict[str, Any]:
         e = self.estimate
         return {"experiment": self.id, "runs": self.runs, "estimate": None if e is None else e.to_dict(),
-                "time_counted": self.timed}
+                "time_counted": self.timed, "time_is_bound": bool(self.timed and e.time_bound)}
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,11 @@ class Plan:
         """Every experiment's time is counted."""
         return all(p.timed for p in self.experiments)
 
+    @property
+    def bounded(self) -> bool:
+        """Some experiment's time is an upper bound (a step budget), so the total is one too."""
+        return any(p.timed and p.estimate.time_bound for p in self.experiments)
+
     def fits(self) -> bool | None:
         """Whether the peak fits in the device's memory (None when that is unknown)."""
         available = device_memory(self.device)
@@ -76,7 +84,8 @@ class Plan:
         available = device_memory(self.device)
         has = f"{self.device} has {format_bytes(available)}" if available is not None else "memory unknown"
         if self.complete:
-            when = f"about {format_seconds(self.seconds)} on this machine"
+            when = (f"at most {format_seconds(self.seconds)} on this machine (budgets; runs stop earlier)"
+                    if self.bounded else f"about {format_seconds(self.seconds)} on this machine")
         elif self.seconds > 0:
             when = f"at least {format_seconds(self.seconds)} on this machine (some times not counted)"
         else:
@@ -86,6 +95,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "memory_available": device_memory(self.device),
                 "peak_bytes": int(self.peak_bytes), "seconds": self.seconds, "time_complete": self.complete,
+                "time_is_bound": self.bounded,
                 "fits": self.fits(), "experiments": [p.to_dict() for p in self.experiments]}
 
 

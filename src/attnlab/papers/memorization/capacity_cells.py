@@ -62,6 +62,7 @@ MODELS = ("plain", "authors")  # eqs. (1)-(6) on the raw tokens | §5.2's embedd
 AUTHORS_PROTOCOL = {"optimizer": "adam", "lr": 1e-3, "batch": 256, "steps": 50_000, "warmup": 2_500,
                     "min_epochs": 500, "eval_every": 500}
 # L-BFGS: full batch, constant lr; a step is one torch.optim.LBFGS.step (<= 20 iterations)
+STEP_BUDGET = "the step budget: training stops once the examples are memorised"  # a time that is a bound
 LBFGS_PRESETS = {"quick": {"steps": 25, "lr": 1.0, "warmup": 0, "batch": None, "min_epochs": 0, "eval_every": 5},
                  "paper": {"steps": 2_500, "lr": 1.0, "warmup": 0, "batch": None, "min_epochs": 0,
                            "eval_every": 50}}
@@ -303,7 +304,7 @@ def cell_estimate(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> Es
                          embedded=cfg.model == "authors", optimizer=cfg.optimizer)
     what = (f"a cell of {R} models at H = {H}, n = {n}, d_h = {d_h}, T = {T}, "
             f"{'one context' if shared else 'a context per example'}, float32")
-    return Estimate(need, what, **work, lower=("T_factors", "replicates"))
+    return Estimate(need, what, **work, lower=("T_factors", "replicates"), time_bound=STEP_BUDGET)
 
 
 def _cell_key(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> list[int]:

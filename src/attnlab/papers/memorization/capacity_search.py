@@ -437,7 +437,8 @@ def search_estimate(sc: SearchConfig, T: int | None = None, *, min_steps: int = 
     else:
         work = attempt_work(sc, T, 1, max(sc.max_steps, min_steps))
     return Estimate(need, f"{sc.candidates} models at H = {sc.H} on T = {T} examples ({sc.model} model)",
-                    **work, lower=("T_limit", "H_grid"))
+                    **work, lower=("T_limit", "H_grid"),
+                    time_bound="the search's step budget and T_limit: a search stops at the first failure")
 
 
 @dataclass(frozen=True)

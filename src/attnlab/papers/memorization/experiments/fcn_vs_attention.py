@@ -34,7 +34,7 @@ from attnlab.papers.memorization.fcn import (
     train_attention,
     train_fcn,
 )
-from attnlab.papers.memorization.capacity_cells import training_work
+from attnlab.papers.memorization.capacity_cells import STEP_BUDGET, training_work
 from attnlab.papers.memorization.model import theorem1_bound, training_bytes
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Bound, Check, at_least, at_most, info
@@ -88,7 +88,7 @@ class FCNvsAttentionConfig(RunConfig):
                                    itemsize=8)
         fcn = 8 * (T * d_1 * 2 + 3 * T * self.m + 104 * (d_1 + 2) * self.m)
         return Estimate(max(attention, fcn), f"training at T = {T} (x: {T} x {d_1}, float64)",
-                        **self.work(), change="lower T_grid")
+                        **self.work(), change="lower T_grid", time_bound=STEP_BUDGET)
 
     def work(self) -> dict[str, float]:
         """Every T of the grid, both models, ``restarts`` at once, full-batch L-BFGS of ``steps``

@@ -48,7 +48,7 @@ from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
-from attnlab.papers.memorization.capacity_cells import training_work
+from attnlab.papers.memorization.capacity_cells import STEP_BUDGET, training_work
 from attnlab.training import WarmupCosine, train_batched
 
 EXPERIMENT_ID = "memorization.training-options"
@@ -116,7 +116,7 @@ class TrainingOptionsConfig(RunConfig):
                 training_bytes(1, self.T, self.H, self.n, self.d, self.d_h, self.n_classes, shared_context=True,
                                embedded=True, lbfgs=True)]
         return Estimate(max(runs), f"training {self.replicates} models at H = {self.H} on T = {self.T} examples",
-                        **self.work(), change="lower T, H or replicates")
+                        **self.work(), change="lower T, H or replicates", time_bound=STEP_BUDGET)
 
     def work(self) -> dict[str, float]:
         """Every option of ``options`` at its budget (:func:`training_work`, float32, one shared

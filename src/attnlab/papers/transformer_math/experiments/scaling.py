@@ -111,7 +111,8 @@ class ScalingConfig(RunConfig):
         calls = TORCH_OP * 2 * (self.steps * STEP_OPS + evals * EVAL_OPS)
         return Estimate(acts + weights, f"{B} examples of n = {self.n} tokens, V = {self.V}, d_model = "
                                         f"{self.d_model}, float32", gemm=gemm, traffic=traffic, calls=calls,
-                        change="lower n, V, d_model or the batches")
+                        change="lower n, V, d_model or the batches",
+                        time_bound="the step budget: training stops at the loss threshold")
 
 
 def _generators(seed: int, device: str) -> list[torch.Generator]:
