@@ -11,7 +11,7 @@ from typing import Callable
 
 from attnlab.checks import Check
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry.state import _STATE, check_home, discover
+from attnlab.registry.state import _STATE, discover, record
 
 
 CheckFn = Callable[[int], Check]
@@ -82,11 +82,7 @@ def register_claim(c: Claim) -> Claim:
     """Register ``c`` (the :func:`claim` decorator does it for a check function)."""
     if "." not in c.id or c.paper not in _STATE.papers:
         raise ConfigError(f"claim id {c.id!r} must be '<paper>.<name>' with paper in {list(_STATE.papers)}")
-    check_home(c.id, c.paper, c.check.__module__)
-    if c.id in _STATE.claims:
-        raise ConfigError(f"claim {c.id!r} is registered twice")
-    _STATE.claims[c.id] = c
-    return c
+    return record("claims", c.id, c, c.paper, c.check.__module__)
 
 
 def claim(id: str, *, where: str, statement: str, paper_value: str | None = None):

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 from attnlab.checks import Check
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry.state import _STATE, check_home, discover
+from attnlab.registry.state import _STATE, discover, record
 from attnlab.runs.jsonable import to_jsonable
 
 
@@ -90,11 +90,7 @@ def register_construction(c: Construction) -> Construction:
         raise ConfigError(f"construction {c.name!r}: paper {c.paper!r} is not registered")
     if not issubclass(c.params_cls, Config):
         raise ConfigError(f"construction {c.name!r}: its parameters must extend attnlab.config.Config")
-    check_home(c.name, c.paper, c.build.__module__)
-    if c.name in _STATE.constructions:
-        raise ConfigError(f"construction {c.name!r} is registered twice")
-    _STATE.constructions[c.name] = c
-    return c
+    return record("constructions", c.name, c, c.paper, c.build.__module__)
 
 
 def all_constructions() -> list[Construction]:

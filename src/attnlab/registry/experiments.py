@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry.state import _STATE, check_home, discover
+from attnlab.registry.state import _STATE, discover, record
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,7 @@ def register_experiment(exp: Experiment) -> Experiment:
         raise ConfigError(f"experiment id {exp.id!r} must be '<paper>.<name>' with paper in {list(_STATE.papers)}")
     if not issubclass(exp.config_cls, RunConfig):
         raise ConfigError(f"experiment {exp.id!r}: its config must extend attnlab.config.RunConfig")
-    check_home(exp.id, exp.paper, exp.run.__module__)
-    if exp.id in _STATE.experiments:
-        raise ConfigError(f"experiment {exp.id!r} is registered twice")
-    _STATE.experiments[exp.id] = exp
-    return exp
+    return record("experiments", exp.id, exp, exp.paper, exp.run.__module__)
 
 
 def all_experiments() -> list[Experiment]:

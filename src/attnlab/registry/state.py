@@ -102,6 +102,17 @@ def check_home(what: str, paper: str, module: str) -> None:
                           f"move it into {home.replace('.', '/')}/")
 
 
+def record(kind: str, key: str, obj: Any, paper: str, module: str) -> Any:
+    """Store ``obj`` under ``key`` in the registry's table of ``kind`` ("claims", "experiments",
+    "constructions"): defined in its paper's package (:func:`check_home`), registered once."""
+    check_home(key, paper, module)
+    table = getattr(_STATE, kind)
+    if key in table:
+        raise ConfigError(f"{kind[:-1]} {key!r} is registered twice")
+    table[key] = obj
+    return obj
+
+
 def discover() -> None:
     """Import every module below attnlab.papers (recursively), then ATTNLAB_PLUGINS. Idempotent."""
     if _STATE.discovered:
