@@ -81,3 +81,13 @@ def test_times_counted_to_a_step_budget_are_printed_as_bounds(cli):
     assert "memorization.construction" not in bounded and plan.bounded and "at most" in plan.summary()
     code, out, _ = cli(["reproduce", "memorization", "--dry-run"])
     assert code == 0 and "<= " in out
+
+
+def test_a_parallel_sweeps_summed_time_is_printed_as_a_bound():
+    exp = get_experiment("transformer-math.scaling")
+    spec = SweepSpec(exp.id, base={}, grid={"d_head": ["8", "64"]}, seeds=2)
+    (one,) = plan_sweep(exp, spec, workers=1).experiments
+    (two,) = plan_sweep(exp, spec, workers=2).experiments
+    assert "workers run side by side" not in one.estimate.time_bound
+    assert "the sum over 4 runs that 2 workers run side by side" in two.estimate.time_bound
+    assert two.estimate.seconds == pytest.approx(one.estimate.seconds)

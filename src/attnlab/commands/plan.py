@@ -6,7 +6,7 @@ its work (:meth:`attnlab.config.Config.estimate`, :mod:`attnlab.estimates`). An 
 runs follow one another: its peak is the largest run's, its time the sum of its runs' times.
 A swept experiment runs its grid x seeds in worker processes, each holding one run, so its
 peak is the largest run's times the workers that run at once; the time is given as the sum
-(one worker), an upper bound of the wall time.
+(one worker), an upper bound of the wall time, and marked as one.
 
 Where an experiment gives no estimate, or counts memory but not time, the plan says so and
 leaves its number out of the total: the total time is then a lower bound, and says it is.
@@ -106,8 +106,11 @@ def planned(exp: Experiment, configs: Sequence[Any], workers: int = 1) -> Planne
     if not parts or any(p is None for p in parts):
         return PlannedExperiment(exp.id, len(configs), None)
     e = total(parts)
-    if workers > 1:
-        e = dataclasses.replace(e, peak_bytes=e.peak_bytes * min(workers, len(parts)))
+    at_once = min(workers, len(parts))
+    if at_once > 1:  # the runs share the workers: the peak adds up, the summed time bounds the wall time
+        shared = f"the sum over {len(parts)} runs that {at_once} workers run side by side"
+        e = dataclasses.replace(e, peak_bytes=e.peak_bytes * at_once,
+                                time_bound="; ".join(b for b in (e.time_bound, shared) if b))
     return PlannedExperiment(exp.id, len(configs), e)
 
 

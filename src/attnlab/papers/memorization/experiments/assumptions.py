@@ -172,27 +172,22 @@ class AssumptionsConfig(RunConfig):
         (A1, A3: trials of n x n; GP: gp_trials of k x k), A2's T SVDs of n x D, and the Kruskal
         estimate's estimate_trials QRs of r x (r + 1); Figure 1's random attention layer at each
         (n, d) of its grid, with its estimate."""
-        widths, models, steps = [], set(), []
-        for layer in self.layers:
-            if layer.startswith("minilm"):
-                widths.append(MINILM.d_model)
-                models.add("minilm")
-            elif layer.startswith("smollm2"):
-                widths.append(SMOLLM2_SIZE.d_model)
-                models.add("smollm2-random" if "random" in layer else "smollm2")
-            else:
-                widths.append(self.d)
+        width = {"minilm": MINILM.d_model, "smollm2": SMOLLM2_SIZE.d_model}
+        widths = [width.get(layer.split("-")[0], self.d) for layer in self.layers]
+        # the model passes: one per MiniLM / SmolLM2 variant (pretrained, re-initialised) and per
+        # random layer with a block on top of the embedding
+        minilm = {"random" in x for x in self.layers if x.startswith("minilm")}
+        smollm2 = {"random" in x for x in self.layers if x.startswith("smollm2")}
+        random_rows = [x for x in self.layers if x in ("attention", "transformer")]
         T, n = self.T, self.n
-        for D in widths:
-            steps.append(_layer_tests_estimate(T, n, D, self.trials, self.gp_trials, self.estimate_trials))
-        model_bytes = 4 * MINILM.parameters if "minilm" in models else 0
-        if models & {"smollm2", "smollm2-random"}:
+        steps = [_layer_tests_estimate(T, n, D, self.trials, self.gp_trials, self.estimate_trials) for D in widths]
+        model_bytes = 4 * MINILM.parameters if minilm else 0
+        if smollm2:
             model_bytes = max(model_bytes, 8 * (SMOLLM2_SIZE.embedding_parameters + SMOLLM2_SIZE.block_parameters))
         random_block = ModelSize(1, self.d, self.n_heads, self.n_heads, self.d // self.n_heads, 4 * self.d,
                                  vocab_size=0)
-        gemm = T * (MINILM.n_layers * MINILM.block_flops(n) * ("minilm" in models) * 2  # pretrained, random
-                    + SMOLLM2_SIZE.block_flops(n) * len(models & {"smollm2", "smollm2-random"})
-                    + random_block.block_flops(n) * 2)  # the attention and transformer rows
+        gemm = T * (len(minilm) * MINILM.n_layers * MINILM.block_flops(n) + len(smollm2) * SMOLLM2_SIZE.block_flops(n)
+                    + len(random_rows) * random_block.block_flops(n))
         for fn, fd in [(x, self.d) for x in self.fig_n] + [(self.fig_n_at_d, x) for x in self.fig_d]:
             block = ModelSize(1, fd, fd // FIG_D_HEAD, fd // FIG_D_HEAD, FIG_D_HEAD, 0, vocab_size=0)
             r = min(self.fig_T, fd)

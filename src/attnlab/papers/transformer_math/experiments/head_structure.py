@@ -240,16 +240,16 @@ class HeadStructureConfig(RunConfig):
                           calls=self.epochs * len(self.heads) * (self.n_pairs / B) * 40)]
         maps = self.n_eval * 3 * sum(self.heads)
         S, c = self.n_eval, self.crop
-        for name, size, on in (("all-MiniLM-L6-v2", MINILM, self.minilm), ("SmolLM2-135M-Instruct", SMOLLM2,
-                                                                           self.smollm2)):
+        for name, size, on, head in (("all-MiniLM-L6-v2", MINILM, self.minilm, False),
+                                     ("SmolLM2-135M-Instruct", SMOLLM2, self.smollm2, True)):
             if not on:
                 continue
             maps += S * size.n_layers * size.n_heads
-            logits = S * c * size.vocab_size if size.gated else 0  # the decoder's output head
+            logits = S * c * size.vocab_size if head else 0  # the decoder's output head
             held = size.parameters + size.n_layers * (S * size.n_heads * c * c + S * c * size.d_model) + logits
             steps.append(Estimate(8 * held, f"{name} in float64 on {S} sentences of {c} tokens",
                                   gemm=S * (size.n_layers * size.block_flops(c) + 2.0 * c * size.d_model
-                                            * size.vocab_size * size.gated)))
+                                            * size.vocab_size * head)))
         steps.append(Estimate(8 * maps * c * c, f"fitting {maps} maps of {c} x {c}",
                               calls=maps * (FIT_CALLS + 0.5 * self.search_draws + self.draws)))
         return dataclasses.replace(total(steps), lower=("n_pairs", "epochs", "vocab_size", "d_model", "batch_size",
