@@ -347,24 +347,13 @@ def reproduce(
 
 
 def _print_plan(plan, title: str, as_json: bool) -> None:
-    """A dry run's plan (:mod:`attnlab.commands.plan`): one row per experiment, then the total."""
-    from attnlab.estimates import format_bytes, format_seconds
+    """A dry run's plan: as JSON, or as the table :func:`attnlab.commands.plan.print_plan` prints."""
+    from attnlab.commands.plan import print_plan
 
     if as_json:
         _print_json(plan.to_dict())
-        return
-    rows = []
-    for p in plan.experiments:
-        e = p.estimate
-        if e is None:
-            rows.append([escape(p.id), str(p.runs), "-", "-", "not estimated"])
-            continue
-        when = ("<= " if e.time_bound else "") + format_seconds(e.seconds) if p.timed else "not counted"
-        rows.append([escape(p.id), str(p.runs), escape(format_bytes(e.peak_bytes)), escape(when), escape(e.what)])
-    print_table(console, title, [Col("experiment", "key"), Col("runs", "number"), Col("peak", "number"),
-                                 Col("time", "number"), Col("dominated by")], rows)
-    console.print(("fits: " if plan.fits() is not False else "does not fit: ") + plan.summary(),
-                  highlight=False, markup=False, soft_wrap=True)
+    else:
+        print_plan(console, plan, title)
 
 
 @app.command()

@@ -21,9 +21,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from rich.markup import escape
+
 from attnlab.config import device_memory
 from attnlab.estimates import Estimate, format_bytes, format_seconds, total
 from attnlab.registry import Experiment
+from attnlab.terminal import Col, print_table
 
 
 @dataclass(frozen=True)
@@ -143,3 +146,19 @@ def plan_sweep(exp: Experiment, spec, device: str = "cpu", workers: int | None =
 
     runs = [r.config for r in expand(exp, spec, device)]
     return Plan((planned(exp, runs, workers or min(os.cpu_count() or 1, len(runs))),), device)
+
+
+def print_plan(console, plan: Plan, title: str) -> None:
+    """The plan on ``console``: one row per experiment (runs, peak, time, what dominates), then the total."""
+    rows = []
+    for p in plan.experiments:
+        e = p.estimate
+        if e is None:
+            rows.append([escape(p.id), str(p.runs), "-", "-", "not estimated"])
+            continue
+        when = ("<= " if e.time_bound else "") + format_seconds(e.seconds) if p.timed else "not counted"
+        rows.append([escape(p.id), str(p.runs), escape(format_bytes(e.peak_bytes)), escape(when), escape(e.what)])
+    print_table(console, title, [Col("experiment", "key"), Col("runs", "number"), Col("peak", "number"),
+                                 Col("time", "number"), Col("dominated by")], rows)
+    console.print(("fits: " if plan.fits() is not False else "does not fit: ") + plan.summary(),
+                  highlight=False, markup=False, soft_wrap=True)
