@@ -147,7 +147,6 @@ def reproduce(
     ``sweep_executor`` / ``sweep_workers`` say where the runs of sweep experiments
     execute (:func:`attnlab.sweeps.run_sweep`; None workers = one per core).
     """
-    device = check_device(device, "--device")
     papers, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings)
     config = {
         "papers": papers, "titles": {p: get_paper(p).title for p in papers},
