@@ -128,3 +128,12 @@ def test_docstrings_render_as_written(site):
 def test_the_contributors_guide_is_part_of_the_site(site):
     page = _page(site, "contributing")
     assert "Contributing to attnlab" in page and "src/attnlab/papers/toy/__init__.py" in page
+
+
+def test_the_paper_scale_runs_have_a_page_with_their_reports(site):
+    runs = sorted(d.name for d in (ROOT / "results" / "paper-scale").glob("*") if (d / "results.json").is_file())
+    assert "logic" in runs
+    page = _page(site, "paper-scale")
+    for name in runs:
+        assert f'href="{name}/report.html"' in page, name
+        assert (site / "paper-scale" / name / "report.html").read_text().startswith("<!DOCTYPE html>")

@@ -9,6 +9,8 @@
 - ``papers/``: one page per paper the registry discovers (``attnlab.registry``):
   its claims, experiments (with their config fields) and constructions (with their
   parameters), each linked to the API page of the module that defines it.
+- ``paper-scale/``: the runs at the texts' sizes committed under ``results/paper-scale/``, with
+  their reports.
 - ``contributing.md``: the repository's CONTRIBUTING.md.
 
 Only the papers under ``attnlab.papers`` are documented; modules named in
@@ -372,6 +374,40 @@ def write_contributing() -> None:
     mkdocs_gen_files.set_edit_path("contributing.md", "CONTRIBUTING.md")
 
 
+PAPER_SCALE = ROOT / "results" / "paper-scale"
+
+
+def write_paper_scale() -> None:
+    """``paper-scale/``: the runs at the texts' sizes committed under results/paper-scale/, one row each
+    (from its config.json, env.json and results.json), with its self-contained report.html copied."""
+    import json
+
+    from attnlab.reports.format import outline
+    from attnlab.runs.rundir import load_run
+
+    lines = ["# Results at the texts' sizes", "",
+             "Runs of `attnlab reproduce ... --scale paper` committed with the repository, so that the "
+             "verdicts at the texts' own sizes can be read without running anything. Each report is the run's "
+             "own `report.html` (self-contained); `results/paper-scale/README.md` in the repository says how "
+             "each was run, on which machine, how long it took and how long it was estimated to take.", "",
+             "| run | papers | experiments | device | time | verdicts | report |", "|---|---|---|---|---|---|---|"]
+    for run in sorted(d for d in PAPER_SCALE.glob("*") if (d / "results.json").is_file()):
+        config = json.loads((run / "config.json").read_text())
+        env = json.loads((run / "env.json").read_text())
+        results = json.loads((run / "results.json").read_text())
+        seconds = sum(e.get("seconds") or 0 for e in results.get("experiments", {}).values())
+        counts = outline(load_run(run)).verdict_counts()
+        with mkdocs_gen_files.open(f"paper-scale/{run.name}/report.html", "w") as f:
+            f.write((run / "report.html").read_text())
+        lines.append(f"| `{run.name}` | {', '.join(config['papers'])} | "
+                     f"{', '.join(f'`{e}`' for e in config['experiments'])} | "
+                     f"{env.get('device')}, {env.get('cpu_count')} cores, torch {env.get('torch')} | "
+                     f"{seconds / 60:.0f} min | {', '.join(f'{n} {v}' for v, n in counts.items() if n)} | "
+                     f"[report.html]({run.name}/report.html) |")
+    with mkdocs_gen_files.open("paper-scale/index.md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def hide_nav_files() -> None:
     """The SUMMARY.md files feed literate-nav only; they are not pages of the site."""
     from mkdocs.structure.files import InclusionLevel
@@ -383,5 +419,6 @@ def hide_nav_files() -> None:
 
 write_reference(mkdocs_gen_files.Nav())
 write_papers()
+write_paper_scale()
 write_contributing()
 hide_nav_files()

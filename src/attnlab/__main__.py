@@ -2,4 +2,5 @@
 
 from attnlab.cli import main
 
-main()
+if __name__ == "__main__":  # worker processes import this module again; they must not run the command
+    main()

@@ -27,6 +27,7 @@ from typer.core import TyperCommand
 
 from attnlab.config import check_device, check_int, check_seed, describe_fields
 from attnlab.errors import AttnlabError, ConfigError
+from attnlab.runs.progress import hms
 from attnlab.terminal import Col, fmt, print_table
 
 app = typer.Typer(
@@ -113,14 +114,9 @@ class PlainProgress:
         self._last = key
         elapsed = self._clock() - self._start
         count = f"{done}/{int(total)}" if total else f"{done}"
-        eta = f", ETA {_hms(elapsed / done * (total - done))}" if total and 0 < done < total else ""
-        sys.stderr.write(f"[attnlab {_hms(elapsed)}] {t['description']} ({count}{eta})\n")
+        eta = f", ETA {hms(elapsed / done * (total - done))}" if total and 0 < done < total else ""
+        sys.stderr.write(f"[attnlab {hms(elapsed)}] {t['description']} ({count}{eta})\n")
         sys.stderr.flush()
-
-
-def _hms(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 def progress_bar(disable: bool = False) -> "Progress | PlainProgress":
@@ -296,6 +292,9 @@ def reproduce(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print each experiment's estimated memory and time; "
                                                           "run and write nothing."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: the estimates as JSON."),
+    only: Optional[list[str]] = typer.Option(
+        None, "--only", help="Run only this experiment of the paper (repeatable), e.g. --only construction; "
+                             "the claims run as always."),
 ) -> None:
     """Run a paper's experiments into a run directory with an HTML and a Markdown report.
 
@@ -316,7 +315,7 @@ def reproduce(
         from attnlab.commands.plan import plan_reproduce
 
         _print_plan(plan_reproduce(papers, scale=scale, seed=seed, device=device,
-                                   settings=_key_values(set_ or [], "--set", "smollm2=true")),
+                                   settings=_key_values(set_ or [], "--set", "smollm2=true"), only=only),
                     f"attnlab reproduce {' '.join(papers)} --scale {scale} --dry-run (nothing run)", as_json)
         return
     if out is not None:
@@ -332,7 +331,7 @@ def reproduce(
 
         path = run_reproduce(papers, scale=scale, out=out, seed=seed, device=device,
                              argv=argv, resume=resume, progress=on_progress,
-                             settings=_key_values(set_ or [], "--set", "smollm2=true"))
+                             settings=_key_values(set_ or [], "--set", "smollm2=true"), only=only)
     o = outline(load_run(path))
     counts = o.verdict_counts()
     console.print(f"run directory: {path}", highlight=False)

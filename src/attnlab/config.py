@@ -175,13 +175,24 @@ def describe_fields(config_cls: type) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class Config:
     """Base of every frozen config: ``validate()`` runs after construction (and after
-    :meth:`replace`), so an instance always holds valid values."""
+    :meth:`replace`), so an instance always holds valid values, in one normal form: a field
+    given as a list is stored as the sorted tuple ``validate()`` makes of it, a value left to
+    follow another field takes it (:meth:`normalise`)."""
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
-        """Check the fields; raise ConfigError with a message a user can act on."""
+        """Check the fields; raise ConfigError with a message a user can act on. May store each
+        field's normal form with :meth:`normalise`."""
+
+    def normalise(self, name: str, value: Any) -> None:
+        """Store ``value`` as field ``name``: the one way a frozen config changes itself, called by
+        ``validate()`` only (a list made a tuple, a grid sorted, a default taken from another field),
+        so that two configs that mean the same thing compare and serialise equal."""
+        if name not in {f.name for f in dataclasses.fields(self)}:
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+        object.__setattr__(self, name, value)
 
     def estimate(self) -> Any:
         """The peak memory and the work of what this config runs, from its fields alone: an
@@ -223,7 +234,7 @@ class RunConfig(Config):
         preset = self.PRESETS.get(self.scale, {})
         for f in dataclasses.fields(self):
             if getattr(self, f.name) is None and f.name in preset:
-                object.__setattr__(self, f.name, preset[f.name])
+                self.normalise(f.name, preset[f.name])
         self.validate()
         estimate = self.estimate()
         if estimate is not None:

@@ -92,6 +92,10 @@ class Estimate:
                 (e.g. "give every n below 4096")
     time_bound: why the time is an upper bound rather than an estimate, when it is (e.g. "the
                 step budget: training stops once the examples are memorised"); "" otherwise
+    timed:      seconds measured directly: a short piece of the real computation timed on this
+                machine (one training evaluation at the run's sizes), times how often the run repeats
+                it; for work whose rate the six kinds above do not capture (small float32 products,
+                autograd's per-operation cost). Added to the kinds' time.
     """
 
     peak_bytes: float
@@ -105,9 +109,10 @@ class Estimate:
     lower: tuple[str, ...] = ()
     change: str = ""
     time_bound: str = ""
+    timed: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("peak_bytes", *KINDS):
+        for name in ("peak_bytes", *KINDS, "timed"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v >= 0 and not math.isnan(v)):
                 raise ValueError(f"Estimate.{name} must be a number >= 0, got {v!r}")
@@ -119,8 +124,9 @@ class Estimate:
 
     @property
     def seconds(self) -> float:
-        """The estimated time on this machine: each kind of work over its measured rate."""
-        return sum(getattr(self, k) / rate(k) for k in KINDS if getattr(self, k) > 0)
+        """The estimated time on this machine: each kind of work over its measured rate, plus the
+        directly timed seconds."""
+        return self.timed + sum(getattr(self, k) / rate(k) for k in KINDS if getattr(self, k) > 0)
 
     def fits(self, device: str = "cpu", available: int | None = None) -> bool:
         """Whether peak_bytes fit in what ``device`` has (True when that is unknown)."""
@@ -142,7 +148,7 @@ class Estimate:
                 "seconds": self.seconds, "what": self.what,
                 "work": {"gemm_flops": self.gemm, "lapack_flops": self.lapack, "traffic_bytes": self.traffic,
                          "arb_operations": self.arb, "python_operations": self.python,
-                         "small_calls": self.calls},
+                         "small_calls": self.calls, "timed_seconds": self.timed},
                 "lower": list(self.lower), "time_bound": self.time_bound}
 
 
@@ -330,7 +336,8 @@ def total(parts: Sequence[Estimate], what: str | None = None) -> Estimate:
     top = max(parts, key=lambda e: e.peak_bytes)
     bounds = list(dict.fromkeys(p.time_bound for p in parts if p.time_bound))
     return Estimate(top.peak_bytes, what or top.what, *(sum(getattr(p, k) for p in parts) for k in KINDS),
-                    lower=top.lower, change=top.change, time_bound="; ".join(bounds))
+                    lower=top.lower, change=top.change, time_bound="; ".join(bounds),
+                    timed=sum(p.timed for p in parts))
 
 
 __all__ = ["ANNOUNCE_SECONDS", "Estimate", "GiB", "KINDS", "fitting_hint", "format_bytes", "format_seconds",

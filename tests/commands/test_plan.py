@@ -91,3 +91,16 @@ def test_a_parallel_sweeps_summed_time_is_printed_as_a_bound():
     assert "workers run side by side" not in one.estimate.time_bound
     assert "the sum over 4 runs that 2 workers run side by side" in two.estimate.time_bound
     assert two.estimate.seconds == pytest.approx(one.estimate.seconds)
+
+
+def test_only_limits_the_run_to_the_named_experiments(cli):
+    code, out, err = cli(["reproduce", "memorization", "--scale", "paper", "--only", "construction",
+                          "--only", "memorization.fcn-vs-attention", "--dry-run", "--json"])
+    assert code == 0, err
+    assert [e["experiment"] for e in json.loads(out)["experiments"]] == ["memorization.construction",
+                                                                         "memorization.fcn-vs-attention"]
+
+
+def test_only_with_an_unknown_name_lists_the_papers_experiments(cli_error):
+    line = cli_error(["reproduce", "invertibility", "--only", "nope", "--dry-run"])
+    assert line.startswith("attnlab: error: --only nope: not an experiment of invertibility; choose from conditioning, ")

@@ -30,7 +30,8 @@ from attnlab.bench.ceiling import matmul_ceiling
 from attnlab.bench.memory import peak_memory
 from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
 from attnlab.bench.timing import time_call
-from attnlab.config import check_choice, check_device, check_fits, check_int, check_ints, check_seed, device_memory
+from attnlab.config import (Config, check_choice, check_device, check_fits, check_int, check_ints, check_seed,
+                            device_memory)
 from attnlab.errors import ConfigError
 from attnlab.runs.threads import num_threads
 
@@ -40,7 +41,7 @@ Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
 @dataclass(frozen=True)
-class BenchConfig:
+class BenchConfig(Config):
     """n: sequence lengths; variants: names (None: all); dtype: float32, float64 or bfloat16;
     threads: torch threads (None: torch's default); repeats, warmup: timed and warm-up
     calls; B, H, d_head: the shape of q, k, v; max_explicit_n: largest n for variants
@@ -63,17 +64,17 @@ class BenchConfig:
     seed: int = 0
     device: str = "cpu"
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if not isinstance(self.n, (list, tuple)):
             raise ConfigError(f"n must be a non-empty list of sequence lengths, got {self.n!r}")
-        object.__setattr__(self, "n", tuple(sorted(set(check_ints("n (sequence lengths)", self.n, minimum=1)))))
+        self.normalise("n", tuple(sorted(set(check_ints("n (sequence lengths)", self.n, minimum=1)))))
         if self.variants is not None:
             names = tuple(dict.fromkeys(self.variants))
             if not names:
                 raise ConfigError("variants must name at least one variant (or be left unset for all)")
             for name in names:
                 get_variant(name)  # UnknownNameError naming the choices
-            object.__setattr__(self, "variants", names)
+            self.normalise("variants", names)
         check_choice("dtype", self.dtype, DTYPES)
         if self.threads is not None:
             check_int("threads", self.threads, minimum=1)

@@ -118,7 +118,8 @@ def planned(exp: Experiment, configs: Sequence[Any], workers: int = 1) -> Planne
 
 
 def plan_reproduce(paper: str | Sequence[str], *, scale: str = "quick", seed: int = 0, device: str = "cpu",
-                   settings: Mapping[str, Any] | None = None, sweep_workers: int | None = None) -> Plan:
+                   settings: Mapping[str, Any] | None = None, sweep_workers: int | None = None,
+                   only: Sequence[str] | None = None) -> Plan:
     """The plan of :func:`attnlab.commands.reproduce.reproduce` with these arguments: every
     experiment's configs built as it builds them (nothing is run or written)."""
     import os
@@ -126,7 +127,8 @@ def plan_reproduce(paper: str | Sequence[str], *, scale: str = "quick", seed: in
     from attnlab.commands.reproduce import resolve
     from attnlab.sweeps.spec import expand
 
-    _, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings)
+    _, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings,
+                                      only=only)
     workers = sweep_workers or os.cpu_count() or 1
     out = []
     for e in exps:

@@ -31,6 +31,7 @@ from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, all_experiments, get_paper
 from attnlab.results import ExperimentResult
 from attnlab.runs.jsonable import to_jsonable
+from attnlab.runs.progress import progress_sink
 from attnlab.runs.rundir import REPORT_HTML, RunDir, default_run_dir, load_run, utc_now
 from attnlab.runs.seeds import seed_everything
 
@@ -39,8 +40,12 @@ SWEEPS_DIR = "sweeps"
 RESERVED = {"seed": "--seed", "device": "--device"}  # fields that their own options set
 
 
-def experiments_for(papers: Sequence[str]) -> list[Experiment]:
-    """The experiments of ``papers`` that reproduce runs; a paper without any is a ConfigError."""
+def experiments_for(papers: Sequence[str], only: Sequence[str] | None = None) -> list[Experiment]:
+    """The experiments of ``papers`` that reproduce runs; a paper without any is a ConfigError.
+
+    only: a subset to run, each named by its id ("memorization.construction") or by the part after the
+    paper ("construction"); a name that matches none of the papers' experiments is a ConfigError that
+    lists them."""
     for p in papers:
         get_paper(p)  # UnknownNameError naming the papers
     exps = [e for e in all_experiments() if e.in_reproduce]
@@ -50,7 +55,17 @@ def experiments_for(papers: Sequence[str]) -> list[Experiment]:
             raise ConfigError(
                 f"paper {p!r} has no experiments yet; papers with experiments: {', '.join(with_exps) or 'none'}"
             )
-    return [e for e in exps if e.paper in papers]
+    exps = [e for e in exps if e.paper in papers]
+    if not only:
+        return exps
+    chosen = set()
+    for name in only:
+        hit = [e.id for e in exps if name in (e.id, e.id.split(".", 1)[1])]
+        if not hit:
+            raise ConfigError(f"--only {name}: not an experiment of {', '.join(papers)}; choose from "
+                              + ", ".join(e.id.split(".", 1)[1] for e in exps))
+        chosen.update(hit)
+    return [e for e in exps if e.id in chosen]
 
 
 def make_config(exp: Experiment, *, scale: str, seed: int, device: str, settings: Mapping[str, Any] | None = None):
@@ -107,7 +122,8 @@ def default_out(papers: Sequence[str]) -> Path:
 
 
 def resolve(paper: str | Sequence[str], *, scale: str, seed: int, device: str,
-            settings: Mapping[str, Any] | None = None) -> tuple[list[str], list[Experiment], dict, dict]:
+            settings: Mapping[str, Any] | None = None,
+            only: Sequence[str] | None = None) -> tuple[list[str], list[Experiment], dict, dict]:
     """(papers, their experiments, {id: config}, {id: SweepSpec of a swept experiment}): step 1 of
     the module docstring, where every bad input fails before anything is written."""
     papers = [paper] if isinstance(paper, str) else list(dict.fromkeys(paper))
@@ -116,7 +132,7 @@ def resolve(paper: str | Sequence[str], *, scale: str, seed: int, device: str,
     check_choice("--scale", scale, SCALES)
     check_seed(seed, "--seed")
     device = check_device(device, "--device")
-    exps = experiments_for(papers)
+    exps = experiments_for(papers, only)
     given = settings_by_experiment(exps, settings)
     configs = {e.id: make_config(e, scale=scale, seed=seed, device=device, settings=given[e.id]) for e in exps}
     specs = {e.id: sweep_spec(e, scale=scale, seed=seed) for e in exps if e.reproduce_sweep}
@@ -137,17 +153,20 @@ def reproduce(
     sweep_executor: str = "process",
     sweep_workers: int | None = None,
     settings: Mapping[str, Any] | None = None,
+    only: Sequence[str] | None = None,
 ) -> Path:
     """Run the experiments (and claims) of ``paper`` into a run directory; return its path (a
     :class:`RunPath`: in Jupyter it shows the report).
 
     ``settings``: config values ({field: value}, ``--set``) for every experiment whose config has
-    that field, replacing the scale's preset (e.g. {"smollm2": "true"}).
+    that field, replacing the scale's preset (e.g. {"smollm2": "true"}). ``only``: run these
+    experiments of the papers and no others (``--only``, :func:`experiments_for`); the claims run as always.
 
     ``sweep_executor`` / ``sweep_workers`` say where the runs of sweep experiments
     execute (:func:`attnlab.sweeps.run_sweep`; None workers = one per core).
     """
-    papers, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings)
+    papers, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings,
+                                           only=only)
     config = {
         "papers": papers, "titles": {p: get_paper(p).title for p in papers},
         "scale": scale, "seed": seed, "device": device,
@@ -172,7 +191,12 @@ def reproduce(
             sweep = dict(executor=sweep_executor, workers=sweep_workers, device=device, progress=on_sweep)
             results["experiments"][e.id] = _run_sweep(e, specs[e.id], rd, seed, sweep)
         else:
-            results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
+            def on_step(text: str, _e=e, _i=i) -> None:
+                if progress:
+                    progress(f"{_e.id}: {text}", _i, total)
+
+            with progress_sink(on_step if progress else None):
+                results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
         rd.write_results(results)
     if progress:
         progress("claims", len(exps), total)

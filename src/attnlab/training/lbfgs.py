@@ -18,6 +18,9 @@ a step is one L-BFGS iteration.
 
 from __future__ import annotations
 
+import functools
+import time
+
 import torch
 from torch import Tensor
 
@@ -94,3 +97,37 @@ def lbfgs_train_each(loss_fn, params: Params, data, shared, cfg: TrainConfig,
                     break
     stacked = {k: torch.stack([mod.params()[k] for mod in models]) for k in params}
     return train_result(stacked, eval_steps, records, steps_to_stop)
+
+
+@functools.cache
+def iteration_overhead_seconds(n_params: int, history: int = 100, iterations: int = 130) -> float:
+    """Seconds torch.optim.LBFGS spends per iteration outside the closure, for ``n_params`` parameters and
+    ``history`` stored pairs, on one thread: the two-loop recursion (about 4 ``history`` vector operations
+    of length P) and the strong-Wolfe bookkeeping. Measured once per size and cached: ``iterations``
+    iterations (past the point where the history is full) on the chained Rosenbrock function
+    sum_i 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2 from x = 0, which does not converge in so few, with the
+    closure's own time subtracted. For estimates (:class:`attnlab.estimates.Estimate`'s ``timed``)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        x = torch.zeros(max(int(n_params), 2), requires_grad=True)
+        opt = torch.optim.LBFGS([x], max_iter=iterations, max_eval=10 * iterations, history_size=history,
+                                line_search_fn="strong_wolfe", tolerance_grad=0.0, tolerance_change=0.0)
+        inside = 0.0
+
+        def closure():
+            nonlocal inside
+            t = time.perf_counter()
+            opt.zero_grad()
+            f = (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+            f.backward()
+            inside += time.perf_counter() - t
+            return f
+
+        t = time.perf_counter()
+        opt.step(closure)
+        total = time.perf_counter() - t
+        done = max(1, int(opt.state[x]["n_iter"]))
+        return max(total - inside, 0.0) / done
+    finally:
+        torch.set_num_threads(before)

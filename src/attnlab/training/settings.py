@@ -10,7 +10,7 @@ from typing import Callable, Union
 import torch
 from torch import Tensor
 
-from attnlab.config import check_bool, check_choice, check_device, check_int
+from attnlab.config import Config, check_bool, check_choice, check_device, check_int
 from attnlab.errors import ConfigError
 
 Params = dict[str, Tensor]
@@ -22,7 +22,7 @@ DEFAULT_WEIGHT_DECAY = {"adam": 0.0, "adamw": 1e-2, "lbfgs": 0.0}
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Config):
     """Settings of one batched training run (data and models are arguments, not settings).
 
     steps: optimizer updates (L-BFGS: ``optimizer.step`` calls, each up to
@@ -52,19 +52,19 @@ class TrainConfig:
     lbfgs_tolerance_change: float = 1e-9
     compile: bool = False
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         for name in ("steps", "eval_every", "lbfgs_max_iter", "lbfgs_history"):
             check_int(name, getattr(self, name), minimum=1)
         if self.batch_size is not None:
             check_int("batch_size (None: full batch)", self.batch_size, minimum=1)
         if self.lr is None:
-            object.__setattr__(self, "lr", DEFAULT_LR[self.optimizer])
+            self.normalise("lr", DEFAULT_LR[self.optimizer])
         number = isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0
         if not callable(self.lr) and not number:
             raise ConfigError(f"lr must be a positive number or a schedule step -> rate, got {self.lr!r}")
         if self.weight_decay is None:
-            object.__setattr__(self, "weight_decay", DEFAULT_WEIGHT_DECAY[self.optimizer])
+            self.normalise("weight_decay", DEFAULT_WEIGHT_DECAY[self.optimizer])
         if not self.weight_decay >= 0:
             raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
         if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):

@@ -7,8 +7,8 @@ import torch
 
 from attnlab.errors import ConfigError
 from attnlab.papers.logic.encoding import all_sequences, encode, random_sequences, targets
-from attnlab.papers.logic.model import (attention_t, effective, hand_built_params, hidden_rows, init_params, masks,
-                                        mse, predict)
+from attnlab.papers.logic.model import (LN_EPS, attention_t, chunked_mse, effective, hand_built_params, hidden_rows,
+                                        init_params, masks, mse, predict, readout)
 from attnlab.papers.logic.solutions import build, solution1_linear
 from tolerances import FLOAT64, FLOAT64_LONG
 
@@ -77,3 +77,33 @@ def test_bad_inputs():
         masks("4", 3, 5)
     with pytest.raises(ConfigError, match="no ReLU read-out"):
         hand_built_params(solution1_linear(np.arange(3), 5, 10.0))
+
+
+def test_the_fused_layernorm_is_the_written_formula():
+    """readout's LayerNorm: gamma (H - mean) / sqrt(var + eps) + beta, biased variance, per token row."""
+    N, M = 4, 6
+    p = init_params(N, M, torch.Generator().manual_seed(5))
+    p["gamma"], p["beta"] = torch.linspace(0.5, 2, N + M, dtype=torch.float64), torch.linspace(-1, 1, N + M, dtype=torch.float64)
+    H = torch.randn(7, M, N + M, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    mu, var = H.mean(-1, keepdim=True), H.var(-1, unbiased=False, keepdim=True)
+    Z = p["gamma"] * (H - mu) / torch.sqrt(var + LN_EPS) + p["beta"]
+    expected = torch.relu(Z @ p["B"].T + p["b"]) @ p["C"][0] + p["c0"]
+    assert float((readout(H, p) - expected).abs().max()) <= FLOAT64
+
+
+@pytest.mark.parametrize("rows", [1, 17, 60, 10_000])
+def test_chunked_mse_is_mse_with_its_gradient(rows):
+    N, M = 4, 6
+    rng = np.random.default_rng(4)
+    q_true = rng.standard_normal((N, N))
+    tok = random_sequences(N, M, 23, rng)
+    Y = torch.as_tensor(targets(tok, q_true))
+    p = {k: v.requires_grad_(True) for k, v in init_params(N, M, torch.Generator().manual_seed(2)).items()}
+    mk = masks("combined", N, M)
+    whole = mse(p, mk, torch.as_tensor(tok), Y, N)
+    g_whole = torch.autograd.grad(whole, list(p.values()))
+    chunked = chunked_mse(effective(p, mk), torch.as_tensor(tok), Y, N, rows=rows)
+    g = torch.autograd.grad(chunked, list(p.values()))
+    assert abs(float((chunked - whole).detach())) <= FLOAT64
+    for a, b in zip(g, g_whole):
+        assert float((a - b).abs().max()) <= FLOAT64

@@ -116,16 +116,16 @@ class CapacitySettings(RunConfig):
                 raise ConfigError(f"L-BFGS trains full batch: leave batch unset, got batch={self.batch!r}")
             for name, value in LBFGS_PRESETS.get(self.scale, {}).items():
                 if getattr(self, name) is None:
-                    object.__setattr__(self, name, value)
+                    self.normalise(name, value)
         super().__post_init__()
 
     def validate(self) -> None:
         check_choice("model", self.model, MODELS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         if self.optimizer == "lbfgs":  # full batch, whatever the Adam preset's batch
-            object.__setattr__(self, "batch", None)
+            self.normalise("batch", None)
         if self.d_h is None:
-            object.__setattr__(self, "d_h", self.d)
+            self.normalise("d_h", self.d)
         for name, minimum in (("d", 1), ("n", 2), ("d_h", 1), ("n_classes", 2), ("steps", 1), ("warmup", 0),
                               ("min_epochs", 0), ("replicates", 1), ("eval_every", 1), ("threads", 1)):
             check_int(name, getattr(self, name), minimum)
@@ -138,7 +138,7 @@ class CapacitySettings(RunConfig):
             raise ConfigError(f"T_factors must list positive numbers (multiples of the bound), got {self.T_factors!r}")
         for f in self.T_factors:
             check_number("every factor in T_factors", f, 0, open_min=True)
-        object.__setattr__(self, "T_factors", tuple(sorted(float(f) for f in self.T_factors)))
+        self.normalise("T_factors", tuple(sorted(float(f) for f in self.T_factors)))
 
     def points(self) -> list[tuple[int, int, int]]:
         """(H, n, d_h) of every model size the experiment trains (its subclass says; none here)."""
@@ -202,16 +202,16 @@ class TwoPanelSettings(CapacitySettings):
 
     def validate(self) -> None:
         super().validate()
-        object.__setattr__(self, "H_grid", check_grid("H_grid", self.H_grid, "head counts"))
+        self.normalise("H_grid", check_grid("H_grid", self.H_grid, "head counts"))
         check_int("H", self.H, 1)
         if self.n_grid in ((), []):
-            object.__setattr__(self, "n_grid", ())
+            self.normalise("n_grid", ())
             return
         n_grid = check_grid("n_grid", self.n_grid, "context sizes (or be empty: no n panel)", minimum=2)
         if max(n_grid) > self.d:
             raise ConfigError(f"every n in n_grid must be <= d={self.d} (Assumption 2: n linearly independent "
                               f"tokens in R^d), got {self.n_grid!r}")
-        object.__setattr__(self, "n_grid", n_grid)
+        self.normalise("n_grid", n_grid)
 
     def points(self) -> list[tuple[int, int, int]]:
         """The H panel (H_grid at n) and the n panel (n_grid at H)."""

@@ -349,9 +349,9 @@ class SearchConfig(Config):
 
     def validate(self) -> None:
         if self.d_h is None:
-            object.__setattr__(self, "d_h", self.d)
+            self.normalise("d_h", self.d)
         if self.d_v is None:
-            object.__setattr__(self, "d_v", self.d_h)
+            self.normalise("d_v", self.d_h)
         check_choice("model", self.model, MODELS)
         check_choice("keys", self.keys, KEYS)
         if self.model == "authors" and self.d % 2:
@@ -368,7 +368,7 @@ class SearchConfig(Config):
         check_number("min_lr_ratio", self.min_lr_ratio, 0, 1)
         check_number("growth", self.growth, 1, open_min=True)
         if self.T_start is None:
-            object.__setattr__(self, "T_start", min(2 * theorem1_bound(self.H, self.n, self.d_h), self.T_limit - 1))
+            self.normalise("T_start", min(2 * theorem1_bound(self.H, self.n, self.d_h), self.T_limit - 1))
         check_int("T_start", self.T_start, 1, self.T_limit - 1)
         check_device(self.device)
         check_choice("dtype", self.dtype, (torch.float32, torch.float64))

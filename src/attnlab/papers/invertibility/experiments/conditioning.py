@@ -96,12 +96,12 @@ class ConditioningConfig(RunConfig):
     def validate(self) -> None:
         for name, parts in (("w_cases", 3), ("size_cases", 3), ("head_cases", 3), ("dim_cases", 2)):
             cases = parse_cases(name, getattr(self, name), parts)
-            object.__setattr__(self, name, tuple(":".join(map(str, c)) for c in cases))
+            self.normalise(name, tuple(":".join(map(str, c)) for c in cases))
         for name in ("w_values", "size_w"):
             vals = tuple(check_number(f"every entry of {name}", v, 0, open_min=True) for v in getattr(self, name))
             if not vals:
                 raise ConfigError(f"{name} must list at least one positive scale w")
-            object.__setattr__(self, name, tuple(sorted(vals)))
+            self.normalise(name, tuple(sorted(vals)))
         for N, L, d in parse_cases("size_cases", self.size_cases, 3):
             if d > N + L - 2:
                 raise ConfigError(f"size_cases: {N}:{L}:{d} has d > N + L - 2 = {N + L - 2}, where "

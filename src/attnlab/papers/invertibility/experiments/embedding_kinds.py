@@ -91,11 +91,11 @@ class EmbeddingKindsConfig(RunConfig):
             if N > len(WORDS):
                 raise ConfigError(f"cases: N = {N} exceeds the {len(WORDS)} trained token embeddings; use N <= "
                                   f"{len(WORDS)}")
-        object.__setattr__(self, "cases", tuple(":".join(map(str, c)) for c in cases))
+        self.normalise("cases", tuple(":".join(map(str, c)) for c in cases))
         vals = tuple(check_number("every entry of w_values", v, 0, open_min=True) for v in self.w_values)
         if not vals:
             raise ConfigError("w_values must list at least one positive scale w")
-        object.__setattr__(self, "w_values", tuple(sorted(vals)))
+        self.normalise("w_values", tuple(sorted(vals)))
         check_choice("restrict", self.restrict, RESTRICTIONS)
         check_int("hp_max_rows", self.hp_max_rows, minimum=0, maximum=1024)
         check_int("certify_max_rows", self.certify_max_rows, minimum=0, maximum=1024)

@@ -80,11 +80,11 @@ class ProofNotesConfig(RunConfig):
         for N, L, d in cases:
             if N ** L > 256:
                 raise ConfigError(f"cases: {N}:{L}:{d} has N^L = {N ** L} > 256; the proof notes use small cases")
-        object.__setattr__(self, "cases", tuple(":".join(map(str, c)) for c in cases))
+        self.normalise("cases", tuple(":".join(map(str, c)) for c in cases))
         vals = tuple(check_number("every entry of w_values", v, 0, open_min=True) for v in self.w_values)
         if not vals:
             raise ConfigError("w_values must list at least one positive scale w")
-        object.__setattr__(self, "w_values", tuple(sorted(vals)))
+        self.normalise("w_values", tuple(sorted(vals)))
 
     def estimate(self) -> Estimate:
         """The claims it runs (:data:`CLAIMS`, fixed), the exact steps (:data:`STEPS`, fixed), and

@@ -82,12 +82,12 @@ class RecoveryConfig(RunConfig):
             if N ** L > self.max_rows:
                 raise ConfigError(f"cases: {N}:{L}:{d} has N^L = {N ** L} > max_rows = {self.max_rows}; lower N or L "
                                   "or raise max_rows")
-        object.__setattr__(self, "cases", tuple(":".join(map(str, c)) for c in cases))
+        self.normalise("cases", tuple(":".join(map(str, c)) for c in cases))
         for name, minimum in (("w_values", 0), ("levels", 0)):
             vals = tuple(check_number(f"every entry of {name}", v, minimum, open_min=True) for v in getattr(self, name))
             if not vals:
                 raise ConfigError(f"{name} must list at least one positive number")
-            object.__setattr__(self, name, tuple(sorted(set(vals))))
+            self.normalise(name, tuple(sorted(set(vals))))
         check_int("draws", self.draws, minimum=1)
         check_int("hp_max_rows", self.hp_max_rows, minimum=0, maximum=1024)
 

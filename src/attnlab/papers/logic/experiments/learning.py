@@ -44,11 +44,13 @@ softmax, then a normalisation layer and two linear layers with a ReLU in between
 * the loss: mean over all S x M outputs, Y_1 = 0 included.
 
 **Scales.** ``paper`` is the text's problem: N = 10, M = 50, batch 1000, 50 steps of 20
-iterations, 5 seeds (hours on a CPU). ``quick`` is a *reduced problem*, so that a CPU run ends in
-a few minutes: N = 5, M = 12 (q_true still N(0, 1)), batch 200, the same 50 steps of 20
+iterations, 5 seeds, with the quick scale's design (42 models; the committed paper-scale report under
+``results/paper-scale/`` states its time on 2 cores). ``quick`` is a *reduced problem*, so that a CPU
+run ends in a few minutes: N = 5, M = 12 (q_true still N(0, 1)), batch 200, the same 50 steps of 20
 iterations, 5 seeds as at paper scale (so Figs. 1-2 show a spread), and a one-seed sensitivity
-sweep (extra-loss weight 1 and lr 0.25: 7 more models, ~1 min; each model costs ~1000 L-BFGS
-iterations whatever its size, so the count of models sets the time). At batch 100
+sweep (extra-loss weight 1 and lr 0.25: 7 more models). Each model costs about 1100 L-BFGS evaluations
+whatever its size, so the count of models and the cost of one evaluation set the time (the estimate,
+``--dry-run``, times one evaluation on this machine). At batch 100
 the combined model overfits (measured: median training R^2 0.955, fresh-sequence R^2 -0.91). Its
 numbers are about the same task and architecture at a smaller size, not the text's Figs. 1-2.
 
@@ -69,8 +71,14 @@ Fig. 1's correlation is taken modulo the CC block's gauge (row and column offset
 centring: :func:`~attnlab.papers.logic.mechanism.centred_fit`).
 
 Sensitivity: the lean flavours again at every lambda of ``sweep_weights``, and all four flavours
-at every lr of ``sweep_lrs``, each over ``sweep_seeds`` seeds (a table). Everything (main runs and
-sweep) trains as one stack of models, one :func:`attnlab.training.train_batched` call per lr.
+at every lr of ``sweep_lrs``, each over ``sweep_seeds`` seeds (a table).
+
+**Speed.** Every model (main runs and sweep) trains alone with its own L-BFGS (:func:`train_all`), on
+one thread, ``workers`` models side by side in processes; the loss and its gradient are computed over
+chunks of about 2500 token rows (:func:`~attnlab.papers.logic.model.chunked_mse`), which at the text's
+size halves the time of an evaluation (``benchmarks/bench_logic_training.py``: 0.22 s to 0.11 s on one
+core, with a torch.profiler breakdown). Both change floating-point order only; the result is the same
+for any number of workers.
 
 **Which mechanism training finds** (§4.2: "the unconstrained flavor performs the best by leveraging
 the combination of the third and the second solutions"). For every free model that learned the task
@@ -99,6 +107,7 @@ every seed gives it) and are inconclusive on a reduced problem, which is not the
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -112,7 +121,8 @@ from attnlab.estimates import Estimate
 from attnlab.papers.logic import mechanism as mech
 from attnlab.papers.logic.encoding import random_sequences, targets
 from attnlab.papers.logic.centring import centred_unit
-from attnlab.papers.logic.model import NORMS, effective, hand_built_params, hidden_width, init_params, masks, predict
+from attnlab.papers.logic.model import (CHUNK_ROWS, NORMS, chunked_mse, effective, hand_built_params, hidden_width,
+                                        init_params, masks)
 from attnlab.papers.logic.model import mse as model_mse
 from attnlab.papers.logic.penalties import penalties
 from attnlab.papers.logic.solutions import build
@@ -120,9 +130,12 @@ from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, across_seeds, at_most, info
 from attnlab.results import (PALETTE, ExperimentResult, Figure, Table, bar_figure, heatmap_figure, heatmap_panel,
                              line_figure, series)
+from attnlab.runs.progress import Steps
 from attnlab.runs.rundir import log_metric
 from attnlab.runs.threads import num_threads
 from attnlab.training import train_batched
+from attnlab.training.lbfgs import iteration_overhead_seconds
+from attnlab.training.processes import map_processes, resolve_workers
 from attnlab.training.settings import TrainConfig
 
 EXPERIMENT_ID = "logic.learning"
@@ -142,8 +155,9 @@ class LearningConfig(RunConfig):
         # a reduced problem (module docstring): converged models in minutes on a CPU
         "quick": {"N": 5, "M": 12, "batch": 200, "iterations": 50, "seeds": 5, "test_batch": 200,
                   "sweep_weights": (1.0,), "sweep_lrs": (0.25,), "sweep_seeds": 1},
+        # the text's problem with the quick design (42 models): under an hour on 2 cores
         "paper": {"N": 10, "M": 50, "batch": 1000, "iterations": 50, "seeds": 5, "test_batch": 1000,
-                  "sweep_weights": (0.01, 1.0, 10.0), "sweep_lrs": (0.1, 0.5), "sweep_seeds": 2},
+                  "sweep_weights": (1.0,), "sweep_lrs": (0.25,), "sweep_seeds": 1},
     }
 
     N: int | None = param(None, "categories N")
@@ -161,6 +175,8 @@ class LearningConfig(RunConfig):
                                        "reading of '50 iterations')")
     norm: str = param("layernorm", "normalisation after attention + skip: layernorm (the text) or none")
     dtype: str = param("float32", "training precision: float32 or float64")
+    workers: int = param(0, "processes training models side by side on a CPU (0: one per core); the results are "
+                            "the same for any count")
 
     def validate(self) -> None:
         check_int("N", self.N, minimum=2, maximum=64)
@@ -175,25 +191,86 @@ class LearningConfig(RunConfig):
             vals = getattr(self, name)
             if not isinstance(vals, (tuple, list)):
                 raise ConfigError(f"{name} must be a list of positive numbers, got {vals!r}")
-            object.__setattr__(self, name, tuple(vals))
+            self.normalise(name, tuple(vals))
             for x in vals:
                 check_number(f"every value of {name}", x, 0, open_min=True)
         check_number("extra_weight", self.extra_weight, 0)
         check_number("lr", self.lr, 0, open_min=True)
         check_choice("norm", self.norm, NORMS)
         check_choice("dtype", self.dtype, tuple(DTYPES))
+        resolve_workers(self.workers, 1)
         if self.seed + self.seeds >= 2**32:
             raise ConfigError(f"seed + seeds must stay below 2**32, got {self.seed} + {self.seeds}")
 
     def estimate(self) -> Estimate:
-        """A lower bound: ``seeds`` models trained at once on B = max(batch, test_batch) sequences,
-        X (B, d, M) with d = N + M and the hidden layer (B, h, M), h = max(N^2, N + M), forward
-        and backward with L-BFGS's copies (about 6 of each): 6 itemsize seeds B M (h + d + M) bytes."""
-        B, d, h = max(self.batch, self.test_batch), self.N + self.M, hidden_width(self.N, self.M)
+        """Time: every member's L-BFGS evaluations times one evaluation's seconds, plus L-BFGS's own work
+        per iteration, over the workers. An evaluation (loss and gradient on the whole batch) is timed here,
+        on one chunk of sequences at this config's N, M and dtype (:func:`evaluation_seconds`), and scaled
+        to the batch; a model makes ``iterations`` x (``inner_iterations`` x 1.05 + 1/3) of them (1.05
+        evaluations per iteration: the strong-Wolfe search, measured median 1052 per 1000 iterations; 1/3:
+        the forward-only loss after each step). L-BFGS's two-loop recursion over its 100 pairs of
+        P-vectors is timed too (:func:`attnlab.training.lbfgs.iteration_overhead_seconds`). The analysis
+        after training (ablations on fresh sequences, the hand-built solutions) is not counted; the
+        paper-scale report states the estimate against the measured time.
+
+        Memory: per worker, the L-BFGS history (2 x 100 vectors of the P parameters), the data and one
+        chunk's activations (about 2500 token rows of d + h + M numbers, forward and gradient, 6 copies);
+        then the float64 ablations on the fresh sequences, test_batch x M x (d + h) numbers, 4 copies."""
+        d, h = self.N + self.M, hidden_width(self.N, self.M)
         itemsize = torch.finfo(DTYPES[self.dtype]).bits // 8
-        need = 6 * itemsize * self.seeds * B * self.M * (h + d + self.M)
-        return Estimate(need, f"{self.seeds} models on {B} sequences with hidden layers ({B} x {h} x {self.M}), "
-                              f"{self.dtype}", change="lower N, M, batch or seeds")
+        P = 3 * d * d + 2 * d + h * d + 2 * h + 1
+        rows = max(self.M, CHUNK_ROWS)
+        per_worker = itemsize * (2 * 100 * P + 6 * rows * (d + h + self.M)) + 16 * self.batch * self.M
+        models = len(members(self))
+        workers = resolve_workers(self.workers, models) if str(self.device) == "cpu" else 1
+        need = max(workers * per_worker, 4 * 8 * self.test_batch * self.M * (d + h))
+        evals = self.iterations * (self.inner_iterations * EVALUATIONS_PER_ITERATION + 1 / 3)
+        per_model = (evals * evaluation_seconds(self)
+                     + self.iterations * self.inner_iterations * iteration_overhead_seconds(P, 100))
+        seconds = models * per_model / workers
+        return Estimate(need, f"{models} models, each {evals:.0f} evaluations of {self.batch} sequences of {self.M} "
+                              f"tokens ({self.dtype}), {workers} at a time",
+                        timed=seconds, change="lower N, M, batch or seeds")
+
+
+EVALUATIONS_PER_ITERATION = 1.05
+"""L-BFGS loss-and-gradient evaluations per iteration with the strong-Wolfe search (measured: the median model
+made 1000 iterations and 1052 evaluations at N = 5, M = 12, batch 100)"""
+
+
+def evaluation_seconds(cfg: LearningConfig) -> float:
+    """Seconds of one loss-and-gradient evaluation of one model on ``cfg.batch`` sequences, on one thread:
+    one chunk of sequences timed (best of 3 after a warm-up), times the chunks of the batch."""
+    per = min(cfg.batch, -(-CHUNK_ROWS // cfg.M))
+    return _chunk_seconds(cfg.N, cfg.M, per, cfg.dtype, cfg.norm, str(cfg.device)) * cfg.batch / per
+
+
+@functools.cache
+def _chunk_seconds(N: int, M: int, sequences: int, dtype: str, norm: str, device: str) -> float:
+    dt = DTYPES[dtype]
+    rng = np.random.default_rng(0)
+    tok = random_sequences(N, M, sequences, rng)
+    tokens = torch.as_tensor(tok, device=device)
+    Y = torch.as_tensor(targets(tok, rng.standard_normal((N, N))), dtype=dt, device=device)
+    p = {k: v.requires_grad_(True) for k, v in init_params(N, M, torch.Generator().manual_seed(0), dtype=dt,
+                                                              device=device).items()}
+    mk = masks("combined", N, M, dtype=dt, device=device)
+
+    def evaluation():
+        for v in p.values():
+            v.grad = None
+        chunked_mse(effective(p, mk), tokens, Y, N, norm=norm).backward()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    with num_threads(1 if device == "cpu" else None):
+        evaluation()
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            evaluation()
+            best = min(best, time.perf_counter() - t)
+    return best
 
 
 # ---- the stack of models ------------------------------------------------------------------
@@ -262,58 +339,59 @@ def _system_of(name: str) -> str:
 
 
 def train_all(cfg: LearningConfig, mem: list[Member], tasks: list[Task]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """Train every member (one train_batched call per distinct lr); (final parameters (stacked), mse history
-    (iters, models)).
+    """Train every member; (final parameters (stacked), mse history (iters, models)).
 
-    On the CPU this runs on one intra-op thread: the models are small enough that a second thread
-    mostly waits (measured on 2 shared cores: 1.5-80x slower at N = 3..10), and one thread makes
-    runs bit-identical from process to process."""
-    with num_threads(1 if str(cfg.device) == "cpu" else None):
-        return _train_all(cfg, mem, tasks)
+    Each model has its own L-BFGS and nothing couples two models, so they train one at a time, each on
+    one intra-op thread (the models are small: a second thread mostly waits, measured 1.5-80x slower at
+    N = 3..10 on 2 shared cores, and one thread makes a model's trajectory the same in every process),
+    on the CPU in ``workers`` processes side by side (:func:`attnlab.training.processes.map_processes`).
+    The result is the same bit for bit for any number of workers (tests). Progress: one line per model
+    trained, with an ETA (:class:`attnlab.runs.progress.Steps`)."""
+    steps = Steps("models trained", len(mem))
+    jobs = [(cfg, m, tasks[m.seed_index]) for m in mem]
+    if str(cfg.device) == "cpu":
+        done = map_processes(_train_member, jobs, cfg.workers, on_done=lambda k, n: steps.advance(k))
+    else:
+        done = []
+        for job in jobs:
+            done.append(_train_member(job))
+            steps.advance()
+    params = {k: torch.stack([p[k] for p, _ in done]) for k in done[0][0]}
+    return params, torch.stack([h for _, h in done], dim=1)
 
 
-def _train_all(cfg: LearningConfig, mem: list[Member], tasks: list[Task]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def _train_member(job: tuple[LearningConfig, Member, Task]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """One member trained on its task: (final parameters, on the CPU; mse after each step (iterations,),
+    float64). A model stopped by L-BFGS's tolerances keeps its loss for the steps left."""
+    cfg, m, tk = job
     dt, dev = DTYPES[cfg.dtype], cfg.device
     N, M = cfg.N, cfg.M
-    inits = [init_params(N, M, torch.Generator().manual_seed(cfg.seed * 1000 + i), dtype=dt, device=dev)
-             for i in range(max(cfg.seeds, cfg.sweep_seeds))]
-    params = {k: torch.stack([inits[m.seed_index][k] for m in mem]) for k in inits[0]}
-    mk = [masks(_system_of(m.name), N, M, dtype=dt, device=dev) for m in mem]
-    model_data = tuple(torch.stack([x[k] for x in mk]) for k in ("q", "k", "v", "B"))
-    lam = torch.tensor([m.lam for m in mem], dtype=dt, device=dev)
-    tokens = torch.stack([torch.as_tensor(tasks[m.seed_index].tokens, device=dev) for m in mem])
-    Y = torch.stack([torch.as_tensor(tasks[m.seed_index].Y, dtype=dt, device=dev) for m in mem])
+    init = init_params(N, M, torch.Generator().manual_seed(cfg.seed * 1000 + m.seed_index), dtype=dt, device=dev)
+    mk = masks(_system_of(m.name), N, M, dtype=dt, device=dev)
+    lam = torch.tensor(m.lam, dtype=dt, device=dev)
+    penalised = bool((lam != 0).any())
+    tokens = torch.as_tensor(tk.tokens, device=dev)
+    Y = torch.as_tensor(tk.Y, dtype=dt, device=dev)
 
-    def parts(p, mq, mk_, mv, mB, lam_, tok, y):
-        e = effective(p, {"q": mq, "k": mk_, "v": mv, "B": mB})
-        err = ((predict(e, tok, N, norm=cfg.norm) - y) ** 2).mean()
-        return err, err + (lam_ * penalties(e, N, M)).sum() if bool((lam_ != 0).any()) else err
+    def parts(p, tok, y):
+        e = effective(p, mk)
+        err = chunked_mse(e, tok, y, N, norm=cfg.norm)
+        return err, err + (lam * penalties(e, N, M)).sum() if penalised else err
 
-    def loss_fn(p, *args):
-        return parts(p, *args)[1]
+    def loss_fn(p, *data):
+        return parts(p, *data)[1]
 
-    def metrics_fn(p, *args):
-        err, total = parts(p, *args)
+    def metrics_fn(p, *data):
+        err, total = parts(p, *data)
         return {"loss": total, "mse": err}
 
-    # L-BFGS takes one lr per optimizer: one train_batched call per distinct lr (the main lr first)
-    finals: dict[str, list] = {k: [None] * len(mem) for k in params}
-    hist = torch.zeros(cfg.iterations, len(mem), dtype=torch.float64)
-    for lr in dict.fromkeys(m.lr for m in mem):
-        idx = [j for j, m in enumerate(mem) if m.lr == lr]
-        sel = torch.tensor(idx, device=dev)
-        tc = TrainConfig(steps=cfg.iterations, optimizer="lbfgs", lr=lr, lbfgs_max_iter=cfg.inner_iterations, eval_every=1,
-                         device=dev)
-        res = train_batched(loss_fn, {k: v[sel] for k, v in params.items()},
-                            (tokens[sel], Y[sel]), tc, model_data=(*(x[sel] for x in model_data), lam[sel]),
-                            metrics_fn=metrics_fn)
-        for k, v in res.params.items():
-            for a, j in enumerate(idx):
-                finals[k][j] = v[a]
-        h = res.history["mse"].to(torch.float64)
-        hist[: h.shape[0], idx] = h
-        hist[h.shape[0]:, idx] = h[-1]  # a model stopped by L-BFGS's tolerances keeps its loss
-    return {k: torch.stack(v) for k, v in finals.items()}, hist
+    tc = TrainConfig(steps=cfg.iterations, optimizer="lbfgs", lr=m.lr, lbfgs_max_iter=cfg.inner_iterations,
+                     eval_every=1, device=dev)
+    res = train_batched(loss_fn, {k: v[None] for k, v in init.items()}, (tokens[None], Y[None]), tc,
+                        metrics_fn=metrics_fn)
+    h = res.history["mse"][:, 0].to(torch.float64).cpu()
+    hist = torch.cat([h, h[-1:].expand(cfg.iterations - h.shape[0])]) if h.shape[0] < cfg.iterations else h
+    return {k: v[0].cpu() for k, v in res.params.items()}, hist
 
 
 def _spread(x) -> tuple[float, float, float, float, float]:
@@ -345,7 +423,7 @@ def solution2_under_layernorm(q_true: np.ndarray, M: int, tokens: torch.Tensor, 
 
     def closure():
         opt.zero_grad()
-        loss = model_mse(dict(p, **theta), m2, tokens, Y, N, norm="layernorm")
+        loss = chunked_mse(effective(dict(p, **theta), m2), tokens, Y, N, norm="layernorm")
         loss.backward()
         return loss
 

@@ -139,9 +139,9 @@ class AssumptionsConfig(RunConfig):
         if unknown or not layers:
             raise UnknownNameError(f"unknown layer {unknown[0] if unknown else '(none given)'!r}: choose from "
                                    f"{', '.join(LAYERS)}")
-        object.__setattr__(self, "layers", layers)
+        self.normalise("layers", layers)
         for name in ("fig_n", "fig_d"):
-            object.__setattr__(self, name, check_ints(name, getattr(self, name), minimum=5))
+            self.normalise(name, check_ints(name, getattr(self, name), minimum=5))
         if any(d % FIG_D_HEAD or d <= self.fig_n_at_d for d in self.fig_d):
             raise ConfigError(f"every fig_d must be a multiple of {FIG_D_HEAD} (the head size) and above "
                               f"fig_n_at_d={self.fig_n_at_d}, got {self.fig_d!r}")

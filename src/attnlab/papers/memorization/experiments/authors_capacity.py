@@ -79,11 +79,11 @@ class AuthorsCapacityConfig(RunConfig):
     T_limit: int = param(6000, "never try more than this many examples")
 
     def validate(self) -> None:
-        object.__setattr__(self, "H_grid", check_ints("H_grid", self.H_grid, minimum=1))
+        self.normalise("H_grid", check_ints("H_grid", self.H_grid, minimum=1))
         variants = (self.variants,) if isinstance(self.variants, str) else tuple(self.variants)
         if not variants or any(v not in VARIANTS for v in variants) or len(set(variants)) != len(variants):
             raise ConfigError(f"variants must be distinct names among {', '.join(VARIANTS)}, got {self.variants!r}")
-        object.__setattr__(self, "variants", variants)
+        self.normalise("variants", variants)
         for name, low in (("d", 2), ("n", 2), ("n_classes", 2), ("max_steps", 2), ("T_limit", 2)):
             check_int(name, getattr(self, name), low)
         check_number("resolution", self.resolution, 0, 1, open_max=True)

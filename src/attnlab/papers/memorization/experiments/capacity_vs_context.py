@@ -59,7 +59,7 @@ class ContextConfig(CapacitySettings):
         if max(n_grid) > self.d:
             raise ConfigError(f"every n in n_grid must be <= d={self.d} (Assumption 2: n linearly independent "
                               f"tokens in R^d), got {self.n_grid!r}")
-        object.__setattr__(self, "n_grid", n_grid)
+        self.normalise("n_grid", n_grid)
 
     def points(self) -> list[tuple[int, int, int]]:
         return panel_points("n", self.n_grid, self.H, self.n, self.d_h)

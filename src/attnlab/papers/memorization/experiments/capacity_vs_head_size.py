@@ -68,7 +68,7 @@ class HeadSizeConfig(CapacitySettings):
     def validate(self) -> None:
         super().validate()
         check_int("H", self.H, 1)
-        object.__setattr__(self, "d_h_grid", check_grid("d_h_grid", self.d_h_grid, "head sizes"))
+        self.normalise("d_h_grid", check_grid("d_h_grid", self.d_h_grid, "head sizes"))
         if min(self.d_h_grid) > self.n:
             raise ConfigError(f"d_h_grid needs a head size <= n={self.n} to compare against, got {self.d_h_grid!r}")
         check_number("flat_tol", self.flat_tol, 0)

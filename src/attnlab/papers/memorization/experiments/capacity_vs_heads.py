@@ -71,7 +71,7 @@ class CapacityConfig(CapacitySettings):
 
     def validate(self) -> None:
         super().validate()
-        object.__setattr__(self, "H_grid", check_grid("H_grid", self.H_grid, "head counts"))
+        self.normalise("H_grid", check_grid("H_grid", self.H_grid, "head counts"))
 
     def points(self) -> list[tuple[int, int, int]]:
         return [(H, self.n, self.d_h) for H in self.H_grid]

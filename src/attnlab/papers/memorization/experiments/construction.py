@@ -71,7 +71,7 @@ class ConstructionConfig(RunConfig):
         if not 2 <= self.n_classes <= 2 * self.d:
             raise ConfigError(f"n_classes must lie in 2..2d = {2 * self.d} (class codes +-s_i), got {self.n_classes}")
         for name in ("H_shared", "H_per_example"):
-            object.__setattr__(self, name, tuple(sorted(set(check_ints(name, getattr(self, name), minimum=1)))))
+            self.normalise(name, tuple(sorted(set(check_ints(name, getattr(self, name), minimum=1)))))
 
     def estimate(self) -> Estimate:
         """The builds one after another (:func:`build_estimate` of each): the largest peak,

@@ -72,7 +72,7 @@ class FCNvsAttentionConfig(RunConfig):
         if not self.n < self.d:
             raise ConfigError(f"the paper needs n < d (eq. (29) pads queries with d - n zeros): got n = {self.n}, "
                               f"d = {self.d}")
-        object.__setattr__(self, "T_grid", tuple(sorted(set(check_ints("T_grid", self.T_grid, minimum=2)))))
+        self.normalise("T_grid", tuple(sorted(set(check_ints("T_grid", self.T_grid, minimum=2)))))
         matched_hidden_width(self.H, self.d, self.n, self.d_h, 1, 1)  # raises if no FCN fits
 
     @property

@@ -106,19 +106,19 @@ class SaturationConfig(RunConfig):
 
     def validate(self) -> None:
         if self.d_h is None:
-            object.__setattr__(self, "d_h", self.d)
+            self.normalise("d_h", self.d)
         H_grid = check_ints("H_grid", self.H_grid, minimum=1)
-        object.__setattr__(self, "H_grid", H_grid)
+        self.normalise("H_grid", H_grid)
         for name in ("Ts", "released_Ts"):
             Ts = check_ints(f"{name} (0 = search)", getattr(self, name), minimum=0)
             if len(H_grid) != len(Ts):
                 raise ConfigError(f"give one T per H: H_grid {list(H_grid)} has {len(H_grid)} entries, "
                                   f"{name} {list(Ts)} has {len(Ts)}")
-            object.__setattr__(self, name, Ts)
+            self.normalise(name, Ts)
         models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
         if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
             raise ConfigError(f"models must be distinct names among {', '.join(MODELS)}, got {self.models!r}")
-        object.__setattr__(self, "models", models)
+        self.normalise("models", models)
         for name in ("d", "n", "d_h", "max_steps"):
             check_int(name, getattr(self, name), 1)
         check_int("min_steps", self.min_steps, 0)

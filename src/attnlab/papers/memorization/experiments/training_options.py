@@ -89,9 +89,9 @@ class TrainingOptionsConfig(RunConfig):
 
     def validate(self) -> None:
         if self.d_h is None:
-            object.__setattr__(self, "d_h", self.d)
+            self.normalise("d_h", self.d)
         if self.d_v is None:
-            object.__setattr__(self, "d_v", self.d_h)
+            self.normalise("d_v", self.d_h)
         for name, minimum in (("d", 2), ("n", 2), ("d_h", 1), ("d_v", 1), ("H", 1), ("n_classes", 2),
                               ("T", 1), ("steps", 2), ("batch", 1), ("lbfgs_steps", 1), ("replicates", 1),
                               ("eval_every", 1)):
@@ -106,7 +106,7 @@ class TrainingOptionsConfig(RunConfig):
         unknown = [o for o in options if o not in OPTIONS]
         if not options or unknown or len(set(options)) != len(options):
             raise ConfigError(f"options must be distinct names among {', '.join(OPTIONS)}, got {self.options!r}")
-        object.__setattr__(self, "options", options)
+        self.normalise("options", options)
 
     def estimate(self) -> Estimate:
         """The largest training: ``replicates`` models at once (or one, full-batch L-BFGS keeping

@@ -153,7 +153,7 @@ class AblationsConfig(RunConfig):
             bad = [v for v in values if v not in allowed]
             if bad or (name == "models" and not values):
                 raise ConfigError(f"{name} must list some of {', '.join(allowed)}, got {values!r}")
-            object.__setattr__(self, name, values)
+            self.normalise(name, values)
         missing = [m for m in self.composite_models if m not in self.models]
         if missing:
             raise ConfigError(f"composite_models {missing} are not in models {list(self.models)}: add them there")

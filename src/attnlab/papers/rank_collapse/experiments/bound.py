@@ -77,7 +77,7 @@ class BoundConfig(RunConfig):
             vals = tuple(check_number(f"every entry of {name}", v, 0, open_min=True) for v in getattr(self, name))
             if not vals:
                 raise ConfigError(f"{name} must list at least one positive number")
-            object.__setattr__(self, name, vals)
+            self.normalise(name, vals)
         check_int("draws", self.draws, minimum=1)
         check_int("layers", self.layers, minimum=1, maximum=12)
         check_int("d_model", self.d_model, minimum=2)

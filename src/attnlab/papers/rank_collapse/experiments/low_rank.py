@@ -79,8 +79,8 @@ class LowRankConfig(RunConfig):
     smollm2_layers: tuple[int, ...] | None = param(None, "SmolLM2 layers measured (0-29), all 9 heads of each")
 
     def validate(self) -> None:
-        object.__setattr__(self, "n_values", tuple(sorted(check_ints("n_values", self.n_values, minimum=4))))
-        object.__setattr__(self, "k_values", tuple(sorted(check_ints("k_values", self.k_values, minimum=1))))
+        self.normalise("n_values", tuple(sorted(check_ints("n_values", self.n_values, minimum=4))))
+        self.normalise("k_values", tuple(sorted(check_ints("k_values", self.k_values, minimum=1))))
         if max(self.n_values) > 512:
             raise ConfigError(f"n_values must be <= 512 (MiniLM's positions), got {max(self.n_values)}")
         if max(self.k_values) > min(self.n_values):
@@ -88,14 +88,14 @@ class LowRankConfig(RunConfig):
                               f"use k_values <= {min(self.n_values)}")
         check_int("texts", self.texts, minimum=1)
         check_int("draws", self.draws, minimum=1)
-        object.__setattr__(self, "smollm2_n_values",
+        self.normalise("smollm2_n_values",
                            tuple(sorted(check_ints("smollm2_n_values", self.smollm2_n_values, minimum=4)))
                            if self.smollm2_n_values else ())
         if self.smollm2_n_values and max(self.smollm2_n_values) > 8192:
             raise ConfigError("smollm2_n_values must be <= 8192 (SmolLM2's positions), "
                               f"got {max(self.smollm2_n_values)}")
         check_int("smollm2_texts", self.smollm2_texts, minimum=1)
-        object.__setattr__(self, "smollm2_layers",
+        self.normalise("smollm2_layers",
                            tuple(sorted(set(check_ints("smollm2_layers", self.smollm2_layers, minimum=0)))))
         if not self.smollm2_layers or max(self.smollm2_layers) > 29:
             raise ConfigError(f"smollm2_layers must list layers 0-29, got {self.smollm2_layers!r}")

@@ -93,7 +93,7 @@ class PathLengthsConfig(RunConfig):
             parsed.append(f"{L}:{H}")
         if not parsed:
             raise ConfigError("stacks must list at least one 'L:H'")
-        object.__setattr__(self, "stacks", tuple(parsed))
+        self.normalise("stacks", tuple(parsed))
         check_int("d_model", self.d_model, minimum=2)
         check_int("stack_tokens", self.stack_tokens, minimum=2)
         check_int("texts", self.texts, minimum=1)

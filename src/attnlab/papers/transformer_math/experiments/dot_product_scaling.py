@@ -37,7 +37,7 @@ class DotProductConfig(RunConfig):
     slope_tolerance: float = param(0.05, "allowed |slope - 1| of log Var(q.k) against log d")
 
     def validate(self) -> None:
-        object.__setattr__(self, "dims", check_ints("dims", self.dims, minimum=1))
+        self.normalise("dims", check_ints("dims", self.dims, minimum=1))
         if len(set(self.dims)) < 2:
             raise ConfigError("dims needs at least two different dimensions to fit a slope")
         check_int("n_samples_variance", self.n_samples_variance, minimum=2)

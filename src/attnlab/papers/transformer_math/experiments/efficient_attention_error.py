@@ -62,9 +62,9 @@ class EfficientAttentionErrorConfig(RunConfig):
     favor_features: int | None = param(None, "random features m of FAVOR+")
 
     def validate(self) -> None:
-        object.__setattr__(self, "n_values", check_ints("n_values", self.n_values, minimum=2))
-        object.__setattr__(self, "k_values", check_ints("k_values", self.k_values, minimum=1))
-        object.__setattr__(self, "windows", check_ints("windows", self.windows, minimum=1))
+        self.normalise("n_values", check_ints("n_values", self.n_values, minimum=2))
+        self.normalise("k_values", check_ints("k_values", self.k_values, minimum=1))
+        self.normalise("windows", check_ints("windows", self.windows, minimum=1))
         check_int("d", self.d, minimum=1)
         check_int("favor_features", self.favor_features, minimum=1)
         n_min = min(self.n_values)
@@ -75,7 +75,7 @@ class EfficientAttentionErrorConfig(RunConfig):
         scales = tuple(check_number("every logit scale", t, 0, open_min=True) for t in self.logit_scales)
         if not scales:
             raise ConfigError("logit_scales must list at least one logit scale t > 0")
-        object.__setattr__(self, "logit_scales", scales)
+        self.normalise("logit_scales", scales)
 
     def estimate(self) -> Estimate:
         """At the largest n, float64: q, k, v (n x d), the n x n attention matrix P, its SVD

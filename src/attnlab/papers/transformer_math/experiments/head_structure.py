@@ -135,6 +135,7 @@ from attnlab.results import (
     line_figure,
     series,
 )
+from attnlab.runs.progress import Steps
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.head-structure"
@@ -189,7 +190,7 @@ class HeadStructureConfig(RunConfig):
         check_number("heldout_fraction", self.heldout_fraction, 0.0, 0.5, open_min=True)
         check_int("max_words", self.max_words, 8, 256)
         check_int("vocab_size", self.vocab_size, 16)
-        object.__setattr__(self, "heads", check_ints("heads", self.heads, minimum=1))
+        self.normalise("heads", check_ints("heads", self.heads, minimum=1))
         check_int("d_model", self.d_model, 2)
         bad = [h for h in self.heads if self.d_model % h]
         if bad:
@@ -378,9 +379,11 @@ def _translation(cfg: HeadStructureConfig, run_dir, base: dict[str, Baselines]):
     if not evals:
         raise ConfigError(f"no held-out pair has both sides >= {cfg.crop - 1} words: raise n_pairs or lower crop")
     models, rows, maps_for_figs = [], [], {}
+    steps = Steps("training epochs", len(cfg.heads) * cfg.epochs)
     for H in cfg.heads:
         def log(epoch, loss, _H=H):
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "heads": _H, "epoch": epoch, "train_loss": loss})
+            steps.advance()
 
         t = train_translator(train, held, src_vocab, tgt_vocab, n_heads=H, d_model=cfg.d_model, d_ff=cfg.d_ff,
                              dropout=cfg.dropout, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,

@@ -80,7 +80,7 @@ class ScalingConfig(RunConfig):
 
     def validate(self) -> None:
         if self.d_model is None:
-            object.__setattr__(self, "d_model", self.d_head)
+            self.normalise("d_model", self.d_head)
         for name, minimum in (("d_head", 1), ("d_model", 1), ("n", 2), ("V", 2), ("steps", 1),
                               ("batch", 1), ("eval_every", 1), ("eval_batch", 1)):
             check_int(name, getattr(self, name), minimum=minimum)

@@ -34,7 +34,7 @@ class SaturationConfig(RunConfig):
     t_max: float = param(1e3, "largest logit scale t")
 
     def validate(self) -> None:
-        object.__setattr__(self, "n_values", check_ints("n_values", self.n_values, minimum=2))
+        self.normalise("n_values", check_ints("n_values", self.n_values, minimum=2))
         check_int("n_samples", self.n_samples, minimum=1)
         check_int("n_scales", self.n_scales, minimum=2)
         if not 0 < self.t_min < self.t_max:
