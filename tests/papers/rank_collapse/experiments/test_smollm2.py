@@ -97,7 +97,7 @@ def test_smollm2_states_and_relative_residual_at_layer_0():
         return torch.sqrt(A.abs().sum(-2).amax(-1) * A.abs().sum(-1).amax(-1))
 
     direct = float((composite(R) / composite(X)).mean())
-    assert _curves(out.hidden_states)["mean"]["mean"][0] == pytest.approx(direct, rel=FLOAT64)
+    assert _curves(out.hidden_states).token_mean.mean[0] == pytest.approx(direct, rel=FLOAT64)
     # a truncated run gives the first states of the full one
     short = run_model("smollm2", model, batch, layers=3)
     assert len(short.hidden_states) == 4 and torch.equal(short.hidden_states[3], out.hidden_states[3])
@@ -168,4 +168,4 @@ def test_smollm2_viewer_block_and_a_stream_that_overflows_stops_there():
     k = len(out.hidden_states)
     assert k < 31 and not bool(torch.isfinite(out.hidden_states[-1]).all())
     assert all(bool(torch.isfinite(X).all()) for X in out.hidden_states[:-1])
-    assert _curves(out.hidden_states)["overflow"] <= k - 1
+    assert _curves(out.hidden_states).overflow <= k - 1

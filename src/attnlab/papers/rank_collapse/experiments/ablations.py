@@ -232,19 +232,158 @@ def _first_below(ys: list[float], level: float) -> int | None:
     return next((l for l, y in enumerate(ys) if y < level), None)
 
 
-def _curves(hidden: list[torch.Tensor]) -> dict:
+KINDS = ("mean", "svd", "two")  # the residuals of every state, in the order they are stored
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One relative residual per layer, over the B inputs (:func:`_per_layer`).
+
+    Attributes:
+        mean: [mean over the inputs of r(X_l) for l = 0..L]; layer 0 is the embedding output.
+        std: [standard deviation over the inputs of r(X_l) for l = 0..L] (with Bessel's correction;
+            0 for one input).
+    """
+
+    mean: list[float]
+    std: list[float]
+
+    def to_dict(self) -> dict[str, list[float]]:
+        """The stored form: {"mean": [...], "std": [...]}."""
+        return {"mean": self.mean, "std": self.std}
+
+
+@dataclass(frozen=True)
+class LayerCurves:
+    """The relative residual per layer of one network under one ablation (:func:`_curves`),
+    under each residual of the states X_0..X_L it ran through.
+
+    Attributes:
+        token_mean: r(X_l) = ||X_l - 1 mean^T||_{1,inf} / ||X_l||_{1,inf}, mean = the token mean
+            X_l^T 1 / n (kind "mean": Dong et al.'s measure; also the notes' 2-norm argmin).
+        svd: ||X_l - sigma_1 u_1 v_1^T||_{1,inf} / ||X_l||_{1,inf}, X_l minus its best rank-one
+            approximation (kind "svd").
+        two: ||X_l - 1 x^T||_2 / ||X_l||_2 with x the notes' 2-norm argmin (the token mean), the
+            notes' residual in the notes' norm (kind "two").
+        overflow: the first layer l whose state overflows (an entry not finite or above
+            :data:`OVERFLOW`), where every curve stops (they hold layers 0..l-1); None when every
+            state is finite.
+    """
+
+    token_mean: Curve
+    svd: Curve
+    two: Curve
+    overflow: int | None
+
+    def curve(self, kind: str) -> Curve:
+        """The curve of residual ``kind``: "mean" (:attr:`token_mean`), "svd" or "two"."""
+        return {"mean": self.token_mean, "svd": self.svd, "two": self.two}[kind]
+
+    @property
+    def by_layer(self) -> list[float]:
+        """The token-mean relative residual per layer, mean over the inputs (:attr:`token_mean`'s mean)."""
+        return self.token_mean.mean
+
+    @property
+    def last(self) -> float:
+        """The token-mean relative residual of the last state measured, mean over the inputs."""
+        return self.token_mean.mean[-1]
+
+    def to_dict(self) -> dict:
+        """The stored form: {"mean": curve, "svd": curve, "two": curve, "overflow": l or None}."""
+        return {**{kind: self.curve(kind).to_dict() for kind in KINDS}, "overflow": self.overflow}
+
+
+@dataclass(frozen=True)
+class CompositeCurves:
+    """Three residuals of the same short states X_0..X_L (``composite_texts`` texts of
+    ``composite_tokens`` tokens), all in ||.||_{1,inf}, each [mean over the texts of the relative
+    residual at layer l for l = 0..L].
+
+    Attributes:
+        token_mean: ||X_l - 1 mean^T||_{1,inf} / ||X_l||_{1,inf} (kind "mean").
+        composite: min_x ||X_l - 1 x^T||_{1,inf} / ||X_l||_{1,inf}, the exact argmin over shifts
+            (a linear program per matrix; kind "composite"), never above :attr:`token_mean`.
+        svd: ||X_l - sigma_1 u_1 v_1^T||_{1,inf} / ||X_l||_{1,inf} (kind "svd").
+    """
+
+    token_mean: list[float]
+    composite: list[float]
+    svd: list[float]
+
+    def items(self) -> list[tuple[str, list[float]]]:
+        """(kind, per-layer values) in the order of :data:`COMPOSITE_KINDS`."""
+        by_kind = {"mean": self.token_mean, "composite": self.composite, "svd": self.svd}
+        return [(kind, by_kind[kind]) for kind in COMPOSITE_KINDS]
+
+    def to_dict(self) -> dict[str, list[float]]:
+        """The stored form: {"mean": [...], "composite": [...], "svd": [...]}."""
+        return dict(self.items())
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What :func:`measure` returns: the relative residual per layer of every network measured,
+    under every ablation.
+
+    Attributes:
+        curves: network -> ablation of :data:`VARIANTS` (attnlab's switches, each part off unless
+            named) -> its :class:`LayerCurves`; networks in the order of ``models``, a skipped one
+            left out.
+        dong: network -> ablation of :data:`DONG_VARIANTS` (Dong et al.'s surgery, LayerNorm kept)
+            -> its :class:`LayerCurves`.
+        composite: network -> ablation -> :class:`CompositeCurves` on the short sequences; {} for a
+            network measured without them (not in ``composite_models``, or ``composite_texts`` = 0).
+        composite_minus_mean: the largest of 0 and, over the short states and texts,
+            (||X - 1 x*^T||_{1,inf} - ||X - 1 mean^T||_{1,inf}) / ||X||_{1,inf}, x* the exact
+            argmin: 0 up to the linear program's tolerance (0.0 when none was computed).
+        dong_san_vs_san_ln: max over every state and entry of |Dong et al.'s SAN - attnlab's
+            SAN+LN| (the same network through two code paths).
+        texts, tokens: B and n of MiniLM's batch (and of attnlab-12's, which reads MiniLM's embeddings).
+        skipped: network -> why it was not measured (SmolLM2 without its wheel).
+        smollm2_texts, smollm2_tokens, smollm2_layers: SmolLM2's B, n and number of blocks run, as
+            configured (also when it was not measured).
+    """
+
+    curves: dict[str, dict[str, LayerCurves]]
+    dong: dict[str, dict[str, LayerCurves]]
+    composite: dict[str, dict[str, CompositeCurves]]
+    composite_minus_mean: float
+    dong_san_vs_san_ln: float
+    texts: int
+    tokens: int
+    skipped: dict[str, str]
+    smollm2_texts: int
+    smollm2_tokens: int
+    smollm2_layers: int
+
+    def sizes(self, model: str) -> tuple[int, int]:
+        """(texts, tokens) of the batch ``model`` was measured on."""
+        return (self.smollm2_texts, self.smollm2_tokens) if model == "smollm2" else (self.texts, self.tokens)
+
+    def to_dict(self) -> dict:
+        """The stored form (results.json "data"): the same keys as the attributes, the curves as
+        nested dicts (model -> variant -> :meth:`LayerCurves.to_dict`), SmolLM2's sizes under
+        "smollm2" as {"texts", "tokens", "layers"}."""
+        def nested(table):
+            return {m: {v: c.to_dict() for v, c in by_variant.items()} for m, by_variant in table.items()}
+
+        return {"curves": nested(self.curves), "dong": nested(self.dong), "composite": nested(self.composite),
+                "composite_minus_mean": self.composite_minus_mean, "dong_san_vs_san_ln": self.dong_san_vs_san_ln,
+                "texts": self.texts, "tokens": self.tokens, "skipped": dict(self.skipped),
+                "smollm2": {"texts": self.smollm2_texts, "tokens": self.smollm2_tokens,
+                            "layers": self.smollm2_layers}}
+
+
+def _curves(hidden: list[torch.Tensor]) -> LayerCurves:
     """Every kind's mean and std per layer; the curves stop before the first state that overflows
     (an entry that is not finite or above :data:`OVERFLOW`, where its norms would overflow float64:
-    an un-normalised pre-norm stack), whose layer is "overflow"."""
+    an un-normalised pre-norm stack), whose layer is ``overflow``."""
     bad = next((l for l, h in enumerate(hidden)
                 if not bool(torch.isfinite(h).all()) or float(h.abs().max()) > OVERFLOW), None)
     hidden = hidden if bad is None else hidden[:bad]
-    out = {}
-    for kind in ("mean", "svd", "two"):
-        mean, std = _per_layer(hidden, kind)
-        out[kind] = {"mean": mean, "std": std}
-    out["overflow"] = bad
-    return out
+    mean, svd, two = (Curve(*_per_layer(hidden, kind)) for kind in KINDS)
+    return LayerCurves(token_mean=mean, svd=svd, two=two, overflow=bad)
 
 
 VIEW_MODELS = ("pretrained", "smollm2")  # the pretrained networks whose maps the report's viewer shows
@@ -295,15 +434,15 @@ def attention_view(model_name: str, batch, attentions: list[torch.Tensor], devic
         scores=head_scores(A), score_descriptions=VIEW_SCORES)
 
 
-def measure(cfg: AblationsConfig, run_dir=None) -> dict:
-    """The curves: data["curves"][model][variant][kind] = {"mean": [...], "std": [...]} over layers
-    under attnlab's switches, data["dong"][model][variant][kind] the same under Dong et al.'s
-    surgery, data["composite"][model][variant][kind] on the short sequences (mean, composite, svd),
-    and the largest |Dong SAN - attnlab SAN+LN| over every state (the same network, two code paths)."""
+def measure(cfg: AblationsConfig, run_dir=None) -> Measured:
+    """The curves (:class:`Measured`): ``curves[model][variant]`` the relative residual per layer
+    under attnlab's switches, ``dong[model][variant]`` the same under Dong et al.'s surgery,
+    ``composite[model][variant]`` on the short sequences (mean, composite, svd), and the largest
+    |Dong SAN - attnlab SAN+LN| over every state (the same network, two code paths)."""
     return _measure(cfg, run_dir)[0]
 
 
-def _measure(cfg: AblationsConfig, run_dir=None) -> tuple[dict, list[dict]]:
+def _measure(cfg: AblationsConfig, run_dir=None) -> tuple[Measured, list[dict]]:
     """:func:`measure`'s data, and the attention viewer blocks of the pretrained networks measured
     (:data:`VIEW_MODELS`, :func:`attention_view`), taken from their unablated ("transformer") pass."""
     texts = long_texts(cfg.texts, cfg.tokens, cfg.seed)
@@ -330,10 +469,12 @@ def _measure(cfg: AblationsConfig, run_dir=None) -> tuple[dict, list[dict]]:
             if v == "SAN+LN":
                 ln_only = out.hidden_states
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": m, "variant": v,
-                                 "last_layer_mean_residual": curves[m][v]["mean"]["mean"][-1]})
+                                 "last_layer_mean_residual": curves[m][v].last})
             if short is not None and m in cfg.composite_models and v in cfg.composite_variants:
                 hidden = run_model(m, model, short, parts).hidden_states
-                composite[m][v] = {kind: _per_layer(hidden, kind)[0] for kind in COMPOSITE_KINDS}
+                composite[m][v] = CompositeCurves(token_mean=_per_layer(hidden, "mean")[0],
+                                                  composite=_per_layer(hidden, "composite")[0],
+                                                  svd=_per_layer(hidden, "svd")[0])
                 for h in hidden:  # the exact argmin can never do worse than the row mean (a feasible shift)
                     c, mn = residual(h, "composite").norm, residual(h, "mean").norm
                     worst_gap = max(worst_gap, float(((c - mn) / composite_norm(h)).max()))
@@ -342,9 +483,10 @@ def _measure(cfg: AblationsConfig, run_dir=None) -> tuple[dict, list[dict]]:
             dong[m][v] = _curves(out.hidden_states)
             if v == "SAN":
                 same = max(same, max(float((a - b).abs().max()) for a, b in zip(out.hidden_states, ln_only)))
-    return {"curves": curves, "dong": dong, "composite": composite, "composite_minus_mean": worst_gap,
-            "dong_san_vs_san_ln": same, "texts": cfg.texts, "tokens": cfg.tokens, "skipped": skipped,
-            "smollm2": {"texts": cfg.smollm2_texts, "tokens": cfg.smollm2_tokens, "layers": cfg.smollm2_layers}}, views
+    return Measured(curves=curves, dong=dong, composite=composite, composite_minus_mean=worst_gap,
+                    dong_san_vs_san_ln=same, texts=cfg.texts, tokens=cfg.tokens, skipped=skipped,
+                    smollm2_texts=cfg.smollm2_texts, smollm2_tokens=cfg.smollm2_tokens,
+                    smollm2_layers=cfg.smollm2_layers), views
 
 
 def _fmt(x: float) -> str:
@@ -355,12 +497,12 @@ def _layers(ys: list[float]) -> str:
     return ", ".join(_fmt(y) for y in ys)
 
 
-def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
-    C, G = data["curves"], data["dong"]
+def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
+    C, G = data.curves, data.dong
     out: list[Check] = []
 
     def last(table, m, v):
-        return table[m][v]["mean"]["mean"][-1]
+        return table[m][v].last
 
     # -- the statements that do not depend on the model: judged ------------------------------
     M = [m for m in G if m in MINILM_MODELS]  # the judged rows: MiniLM's architecture and attnlab's stack
@@ -371,7 +513,7 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
                                   "of the SAN, LayerNorm kept (Dong et al.'s surgery), over networks",
                          paper_value="||res SAN(X)|| -> 0; ~0 from l = 2 (random init), l = 5-9 (pretrained)",
                          where=f"§2.2; {WHERE}",
-                         detail="; ".join(f"{m}: {_layers(G[m]['SAN']['mean']['mean'])}" for m in M)
+                         detail="; ".join(f"{m}: {_layers(G[m]['SAN'].by_layer)}" for m in M)
                                 + "; LayerNorm off (attnlab's SAN): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN'))}" for m in M),
                          values={"dong_san_last": san, "attnlab_san_last": {m: last(C, m, "SAN") for m in M}}))
@@ -381,7 +523,7 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
                                   "relative residual at the last layer, Dong et al.'s surgery, over networks",
                          paper_value="SAN+MLP ~0 by l = 4 (BERT), 5 (ALBERT, XLNet), pretrained",
                          where=WHERE,
-                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP']['mean']['mean'])}" for m in M)
+                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP'].by_layer)}" for m in M)
                                 + "; attnlab's SAN+MLP (no LayerNorm, no FFN skip): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+MLP'))}" for m in M),
                          values={"dong_mlp_last": mlp, "attnlab_mlp_last": {m: last(C, m, "SAN+MLP") for m in M}}))
@@ -394,20 +536,20 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
                          paper_value="l=12 SAN+skip: 0.45 / 0.26 / 0.93 (random init), 0.07 / 0 / 0.10 (pretrained "
                                      "BERT / ALBERT / XLNet)",
                          where=WHERE,
-                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+skip']['mean']['mean'])}" for m in mini)
+                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+skip'].by_layer)}" for m in mini)
                                 + "; LayerNorm off (attnlab's SAN+skip): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+skip'))}" for m in mini),
                          values={"dong_skip_last": skip}))
 
     # -- Dong et al.'s numbers beside MiniLM's at the same relative depth: another model -------
     def beside(quantity, model, variant, layer_minilm, layer_bert, ref_value, ref_text):
-        ys = G[model][variant]["mean"]["mean"]
+        ys = G[model][variant].by_layer
         l = min(layer_minilm, len(ys) - 1)
         return compare(quantity, ys[l], "±", ref_value, tolerance=FIGURE_TOL, paper_value=ref_text, where=WHERE,
                        cannot_decide=ANOTHER_MODEL.format(l=l, L=layer_bert),
                        detail=f"MiniLM per layer: {_layers(ys)}"
                               + ("" if variant == "transformer" else f"; attnlab's {variant} (LayerNorm off): "
-                                 f"{_layers(C[model][variant]['mean']['mean'])}"),
+                                 f"{_layers(C[model][variant].by_layer)}"),
                        values={"minilm_by_layer": ys, "minilm_layer": l, "bert_layer": layer_bert})
 
     for m, ref in (("pretrained", {"l0": (0.69, REFERENCE["pretrained_layer0"]),
@@ -431,7 +573,7 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
                           m, "transformer", 6, 12, *ref["full"]))
     if "pretrained" in G:
         for v, ref, bert_l in (("SAN", "pretrained_san_collapse", 5), ("SAN+MLP", "pretrained_mlp_collapse", 4)):
-            ys = G["pretrained"][v]["mean"]["mean"]
+            ys = G["pretrained"][v].by_layer
             first = _first_below(ys, COLLAPSED)
             out.append(compare(f"pretrained: relative depth l/L where the {v} (LayerNorm kept) relative residual first "
                                f"drops below {COLLAPSED:g}, vs BERT's",
@@ -458,41 +600,41 @@ def _summary(data: dict, cfg: AblationsConfig) -> list[Check]:
 
     # -- internal consistency ------------------------------------------------------------------
     out.append(compare("largest |Dong et al.'s SAN - attnlab's SAN+LN| over every hidden state (the same network "
-                       "through two code paths)", data["dong_san_vs_san_ln"], "<=", 1e-12, role="sanity",
+                       "through two code paths)", data.dong_san_vs_san_ln, "<=", 1e-12, role="sanity",
                        detail="their surgery keeps LayerNorm: their SAN is z = N_1(MHA(x)), attnlab's SAN+LN"))
-    if data["composite"] and any(data["composite"].values()):
-        gap = data["composite_minus_mean"]
+    if data.composite and any(data.composite.values()):
+        gap = data.composite_minus_mean
         out.append(compare("max over states of (composite - mean residual) / ||X_l||_{1,inf}", gap, "<=", 1e-8,
                            role="sanity", detail="the row mean is a feasible shift, so the exact composite argmin is "
                                                  "never worse (LP tolerances ~1e-9)"))
     return out
 
 
-def _overflow_text(c: dict) -> str:
-    return "" if c.get("overflow") is None else f" (overflow from layer {c['overflow']}: entries above 1e100)"
+def _overflow_text(c: LayerCurves) -> str:
+    return "" if c.overflow is None else f" (overflow from layer {c.overflow}: entries above 1e100)"
 
 
-def _smollm2_summary(data: dict) -> list[Check]:
+def _smollm2_summary(data: Measured) -> list[Check]:
     """SmolLM2's rows: Dong et al.'s statements on a causal pre-norm decoder (another model:
     inconclusive) and its numbers beside MiniLM's at the same relative depth (info)."""
     out: list[Check] = []
-    if "smollm2" in data["skipped"]:
+    if "smollm2" in data.skipped:
         out.append(info("SmolLM2-135M-Instruct beside MiniLM", "skipped", where=WHERE,
-                        detail=f"not measured: {data['skipped']['smollm2']}"))
-    if "smollm2" not in data["dong"]:
+                        detail=f"not measured: {data.skipped['smollm2']}"))
+    if "smollm2" not in data.dong:
         return out
-    S, A, k = data["dong"]["smollm2"], data["curves"]["smollm2"], data["smollm2"]
-    L = len(S["SAN"]["mean"]["mean"]) - 1
-    sizes = f"{k['texts']} texts of {k['tokens']} tokens, layers 0..{L} of {SMOLLM2_LAYERS}"
+    S, A = data.dong["smollm2"], data.curves["smollm2"]
+    L = len(S["SAN"].by_layer) - 1
+    sizes = f"{data.smollm2_texts} texts of {data.smollm2_tokens} tokens, layers 0..{L} of {SMOLLM2_LAYERS}"
 
     def judged(variant, relation, quantity, paper_value):
-        ys = S[variant]["mean"]["mean"]
+        ys = S[variant].by_layer
         return compare(f"SmolLM2: {quantity}", ys[-1], relation, COLLAPSED, paper_value=paper_value, where=WHERE,
                        cannot_decide=ANOTHER_DECODER,
                        detail=f"pre-norm surgery {variant}, per layer: {_layers(ys)}{_overflow_text(S[variant])}; "
-                              f"{sizes}; attnlab's {variant}: {_layers(A[variant]['mean']['mean'])}"
+                              f"{sizes}; attnlab's {variant}: {_layers(A[variant].by_layer)}"
                               f"{_overflow_text(A[variant])}",
-                       values={"by_layer": ys, "attnlab_by_layer": A[variant]["mean"]["mean"]})
+                       values={"by_layer": ys, "attnlab_by_layer": A[variant].by_layer})
 
     out.append(judged("SAN", "<", f"pure attention (z = MHA(N_1(x)), norm kept) relative residual at layer {L}",
                       "||res SAN(X)|| -> 0; ~0 from l = 5-9 (pretrained BERT, ALBERT, XLNet)"))
@@ -500,24 +642,24 @@ def _smollm2_summary(data: dict) -> list[Check]:
                       REFERENCE["pretrained_mlp_collapse"]))
     out.append(judged("SAN+skip", ">", f"SAN+skip (z = x + MHA(N_1(x))) relative residual at layer {L}",
                       REFERENCE["pretrained_skip_full_last"]))
-    full = S["transformer"]["mean"]["mean"]
+    full = S["transformer"].by_layer
     out.append(compare(f"SmolLM2: transformer relative residual at layer {L} of {SMOLLM2_LAYERS} vs BERT's 12 of 12",
                        full[-1], "±", 0.31, tolerance=FIGURE_TOL, paper_value=REFERENCE["pretrained_skip_full_last"],
                        where=WHERE, cannot_decide=ANOTHER_DECODER + f"; layer {L} of {SMOLLM2_LAYERS}",
                        detail=f"per layer: {_layers(full)}; {sizes}", values={"by_layer": full}))
     out.append(info("SmolLM2: relative residual at the last layer under attnlab's switches (each part off unless "
                     "named, pre-norm), " + " / ".join(VARIANTS),
-                    " / ".join(_fmt(A[v]["mean"]["mean"][-1]) + _overflow_text(A[v]) for v in VARIANTS),
+                    " / ".join(_fmt(A[v].last) + _overflow_text(A[v]) for v in VARIANTS),
                     paper_value="(Dong et al. keep LayerNorm in every ablation)", where=WHERE,
                     detail="without any norm the pre-norm stream is never rescaled: SAN+MLP (z = FFN(MHA(x)), SwiGLU "
                            "is quadratic in its input) overflows float64 within a few layers; a curve stops at the "
                            f"last finite state; {sizes}",
-                    values={v: A[v]["mean"]["mean"] for v in VARIANTS}))
-    if "pretrained" in data["dong"]:
-        P = data["dong"]["pretrained"]
-        Lm = len(P["SAN"]["mean"]["mean"]) - 1
+                    values={v: A[v].by_layer for v in VARIANTS}))
+    if "pretrained" in data.dong:
+        P = data.dong["pretrained"]
+        Lm = len(P["SAN"].by_layer) - 1
         for v in DONG_VARIANTS:
-            mini, smol = P[v]["mean"]["mean"], S[v]["mean"]["mean"]
+            mini, smol = P[v].by_layer, S[v].by_layer
             out.append(info(f"relative residual at relative depth l/L = 1/2 and 1, Dong et al.'s surgery {v}: "
                             "MiniLM (post-LN, l = 3, 6) / SmolLM2 (pre-norm, causal, l = 15, 30)",
                             " / ".join(_fmt(x) if x is not None else "-" for x in
@@ -541,7 +683,7 @@ _COLORS = {v: c for v, c in zip(VARIANTS, (PALETTE[0], PALETTE[1], PALETTE[2], P
 _DONG_COLORS = {"SAN": PALETTE[3], "SAN+skip": PALETTE[1], "SAN+MLP": PALETTE[2], "transformer": PALETTE[6]}
 
 
-def _figures(data: dict, cfg: AblationsConfig) -> list:
+def _figures(data: Measured, cfg: AblationsConfig) -> list:
     figs = []
     refs = {"pretrained": "Dong et al. (pretrained, l=12, SAN+skip / transformer): BERT 0.07 / 0.31, ALBERT 0 / 0.56, "
                           "XLNet 0.10 / 0.52; SAN ~0 by l=5-9.",
@@ -557,17 +699,16 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
     whats = {"mean": "token-mean residual X - 1 mean^T (Dong et al.'s measure), in ||.||_{1,inf}",
              "svd": "rank-one SVD residual X - sigma_1 u_1 v_1^T, in ||.||_{1,inf}",
              "two": "the notes' residual (2-norm argmin = token mean) in the notes' 2-norm, ||res X||_2 / ||X||_2"}
-    for m, by_variant in data["curves"].items():
-        texts, tokens = ((data["smollm2"]["texts"], data["smollm2"]["tokens"]) if m == "smollm2"
-                         else (data["texts"], data["tokens"]))
-        for kind in ("mean", "svd", "two"):
+    for m, by_variant in data.curves.items():
+        texts, tokens = data.sizes(m)
+        for kind in KINDS:
             lines = []
-            for v, c in data["dong"][m].items():
-                ys = c[kind]["mean"]
+            for v, c in data.dong[m].items():
+                ys = c.curve(kind).mean
                 lines.append(series(f"Dong: {v}", list(range(len(ys))), [max(y, 1e-17) for y in ys],
                                     color=_DONG_COLORS[v], style="dashed", marker=False))
             for v, c in by_variant.items():
-                ys = c[kind]["mean"]
+                ys = c.curve(kind).mean
                 lines.append(series(v, list(range(len(ys))), [max(y, 1e-17) for y in ys], color=_COLORS[v]))
             figs.append(line_figure(
                 f"ablation-{m}-{kind}.png",
@@ -580,8 +721,8 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
                 series=lines, xlabel="layer l", ylabel="relative residual", yscale="log",
                 title=f"{m}: {kind} residual"))
     styles = ("solid", "dashed", "dotted")
-    minilm_dong = {m: c for m, c in data["dong"].items() if m in MINILM_MODELS}
-    dong = [series(f"{m}: {v}", list(range(len(c["mean"]["mean"]))), c["mean"]["mean"], color=_DONG_COLORS[v],
+    minilm_dong = {m: c for m, c in data.dong.items() if m in MINILM_MODELS}
+    dong = [series(f"{m}: {v}", list(range(len(c.by_layer))), c.by_layer, color=_DONG_COLORS[v],
                    style=styles[i % 3])
             for i, (m, by_variant) in enumerate(minilm_dong.items()) for v, c in by_variant.items()]
     figs.insert(0, line_figure(
@@ -593,11 +734,11 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
         "pretrained SAN+skip / transformer 0.07 / 0.31 (BERT), 0 / 0.56 (ALBERT), 0.10 / 0.52 (XLNet); random "
         "init 0.45 / 0.35, 0.26 / 0.26, 0.93 / 0.73.",
         series=dong, xlabel="layer l", ylabel="relative residual", title="Dong et al.'s surgery, linear axis"))
-    if "smollm2" in data["dong"] and "pretrained" in data["dong"]:
+    if "smollm2" in data.dong and "pretrained" in data.dong:
         lines = []
         for m, style, L in (("pretrained", "solid", None), ("smollm2", "dashed", SMOLLM2_LAYERS)):
-            for v, c in data["dong"][m].items():
-                ys = c["mean"]["mean"]
+            for v, c in data.dong[m].items():
+                ys = c.by_layer
                 depth = L if L is not None else len(ys) - 1
                 lines.append(series(f"{'MiniLM' if m == 'pretrained' else 'SmolLM2'}: {v}",
                                     [l / depth for l in range(len(ys))], [max(y, 1e-17) for y in ys],
@@ -606,14 +747,14 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
             "ablation-minilm-vs-smollm2.png",
             "Relative residual (token mean, ||.||_{1,inf}) against relative depth l/L under Dong et al.'s surgery "
             "(norm kept in every variant): pretrained all-MiniLM-L6-v2 (post-LN encoder, L = 6, solid with markers, "
-            f"{data['texts']} texts of {data['tokens']} tokens) and SmolLM2-135M-Instruct (causal pre-RMSNorm decoder, "
-            f"L = 30, dashed, {data['smollm2']['texts']} texts of {data['smollm2']['tokens']} tokens, its own "
+            f"{data.texts} texts of {data.tokens} tokens) and SmolLM2-135M-Instruct (causal pre-RMSNorm decoder, "
+            f"L = 30, dashed, {data.smollm2_texts} texts of {data.smollm2_tokens} tokens, its own "
             "tokens of the same help topics), surgery translated to pre-norm (SAN z = MHA(N_1(x)), SAN+skip "
             "z = x + MHA(N_1(x)), SAN+MLP u = MHA(N_1(x)), z = u + FFN(N_2(u))). SmolLM2's states are un-normalised "
             "pre-norm streams, MiniLM's LayerNorm outputs; neither model is Dong et al.'s.",
             series=lines, xlabel="relative depth l/L", ylabel="relative residual", yscale="log",
             title="MiniLM and SmolLM2, Dong et al.'s surgery"))
-    comp = {m: vs for m, vs in data["composite"].items() if vs}
+    comp = {m: vs for m, vs in data.composite.items() if vs}
     if comp:
         lines, kstyle = [], {"mean": "solid", "composite": "dashed", "svd": "dotted"}
         for m, vs in comp.items():
@@ -633,28 +774,28 @@ def _figures(data: dict, cfg: AblationsConfig) -> list:
     return figs
 
 
-def _tables(data: dict) -> list[Table]:
+def _tables(data: Measured) -> list[Table]:
     rows = []
-    for surgery, table in (("Dong et al. (LN kept)", data["dong"]), ("attnlab (each part off unless named)",
-                                                                     data["curves"])):
+    for surgery, table in (("Dong et al. (LN kept)", data.dong), ("attnlab (each part off unless named)",
+                                                                  data.curves)):
         for m, by_variant in table.items():
             for v, c in by_variant.items():
-                for kind in ("mean", "svd", "two"):
-                    rows.append([surgery, m, v, kind, *(c[kind]["mean"][l] if l < len(c[kind]["mean"]) else None
-                                                        for l in (0, 1, 2, 3, 6, 12))])
+                for kind in KINDS:
+                    ys = c.curve(kind).mean
+                    rows.append([surgery, m, v, kind, *(ys[l] if l < len(ys) else None for l in (0, 1, 2, 3, 6, 12))])
     curves = Table("Relative residual at layers 0, 1, 2, 3, 6, 12 (mean over texts); residual 'two' is the notes' "
                    "2-norm ratio ||res X||_2 / ||X||_2, the others ||res X||_{1,inf} / ||X||_{1,inf}",
                    ["surgery", "network", "ablation", "residual", "l=0", "l=1", "l=2", "l=3", "l=6", "l=12"],
                    rows, ["text"] * 4 + ["float"] * 6)
-    G = data["dong"]
+    G = data.dong
     ours = {}
     if "random" in G:
-        r = lambda v: G["random"][v]["mean"]["mean"]  # noqa: E731
+        r = lambda v: G["random"][v].by_layer  # noqa: E731
         ours |= {"random_layer0": _fmt(r("SAN")[0]), "random_san_l1": _fmt(r("SAN")[1]),
                  "random_san_l2": _fmt(r("SAN")[2]),
                  "random_skip_full_last": f"l=6: {r('SAN+skip')[-1]:.3f} / {r('transformer')[-1]:.3f}"}
     if "pretrained" in G:
-        p = lambda v: G["pretrained"][v]["mean"]["mean"]  # noqa: E731
+        p = lambda v: G["pretrained"][v].by_layer  # noqa: E731
         ours |= {"pretrained_layer0": _fmt(p("SAN")[0]),
                  "pretrained_san_collapse": f"< {COLLAPSED:g} from l = {_first_below(p('SAN'), COLLAPSED)}; "
                                             f"{_fmt(p('SAN')[3])} at l=3",
@@ -669,10 +810,10 @@ def _tables(data: dict) -> list[Table]:
         fracs = [k / 6 for k in range(7)]
         depth_rows = []
         for surgery, table in (("Dong et al. (norm kept)", G), ("attnlab (each part off unless named)",
-                                                                data["curves"])):
+                                                                data.curves)):
             for m, L in (("pretrained", 6), ("smollm2", SMOLLM2_LAYERS)):
                 for v, c in table.get(m, {}).items():
-                    ys = c["mean"]["mean"]
+                    ys = c.by_layer
                     depth_rows.append([surgery, "MiniLM" if m == "pretrained" else "SmolLM2", v,
                                        *(_at_depth(ys, f, L) for f in fracs)])
         tables.append(Table("Relative residual (token mean, ||.||_{1,inf}) at matched relative depth l/L: MiniLM's "
@@ -721,12 +862,12 @@ SMOLLM2_NOTES = [
 def run(cfg: AblationsConfig, run_dir=None) -> ExperimentResult:
     data, views = _measure(cfg, run_dir)
     notes = list(NOTES)
-    if "smollm2" in data["dong"]:
+    if "smollm2" in data.dong:
         notes += SMOLLM2_NOTES
-    if "smollm2" in data["skipped"]:
-        notes.append(f"SmolLM2 was not measured ({data['skipped']['smollm2']}); its rows and figures are left out.")
+    if "smollm2" in data.skipped:
+        notes.append(f"SmolLM2 was not measured ({data.skipped['smollm2']}); its rows and figures are left out.")
     return ExperimentResult(summary=_summary(data, cfg), tables=_tables(data), figures=_figures(data, cfg),
-                            notes=notes, data=data, interactive=views)
+                            notes=notes, data=data.to_dict(), interactive=views)
 
 
 register_experiment(Experiment(EXPERIMENT_ID,
