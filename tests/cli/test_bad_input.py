@@ -50,6 +50,8 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
         ("reproduce", "scale"): [(["reproduce", tm, "--scale", "huge"], "--scale must be one of quick, paper")],
         ("reproduce", "set_"): [(["reproduce", tm, "--set", "nope=1"], "--set nope: no experiment of this run has"),
                                 (["reproduce", tm, "--set", "smollm2"], "key=value")],
+        ("reproduce", "only"): [(["reproduce", tm, "--only", "nope"], "--only nope: not an experiment of"),
+                                (["reproduce", tm, "--only", "logic.learning"], "--only logic.learning: not an experiment")],
         ("reproduce", "out"): [(["reproduce", tm, "--out", str(a_file)], "is a file, not a directory"),
                                (["reproduce", tm, "--out", ""], "--out is empty")],
         ("reproduce", "seed"): [(["reproduce", tm, "--seed", "-1"], "--seed " + seed_range)],

@@ -67,11 +67,6 @@ def test_plain_progress_counts_and_eta(capsys):
     assert lines[1].endswith("(2/4, ETA 0:00:00)") and lines[2].endswith("(4/4)")
 
 
-@pytest.mark.parametrize("seconds, text", [(0, "0:00:00"), (62, "0:01:02"), (3725.4, "1:02:05")])
-def test_hms(seconds, text):
-    from attnlab.cli import _hms
-
-    assert _hms(seconds) == text
 
 
 def test_every_commands_help_flows_as_paragraphs():
