@@ -76,9 +76,10 @@ at every lr of ``sweep_lrs``, each over ``sweep_seeds`` seeds (a table).
 **Speed.** Every model (main runs and sweep) trains alone with its own L-BFGS (:func:`train_all`), on
 one thread, ``workers`` models side by side in processes; the loss and its gradient are computed over
 chunks of about 2500 token rows (:func:`~attnlab.papers.logic.model.chunked_mse`), which at the text's
-size halves the time of an evaluation (``benchmarks/bench_logic_training.py``: 0.22 s to 0.11 s on one
-core, with a torch.profiler breakdown). Both change floating-point order only; the result is the same
-for any number of workers.
+size halves the time of an L-BFGS step (``benchmarks/bench_logic_training.py``: 5.8 s to 2.9 s per step
+of 20 iterations on one core, with a torch.profiler breakdown). Both change floating-point order only;
+the result is the same for any number of workers. At the text's size the 42 models of the paper preset
+trained in 51 min on 2 cores (``results/paper-scale/logic/``; estimated 55 min).
 
 **Which mechanism training finds** (§4.2: "the unconstrained flavor performs the best by leveraging
 the combination of the third and the second solutions"). For every free model that learned the task
