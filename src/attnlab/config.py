@@ -98,6 +98,15 @@ def check_seed(seed: Any, name: str = "seed") -> int:
     return check_int(name, seed, 0, SEED_LIMIT - 1)
 
 
+def cpu_cores() -> int:
+    """Cores this process may use (the affinity mask where the OS has one)."""
+    import os
+
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 def device_memory(device: str = "cpu") -> int | None:
     """Bytes the device can give: free memory on CUDA, physical memory on the CPU (None if unknown)."""
     if device.startswith("cuda"):

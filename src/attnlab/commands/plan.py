@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from rich.markup import escape
 
-from attnlab.config import device_memory
+from attnlab.config import cpu_cores, device_memory
 from attnlab.estimates import Estimate, format_bytes, format_seconds, total
 from attnlab.registry import Experiment
 from attnlab.terminal import Col, print_table
@@ -122,14 +122,12 @@ def plan_reproduce(paper: str | Sequence[str], *, scale: str = "quick", seed: in
                    only: Sequence[str] | None = None) -> Plan:
     """The plan of :func:`attnlab.commands.reproduce.reproduce` with these arguments: every
     experiment's configs built as it builds them (nothing is run or written)."""
-    import os
-
     from attnlab.commands.reproduce import resolve
     from attnlab.sweeps.spec import expand
 
     _, exps, configs, specs = resolve(paper, scale=scale, seed=seed, device=device, settings=settings,
                                       only=only)
-    workers = sweep_workers or os.cpu_count() or 1
+    workers = sweep_workers or cpu_cores()
     out = []
     for e in exps:
         if e.id in specs:
@@ -142,12 +140,10 @@ def plan_reproduce(paper: str | Sequence[str], *, scale: str = "quick", seed: in
 
 def plan_sweep(exp: Experiment, spec, device: str = "cpu", workers: int | None = None) -> Plan:
     """The plan of ``attnlab sweep`` (:func:`attnlab.sweeps.run_sweep`) for ``spec``."""
-    import os
-
     from attnlab.sweeps.spec import expand
 
     runs = [r.config for r in expand(exp, spec, device)]
-    return Plan((planned(exp, runs, workers or min(os.cpu_count() or 1, len(runs))),), device)
+    return Plan((planned(exp, runs, workers or min(cpu_cores(), len(runs))),), device)
 
 
 def print_plan(console, plan: Plan, title: str) -> None:

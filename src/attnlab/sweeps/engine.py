@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from attnlab.config import check_device
+from attnlab.config import check_device, cpu_cores
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
 from attnlab.runs.jsonable import to_jsonable
 from attnlab.runs.rundir import RunDir, utc_now, writable_dir
-from attnlab.sweeps.executors import check_executor, cpu_cores, open_executor
+from attnlab.sweeps.executors import check_executor, open_executor
 from attnlab.sweeps.spec import RunPlan, SweepSpec, expand, resolved_overrides
 from attnlab.sweeps.table import TABLE, SweepTable
 from attnlab.sweeps.worker import LOG, RESULT, RunItem

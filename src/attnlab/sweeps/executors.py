@@ -27,24 +27,17 @@ Ctrl-C, cancels runs not yet started and terminates running workers.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Iterator, Sequence
 
+from attnlab.config import cpu_cores
 from attnlab.errors import ConfigError
 from attnlab.sweeps.worker import RunItem, error_line, execute_run
 
 EXECUTORS = ("inline", "process", "dask")
 CONNECT_TIMEOUT_S = 3
-
-
-def cpu_cores() -> int:
-    """Cores this process may use (the affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def _failed(item: RunItem, e: BaseException, what: str = "") -> dict:

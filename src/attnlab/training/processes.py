@@ -14,27 +14,20 @@ runs here, in this process.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Sequence
 
 import torch
 
+from attnlab.config import cpu_cores
 from attnlab.errors import ConfigError
-
-
-def available_cores() -> int:
-    """Cores this process may use (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def resolve_workers(workers: int, tasks: int) -> int:
     """The processes to use: ``workers`` (0: one per available core), never more than ``tasks``."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise ConfigError(f"workers must be an integer >= 0 (0: one per core), got {workers!r}")
-    return max(1, min(workers or available_cores(), tasks))
+    return max(1, min(workers or cpu_cores(), tasks))
 
 
 def _one_thread(fn: Callable[[Any], Any], item: Any) -> Any:
