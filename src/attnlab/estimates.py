@@ -2,8 +2,10 @@
 
 An :class:`Estimate` is what a construction (``Construction.estimate``) or an experiment
 config (``Config.estimate``) says about itself before any array is allocated: the peak
-memory, the work that dominates its time, and one line naming what dominates. Nothing is
-run to produce it but arithmetic on the parameters.
+memory, the work that dominates its time, and one line naming what dominates. It is
+arithmetic on the parameters, except ``timed``: seconds an estimate measures by running a short
+piece of the real computation (one training evaluation at the run's sizes), for work the six
+kinds below do not rate well.
 
 Memory: ``peak_bytes``, the most the computation holds at once (arrays, LAPACK workspace
 and temporaries), counted from the shapes it allocates.
