@@ -120,7 +120,7 @@ def init_authors_model(
 
 
 @functools.lru_cache(maxsize=16)
-def _positions(n_tokens: int, d: int, dtype: torch.dtype, device: str) -> Tensor:
+def positions(n_tokens: int, d: int, dtype: torch.dtype, device: str) -> Tensor:
     """pos_0..pos_{n_tokens-1} as rows: (n_tokens, d), a constant (cached)."""
     return sinusoidal_encoding(n_tokens, d, dtype=dtype).to(device)
 
@@ -147,7 +147,7 @@ def _forward(params: dict[str, Tensor], E_raw: Tensor, x: Tensor, keys: str,
     d_v = W_V.shape[-1]
     n = E_raw.shape[-2]
     s = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    pos = _positions(n + 1, d, x.dtype, str(x.device))  # (n+1, d): pos_0 query, pos_1..n context
+    pos = positions(n + 1, d, x.dtype, str(x.device))  # (n+1, d): pos_0 query, pos_1..n context
     e = x.reshape(-1, x.shape[-1]) @ W_E + b_E + pos[0]  # (B, d)
     shared = E_raw.ndim == 2
     E = (E_raw if shared else E_raw.reshape(-1, n, E_raw.shape[-1])) @ W_E + b_E + pos[1:]  # (n, d) | (B, n, d)

@@ -39,9 +39,12 @@ update, so the stopped parameters are exactly the memorizing ones).
 The authors' model (``model="authors"``; :mod:`attnlab.papers.memorization.authors_model`:
 linear embedding, sinusoidal positions, one attention layer read at the query token, as
 released with d_v = 1 and the query's own key masked, ``d_v=1, keys="context"``) trains in the
-same loop with gradients by autograd through a vmap of ``authors_model`` over the M models
-(``autograd_loss_and_grads``); the queries and context are then raw inputs, embedded by the
-model.
+same loop; the queries and context are then raw inputs, embedded by the model. With the query's
+key masked its context side folds the same way, the embedding included
+(:mod:`attnlab.papers.memorization.authors_folded`, backward written out: 35k FLOPs per example
+at H = 8, d_v = 1 against 191k unfolded); with ``keys="all"`` (the query also attends to itself)
+the gradients come from autograd through a vmap of ``authors_model`` over the M models
+(``autograd_loss_and_grads``).
 
 Search (``search_capacity``): bracket upwards from T_start by a factor between 1 +
 (growth - 1) / 10 and ``growth``, smaller the closer the last success came to the step
@@ -67,8 +70,10 @@ from attnlab.checks import Bound
 from attnlab.config import Config, check_choice, check_device, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
+from attnlab.papers.memorization.authors_folded import authors_loss_and_grads
 from attnlab.papers.memorization.authors_model import KEYS, authors_attention, authors_model, init_authors_model
 from attnlab.papers.memorization.data import draw_nested_dataset
+from attnlab.papers.memorization.losses import masked_cross_entropy
 from attnlab.papers.memorization.model import (
     attention_classifier,
     init_attention_classifier,
@@ -128,14 +133,7 @@ def loss_and_grads(params: Params, E: Tensor, e: Tensor, y: Tensor, T_m: Tensor
     M, H, n, d_v, (T, d), C = K.shape[0], K.shape[1], E.shape[0], V.shape[-1], e.shape, N.shape[-1]
     theta = torch.softmax((e @ A).view(M, T, H, n), dim=-1).view(M, T, H * n)  # eqs. (1)-(2)
     logits = theta @ N  # (M, T, C)
-    mask = torch.arange(T, device=e.device) < T_m[:, None]  # (M, T)
-    logp = torch.log_softmax(logits, dim=-1)
-    weight = mask.to(logits.dtype) / T_m[:, None].to(logits.dtype)  # 1 / T_m on the rows used
-    label_logp = logp.gather(-1, y.expand(M, T)[..., None])[..., 0]  # (M, T)
-    loss = -(label_logp * weight).sum(-1)
-    correct = ((logits.argmax(-1) == y) & mask).sum(-1)
-    G = logp.exp_()  # dL/dy_hat = (softmax - onehot) / T_m on used rows: (M, T, C)
-    G.scatter_add_(-1, y.expand(M, T)[..., None], -torch.ones_like(G[..., :1])).mul_(weight[..., None])
+    loss, G, correct = masked_cross_entropy(logits, y, T_m)  # G = dL/dy_hat: (M, T, C)
     dN = theta.mT @ G  # (M, H n, T) @ (M, T, C) -> (M, H n, C)
     dtheta = (G @ N.mT).view(M, T, H, n)  # (M, T, H, n)
     th = theta.view(M, T, H, n)
@@ -262,7 +260,9 @@ def train_candidates(Ts: list[int], E: Tensor, e: Tensor, y: Tensor, cfg: Search
     t0 = time.perf_counter()
     for s in range(cfg.max_steps + 1):
         T_max = int(T_alive.max())
-        if cfg.model == "authors":
+        if cfg.model == "authors" and cfg.keys == "context":
+            loss, grads, correct = authors_loss_and_grads(params, E, e[:T_max], y[:T_max], T_alive)
+        elif cfg.model == "authors":
             loss, grads, correct = autograd_loss_and_grads(params, E, e[:T_max], y[:T_max], T_alive, cfg.keys)
         else:
             loss, grads, correct = loss_and_grads(params, E, e[:T_max], y[:T_max], T_alive)
@@ -375,22 +375,36 @@ class SearchConfig(Config):
 
 
 SEARCH_STEP_OPS = 50  # torch ops of one step of train_candidates besides Adam (loss_and_grads, the stop test)
+FOLDED_AUTHORS_OPS = 40  # the folded authors' model's further ops: embedding, the read-out, 8 gradients
 
 
 def attempt_work(sc: SearchConfig, T: int, M: int, steps: int) -> dict[str, float]:
     """The work of :func:`train_candidates` training M models on up to T examples for ``steps``
-    updates, as Estimate keywords (:mod:`attnlab.estimates`; C = n_classes, d_v, d_h of ``sc``):
+    updates, as Estimate keywords (:mod:`attnlab.estimates`; C = n_classes, d_v, d_h of ``sc``,
+    d_in = d):
 
-        gemm   plain (folded):  3 M steps (2 T H n (d + C) + 2 H n d (d_h + d_v) + 2 H d n d_h + 2 H n d_v C)
-               authors:         3 M steps (T F_ex + F_model)     (capacity_cells.forward_flops)
+        gemm   plain (folded):    3 M steps (2 T H n (d + C) + 2 H n d (d_h + d_v) + 2 H d n d_h + 2 H n d_v C)
+               authors, keys="context" (folded, :mod:`attnlab.papers.memorization.authors_folded`):
+                                  3 M steps (T (2 H n d + R) + 2 n d^2 + 2 H n d (d_h + d_v) + 2 H d n d_h
+                                             + 2 d H n d + 2 H d_v d C),
+                                  R = 2 H (n d_v + d_v C) values first, else 2 H n C (+ 2 H n d_v C per step)
+               authors, keys="all": 3 M steps (T F_ex + F_model)     (capacity_cells.forward_flops)
         traffic  itemsize M steps (30 T H n + 10 T C + 10 P)     softmax, log-softmax, Adam
-        calls    TORCH_OP steps (SEARCH_STEP_OPS + 5 ADAM_OPS)   (authors: + the autograd's STEP_OPS)
+        calls    TORCH_OP steps (SEARCH_STEP_OPS + 5 ADAM_OPS)   (authors: + FOLDED_AUTHORS_OPS folded,
+                                                                  + the autograd's STEP_OPS with keys="all")
 
     forward + backward counted as 3 forwards."""
+    from attnlab.papers.memorization.authors_folded import _values_first
     from attnlab.papers.memorization.capacity_cells import ADAM_OPS, STEP_OPS, TORCH_OP, forward_flops
 
     H, n, d, d_h, d_v, C = sc.H, sc.n, sc.d, sc.d_h, sc.d_v, sc.n_classes
-    if sc.model == "authors":
+    if sc.model == "authors" and sc.keys == "context":
+        values_first = _values_first(H, n, d_v, C)
+        f_ex = 2.0 * H * n * d + (2.0 * H * (n * d_v + d_v * C) if values_first else 2.0 * H * n * C)
+        f_model = (2.0 * n * d * d + 2.0 * H * n * d * (d_h + d_v) + 2.0 * H * d * n * d_h + 2.0 * d * H * n * d
+                   + 2.0 * H * d_v * d * C + (0.0 if values_first else 2.0 * H * n * d_v * C))
+        ops = SEARCH_STEP_OPS + FOLDED_AUTHORS_OPS
+    elif sc.model == "authors":
         f_ex, f_model = forward_flops(H, n, d, d_h, d_v, C, shared_context=True, embedded=True)
         ops = SEARCH_STEP_OPS + STEP_OPS
     else:

@@ -14,6 +14,7 @@ classification; for regression the experiments compare the MSE with a threshold.
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -32,6 +33,30 @@ def classifier_metrics(params: dict[str, Tensor], E: Tensor, e: Tensor, y: Tenso
         "loss": F.cross_entropy(logits, y),
         "accuracy": (logits.argmax(-1) == y).to(logits.dtype).mean(),
     }
+
+
+def masked_cross_entropy(logits: Tensor, y: Tensor, T_m: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The masked mean cross-entropy of M stacked models and its gradient in the logits.
+
+    logits (M, T, C), y (T,) integer labels, T_m (M,) int64: model m is scored on its first
+    T_m[m] rows,
+
+        L_m = -(1 / T_m) sum_{t < T_m} log softmax(y_hat_m^(t))[y^(t)],
+        dL_m / dy_hat_m^(t) = (softmax(y_hat_m^(t)) - onehot(y^(t))) / T_m   (0 for t >= T_m).
+
+    -> loss (M,), G = dL/dlogits (M, T, C), correct (M,) int64: the labels among its T_m rows
+    that are the argmax of y_hat_m.
+    """
+    M, T = logits.shape[:2]
+    mask = torch.arange(T, device=logits.device) < T_m[:, None]  # (M, T)
+    weight = mask.to(logits.dtype) / T_m[:, None].to(logits.dtype)  # 1 / T_m on the rows used
+    logp = torch.log_softmax(logits, dim=-1)
+    labels = y.expand(M, T)[..., None]  # (M, T, 1)
+    loss = -(logp.gather(-1, labels)[..., 0] * weight).sum(-1)
+    correct = ((logits.argmax(-1) == y) & mask).sum(-1)
+    G = logp.exp_()
+    G.scatter_add_(-1, labels, -torch.ones_like(G[..., :1])).mul_(weight[..., None])
+    return loss, G, correct
 
 
 def regression_loss(params: dict[str, Tensor], E: Tensor, e: Tensor, y: Tensor) -> Tensor:
