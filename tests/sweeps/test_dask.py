@@ -49,3 +49,35 @@ def test_unreachable_scheduler_via_the_cli(tmp_path, cli):
     assert code == 2 and time.monotonic() - t0 < 8
     assert len(err.strip().splitlines()) == 1 and "cannot reach Dask scheduler at tcp://127.0.0.1:1" in err
     assert "Traceback" not in err and out == ""
+
+
+# The memorization paper's capacity sweep, at a reduced grid: one run per H, spread over an
+# already running cluster by its address, as `attnlab sweep ... --scheduler tcp://HOST:PORT` does
+# for the paper-scale grid (results/paper-scale/README.md).
+REDUCED = ["--set", "d=8", "--set", "n=4", "--set", "n_classes=5", "--set", "steps=40",
+           "--set", "warmup=4", "--set", "T_factors=1;2", "--set", "replicates=2", "--set", "eval_every=10"]
+
+
+@pytest.mark.slow
+def test_a_memorization_sweep_on_a_running_cluster_gives_the_inline_table(tmp_path, cli, table_without_timing):
+    from distributed import LocalCluster
+
+    base = ["sweep", "memorization.capacity-vs-heads", "--grid", "H_grid=1,2", *REDUCED]
+    code, _, err = cli([*base, "--executor", "inline", "--out", str(tmp_path / "inline")])
+    assert code == 0, err
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://")
+        code, _, err = cli([*base, "--scheduler", address, "--out", str(tmp_path / "dask")])
+        assert code == 0, err
+    dask_table = table_without_timing(tmp_path / "dask" / "results.csv")
+    inline_table = table_without_timing(tmp_path / "inline" / "results.csv")
+    assert len(dask_table) == 3 and dask_table == inline_table  # header + one row per H: the same configs
+    summary = json.loads((tmp_path / "dask" / "summary.json").read_text())
+    assert (summary["total"], summary["ok"], summary["failed"]) == (2, 2, 0)
+    for run in (tmp_path / "inline" / "runs").iterdir():  # the same cells, bit for bit, wall times aside
+        ours, theirs = (json.loads((tmp_path / way / "runs" / run.name / "result.json").read_text())["result"]["data"]
+                        for way in ("inline", "dask"))
+        strip = lambda cells: [{k: v for k, v in c.items() if k != "seconds"} for c in cells]
+        assert len(ours["cells"]) == 2 and strip(ours["cells"]) == strip(theirs["cells"])
+        assert ours["largest_T_memorized"] == theirs["largest_T_memorized"]
