@@ -130,3 +130,14 @@ def test_a_time_bound_is_said_as_one_and_survives_a_total():
     both = total([exact, bound])
     assert both.time_bound == "the step budget" and both.gemm == 2e9 and "at most" in both.describe()
     assert total([exact, exact]).time_bound == "" and exact.to_dict()["time_bound"] == ""
+
+
+def test_the_rated_gpu_time_is_each_kind_over_the_gpu_rates_and_host_work_at_this_machines(monkeypatch):
+    monkeypatch.setattr(estimates, "_RATES", {"gemm": lambda: 1e10, "lapack": lambda: 1e9, "traffic": lambda: 1e10,
+                                              "arb": lambda: 1e8, "python": lambda: 1e7, "calls": lambda: 1e4})
+    e = Estimate(GiB, "x", gemm=2.5e13, lapack=1e12, traffic=4e12, arb=1e8, python=2e7, calls=3e4)
+    g = estimates.GPU_RATES
+    want = 2.5e13 / g["gemm"] + 1e12 / g["lapack"] + 4e12 / g["traffic"] + 1 + 2 + 3e4 / g["calls"]
+    assert estimates.gpu_seconds(e) == pytest.approx(want, rel=FLOAT64)
+    assert estimates.gpu_seconds(e) == pytest.approx(1 + 1 + 2 + 1 + 2 + 3, rel=FLOAT64)
+    assert estimates.gpu_seconds(Estimate(GiB, "x", gemm=1e9, timed=2.0)) is None  # seconds timed on this CPU

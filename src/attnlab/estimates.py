@@ -330,6 +330,29 @@ _RATES: Mapping[str, Callable[[], float]] = {"gemm": _gemm_rate, "lapack": _lapa
                                              "calls": _call_rate}
 
 
+# ---- one GPU, rated -------------------------------------------------------------------------
+REFERENCE_GPU = "one H100-class GPU (rated)"
+GPU_RATES = {"gemm": 2.5e13, "lapack": 1.0e12, "traffic": 2.0e12, "calls": 1.0e4}
+"""Rates of one data-centre GPU, rated from its published figures rather than measured here
+(no GPU is needed to print them): products at 25 TFLOP/s (H100 SXM: 67 TFLOP/s float32 and
+float64 on its tensor cores at peak; small and float32 products run well below it),
+factorizations at 1 TFLOP/s (cuSOLVER on matrices of a few thousand rows), element-wise
+traffic at 2 TB/s (3.35 TB/s of HBM3 at peak), and a small call at 100 us: a torch operation on
+small tensors (0.1 call) costs about 10 us of launch and dispatch on the host, however little
+it computes. Ball arithmetic and interpreted loops run on the host's CPU and keep this
+machine's rates. Where a run is made of many small operations (the memorization searches,
+tens of thousands of steps of a few hundred small kernels) the GPU's time is the launches'."""
+
+
+def gpu_seconds(e: Estimate) -> float | None:
+    """The estimate's time on :data:`REFERENCE_GPU`: each kind over :data:`GPU_RATES` (arb and
+    python work at this machine's rates); None when part of it is ``timed`` (seconds measured
+    on this CPU, which no rate converts)."""
+    if e.timed > 0:
+        return None
+    return sum(getattr(e, k) / GPU_RATES.get(k, rate(k)) for k in KINDS if getattr(e, k) > 0)
+
+
 def total(parts: Sequence[Estimate], what: str | None = None) -> Estimate:
     """Steps run one after another: the largest peak, the work summed; ``what`` names the
     step with the largest peak unless given; the time is a bound when any step's is."""
@@ -342,5 +365,5 @@ def total(parts: Sequence[Estimate], what: str | None = None) -> Estimate:
                     timed=sum(p.timed for p in parts))
 
 
-__all__ = ["ANNOUNCE_SECONDS", "Estimate", "GiB", "KINDS", "fitting_hint", "format_bytes", "format_seconds",
-           "largest_fitting", "matmul_flops", "qr_flops", "rate", "rates", "require_fits", "svd_flops", "total"]
+__all__ = ["ANNOUNCE_SECONDS", "Estimate", "GPU_RATES", "GiB", "KINDS", "REFERENCE_GPU", "fitting_hint",
+           "format_bytes", "format_seconds", "gpu_seconds", "largest_fitting", "matmul_flops", "qr_flops", "rate", "rates", "require_fits", "svd_flops", "total"]

@@ -19,6 +19,8 @@ pairs, then each text field indented, folded at word boundaries.
 
 from __future__ import annotations
 
+import textwrap
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -160,7 +162,9 @@ def print_table(console, title: str, columns: Sequence[Col], rows: Sequence[Sequ
         sub = [[r[i] for i in idx] for r in rows]
         t = Table(title=title if g == 0 else f"{title} (continued)", **table_kwargs)
         for c, w in zip(cols, widths(cols, sub, console.width)):
-            t.add_column(c.name, no_wrap=c.kind != "text", overflow="fold", width=w,
+            # a key or number column never wraps its cells; its header breaks between words instead
+            header = c.name if c.kind == "text" else "\n".join(textwrap.wrap(c.name, w)) or c.name
+            t.add_column(header, no_wrap=c.kind != "text", overflow="fold", width=w,
                          justify="right" if c.kind == "number" else "left")
         for r in sub:
             t.add_row(*r)

@@ -105,3 +105,13 @@ def test_stacked_layout_for_prose():
     out = buf.getvalue()
     assert re.search(r"^logic\.category-descent  reproduced  measured 0\.0123  required <= 0\.05$", out, re.M)
     assert max(map(len, out.splitlines())) <= WIDTH
+
+
+def test_a_number_columns_header_breaks_between_words_and_is_never_cut():
+    buf = io.StringIO()
+    console = Console(file=buf, width=WIDTH, force_terminal=False, color_system=None)
+    print_table(console, "t", [Col("experiment", "key"), Col("one GPU, rated", "number")], [["a.b", "98 s"]])
+    out = buf.getvalue()
+    header = [line for line in out.splitlines() if "GPU" in line or "rated" in line]
+    assert "one" in out and "GPU," in out and "rated" in out and "98 s" in out
+    assert all(len(line) <= WIDTH for line in out.splitlines()) and header

@@ -104,3 +104,16 @@ def test_only_limits_the_run_to_the_named_experiments(cli):
 def test_only_with_an_unknown_name_lists_the_papers_experiments(cli_error):
     line = cli_error(["reproduce", "invertibility", "--only", "nope", "--dry-run"])
     assert line.startswith("attnlab: error: --only nope: not an experiment of invertibility; choose from conditioning, ")
+
+
+def test_the_plan_gives_a_rated_gpu_time_and_the_cpus_for_cpu_only_experiments(cli):
+    from attnlab.estimates import gpu_seconds
+
+    plan = plan_reproduce("memorization", scale="paper", only=["construction", "capacity-vs-heads"])
+    by_id = {p.id: p for p in plan.experiments}
+    construction, heads = by_id["memorization.construction"], by_id["memorization.capacity-vs-heads"]
+    assert construction.cpu_only and construction.gpu_seconds == construction.estimate.seconds
+    assert not heads.cpu_only and heads.gpu_seconds == gpu_seconds(heads.estimate) < heads.estimate.seconds
+    assert construction.to_dict()["seconds_one_gpu_rated"] == construction.gpu_seconds
+    code, out, _ = cli(["reproduce", "memorization", "--scale", "paper", "--only", "construction", "--dry-run"])
+    assert code == 0 and "GPU" in out and "rated" in out  # the header breaks between words on a narrow console

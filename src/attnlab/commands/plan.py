@@ -13,6 +13,10 @@ leaves its number out of the total: the total time is then a lower bound, and sa
 Where an experiment's time is an upper bound (training counted to its step budget, a search
 to its limit, when runs stop once the examples are memorised: ``Estimate.time_bound``), it is
 printed as one ("<= 26 min"), and so is a total that includes it.
+
+Beside this machine's time the plan gives the time on one GPU, rated rather than measured
+(:data:`attnlab.estimates.GPU_RATES`; ``-`` where the estimate is timed on this CPU); an
+experiment that runs on the CPU inside a CUDA run keeps this machine's time there.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any, Mapping, Sequence
 from rich.markup import escape
 
 from attnlab.config import cpu_cores, device_memory
-from attnlab.estimates import Estimate, format_bytes, format_seconds, total
+from attnlab.estimates import Estimate, format_bytes, format_seconds, gpu_seconds, total
 from attnlab.registry import Experiment
 from attnlab.terminal import Col, print_table
 
@@ -37,16 +41,27 @@ class PlannedExperiment:
     id: str
     runs: int
     estimate: Estimate | None
+    cpu_only: bool = False  # runs on the host CPU inside a CUDA run too (Experiment.cpu_only)
 
     @property
     def timed(self) -> bool:
         """Whether the estimate counts time (some count memory only)."""
         return self.estimate is not None and self.estimate.seconds > 0
 
+    @property
+    def gpu_seconds(self) -> float | None:
+        """The time on :data:`attnlab.estimates.REFERENCE_GPU`, one run after another: this
+        machine's time for a CPU-only experiment; None where the time is not counted, or timed on
+        this CPU."""
+        if not self.timed:
+            return None
+        return self.estimate.seconds if self.cpu_only else gpu_seconds(self.estimate)
+
     def to_dict(self) -> dict[str, Any]:
         e = self.estimate
         return {"experiment": self.id, "runs": self.runs, "estimate": None if e is None else e.to_dict(),
-                "time_counted": self.timed, "time_is_bound": bool(self.timed and e.time_bound)}
+                "time_counted": self.timed, "time_is_bound": bool(self.timed and e.time_bound),
+                "seconds_one_gpu_rated": self.gpu_seconds}
 
 
 @dataclass(frozen=True)
@@ -106,15 +121,16 @@ def planned(exp: Experiment, configs: Sequence[Any], workers: int = 1) -> Planne
     """The runs of ``exp`` with ``configs``, one after another on each of ``workers`` (module
     docstring): None when its config estimates nothing."""
     parts = [c.estimate() for c in configs]
+    cpu_only = bool(exp.cpu_only)
     if not parts or any(p is None for p in parts):
-        return PlannedExperiment(exp.id, len(configs), None)
+        return PlannedExperiment(exp.id, len(configs), None, cpu_only)
     e = total(parts)
     at_once = min(workers, len(parts))
     if at_once > 1:  # the runs share the workers: the peak adds up, the summed time bounds the wall time
         shared = f"the sum over {len(parts)} runs that {at_once} workers run side by side"
         e = dataclasses.replace(e, peak_bytes=e.peak_bytes * at_once,
                                 time_bound="; ".join(b for b in (e.time_bound, shared) if b))
-    return PlannedExperiment(exp.id, len(configs), e)
+    return PlannedExperiment(exp.id, len(configs), e, cpu_only)
 
 
 def plan_reproduce(paper: str | Sequence[str], *, scale: str = "quick", seed: int = 0, device: str = "cpu",
@@ -152,11 +168,14 @@ def print_plan(console, plan: Plan, title: str) -> None:
     for p in plan.experiments:
         e = p.estimate
         if e is None:
-            rows.append([escape(p.id), str(p.runs), "-", "-", "not estimated"])
+            rows.append([escape(p.id), str(p.runs), "-", "-", "-", "not estimated"])
             continue
-        when = ("<= " if e.time_bound else "") + format_seconds(e.seconds) if p.timed else "not counted"
-        rows.append([escape(p.id), str(p.runs), escape(format_bytes(e.peak_bytes)), escape(when), escape(e.what)])
+        bound = "<= " if e.time_bound else ""
+        when = bound + format_seconds(e.seconds) if p.timed else "not counted"
+        gpu = "-" if p.gpu_seconds is None else bound + format_seconds(p.gpu_seconds)
+        rows.append([escape(p.id), str(p.runs), escape(format_bytes(e.peak_bytes)), escape(when), escape(gpu),
+                     escape(e.what)])
     print_table(console, title, [Col("experiment", "key"), Col("runs", "number"), Col("peak", "number"),
-                                 Col("time", "number"), Col("dominated by")], rows)
+                                 Col("time", "number"), Col("one GPU, rated", "number"), Col("dominated by")], rows)
     console.print(("fits: " if plan.fits() is not False else "does not fit: ") + plan.summary(),
                   highlight=False, markup=False, soft_wrap=True)
