@@ -298,7 +298,8 @@ class HeadStructureConfig(RunConfig):
 
 TIMED_PADDED = 0.93  # a paper-preset batch's padded length over max_words + 1 (bible, seed 0: 30.8 / 33)
 TIMED_TOKENS = 0.62  # its mean target tokens per row over max_words + 1 (20.3 / 33)
-PARALLEL_SLOWDOWN = 1.1  # a training step with two models training side by side on 2 cores over one alone
+PARALLEL_SLOWDOWN = 1.1  # a step with two models side by side on 2 idle cores over one alone (assumed: the shared
+# memory bandwidth and cache; benchmarks/bench_head_structure_training.py measures it)
 
 
 def _step_seconds(cfg: HeadStructureConfig, n_heads: int) -> float:
