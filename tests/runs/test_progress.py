@@ -36,3 +36,13 @@ def test_without_a_sink_nothing_is_sent_and_the_sink_is_restored():
 
 def test_hms():
     assert [hms(0), hms(59.6), hms(3725), hms(-3)] == ["0:00:00", "0:01:00", "1:02:05", "0:00:00"]
+
+
+def test_a_note_goes_to_the_sink_and_nowhere_without_one():
+    from attnlab.runs.progress import note
+
+    lines = []
+    note("before any sink")  # nothing installed: dropped
+    with progress_sink(lines.append):
+        note("H = 8: T = 1240 memorized at step 8210")
+    assert lines == ["H = 8: T = 1240 memorized at step 8210"]

@@ -1,4 +1,4 @@
-"""Progress inside one long experiment, with an ETA: :class:`Steps` and :func:`progress_sink`.
+"""Progress inside one long experiment, with an ETA: :class:`Steps`, :func:`note` and :func:`progress_sink`.
 
 An experiment that trains for minutes or hours counts its units of work (models trained, epochs)
 with ``Steps(what, total)`` and ``advance()``; each advance sends one line,
@@ -8,7 +8,8 @@ with ``Steps(what, total)`` and ``advance()``; each advance sends one line,
 (ETA = elapsed / done x (total - done), from the units done so far) to the sink installed by
 whoever runs the experiment: ``attnlab reproduce`` shows it in its progress bar on a terminal and as
 a plain line on stderr off one (``ATTNLAB_PROGRESS=0`` silences both). Without a sink (a script, a
-test) nothing is printed.
+test) nothing is printed. Work whose units are not known in advance (the rounds of a search, which
+stops once its bracket is narrow) says what it did with ``note(line)`` instead.
 """
 
 from __future__ import annotations
@@ -58,3 +59,11 @@ class Steps:
         sink = _SINK.get()
         if sink is not None:
             sink(self.line())
+
+
+def note(line: str) -> None:
+    """Send one line of progress to the sink (nothing without one): for work whose remaining units
+    are not known in advance, e.g. "H = 8: T = 1240 memorized after 8210 steps"."""
+    sink = _SINK.get()
+    if sink is not None:
+        sink(line)

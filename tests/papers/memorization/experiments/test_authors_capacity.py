@@ -17,6 +17,7 @@ from attnlab.papers.memorization.experiments.authors_capacity import (
     run_authors_capacity,
 )
 from attnlab.registry import get_experiment
+from attnlab.runs.progress import progress_sink
 
 TINY = dict(H_grid=(2,), d=8, n=4, n_classes=10, max_steps=300, lr=3e-2, warmup=10, variants=VARIANTS)
 
@@ -55,8 +56,18 @@ def test_verdicts_on_the_censored_capacity(variant, lo, hi, verdict):
 
 
 def test_tiny_run():
-    res = run_authors_capacity(AuthorsCapacityConfig(**TINY))
+    lines = []
+    with progress_sink(lines.append):
+        res = run_authors_capacity(AuthorsCapacityConfig(**TINY))
     searches = res.data["searches"]
+    # progress: a line per round of each search, then the count of searches done
+    rounds = [x for x in lines if x.startswith(EXPERIMENT_ID)]
+    for v in VARIANTS:  # every search says each of its rounds; all its attempts appear in them
+        said = " ".join(x for x in rounds if f": {v}, H = 2: " in x)
+        s = next(s for s in searches if s["variant"] == v)
+        assert said and said.count("T = ") == len(s["attempts"])
+    assert all(re.search(r"T = \d+ (memorized|budget|superseded|diverged) at step \d+", x) for x in rounds)
+    assert [x for x in lines if "capacity searches" in x][-1] == "3/3 capacity searches"
     assert [s["variant"] for s in searches] == list(VARIANTS)
     for s, row in zip(searches, res.summary):
         assert s["largest_success"] >= 7  # the Theorem 1 bound 2 (4 - 1) + 1 at least

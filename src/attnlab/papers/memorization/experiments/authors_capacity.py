@@ -37,6 +37,7 @@ from attnlab.papers.memorization.capacity_search import SearchConfig, SearchResu
 from attnlab.papers.memorization.model import theorem1_bound
 from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
+from attnlab.runs.progress import Steps, note
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.authors-capacity"
@@ -108,9 +109,11 @@ class AuthorsCapacityConfig(RunConfig):
 
 def run_authors_capacity(cfg: AuthorsCapacityConfig, run_dir=None) -> ExperimentResult:
     found: list[tuple[str, int, SearchResult]] = []
+    searches = Steps("capacity searches", len(cfg.H_grid) * len(cfg.variants))
     for H in cfg.H_grid:
         for variant in cfg.variants:
-            r = search_capacity(cfg.search_config(H, variant))
+            r = search_capacity(cfg.search_config(H, variant), progress=_say_round(f"{variant}, H = {H}"))
+            searches.advance()
             found.append((variant, H, r))
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "variant": variant, "H": H,
                                  "largest_success": r.largest_success, "smallest_failure": r.smallest_failure,
@@ -119,6 +122,17 @@ def run_authors_capacity(cfg: AuthorsCapacityConfig, run_dir=None) -> Experiment
         summary=[_row(cfg, v, H, r) for v, H, r in found], tables=[_table(cfg, found)],
         figures=[_figure(cfg, found)], notes=_notes(cfg),
         data={"searches": [_data(v, H, r) for v, H, r in found], "paper_T": PAPER_T, "paper_tolerance": PAPER_TOL})
+
+
+def _say_round(search: str):
+    """A search's progress callback: one line per round, each attempt's T and how it ended."""
+    seen = [0]
+
+    def say(attempts) -> None:
+        tried, seen[0] = attempts[seen[0]:], len(attempts)
+        if tried:
+            note(f"{EXPERIMENT_ID}: {search}: " + ", ".join(f"T = {a.T} {a.outcome} at step {a.steps}" for a in tried))
+    return say
 
 
 def _row(cfg: AuthorsCapacityConfig, variant: str, H: int, r: SearchResult) -> Check:
