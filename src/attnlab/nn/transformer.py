@@ -290,6 +290,9 @@ class Decoder(_Stack):
         row for row, without the products, memory and gradient of the other positions (a padded batch's
         padding, whose loss is not counted: with l >> d they are most of a step's work)."""
         _flags(output_hidden_states, output_attentions)
+        if logits_at is not None and (logits_at.dtype != torch.bool or logits_at.shape != X.shape[:2]):
+            raise ConfigError(f"logits_at must be a boolean mask of shape {tuple(X.shape[:2])} (batch, target "
+                              f"positions), got {logits_at.dtype} {tuple(logits_at.shape)}")
         hidden, attentions, cross = [X], [], []
         for block in self.blocks:
             res = block(X, Z, tgt_key_padding_mask=tgt_key_padding_mask,

@@ -4,6 +4,8 @@ trained side by side, against the reference step that forms every padded positio
 import pytest
 import torch
 
+from attnlab.errors import ConfigError
+
 from attnlab.papers.transformer_math.experiments.head_structure import HeadStructureConfig, _train_models
 from attnlab.papers.transformer_math.translation_corpus import Vocabulary, synthetic_pairs
 from attnlab.papers.transformer_math.translation_model import (
@@ -77,6 +79,9 @@ def test_logits_at_the_targets_are_the_full_logits_indexed(data, float64):
     at = model(b.src, b.dec_in, b.src_pad, b.tgt_pad, logits_at=keep).logits
     assert at.shape == (int(keep.sum()), len(tv))
     torch.testing.assert_close(at, full[keep], rtol=0, atol=1e-12)
+    for bad in (keep[:, :-1], keep.long()):  # a mask of another shape or dtype: one line saying which
+        with pytest.raises(ConfigError, match=r"logits_at must be a boolean mask of shape"):
+            model(b.src, b.dec_in, b.src_pad, b.tgt_pad, logits_at=bad)
 
 
 def test_the_step_equals_the_reference_step_in_float64(data, float64):
