@@ -13,7 +13,7 @@ from tolerances import FLOAT64, FLOAT64_LONG, VIEWER_ROUNDING
 
 pytest.importorskip("gguf")
 pytest.importorskip("transformers")
-pytestmark = pytest.mark.slow  # SmolLM2's load and 270 heads: about a minute
+pytestmark = pytest.mark.slow  # SmolLM2's load and 270 heads: about 30 s
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def run(tmp_path_factory):
     from attnlab.commands.analyze import analyze
 
     smollm2_path()  # skips nothing: the models extra installs it; a clear error otherwise
-    return analyze("smollm2", max_tokens=40, segments=3, dtype="float64", out=tmp_path_factory.mktemp("a") / "run")
+    return analyze("smollm2", max_tokens=32, segments=2, dtype="float64", out=tmp_path_factory.mktemp("a") / "run")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_exact_zero_ablation_is_removing_the_head(run, pm):
 
     p = run.payload
     ab = p["ablation"]
-    assert ab["mode"] == "top" and len(ab["exact_heads"]) == 6 and ab["segments"] == 3
+    assert ab["mode"] == "top" and len(ab["exact_heads"]) == 6 and ab["segments"] == 2
     segs = json.loads((run.path / "segments.json").read_text())
     m = ab["tokens"]
     x = torch.tensor([r[:m] for r in segs["input_ids"]])
