@@ -144,15 +144,16 @@ def test_bad_inputs():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("solution", ["1", "2", "3"])
-def test_hundred_thousand_random_at_the_texts_size(solution):
+def test_fifty_thousand_random_at_the_texts_size(solution):
+    # five times the claim's 10,000 (attnlab.papers.logic.claims.solutions.RANDOM), on other sequences
     rng = np.random.default_rng(0)
     q_true = rng.standard_normal((10, 10))
-    tokens = random_sequences(10, 50, 100_000, rng)
+    tokens = random_sequences(10, 50, 50_000, rng)
     err = 0.0
-    for s in range(0, len(tokens), 20_000):
-        t = tokens[s:s + 20_000]
+    for s in range(0, len(tokens), 25_000):
+        t = tokens[s:s + 25_000]
         err = max(err, np.abs(forward(build(solution, q_true, 50), encode(t, 10)) - targets(t, q_true)).max())
-    print(f"solution {solution}: max |Y_hat - Y| over 10^5 sequences at N=10, M=50: {err:.2e}")
+    print(f"solution {solution}: max |Y_hat - Y| over 5 x 10^4 sequences at N=10, M=50: {err:.2e}")
     assert err <= FLOAT64
 
 
