@@ -6,6 +6,10 @@ Every command prints one line on stderr and exits with status 2 on bad input
 
 from __future__ import annotations
 
+from typing import Any
+from attnlab.config import Config
+from attnlab.estimates import Estimate
+
 import json
 import os
 import sys
@@ -136,7 +140,7 @@ def progress_bar(disable: bool = False) -> "Progress | PlainProgress":
     )
 
 
-def _print_json(obj) -> None:
+def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
 
@@ -268,7 +272,7 @@ def list_(
                  for c in constructions], stack=True)
 
 
-def _parameters_text(params_cls) -> str:
+def _parameters_text(params_cls: type[Config]) -> str:
     """One line per parameter: name=default: meaning."""
     lines = []
     for f in describe_fields(params_cls):
@@ -345,7 +349,7 @@ def reproduce(
         raise typer.Exit(1)
 
 
-def _print_plan(plan, title: str, as_json: bool) -> None:
+def _print_plan(plan: Any, title: str, as_json: bool) -> None:
     """A dry run's plan: as JSON, or as the table :func:`attnlab.commands.plan.print_plan` prints."""
     from attnlab.commands.plan import print_plan
 
@@ -637,7 +641,7 @@ def construct(
         raise typer.Exit(1)
 
 
-def _announce_estimate(estimate) -> None:
+def _announce_estimate(estimate: Estimate) -> None:
     """Say the estimate on stderr before work estimated to take longer than ANNOUNCE_SECONDS
     (not with ATTNLAB_PROGRESS=0, which keeps stderr to errors)."""
     from attnlab.estimates import ANNOUNCE_SECONDS

@@ -151,7 +151,7 @@ def check_device(device: Any, name: str = "device") -> str:
     return device
 
 
-def _range(minimum, maximum) -> str:
+def _range(minimum: float | None, maximum: float | None) -> str:
     if minimum is not None and maximum is not None:
         return f" in [{minimum}, {maximum}]"
     if minimum is not None:

@@ -75,6 +75,8 @@ float64 entries are taken as the exact values.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import contextlib
 import math
 import time
@@ -340,7 +342,7 @@ def select_minor(M, r: int) -> tuple[list[int], list[int]]:
     return sorted(rows[:r]), sorted(cols[:r])
 
 
-def _minor(m: int, n: int, rows, cols) -> tuple[list[int], list[int]]:
+def _minor(m: int, n: int, rows: Sequence[int] | None, cols: Sequence[int] | None) -> tuple[list[int], list[int]]:
     r = min(m, n)
     I = list(range(r)) if rows is None else [int(i) for i in rows]
     J = list(range(len(I))) if cols is None else [int(j) for j in cols]
@@ -351,7 +353,7 @@ def _minor(m: int, n: int, rows, cols) -> tuple[list[int], list[int]]:
     return I, J
 
 
-def _null_rank(M, V, size: int, name: str, *, transpose: bool) -> int:
+def _null_rank(M: Any, V: np.ndarray | None, size: int, name: str, *, transpose: bool) -> int:
     """rank over Q of the integer null vectors V (k, size), after checking each v^T M (or M v)
     contains 0 in ball arithmetic."""
     if V is None:
@@ -370,7 +372,7 @@ def _null_rank(M, V, size: int, name: str, *, transpose: bool) -> int:
     return int(flint.fmpz_mat(V.shape[0], size, [int(x) for x in V.ravel()]).rank())
 
 
-def _flint():
+def _flint() -> ModuleType:
     try:
         import flint
     except ImportError:  # pragma: no cover - a declared dependency

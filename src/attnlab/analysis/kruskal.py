@@ -22,6 +22,9 @@ for a stack of small matrices, :func:`independent_rows` and :func:`row_rank_marg
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import Any
+
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import combinations
@@ -117,7 +120,7 @@ class RandomizedRankTest:
     min_rel_sigma_: float = float("nan")
 
 
-def _blas_single_thread():
+def _blas_single_thread() -> AbstractContextManager[Any]:
     """Many small LAPACK calls gain nothing from BLAS threads and lose badly when the cores are
     shared (measured: 80x slower under load); limit BLAS to one thread where threadpoolctl exists."""
     try:
@@ -143,7 +146,7 @@ def _subset_rel_sigma(Y: np.ndarray, K: np.ndarray, idx: np.ndarray, rtol: float
     return _screened_rel_sigma(G, lambda mask: Y[idx[mask]], rtol)  # Y[idx[mask]]: (B', k, r)
 
 
-def _screened_rel_sigma(G: np.ndarray, stack, rtol: float) -> np.ndarray:
+def _screened_rel_sigma(G: np.ndarray, stack: Any, rtol: float) -> np.ndarray:
     """sigma_k / sigma_1 of B stacked (k, r) matrices S_b given their Gram matrices G (B, k, k), or a
     certified lower bound of it; ``stack(mask)`` returns the S_b for which the exact SVD is needed.
 

@@ -302,7 +302,7 @@ def _composite_shift_one(M: np.ndarray, rtol: float) -> np.ndarray:
     return np.asarray(min(points, key=lambda x: points[x][0] * points[x][1]))
 
 
-def _crossing(wp, p_ab, wq, q_ab) -> tuple[float, float]:
+def _crossing(wp: float, p_ab: tuple[float, float], wq: float, q_ab: tuple[float, float]) -> tuple[float, float]:
     """The point where the lines w_p . z = w_p . p and w_q . z = w_q . q cross (2 x 2 solve)."""
     A = np.array([wp, wq], dtype=np.float64)
     rhs = np.array([wp[0] * p_ab[0] + wp[1] * p_ab[1], wq[0] * q_ab[0] + wq[1] * q_ab[1]])

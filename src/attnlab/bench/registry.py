@@ -32,6 +32,8 @@ whose gather would pass GATHER_LIMIT_BYTES.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 from typing import Callable
 
@@ -105,7 +107,7 @@ def _shape(q: Tensor) -> Shape:
     return Shape(B, H, n, d)
 
 
-def _import(what: str, module: str, name: str):
+def _import(what: str, module: str, name: str) -> Any:
     import importlib
 
     try:
@@ -115,7 +117,7 @@ def _import(what: str, module: str, name: str):
 
 
 # ----------------------------------------------------------------------------- builders
-def _sdpa(causal: bool):
+def _sdpa(causal: bool) -> Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]:
     def build(q, k, v, ctx):
         import torch.nn.functional as F
 
@@ -124,7 +126,7 @@ def _sdpa(causal: bool):
     return build
 
 
-def _sdpa_backend(backend: str):
+def _sdpa_backend(backend: str) -> Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]:
     """SDPA restricted to one of PyTorch's backends (FLASH_ATTENTION, EFFICIENT_ATTENTION, MATH);
     unavailable where that backend cannot take these inputs (the efficient kernel on the CPU)."""
 
@@ -155,14 +157,14 @@ def padding_mask(q: Tensor) -> Tensor:
     return pad
 
 
-def _sdpa_padding(q, k, v, ctx):
+def _sdpa_padding(q: Tensor, k: Tensor, v: Tensor, ctx: BuildContext) -> Callable[[], Tensor]:
     import torch.nn.functional as F
 
     keep = ~padding_mask(q)[:, None, None, :]  # (B, 1, 1, n): broadcast by the kernel
     return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
 
 
-def _flex_full(q, k, v, ctx):
+def _flex_full(q: Tensor, k: Tensor, v: Tensor, ctx: BuildContext) -> Callable[[], Tensor]:
     flex = _import("FlexAttention", "torch.nn.attention.flex_attention", "flex_attention")
     if q.dtype == torch.float64:
         raise Skipped("compiled FlexAttention rejects float64")
@@ -170,7 +172,7 @@ def _flex_full(q, k, v, ctx):
     return lambda: compiled(q, k, v)
 
 
-def _softmax(explicit: bool):
+def _softmax(explicit: bool) -> Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]:
     def build(q, k, v, ctx):
         softmax = CATALOGUE["softmax"]
         return lambda: softmax(q, k, v, return_weights=explicit).output
@@ -178,7 +180,7 @@ def _softmax(explicit: bool):
     return build
 
 
-def _softmax_masked(causal: bool, padding: bool):
+def _softmax_masked(causal: bool, padding: bool) -> Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]:
     def build(q, k, v, ctx):
         softmax = CATALOGUE["softmax"]
         pad = padding_mask(q) if padding else None
@@ -187,12 +189,12 @@ def _softmax_masked(causal: bool, padding: bool):
     return build
 
 
-def _unnormalized(q, k, v, ctx):
+def _unnormalized(q: Tensor, k: Tensor, v: Tensor, ctx: BuildContext) -> Callable[[], Tensor]:
     unnormalized = CATALOGUE["unnormalized"]
     return lambda: unnormalized(q, k, v).output
 
 
-def _window(backend: str):
+def _window(backend: str) -> Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]:
     def build(q, k, v, ctx):
         window = CATALOGUE["window"]
         return lambda: window(q, k, v, WINDOW, backend=backend).output
@@ -200,7 +202,7 @@ def _window(backend: str):
     return build
 
 
-def _graph(name: str, make_graph: Callable[[int], Tensor]):
+def _graph(name: str, make_graph: Callable[[int], Tensor]) -> Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]:
     def build(q, k, v, ctx):
         attend = CATALOGUE[name]
         neighbors = make_graph(q.shape[-2])
@@ -223,7 +225,7 @@ def _longformer_graph(n: int) -> Tensor:
     return CATALOGUE["longformer"].graph(n, w=LONGFORMER_W, dilation=list(LONGFORMER_DILATIONS))
 
 
-def _linear(name: str, causal: bool):
+def _linear(name: str, causal: bool) -> Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]]:
     def build(q, k, v, ctx):
         attend = CATALOGUE[name]
         extra = {}
@@ -237,7 +239,7 @@ def _linear(name: str, causal: bool):
     return build
 
 
-def _linformer(q, k, v, ctx):
+def _linformer(q: Tensor, k: Tensor, v: Tensor, ctx: BuildContext) -> Callable[[], Tensor]:
     attend = CATALOGUE["linformer"]
     n = q.shape[-2]
     if LINFORMER_K > n:
@@ -250,16 +252,16 @@ def _linformer(q, k, v, ctx):
 
 
 # ----------------------------------------------------------------------------- the list
-def _full(s, ctx):
+def _full(s: Shape, ctx: BuildContext) -> float:
     return full_softmax_flops(s)
 
 
-def _causal(s, ctx):
+def _causal(s: Shape, ctx: BuildContext) -> float:
     return causal_softmax_flops(s)
 
 
-def _timed(name: str, variant: str, description: str, build, *, causal: bool = False, explicit: bool | None = None,
-           compare_with: str | None = None, masked: bool = False, **flop_params) -> Variant:
+def _timed(name: str, variant: str, description: str, build: Callable[[Tensor, Tensor, Tensor, BuildContext], Callable[[], Tensor]], *, causal: bool = False, explicit: bool | None = None,
+           compare_with: str | None = None, masked: bool = False, **flop_params: Any) -> Variant:
     """A timed configuration of catalogue entry ``variant``: its order, its materialisation (unless
     ``explicit`` says otherwise) and its FLOP model at ``flop_params`` (a graph's pairs from the build)."""
     entry = CATALOGUE[variant]

@@ -17,6 +17,8 @@ Crossovers and targets: targets.py.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import dataclasses
 import os
 import platform
@@ -170,7 +172,7 @@ def run_bench(cfg: BenchConfig, progress: Progress | None = None) -> BenchResult
 
 
 @contextmanager
-def _compile_cache_room(sizes: int):
+def _compile_cache_room(sizes: int) -> Iterator[None]:
     """torch.compile specialises FlexAttention on each n; past dynamo's recompile limit
     (8) it silently falls back to eager flex_attention, which materialises the n x n
     scores (an out-of-memory kill at n = 16384). Room for every (variant, n) here."""

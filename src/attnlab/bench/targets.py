@@ -19,6 +19,8 @@ Targets, evaluated at n = TARGET_N (not measured there: status "not measured"):
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import math
 
 TARGET_N = 8192
@@ -82,7 +84,7 @@ def _time(rows: list[dict], name: str, n: int) -> float | None:
     return None
 
 
-def _target(name: str, statement: str, measured, relation: str, limit: float, detail: str = "") -> dict:
+def _target(name: str, statement: str, measured: Any, relation: str, limit: float, detail: str = "") -> dict:
     if measured is None:
         status = "not measured"
     else:
@@ -91,7 +93,7 @@ def _target(name: str, statement: str, measured, relation: str, limit: float, de
             "limit": limit, "status": status, "detail": detail}
 
 
-def _speedup(rows, ref: str, fast: str, n: int) -> float | None:
+def _speedup(rows: Sequence[dict], ref: str, fast: str, n: int) -> float | None:
     a, b = _time(rows, ref, n), _time(rows, fast, n)
     return a / b if a and b else None
 

@@ -20,6 +20,9 @@ Order of work, chosen so that an interrupted run keeps what it finished:
 
 from __future__ import annotations
 
+from attnlab.config import Config
+from attnlab.sweeps.spec import SweepSpec
+
 import dataclasses
 import time
 import traceback
@@ -233,7 +236,7 @@ def _prepare(rd: RunDir, config: dict, argv: list[str], resume: bool) -> dict:
     return results
 
 
-def _run_one(e: Experiment, cfg, rd: RunDir, seed: int) -> dict:
+def _run_one(e: Experiment, cfg: Config, rd: RunDir, seed: int) -> dict:
     seed_everything(seed)
     entry = {"id": e.id, "paper": e.paper, "description": e.description,
              "config": dataclasses.asdict(cfg), "seed": seed, "started": utc_now()}
@@ -257,7 +260,7 @@ def _finish(entry: dict, e: Experiment, rd: RunDir, start: float) -> dict:
     return entry
 
 
-def _run_sweep(e: Experiment, spec, rd: RunDir, seed: int, options: dict) -> dict:
+def _run_sweep(e: Experiment, spec: SweepSpec, rd: RunDir, seed: int, options: dict) -> dict:
     """Run (or resume) ``spec`` into <run>/sweeps/<id>/ and store ``e.aggregate(rows)``."""
     from attnlab.sweeps.engine import run_sweep
 

@@ -165,7 +165,7 @@ def running_text_examples(T: int, n: int, *, seed: int = 0,
     raise ConfigError(f"only {len(out)} distinct examples of n={n} tokens exist in the corpus: use T <= {len(out)}")
 
 
-def _one_example(stream: _Stream, start: int, n: int, rng: np.random.Generator, N: int):
+def _one_example(stream: _Stream, start: int, n: int, rng: np.random.Generator, N: int) -> tuple[tuple[int, ...], int, bool]:
     """[CLS] a [SEP] b [SEP] from sentence ``start`` -> (tokens, index of the first [SEP], is_next)."""
     m = n - 3  # tokens left for the two segments
     len_a = int(rng.integers(max(1, m // 4), max(2, 3 * m // 4 + 1)))

@@ -184,7 +184,7 @@ def _graph(s: Shape, pairs: int) -> float:
     return sparse_flops(s, pairs)
 
 
-def _kernel(r_extra: int):
+def _kernel(r_extra: int) -> Callable[..., float]:
     """Linear attention with r = d + r_extra features; causal: chunked with chunk C = chunk_size."""
 
     def flops(s: Shape, causal: bool = False, chunk_size: int = 64) -> float:

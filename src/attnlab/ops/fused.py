@@ -106,7 +106,7 @@ def fused_attention(q: Tensor, k: Tensor, v: Tensor, *, scale: float,
     return out.masked_fill_(empty, 0.0)
 
 
-def _lower_right(n_q: int, n_k: int):
+def _lower_right(n_q: int, n_k: int) -> Tensor:
     from torch.nn.attention.bias import causal_lower_right
 
     return causal_lower_right(n_q, n_k)

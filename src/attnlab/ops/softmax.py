@@ -203,8 +203,8 @@ def softmax_attention(
                     return_weights=return_weights)
 
 
-def _softmax(q: Tensor, k: Tensor, v: Tensor, *, mask, causal, key_padding_mask, scale,
-             return_weights) -> AttentionOutput:
+def _softmax(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None, causal: bool | None, key_padding_mask: Tensor | None, scale: float | str | None,
+             return_weights: bool) -> AttentionOutput:
     """softmax_attention on inputs :func:`check_qkv` has passed."""
     n_q, n_k = q.shape[-2], k.shape[-2]
     c = resolve_scale(scale, q.shape[-1])
@@ -234,8 +234,8 @@ def _softmax(q: Tensor, k: Tensor, v: Tensor, *, mask, causal, key_padding_mask,
     return AttentionOutput(_fused(q, k, v, allowed, additive, c))
 
 
-def _grouped(q: Tensor, k: Tensor, v: Tensor, *, mask, causal, key_padding_mask, scale,
-             return_weights) -> AttentionOutput:
+def _grouped(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None, causal: bool | None, key_padding_mask: Tensor | None, scale: float | str | None,
+             return_weights: bool) -> AttentionOutput:
     """softmax_attention with H_kv key/value heads shared by H query heads (``enable_gqa``)."""
     if q.ndim < 3 or k.ndim < 3 or v.ndim < 3:
         raise ConfigError("grouped-query attention needs a head axis: q (..., H, n_q, d), k and v (..., H_kv, n_k, d)")

@@ -76,7 +76,7 @@ class GGUFCheckpoint:
     metadata: dict[str, Any]
 
 
-def _reader(path: Path):
+def _reader(path: Path) -> tuple[Any, Any]:
     try:
         import gguf
     except ImportError:
@@ -88,7 +88,7 @@ def _reader(path: Path):
                           f"{str(e).splitlines()[0][:120] if str(e) else 'no detail'}): restore or re-download it") from None
 
 
-def _field(reader, key: str, default: Any = None) -> Any:
+def _field(reader: Any, key: str, default: Any = None) -> Any:
     """The value of a metadata entry, ``default`` when the file has none."""
     f = reader.fields.get(key)
     return default if f is None else f.contents()

@@ -278,7 +278,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=2)
-def _read_gguf_once(path: Path, size: int, mtime_ns: int, blocks: int | None = None):
+def _read_gguf_once(path: Path, size: int, mtime_ns: int, blocks: int | None = None) -> Any:
     """A GGUF file read and dequantized once per process (the tensors are never written to: each load
     builds its own model from them)."""
     return read_gguf(path, blocks=blocks)

@@ -21,6 +21,8 @@ agrees with the transformers model used here to ~1e-14 in float64 (tests/pretrai
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +48,7 @@ def minilm_model_dir() -> Path:
     return path
 
 
-def _transformers():
+def _transformers() -> ModuleType:
     os.environ["HF_HUB_OFFLINE"] = "1"  # before the import: never reach for the Hub
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:

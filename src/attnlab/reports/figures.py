@@ -9,6 +9,8 @@ can always be rebuilt from ``results.json`` alone. The spec schema is in
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import base64
 import io
 import math
@@ -66,7 +68,7 @@ def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigur
                           base64.b64encode(data).decode("ascii"))
 
 
-def _num(v) -> float:
+def _num(v: Any) -> float:
     # Stored JSON uses None (and "nan"/"inf" strings) for missing points.
     try:
         x = float(v)
@@ -87,7 +89,7 @@ def series_style(i: int) -> tuple[str, str]:
     return PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]
 
 
-def _draw_line(ax, spec: dict) -> None:
+def _draw_line(ax: Any, spec: dict) -> None:
     log_y = spec.get("yscale") == "log"
     for i, s in enumerate(spec["series"]):
         y = [_num(v) for v in s["y"]]
@@ -109,7 +111,7 @@ def _draw_line(ax, spec: dict) -> None:
         ax.minorticks_off()
 
 
-def _draw_bounds(ax, xs, ys, censored, colour: str, marker: str) -> None:
+def _draw_bounds(ax: Any, xs: Sequence[float], ys: Sequence[float], censored: Sequence[Any], colour: str, marker: str) -> None:
     """Censored points (a value at a search limit) as bounds: an open marker with an arrow towards the
     side the true value lies on (up for a lower bound)."""
     if not censored:
@@ -123,7 +125,7 @@ def _draw_bounds(ax, xs, ys, censored, colour: str, marker: str) -> None:
                     arrowprops={"arrowstyle": "<-", "color": colour, "linewidth": 1.4}, zorder=4)
 
 
-def _draw_bar(ax, spec: dict) -> None:
+def _draw_bar(ax: Any, spec: dict) -> None:
     cats, groups = spec["categories"], spec["groups"]
     width = 0.8 / max(len(groups), 1)
     for i, g in enumerate(groups):
@@ -141,7 +143,7 @@ _PT = 1 / 72  # inches per point
 _PAD = 3 * _PT  # the gap between neighbouring decorations (matplotlib's constrained-layout pad)
 
 
-def _draw_heatmap(plt, spec: dict):
+def _draw_heatmap(plt: Any, spec: dict) -> Any:
     """A grid of panels with one shared colour scale and one colour bar.
 
     Panels without tick labels are small (about 1.25 in each, enough for a 12 x 6
@@ -242,7 +244,7 @@ def _draw_heatmap(plt, spec: dict):
     return fig
 
 
-def _style_axes(ax, spec: dict) -> None:
+def _style_axes(ax: Any, spec: dict) -> None:
     ax.set_ylabel(spec.get("ylabel", ""))
     if spec.get("title"):
         ax.set_title(spec["title"], fontsize=11)

@@ -25,7 +25,7 @@ _MARK = {"reproduced": "✅ reproduced", "differs": "≠ differs", "inconclusive
          "sanity": "◦ sanity", "fail": "❌ fail", "error": "❌ error", "info": "info"}
 
 
-def _cell(text) -> str:
+def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 

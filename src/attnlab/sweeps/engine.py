@@ -124,8 +124,8 @@ def run_sweep(spec: SweepSpec, out: Path, *, resume: bool = False, workers: int 
     return _result(out, table)
 
 
-def _execute(ex, out: Path, experiment: str, todo: list[RunPlan], table: SweepTable,
-             progress, on_failure) -> None:
+def _execute(ex: Any, out: Path, experiment: str, todo: list[RunPlan], table: SweepTable,
+             progress: Any, on_failure: str) -> None:
     by_id = {p.run_id: p for p in todo}
     items = [RunItem(experiment, p.run_id, p.seed, p.config_json(), str(out / "runs" / p.run_id), ex.threads)
              for p in todo]

@@ -26,6 +26,8 @@ Ctrl-C, cancels runs not yet started and terminates running workers.
 
 from __future__ import annotations
 
+from multiprocessing.context import BaseContext
+
 import multiprocessing
 import signal
 import uuid
@@ -65,7 +67,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _mp_context():
+def _mp_context() -> BaseContext:
     """forkserver (preloading torch and the experiments once) where available, else spawn.
 
     Both start workers from a process that has run no torch op, which is what makes

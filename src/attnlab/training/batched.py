@@ -33,6 +33,8 @@ optimizer) and ``steps_to_stop`` records how many updates they made.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
@@ -204,8 +206,8 @@ def train_batched(
                        None if full_batch else seeds, M, N)
 
 
-def _train_adam(loss_fn, params, data, shared, model_data, cfg, metrics_fn, stop_when,
-                seeds, M, N):
+def _train_adam(loss_fn: LossFn, params: Params, data: Sequence[Tensor], shared: tuple[bool, ...], model_data: Any, cfg: TrainConfig, metrics_fn: Any, stop_when: Any,
+                seeds: Any, M: int, N: int) -> TrainResult:
     fixed = (0,) * len(model_data)
     data_dims = (*fixed, *(None if sh else 0 for sh in shared))
     batch_dims = data_dims if seeds is None else (*fixed, *(0,) * len(data))

@@ -61,7 +61,7 @@ class _ChunkedSum(torch.autograd.Function):
         return (None, None, None, *out)
 
 
-def _value(fn, chunks, params) -> Tensor:
+def _value(fn: Callable[[dict[str, Tensor], Any], Tensor], chunks: Sequence[Any], params: dict[str, Tensor]) -> Tensor:
     total = None
     for chunk in chunks:
         part = fn(params, chunk)

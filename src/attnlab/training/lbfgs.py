@@ -18,6 +18,8 @@ a step is one L-BFGS iteration.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import functools
 import time
 
@@ -29,7 +31,7 @@ from attnlab.training.settings import TrainConfig, TrainResult, train_result
 Params = dict[str, Tensor]
 
 
-def _eval(loss_fn, metrics_fn, params: Params, data) -> dict[str, Tensor]:
+def _eval(loss_fn: Callable[..., Tensor], metrics_fn: Callable[..., dict[str, Tensor]] | None, params: Params, data: Any) -> dict[str, Tensor]:
     with torch.no_grad():
         metrics = {k: v.detach().reshape(()) for k, v in metrics_fn(params, *data).items()}
         if "loss" not in metrics:

@@ -13,6 +13,8 @@ runs here, in this process.
 
 from __future__ import annotations
 
+from multiprocessing.context import BaseContext
+
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Sequence
@@ -39,7 +41,7 @@ def _one_thread(fn: Callable[[Any], Any], item: Any) -> Any:
         torch.set_num_threads(before)
 
 
-def _context():
+def _context() -> BaseContext:
     if "forkserver" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("forkserver")
     return multiprocessing.get_context("spawn")

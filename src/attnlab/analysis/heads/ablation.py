@@ -30,6 +30,9 @@ any chosen heads exactly; the two are reported side by side.
 
 from __future__ import annotations
 
+from typing import Any
+from attnlab.nn.transformer import Encoder
+
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -54,7 +57,7 @@ class Baseline:
     scored: Tensor | None = None
 
 
-def _check_model(model) -> None:
+def _check_model(model: Encoder) -> None:
     if getattr(model, "lm_head", "none") == "none":
         raise ConfigError("head ablations measure the next-token loss, so the model needs an output head "
                           "(GPT-2 or a Llama-family decoder); this one has none")
@@ -75,12 +78,12 @@ def segment_loss(logits: Tensor, input_ids: Tensor, scored: Tensor | None = None
     return _nll(logits, targets).mean(-1)
 
 
-def _rotary(model, input_ids: Tensor):
+def _rotary(model: Encoder, input_ids: Tensor) -> Any:
     """The stack's q/k/v map of positions 0..m-1 (RoPE's rotations; None without a qkv_transform)."""
     return model.qkv_map(torch.arange(input_ids.shape[-1], device=input_ids.device)[None], model.embed.W_E.dtype)
 
 
-def _run_from(model, X: Tensor, layer: int, rot, hooks: dict[int, Callable] | None = None) -> Tensor:
+def _run_from(model: Encoder, X: Tensor, layer: int, rot: Any, hooks: dict[int, Callable] | None = None) -> Tensor:
     """Blocks layer..L-1 on the residual X entering ``layer``, then the final norm -> Z (S, m, d)."""
     hooks = hooks or {}
     causal = model.causal or None
@@ -94,7 +97,7 @@ def _run_from(model, X: Tensor, layer: int, rot, hooks: dict[int, Callable] | No
     return X if model.final_norm is None else model.final_norm(X)
 
 
-def _loss(model, Z: Tensor, input_ids: Tensor, scored: Tensor | None) -> Tensor:
+def _loss(model: Encoder, Z: Tensor, input_ids: Tensor, scored: Tensor | None) -> Tensor:
     """:func:`segment_loss` from the final-normed residual Z (S, m, d), unembedding only the scored
     predictions (the (S, m, vocab) logits are most of an ablation's cost)."""
     Z = Z[:, :-1] if scored is None else Z[:, :-1][:, scored]

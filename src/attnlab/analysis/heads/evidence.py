@@ -44,6 +44,8 @@ for a causal map (H_n the harmonic number) and 1/n for a bidirectional one.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 import torch
@@ -55,7 +57,7 @@ from attnlab.config import check_bool
 from attnlab.errors import ConfigError
 
 
-def _head_maps(A) -> Tensor:
+def _head_maps(A: Any) -> Tensor:
     A = as_maps(A)
     if A.ndim < 3:
         raise ConfigError(f"A must hold one map per head, shape (..., H, n, n), got {tuple(A.shape)}")

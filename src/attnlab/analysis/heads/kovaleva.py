@@ -40,6 +40,8 @@ high).
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -78,7 +80,7 @@ class KovalevaPatterns:
                 f"mix share {self.thresholds['mix_share']:g}")
 
 
-def _nested_names(x):
+def _nested_names(x: int | Sequence[Any]) -> str | list[Any]:
     return KOVALEVA_PATTERNS[x] if isinstance(x, int) else [_nested_names(v) for v in x]
 
 

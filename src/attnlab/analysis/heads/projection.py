@@ -104,7 +104,7 @@ def band_mask(n: int, w1: int, w2: int | None = None) -> Tensor:
     return (d >= -w1) & (d <= w2)
 
 
-def _matrices(H, band, eps, s) -> tuple[Tensor, Tensor, float, int | None]:
+def _matrices(H: Tensor, band: Tensor, eps: float, s: int | None) -> tuple[Tensor, Tensor, float, int | None]:
     H = torch.as_tensor(H).detach()
     if H.ndim < 2 or H.shape[-1] != H.shape[-2] or not H.is_floating_point() or not bool(torch.isfinite(H).all()):
         raise ConfigError(f"H must be finite real square matrices (..., n, n), got {tuple(H.shape)} {H.dtype}")

@@ -21,6 +21,9 @@ output head (an encoder) has no W_U: its copying scores read the embedding's tra
 
 from __future__ import annotations
 
+from attnlab.nn.transformer import Encoder
+from attnlab.nn.block import TransformerBlock
+
 import torch
 from torch import Tensor
 
@@ -35,7 +38,7 @@ from attnlab.errors import ConfigError
 from attnlab.ops.multihead import project
 
 
-def _norm_input(block, X: Tensor) -> Tensor:
+def _norm_input(block: TransformerBlock, X: Tensor) -> Tensor:
     """What the attention of ``block`` reads: N_1(X) for a pre-LN block (with its norm on), else X."""
     if block.norm_position == "pre" and block.parts.layer_norm:
         return block.norm1(X)
@@ -47,7 +50,7 @@ def value_vectors(block, X: Tensor) -> Tensor:
     return project(_norm_input(block, X), block.attn.W_V, block.attn.b_V)
 
 
-def _final_scale(model, X: Tensor) -> tuple[Tensor, bool]:
+def _final_scale(model: Encoder, X: Tensor) -> tuple[Tensor, bool]:
     """(s (B, n, d), center) of the final norm frozen at X (module docstring); identity without one."""
     norm = model.final_norm
     if norm is None:

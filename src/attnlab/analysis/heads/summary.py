@@ -24,6 +24,9 @@ thresholds); :func:`thresholds` lists those constants.
 
 from __future__ import annotations
 
+from torch import Tensor
+from typing import Any
+
 from typing import Sequence
 
 import torch
@@ -70,7 +73,7 @@ def analyse_segment(A: torch.Tensor, input_ids: Sequence[int], tokens: Sequence[
     return out
 
 
-def _scores(A, ids, keys, segments, freq, *, causal: bool, ties: str) -> dict[str, torch.Tensor]:
+def _scores(A: Tensor, ids: Sequence[int], keys: Any, segments: Any, freq: Any, *, causal: bool, ties: str) -> dict[str, torch.Tensor]:
     clark = clark_labels(A, causal=causal, keys=keys)
     vertical = keys["[CLS]"] | keys["[SEP]"]
     kov = kovaleva_patterns(A, special=vertical if bool(vertical.any()) else None, segments=segments, causal=causal)

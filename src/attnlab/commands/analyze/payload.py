@@ -6,6 +6,12 @@ notes that say how to read them.
 
 from __future__ import annotations
 
+from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attnlab.pretrained import PretrainedModel
+
 import math
 
 from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS, MIX_SHARE, PATTERN_THRESHOLD
@@ -95,7 +101,7 @@ def _chance(avg: dict) -> dict:
     return one
 
 
-def _lookup(d: dict, key: str):
+def _lookup(d: dict, key: str) -> Any:
     for part in key.split("."):
         d = d[part]
     return d
@@ -104,8 +110,8 @@ def _lookup(d: dict, key: str):
 EVIDENCE = ("sink", "sink_norm", "dla", "copying", "copying_positive_fraction", "qk_norm", "ov_norm")
 
 
-def _payload(config: dict, pm, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict,
-             prompts: RepeatedPrompts | None, cis: dict | None = None, ablations=None, induction=None) -> dict:
+def _payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict,
+             prompts: RepeatedPrompts | None, cis: dict | None = None, ablations: dict | None=None, induction: dict | None=None) -> dict:
     clark, kov, voita = labels["clark"], labels["kovaleva"], labels["voita"]
     L, H = avg["entropy"].shape
     cis = cis or {}

@@ -7,6 +7,8 @@ heads beside the map.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import math
 
 import torch
@@ -133,7 +135,7 @@ def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
                        scores=scores, score_descriptions={k: VIEWER_SCORES[k] for k in scores})
 
 
-def _ci_text(mean: float, ci) -> str:
+def _ci_text(mean: float, ci: Sequence[float] | None) -> str:
     lo, hi = ci
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{mean:+.3f}"
@@ -278,7 +280,7 @@ def _source(r: dict) -> str:
                                                                                      "attnlab's choice")
 
 
-def _chance_text(v) -> str:
+def _chance_text(v: float | None) -> str:
     return f"{v:.3f}" if v is not None and math.isfinite(v) else "undefined"
 
 

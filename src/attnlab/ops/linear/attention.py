@@ -100,7 +100,7 @@ def recurrent_linear_attention(
                 num_features, generator, "recurrent", return_weights)
 
 
-def _check_options(chunk_size, eps, form, mask, alignment) -> None:
+def _check_options(chunk_size: int | None, eps: float, form: str, mask: Tensor | None, alignment: str) -> None:
     if form not in FORMS:
         raise ConfigError(f"unknown form {form!r}: choose one of {', '.join(FORMS)}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
@@ -118,8 +118,8 @@ def _check_options(chunk_size, eps, form, mask, alignment) -> None:
         raise ConfigError("form='noncausal' ignores causality: drop causal= or use form='auto'")
 
 
-def _run(q, k, v, fmap, causal, mask, key_padding_mask, chunk_size, eps,
-         num_features, generator, form, return_weights) -> AttentionOutput:
+def _run(q: Tensor, k: Tensor, v: Tensor, fmap: FeatureMap, causal: bool, mask: Tensor | None, key_padding_mask: Tensor | None, chunk_size: int | None, eps: float,
+         num_features: int | None, generator: torch.Generator | None, form: str, return_weights: bool) -> AttentionOutput:
     check_qkv(q, k, v)
     if (empty := empty_attention(q, k, v, return_weights)) is not None:
         return empty
@@ -169,7 +169,7 @@ def _run(q, k, v, fmap, causal, mask, key_padding_mask, chunk_size, eps,
     return AttentionOutput(out, weights, diagnostics)
 
 
-def _numerator_denominator(phi_q, phi_k, U, allowed, offset, form, mask, chunk_size):
+def _numerator_denominator(phi_q: Tensor, phi_k: Tensor, U: Tensor, allowed: Tensor | None, offset: int, form: str, mask: Tensor | None, chunk_size: int | None) -> tuple[Tensor, Tensor | None]:
     """([N, D] (..., n_q, d_v + 1), kernel matrix or None) by the chosen form."""
     if form == "auto":
         form = "quadratic" if mask is not None else ("noncausal" if offset is None else "chunked")

@@ -10,6 +10,8 @@ on CPU raise a ConfigError naming the backends that support them.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import warnings
 from functools import lru_cache
 
@@ -22,7 +24,7 @@ from attnlab.ops.tables import table_cache
 
 
 @lru_cache(maxsize=1)
-def _compiled_flex():
+def _compiled_flex() -> Callable[..., Tensor]:
     from torch.nn.attention.flex_attention import flex_attention
 
     return torch.compile(flex_attention, dynamic=False)

@@ -13,6 +13,8 @@ linear in n. Equal to the dense masked softmax in value and gradient (float64, 1
 
 from __future__ import annotations
 
+from typing import Callable
+
 from typing import Sequence
 
 import torch
@@ -100,7 +102,7 @@ def _head_groups(dilation: tuple[int, ...]) -> list[tuple[int, Tensor]]:
 
 
 @table_cache(maxsize=32)
-def _placed_bands(n: int, half: int, dilation: tuple[int, ...], causal: bool, B: int, device: torch.device):
+def _placed_bands(n: int, half: int, dilation: tuple[int, ...], causal: bool, B: int, device: torch.device) -> tuple[list[tuple[Tensor | None, _Band]], Tensor | None]:
     """The window tables of a pattern on ``device``: [(head indices, band)] per distinct dilation
     and the permutation putting the heads back in order (None for one shared dilation). Built on
     the host from the sizes alone and copied once per device, so a forward pass copies nothing."""
@@ -117,7 +119,7 @@ def _placed(pattern: SparsePattern, device: torch.device) -> tuple[Tensor, Tenso
     return pattern.extra.to(device), pattern.global_rows.to(device), pattern.global_mask.to(device)
 
 
-def _window_logits(p: SparsePattern, q: Tensor, k: Tensor):
+def _window_logits(p: SparsePattern, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Tensor, Callable[[Tensor, Tensor], Tensor]]:
     """Window logits (..., [H,] n, L), allowed and key positions (broadcastable, on q's device),
     and an apply(P, v)."""
     groups, order = _placed_bands(p.n, p.half, p.dilation, p.causal, _block(p), q.device)

@@ -106,7 +106,7 @@ def sliding_window_attention(
     return AttentionOutput(_dilated_banded(q, k, v, w // 2, dilation, is_causal, off, c))
 
 
-def _dilated_banded(q, k, v, half, dilation, causal, off, c) -> Tensor:
+def _dilated_banded(q: Tensor, k: Tensor, v: Tensor, half: int, dilation: tuple[int, ...], causal: bool, off: int, c: float) -> Tensor:
     """Split into residue classes mod dilation; each is an undilated window of half-width ``half``."""
     batch = batch_shape(q, k, v)
     q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
@@ -152,7 +152,7 @@ def _banded(q: Tensor, k: Tensor, v: Tensor, half: int, causal: bool, off: int, 
 
 
 @table_cache(maxsize=16)
-def _band_layout(n_q, n_k, half, causal, off, B, dtype, device):
+def _band_layout(n_q: int, n_k: int, half: int, causal: bool, off: int, B: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor | None]:
     """Additive bias (nb, B, L) and empty rows (nb, B, 1) or None of the banded path.
 
     Block b holds queries b B .. b B + B - 1 at positions p = i + off and needs keys

@@ -17,6 +17,8 @@ cases of :data:`CERTIFIED_FULL` and :data:`CERTIFIED_BELOW`.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from attnlab.errata import TextError
 from attnlab.registry import register_errata
 
@@ -29,7 +31,7 @@ CERTIFIED_BELOW = ((2, 2, 4, 1), (2, 3, 4, 2), (3, 3, 5, 6), (2, 4, 6, 3), (2, 3
 3, 7, 25, 13, 4 below N^L = 4, 8, 27, 16, 8 (claim invertibility.positional-cap)."""
 
 
-def _cases(cases) -> str:
+def _cases(cases: Iterable[tuple[int, int, int, int]]) -> str:
     return ", ".join(f"({N},{L},{d},{P})" for N, L, d, P in cases)
 
 

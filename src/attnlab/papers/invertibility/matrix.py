@@ -79,7 +79,7 @@ def attention_matrix(e, pos, W_QK, seqs: np.ndarray | None = None) -> np.ndarray
     return np.einsum("ptj,tjd->tpd", a, X).reshape(len(seqs), W.shape[0] * d)
 
 
-def _pieces(seqs: np.ndarray, N: int):
+def _pieces(seqs: np.ndarray, N: int) -> np.ndarray:
     """Column index (l, t_L, t_l) -> l N^2 + t_L N + t_l of each row's L selections: (T, L)."""
     T, L = seqs.shape
     return np.arange(L)[None] * N * N + seqs[:, -1:] * N + seqs
@@ -170,7 +170,7 @@ def attention_matrix_arb_qk(e, pos, W_QK, seqs: np.ndarray | None = None) -> Any
     return _normalise_pieces(M, seqs, N, P, d)
 
 
-def _normalise_pieces(M, seqs: np.ndarray, N: int, P: int, d: int) -> Any:
+def _normalise_pieces(M: Any, seqs: np.ndarray, N: int, P: int, d: int) -> Any:
     """Rows of A from the piece table M (L N^2, P d + P): for each sequence t, sum its L pieces'
     numerators exp(s) y and denominators exp(s) (one product S M with the 0/1 selection S), then
     divide each head's d numerators by that head's denominator."""
@@ -190,7 +190,7 @@ def _normalise_pieces(M, seqs: np.ndarray, N: int, P: int, d: int) -> Any:
     return A
 
 
-def _arb_rows(X) -> list[list[Any]]:
+def _arb_rows(X: Any) -> list[list[Any]]:
     import flint
 
     if isinstance(X, np.ndarray) and X.dtype != object:

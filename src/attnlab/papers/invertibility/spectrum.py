@@ -90,7 +90,7 @@ class HighPrecisionSigma:
     history: tuple[float | None, ...]
 
 
-def _log10_lambda_max(Ginv) -> float | None:
+def _log10_lambda_max(Ginv: Any) -> float | None:
     """log10 of the largest eigenvalue of the (positive definite) arb matrix Ginv's midpoints."""
     import flint
 

@@ -24,6 +24,9 @@ warmup + cosine, at least 50k steps and at least 500 epochs, 300k steps for Fig.
 
 from __future__ import annotations
 
+from torch import Tensor
+from typing import Callable
+
 import math
 import time
 from dataclasses import dataclass
@@ -376,7 +379,7 @@ def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> dict
     return cell
 
 
-def _with_mse(metrics_fn):
+def _with_mse(metrics_fn: Callable[..., dict[str, Tensor]]) -> Callable[..., dict[str, Tensor]]:
     """metrics_fn plus "mse" (= its "loss", the full-data MSE), which ``memorized`` reads."""
     def metrics(*args):
         out = metrics_fn(*args)

@@ -31,6 +31,8 @@ Typos in the paper, implemented as the mathematics requires:
 
 from __future__ import annotations
 
+from typing import Callable, Sequence
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -164,7 +166,7 @@ def check_memorization(weights: MemorizingWeights, E, e, y) -> dict:
 
 # --- Step 1: Proposition 1 -----------------------------------------------------------
 
-def _step1(E, e, H, d_h, r, c, rng):
+def _step1(E: np.ndarray, e: np.ndarray, H: int, d_h: int, r: int, c: float | None, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[tuple[int, ...], ...]]:
     """Heads one at a time; head h is responsible for blocks[h] (r, then r - 1 examples)."""
     T, d = e.shape
     blocks = _blocks(T, H, r)
@@ -184,7 +186,7 @@ def _step1(E, e, H, d_h, r, c, rng):
     return W_Q, W_K, c_, c_req, tuple(tuple(int(t) for t in b) for b in blocks)
 
 
-def _claim1(E, e, F, rng) -> np.ndarray:
+def _claim1(E: np.ndarray, e: np.ndarray, F: Sequence[int], rng: np.random.Generator) -> np.ndarray:
     """W* (d x d, rank <= m) with E^(t) W* e^(t) = alpha_*^(t) for the m examples F.
 
     Claim 1 (App. B.1): beta^(t) := E^(t)+ alpha_*^(t) gives E^(t) beta^(t) = alpha_*^(t)
@@ -203,7 +205,7 @@ def _claim1(E, e, F, rng) -> np.ndarray:
     return B @ np.linalg.pinv(Q)  # (d, m) @ (m, d)
 
 
-def _new_head(E, e, F, Z_prev, c, rng):
+def _new_head(E: np.ndarray, e: np.ndarray, F: Sequence[int], Z_prev: np.ndarray, c: float | None, rng: np.random.Generator) -> tuple[np.ndarray, float, float]:
     """Induction step (App. B, Claim 2): W = W* + c W+ for the fresh examples F.
 
     Rows 1..T' (T' = F[0]) are old. With C = Z'_b Z'_a^+, subtracting C times the old rows
@@ -243,7 +245,7 @@ def _new_head(E, e, F, Z_prev, c, rng):
     return W_star + c_h * W_plus, c_h, c_required
 
 
-def _smallest_valid_c(c_required, alpha_star, alpha_plus, Eo, Zb, C, s_min, *, steps: int = 12) -> float:
+def _smallest_valid_c(c_required: float, alpha_star: np.ndarray, alpha_plus: np.ndarray, Eo: np.ndarray, Zb: np.ndarray, C: np.ndarray, s_min: float, *, steps: int = 12) -> float:
     """The smallest c in c_required * 10^-k (k = 0..steps) for which the Weyl step of App. B.2
     holds as measured: sigma_min(M_c) >= sigma_min(M_+) / 2, M_c = Z''_b - C Z''_a(c).
 
@@ -265,7 +267,7 @@ def _smallest_valid_c(c_required, alpha_star, alpha_plus, Eo, Zb, C, s_min, *, s
     return best
 
 
-def _lemma3(E, e, old, F, rng):
+def _lemma3(E: np.ndarray, e: np.ndarray, old: Sequence[int], F: Sequence[int], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Rank-one W+ = c w^T with E^(t) W+ e^(t) = 0 on F and distinct entries on old (Lemma 3).
 
     w is a random direction orthogonal to the fresh queries, so w^T e^(t) = 0 on F and
@@ -305,7 +307,7 @@ def _factor(W: np.ndarray, d_h: int) -> tuple[np.ndarray, np.ndarray]:
 
 # --- Step 2 and the bookkeeping --------------------------------------------------------
 
-def _step2(solve, targets, H, d, d_v):
+def _step2(solve: Callable[[np.ndarray], np.ndarray], targets: np.ndarray, H: int, d: int, d_v: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Z W_V = [y | 0] (minimum norm, exact as Z has full row rank; solve(B) = Z^+ B);
     W_O = [I_{d_v x d}; ...];
     W_D = I_{d x d_out}. Then Z diag(W_V,h) W_O W_D = (Z W_V)[:, :d_out] = y (eq. (8))."""
@@ -317,7 +319,7 @@ def _step2(solve, targets, H, d, d_v):
     return W_V, W_O, np.eye(d, d_out)
 
 
-def _refine(E, e, Y, solve, W_Q, W_K, W_V, W_O, W_D, skip, *, rounds: int = 3):
+def _refine(E: np.ndarray, e: np.ndarray, Y: np.ndarray, solve: Callable[[np.ndarray], np.ndarray], W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, W_O: np.ndarray, W_D: np.ndarray, skip: bool, *, rounds: int = 3) -> np.ndarray:
     """Iterative refinement of step 2 against the forward pass itself (eqs. (1)-(6)).
 
     y_hat is linear in W_V: y_hat = Z_f W_V[:, :d_out] with Z_f the forward's own features,
@@ -336,7 +338,7 @@ def _refine(E, e, Y, solve, W_Q, W_K, W_V, W_O, W_D, skip, *, rounds: int = 3):
     return W_V
 
 
-def _min_norm_solver(A):
+def _min_norm_solver(A: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """B -> A^+ B for A (p x q) of full row rank p <= q, factored once: A^T = Q R (thin QR)
     gives A^+ = Q R^-T. About 10x cheaper than an SVD-based pinv at p ~ 600, q ~ 1300; the
     SVD is used when R is numerically singular (A not of full row rank)."""
@@ -348,7 +350,7 @@ def _min_norm_solver(A):
     return lambda B: Q @ solve_triangular(R, B, trans="T")
 
 
-def _right_divide(B, A):
+def _right_divide(B: np.ndarray, A: np.ndarray) -> np.ndarray:
     """B A^+ for A (p x q) of full row rank: (A^+)^T B^T = R^-1 Q^T B^T, transposed back."""
     Q, R = np.linalg.qr(A.T)
     diag = np.abs(np.diag(R))
@@ -357,7 +359,7 @@ def _right_divide(B, A):
     return solve_triangular(R, Q.T @ B.T).T
 
 
-def _capacity(E, e, d_h):
+def _capacity(E: np.ndarray, e: np.ndarray, d_h: int) -> tuple[int, str, list[str]]:
     """r of Theorem 1, or of Remark 1 when an assumption visibly fails.
 
     Q (the queries' Kruskal rank) is at most rank [e^(1) ... e^(T)]; subsets that the
@@ -389,12 +391,12 @@ def _blocks(T: int, H: int, r: int) -> list[list[int]]:
     return out
 
 
-def _contexts(E, idx):
+def _contexts(E: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """E^(t) for t in idx: (len(idx), n, d), broadcasting a shared context."""
     return E[idx] if E.ndim == 3 else np.broadcast_to(E, (len(idx), *E.shape))
 
 
-def _prepare(E, e, y, n_classes):
+def _prepare(E: np.ndarray, e: np.ndarray, y: np.ndarray, n_classes: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     E, e, y = np.asarray(E, np.float64), np.asarray(e, np.float64), np.asarray(y)
     if e.ndim != 2 or E.ndim not in (2, 3) or E.shape[-1] != e.shape[1] or (E.ndim == 3 and len(E) != len(e)):
         raise ConfigError(f"give e as (T, d) and E as (n, d) or (T, n, d); got e {e.shape}, E {E.shape}")
@@ -437,7 +439,7 @@ def class_logits(weights: MemorizingWeights, y: np.ndarray) -> np.ndarray:
     return weights.class_codes[y] @ weights.class_codes.T
 
 
-def _validate(*, H, d_h, d_v, d_out, n, d, c):
+def _validate(*, H: int, d_h: int, d_v: int, d_out: int, n: int, d: int, c: float | None) -> None:
     for name, v in dict(H=H, d_h=d_h, d_v=d_v).items():
         check_int(name, int(v) if isinstance(v, np.integer) else v, 1)
     if d_v < d_out:

@@ -291,7 +291,7 @@ def context_ranks(E: np.ndarray) -> np.ndarray:
     return np.atleast_1d(np.linalg.matrix_rank(E if E.ndim == 3 else E[None]))
 
 
-def _check_shapes(E, e, W_Q, W_K, W_V, W_O, W_D) -> None:
+def _check_shapes(E: np.ndarray, e: np.ndarray, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, W_O: np.ndarray, W_D: np.ndarray) -> None:
     if len(e) != 2 or len(E) not in (2, 3):
         raise ConfigError(f"e must be (T, d) and E (n, d) or (T, n, d), got e {tuple(e)}, E {tuple(E)}")
     T, d = e

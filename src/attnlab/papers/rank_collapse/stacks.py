@@ -67,6 +67,8 @@ and so drives the rows towards the first token's rather than towards a common av
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import contextlib
 import dataclasses
 import functools
@@ -120,7 +122,7 @@ def smollm2_missing() -> str | None:
     return None
 
 
-def _fill(model: Encoder, std_of, g: torch.Generator) -> Encoder:
+def _fill(model: Encoder, std_of: Callable[[str, Tensor], float], g: torch.Generator) -> Encoder:
     """Every parameter redrawn: LayerNorm gamma 1, every bias and beta 0, weights N(0, std_of(name, p)^2)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -242,8 +244,8 @@ def build_model(model_name: str, seed: int, device: str = "cpu") -> Encoder:
     raise ConfigError(f"unknown model {model_name!r}: choose one of {', '.join(MODELS)}")
 
 
-def _stack_pass(model: Encoder, X0: Tensor, position_ids: Tensor | None, step, layers: int | None,
-                weights_at=None):
+def _stack_pass(model: Encoder, X0: Tensor, position_ids: Tensor | None, step: Callable[..., Tensor], layers: int | None,
+                weights_at: Any=None) -> TransformerOutput:
     """X_0 = ``X0`` through the first ``layers`` blocks (None: all), X_l = step(block_l, X_{l-1}, rot)
     with rot the model's q/k/v map of the pass (RoPE's rotations; None without one): hidden states [X_0..X_k] and the
     weights of the blocks in ``weights_at`` (None: all; others None), no output head. A state that

@@ -66,6 +66,8 @@ between row-stochastic matrices, with uniform and random attention as baselines
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -178,7 +180,7 @@ class StructureFit:
     eps: float = 0.0
 
 
-def _map(H) -> Tensor:
+def _map(H: Tensor) -> Tensor:
     H = torch.as_tensor(H).detach()
     if H.ndim != 2 or H.shape[0] != H.shape[1] or not H.is_floating_point() or not bool(torch.isfinite(H).all()):
         raise ConfigError(f"H must be one finite square map (n, n), got shape {tuple(H.shape)}")
@@ -190,7 +192,7 @@ def error_cost(R: Tensor, eps: float) -> Tensor:
     return (R.abs() - eps).clamp_min(0.0).sum((-2, -1))
 
 
-def _fit(family: str, H: Tensor, P: Tensor, eps: float, **params) -> StructureFit:
+def _fit(family: str, H: Tensor, P: Tensor, eps: float, **params: Any) -> StructureFit:
     d = float(error_cost(H - P, eps))
     return StructureFit(family, d, normalized_distance(d, H.shape[-1]), P, params, eps)
 

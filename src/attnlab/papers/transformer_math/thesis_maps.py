@@ -24,6 +24,8 @@ claims and the experiment that use it say so instead of measuring.
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +167,7 @@ def thesis_fits() -> tuple[list[ThesisMapFit] | None, str]:
     return _FITS["fits"], ""
 
 
-def _check(name: str, quantity: str, fits, why: str, relation: str, threshold, **kw) -> Check:
+def _check(name: str, quantity: str, fits: Any, why: str, relation: str, threshold: Any, **kw: Any) -> Check:
     where, _, paper_value = THESIS_CLAIMS[name]
     if fits is None:  # not measured: a bound that decides nothing, and the reason
         return compare(quantity, Bound.at_least(0, "not measured"), relation, threshold, where=where,

@@ -21,6 +21,8 @@ training frequencies p(y), whose held-out loss is -mean log p(y) (the same token
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import math
 import time
 from dataclasses import dataclass
@@ -194,8 +196,8 @@ def step_seconds(src_vocab_size: int, tgt_vocab_size: int, *, n_heads: int, d_mo
     return best
 
 
-def _train(train_pairs, heldout_pairs, src_vocab, tgt_vocab, *, n_heads, d_model, d_ff, dropout, epochs, batch_size,
-           lr, seed, max_len, device, log) -> TrainedTranslator:
+def _train(train_pairs: Sequence[Any], heldout_pairs: Sequence[Any], src_vocab: Vocabulary, tgt_vocab: Vocabulary, *, n_heads: int, d_model: int, d_ff: int, dropout: float, epochs: int, batch_size: int,
+           lr: float, seed: int, max_len: int, device: str | torch.device, log: Callable[..., None] | None) -> TrainedTranslator:
     start = time.perf_counter()
     model = build_model(src_vocab, tgt_vocab, d_model=d_model, n_heads=n_heads, d_ff=d_ff, dropout=dropout,
                         max_len=max_len, seed=seed, device=device)

@@ -13,6 +13,8 @@ and here certified exactly: the lower bound by a ball determinant, the upper bou
 
 from __future__ import annotations
 
+from attnlab.checks import Check
+
 from attnlab.checks import equals
 from attnlab.papers.invertibility.claims._cases import certified, count_rank, label
 from attnlab.papers.invertibility.errata import CERTIFIED_BELOW
@@ -32,7 +34,7 @@ OTHER_GRID = ((2, 3, 1, 8), (3, 3, 1, 20), (2, 4, 4, 4), (3, 3, 3, 8))
               "N C(N+L-2, L-1) (multisets of t_1..t_{L-1} times t_L) when P and d are large enough, the smaller "
               "cap otherwise; certified both ways",
 )
-def _no_positions(seed: int):
+def _no_positions(seed: int) -> Check:
     grid = CLASS_GRID + OTHER_GRID
     cases = [certified(*g, embedding="random", seed=seed, positions=False) for g in grid]
     for c in cases:
@@ -61,7 +63,7 @@ def _no_positions(seed: int):
               "e, pos and W_QK",
     paper_value="A invertible for every Pd >= N^k (read N^L)",
 )
-def _positional_cap(seed: int):
+def _positional_cap(seed: int) -> Check:
     cases = [certified(*g, embedding="explicit") for g in CERTIFIED_BELOW]
     held, _ = count_rank(cases, lambda c: c["N"] ** c["L"])
     at_cap, off_cap = count_rank(cases, lambda c: 1 + c["P"] * (c["N"] + c["L"] - 2))

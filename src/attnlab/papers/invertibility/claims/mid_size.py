@@ -10,6 +10,8 @@ the proof is a ball determinant that excludes 0; above, Rump's test ||I - B R||_
 
 from __future__ import annotations
 
+from attnlab.checks import Check
+
 import math
 
 from attnlab.checks import equals
@@ -27,7 +29,7 @@ GRID = ((2, 7), (6, 3), (3, 5), (7, 3))
               "certified, while float64 sees a lower rank",
     paper_value="A invertible for Pd >= N^k (read N^L)",
 )
-def _mid_size(seed: int):
+def _mid_size(seed: int) -> Check:
     cases = []
     for N, L in GRID:
         d = N + L - 2

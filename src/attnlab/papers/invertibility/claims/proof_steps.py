@@ -17,6 +17,8 @@ The Taylor series and the hyperplane (v_t) are measured in the experiment
 
 from __future__ import annotations
 
+from attnlab.checks import Check
+
 import math
 from fractions import Fraction
 
@@ -80,7 +82,7 @@ def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False
               "determinant by property (2), so v_t = 0: checked at d = L",
     paper_value="non-zero determinant (full rank d)",
 )
-def _proof_steps(seed: int):
+def _proof_steps(seed: int) -> Check:
     N, L, d, t = CASE
     r = final_system(N, L, d, t)
     return equals(r["rank"], d, (

@@ -12,6 +12,8 @@ max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2))). Below the minimum, rank A = P
 
 from __future__ import annotations
 
+from attnlab.checks import Check
+
 import math
 
 from attnlab.checks import Bound, equals
@@ -42,7 +44,7 @@ def _summary(cases: list[dict]) -> dict:
               "(d <= N + L - 2 at P = ceil(N^L/d), and d > N + L - 2 with enough heads)",
     paper_value="A invertible for Pd >= N^k (read N^L)",
 )
-def _full_rank(seed: int):
+def _full_rank(seed: int) -> Check:
     cases = []
     for N, L, d in FULL_GRID:
         P = math.ceil(N ** L / d)
@@ -72,7 +74,7 @@ def _full_rank(seed: int):
               "Theorem 1 makes it sufficient",
     paper_value="Pd >= N^k heads suffice",
 )
-def _minimal_heads(seed: int):
+def _minimal_heads(seed: int) -> Check:
     rows, matches, undecided = [], 0, 0
     for N, L, d in HEADS_GRID:
         T = N ** L
@@ -107,7 +109,7 @@ def _minimal_heads(seed: int):
     statement="with fewer heads than ceil(N^L/d) (d <= N + L - 2), attnlab's construction reaches its cap: A has "
               "full column rank Pd (certified for every P below the minimum)",
 )
-def _fewer_heads(seed: int):
+def _fewer_heads(seed: int) -> Check:
     cases = [certified(N, L, d, P, embedding="explicit")
              for N, L, d in ((2, 4, 4), (3, 3, 4), (2, 5, 5)) for P in range(1, math.ceil(N ** L / d))]
     held, bad = count_rank(cases, lambda c: c["P"] * c["d"])

@@ -3,6 +3,8 @@ the rank is already full for small distinct w_p, and large w only worsens the co
 
 from __future__ import annotations
 
+from attnlab.checks import Check
+
 import math
 
 from attnlab.checks import equals
@@ -20,7 +22,7 @@ GRID = ((2, 4, 4), (3, 3, 4))
               "for w_p = w p at every w from 0.01 to 100 (certified); |det| of the N^L x N^L minor shrinks at both "
               "ends",
 )
-def _any_w(seed: int):
+def _any_w(seed: int) -> Check:
     cases = [certified(N, L, d, math.ceil(N ** L / d), embedding="explicit", w=w) for N, L, d in GRID for w in SCALES]
     held, bad = count_rank(cases, lambda c: c["N"] ** c["L"])
     return equals(held, len(cases), (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from attnlab.checks import Check
+
 import numpy as np
 
 from attnlab.checks import at_most
@@ -23,7 +25,7 @@ PS = (0.1, 0.3, 0.5, 0.9)
        statement="Y = h(C ReLU(B X, bias = -1)) with C = (1, 1, 1) realises "
                  "(X_1 and X_2) or (X_3 and X_4) or (X_5 and X_6)",
        paper_value="exact")
-def _or_of_ands(seed: int):
+def _or_of_ands(seed: int) -> Check:
     """Measured: mismatches over all 64 inputs plus the largest |P(Y=1) - (1 - (1 - p^2)^3)| over
     p in {0.1, 0.3, 0.5, 0.9} (the Bernoulli model of §1); <= 1e-12."""
     X = all_binary(6)
@@ -36,7 +38,7 @@ def _or_of_ands(seed: int):
 @claim("logic.happy-sad", where="§1, eq. 1.3-1.7",
        statement="C ReLU(B X - 1) maps 'receive present' and 'pass exam' to happy and 'receive punishment' to sad",
        paper_value="(1, 0), (1, 0), (0, 1)")
-def _happy_sad(seed: int):
+def _happy_sad(seed: int) -> Check:
     """Measured: max |(happy, sad) - expected| over the three word pairs; <= 1e-12."""
     gaps = {" ".join(k): float(np.abs(mood(k) - np.array(v)).max()) for k, v in MOOD_RULES.items()}
     return at_most(max(gaps.values()), TOL, "; ".join(f"{k}: {mood(tuple(k.split()))}" for k in gaps), gaps)

@@ -16,6 +16,8 @@ construction on a table q_true >= 0, and attnlab's corrected one (the C of
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from attnlab.checks import Check, at_most
@@ -29,7 +31,7 @@ EXHAUSTIVE = ((3, 6), (4, 5))
 RANDOM = (10, 50, 10_000)  # N, M, sequences
 
 
-def _cases(seed: int):
+def _cases(seed: int) -> Any:
     """(name, tokens, N, M, rng) for the exhaustive and the random sets."""
     rng = np.random.default_rng(seed)
     for N, M in EXHAUSTIVE:

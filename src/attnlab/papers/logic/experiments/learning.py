@@ -395,7 +395,7 @@ def _train_member(job: tuple[LearningConfig, Member, Task]) -> tuple[dict[str, t
     return {k: v[0].cpu() for k, v in res.params.items()}, hist
 
 
-def _spread(x) -> tuple[float, float, float, float, float]:
+def _spread(x: Sequence[float] | np.ndarray) -> tuple[float, float, float, float, float]:
     x = np.asarray(x, np.float64)
     return (float(np.median(x)), float(np.min(x)), float(np.max(x)),
             float(np.percentile(x, 25)), float(np.percentile(x, 75)))

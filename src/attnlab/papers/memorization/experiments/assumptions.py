@@ -38,6 +38,8 @@ patches / 512 tokens.
 
 from __future__ import annotations
 
+from typing import Any
+
 import dataclasses
 from dataclasses import dataclass
 
@@ -374,7 +376,7 @@ def token_counts(ids: np.ndarray) -> dict:
             "leading_repeats": int((ids[:, 0] == ids[:, 1]).sum())}
 
 
-def _layer_outputs(cfg: AssumptionsConfig, skipped: dict | None = None):
+def _layer_outputs(cfg: AssumptionsConfig, skipped: dict | None = None) -> Any:
     """Yield (layer, E, e, extra) for every layer of cfg.layers, loading each pretrained model once;
     a SmolLM2 layer whose model is not installed is left out and its reason put in ``skipped``."""
     cache = {}

@@ -26,6 +26,8 @@ the row is inconclusive. Rows of the two d_v = 64 models are not like for like.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from dataclasses import dataclass
 
 from attnlab.checks import Check, info, near
@@ -124,7 +126,7 @@ def run_authors_capacity(cfg: AuthorsCapacityConfig, run_dir=None) -> Experiment
         data={"searches": [_data(v, H, r) for v, H, r in found], "paper_T": PAPER_T, "paper_tolerance": PAPER_TOL})
 
 
-def _say_round(search: str):
+def _say_round(search: str) -> Callable[..., None]:
     """A search's progress callback: one line per round, each attempt's T and how it ended."""
     seen = [0]
 

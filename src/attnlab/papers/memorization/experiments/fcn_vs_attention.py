@@ -17,6 +17,8 @@ more than (n+1) m + m + 1 examples; Theorem 1 guarantees the attention layer H (
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from dataclasses import dataclass
 
 import torch
@@ -144,7 +146,7 @@ def run_fcn_vs_attention(cfg: FCNvsAttentionConfig, run_dir=None) -> ExperimentR
                             data={"cells": cells, **sizes, "largest_T_memorized": best})
 
 
-def _censored(T: int, grid) -> int | Bound:
+def _censored(T: int, grid: Sequence[int]) -> int | Bound:
     """T* of a grid as a measured value: a lower bound where the top of the grid was memorized."""
     return Bound.at_least(T, f"T={T} is the top of the grid and was memorized") if T == max(grid) else T
 

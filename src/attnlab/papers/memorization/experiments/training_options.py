@@ -30,6 +30,8 @@ yields full batches, and so does this experiment (noted in the report).
 
 from __future__ import annotations
 
+from typing import Any
+
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -219,7 +221,7 @@ def train_once(cfg: TrainingOptionsConfig, reps: list[int], *, model: str, optim
             "curve_t": [0.0, *times], "curve_acc": [acc0.mean().item(), *acc.mean(1).tolist()]}
 
 
-def _sequential(cfg: TrainingOptionsConfig, reps: list[int], **kw) -> dict:
+def _sequential(cfg: TrainingOptionsConfig, reps: list[int], **kw: Any) -> dict:
     """One train_once per replicate; the curve is the mean accuracy over all replicates
     (those not started yet at their initial accuracy) against the summed wall time."""
     runs = [train_once(cfg, [r], **kw) for r in reps]

@@ -35,6 +35,8 @@ notes invoke it (no condition: differs beyond D = 1.2564), the lemma under its t
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import torch
@@ -59,7 +61,7 @@ def sandwich_terms(X: torch.Tensor, W_QK: torch.Tensor, d_qk: int) -> dict[str, 
     return {"P": P, "P_tilde": P_t, "D": D, "R": R}
 
 
-def _trials(seed: int, per_scale: int = 100, n: int = 6, d: int = 4, d_qk: int = 3):
+def _trials(seed: int, per_scale: int = 100, n: int = 6, d: int = 4, d_qk: int = 3) -> Any:
     g = torch.Generator().manual_seed(seed)
     for scale in SCALES:
         for _ in range(per_scale):

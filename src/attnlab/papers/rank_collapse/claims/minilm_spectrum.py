@@ -25,6 +25,8 @@ eps^2 ~ 1 / log n).
 
 from __future__ import annotations
 
+from torch import Tensor
+
 import math
 
 import torch
@@ -44,7 +46,7 @@ def energy_ranks(P: torch.Tensor, fractions=(0.9, 0.99)) -> dict[float, torch.Te
     return {f: (cum < f - 1e-12).sum(-1) + 1 for f in fractions}
 
 
-def _slope(x, y) -> float:
+def _slope(x: Tensor, y: Tensor) -> float:
     lx, ly = torch.tensor(x, dtype=torch.float64).log(), torch.tensor(y, dtype=torch.float64).log()
     lx, ly = lx - lx.mean(), ly - ly.mean()
     return ((lx @ ly) / (lx @ lx)).item()

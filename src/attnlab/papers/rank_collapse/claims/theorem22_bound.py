@@ -24,6 +24,8 @@ the exact residual on both sides.
 
 from __future__ import annotations
 
+from torch import Tensor
+
 
 import torch
 
@@ -43,7 +45,7 @@ N, D, D_QK = 4, 3, 2
 KINDS = ("two", "composite")  # the notes' residual, then the composite argmin
 
 
-def _exact_ratio(X, W_Q, W_K, W_V, kind: str = "two") -> float:
+def _exact_ratio(X: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor, kind: str = "two") -> float:
     """||res SA(X)|| / (c ||res X||^3) with the residual ``kind`` on both sides, one layer."""
     c = layer_constant(W_Q, W_K, W_V).item()
     r0 = residual(X, kind).norm.item()

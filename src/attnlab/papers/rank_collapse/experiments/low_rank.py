@@ -33,6 +33,8 @@ with a note.
 
 from __future__ import annotations
 
+from attnlab.results import LineFigure
+
 import math
 from dataclasses import dataclass
 
@@ -365,7 +367,7 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
                                   "smollm2_layers": list(cfg.smollm2_layers)})
 
 
-def _layer_text(layers) -> str:
+def _layer_text(layers: list[int]) -> str:
     layers = list(layers)
     return "0-29 (all)" if layers == list(range(30)) else ", ".join(map(str, layers))
 
@@ -397,7 +399,7 @@ def _smollm2_summary(cfg: LowRankConfig, rows: list[dict], smol: list[dict], ski
     ]
 
 
-def _beside_figure(cfg: LowRankConfig, rows: list[dict], smol: list[dict]):
+def _beside_figure(cfg: LowRankConfig, rows: list[dict], smol: list[dict]) -> LineFigure:
     lines = []
     for name, rs, style in (("MiniLM", rows, "solid"), ("SmolLM2", smol, "dashed")):
         nn = [r["n"] for r in rs]

@@ -7,6 +7,8 @@ differ where they fail; attnlab's projection, assignment and fits are constructi
 
 from __future__ import annotations
 
+from torch import Tensor
+
 import itertools
 
 import numpy as np
@@ -56,7 +58,7 @@ def _lp_distance(H: torch.Tensor, band: torch.Tensor, eps: float, zero: np.ndarr
     return float(r.fun)
 
 
-def _random_members(n: int, band: torch.Tensor, eps: float, s: int | None, count: int, g: torch.Generator):
+def _random_members(n: int, band: torch.Tensor, eps: float, s: int | None, count: int, g: torch.Generator) -> Tensor:
     """``count`` random members of X(band, eps, s): band entries N(0, 1), s (or all) off-band entries in [-eps, eps]."""
     off = (~band).flatten().nonzero()[:, 0]
     X = torch.randn(count, n * n, generator=g, dtype=torch.float64) * band.flatten()
@@ -222,7 +224,7 @@ def _permutation_assignment(seed: int) -> Check:
                    role="construction", values={"max_gap": worst, "uncertified": uncertified, "cases": rows, "n": n})
 
 
-def _sigma3_members(n: int):
+def _sigma3_members(n: int) -> Tensor:
     """Every member of Sigma_3 for n rows, as column choices (n,) (blocks of width >= 2, any anchor)."""
     def cover(a):
         if a == n:

@@ -3,6 +3,8 @@ first-order Taylor example) and FAVOR+ random features (Performer)."""
 
 from __future__ import annotations
 
+from torch import Tensor
+
 import math
 
 import torch
@@ -20,7 +22,7 @@ from attnlab.checks import Check, at_most
 from attnlab.registry import claim
 
 
-def _elu_kernel(q, k):
+def _elu_kernel(q: Tensor, k: Tensor) -> Tensor:
     phi = lambda x: torch.nn.functional.elu(x) + 1.0  # noqa: E731
     return phi(q) @ phi(k).transpose(-2, -1)
 

@@ -7,6 +7,8 @@ Without the maps file each claim is inconclusive and says where it looked.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from attnlab.checks import Check
 from attnlab.papers.transformer_math.thesis_maps import (
     THESIS_CLAIMS,
@@ -18,7 +20,7 @@ from attnlab.papers.transformer_math.thesis_maps import (
 from attnlab.registry import claim
 
 
-def _register(name: str, build) -> None:
+def _register(name: str, build: Callable[..., Check]) -> None:
     where, statement, paper_value = THESIS_CLAIMS[name]
 
     @claim(f"transformer-math.{name}", where=where, statement=statement, paper_value=paper_value)

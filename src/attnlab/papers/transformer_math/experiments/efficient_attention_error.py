@@ -18,6 +18,10 @@ The errors and ranks are computed by attnlab.analysis.approximation.
 
 from __future__ import annotations
 
+from torch import Tensor
+from typing import Any
+from attnlab.runs.rundir import RunDir
+
 import math
 from dataclasses import dataclass
 
@@ -87,7 +91,7 @@ class EfficientAttentionErrorConfig(RunConfig):
                         change="lower the largest n_values")
 
 
-def _lowrank(q, k, v, P, cfg, g):
+def _lowrank(q: Tensor, k: Tensor, v: Tensor, P: int, cfg: EfficientAttentionErrorConfig, g: torch.Generator) -> Any:
     """(variant, parameters, P^, allowed) for the low-rank family."""
     n = P.shape[-1]
     yield "uniform (mean of V)", {}, torch.full_like(P, 1.0 / n), None
@@ -98,7 +102,7 @@ def _lowrank(q, k, v, P, cfg, g):
         yield "best rank-k (SVD)", {"k'": kp}, P_k, None
 
 
-def _sparse(q, k, v, cfg, seed, checks):
+def _sparse(q: Tensor, k: Tensor, v: Tensor, cfg: EfficientAttentionErrorConfig, seed: int, checks: dict) -> Any:
     """The sparse entries of :data:`SPARSE`, each as graph attention over its catalogue graph;
     records |fast path - dense masked softmax| in checks."""
     n = q.shape[-2]
@@ -119,7 +123,7 @@ def _sparse(q, k, v, cfg, seed, checks):
             yield name, shown, res.weights, allowed
 
 
-def _linear(q, k, v, cfg, g, checks):
+def _linear(q: Tensor, k: Tensor, v: Tensor, cfg: EfficientAttentionErrorConfig, g: torch.Generator, checks: dict) -> Any:
     """The catalogue's linear family, named by feature map; records |output - P^ V| (the weights are
     the operator's) in checks."""
     for entry in select_variants(family="linear"):
@@ -131,7 +135,7 @@ def _linear(q, k, v, cfg, g, checks):
         yield fm, ({"m": cfg.favor_features} if fm == "favor+" else {}), res.weights, None
 
 
-def _one_problem(cfg, n: int, t: float, g, checks: dict, run_dir) -> list[dict]:
+def _one_problem(cfg: EfficientAttentionErrorConfig, n: int, t: float, g: torch.Generator, checks: dict, run_dir: RunDir | None) -> list[dict]:
     kw = dict(generator=g, dtype=torch.float64, device=cfg.device)
     q = torch.randn(n, cfg.d, **kw) * t
     k, v = torch.randn(n, cfg.d, **kw), torch.randn(n, cfg.d, **kw)

@@ -73,6 +73,13 @@ inconclusive (another model), never reproduced.
 
 from __future__ import annotations
 
+from typing import Any, Iterable, Sequence
+from attnlab.runs.rundir import RunDir
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attnlab.pretrained import PretrainedModel
+
 import dataclasses
 import functools
 import math
@@ -423,7 +430,7 @@ def fractions(rows: list[dict]) -> dict[str, float]:
 
 
 # ---- the translation models -----------------------------------------------------------------
-def _frequencies(tokens, vocab: Vocabulary, n_sentences: int) -> torch.Tensor:
+def _frequencies(tokens: Sequence[int], vocab: Vocabulary, n_sentences: int) -> torch.Tensor:
     """Training counts of the tokens at each key position; the specials count once per sentence."""
     return torch.tensor([float(n_sentences) if t in (BOS, EOS) else float(vocab.frequency(t)) for t in tokens],
                         dtype=torch.float64)
@@ -433,7 +440,7 @@ def _train_one(data: tuple, kwargs: dict, n_heads: int) -> TrainedTranslator:
     return train_translator(*data, n_heads=n_heads, **kwargs)
 
 
-def _train_models(cfg: HeadStructureConfig, train, held, src_vocab: Vocabulary,
+def _train_models(cfg: HeadStructureConfig, train: Any, held: Any, src_vocab: Vocabulary,
                   tgt_vocab: Vocabulary) -> list[TrainedTranslator]:
     """One trained translator per head count of ``cfg.heads``, in that order.
 
@@ -450,7 +457,7 @@ def _train_models(cfg: HeadStructureConfig, train, held, src_vocab: Vocabulary,
     return map_processes(fn, cfg.heads, workers, on_done=lambda k, n: steps.advance(k))
 
 
-def _translation(cfg: HeadStructureConfig, run_dir, base: dict[str, Baselines]):
+def _translation(cfg: HeadStructureConfig, run_dir: RunDir | None, base: dict[str, Baselines]) -> Any:
     corpus = load_parallel_corpus(cfg.corpus, n_pairs=cfg.n_pairs, max_words=cfg.max_words, seed=cfg.seed)
     pairs = list(corpus.pairs)
     order = np.random.default_rng(cfg.seed).permutation(len(pairs))
@@ -623,7 +630,7 @@ def _smollm2_installed() -> None:
 
 
 def _pretrained(cfg: HeadStructureConfig, base: dict[str, Baselines], spec: PretrainedModelSpec,
-                pm=None) -> PretrainedHeads:
+                pm: PretrainedModel | None=None) -> PretrainedHeads:
     """Every head of ``spec``'s model on ``n_eval`` pydoc sentences of exactly ``crop`` tokens (nothing
     cropped; MiniLM's [CLS] and [SEP] included, SmolLM2 has no BOS), fitted by :func:`fit_heads` against
     the baselines of the model's mask and labelled by :func:`head_taxonomies`; ``pm``: the model when
@@ -674,19 +681,19 @@ def _pretrained(cfg: HeadStructureConfig, base: dict[str, Baselines], spec: Pret
                            chance, time.perf_counter() - start)
 
 
-def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]):
+def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]) -> tuple[list[dict], Any, Any]:
     """MiniLM's 72 heads: (rows, tokens of the first sentence, sentences)."""
     p = _pretrained(cfg, base, PRETRAINED["minilm"])
     return p.rows, p.tokens, p.sentences
 
 
-def _smollm2(cfg: HeadStructureConfig, base: dict[str, Baselines], pm=None) -> PretrainedHeads:
+def _smollm2(cfg: HeadStructureConfig, base: dict[str, Baselines], pm: PretrainedModel | None=None) -> PretrainedHeads:
     """SmolLM2's 270 causal heads (30 layers x 9 query heads), against the causal baselines."""
     return _pretrained(cfg, base, PRETRAINED["smollm2"], pm)
 
 
 # ---- report -----------------------------------------------------------------------------------
-def _range(values) -> str:
+def _range(values: Iterable[float]) -> str:
     return f"{min(values):.3g}-{max(values):.3g}"
 
 
@@ -697,14 +704,14 @@ WHERE_RANK = "§3.1 (\"all the matrix involved are full rank with low l2 norm\")
 WHERE_TABLE = "§3.1.2, eqs. (21)-(22); the thesis's validation table (16 x 16 crops, w = 3)"
 
 
-def _not_like_for_like(cfg, corpus) -> str:
+def _not_like_for_like(cfg: HeadStructureConfig, corpus: Any) -> str:
     """Why a statement of the text about its trained model cannot be decided on these models ("" when it can)."""
     # Even at the text's 20 epochs the corpus and the width are attnlab's, not the thesis's.
     return (f"another model: {cfg.epochs} epochs on {corpus.name} (d = {cfg.d_model}), not the text's "
             f"{THESIS_EPOCHS} epochs on opus_books")
 
 
-def _summary(cfg, corpus, models, rows, pre, base) -> list[Check]:
+def _summary(cfg: HeadStructureConfig, corpus: Any, models: list[TrainedTranslator], rows: list[dict], pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Check]:
     out = []
     for t in models:
         out.append(compare(f"translation, {t.n_heads} head(s): held-out loss (nats/token) below the unigram baseline",
@@ -765,7 +772,7 @@ def _summary(cfg, corpus, models, rows, pre, base) -> list[Check]:
     return out
 
 
-def _label_counts(values) -> dict[str, int]:
+def _label_counts(values: Iterable[str]) -> dict[str, int]:
     """{label: heads}, a head with several labels ("previous, special:[SEP]") counted under each."""
     c = Counter(lab for v in values for lab in (v.split(", ") if v != "–" else ["none"]))
     return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -802,7 +809,7 @@ def _another_model(p: PretrainedHeads) -> str:
             "one-layer EN->IT translation model")
 
 
-def _pretrained_checks(cfg, p: PretrainedHeads, base: dict[str, Baselines]) -> list[Check]:
+def _pretrained_checks(cfg: HeadStructureConfig, p: PretrainedHeads, base: dict[str, Baselines]) -> list[Check]:
     """Rows of the summary for one pretrained model: label shares and distances (info), the taxonomies
     beside their chance levels (info) and, for SmolLM2, the text's statements measured on it
     (inconclusive: not the text's model)."""
@@ -852,7 +859,7 @@ def _pretrained_checks(cfg, p: PretrainedHeads, base: dict[str, Baselines]) -> l
     return out
 
 
-def _head_tables(rows) -> list[Table]:
+def _head_tables(rows: list[dict]) -> list[Table]:
     """Every head in two tables with the same first columns: its distances to the Sigma families,
     then the other criteria (Voita et al.'s fractions, confidence; Clark and Kovaleva labels of
     pretrained heads)."""
@@ -914,7 +921,7 @@ def _pretrained_tables(pre: list[PretrainedHeads], base: dict[str, Baselines]) -
     return [fits, tax]
 
 
-def _train_table(models, sizes, cfg, corpus) -> Table:
+def _train_table(models: list[TrainedTranslator], sizes: tuple[int, ...], cfg: HeadStructureConfig, corpus: Any) -> Table:
     cols = ["heads", "epochs", "train pairs", "held-out pairs", "vocab EN / IT", "train loss (last epoch)",
             "held-out loss", "held-out accuracy", "unigram loss", "seconds"]
     body = [[t.n_heads, cfg.epochs, sizes[0], sizes[1], f"{sizes[3]} / {sizes[4]}", t.epoch_losses[-1],
@@ -934,7 +941,7 @@ def _baseline_table(base: dict[str, Baselines]) -> Table:
                  ["text"] + ["float"] * len(keys))
 
 
-def _thesis_table(fits) -> Table:
+def _thesis_table(fits: Any) -> Table:
     cols = ["map", "row sums (min-max)", "d Σ1", "d shift", "d Σ2", "d Σ3", "d Σ (thesis families)", "per entry",
             "d Σ / 2n (renormalised)", "label", "rank", "σ_min", "‖A‖_2"]
     body = [[f.index, f"{f.row_sums[0]:.2f}-{f.row_sums[1]:.2f}", f.d["sigma1"], f.d["shift"], f.d["sigma2"],
@@ -945,12 +952,12 @@ def _thesis_table(fits) -> Table:
                  cols, body, ["int", "text"] + ["float"] * 7 + ["text", "int", "float", "float"])
 
 
-def _short(r) -> str:
+def _short(r: dict) -> str:
     return {"shift": "shift", "sigma2": "Σ2", "sigma3": "Σ3"}[r["best_family"]] + \
         f" {r['normalized']:.2f} {r['label'][:3]}"
 
 
-def _figures(cfg, rows, pre, figmaps, base, thesis) -> list[Figure]:
+def _figures(cfg: HeadStructureConfig, rows: list[dict], pre: list[PretrainedHeads], figmaps: Any, base: dict[str, Baselines], thesis: Any) -> list[Figure]:
     figs = []
     mini = next((p.rows for p in pre if p.spec.key == "minilm"), [])
     mini_tokens = next((p.tokens for p in pre if p.spec.key == "minilm"), [])
@@ -1047,7 +1054,7 @@ def _figures(cfg, rows, pre, figmaps, base, thesis) -> list[Figure]:
 
 
 
-def _pretrained_figures(cfg, pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Figure]:
+def _pretrained_figures(cfg: HeadStructureConfig, pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Figure]:
     """The pretrained models' fits by layer (relative depth, so 6 and 30 layers share an axis) and every
     head's d_Sigma / 2n as a layer x head grid."""
     lines = []
@@ -1088,7 +1095,7 @@ def _pretrained_figures(cfg, pre: list[PretrainedHeads], base: dict[str, Baselin
     return figs
 
 
-def _notes(cfg, corpus, sizes, pre, base, thesis) -> list[str]:
+def _notes(cfg: HeadStructureConfig, corpus: Any, sizes: tuple[int, ...], pre: list[PretrainedHeads], base: dict[str, Baselines], thesis: Any) -> list[str]:
     n_mini = next((p.sentences for p in pre if p.spec.key == "minilm"), 0)
     return [
         f"Corpus: {corpus.description}. The text used opus_books EN->IT from the HuggingFace Hub, which cannot "
@@ -1124,7 +1131,7 @@ def _notes(cfg, corpus, sizes, pre, base, thesis) -> list[str]:
     ] + _pretrained_notes(cfg, pre, base)
 
 
-def _pretrained_notes(cfg, pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[str]:
+def _pretrained_notes(cfg: HeadStructureConfig, pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[str]:
     out = []
     smol = next((p for p in pre if p.spec.key == "smollm2"), None)
     if smol is None and not cfg.smollm2:

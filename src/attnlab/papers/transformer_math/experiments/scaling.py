@@ -29,6 +29,8 @@ early once both models have reached the threshold (``stop_at_threshold``).
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import copy
 import math
 from dataclasses import dataclass
@@ -265,7 +267,7 @@ def aggregate(rows: list[dict]) -> ExperimentResult:
 WHERE = "§1.2.3 (\"it leads to more stable gradients\")"
 
 
-def _summary(dims, mean, reached, groups, steps, thr) -> list[Check]:
+def _summary(dims: Sequence[int], mean: Any, reached: Any, groups: Any, steps: Any, thr: float) -> list[Check]:
     """The text's three effects at the largest d_head, as ratios unscaled / scaled of the means
     over seeds, and whether every scaled run learned within the budget (attnlab's task and
     training must be learnable: a construction).
@@ -299,7 +301,7 @@ def _summary(dims, mean, reached, groups, steps, thr) -> list[Check]:
     ]
 
 
-def _figures(dims, stats, steps, thr, n) -> list[LineFigure]:
+def _figures(dims: Sequence[int], stats: Any, steps: Any, thr: float, n: int) -> list[LineFigure]:
     color = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
     label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
 
