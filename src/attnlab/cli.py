@@ -6,14 +6,13 @@ Every command prints one line on stderr and exits with status 2 on bad input
 
 from __future__ import annotations
 
-from typing import Any
 from attnlab.config import Config
 from attnlab.estimates import Estimate
 
 import json
 import os
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console

@@ -32,10 +32,8 @@ whose gather would pass GATHER_LIMIT_BYTES.
 
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from torch import Tensor

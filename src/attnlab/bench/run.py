@@ -17,14 +17,12 @@ Crossovers and targets: targets.py.
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import dataclasses
 import os
 import platform
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 

@@ -33,10 +33,7 @@ optimizer) and ``steps_to_stop`` records how many updates they made.
 
 from __future__ import annotations
 
-from typing import Any
-
-from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import torch
 from torch import Tensor

@@ -30,11 +30,10 @@ any chosen heads exactly; the two are reported side by side.
 
 from __future__ import annotations
 
-from typing import Any
 from attnlab.nn.transformer import Encoder
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor

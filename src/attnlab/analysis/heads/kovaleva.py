@@ -40,10 +40,8 @@ high).
 
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import Tensor

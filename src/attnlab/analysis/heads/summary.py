@@ -25,9 +25,8 @@ thresholds); :func:`thresholds` lists those constants.
 from __future__ import annotations
 
 from torch import Tensor
-from typing import Any
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 

@@ -6,8 +6,7 @@ notes that say how to read them.
 
 from __future__ import annotations
 
-from typing import Any
-from typing import TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from attnlab.pretrained import PretrainedModel

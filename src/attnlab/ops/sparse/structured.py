@@ -13,9 +13,7 @@ linear in n. Equal to the dense masked softmax in value and gradient (float64, 1
 
 from __future__ import annotations
 
-from typing import Callable
-
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F

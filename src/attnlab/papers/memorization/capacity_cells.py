@@ -25,12 +25,11 @@ warmup + cosine, at least 50k steps and at least 500 epochs, 300k steps for Fig.
 from __future__ import annotations
 
 from torch import Tensor
-from typing import Callable
 
 import math
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 import torch

@@ -66,11 +66,9 @@ between row-stochastic matrices, with uniform and random attention as baselines
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch

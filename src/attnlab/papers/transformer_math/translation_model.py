@@ -21,12 +21,10 @@ training frequencies p(y), whose held-out loss is -mean log p(y) (the same token
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import math
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor

@@ -20,8 +20,11 @@ from attnlab.runs.rundir import log_metric
 EXPERIMENT_ID = "transformer-math.dot-product-scaling"
 _DIMS = tuple(2 ** k for k in range(2, 11))  # 4, 8, ..., 1024
 TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
-DRAW_BYTES = 1000.0  # one float64 Gaussian draw, in bytes of copy traffic (fitted: ~40 ns a number)
-JACOBIAN_BYTES = 4000.0  # one entry of a softmax Jacobian with its norms and products, in bytes of traffic (fitted)
+# Fitted to both presets measured in one process on 2 idle cores (copy traffic measured at 30 GB/s there):
+# quick 0.91 s, paper 214.6 s (results/paper-scale/transformer-math-dot-product-scaling). The constants
+# fitted to the quick preset alone (1000 and 4000 bytes) put the paper preset at 29 min: 8x its time.
+DRAW_BYTES = 470.0  # one float64 Gaussian draw, in bytes of copy traffic (~16 ns a number)
+JACOBIAN_BYTES = 560.0  # one entry of a softmax Jacobian with its norms and products, in bytes of traffic (~19 ns)
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class DotProductConfig(RunConfig):
     def estimate(self) -> Estimate:
         """Time: traffic DRAW_BYTES sum_d (2 N + S (K + 1)) d + JACOBIAN_BYTES 2 |dims| S K^2,
         gemm 2 sum_d (N d + 2 S K d), calls TORCH_OP 60 |dims| (N = n_samples_variance,
-        S = n_samples_softmax, K = n_keys; the constants are fitted to the quick preset).
+        S = n_samples_softmax, K = n_keys; the constants are fitted to both presets' measured times).
         Memory: float64, chunks of 2^22 numbers (attnlab.analysis.logit_scaling): the n_samples_variance
         dot products, q, k or K of one chunk (at least one row of n_keys x d), and the softmax
         Jacobians of one chunk's rows (n_keys x n_keys each; diag(s), s s^T and their difference,

@@ -73,9 +73,8 @@ inconclusive (another model), never reproduced.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
 from attnlab.runs.rundir import RunDir
-from typing import TYPE_CHECKING
+from typing import Any, Iterable, Sequence, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from attnlab.pretrained import PretrainedModel
