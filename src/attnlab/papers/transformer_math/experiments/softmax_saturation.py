@@ -18,8 +18,11 @@ from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.softmax-saturation"
 TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
-ROW_OPS = 28  # torch ops per row of z and scale t in saturation_sweep (fitted to the quick preset)
-JACOBIAN_BYTES = 4000.0  # one entry of a softmax Jacobian with its norms and products, in bytes of traffic (fitted)
+# Fitted to both presets measured in one process on 2 idle cores (copy traffic at 30 GB/s, small calls at
+# 6000/s there): quick 0.44 s, paper 207 s (results/paper-scale/transformer-math-softmax-saturation). The
+# constants fitted to the quick preset alone (28 ops, 4000 bytes) put the paper preset at 42 min: 12x its time.
+ROW_OPS = 0.33  # torch ops per row of z, scale t and width n in saturation_sweep (rows are vectorized by chunks)
+JACOBIAN_BYTES = 354.0  # one entry of a softmax Jacobian with its norms and products, in bytes of traffic
 
 
 @dataclass(frozen=True)
