@@ -245,7 +245,7 @@ def build_model(model_name: str, seed: int, device: str = "cpu") -> Encoder:
 
 
 def _stack_pass(model: Encoder, X0: Tensor, position_ids: Tensor | None, step: Callable[..., Tensor], layers: int | None,
-                weights_at: Any=None) -> TransformerOutput:
+                weights_at: Any = None) -> TransformerOutput:
     """X_0 = ``X0`` through the first ``layers`` blocks (None: all), X_l = step(block_l, X_{l-1}, rot)
     with rot the model's q/k/v map of the pass (RoPE's rotations; None without one): hidden states [X_0..X_k] and the
     weights of the blocks in ``weights_at`` (None: all; others None), no output head. A state that

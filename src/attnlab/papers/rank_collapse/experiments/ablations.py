@@ -444,7 +444,7 @@ def measure(cfg: AblationsConfig, run_dir=None) -> Measured:
     return _measure(cfg, run_dir)[0]
 
 
-def _measure(cfg: AblationsConfig, run_dir: RunDir | None=None) -> tuple[Measured, list[dict]]:
+def _measure(cfg: AblationsConfig, run_dir: RunDir | None = None) -> tuple[Measured, list[dict]]:
     """:func:`measure`'s data, and the attention viewer blocks of the pretrained networks measured
     (:data:`VIEW_MODELS`, :func:`attention_view`), taken from their unablated ("transformer") pass."""
     texts = long_texts(cfg.texts, cfg.tokens, cfg.seed)

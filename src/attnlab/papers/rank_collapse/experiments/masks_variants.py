@@ -147,17 +147,22 @@ class MasksVariantsConfig(RunConfig):
         return total(steps)
 
 
-def _softmax_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool=False, scale: str | float="1/sqrt(d)", mask: Tensor | None=None, causal: bool | None=None) -> AttentionOutput:
+def _softmax_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool = False,
+                     scale: str | float = "1/sqrt(d)", mask: Tensor | None = None,
+                     causal: bool | None = None) -> AttentionOutput:
     return CATALOGUE["softmax"](q, k, v, mask=mask, causal=causal, scale=scale, return_weights=return_weights)
 
 
-def _linear_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool=False, scale: str | float="1/sqrt(d)", variant: str="linear", generator: torch.Generator | None=None,
-                    num_features: int | None=None) -> AttentionOutput:
+def _linear_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool = False,
+                    scale: str | float = "1/sqrt(d)", variant: str = "linear",
+                    generator: torch.Generator | None = None, num_features: int | None = None) -> AttentionOutput:
     # the kernel replaces exp(c q.k); FAVOR+ builds c = 1/sqrt(d_head) into its features
     return CATALOGUE[variant](q, k, v, generator=generator, num_features=num_features, return_weights=return_weights)
 
 
-def _linformer_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool=False, scale: str | float="1/sqrt(d)", E: Tensor | None=None, F: Tensor | None=None) -> AttentionOutput:
+def _linformer_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool = False,
+                       scale: str | float = "1/sqrt(d)", E: Tensor | None = None,
+                       F: Tensor | None = None) -> AttentionOutput:
     return CATALOGUE["linformer"](q, k, v, E, F, scale=scale, return_weights=return_weights)
 
 

@@ -629,7 +629,7 @@ def _smollm2_installed() -> None:
 
 
 def _pretrained(cfg: HeadStructureConfig, base: dict[str, Baselines], spec: PretrainedModelSpec,
-                pm: PretrainedModel | None=None) -> PretrainedHeads:
+                pm: PretrainedModel | None = None) -> PretrainedHeads:
     """Every head of ``spec``'s model on ``n_eval`` pydoc sentences of exactly ``crop`` tokens (nothing
     cropped; MiniLM's [CLS] and [SEP] included, SmolLM2 has no BOS), fitted by :func:`fit_heads` against
     the baselines of the model's mask and labelled by :func:`head_taxonomies`; ``pm``: the model when
@@ -686,7 +686,8 @@ def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]) -> tuple[list[
     return p.rows, p.tokens, p.sentences
 
 
-def _smollm2(cfg: HeadStructureConfig, base: dict[str, Baselines], pm: PretrainedModel | None=None) -> PretrainedHeads:
+def _smollm2(cfg: HeadStructureConfig, base: dict[str, Baselines],
+             pm: PretrainedModel | None = None) -> PretrainedHeads:
     """SmolLM2's 270 causal heads (30 layers x 9 query heads), against the causal baselines."""
     return _pretrained(cfg, base, PRETRAINED["smollm2"], pm)
 
