@@ -39,6 +39,13 @@ def _eval(loss_fn: Callable[..., Tensor], metrics_fn: Callable[..., dict[str, Te
     return metrics
 
 
+def max_evaluations(max_iter: int) -> int:
+    """The loss evaluations one torch.optim.LBFGS step may make with ``max_iter`` iterations:
+    max(5 max_iter // 4, max_iter + 25). Torch's default, 5 max_iter // 4, is 1 at max_iter = 1,
+    which leaves the strong-Wolfe search no evaluation to spend: every step would be a no-op."""
+    return max(max_iter * 5 // 4, max_iter + 25)
+
+
 class _OneModel:
     """Model m's parameters (unstacked leaves), data and torch.optim.LBFGS."""
 
@@ -47,9 +54,7 @@ class _OneModel:
         self.theta = {k: p.clone().requires_grad_(True) for k, p in params.items()}
         self.opt = torch.optim.LBFGS(
             list(self.theta.values()), lr=cfg.lr, max_iter=cfg.lbfgs_max_iter,
-            # torch's default max_eval = 5 max_iter // 4 is 1 at max_iter = 1, which leaves the
-            # strong-Wolfe search no evaluation to spend: every step would be a no-op
-            max_eval=max(cfg.lbfgs_max_iter * 5 // 4, cfg.lbfgs_max_iter + 25),
+            max_eval=max_evaluations(cfg.lbfgs_max_iter),
             history_size=cfg.lbfgs_history, line_search_fn=cfg.lbfgs_line_search,
             tolerance_grad=cfg.lbfgs_tolerance_grad, tolerance_change=cfg.lbfgs_tolerance_change,
         )

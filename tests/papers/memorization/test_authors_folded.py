@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.papers.memorization.authors_folded import (
-    _values_first,
+    values_first,
     authors_loss_and_grads,
     folded_authors_logits,
 )
@@ -32,7 +32,7 @@ def _problem(d_v, H=3, n=5, d=8, C=7, T=13, M=2, seed=2):
 def test_folded_loss_and_gradients_equal_autograd_through_authors_model(d_v):
     params, X, x, y = _problem(d_v)
     H, n, C = params["W_Q"].shape[1], X.shape[0], params["W_D"].shape[-1]
-    assert _values_first(H, n, d_v, C) == (d_v < 8)
+    assert values_first(H, n, d_v, C) == (d_v < 8)
     T_m = torch.tensor([13, 6])
     loss, grads, correct = authors_loss_and_grads(params, X, x, y, T_m)
     ref_loss, ref_grads, ref_correct = autograd_loss_and_grads(params, X, x, y, T_m, "context")

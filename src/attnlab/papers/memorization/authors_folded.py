@@ -22,7 +22,7 @@ and per example only two products over the T rows remain:
     theta_h^(t) = Softmax(alpha_h^(t))                      eq. (2), per head over the n context tokens
     y_hat^(t) = sum_h p_h^(t)T U_h + b_D,  p_h^(t) = V_h^T theta_h^(t)     eqs. (3)-(6)
 
-The read-out takes the cheaper of two orders (``_values_first``): through the d_v values
+The read-out takes the cheaper of two orders (``values_first``): through the d_v values
 per head, 2 H (n d_v + d_v C) FLOPs per example (the released d_v = 1: 2 H (n + C)), or
 through N_h = V_h U_h (n x C), 2 H n C FLOPs per example (d_v = d_h = 64: fewer than the
 values' order). At d = d_in = 64, n = 32, C = 100, H = 8, d_v = 1 a forward pass costs
@@ -60,7 +60,7 @@ from attnlab.papers.memorization.losses import masked_cross_entropy
 Params = dict[str, Tensor]
 
 
-def _values_first(H: int, n: int, d_v: int, C: int) -> bool:
+def values_first(H: int, n: int, d_v: int, C: int) -> bool:
     """Read out through the values (2 H (n d_v + d_v C) FLOPs per example) when that is
     cheaper than through N_h = V_h U_h (2 H n C)."""
     return d_v * (n + C) < n * C
@@ -100,7 +100,7 @@ def _forward(params: Params, f: dict[str, Tensor], x: Tensor) -> tuple[Tensor, T
     if d_v == 1:  # one value per head (as released): p_h = <theta_h, V_h>, elementwise
         P = (theta * V[:, None, :, :, 0]).sum(-1)  # (M, T, H, n) * (M, 1, H, n) -> (M, T, H)
         return P @ U + params["b_D"][:, None, :], theta, P, None
-    if _values_first(H, n, d_v, C):
+    if values_first(H, n, d_v, C):
         P = (theta.transpose(1, 2) @ V).transpose(1, 2).reshape(M, T, H * d_v)  # p_h = V_h^T theta_h
         return P @ U + params["b_D"][:, None, :], theta, P, None  # (M, T, H d_v) @ (M, H d_v, C)
     N = (V @ U.view(M, H, d_v, C)).reshape(M, H * n, C)  # N_h = V_h U_h

@@ -394,12 +394,12 @@ def attempt_work(sc: SearchConfig, T: int, M: int, steps: int) -> dict[str, floa
                                                                   + the autograd's STEP_OPS with keys="all")
 
     forward + backward counted as 3 forwards."""
-    from attnlab.papers.memorization.authors_folded import _values_first
+    from attnlab.papers.memorization.authors_folded import values_first
     from attnlab.papers.memorization.capacity_cells import ADAM_OPS, STEP_OPS, TORCH_OP, forward_flops
 
     H, n, d, d_h, d_v, C = sc.H, sc.n, sc.d, sc.d_h, sc.d_v, sc.n_classes
     if sc.model == "authors" and sc.keys == "context":
-        values_first = _values_first(H, n, d_v, C)
+        values_first = values_first(H, n, d_v, C)
         f_ex = 2.0 * H * n * d + (2.0 * H * (n * d_v + d_v * C) if values_first else 2.0 * H * n * C)
         f_model = (2.0 * n * d * d + 2.0 * H * n * d * (d_h + d_v) + 2.0 * H * d * n * d_h + 2.0 * d * H * n * d
                    + 2.0 * H * d_v * d * C + (0.0 if values_first else 2.0 * H * n * d_v * C))

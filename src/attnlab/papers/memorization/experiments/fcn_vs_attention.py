@@ -38,6 +38,7 @@ from attnlab.papers.memorization.fcn import (
 )
 from attnlab.papers.memorization.capacity_cells import STEP_BUDGET, training_work
 from attnlab.papers.memorization.model import theorem1_bound, training_bytes
+from attnlab.training.lbfgs import max_evaluations
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Bound, Check, at_least, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
@@ -98,8 +99,8 @@ class FCNvsAttentionConfig(RunConfig):
         layer (d_v = d_out = 1) and the FCN each as M = restarts models trained one after another;
         the FCN's products are 3 M S T 2 d_1 m with S = LBFGS_EVALS evaluations per call, d_1 = (n + 1) d.
         Summed over T_grid; an upper bound, since L-BFGS stops early once it has converged. A call
-        evaluates the loss up to LBFGS_EVALS = 75 times (:mod:`attnlab.training.lbfgs`'s max_eval at 50
-        iterations: the line search's extra evaluations), not 50: counting 50 put the bound 15% under
+        evaluates the loss up to LBFGS_EVALS = 75 times (:func:`attnlab.training.lbfgs.max_evaluations`
+        at 50 iterations: the line search's extra evaluations), not 50: counting 50 put the bound 15% under
         the measured time of the paper-scale run (13 min printed, 15.0 min taken)."""
         its = dict(lbfgs_iterations=LBFGS_EVALS, lbfgs_history=50, optimizer="lbfgs", itemsize=8)
         d_1, out = (self.n + 1) * self.d, {}
@@ -112,7 +113,7 @@ class FCNvsAttentionConfig(RunConfig):
         return out
 
 
-LBFGS_EVALS = 75  # evaluations per L-BFGS call at most: max(50 * 5 // 4, 50 + 25) (attnlab.training.lbfgs)
+LBFGS_EVALS = max_evaluations(50)  # evaluations per L-BFGS call at most (75)
 
 
 def train_cell(cfg: FCNvsAttentionConfig, T: int) -> dict:
