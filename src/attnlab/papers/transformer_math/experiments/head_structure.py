@@ -121,9 +121,9 @@ from attnlab.papers.transformer_math.translation_corpus import (
     CORPORA,
     EOS,
     Vocabulary,
-    bible_available,
     bible_pair_count,
     load_parallel_corpus,
+    resolved_corpus,
 )
 from attnlab.papers.transformer_math.translation_model import (
     ATTENTION_KINDS,
@@ -291,7 +291,7 @@ class HeadStructureConfig(RunConfig):
     def _training_seconds(self, workers: int) -> float:
         """The training's wall time: timed steps, the steps of the run, the workers (:meth:`estimate`)."""
         pairs = self.n_pairs
-        if self.corpus == "bible" or (self.corpus == "auto" and bible_available()):
+        if resolved_corpus(self.corpus) == "bible":
             pairs = min(pairs, bible_pair_count(self.max_words))
         n_train = pairs - max(1, round(self.heldout_fraction * pairs))
         steps = self.epochs * math.ceil(n_train / self.batch_size)
