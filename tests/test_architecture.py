@@ -30,13 +30,13 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.nn": {"attnlab.errors", "attnlab.config", "attnlab.ops"},
     "attnlab.data": {"attnlab.errors", "attnlab.config"},
     "attnlab.tasks": {"attnlab.errors", "attnlab.config"},
-    "attnlab.training": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn"},
+    # run directories, seeding, the JSON encoder, torch's thread count and how worker processes start:
+    # a floor under training, the registry, the bench, the sweeps, the reports and the commands
+    "attnlab.runs": {"attnlab.errors"},
+    "attnlab.training": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.runs"},
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data",
                            "attnlab.reports.viewer"},
-    # run directories, seeding, the JSON encoder and torch's thread count: below the registry, the bench,
-    # the sweeps, the reports and the commands that write and read them
-    "attnlab.runs": {"attnlab.errors"},
     "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results",
                          "attnlab.runs"},
     "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops",

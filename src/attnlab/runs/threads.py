@@ -1,9 +1,12 @@
-"""Torch's intra-op thread count for a block of work, restored afterwards: :func:`num_threads`."""
+"""Torch's intra-op thread count for a block of work, restored afterwards (:func:`num_threads`), and
+how worker processes start (:func:`process_context`)."""
 
 from __future__ import annotations
 
+import multiprocessing
 from contextlib import contextmanager
-from typing import Iterator
+from multiprocessing.context import BaseContext
+from typing import Iterator, Sequence
 
 import torch
 
@@ -22,3 +25,16 @@ def num_threads(threads: int | None) -> Iterator[int]:
         yield torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+def process_context(preload: Sequence[str] = ()) -> BaseContext:
+    """The start method for worker processes: 'forkserver' where the platform has it (importing the
+    modules of ``preload`` once in the server, so the second and later workers start in milliseconds),
+    else 'spawn'. Both start workers from a process that has run no torch op; plain fork is unsafe once
+    torch's thread pools exist."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        if preload:
+            ctx.set_forkserver_preload(list(preload))
+        return ctx
+    return multiprocessing.get_context("spawn")

@@ -26,9 +26,6 @@ Ctrl-C, cancels runs not yet started and terminates running workers.
 
 from __future__ import annotations
 
-from multiprocessing.context import BaseContext
-
-import multiprocessing
 import signal
 import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -36,6 +33,7 @@ from typing import Iterator, Sequence
 
 from attnlab.config import cpu_cores
 from attnlab.errors import ConfigError
+from attnlab.runs.threads import process_context
 from attnlab.sweeps.worker import RunItem, error_line, execute_run
 
 EXECUTORS = ("inline", "process", "dask")
@@ -67,19 +65,6 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _mp_context() -> BaseContext:
-    """forkserver (preloading torch and the experiments once) where available, else spawn.
-
-    Both start workers from a process that has run no torch op, which is what makes
-    them safe; forkserver starts the second and later workers in milliseconds.
-    """
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["attnlab.sweeps.preload"])
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
 class ProcessExecutor:
     """A pool of ``workers`` local processes."""
 
@@ -88,7 +73,7 @@ class ProcessExecutor:
     def __init__(self, workers: int):
         self.workers = workers
         self.threads = max(1, cpu_cores() // workers)
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(),
+        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=process_context(["attnlab.sweeps.preload"]),
                                         initializer=_ignore_sigint)
 
     def run(self, items: Sequence[RunItem]) -> Iterator[dict]:

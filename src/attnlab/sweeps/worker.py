@@ -27,6 +27,7 @@ from attnlab.results import ExperimentResult
 from attnlab.runs.jsonable import to_jsonable
 from attnlab.runs.rundir import RunDir, utc_now
 from attnlab.runs.seeds import seed_everything
+from attnlab.runs.threads import num_threads
 
 RESULT, LOG, RUN_CONFIG = "result.json", "log.txt", "config.json"
 ROW_KEYS = ("run_id", "status", "seed", "seconds")  # table columns every row has
@@ -74,12 +75,13 @@ def execute_run(item: RunItem) -> dict:
     "record" is the content of result.json as read back (None for a failed run), so
     the sweep's table is the same whether a run ran now or was found on disk.
     """
-    import torch
+    with num_threads(item.threads or None):  # restored after: an inline sweep runs in this process
+        return _execute(item)
 
+
+def _execute(item: RunItem) -> dict:
     from attnlab.registry import get_experiment  # discovers the papers in this process
 
-    if item.threads:
-        torch.set_num_threads(item.threads)
     path = Path(item.run_dir)
     path.mkdir(parents=True, exist_ok=True)
     rd = RunDir(path)

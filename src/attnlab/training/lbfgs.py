@@ -26,6 +26,7 @@ import time
 import torch
 from torch import Tensor
 
+from attnlab.runs.threads import num_threads
 from attnlab.training.settings import TrainConfig, TrainResult, train_result
 
 Params = dict[str, Tensor]
@@ -114,9 +115,7 @@ def iteration_overhead_seconds(n_params: int, history: int = 100, iterations: in
     iterations (past the point where the history is full) on the chained Rosenbrock function
     sum_i 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2 from x = 0, which does not converge in so few, with the
     closure's own time subtracted. For estimates (:class:`attnlab.estimates.Estimate`'s ``timed``)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads(1):
         x = torch.zeros(max(int(n_params), 2), requires_grad=True)
         opt = torch.optim.LBFGS([x], max_iter=iterations, max_eval=10 * iterations, history_size=history,
                                 line_search_fn="strong_wolfe", tolerance_grad=0.0, tolerance_change=0.0)
@@ -136,5 +135,3 @@ def iteration_overhead_seconds(n_params: int, history: int = 100, iterations: in
         total = time.perf_counter() - t
         done = max(1, int(opt.state[x]["n_iter"]))
         return max(total - inside, 0.0) / done
-    finally:
-        torch.set_num_threads(before)

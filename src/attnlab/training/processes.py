@@ -13,16 +13,12 @@ runs here, in this process.
 
 from __future__ import annotations
 
-from multiprocessing.context import BaseContext
-
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Sequence
 
-import torch
-
 from attnlab.config import cpu_cores
 from attnlab.errors import ConfigError
+from attnlab.runs.threads import num_threads, process_context
 
 
 def resolve_workers(workers: int, tasks: int) -> int:
@@ -33,18 +29,8 @@ def resolve_workers(workers: int, tasks: int) -> int:
 
 
 def _one_thread(fn: Callable[[Any], Any], item: Any) -> Any:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads(1):
         return fn(item)
-    finally:
-        torch.set_num_threads(before)
-
-
-def _context() -> BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("forkserver")
-    return multiprocessing.get_context("spawn")
 
 
 def map_processes(fn: Callable[[Any], Any], items: Sequence[Any], workers: int = 0,
@@ -64,7 +50,7 @@ def map_processes(fn: Callable[[Any], Any], items: Sequence[Any], workers: int =
             if on_done:
                 on_done(i + 1, len(items))
         return out
-    with ProcessPoolExecutor(max_workers=n, mp_context=_context()) as pool:
+    with ProcessPoolExecutor(max_workers=n, mp_context=process_context()) as pool:
         futures = {pool.submit(_one_thread, fn, item): i for i, item in enumerate(items)}
         try:
             for done, fut in enumerate(as_completed(futures), 1):

@@ -232,10 +232,11 @@ def run_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
         summary=[row for r in per_H for row in _summary(cfg, r)], tables=[_grid_table(r) for r in per_H],
         figures=[f for r in per_H for f in _figures(cfg, r)], notes=_notes(cfg),
         data={"threshold": cfg.threshold, "max_theta_edges": list(max_theta_edges(cfg.threshold)),
-              "per_H": [_jsonable(r) for r in per_H]})
+              "per_H": [_stored(r) for r in per_H]})
 
 
-def _jsonable(r: dict) -> dict:
+def _stored(r: dict) -> dict:
+    """What data.per_H keeps of one H: the histograms and the first examples' max theta, not the (n, H) arrays."""
     out = {k: v for k, v in r.items() if k not in ("max_theta", "saturated", "saturated_per_example")}
     out["heads_histogram"] = r["heads_histogram"].tolist()
     out["max_theta_histogram"] = r["max_theta_histogram"].tolist()
