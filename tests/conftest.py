@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from attnlab.cli import main
+from attnlab.registry import Claim
 
 if str(Path(__file__).parent) not in sys.path:  # tests/helpers.py, tests/tolerances.py
     sys.path.insert(0, str(Path(__file__).parent))
@@ -26,6 +27,23 @@ os.environ["ATTNLAB_PROGRESS"] = "0"
 # the workers share the cores instead.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def claim_cache(tmp_path_factory):
+    """Every registered claim is computed once per session (tests/claim_cache.py): Claim.run of a
+    registered claim goes through a cache shared by the xdist workers, so the registry test, the
+    papers' claim tests and `verify` in process reuse one another's results."""
+    from claim_cache import ClaimCache
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base  # popen-gwN's parent is shared
+    run = Claim.run
+    cache = ClaimCache(shared / "claims", run)
+    patch = pytest.MonkeyPatch()
+    patch.setattr(Claim, "run", lambda self, seed=0: cache.result(self, seed))
+    yield cache
+    patch.undo()
 
 
 @pytest.fixture
