@@ -2,6 +2,7 @@
 ``attnlab.registry.Experiment``, as one suite (one test per experiment and property), so a new
 experiment is held to it without a test of its own restating its constants:
 
+- its config is defined in the module of its ``run`` (and that module's EXPERIMENT_ID is its id);
 - its config is a frozen RunConfig whose every field has a help text (``param``);
 - its presets are "quick" and "paper", name fields only, and fill every field left ``None``;
 - each preset's config survives the JSON round trip a sweep worker makes;
@@ -35,6 +36,13 @@ def exp(request):
 
 def test_every_paper_has_experiments_here():
     assert len(EXPERIMENTS) >= 28 and {e.paper for e in EXPERIMENTS} >= {"invertibility", "logic"}
+
+
+def test_config_class_is_defined_beside_run_in_the_experiments_own_module(exp):
+    """What a per-experiment "registered" test would restate: the registry holds this module's config."""
+    assert exp.config_cls.__module__ == exp.run.__module__, exp.id
+    module = __import__(exp.run.__module__, fromlist=["EXPERIMENT_ID"])
+    assert getattr(module, "EXPERIMENT_ID", exp.id) == exp.id
 
 
 def test_config_is_a_frozen_run_config_with_help_on_every_field(exp):

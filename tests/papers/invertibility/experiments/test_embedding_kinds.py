@@ -7,15 +7,7 @@ import numpy as np
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.invertibility.experiments.embedding_kinds import (
-    EMBEDDINGS,
-    EXPERIMENT_ID,
-    QK_KINDS,
-    EmbeddingKindsConfig,
-    qk,
-    run,
-)
-from attnlab.registry import get_experiment
+from attnlab.papers.invertibility.experiments.embedding_kinds import EMBEDDINGS, QK_KINDS, EmbeddingKindsConfig, qk, run
 
 TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), hp_max_rows=16, certify_max_rows=16)
 
@@ -23,10 +15,6 @@ TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), hp_max_rows=16, certify_m
 @pytest.fixture(scope="module")
 def result():
     return run(EmbeddingKindsConfig(**TINY))
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is EmbeddingKindsConfig
 
 
 def test_every_kind(result, storable):

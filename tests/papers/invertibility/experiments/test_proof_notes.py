@@ -9,19 +9,7 @@ import pytest
 
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.errata import ERRATA
-from attnlab.papers.invertibility.experiments.proof_notes import (
-    EXPERIMENT_ID,
-    ProofNotesConfig,
-    hyperplane,
-    multinomial,
-    run,
-    taylor,
-)
-from attnlab.registry import get_experiment
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is ProofNotesConfig
+from attnlab.papers.invertibility.experiments.proof_notes import ProofNotesConfig, hyperplane, multinomial, run, taylor
 
 
 def test_taylor_and_multinomial():

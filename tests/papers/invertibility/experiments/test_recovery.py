@@ -9,8 +9,7 @@ import pytest
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.embeddings import explicit_embeddings
 from attnlab.papers.invertibility.matrix import attention_matrix, default_w, qk_matrices
-from attnlab.papers.invertibility.experiments.recovery import EXPERIMENT_ID, HUGE, RecoveryConfig, run
-from attnlab.registry import get_experiment
+from attnlab.papers.invertibility.experiments.recovery import HUGE, RecoveryConfig, run
 from tolerances import FLOAT64
 
 TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), levels=(1e-12, 1e-8, 1e-4, 1e-2, 1e-1, HUGE), draws=8,
@@ -20,10 +19,6 @@ TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), levels=(1e-12, 1e-8, 1e-4
 @pytest.fixture(scope="module")
 def result():
     return run(RecoveryConfig(**TINY))
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is RecoveryConfig
 
 
 def test_error_rates(result, storable):

@@ -7,21 +7,16 @@ import torch
 
 from attnlab.errors import ConfigError
 from attnlab.papers.logic.encoding import random_sequences, targets
-from attnlab.papers.logic.experiments.learning import (EXPERIMENT_ID, FLAVOURS, LearningConfig, Member, penalties,
-                                                       run, solution2_under_layernorm, task, train_all)
+from attnlab.papers.logic.experiments.learning import (FLAVOURS, LearningConfig, Member, penalties, run,
+                                                       solution2_under_layernorm, task, train_all)
 from attnlab.papers.logic.mechanism import centred_fit
 from attnlab.papers.logic.model import effective, hand_built_params, init_params, masks, mse
 from attnlab.checks import LegacyCheck
 from attnlab.papers.logic.solutions import build
-from attnlab.registry import get_experiment
 from tolerances import FLOAT64
 
 TINY = dict(N=3, M=6, batch=40, iterations=8, seeds=1, test_batch=20, sweep_weights=(10.0,), sweep_lrs=(0.5,),
             sweep_seeds=0, dtype="float64", workers=1)
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is LearningConfig
 
 
 def test_paper_scale_is_the_spec():

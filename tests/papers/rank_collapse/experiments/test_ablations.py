@@ -4,16 +4,11 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.experiments.ablations import EXPERIMENT_ID, AblationsConfig, run
-from attnlab.registry import get_experiment
+from attnlab.papers.rank_collapse.experiments.ablations import AblationsConfig, run
 from tolerances import FLOAT64, VIEWER_ROUNDING
 
 TINY = dict(texts=2, tokens=12, models=("pretrained", "random"), composite_texts=1, composite_tokens=4,
             composite_models=("pretrained",), composite_variants=("SAN",))
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is AblationsConfig
 
 
 @pytest.mark.slow

@@ -5,14 +5,8 @@ import math
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.experiments.bound import (EXPERIMENT_ID, FLOOR, BoundConfig,
-                                                            fit_doubly_exponential, log10_bound, run)
-from attnlab.registry import get_experiment
+from attnlab.papers.rank_collapse.experiments.bound import FLOOR, BoundConfig, fit_doubly_exponential, log10_bound, run
 from tolerances import FLOAT64, FLOAT64_LONG
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is BoundConfig
 
 
 def test_log10_bound_matches_the_formula():

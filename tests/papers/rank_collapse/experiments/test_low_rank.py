@@ -6,13 +6,8 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.experiments.low_rank import EXPERIMENT_ID, LowRankConfig, run, spectrum_stats
-from attnlab.registry import get_experiment
+from attnlab.papers.rank_collapse.experiments.low_rank import LowRankConfig, run, spectrum_stats
 from tolerances import FLOAT64
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is LowRankConfig
 
 
 def test_spectrum_stats_of_known_matrices():

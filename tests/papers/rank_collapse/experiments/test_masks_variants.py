@@ -1,19 +1,12 @@
 """rank-collapse.masks-variants at a tiny config: the block replica, masks slow the collapse."""
 
 import pytest
-import torch
 
 from attnlab.errors import ConfigError
 from attnlab.nn.block import BlockParts
-from attnlab.papers.rank_collapse.experiments.masks_variants import (EXPERIMENT_ID, MasksVariantsConfig,
-                                                                     _softmax_variant, forward, run)
+from attnlab.papers.rank_collapse.experiments.masks_variants import MasksVariantsConfig, _softmax_variant, forward, run
 from attnlab.papers.rank_collapse.stacks import VARIANTS, build_model, long_texts, run_model, text_batch
-from attnlab.registry import get_experiment
 from tolerances import FLOAT64
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is MasksVariantsConfig
 
 
 def test_forward_with_softmax_is_the_model():

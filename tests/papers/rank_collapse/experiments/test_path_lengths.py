@@ -1,18 +1,11 @@
 """rank-collapse.path-lengths at a tiny config: exact shares, counts, the linearised MiniLM."""
 
-import math
 
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.experiments.path_lengths import (EXPERIMENT_ID, PathLengthsConfig, count_shares,
-                                                                   run)
-from attnlab.registry import get_experiment
+from attnlab.papers.rank_collapse.experiments.path_lengths import PathLengthsConfig, count_shares, run
 from tolerances import FLOAT64, FLOAT64_LONG
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is PathLengthsConfig
 
 
 def test_count_shares_are_the_binomial_law():

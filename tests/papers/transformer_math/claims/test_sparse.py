@@ -34,16 +34,12 @@ def test_lost_mass_bound(results):
     assert 0 < m.values["max_lost_mass"] < 1
 
 
-@pytest.mark.slow
-def test_sparse_claims_pass_through_the_cli():
+def test_sparse_claims_pass_through_the_cli(cli):
     import json
-    import subprocess
-    import sys
 
-    p = subprocess.run([sys.executable, "-m", "attnlab.cli", "verify", *IDS, "--json"],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    rows = {r["id"]: r for r in json.loads(p.stdout)}
+    code, out, err = cli(["verify", *IDS, "--json"])
+    assert code == 0, err
+    rows = {r["id"]: r for r in json.loads(out)}
     assert set(rows) == set(IDS)
     assert [rows[i]["verdict"] for i in IDS] == ["reproduced", "reproduced", "sanity"]
     assert rows[IDS[0]]["measured"] <= FLOAT64

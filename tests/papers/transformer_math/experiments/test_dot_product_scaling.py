@@ -5,17 +5,8 @@ import math
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.experiments.dot_product_scaling import (
-    EXPERIMENT_ID,
-    DotProductConfig,
-    run_dot_product_scaling,
-)
-from attnlab.registry import get_experiment
+from attnlab.papers.transformer_math.experiments.dot_product_scaling import DotProductConfig, run_dot_product_scaling
 from tolerances import FLOAT64
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is DotProductConfig
 
 
 def test_dot_product_scaling_tiny(storable):

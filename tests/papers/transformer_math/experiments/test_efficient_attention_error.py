@@ -10,7 +10,6 @@ from attnlab.papers.transformer_math.experiments.efficient_attention_error impor
     EfficientAttentionErrorConfig,
     run,
 )
-from attnlab.registry import get_experiment
 from attnlab.runs.rundir import RunDir
 from tolerances import FLOAT64
 
@@ -22,10 +21,6 @@ TINY = dict(n_values=(32,), d=8, logit_scales=(1.0, 2.0), k_values=(2, 4, 8, 16)
 def result(tmp_path_factory):
     rd = RunDir.create(tmp_path_factory.mktemp("eae") / "run")
     return run(EfficientAttentionErrorConfig(**TINY), rd)
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is EfficientAttentionErrorConfig
 
 
 def test_schema_and_checks(result, storable):

@@ -3,16 +3,7 @@
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.experiments.parameter_counts import (
-    EXPERIMENT_ID,
-    ParameterCountsConfig,
-    run_parameter_counts,
-)
-from attnlab.registry import get_experiment
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is ParameterCountsConfig
+from attnlab.papers.transformer_math.experiments.parameter_counts import ParameterCountsConfig, run_parameter_counts
 
 
 def test_parameter_counts(storable):

@@ -5,17 +5,8 @@ import math
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.experiments.softmax_saturation import (
-    EXPERIMENT_ID,
-    SaturationConfig,
-    run_softmax_saturation,
-)
-from attnlab.registry import get_experiment
+from attnlab.papers.transformer_math.experiments.softmax_saturation import SaturationConfig, run_softmax_saturation
 from attnlab.runs.rundir import RunDir
-
-
-def test_registered():
-    assert get_experiment(EXPERIMENT_ID).config_cls is SaturationConfig
 
 
 def test_softmax_saturation_tiny(tmp_path, storable):
