@@ -6,32 +6,16 @@ Every command prints one line on stderr and exits with status 2 on bad input
 
 from __future__ import annotations
 
-from attnlab.config import Config
-from attnlab.estimates import Estimate
-
-import json
 import os
 import sys
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.markup import escape
-from rich.table import Table
 from typer.core import TyperCommand
 
-from attnlab.config import check_device, check_int, check_seed, describe_fields
+from attnlab.commands.console import console, err_console, print_json, progress_bar
+from attnlab.config import check_device, check_int, check_seed
 from attnlab.errors import AttnlabError, ConfigError
-from attnlab.runs.progress import hms
-from attnlab.terminal import Col, fmt, print_table
 
 app = typer.Typer(
     name="attnlab",
@@ -40,8 +24,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err_console = Console(stderr=True)
 
 
 def _version(value: bool) -> None:
@@ -64,93 +46,6 @@ def _root(
     """The mathematics of attention, executable: claims, constructions, experiments, benchmarks."""
 
 
-PROGRESS_ENV = "ATTNLAB_PROGRESS"  # "0": no progress lines off a terminal, no announced estimates
-
-
-class PlainProgress:
-    """Progress off a terminal (a log file, CI, ``nohup``): one plain line on stderr per step,
-    ``[attnlab 0:01:02] what (done/total, ETA 0:03:00)``, where a terminal shows a bar.
-
-    It takes the calls the commands make of :class:`rich.progress.Progress` (``add_task``,
-    ``update``, ``track``) and prints a line when the step or the count changes.
-    """
-
-    def __init__(self) -> None:
-        import time
-
-        self._clock = time.monotonic
-        self._start = self._clock()
-        self._tasks: dict[int, dict] = {}
-        self._last: tuple | None = None
-
-    def __enter__(self) -> "PlainProgress":
-        return self
-
-    def __exit__(self, *exc) -> bool:
-        return False
-
-    def add_task(self, description: str, total: float | None = None, **_) -> int:
-        self._tasks[len(self._tasks)] = {"description": description, "total": total, "completed": 0}
-        return len(self._tasks) - 1
-
-    def update(self, task: int, *, description: str | None = None, completed: float | None = None,
-               total: float | None = None, **_) -> None:
-        t = self._tasks[task]
-        for key, value in (("description", description), ("completed", completed), ("total", total)):
-            if value is not None:
-                t[key] = value
-        self._line(t)
-
-    def track(self, sequence, description: str = ""):
-        items = list(sequence)
-        task = self.add_task(description, total=len(items))
-        for i, item in enumerate(items):
-            self.update(task, completed=i)
-            yield item
-        self.update(task, completed=len(items))
-
-    def _line(self, t: dict) -> None:
-        done, total = int(t["completed"] or 0), t["total"]
-        key = (t["description"], done, total)
-        if key == self._last:
-            return
-        self._last = key
-        elapsed = self._clock() - self._start
-        count = f"{done}/{int(total)}" if total else f"{done}"
-        eta = f", ETA {hms(elapsed / done * (total - done))}" if total and 0 < done < total else ""
-        sys.stderr.write(f"[attnlab {hms(elapsed)}] {t['description']} ({count}{eta})\n")
-        sys.stderr.flush()
-
-
-def progress_bar(disable: bool = False) -> "Progress | PlainProgress":
-    """A transient progress bar on stderr (runs done/total, elapsed, ETA); off a terminal, one
-    plain line per step (:class:`PlainProgress`), unless ``ATTNLAB_PROGRESS=0``."""
-    if not disable and not err_console.is_terminal and os.environ.get(PROGRESS_ENV, "1") != "0":
-        return PlainProgress()
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=disable,
-    )
-
-
-def _print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
-
-
-VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "yellow", "sanity": "cyan",
-                 "fail": "bold red", "info": "dim", "error": "bold red"}
-
-
-def _verdict(v: str) -> str:
-    return f"[{VERDICT_STYLE.get(v, 'default')}]{v}[/]"
-
-
 @app.command()
 def verify(
     papers: Optional[list[str]] = typer.Argument(
@@ -168,7 +63,7 @@ def verify(
     --strict, also none differs or is inconclusive); 2 for an unknown name, a paper
     without claims yet, or a bad seed.
     """
-    from attnlab.checks import count_verdicts, counts_line, exit_status
+    from attnlab.checks import exit_status
     from attnlab.registry import select_claims
 
     check_seed(seed, "--seed")
@@ -177,28 +72,13 @@ def verify(
     with progress_bar(disable=as_json) as progress:
         for c in progress.track(claims, description="verifying claims"):
             results.append(c.run(seed))
-    verdicts = [r.verdict for r in results]
     if as_json:
-        _print_json([r.to_dict() for r in results])
+        print_json([r.to_dict() for r in results])
     else:
-        rows = []
-        for r in results:
-            m = r.check
-            rows.append([
-                f"[bold]{escape(r.claim.id)}[/]", _verdict(r.verdict),
-                escape(m.measured_text) if m else "-", escape(m.criterion) if m else "-",
-                f"[dim]{escape(r.claim.statement)}[/]"
-                + (f"\n[yellow]{escape(m.reason)}[/]" if m is not None and m.reason else ""),
-                escape(fmt(r.claim.paper_value)),
-            ])
-        print_table(console, f"attnlab verify (seed {seed})",
-                    [Col("claim", "key"), Col("verdict", "key"), Col("measured", "number"),
-                     Col("required", "number"), Col("statement"), Col("paper")], rows, stack=True)
-        for r in results:
-            if r.error:
-                err_console.print(f"[red]{r.claim.id} raised:[/]\n{escape(r.error)}")
-        console.print(counts_line(count_verdicts(verdicts), "claims"), highlight=False)
-    if exit_status(verdicts, strict=strict):
+        from attnlab.commands.verify import print_claims
+
+        print_claims(console, err_console, results, seed)
+    if exit_status([r.verdict for r in results], strict=strict):
         raise typer.Exit(1)
 
 
@@ -216,20 +96,11 @@ def errata(
         get_paper(p)
     records = all_errata(list(papers) if papers else None)
     if as_json:
-        _print_json([e.to_dict() for e in records])
+        print_json([e.to_dict() for e in records])
         return
-    for e in records:
-        t = Table(title=f"{e.id}  ({e.kind}; conclusion survives: {e.survives})", show_header=False,
-                  title_justify="left", expand=True)
-        t.add_column("field", style="dim", no_wrap=True)
-        t.add_column("value", overflow="fold", ratio=1)
-        for label, value in (("where", e.where), ("the text says", e.says), ("what is right", e.correct),
-                             ("whose", e.whose), ("witness", e.witness), ("conclusion", e.conclusion),
-                             ("measured by", e.check)):
-            if value:
-                t.add_row(label, escape(value))
-        console.print(t)
-    console.print(f"{len(records)} text error(s)", highlight=False)
+    from attnlab.commands.catalogue import print_errata
+
+    print_errata(console, records)
 
 
 @app.command("list")
@@ -237,47 +108,12 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List papers, claims, experiments and constructions (with their parameters)."""
-    from attnlab.registry import all_claims, all_constructions, all_experiments, papers
+    from attnlab.commands.catalogue import catalogue, print_catalogue
 
-    known, claims, experiments, constructions = papers(), all_claims(), all_experiments(), all_constructions()
     if as_json:
-        _print_json(
-            {
-                "papers": [{"name": p.name, "title": p.title, "file": p.file} for p in known.values()],
-                "claims": [
-                    {"id": c.id, "where": c.where, "statement": c.statement, "paper_value": c.paper_value}
-                    for c in claims
-                ],
-                "experiments": [{"id": e.id, "description": e.description, "in_reproduce": e.in_reproduce}
-                                for e in experiments],
-                "constructions": [{"name": c.name, "paper": c.paper, "description": c.description,
-                                   "parameters": describe_fields(c.params_cls)} for c in constructions],
-            }
-        )
-        return
-    print_table(console, "papers", [Col("name", "key"), Col("title"), Col("claims", "number"),
-                                    Col("experiments", "number"), Col("constructions", "number")],
-                [[escape(p.name), escape(p.title), str(sum(c.paper == p.name for c in claims)),
-                  str(sum(e.paper == p.name for e in experiments)), str(sum(c.paper == p.name for c in constructions))]
-                 for p in known.values()])
-    print_table(console, "claims", [Col("id", "key"), Col("where"), Col("statement")],
-                [[escape(c.id), escape(c.where), escape(c.statement)] for c in claims], stack=True)
-    print_table(console, "experiments", [Col("id", "key"), Col("description")],
-                [[escape(e.id), escape(e.description + ("" if e.in_reproduce else " (sweep only)"))]
-                 for e in experiments])
-    print_table(console, "constructions (attnlab construct NAME --set key=value ... --out FILE.npz)",
-                [Col("name", "key"), Col("description"), Col("parameters")],
-                [[escape(c.name), escape(c.description), escape(_parameters_text(c.params_cls))]
-                 for c in constructions], stack=True)
-
-
-def _parameters_text(params_cls: type[Config]) -> str:
-    """One line per parameter: name=default: meaning."""
-    lines = []
-    for f in describe_fields(params_cls):
-        line = f"{f['name']}={fmt(f['default'])}"
-        lines.append(f"{line}: {f['help']}" if f["help"] else line)
-    return "\n".join(lines)
+        print_json(catalogue())
+    else:
+        print_catalogue(console)
 
 
 @app.command()
@@ -307,10 +143,9 @@ def reproduce(
     --dry-run builds every config as the run would (sizes beyond the machine are refused,
     exit 2) and prints what each experiment is estimated to need, then exits 0.
     """
-    from attnlab.checks import counts_line, exit_status
-    from attnlab.reports.format import outline
+    from attnlab.checks import exit_status
+    from attnlab.commands.reproduce import print_outcome
     from attnlab.commands.reproduce import reproduce as run_reproduce
-    from attnlab.runs.rundir import load_run
 
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (a run's results are in its run directory)")
@@ -335,16 +170,7 @@ def reproduce(
         path = run_reproduce(papers, scale=scale, out=out, seed=seed, device=device,
                              argv=argv, resume=resume, progress=on_progress,
                              settings=_key_values(set_ or [], "--set", "smollm2=true"), only=only)
-    o = outline(load_run(path))
-    counts = o.verdict_counts()
-    console.print(f"run directory: {path}", highlight=False)
-    console.print(f"report: {path / 'report.html'}", highlight=False)
-    console.print(f"report: {path / 'report.md'}", highlight=False)
-    for r in o.failures():
-        err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
-                          + (f" ({escape(r.reason)})" if r.reason else ""))
-    console.print(counts_line(counts, "checks"), highlight=False)
-    if exit_status([v for v, n in counts.items() for _ in range(n)], strict=strict):
+    if exit_status(print_outcome(console, err_console, path), strict=strict):
         raise typer.Exit(1)
 
 
@@ -353,7 +179,7 @@ def _print_plan(plan: Any, title: str, as_json: bool) -> None:
     from attnlab.commands.plan import print_plan
 
     if as_json:
-        _print_json(plan.to_dict())
+        print_json(plan.to_dict())
     else:
         print_plan(console, plan, title)
 
@@ -451,7 +277,7 @@ def sweep(
         err_console.print(f"attnlab: {e}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130)
     if as_json:
-        _print_json(describe(result))
+        print_json(describe(result))
     else:
         print_sweep_table(console, result)
     if result.n_failed:
@@ -503,7 +329,7 @@ def bench(
     if out_dir is not None:
         write_bench(out_dir, result)
     if as_json:
-        _print_json(result)
+        print_json(result)
         return
     print_bench(console, result)
     if out_dir is not None:
@@ -541,6 +367,7 @@ def analyze(
     architecture, a missing or empty text file, --max-tokens out of range.
     """
     from attnlab.commands.analyze import analyze as run_analyze
+    from attnlab.commands.analyze import print_analysis
 
     if out is not None:
         _check_out_path(out, "--out")
@@ -552,17 +379,9 @@ def analyze(
                              progress=lambda what, done, total: progress.update(
                                  task, description=what, completed=done, total=total))
     if as_json:
-        _print_json(result.payload)
+        print_json(result.payload)
         return
-    p, counts = result.payload, result.payload["counts"]
-    print_table(console, f"attnlab analyze {p['model']} ({p['layers']} layers x {p['heads_per_layer']} heads, "
-                         f"{p['segments']} segments of {p['text']})",
-                [Col("criteria", "key"), Col("label", "key"), Col("heads", "number")],
-                [[framework, escape(label), str(n)] for framework, labels in counts.items()
-                 for label, n in labels.items()], keys=2)
-    console.print(f"run directory: {result.path}", highlight=False, soft_wrap=True)
-    console.print(f"per-head numbers: {result.path / 'heads.json'}", highlight=False, soft_wrap=True)
-    console.print(f"report: {result.path / 'report.html'}", highlight=False, soft_wrap=True)
+    print_analysis(console, result)
 
 
 class _ConstructCommand(TyperCommand):
@@ -570,15 +389,9 @@ class _ConstructCommand(TyperCommand):
 
     def format_help(self, ctx, formatter) -> None:
         super().format_help(ctx, formatter)
-        from attnlab.registry import all_constructions
+        from attnlab.commands.catalogue import print_construction_help
 
-        for c in all_constructions():
-            t = Table(title=f"{c.name} ({c.paper}): {c.description}", title_justify="left")
-            for col in ("--set", "default", "meaning"):
-                t.add_column(col, overflow="fold")
-            for f in describe_fields(c.params_cls):
-                t.add_row(f["name"], escape(fmt(f["default"])), escape(f["help"]))
-            console.print(t)
+        print_construction_help(console)
 
 
 @app.command(cls=_ConstructCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -608,8 +421,10 @@ def construct(
     (with --json, as JSON) and exits 0 without building.
     """
     from attnlab.registry import get_construction
+    from attnlab.commands.console import announce_estimate
     from attnlab.commands.construct import construct as run_construct
-    from attnlab.commands.construct import construction_flags
+    from attnlab.commands.construct import construction_flags, print_dry_run, print_result
+    from attnlab.commands.construct import dry_run as construct_dry_run
 
     c = get_construction(name)
     settings = _key_values(set_ or [], "--set", "H=8")
@@ -620,55 +435,19 @@ def construct(
     if out is not None:
         _check_out_path(out, "--out")
     if dry_run:
-        _construct_dry_run(name, settings, as_json)
+        summary, est = construct_dry_run(name, settings)
+        if as_json:
+            print_json(summary)
+        else:
+            print_dry_run(console, name, summary, est)
         return
-    _, _, result, summary = run_construct(name, settings, out=out, on_estimate=_announce_estimate)
+    _, _, result, summary = run_construct(name, settings, out=out, on_estimate=announce_estimate)
     if as_json:
-        _print_json(summary)
+        print_json(summary)
     else:
-        chk = result.check
-        rows = [[escape(key), escape(fmt(value))] for key, value in result.values.items()]
-        rows.append(["check", escape(f"{chk.quantity}: {chk.measured_text}"
-                                     + (f", required {chk.criterion}" if chk.criterion else ""))])
-        rows.append(["verdict", _verdict(chk.verdict) + (f" ({escape(chk.reason)})" if chk.reason else "")])
-        if "out" in summary:
-            rows.append(["out", escape(summary["out"])])
-        print_table(console, f"attnlab construct {name}", [Col("quantity", "key"), Col("value")], rows)
-        for note in result.notes:
-            console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+        print_result(console, name, result, summary)
     if result.check.verdict == "fail":
         raise typer.Exit(1)
-
-
-def _announce_estimate(estimate: Estimate) -> None:
-    """Say the estimate on stderr before work estimated to take longer than ANNOUNCE_SECONDS
-    (not with ATTNLAB_PROGRESS=0, which keeps stderr to errors)."""
-    from attnlab.estimates import ANNOUNCE_SECONDS
-
-    if estimate.seconds > ANNOUNCE_SECONDS and os.environ.get(PROGRESS_ENV, "1") != "0":
-        err_console.print(f"estimated: {estimate.describe()}", highlight=False, markup=False, soft_wrap=True)
-
-
-def _construct_dry_run(name: str, settings: dict, as_json: bool) -> None:
-    """`construct NAME --dry-run`: the estimate and whether it fits; nothing is built."""
-    from attnlab.estimates import format_bytes, format_seconds
-    from attnlab.commands.construct import estimate, fit_summary
-
-    c, params, est = estimate(name, settings)
-    if est is None:
-        raise ConfigError(f"construction {name} has no estimate; run it without --dry-run")
-    summary = fit_summary(c, params, est)
-    if as_json:
-        _print_json(summary)
-        return
-    available = summary["memory_available"]
-    rows = [["peak memory", escape(format_bytes(est.peak_bytes))],
-            ["time", escape(f"about {format_seconds(est.seconds)} on this machine")],
-            ["dominated by", escape(est.what)],
-            ["machine memory", escape(format_bytes(available)) if available is not None else "unknown"],
-            ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]
-    print_table(console, f"attnlab construct {name} --dry-run (nothing built)",
-                [Col("quantity", "key"), Col("value")], rows)
 
 
 def _check_out_path(out: str, flag: str) -> None:

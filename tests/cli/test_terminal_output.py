@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from attnlab.cli import PlainProgress
+from attnlab.commands.console import PlainProgress
 from helpers import exit_status
 
 

@@ -20,12 +20,15 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
+from rich.console import Console
+from rich.markup import escape
 
 from attnlab.config import build_config, coerce_field, device_memory
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, fitting_hint, format_bytes, require_fits
 from attnlab.registry import Construction, ConstructionResult, get_construction
 from attnlab.runs.rundir import atomic_write_bytes
+from attnlab.terminal import Col, fmt, print_table
 
 
 def parameters(name: str, settings: Mapping[str, Any] | None = None) -> tuple[Construction, Any]:
@@ -159,3 +162,42 @@ def construction_flags(c, args: list[str]) -> dict[str, str]:
             raise ConfigError(f"{key} is given twice; give it once")
         out[key] = value
     return out
+
+
+def print_result(console: Console, name: str, result: ConstructionResult, summary: dict) -> None:
+    """`attnlab construct NAME`'s table: the construction's values, its check with the verdict, the
+    file written; then its notes."""
+    from attnlab.commands.console import verdict_markup
+
+    chk = result.check
+    rows = [[escape(key), escape(fmt(value))] for key, value in result.values.items()]
+    rows.append(["check", escape(f"{chk.quantity}: {chk.measured_text}"
+                                 + (f", required {chk.criterion}" if chk.criterion else ""))])
+    rows.append(["verdict", verdict_markup(chk.verdict) + (f" ({escape(chk.reason)})" if chk.reason else "")])
+    if "out" in summary:
+        rows.append(["out", escape(summary["out"])])
+    print_table(console, f"attnlab construct {name}", [Col("quantity", "key"), Col("value")], rows)
+    for note in result.notes:
+        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+
+
+def dry_run(name: str, settings: Mapping[str, Any]) -> tuple[dict, Estimate]:
+    """`construct NAME --dry-run`: the estimate and whether it fits (:func:`fit_summary`); nothing is built."""
+    c, params, est = estimate(name, settings)
+    if est is None:
+        raise ConfigError(f"construction {name} has no estimate; run it without --dry-run")
+    return fit_summary(c, params, est), est
+
+
+def print_dry_run(console: Console, name: str, summary: dict, est: Estimate) -> None:
+    """The dry run's table: peak memory, time, what dominates, the machine's memory, whether it fits."""
+    from attnlab.estimates import format_seconds
+
+    available = summary["memory_available"]
+    rows = [["peak memory", escape(format_bytes(est.peak_bytes))],
+            ["time", escape(f"about {format_seconds(est.seconds)} on this machine")],
+            ["dominated by", escape(est.what)],
+            ["machine memory", escape(format_bytes(available)) if available is not None else "unknown"],
+            ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]
+    print_table(console, f"attnlab construct {name} --dry-run (nothing built)",
+                [Col("quantity", "key"), Col("value")], rows)

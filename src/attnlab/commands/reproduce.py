@@ -27,7 +27,7 @@ import dataclasses
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from attnlab.config import SCALES, build_config, check_choice, check_device, check_seed, coerce_field, field_types
 from attnlab.errors import ConfigError
@@ -37,6 +37,9 @@ from attnlab.runs.jsonable import to_jsonable
 from attnlab.runs.progress import progress_sink
 from attnlab.runs.rundir import REPORT_HTML, RunDir, default_run_dir, load_run, utc_now
 from attnlab.runs.seeds import seed_everything
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
 SWEEPS_DIR = "sweeps"
@@ -313,3 +316,23 @@ def _run_claims(papers: Sequence[str], seed: int) -> list[dict]:
     from attnlab.registry import all_claims
 
     return [c.run(seed).to_dict() for c in all_claims() if c.paper in papers]
+
+
+def print_outcome(console: "Console", err_console: "Console", path: Path) -> list[str]:
+    """Where the run directory and its reports are, each row that failed (on ``err_console``) and the
+    count of each verdict; returns every row's verdict (for the exit status)."""
+    from rich.markup import escape
+
+    from attnlab.checks import counts_line
+    from attnlab.reports.format import outline
+
+    o = outline(load_run(path))
+    counts = o.verdict_counts()
+    console.print(f"run directory: {path}", highlight=False)
+    console.print(f"report: {path / 'report.html'}", highlight=False)
+    console.print(f"report: {path / 'report.md'}", highlight=False)
+    for r in o.failures():
+        err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
+                          + (f" ({escape(r.reason)})" if r.reason else ""))
+    console.print(counts_line(counts, "checks"), highlight=False)
+    return [v for v, n in counts.items() for _ in range(n)]

@@ -79,7 +79,8 @@ from attnlab.commands.analyze.run import (
     SEGMENTS_JSON,
     Analysis,
     analyze,
+    print_analysis,
 )
 
-__all__ = ["analyze", "Analysis", "DEFAULT_MAX_TOKENS", "DEFAULT_SEGMENTS", "MAX_SEGMENTS", "DTYPES", "HEADS_JSON",
+__all__ = ["analyze", "Analysis", "print_analysis", "DEFAULT_MAX_TOKENS", "DEFAULT_SEGMENTS", "MAX_SEGMENTS", "DTYPES", "HEADS_JSON",
            "SEGMENTS_JSON"]

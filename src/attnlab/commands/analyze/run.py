@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
 
@@ -39,6 +39,9 @@ MAX_SEGMENTS = 1024
 DTYPES = ("float32", "float64")
 HEADS_JSON, SEGMENTS_JSON = "heads.json", "segments.json"
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -56,6 +59,24 @@ class Analysis:
 
         return report_frame(Path(self.path) / REPORT_HTML)
 
+
+
+def print_analysis(console: "Console", result: Analysis) -> None:
+    """`attnlab analyze`'s table: how many heads each published criterion gives each label; then where
+    the run directory, heads.json and the report are."""
+    from rich.markup import escape
+
+    from attnlab.terminal import Col, print_table
+
+    p, counts = result.payload, result.payload["counts"]
+    print_table(console, f"attnlab analyze {p['model']} ({p['layers']} layers x {p['heads_per_layer']} heads, "
+                         f"{p['segments']} segments of {p['text']})",
+                [Col("criteria", "key"), Col("label", "key"), Col("heads", "number")],
+                [[framework, escape(label), str(n)] for framework, labels in counts.items()
+                 for label, n in labels.items()], keys=2)
+    console.print(f"run directory: {result.path}", highlight=False, soft_wrap=True)
+    console.print(f"per-head numbers: {result.path / HEADS_JSON}", highlight=False, soft_wrap=True)
+    console.print(f"report: {result.path / REPORT_HTML}", highlight=False, soft_wrap=True)
 
 
 # ---- the command -------------------------------------------------------------------------------

@@ -1,0 +1,123 @@
+"""What the commands print on a terminal and off one: the two consoles, the progress display
+(:func:`progress_bar`: a bar on a terminal, one plain line per step off one), JSON on stdout, the
+colour of each verdict, and the estimate said before long work."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from attnlab.estimates import Estimate
+from attnlab.runs.progress import hms
+
+console = Console()
+err_console = Console(stderr=True)
+
+PROGRESS_ENV = "ATTNLAB_PROGRESS"  # "0": no progress lines off a terminal, no announced estimates
+
+
+class PlainProgress:
+    """Progress off a terminal (a log file, CI, ``nohup``): one plain line on stderr per step,
+    ``[attnlab 0:01:02] what (done/total, ETA 0:03:00)``, where a terminal shows a bar.
+
+    It takes the calls the commands make of :class:`rich.progress.Progress` (``add_task``,
+    ``update``, ``track``) and prints a line when the step or the count changes.
+    """
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._start = self._clock()
+        self._tasks: dict[int, dict] = {}
+        self._last: tuple | None = None
+
+    def __enter__(self) -> "PlainProgress":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+    def add_task(self, description: str, total: float | None = None, **_) -> int:
+        self._tasks[len(self._tasks)] = {"description": description, "total": total, "completed": 0}
+        return len(self._tasks) - 1
+
+    def update(self, task: int, *, description: str | None = None, completed: float | None = None,
+               total: float | None = None, **_) -> None:
+        t = self._tasks[task]
+        for key, value in (("description", description), ("completed", completed), ("total", total)):
+            if value is not None:
+                t[key] = value
+        self._line(t)
+
+    def track(self, sequence, description: str = ""):
+        items = list(sequence)
+        task = self.add_task(description, total=len(items))
+        for i, item in enumerate(items):
+            self.update(task, completed=i)
+            yield item
+        self.update(task, completed=len(items))
+
+    def _line(self, t: dict) -> None:
+        done, total = int(t["completed"] or 0), t["total"]
+        key = (t["description"], done, total)
+        if key == self._last:
+            return
+        self._last = key
+        elapsed = self._clock() - self._start
+        count = f"{done}/{int(total)}" if total else f"{done}"
+        eta = f", ETA {hms(elapsed / done * (total - done))}" if total and 0 < done < total else ""
+        sys.stderr.write(f"[attnlab {hms(elapsed)}] {t['description']} ({count}{eta})\n")
+        sys.stderr.flush()
+
+
+def progress_bar(disable: bool = False) -> "Progress | PlainProgress":
+    """A transient progress bar on stderr (runs done/total, elapsed, ETA); off a terminal, one
+    plain line per step (:class:`PlainProgress`), unless ``ATTNLAB_PROGRESS=0``."""
+    if not disable and not err_console.is_terminal and os.environ.get(PROGRESS_ENV, "1") != "0":
+        return PlainProgress()
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=disable,
+    )
+
+
+def print_json(obj: Any) -> None:
+    """``obj`` as indented JSON on stdout."""
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "yellow", "sanity": "cyan",
+                 "fail": "bold red", "info": "dim", "error": "bold red"}
+
+
+def verdict_markup(v: str) -> str:
+    """A verdict in its colour (rich markup)."""
+    return f"[{VERDICT_STYLE.get(v, 'default')}]{v}[/]"
+
+
+def announce_estimate(estimate: Estimate) -> None:
+    """Say the estimate on stderr before work estimated to take longer than ANNOUNCE_SECONDS
+    (not with ATTNLAB_PROGRESS=0, which keeps stderr to errors)."""
+    from attnlab.estimates import ANNOUNCE_SECONDS
+
+    if estimate.seconds > ANNOUNCE_SECONDS and os.environ.get(PROGRESS_ENV, "1") != "0":
+        err_console.print(f"estimated: {estimate.describe()}", highlight=False, markup=False, soft_wrap=True)
