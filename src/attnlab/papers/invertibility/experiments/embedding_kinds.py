@@ -37,7 +37,7 @@ import numpy as np
 import scipy.linalg
 
 from attnlab.analysis.certified_rank import DET_MAX, certified_rank
-from attnlab.checks import Bound, equals, info
+from attnlab.checks import Bound, Check, equals, info
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, qr_flops, svd_flops, total
@@ -63,7 +63,7 @@ from attnlab.papers.invertibility.matrix import (
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
 from attnlab.papers.invertibility.trained import RESTRICTIONS, WORDS, minilm_embeddings
 from attnlab.registry import Experiment, register_experiment
-from attnlab.results import ExperimentResult, Table, bar_figure
+from attnlab.results import ExperimentResult, Figure, Table, bar_figure
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "invertibility.embedding-kinds"
@@ -326,6 +326,13 @@ def _cert(r: KindCase) -> str:
 
 def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
     rows = measure(cfg, run_dir)
+    return ExperimentResult(summary=_summary(rows), tables=[_table(rows)], figures=_figures(cfg, rows),
+                            notes=_notes(cfg), data={"rows": [r.to_dict() for r in rows]})
+
+
+def _summary(rows: list[KindCase]) -> list[Check]:
+    """Per embedding and W_QK kind: the cases certified of rank N^L (judged in the proof's setting, counted
+    elsewhere); then how often the float64 rank undercounts the certified one."""
     certified = [r for r in rows if r.cert_lower is not None]
     summary = []
     for emb in EMBEDDINGS:
@@ -355,12 +362,21 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
     summary.append(info("float64 rank below the certified rank", f"{len(wrong)} of {len(certified)} cases",
                         detail="tol max(N^L, Pd) eps sigma_1; the float rank undercounts where sigma_min/sigma_max "
                                "falls below it"))
-    table = Table("Rank and conditioning of A (N^L x Pd, P = ceil(N^L/d)) by embedding and W_QK kind",
-                  ["N", "L", "d", "P", "embedding", "W_QK", "w", "N^L", "rank cap", "float64 rank", "float64 tol",
-                   "log10 sigma_min/sigma_max", "certified rank (bits)", "seconds"],
-                  [[r.N, r.L, r.d, r.P, r.embedding, r.qk, r.w, r.rows, r.cap,
-                    r.float_rank, r.float_tol, _ratio(r), _cert(r), r.seconds] for r in rows],
-                  ["int"] * 4 + ["text", "text", "float", "int", "int", "int", "float", "text", "text", "float"])
+    return summary
+
+
+def _table(rows: list[KindCase]) -> Table:
+    """Rank and conditioning of A per case."""
+    return Table("Rank and conditioning of A (N^L x Pd, P = ceil(N^L/d)) by embedding and W_QK kind",
+                 ["N", "L", "d", "P", "embedding", "W_QK", "w", "N^L", "rank cap", "float64 rank", "float64 tol",
+                  "log10 sigma_min/sigma_max", "certified rank (bits)", "seconds"],
+                 [[r.N, r.L, r.d, r.P, r.embedding, r.qk, r.w, r.rows, r.cap,
+                   r.float_rank, r.float_tol, _ratio(r), _cert(r), r.seconds] for r in rows],
+                 ["int"] * 4 + ["text", "text", "float", "int", "int", "int", "float", "text", "text", "float"])
+
+
+def _figures(cfg: EmbeddingKindsConfig, rows: list[KindCase]) -> list[Figure]:
+    """log10 sigma_min/sigma_max per (N, L, d) and kind, one figure per scale w."""
     figs = []
     cats = [f"({r.N},{r.L},{r.d})" for r in rows if r.embedding == "explicit" and r.qk == "E11"
             and r.w == cfg.w_values[0]]
@@ -378,7 +394,12 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
             "values below float64's resolution come from the Gram inverse in high precision (missing: not "
             "resolved).", categories=cats, groups=groups, ylabel="log10 sigma_min / sigma_max",
             title=f"Embedding and W_QK kinds, w = {w:g}"))
-    notes = [
+    return figs
+
+
+def _notes(cfg: EmbeddingKindsConfig) -> list[str]:
+    """Where the trained embeddings come from, and what the Gaussian W_QK and the certificates assume."""
+    return [
         f"Trained embeddings: all-MiniLM-L6-v2's word-piece rows for {', '.join(WORDS[:4])}, ... (the first N of "
         f"{len(WORDS)} common words) and positions 0..L-1, restricted by {cfg.restrict} "
         "(projection: onto the top-d right singular vectors of the stacked tables) and rescaled to RMS entry 1.5. "
@@ -387,7 +408,6 @@ def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
         "Certified ranks take the float64 values of e, pos and W_QK as exact; the explicit embeddings are their "
         "float64 roundings here (invertibility.conditioning certifies the exact transcendental values).",
     ]
-    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes, data={"rows": [r.to_dict() for r in rows]})
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

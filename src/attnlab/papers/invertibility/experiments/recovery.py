@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from attnlab.checks import at_least, at_most, info
+from attnlab.checks import Check, at_least, at_most, info
 from attnlab.config import RunConfig, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, matmul_flops, svd_flops, total
@@ -51,7 +51,7 @@ from attnlab.papers.invertibility.experiments._common import (
 )
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
 from attnlab.registry import Experiment, register_experiment
-from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
+from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "invertibility.recovery"
@@ -244,6 +244,13 @@ def _fmt(v: float | None) -> str:
 
 
 def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
+    rows = measure(cfg, run_dir)
+    return ExperimentResult(summary=_summary(cfg, rows), tables=_tables(rows), figures=_figures(cfg, rows),
+                            notes=list(NOTES), data={"rows": [r.to_dict() for r in rows]})
+
+
+def measure(cfg: RecoveryConfig, run_dir=None) -> list[RecoveryCase]:
+    """Every case (N, L, d) at every scale w, in the order of cfg.cases and cfg.w_values."""
     rng = np.random.default_rng(cfg.seed)
     rows = []
     for N, L, d in parse_cases("cases", cfg.cases, 3):
@@ -252,6 +259,11 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
             rows.append(r)
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "w": w,
                                  "cross_nearest": r.cross_nearest, "cross_least_squares": r.cross_least_squares})
+    return rows
+
+
+def _summary(cfg: RecoveryConfig, rows: list[RecoveryCase]) -> list[Check]:
+    """Zero-noise decoding, the two guarantees, chance at overwhelming noise, and where each decoder breaks."""
     big = max(cfg.levels)
     resolved = [r for r in rows if r.float_resolved]
     below_sep = [r for r in rows if any(lv < r.sep_guarantee and e > 0 for lv, e in zip(r.levels, r.nearest))]
@@ -293,6 +305,11 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
              f"{min(ratio_ls):.2g} .. {max(ratio_ls):.2g}" if ratio_ls else "-",
              detail="least squares fails once the noise is about sigma_min (relative)"),
     ]
+    return summary
+
+
+def _tables(rows: list[RecoveryCase]) -> list[Table]:
+    """The guarantees and measured levels per case; the error rates by noise level."""
     table = Table(
         "Recovery of t from A(t) + noise: guarantees and measured levels (relative noise ||n|| / ||A(t)||)",
         ["N", "L", "d", "P", "w", "N^L", "log10 sigma_min/sigma_max", "min delta_t/(2|A(t)|)",
@@ -313,6 +330,11 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
                         *[f"{r.nearest[i]:.2f} / {r.least_squares[i]:.2f}" for r in rows]]
                        for i, lv in enumerate(rows[0].levels)],
                       ["text"] * (1 + len(rows)))
+    return [table, rate_rows]
+
+
+def _figures(cfg: RecoveryConfig, rows: list[RecoveryCase]) -> list[Figure]:
+    """Error rate against noise per case; the measured 50% levels beside the two guarantees."""
     ser = []
     for i, r in enumerate(rows):
         c = PALETTE[i % len(PALETTE)]
@@ -342,17 +364,19 @@ def run(cfg: RecoveryConfig, run_dir=None) -> ExperimentResult:
                        color=PALETTE[1])],
         xlabel="case (N, L, d) and w", ylabel="log10 relative noise",
         title="Decoding thresholds vs separation and sigma_min", xticklabels=labels))
-    notes = [
-        "Nearest-row decoding needs only that the rows differ (injectivity); least squares needs A of full row rank "
-        "and is limited by sigma_min, which float64 cannot see below max(N^L,Pd) eps sigma_max: there least squares "
-        "fails even at zero noise while the nearest row still decodes every sequence.",
-        "Where sigma_min is below float64's resolution, lstsq (rcond max(N^L,Pd) eps) drops the unresolvable "
-        "directions: it still decodes at zero noise, and breaks once the noise reaches about that truncation level "
-        "(~1e-12 relative), not at the exact sigma_min (1e-27 relative for (2,6,6) at w = 1).",
-        "Noise is relative to each row's norm; rows are convex combinations of the x(t, i), all of norm ~ "
-        "sqrt(Pd) x 1.5, so absolute and relative levels differ by that factor only.",
-    ]
-    return ExperimentResult(summary=summary, tables=[table, rate_rows], figures=figs, notes=notes, data={"rows": [r.to_dict() for r in rows]})
+    return figs
+
+
+NOTES = (
+    "Nearest-row decoding needs only that the rows differ (injectivity); least squares needs A of full row rank "
+    "and is limited by sigma_min, which float64 cannot see below max(N^L,Pd) eps sigma_max: there least squares "
+    "fails even at zero noise while the nearest row still decodes every sequence.",
+    "Where sigma_min is below float64's resolution, lstsq (rcond max(N^L,Pd) eps) drops the unresolvable "
+    "directions: it still decodes at zero noise, and breaks once the noise reaches about that truncation level "
+    "(~1e-12 relative), not at the exact sigma_min (1e-27 relative for (2,6,6) at w = 1).",
+    "Noise is relative to each row's norm; rows are convex combinations of the x(t, i), all of norm ~ "
+    "sqrt(Pd) x 1.5, so absolute and relative levels differ by that factor only.",
+)
 
 
 def _log(v: float | None) -> float | None:
