@@ -19,12 +19,12 @@ def test_log10_bound_matches_the_formula():
 
 def test_fit_recovers_doubly_exponential_and_exponential_decay():
     f = fit_doubly_exponential([10.0 ** (-0.5 * 3**l) for l in range(4)])
-    assert f["triple_slope"] == pytest.approx(-0.5, rel=FLOAT64_LONG)
-    assert f["triple_r2"] == pytest.approx(1, abs=FLOAT64)
-    assert f["linear_r2"] < 0.95
+    assert f.triple_slope == pytest.approx(-0.5, rel=FLOAT64_LONG)
+    assert f.triple_r2 == pytest.approx(1, abs=FLOAT64)
+    assert f.linear_r2 < 0.95
     g = fit_doubly_exponential([10.0 ** (-2 * l) for l in range(5)])
-    assert g["linear_slope"] == pytest.approx(-2, rel=FLOAT64_LONG) and g["linear_r2"] > g["triple_r2"]
-    assert fit_doubly_exponential([1.0, 1e-20, 1e-30])["points"] == 1  # rounding-level points are dropped
+    assert g.linear_slope == pytest.approx(-2, rel=FLOAT64_LONG) and g.linear_r2 > g.triple_r2
+    assert fit_doubly_exponential([1.0, 1e-20, 1e-30]).points == 1  # rounding-level points are dropped
     assert FLOOR == 1e-13
 
 

@@ -13,11 +13,11 @@ from tolerances import FLOAT64
 def test_spectrum_stats_of_known_matrices():
     n = 20
     uniform = spectrum_stats(torch.full((1, n, n), 1.0 / n, dtype=torch.float64))  # rank one
-    assert uniform["k90"].item() == 1 and uniform["numerical_rank"].item() == 1
-    assert uniform["stable_rank"].item() == pytest.approx(1, abs=FLOAT64)
+    assert uniform.k90.item() == 1 and uniform.numerical_rank.item() == 1
+    assert uniform.stable_rank.item() == pytest.approx(1, abs=FLOAT64)
     eye = spectrum_stats(torch.eye(n, dtype=torch.float64)[None])  # flat spectrum
-    assert eye["k90"].item() == math.ceil(0.9 * n) and eye["k99"].item() == n
-    assert eye["numerical_rank"].item() == n and eye["stable_rank"].item() == pytest.approx(n, rel=FLOAT64)
+    assert eye.k90.item() == math.ceil(0.9 * n) and eye.k99.item() == n
+    assert eye.numerical_rank.item() == n and eye.stable_rank.item() == pytest.approx(n, rel=FLOAT64)
 
 
 def test_low_rank_tiny(storable):

@@ -117,15 +117,14 @@ def test_smollm2_maps_one_layer_at_a_time_and_energy_ranks():
         assert torch.allclose(P, full[l], atol=FLOAT64)
         assert float(P.triu(1).abs().max()) == 0.0  # causal
     st = spectrum_stats(maps[11])
-    for key in ("k90", "k99", "k90_energy", "k99_energy"):
-        k = st[key]
+    for k in (st.k90, st.k99, st.k90_energy, st.k99_energy):
         assert k.shape == (9,) and torch.equal(k, k.round()) and bool(((k >= 1) & (k <= n)).all())
     s = torch.linalg.svdvals(maps[11][0, 4])  # head 4, directly
     share = (s**2).cumsum(0) / (s**2).sum()
     direct = int(next(i + 1 for i, c in enumerate(share.tolist()) if c >= 0.99 - 1e-12))
-    assert st["k99_energy"][4].item() == direct
+    assert st.k99_energy[4].item() == direct
     share1 = s.cumsum(0) / s.sum()
-    assert st["k90"][4].item() == int(next(i + 1 for i, c in enumerate(share1.tolist()) if c >= 0.9 - 1e-12))
+    assert st.k90[4].item() == int(next(i + 1 for i, c in enumerate(share1.tolist()) if c >= 0.9 - 1e-12))
 
 
 def test_smollm2_missing_is_skipped_with_a_note(monkeypatch):

@@ -114,23 +114,95 @@ def log10_bound(L: int, beta: float, d_qk: int, res0: float, heads: int = 1) -> 
     return log_theorem22_bound(4 * heads * beta / math.sqrt(d_qk), res0, L) / math.log(10)
 
 
-def fit_doubly_exponential(ys: list[float]) -> dict:
+@dataclass(frozen=True)
+class DoublyExponentialFit:
+    """Least squares of log10 y_l on 3^l (doubly exponential decay) and on l (exponential), l from 0."""
+
+    points: int  # layers l with y_l > FLOOR, the points fitted
+    triple_slope: float | None  # slope of log10 y_l against 3^l (None: fewer than 3 points)
+    triple_r2: float | None  # R^2 of that fit (1 where every y is equal; None: fewer than 3 points)
+    linear_slope: float | None  # slope of log10 y_l against l (None: fewer than 3 points)
+    linear_r2: float | None  # R^2 of that fit (as triple_r2)
+
+    def to_dict(self) -> dict:
+        """The stored fit (a point's or a network's ``fit``, a summary line's values)."""
+        return {"points": self.points, "triple_slope": self.triple_slope, "triple_r2": self.triple_r2,
+                "linear_slope": self.linear_slope, "linear_r2": self.linear_r2}
+
+
+@dataclass(frozen=True)
+class SanResiduals:
+    """One random single-head SAN of L layers on one input X = X_0."""
+
+    beta: float  # max over l of ||W_QK,l||_1 ||W_l||_{1,inf}
+    res0: float  # ||res X||_{1,inf}, the exact composite residual of the input
+    res: list[float]  # (L,): ||res X_l||_{1,inf}, token-mean residual of layer l's output, l = 1..L
+    resolved: list[bool]  # (L,): res_l above float64 rounding (> FLOOR ||X_l||_{1,inf})
+
+
+@dataclass(frozen=True)
+class BoundPoint:
+    """Theorem 2.2 on one random SAN: its weight scale and input residual, the measurement and the bound."""
+
+    scale: float  # s, the factor on W_Q, W_K, W_V, W_O
+    r0: float  # r_0 = ||res_mean X||_{1,inf}, the input residual asked for
+    beta: float  # max over l of ||W_QK,l||_1 ||W_l||_{1,inf}
+    res0: float  # ||res X||_{1,inf}, the exact composite residual of the input
+    res: list[float]  # (L,): token-mean residual ||res X_l||_{1,inf}, l = 1..L
+    resolved: list[bool]  # (L,): res_l above float64 rounding
+    kappa: float  # 4 beta ||res X||^2 / sqrt(d_qk); the bound shrinks with L only if kappa < 1
+    log10_bound: list[float]  # (L,): log10 of (4 beta / sqrt(d_qk))^{(3^l - 1)/2} ||res X||^{3^l}
+    log10_measured: list[float]  # (L,): log10 res_l (floored at 1e-300)
+    fit: DoublyExponentialFit  # of res0, res_1, ..., res_L
+
+    def to_dict(self) -> dict:
+        """The stored point (``data["points"]``)."""
+        return {"scale": self.scale, "r0": self.r0, "beta": self.beta, "res0": self.res0, "res": self.res,
+                "resolved": self.resolved, "kappa": self.kappa, "log10_bound": self.log10_bound,
+                "log10_measured": self.log10_measured, "fit": self.fit.to_dict()}
+
+
+@dataclass(frozen=True)
+class MiniLMSan:
+    """Pure attention (SAN) in all-MiniLM-L6-v2 against the multi-head form of Theorem 2.2."""
+
+    relative: list[float]  # (L + 1,): ||res X_l|| / ||X_l|| (token mean, 1,inf), mean over texts, l = 0..L
+    absolute: list[float]  # (L + 1,): ||res X_l||_{1,inf} (token mean), mean over texts
+    beta: float  # max over layers and heads of ||W_QK||_1 ||W_OV||_{1,inf}
+    H: int  # heads per layer
+    d_qk: int  # query/key width of a head
+    res0: float  # ||res X_0||_{1,inf} (token mean), max over texts
+    log10_bound: list[float]  # (L,): log10 of (4 H beta / sqrt(d_qk))^{(3^l - 1)/2} res0^{3^l}, l = 1..L
+    fit: DoublyExponentialFit  # of ``relative``
+
+    def to_dict(self) -> dict:
+        """The stored network (``data["minilm"][network]``)."""
+        return {"relative": self.relative, "absolute": self.absolute, "beta": self.beta, "H": self.H,
+                "d_qk": self.d_qk, "res0": self.res0, "log10_bound": self.log10_bound, "fit": self.fit.to_dict()}
+
+
+def _slope_r2(x: list[float], y: list[float]) -> tuple[float | None, float | None]:
+    """Slope and R^2 of the least-squares line of y on x; None, None with fewer than 3 points."""
+    if len(x) < 3:
+        return None, None
+    fit = linear_fit(x, y)
+    return fit.slope, 1.0 if math.isnan(fit.r2) else fit.r2
+
+
+def fit_doubly_exponential(ys: list[float]) -> DoublyExponentialFit:
     """Least squares of log10 y_l on 3^l and on l over the points above :data:`FLOOR` (l from 0).
 
-    Returns slope and R^2 of each fit and how many points were used (None values with < 3 points).
+    Slope and R^2 of each fit and how many points were used (None values with < 3 points).
     """
     pts = [(l, math.log10(y)) for l, y in enumerate(ys) if y > FLOOR]
-    out = {"points": len(pts)}
-    for name, f in (("triple", lambda l: 3.0**l), ("linear", float)):
-        if len(pts) < 3:
-            out |= {f"{name}_slope": None, f"{name}_r2": None}
-            continue
-        fit = linear_fit([f(l) for l, _ in pts], [v for _, v in pts])
-        out |= {f"{name}_slope": fit.slope, f"{name}_r2": 1.0 if math.isnan(fit.r2) else fit.r2}
-    return out
+    logs = [v for _, v in pts]
+    triple_slope, triple_r2 = _slope_r2([3.0**l for l, _ in pts], logs)
+    linear_slope, linear_r2 = _slope_r2([float(l) for l, _ in pts], logs)
+    return DoublyExponentialFit(points=len(pts), triple_slope=triple_slope, triple_r2=triple_r2,
+                                linear_slope=linear_slope, linear_r2=linear_r2)
 
 
-def _one_san(cfg: BoundConfig, s: float, r0: float, g: torch.Generator) -> dict:
+def _one_san(cfg: BoundConfig, s: float, r0: float, g: torch.Generator) -> SanResiduals:
     """One random single-head SAN and input: beta, ||res X|| (composite) and ||res X_l|| (mean) per layer."""
     d, n = cfg.d_model, cfg.tokens
     layers = random_san(cfg.layers, 1, d, cfg.d_qk, d, g)
@@ -147,12 +219,22 @@ def _one_san(cfg: BoundConfig, s: float, r0: float, g: torch.Generator) -> dict:
         X = P @ X @ W
         res.append(float(residual(X, "mean").norm))
         full.append(float(composite_norm(X)))
-    return {"beta": max(betas), "res0": float(residual(
-        (x + r0 * R / composite_norm(R)).to(cfg.device), "composite").norm), "res": res,
-        "resolved": [r > FLOOR * f for r, f in zip(res, full)]}
+    return SanResiduals(beta=max(betas), res0=float(residual(
+        (x + r0 * R / composite_norm(R)).to(cfg.device), "composite").norm), res=res,
+        resolved=[r > FLOOR * f for r, f in zip(res, full)])
 
 
-def _minilm(cfg: BoundConfig) -> dict:
+def _bound_point(cfg: BoundConfig, s: float, r0: float, o: SanResiduals) -> BoundPoint:
+    """One SAN's measurement beside Theorem 2.2's bound at every depth L = 1..cfg.layers."""
+    return BoundPoint(scale=s, r0=r0, beta=o.beta, res0=o.res0, res=o.res, resolved=o.resolved,
+                      kappa=4 * o.beta * o.res0 ** 2 / math.sqrt(cfg.d_qk),
+                      log10_bound=[log10_bound(L, o.beta, cfg.d_qk, o.res0) for L in range(1, cfg.layers + 1)],
+                      log10_measured=[math.log10(max(r, 1e-300)) for r in o.res],
+                      fit=fit_doubly_exponential([o.res0, *o.res]))
+
+
+def _minilm(cfg: BoundConfig) -> dict[str, MiniLMSan]:
+    """Network ("pretrained", "random") -> its SAN's residuals, beta and bound."""
     batch = text_batch(long_texts(cfg.minilm_texts, cfg.minilm_tokens, cfg.seed), cfg.minilm_tokens, cfg.device)
     out = {}
     for m in ("pretrained", "random"):
@@ -168,9 +250,9 @@ def _minilm(cfg: BoundConfig) -> dict:
         # the token-mean residual is >= the exact composite one, which is also in the tens
         # (claim rank-collapse.input-residual; 10 s per 8 x 384 matrix, so not recomputed here)
         res0 = float(residual(hidden[0], "mean").norm.max())
-        out[m] = {"relative": rel, "absolute": absolute, "beta": beta, "H": H, "d_qk": d_qk, "res0": res0,
-                  "log10_bound": [log10_bound(L, beta, d_qk, res0, H) for L in range(1, len(blocks) + 1)],
-                  "fit": fit_doubly_exponential(rel)}
+        out[m] = MiniLMSan(relative=rel, absolute=absolute, beta=beta, H=H, d_qk=d_qk, res0=res0,
+                           log10_bound=[log10_bound(L, beta, d_qk, res0, H) for L in range(1, len(blocks) + 1)],
+                           fit=fit_doubly_exponential(rel))
     return out
 
 
@@ -180,19 +262,14 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
     for s in cfg.weight_scales:
         for r0 in cfg.input_residuals:
             for _ in range(cfg.draws):
-                o = _one_san(cfg, s, r0, g)
-                kappa = 4 * o["beta"] * o["res0"] ** 2 / math.sqrt(cfg.d_qk)
-                bounds = [log10_bound(L, o["beta"], cfg.d_qk, o["res0"]) for L in range(1, cfg.layers + 1)]
-                meas = [math.log10(max(r, 1e-300)) for r in o["res"]]
-                points.append({"scale": s, "r0": r0, **o, "kappa": kappa, "log10_bound": bounds,
-                               "log10_measured": meas, "fit": fit_doubly_exponential([o["res0"], *o["res"]])})
+                points.append(_bound_point(cfg, s, r0, _one_san(cfg, s, r0, g)))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "weight_scale": s, "points": len(points)})
     # pairs whose measured residual is float64 rounding (< FLOOR ||X_l||) say nothing about the bound
-    gaps = [b - m for p in points for b, m, ok in zip(p["log10_bound"], p["log10_measured"], p["resolved"]) if ok]
-    rounding = sum(not ok for p in points for ok in p["resolved"])
+    gaps = [b - m for p in points for b, m, ok in zip(p.log10_bound, p.log10_measured, p.resolved) if ok]
+    rounding = sum(not ok for p in points for ok in p.resolved)
     violations = sum(gap < -1e-9 for gap in gaps)
-    nonvac = [p for p in points if p["log10_bound"][0] < math.log10(p["res0"])]
-    useful = [b - m for p in nonvac for b, m, ok in zip(p["log10_bound"], p["log10_measured"], p["resolved"]) if ok]
+    nonvac = [p for p in points if p.log10_bound[0] < math.log10(p.res0)]
+    useful = [b - m for p in nonvac for b, m, ok in zip(p.log10_bound, p.log10_measured, p.resolved) if ok]
     mini = _minilm(cfg)
 
     where = "§2.2, Theorem 2.2"
@@ -207,28 +284,28 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
         info("SANs whose bound at L=1 is below the input residual (non-vacuous)", len(nonvac),
              paper_value="needs kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1", where=where,
              detail=f"of {len(points)}; largest kappa among them: "
-                    + (f"{max(p['kappa'] for p in nonvac):.3g}" if nonvac else "-")),
+                    + (f"{max(p.kappa for p in nonvac):.3g}" if nonvac else "-")),
         info("min over non-vacuous cases of log10(bound / measured)", round(min(useful), 4) if useful else None,
              where=where, detail="how many orders of magnitude the bound leaves, where it says anything"),
     ]
     for m, what in (("pretrained", "pretrained all-MiniLM-L6-v2"), ("random", "BERT-init MiniLM")):
-        f = mini[m]["fit"]
-        few = f["points"] < 4
+        f = mini[m].fit
+        few = f.points < 4
         summary.append(compare(
             f"{what}, SAN: R^2 of log10 r_l against 3^l minus R^2 against l", 
-            float("nan") if f["triple_r2"] is None else f["triple_r2"] - f["linear_r2"], ">=", 0.0,
+            float("nan") if f.triple_r2 is None else f.triple_r2 - f.linear_r2, ">=", 0.0,
             paper_value="doubly exponential decay (3^L in the exponent)", where=where,
-            cannot_decide=(f"only {f['points']} layers above float64 rounding: a fit over them does not decide the "
+            cannot_decide=(f"only {f.points} layers above float64 rounding: a fit over them does not decide the "
                            "rate" if few else "another model: multi-head MiniLM, the theorem's single-head SAN"),
-            detail=("-" if f["triple_r2"] is None else f"{f['triple_r2']:.4f} vs {f['linear_r2']:.4f}")
-                   + f"; {f['points']} layers above {FLOOR:g}; relative residual (token mean)",
-            values=f) if f["triple_r2"] is not None else info(
-            f"{what}, SAN: layers above float64 rounding", f["points"], where=where,
+            detail=("-" if f.triple_r2 is None else f"{f.triple_r2:.4f} vs {f.linear_r2:.4f}")
+                   + f"; {f.points} layers above {FLOOR:g}; relative residual (token mean)",
+            values=f.to_dict()) if f.triple_r2 is not None else info(
+            f"{what}, SAN: layers above float64 rounding", f.points, where=where,
             detail="fewer than 3: no fit of the rate"))
-    inside = [p["fit"] for p in nonvac if p["fit"]["triple_r2"] is not None]
-    outside = [p["fit"] for p in points if p not in nonvac and p["fit"]["triple_r2"] is not None]
+    inside = [p.fit for p in nonvac if p.fit.triple_r2 is not None]
+    outside = [p.fit for p in points if p not in nonvac and p.fit.triple_r2 is not None]
     if inside:
-        better = sum(f["triple_r2"] >= f["linear_r2"] for f in inside)
+        better = sum(f.triple_r2 >= f.linear_r2 for f in inside)
         summary.append(equals(better, len(inside), quantity="random SANs with kappa < 1 (the bound's regime) where "
                               "log r_l fits 3^l at least as well as l", paper_value="doubly exponential decay",
                               where=where + " (regime: kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1)",
@@ -236,31 +313,31 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
                               f"only {len(inside)} SAN(s) in the regime keep 3 or more layers above float64 rounding "
                               "(claim rank-collapse.doubly-exponential-rate measures the rate on 32 SANs)",
                               detail="R^2 of least squares over the layers above float64 rounding",
-                              values={"fits": inside}))
+                              values={"fits": [f.to_dict() for f in inside]}))
     if outside:
         summary.append(info("random SANs with kappa >= 1 where log r_l fits 3^l at least as well as l",
-                            sum(f["triple_r2"] >= f["linear_r2"] for f in outside), where=where,
+                            sum(f.triple_r2 >= f.linear_r2 for f in outside), where=where,
                             detail=f"of {len(outside)}: outside the regime the bound says nothing and the decay "
                                    "need not be doubly exponential (sharp logits)"))
     p = mini["pretrained"]
-    summary.append(info("all-MiniLM-L6-v2: log10 of the multi-head bound at L=1", round(p["log10_bound"][0], 4),
+    summary.append(info("all-MiniLM-L6-v2: log10 of the multi-head bound at L=1", round(p.log10_bound[0], 4),
                         paper_value="the bound needs 4 H beta ||res X||^2 / sqrt(d_qk) < 1", where=where,
-                        detail=f"beta = max ||W_QK||_1 ||W_OV||_1,inf = {p['beta']:.3g}; log10 bound "
-                               f"{p['log10_bound'][-1]:.3g} at L={len(p['log10_bound'])}; "
-                               f"||res X_0|| = {p['res0']:.3g} "
-                               f"(token mean), H = {p['H']}, d_qk = {p['d_qk']}: vacuous"))
+                        detail=f"beta = max ||W_QK||_1 ||W_OV||_1,inf = {p.beta:.3g}; log10 bound "
+                               f"{p.log10_bound[-1]:.3g} at L={len(p.log10_bound)}; "
+                               f"||res X_0|| = {p.res0:.3g} "
+                               f"(token mean), H = {p.H}, d_qk = {p.d_qk}: vacuous"))
 
     figs = []
-    picks = sorted(points, key=lambda q: q["kappa"])
+    picks = sorted(points, key=lambda q: q.kappa)
     chosen = [picks[0], picks[len(picks) // 3], picks[2 * len(picks) // 3], picks[-1]]
     lines = []
     for i, q in enumerate(chosen):
         Ls = list(range(cfg.layers + 1))
-        measured = [m if ok else None for m, ok in zip(q["log10_measured"], q["resolved"])]
-        lines.append(series(f"measured, kappa={q['kappa']:.2g}", Ls, [math.log10(q["res0"]), *measured],
+        measured = [m if ok else None for m, ok in zip(q.log10_measured, q.resolved)]
+        lines.append(series(f"measured, kappa={q.kappa:.2g}", Ls, [math.log10(q.res0), *measured],
                             color=PALETTE[i]))
-        lines.append(series(f"bound, kappa={q['kappa']:.2g}", Ls,
-                            [math.log10(q["res0"]), *(min(b, 60.0) for b in q["log10_bound"])],
+        lines.append(series(f"bound, kappa={q.kappa:.2g}", Ls,
+                            [math.log10(q.res0), *(min(b, 60.0) for b in q.log10_bound)],
                             style="dashed", marker=False, color=PALETTE[i]))
     figs.append(line_figure(
         "bound-vs-measured.png",
@@ -272,13 +349,13 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
         series=lines, xlabel="layer l", ylabel="log10 residual", title="Bound vs measured"))
     reg = []
     for L in range(1, min(cfg.layers, 3) + 1):
-        order = sorted(points, key=lambda q: q["kappa"])
-        reg.append(series(f"bound / measured, L={L}", [q["kappa"] for q in order],
-                          [min(q["log10_bound"][L - 1] - q["log10_measured"][L - 1], 60.0)
-                           if q["resolved"][L - 1] else None for q in order],
+        order = sorted(points, key=lambda q: q.kappa)
+        reg.append(series(f"bound / measured, L={L}", [q.kappa for q in order],
+                          [min(q.log10_bound[L - 1] - q.log10_measured[L - 1], 60.0)
+                           if q.resolved[L - 1] else None for q in order],
                           color=PALETTE[L - 1]))
-        reg.append(series(f"bound / input residual, L={L}", [q["kappa"] for q in order],
-                          [min(q["log10_bound"][L - 1] - math.log10(q["res0"]), 60.0) for q in order],
+        reg.append(series(f"bound / input residual, L={L}", [q.kappa for q in order],
+                          [min(q.log10_bound[L - 1] - math.log10(q.res0), 60.0) for q in order],
                           style="dashed", marker=False, color=PALETTE[L - 1]))
     figs.append(line_figure(
         "bound-regimes.png",
@@ -289,13 +366,13 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
         series=reg, xlabel="kappa", ylabel="log10 ratio", xscale="log", title="Holds / vacuous"))
     fit_lines = []
     for i, (m, what) in enumerate((("pretrained", "MiniLM pretrained, SAN"), ("random", "MiniLM BERT-init, SAN"))):
-        ys = mini[m]["relative"]
+        ys = mini[m].relative
         pts = [(3**l, math.log10(y)) for l, y in enumerate(ys) if y > FLOOR]
         fit_lines.append(series(what, [x for x, _ in pts], [y for _, y in pts], color=PALETTE[i]))
     mid = picks[len(picks) // 2]
-    rel = [1.0, *(10 ** (m - math.log10(mid["res0"])) for m in mid["log10_measured"])]
+    rel = [1.0, *(10 ** (m - math.log10(mid.res0)) for m in mid.log10_measured)]
     pts = [(3**l, math.log10(y)) for l, y in enumerate(rel) if y > FLOOR]
-    fit_lines.append(series(f"random SAN, kappa={mid['kappa']:.2g}", [x for x, _ in pts], [y for _, y in pts],
+    fit_lines.append(series(f"random SAN, kappa={mid.kappa:.2g}", [x for x, _ in pts], [y for _, y in pts],
                             color=PALETTE[2]))
     figs.append(line_figure(
         "doubly-exponential.png",
@@ -308,22 +385,22 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
         values = sorted(v for v in values if v is not None)
         return values[len(values) // 2] if values else None
 
-    def cell(s, r0, key, L=None):
-        group = [q for q in points if q["scale"] == s and q["r0"] == r0]
-        if L is None:
-            return median(q[key] for q in group)
+    def cell(s, r0, value):
+        return median(value(q) for q in points if q.scale == s and q.r0 == r0)
+
+    def layer_cells(s, r0, L):  # log10 bound and log10 measured at depth L + 1; None past the last layer
         if L >= cfg.layers:
-            return None
-        if key == "log10_measured":  # rounding-level measurements say nothing: left out
-            return median(q[key][L] for q in group if q["resolved"][L])
-        return median(q[key][L] for q in group)
+            return [None, None]
+        # rounding-level measurements say nothing: left out
+        return [cell(s, r0, lambda q: q.log10_bound[L]),
+                cell(s, r0, lambda q: q.log10_measured[L] if q.resolved[L] else None)]
 
     table = Table("Theorem 2.2: per (weight scale s, input residual r_0) the median over draws; measured "
                   "values at float64 rounding are left out (empty: all were)",
                   ["s", "r_0", "beta", "kappa", "log10 bound L=1", "log10 measured L=1", "log10 bound L=2",
                    "log10 measured L=2"],
-                  [[s, r0, cell(s, r0, "beta"), cell(s, r0, "kappa"),
-                    *(cell(s, r0, k, L) for L in (0, 1) for k in ("log10_bound", "log10_measured"))]
+                  [[s, r0, cell(s, r0, lambda q: q.beta), cell(s, r0, lambda q: q.kappa),
+                    *layer_cells(s, r0, 0), *layer_cells(s, r0, 1)]
                    for s in cfg.weight_scales for r0 in cfg.input_residuals],
                   ["float"] * 8)
     notes = [
@@ -338,7 +415,8 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
         "still collapses doubly exponentially.",
     ]
     return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes,
-                            data={"points": points, "minilm": mini})
+                            data={"points": [p.to_dict() for p in points],
+                                  "minilm": {m: v.to_dict() for m, v in mini.items()}})
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

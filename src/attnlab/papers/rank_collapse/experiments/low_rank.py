@@ -165,7 +165,79 @@ def _k_reaching(c: torch.Tensor, level: float) -> torch.Tensor:
     return (c < level - 1e-12).sum(-1) + 1
 
 
-def spectrum_stats(P: torch.Tensor) -> dict:
+@dataclass(frozen=True)
+class SpectrumStats:
+    """Spectrum statistics of m attention matrices P (m = the product of P's leading dimensions)."""
+
+    k90: torch.Tensor  # (m,) float64: fewest sigma_i with sum_{i<=k} sigma_i >= 0.9 sum_i sigma_i
+    k99: torch.Tensor  # (m,) float64: the same at 99%
+    k90_energy: torch.Tensor  # (m,) float64: fewest sigma_i with sum_{i<=k} sigma_i^2 >= 0.9 sum_i sigma_i^2
+    k99_energy: torch.Tensor  # (m,) float64: the same at 99%
+    stable_rank: torch.Tensor  # (m,) float64: ||P||_F^2 / ||P||_2^2
+    numerical_rank: torch.Tensor  # (m,) float64: #{sigma_i > n eps sigma_1}, eps = 2^-52
+    cumulative: list[float]  # (n,): mean over the m matrices of sum_{i<=k} sigma_i / sum_i sigma_i
+
+    @classmethod
+    def concat(cls, stats: list[SpectrumStats]) -> SpectrumStats:
+        """The statistics of all matrices of ``stats`` (same n): per-matrix values joined, the mean
+        cumulative spectrum averaged over the parts."""
+        cat = lambda part: torch.cat([part(s) for s in stats])  # noqa: E731
+        return cls(k90=cat(lambda s: s.k90), k99=cat(lambda s: s.k99), k90_energy=cat(lambda s: s.k90_energy),
+                   k99_energy=cat(lambda s: s.k99_energy), stable_rank=cat(lambda s: s.stable_rank),
+                   numerical_rank=cat(lambda s: s.numerical_rank),
+                   cumulative=torch.tensor([s.cumulative for s in stats], dtype=torch.float64).mean(0).tolist())
+
+
+@dataclass(frozen=True)
+class SpectrumRow:
+    """One model's attention spectrum at one n: medians over its m matrices unless said otherwise."""
+
+    n: int  # sequence length n (tokens; P is n x n)
+    matrices: int  # m, the attention matrices measured (layers x heads x texts)
+    k90: float  # median k_90 of sigma
+    k99: float  # median k_99 of sigma
+    k90_energy: float  # median k_90 of sigma^2
+    k99_energy: float  # median k_99 of sigma^2
+    stable_rank: float  # median ||P||_F^2 / ||P||_2^2
+    numerical_rank: float  # median #{sigma_i > n eps sigma_1}
+    k90_q90: float  # 90th percentile of k_90 over the matrices
+    k99_max: float  # largest k_99 over the matrices
+    full_rank_share: float  # share of the matrices with numerical rank n
+    cumulative: list[float]  # (n,): mean normalised cumulative spectrum sum_{i<=k} sigma_i / sum_i sigma_i
+
+
+@dataclass(frozen=True)
+class MiniLMRow(SpectrumRow):
+    """MiniLM's spectrum at one n with Theorem 2.3's errors on w = one column of the head's values."""
+
+    projection_error: list[float]  # (len k_values,): median ||P R^T R w - P w|| / ||P w|| per k'
+    svd_error: list[float]  # (len k_values,): median ||P_k' w - P w|| / ||P w||, P_k' the truncated SVD
+
+    def to_dict(self) -> dict:
+        """The stored row (``data["rows"]``)."""
+        return {"n": self.n, "matrices": self.matrices, "k90": self.k90, "k99": self.k99,
+                "k90_energy": self.k90_energy, "k99_energy": self.k99_energy, "stable_rank": self.stable_rank,
+                "numerical_rank": self.numerical_rank, "k90_q90": self.k90_q90, "k99_max": self.k99_max,
+                "full_rank_share": self.full_rank_share, "cumulative": self.cumulative,
+                "projection_error": self.projection_error, "svd_error": self.svd_error}
+
+
+@dataclass(frozen=True)
+class SmolLM2Row(SpectrumRow):
+    """SmolLM2's spectrum at one n (causal maps; no projection errors)."""
+
+    k99_energy_max: float  # largest k_99 of sigma^2 over the matrices
+
+    def to_dict(self) -> dict:
+        """The stored row (``data["smollm2"]``)."""
+        return {"n": self.n, "matrices": self.matrices, "k90": self.k90, "k99": self.k99,
+                "k90_energy": self.k90_energy, "k99_energy": self.k99_energy, "stable_rank": self.stable_rank,
+                "numerical_rank": self.numerical_rank, "k90_q90": self.k90_q90, "k99_max": self.k99_max,
+                "k99_energy_max": self.k99_energy_max, "full_rank_share": self.full_rank_share,
+                "cumulative": self.cumulative}
+
+
+def spectrum_stats(P: torch.Tensor) -> SpectrumStats:
     """Per matrix of P (..., n, n): k_90, k_99 (sigma and sigma^2), stable and numerical rank; and the
     mean normalised cumulative spectrum (n,)."""
     s = torch.linalg.svdvals(P.to(torch.float64))  # (..., n)
@@ -174,17 +246,22 @@ def spectrum_stats(P: torch.Tensor) -> dict:
     cum2 = (s**2).cumsum(-1) / (s**2).sum(-1, keepdim=True)
     tol = n * torch.finfo(torch.float64).eps * s[..., :1]
     flat = lambda t: t.reshape(-1).to(torch.float64)  # noqa: E731
-    return {"k90": flat(_k_reaching(cum, 0.9)), "k99": flat(_k_reaching(cum, 0.99)),
-            "k90_energy": flat(_k_reaching(cum2, 0.9)), "k99_energy": flat(_k_reaching(cum2, 0.99)),
-            "stable_rank": flat((s**2).sum(-1) / s[..., 0] ** 2), "numerical_rank": flat((s > tol).sum(-1)),
-            "cumulative": cum.reshape(-1, n).mean(0).tolist()}
+    return SpectrumStats(k90=flat(_k_reaching(cum, 0.9)), k99=flat(_k_reaching(cum, 0.99)),
+                         k90_energy=flat(_k_reaching(cum2, 0.9)), k99_energy=flat(_k_reaching(cum2, 0.99)),
+                         stable_rank=flat((s**2).sum(-1) / s[..., 0] ** 2), numerical_rank=flat((s > tol).sum(-1)),
+                         cumulative=cum.reshape(-1, n).mean(0).tolist())
 
 
 def _median(t: torch.Tensor) -> float:
     return float(t.median())
 
 
-def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator, g_device: torch.Generator) -> dict:
+def _full_rank_share(st: SpectrumStats, n: int) -> float:
+    """Share of the matrices whose numerical rank is n."""
+    return float((st.numerical_rank == n).to(torch.float64).mean())
+
+
+def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator, g_device: torch.Generator) -> MiniLMRow:
     """One n: ``g`` (CPU) picks the value columns, ``g_device`` (on cfg.device) draws every R."""
     batch = text_batch(long_texts(cfg.texts, n, cfg.seed), n, cfg.device)
     model = build_model("pretrained", cfg.seed, cfg.device)
@@ -207,14 +284,15 @@ def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator, g_device: torch.Ge
                 Pk_w = [U[l, b, h, :, :k] @ (S[l, b, h, :k] * (Vh[l, b, h, :k] @ w)) for k in ks]  # P_k w
                 svd_errs.append(torch.stack([(x - Pw).norm() / Pw.norm() for x in Pk_w]))
     E, Es = torch.stack(errs), torch.stack(svd_errs)  # (matrices, k)
-    return {"n": n, "matrices": int(E.shape[0]), **{k: _median(v) for k, v in st.items() if k != "cumulative"},
-            "k90_q90": float(st["k90"].quantile(0.9)), "k99_max": float(st["k99"].max()),
-            "full_rank_share": float((st["numerical_rank"] == n).to(torch.float64).mean()),
-            "cumulative": st["cumulative"], "projection_error": E.median(0).values.tolist(),
-            "svd_error": Es.median(0).values.tolist()}
+    return MiniLMRow(n=n, matrices=int(E.shape[0]), k90=_median(st.k90), k99=_median(st.k99),
+                     k90_energy=_median(st.k90_energy), k99_energy=_median(st.k99_energy),
+                     stable_rank=_median(st.stable_rank), numerical_rank=_median(st.numerical_rank),
+                     k90_q90=float(st.k90.quantile(0.9)), k99_max=float(st.k99.max()),
+                     full_rank_share=_full_rank_share(st, n), cumulative=st.cumulative,
+                     projection_error=E.median(0).values.tolist(), svd_error=Es.median(0).values.tolist())
 
 
-def measure_smollm2(cfg: LowRankConfig, n: int) -> dict:
+def measure_smollm2(cfg: LowRankConfig, n: int) -> SmolLM2Row:
     """Spectrum statistics of SmolLM2's maps at one n: every head of ``cfg.smollm2_layers``, each text
     run alone and each layer's maps reduced to numbers before the next layer is computed."""
     stats = []
@@ -223,17 +301,18 @@ def measure_smollm2(cfg: LowRankConfig, n: int) -> dict:
         for _, P in smollm2_attention_maps(batch, cfg.smollm2_layers, cfg.device):
             stats.append(spectrum_stats(P))
             del P
-    st = {k: torch.cat([s[k] for s in stats]) for k in stats[0] if k != "cumulative"}
-    cum = torch.tensor([s["cumulative"] for s in stats], dtype=torch.float64).mean(0)
-    return {"n": n, "matrices": int(st["k90"].numel()), **{k: _median(v) for k, v in st.items()},
-            "k90_q90": float(st["k90"].quantile(0.9)), "k99_max": float(st["k99"].max()),
-            "k99_energy_max": float(st["k99_energy"].max()),
-            "full_rank_share": float((st["numerical_rank"] == n).to(torch.float64).mean()),
-            "cumulative": cum.tolist()}
+    st = SpectrumStats.concat(stats)
+    return SmolLM2Row(n=n, matrices=int(st.k90.numel()), k90=_median(st.k90), k99=_median(st.k99),
+                      k90_energy=_median(st.k90_energy), k99_energy=_median(st.k99_energy),
+                      stable_rank=_median(st.stable_rank), numerical_rank=_median(st.numerical_rank),
+                      k90_q90=float(st.k90.quantile(0.9)), k99_max=float(st.k99.max()),
+                      k99_energy_max=float(st.k99_energy.max()), full_rank_share=_full_rank_share(st, n),
+                      cumulative=st.cumulative)
 
 
-def _k_needed(row: dict, ks: list[int], eps: float) -> int | None:
-    return next((k for k, e in zip(ks, row["projection_error"]) if e <= eps), None)
+def _k_needed(row: MiniLMRow, ks: list[int], eps: float) -> int | None:
+    """Smallest k' whose median Theorem 2.3 error is <= eps (None: none of ``ks``)."""
+    return next((k for k, e in zip(ks, row.projection_error) if e <= eps), None)
 
 
 def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
@@ -242,7 +321,7 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
     rows = []
     for n in cfg.n_values:
         rows.append(measure_n(cfg, n, g, g_device))
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "n": n, "k90": rows[-1]["k90"], "k99": rows[-1]["k99"]})
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "n": n, "k90": rows[-1].k90, "k99": rows[-1].k99})
     smol, skipped = [], None
     if cfg.smollm2_n_values:
         skipped = smollm2_missing()
@@ -250,52 +329,52 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
             for n in cfg.smollm2_n_values:
                 smol.append(measure_smollm2(cfg, n))
                 log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": "smollm2", "n": n,
-                                     "k90_energy": smol[-1]["k90_energy"], "k99_energy": smol[-1]["k99_energy"]})
+                                     "k90_energy": smol[-1].k90_energy, "k99_energy": smol[-1].k99_energy})
     ks = list(cfg.k_values)
     first, last = rows[0], rows[-1]
-    ln = [math.log(r["n"]) for r in rows]
+    ln = [math.log(r.n) for r in rows]
     where = "§2.3, Theorem 2.3 and after"
     summary = [
-        info(f"median k_90 / k_99 (sum of sigma) at n={last['n']}", f"{last['k90']:g} / {last['k99']:g}",
+        info(f"median k_90 / k_99 (sum of sigma) at n={last.n}", f"{last.k90:g} / {last.k99:g}",
              paper_value="rank Theta(log n), later Theta(log n log n)", where=where,
-             detail=f"ln n = {ln[-1]:.2f}, (ln n)^2 = {ln[-1] ** 2:.1f}; {last['matrices']} matrices "
+             detail=f"ln n = {ln[-1]:.2f}, (ln n)^2 = {ln[-1] ** 2:.1f}; {last.matrices} matrices "
                     "(6 layers x 12 heads x texts); judged in claim rank-collapse.minilm-attention-spectrum"),
-        info(f"growth of median k_90 from n={first['n']} to n={last['n']}", round(last["k90"] / first["k90"], 4),
+        info(f"growth of median k_90 from n={first.n} to n={last.n}", round(last.k90 / first.k90, 4),
              paper_value="Theta(log n): ratio ln n_max / ln n_min", where=where,
              detail=f"ln ratio {ln[-1] / ln[0]:.2f}, (ln n)^2 ratio {(ln[-1] / ln[0]) ** 2:.2f}, n ratio "
-                    f"{last['n'] / first['n']:.0f}"),
-        info(f"share of attention matrices of full numerical rank at n={last['n']}",
-             round(last["full_rank_share"], 4), paper_value="low rank (Linformer: most of the spectrum in a few "
+                    f"{last.n / first.n:.0f}"),
+        info(f"share of attention matrices of full numerical rank at n={last.n}",
+             round(last.full_rank_share, 4), paper_value="low rank (Linformer: most of the spectrum in a few "
              "singular values)", where=where,
              detail="numerical rank: sigma_i > n eps sigma_1; a matrix can be full rank and still have most of its "
                     "spectrum in a few values"),
     ]
-    dec = all(r["projection_error"][-1] < r["projection_error"][0] for r in rows)
+    dec = all(r.projection_error[-1] < r.projection_error[0] for r in rows)
     summary.append(equals(dec, True, quantity=f"median Theorem 2.3 error at k'={ks[-1]} below k'={ks[0]}, every n",
                           paper_value="error shrinks with k' (JL)", where="§2.3, Theorem 2.3 proof (JL)",
-                          detail=", ".join(f"n={r['n']}: {r['projection_error'][0]:.3g} -> "
-                                           f"{r['projection_error'][-1]:.3g}" for r in rows)))
-    svd_better = all(s <= p + 1e-12 for r in rows for s, p in zip(r["svd_error"], r["projection_error"]))
+                          detail=", ".join(f"n={r.n}: {r.projection_error[0]:.3g} -> "
+                                           f"{r.projection_error[-1]:.3g}" for r in rows)))
+    svd_better = all(s <= p + 1e-12 for r in rows for s, p in zip(r.svd_error, r.projection_error))
     summary.append(info("best rank-k' (SVD) error <= random projection error, every n and k'", svd_better,
                         paper_value="P R^T R is one rank-k' matrix; the SVD is the best in norm", where=where,
                         detail="on the same w; the SVD is optimal for ||P - P_k||, not for each w, so not judged"))
     needed = [_k_needed(r, ks, cfg.eps) for r in rows]
     summary.append(info(f"smallest k' with median error <= {cfg.eps:g}, per n",
-                        ", ".join(f"n={r['n']}: {k}" for r, k in zip(rows, needed)),
+                        ", ".join(f"n={r.n}: {k}" for r, k in zip(rows, needed)),
                         paper_value="k' = Theta(log n / eps^2)", where=where,
                         detail=f"k' from {ks}; None: not reached"))
 
     summary.extend(_smollm2_summary(cfg, rows, smol, skipped))
 
-    nn = [r["n"] for r in rows]
-    c1 = first["k90"] / math.log(nn[0])
-    c2 = first["k90"] / math.log(nn[0]) ** 2
+    nn = [r.n for r in rows]
+    c1 = first.k90 / math.log(nn[0])
+    c2 = first.k90 / math.log(nn[0]) ** 2
     figs = [
         line_figure("lowrank-spectrum.png",
                     "Normalised cumulative singular values sum_{i<=k} sigma_i / sum_i sigma_i of all-MiniLM-L6-v2's "
                     f"attention matrices (mean over 6 layers x 12 heads x {cfg.texts} texts), one curve per n "
                     "(Linformer's spectrum figure, here for MiniLM on pydoc text).",
-                    series=[series(f"n={r['n']}", list(range(1, r["n"] + 1)), r["cumulative"], color=PALETTE[i],
+                    series=[series(f"n={r.n}", list(range(1, r.n + 1)), r.cumulative, color=PALETTE[i],
                                    marker=False) for i, r in enumerate(rows)],
                     xlabel="k (singular value index)", ylabel="cumulative share of sum sigma", xscale="log",
                     title="Spectrum of real attention matrices"),
@@ -304,10 +383,10 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
                     "90% / 99% of sum sigma), the stable rank and the numerical rank (sigma > n eps sigma_1), "
                     "against n; dashed: c ln n and c (ln n)^2 through the first k_90 point (the notes' "
                     "'Theta(log n)' and 'Theta(log n log n)').",
-                    series=[series("k_90", nn, [r["k90"] for r in rows], color=PALETTE[0]),
-                            series("k_99", nn, [r["k99"] for r in rows], color=PALETTE[1]),
-                            series("stable rank", nn, [r["stable_rank"] for r in rows], color=PALETTE[2]),
-                            series("numerical rank", nn, [r["numerical_rank"] for r in rows], color=PALETTE[3]),
+                    series=[series("k_90", nn, [r.k90 for r in rows], color=PALETTE[0]),
+                            series("k_99", nn, [r.k99 for r in rows], color=PALETTE[1]),
+                            series("stable rank", nn, [r.stable_rank for r in rows], color=PALETTE[2]),
+                            series("numerical rank", nn, [r.numerical_rank for r in rows], color=PALETTE[3]),
                             series("c ln n", nn, [c1 * math.log(n) for n in nn], style="dashed", marker=False,
                                    color=PALETTE[6]),
                             series("c (ln n)^2", nn, [c2 * math.log(n) ** 2 for n in nn], style="dotted",
@@ -318,9 +397,9 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
                     "Theorem 2.3 on MiniLM's attention matrices: median over matrices (of the median over "
                     f"{cfg.draws} draws of R) of ||P R^T R w - P w|| / ||P w||, w a column of the head's values "
                     "(solid), and of the best rank-k' approximation's error on the same w (dashed), against k'.",
-                    series=[series(f"P R^T R, n={r['n']}", ks, r["projection_error"], color=PALETTE[i])
+                    series=[series(f"P R^T R, n={r.n}", ks, r.projection_error, color=PALETTE[i])
                             for i, r in enumerate(rows)]
-                    + [series(f"SVD rank k', n={r['n']}", ks, [max(e, 1e-17) for e in r["svd_error"]],
+                    + [series(f"SVD rank k', n={r.n}", ks, [max(e, 1e-17) for e in r.svd_error],
                               style="dashed", marker=False, color=PALETTE[i]) for i, r in enumerate(rows)],
                     xlabel="k'", ylabel="relative error", xscale="log", yscale="log",
                     title="Random projection vs truncated SVD"),
@@ -329,9 +408,9 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
                   ["n", "matrices", "k_90", "k_99", "k_90 (sigma^2)", "k_99 (sigma^2)", "stable rank",
                    "numerical rank", "full-rank share", "ln n", "(ln n)^2",
                    *(f"error k'={k}" for k in ks)],
-                  [[r["n"], r["matrices"], r["k90"], r["k99"], r["k90_energy"], r["k99_energy"], r["stable_rank"],
-                    r["numerical_rank"], r["full_rank_share"], math.log(r["n"]), math.log(r["n"]) ** 2,
-                    *r["projection_error"]] for r in rows],
+                  [[r.n, r.matrices, r.k90, r.k99, r.k90_energy, r.k99_energy, r.stable_rank,
+                    r.numerical_rank, r.full_rank_share, math.log(r.n), math.log(r.n) ** 2,
+                    *r.projection_error] for r in rows],
                   ["int", "int"] + ["float"] * (9 + len(ks)))
     notes = [
         "The notes state rank(P~) = Theta(log n) and later 'rank Theta(log n . log n)'; Linformer's theorem "
@@ -351,8 +430,9 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
             f"and {cfg.smollm2_texts} text(s); layers {_layer_text(cfg.smollm2_layers)}) beside MiniLM's",
             ["model", "n", "matrices", "k_90", "k_99", "k_90 (sigma^2)", "k_99 (sigma^2)", "max k_99 (sigma^2)",
              "stable rank", "numerical rank", "full-rank share", "ln n"],
-            [[m, r["n"], r["matrices"], r["k90"], r["k99"], r["k90_energy"], r["k99_energy"],
-              r.get("k99_energy_max"), r["stable_rank"], r["numerical_rank"], r["full_rank_share"], math.log(r["n"])]
+            [[m, r.n, r.matrices, r.k90, r.k99, r.k90_energy, r.k99_energy,
+              r.k99_energy_max if isinstance(r, SmolLM2Row) else None, r.stable_rank, r.numerical_rank,
+              r.full_rank_share, math.log(r.n)]
              for m, rs in (("MiniLM", rows), ("SmolLM2", smol)) for r in rs],
             ["text", "int", "int"] + ["float"] * 9))
         notes.append("SmolLM2's maps are causal (lower triangular, positive diagonal): invertible in exact arithmetic, "
@@ -363,7 +443,8 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
     if skipped is not None:
         notes.append(f"SmolLM2 was not measured ({skipped}); only MiniLM's maps are.")
     return ExperimentResult(summary=summary, tables=tables, figures=figs, notes=notes,
-                            data={"rows": rows, "smollm2": smol, "smollm2_skipped": skipped,
+                            data={"rows": [r.to_dict() for r in rows], "smollm2": [r.to_dict() for r in smol],
+                                  "smollm2_skipped": skipped,
                                   "smollm2_layers": list(cfg.smollm2_layers)})
 
 
@@ -372,7 +453,12 @@ def _layer_text(layers: list[int]) -> str:
     return "0-29 (all)" if layers == list(range(30)) else ", ".join(map(str, layers))
 
 
-def _smollm2_summary(cfg: LowRankConfig, rows: list[dict], smol: list[dict], skipped: str | None) -> list:
+def _energy_ranks(r: SpectrumRow) -> dict[str, float]:
+    """The median k_90, k_99 of sigma and of sigma^2 of one row, as stored in a summary line's values."""
+    return {"k90": r.k90, "k99": r.k99, "k90_energy": r.k90_energy, "k99_energy": r.k99_energy}
+
+
+def _smollm2_summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row], skipped: str | None) -> list:
     """SmolLM2's energy ranks beside MiniLM's: described (another model, and Theorem 2.3 states no number)."""
     where = "§2.3, Theorem 2.3 and after"
     if skipped is not None:
@@ -382,36 +468,37 @@ def _smollm2_summary(cfg: LowRankConfig, rows: list[dict], smol: list[dict], ski
     a, b, m = smol[0], smol[-1], rows[-1]
     heads = f"9 heads x layers {_layer_text(cfg.smollm2_layers)} x {cfg.smollm2_texts} text(s)"
     return [
-        info(f"SmolLM2: median k_90 / k_99 of sigma^2 (energy) at n={b['n']}; MiniLM's at n={m['n']}",
-             f"{b['k90_energy']:g} / {b['k99_energy']:g}; MiniLM {m['k90_energy']:g} / {m['k99_energy']:g}",
+        info(f"SmolLM2: median k_90 / k_99 of sigma^2 (energy) at n={b.n}; MiniLM's at n={m.n}",
+             f"{b.k90_energy:g} / {b.k99_energy:g}; MiniLM {m.k90_energy:g} / {m.k99_energy:g}",
              paper_value="rank Theta(log n), later Theta(log n log n)", where=where,
-             detail=f"ln n = {math.log(b['n']):.2f}; of sigma: SmolLM2 {b['k90']:g} / {b['k99']:g}, MiniLM "
-                    f"{m['k90']:g} / {m['k99']:g}; {b['matrices']} SmolLM2 matrices ({heads}); causal maps, another "
+             detail=f"ln n = {math.log(b.n):.2f}; of sigma: SmolLM2 {b.k90:g} / {b.k99:g}, MiniLM "
+                    f"{m.k90:g} / {m.k99:g}; {b.matrices} SmolLM2 matrices ({heads}); causal maps, another "
                     "model than the notes' (which name none)",
-             values={"smollm2": {r["n"]: {k: r[k] for k in ("k90", "k99", "k90_energy", "k99_energy")} for r in smol},
-                     "minilm": {r["n"]: {k: r[k] for k in ("k90", "k99", "k90_energy", "k99_energy")} for r in rows}}),
-        info(f"SmolLM2: growth of median k_99 of sigma^2 from n={a['n']} to n={b['n']}",
-             round(b["k99_energy"] / a["k99_energy"], 4),
+             values={"smollm2": {r.n: _energy_ranks(r) for r in smol},
+                     "minilm": {r.n: _energy_ranks(r) for r in rows}}),
+        info(f"SmolLM2: growth of median k_99 of sigma^2 from n={a.n} to n={b.n}",
+             round(b.k99_energy / a.k99_energy, 4),
              paper_value="Theta(log n): ratio ln n_max / ln n_min", where=where,
-             detail=f"ln ratio {math.log(b['n']) / math.log(a['n']):.2f}, (ln n)^2 ratio "
-                    f"{(math.log(b['n']) / math.log(a['n'])) ** 2:.2f}, n ratio {b['n'] / a['n']:.0f}; per n: "
-                    + ", ".join(f"n={r['n']}: {r['k90_energy']:g} / {r['k99_energy']:g}" for r in smol)),
+             detail=f"ln ratio {math.log(b.n) / math.log(a.n):.2f}, (ln n)^2 ratio "
+                    f"{(math.log(b.n) / math.log(a.n)) ** 2:.2f}, n ratio {b.n / a.n:.0f}; per n: "
+                    + ", ".join(f"n={r.n}: {r.k90_energy:g} / {r.k99_energy:g}" for r in smol)),
     ]
 
 
-def _beside_figure(cfg: LowRankConfig, rows: list[dict], smol: list[dict]) -> LineFigure:
+def _beside_figure(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> LineFigure:
     lines = []
     for name, rs, style in (("MiniLM", rows, "solid"), ("SmolLM2", smol, "dashed")):
-        nn = [r["n"] for r in rs]
-        for i, (key, label) in enumerate((("k90", "k_90"), ("k99", "k_99"), ("k90_energy", "k_90 (sigma^2)"),
-                                          ("k99_energy", "k_99 (sigma^2)"))):
-            lines.append(series(f"{name}: {label}", nn, [r[key] for r in rs], color=PALETTE[i], style=style))
+        nn = [r.n for r in rs]
+        ranks = (("k_90", [r.k90 for r in rs]), ("k_99", [r.k99 for r in rs]),
+                 ("k_90 (sigma^2)", [r.k90_energy for r in rs]), ("k_99 (sigma^2)", [r.k99_energy for r in rs]))
+        for i, (label, values) in enumerate(ranks):
+            lines.append(series(f"{name}: {label}", nn, values, color=PALETTE[i], style=style))
     return line_figure(
         "lowrank-minilm-vs-smollm2.png",
         "Median energy ranks of real attention maps against n: fewest singular values reaching 90% / 99% of "
         "sum sigma (k_90, k_99) and of sum sigma^2 (energy), all-MiniLM-L6-v2 (solid: 6 layers x 12 heads, "
         f"{cfg.texts} texts, n <= 512) and SmolLM2-135M-Instruct (dashed: causal, 9 heads x layers "
-        f"{_layer_text(cfg.smollm2_layers)}, {cfg.smollm2_texts} text(s), n up to {max(r['n'] for r in smol)}).",
+        f"{_layer_text(cfg.smollm2_layers)}, {cfg.smollm2_texts} text(s), n up to {max(r.n for r in smol)}).",
         series=lines, xlabel="n (tokens)", ylabel="rank", xscale="log", yscale="log",
         title="Energy ranks: MiniLM and SmolLM2")
 

@@ -33,6 +33,7 @@ from torch import Tensor
 from attnlab.ops.softmax import AttentionOutput
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -171,21 +172,44 @@ def _window_mask(n: int, w: int, causal: bool) -> torch.Tensor:
     return graph_to_mask(CATALOGUE["window"].graph(n, w, causal=causal), n)
 
 
-def variants(cfg: MasksVariantsConfig, n: int, g: torch.Generator, device: str) -> dict:
-    """Name -> attention function (q, k, v, *, return_weights, scale) for one network: catalogue entries
-    softmax (unmasked, causal, and under the window's mask), linear (elu+1), favor+ and linformer."""
+@dataclass(frozen=True)
+class AttentionVariants:
+    """The seven attentions of one network, each (q, k, v, *, return_weights, scale) -> AttentionOutput."""
+
+    w: int  # sliding window w: |i - j| <= w // 2
+    m: int  # FAVOR+'s random features
+    k_prime: int  # Linformer's projected length k'
+    softmax: Callable[..., AttentionOutput]  # softmax(c Q K^T) V, every pair
+    causal: Callable[..., AttentionOutput]  # softmax with j <= i
+    window: Callable[..., AttentionOutput]  # softmax with |i - j| <= w // 2
+    causal_window: Callable[..., AttentionOutput]  # softmax with 0 <= i - j <= w // 2
+    linear: Callable[..., AttentionOutput]  # phi(Q) (phi(K)^T V) / phi(Q) phi(K)^T 1, phi = elu + 1
+    favor: Callable[..., AttentionOutput]  # the same with m positive random features (FAVOR+)
+    linformer: Callable[..., AttentionOutput]  # softmax(c Q (E K)^T) (F V), E, F fixed k' x n draws
+
+    def named(self) -> dict[str, Callable[..., AttentionOutput]]:
+        """Label -> attention, in the order of the figures, tables and stored curves."""
+        return {"softmax": self.softmax, "causal": self.causal, f"window w={self.w}": self.window,
+                f"causal window w={self.w}": self.causal_window, "linear elu+1": self.linear,
+                f"FAVOR+ m={self.m}": self.favor, f"Linformer k'={self.k_prime}": self.linformer}
+
+
+def variants(cfg: MasksVariantsConfig, n: int, g: torch.Generator, device: str) -> AttentionVariants:
+    """The attentions for one network: catalogue entries softmax (unmasked, causal, and under the
+    window's mask), linear (elu+1), favor+ and linformer (E, F drawn from ``g`` now, FAVOR+'s features
+    from ``g`` at every call)."""
     w = cfg.window
     E, F = linformer_projections(cfg.linformer_k, n, generator=g, device=device)
-    return {
-        "softmax": _softmax_variant,
-        "causal": functools.partial(_softmax_variant, causal=True),
-        f"window w={w}": functools.partial(_softmax_variant, mask=_window_mask(n, w, False).to(device)),
-        f"causal window w={w}": functools.partial(_softmax_variant, mask=_window_mask(n, w, True).to(device)),
-        "linear elu+1": functools.partial(_linear_variant, variant="linear"),
-        f"FAVOR+ m={cfg.favor_features}": functools.partial(_linear_variant, variant="favor+", generator=g,
-                                                           num_features=cfg.favor_features),
-        f"Linformer k'={cfg.linformer_k}": functools.partial(_linformer_variant, E=E, F=F),
-    }
+    return AttentionVariants(
+        w=w, m=cfg.favor_features, k_prime=cfg.linformer_k,
+        softmax=_softmax_variant,
+        causal=functools.partial(_softmax_variant, causal=True),
+        window=functools.partial(_softmax_variant, mask=_window_mask(n, w, False).to(device)),
+        causal_window=functools.partial(_softmax_variant, mask=_window_mask(n, w, True).to(device)),
+        linear=functools.partial(_linear_variant, variant="linear"),
+        favor=functools.partial(_linear_variant, variant="favor+", generator=g, num_features=cfg.favor_features),
+        linformer=functools.partial(_linformer_variant, E=E, F=F),
+    )
 
 
 def forward(model, X: torch.Tensor, attention, full: bool) -> list[torch.Tensor]:
@@ -215,7 +239,7 @@ def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
     curves = {}
     for net in NETWORKS:
         model = build_model(net, cfg.seed, cfg.device)
-        fns = variants(cfg, cfg.tokens, g, cfg.device)
+        fns = variants(cfg, cfg.tokens, g, cfg.device).named()
         for conf in CONFIGS:
             for name, fn in fns.items():
                 hidden = forward(model, batch.X0, fn, conf == "transformer")

@@ -167,14 +167,83 @@ def count_shares(L: int, H: int) -> list[float]:
     return [float(Fraction(c, total)) for c in path_length_counts(H, L)]
 
 
-def _shares(S: torch.Tensor, Y: torch.Tensor) -> dict:
+@dataclass(frozen=True)
+class PathShares:
+    """How the output Y (bias term removed) splits over path lengths k = 0..L."""
+
+    norm_share: list[float]  # (L + 1,): ||S_k||_F / sum_j ||S_j||_F
+    signed_share: list[float]  # (L + 1,): <S_k, Y>_F / ||Y||_F^2 (sums to 1 for an exact decomposition)
+
+
+@dataclass(frozen=True)
+class ExactStack:
+    """Section 1 of the module docstring: one random skip SAN of L layers of H heads, every path enumerated."""
+
+    L: int  # layers
+    H: int  # heads per layer
+    norm_share: list[float]  # (L + 1,): ||S_k||_F / sum_j ||S_j||_F
+    signed_share: list[float]  # (L + 1,): <S_k, Y - 1 b^T>_F / ||Y - 1 b^T||_F^2
+    count_share: list[float]  # (L + 1,): C(L,k) H^k / (H+1)^L, the share of paths of length k
+    recursion_vs_enumeration: float  # max |S_k (recursion) - S_k (enumeration)| / max |Y|
+    sum_vs_output: float  # max |sum_k S_k - (Y - 1 b^T)| / max |Y|
+    residual_by_length: list[float]  # (L + 1,): ||res S_k|| / ||S_k|| (token mean, 1,inf)
+
+    def to_dict(self) -> dict:
+        """The stored stack (``data["stacks"]``)."""
+        return {"L": self.L, "H": self.H, "norm_share": self.norm_share, "signed_share": self.signed_share,
+                "count_share": self.count_share, "recursion_vs_enumeration": self.recursion_vs_enumeration,
+                "sum_vs_output": self.sum_vs_output, "residual_by_length": self.residual_by_length}
+
+
+@dataclass(frozen=True)
+class ProductResiduals:
+    """Relative residual ||M - rank1(M)||_{1,inf} / ||M||_{1,inf} of sampled path products M at one depth k."""
+
+    median: float  # median over the sampled paths
+    q25: float  # 25th percentile
+    q75: float  # 75th percentile
+    min: float  # smallest
+    max: float  # largest
+
+    def to_dict(self) -> dict:
+        """The stored depth (``data["minilm"]["products"][k]``)."""
+        return {"median": self.median, "q25": self.q25, "q75": self.q75, "min": self.min, "max": self.max}
+
+
+@dataclass(frozen=True)
+class LinearisedMiniLM:
+    """Sections 2 and 3 of the module docstring: all-MiniLM-L6-v2 reduced to attention with skips."""
+
+    L: int  # layers
+    H: int  # heads per layer
+    norm_share: list[float]  # (L + 1,): ||S_k||_F / sum_j ||S_j||_F, mean over texts
+    signed_share: list[float]  # (L + 1,): <S_k, Y - 1 b^T>_F / ||Y - 1 b^T||_F^2, mean over texts
+    count_share: list[float]  # (L + 1,): C(L,k) H^k / (H+1)^L
+    residual_by_length: list[float]  # (L + 1,): relative residual of S_k (token mean), mean over texts
+    linear_vs_paths: float  # max |sum_k S_k - (Y - 1 b^T)| / max |Y|
+    products: dict[int, ProductResiduals]  # depth k = 1..L -> residuals of the products of k maps
+
+    def to_dict(self) -> dict:
+        """The stored network (``data["minilm"]``)."""
+        return {"L": self.L, "H": self.H, "norm_share": self.norm_share, "signed_share": self.signed_share,
+                "count_share": self.count_share, "residual_by_length": self.residual_by_length,
+                "linear_vs_paths": self.linear_vs_paths,
+                "products": {k: v.to_dict() for k, v in self.products.items()}}
+
+
+def _shares(S: torch.Tensor, Y: torch.Tensor) -> PathShares:
     """Norm and signed shares of S (L+1, ..., n, d) in Y (..., n, d) (Y without its bias term)."""
     norms = torch.stack([s.norm() for s in S])
     signed = torch.stack([(s * Y).sum() for s in S]) / (Y * Y).sum()
-    return {"norm_share": (norms / norms.sum()).tolist(), "signed_share": signed.tolist()}
+    return PathShares(norm_share=(norms / norms.sum()).tolist(), signed_share=signed.tolist())
 
 
-def exact_stack(L: int, H: int, cfg: PathLengthsConfig, g: torch.Generator) -> dict:
+def _mean_share(shares: list[list[float]]) -> list[float]:
+    """Entry-wise mean of equally long share vectors."""
+    return [sum(s[k] for s in shares) / len(shares) for k in range(len(shares[0]))]
+
+
+def exact_stack(L: int, H: int, cfg: PathLengthsConfig, g: torch.Generator) -> ExactStack:
     """Section 1 of the module docstring for one random skip SAN."""
     layers = random_san(L, H, cfg.d_model, max(1, cfg.d_model // H), max(1, cfg.d_model // H), g)
     layers = [SANLayer(*(t.to(cfg.device) if t is not None else None for t in (
@@ -187,13 +256,15 @@ def exact_stack(L: int, H: int, cfg: PathLengthsConfig, g: torch.Generator) -> d
         enum[sum(h != H for h in p)] += path_term(X, P, layers, p)
     scale = Y.abs().max()
     Yb = Y - accumulated_bias(layers, skip=True)
-    return {"L": L, "H": H, **_shares(S, Yb), "count_share": count_shares(L, H),
-            "recursion_vs_enumeration": float((S - enum).abs().max() / scale),
-            "sum_vs_output": float((S.sum(0) - Yb).abs().max() / scale),
-            "residual_by_length": relative_residual(S, "mean").tolist()}
+    shares = _shares(S, Yb)
+    return ExactStack(L=L, H=H, norm_share=shares.norm_share, signed_share=shares.signed_share,
+                      count_share=count_shares(L, H),
+                      recursion_vs_enumeration=float((S - enum).abs().max() / scale),
+                      sum_vs_output=float((S.sum(0) - Yb).abs().max() / scale),
+                      residual_by_length=relative_residual(S, "mean").tolist())
 
 
-def minilm_linearised(cfg: PathLengthsConfig) -> dict:
+def minilm_linearised(cfg: PathLengthsConfig) -> LinearisedMiniLM:
     """Sections 2 and 3 of the module docstring (pretrained all-MiniLM-L6-v2)."""
     batch = text_batch(long_texts(cfg.texts, cfg.tokens, cfg.seed), cfg.tokens, cfg.device)
     model = build_model("pretrained", cfg.seed, cfg.device)
@@ -210,7 +281,6 @@ def minilm_linearised(cfg: PathLengthsConfig) -> dict:
     Yb = Y - accumulated_bias(layers, skip=True)
     H, L = layers[0].n_heads, len(layers)
     shares = [_shares(S[:, b], Yb[b]) for b in range(S.shape[1])]
-    mean = lambda key: [sum(s[key][k] for s in shares) / len(shares) for k in range(L + 1)]  # noqa: E731
     res_by_length = relative_residual(S, "mean").mean(-1).tolist()  # (L+1,) mean over texts
     g = torch.Generator().manual_seed(cfg.seed)
     products = {}
@@ -226,10 +296,11 @@ def minilm_linearised(cfg: PathLengthsConfig) -> dict:
             vals.append(float(relative_residual(M, "svd")))
         vals.sort()
         q = lambda f: vals[min(len(vals) - 1, int(f * len(vals)))]  # noqa: E731
-        products[depth] = {"median": q(0.5), "q25": q(0.25), "q75": q(0.75), "min": vals[0], "max": vals[-1]}
-    return {"L": L, "H": H, "norm_share": mean("norm_share"), "signed_share": mean("signed_share"),
-            "count_share": count_shares(L, H), "residual_by_length": res_by_length,
-            "linear_vs_paths": float((S.sum(0) - Yb).abs().max() / Y.abs().max()), "products": products}
+        products[depth] = ProductResiduals(median=q(0.5), q25=q(0.25), q75=q(0.75), min=vals[0], max=vals[-1])
+    return LinearisedMiniLM(L=L, H=H, norm_share=_mean_share([s.norm_share for s in shares]),
+                            signed_share=_mean_share([s.signed_share for s in shares]),
+                            count_share=count_shares(L, H), residual_by_length=res_by_length,
+                            linear_vs_paths=float((S.sum(0) - Yb).abs().max() / Y.abs().max()), products=products)
 
 
 def _mean_length(shares: list[float]) -> float:
@@ -242,7 +313,7 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
     for s in cfg.stacks:
         L, H = (int(x) for x in s.split(":"))
         stacks.append(exact_stack(L, H, cfg, g))
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "stack": s, "sum_vs_output": stacks[-1]["sum_vs_output"]})
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "stack": s, "sum_vs_output": stacks[-1].sum_vs_output})
     mini = minilm_linearised(cfg)
     counts = {name: count_shares(L, H) for name, (L, H) in ARCHITECTURES.items()}
     bert = counts["BERT-base (L=12, H=12)"]
@@ -258,9 +329,9 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
         info("all-MiniLM-L6-v2: number of skip paths (H+1)^L", 13**6, paper_value="(H+1)^L",
              where="§2.1, remark after Theorem 2.1", detail=f"most common length: {most}"),
     ]
-    worst_rec = max(s["recursion_vs_enumeration"] for s in stacks)
-    worst_sum = max(s["sum_vs_output"] for s in stacks)
-    worst_signed = max(abs(sum(s["signed_share"]) - 1) for s in stacks)
+    worst_rec = max(s.recursion_vs_enumeration for s in stacks)
+    worst_sum = max(s.sum_vs_output for s in stacks)
+    worst_signed = max(abs(sum(s.signed_share) - 1) for s in stacks)
     summary += [
         at_most(worst_rec, EXACT_TOL, quantity="max |S_k by recursion - S_k by enumerating paths| / max|Y|, small "
                 "stacks", role="sanity", detail="stacks " + ", ".join(cfg.stacks) + " (L:H): two computations of "
@@ -270,13 +341,13 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
                 detail="stacks " + ", ".join(cfg.stacks) + " (L:H), float64"),
         at_most(worst_signed, EXACT_TOL, quantity="max |sum of signed shares - 1|, small stacks", role="sanity",
                 detail="shares of an exact decomposition sum to 1 by construction"),
-        at_most(mini["linear_vs_paths"], 1e-10, quantity="MiniLM linearised: |sum_k S_k - (Y - 1 b^T)| / max|Y|",
+        at_most(mini.linear_vs_paths, 1e-10, quantity="MiniLM linearised: |sum_k S_k - (Y - 1 b^T)| / max|Y|",
                 role="sanity", detail="the linear network's own path sum, P held at the full model's values"),
-        info("MiniLM linearised: mean path length by norm share", round(_mean_length(mini["norm_share"]), 4),
+        info("MiniLM linearised: mean path length by norm share", round(_mean_length(mini.norm_share), 4),
              paper_value=f"by count: L H / (H+1) = {6 * 12 / 13:.2f}", where="§2.1, remark after Theorem 2.1",
              detail="an estimate: LayerNorm and MLP dropped, attention fixed (module docstring)"),
     ]
-    med = [mini["products"][k]["median"] for k in sorted(mini["products"])]
+    med = [mini.products[k].median for k in sorted(mini.products)]
     summary.append(below(med[-1], med[0], quantity="MiniLM path products: median relative residual (SVD) at depth L, "
                          "against depth 1", paper_value="decreases with depth (Dong et al.'s path-product box plot, "
                          "BERT)", where="Dong et al. (2021), path-product figure",
@@ -284,7 +355,7 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
                                 f"{cfg.path_samples} sampled paths per depth",
                          values={"median_by_depth": med}))
 
-    ks = list(range(mini["L"] + 1))
+    ks = list(range(mini.L + 1))
     figs = [
         line_figure("path-count-distribution.png",
                     "Share of the (H+1)^L skip paths that have length k (a real head in k layers): "
@@ -299,52 +370,52 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
                    f"<S_k, Y - 1b^T> / ||Y - 1b^T||^2, mean over {cfg.texts} texts of {cfg.tokens} tokens, "
                    "beside the share of paths (count).",
                    categories=[str(k) for k in ks],
-                   groups=[{"label": "share of paths (count)", "values": mini["count_share"]},
-                           {"label": "norm share", "values": mini["norm_share"]},
-                           {"label": "signed share", "values": mini["signed_share"]}],
+                   groups=[{"label": "share of paths (count)", "values": mini.count_share},
+                           {"label": "norm share", "values": mini.norm_share},
+                           {"label": "signed share", "values": mini.signed_share}],
                    ylabel="share", title="MiniLM: output by path length"),
     ]
-    big = max(stacks, key=lambda s: s["L"])
+    big = max(stacks, key=lambda s: s.L)
     figs.append(bar_figure(
         "path-shares-exact.png",
-        f"Exact decomposition of a random skip SAN (L={big['L']}, H={big['H']}, d={cfg.d_model}, "
+        f"Exact decomposition of a random skip SAN (L={big.L}, H={big.H}, d={cfg.d_model}, "
         f"n={cfg.stack_tokens}, weights N(0, 1/fan_in)): share of the output by path length, every "
-        f"one of the (H+1)^L = {(big['H'] + 1) ** big['L']} paths enumerated.",
-        categories=[str(k) for k in range(big["L"] + 1)],
-        groups=[{"label": "share of paths (count)", "values": big["count_share"]},
-                {"label": "norm share", "values": big["norm_share"]},
-                {"label": "signed share", "values": big["signed_share"]}],
+        f"one of the (H+1)^L = {(big.H + 1) ** big.L} paths enumerated.",
+        categories=[str(k) for k in range(big.L + 1)],
+        groups=[{"label": "share of paths (count)", "values": big.count_share},
+                {"label": "norm share", "values": big.norm_share},
+                {"label": "signed share", "values": big.signed_share}],
         ylabel="share", title="Small stack: exact shares"))
     figs.append(line_figure(
         "path-residual-by-length.png",
         "Relative residual (token mean) of the length-k term S_k: longer paths are closer to rank one. "
         "MiniLM linearised (mean over texts) and the small random stacks (exact).",
-        series=[series("MiniLM (linearised)", ks, [max(y, 1e-17) for y in mini["residual_by_length"]],
+        series=[series("MiniLM (linearised)", ks, [max(y, 1e-17) for y in mini.residual_by_length],
                        color=PALETTE[0])]
-        + [series(f"random stack L={s['L']}, H={s['H']}", list(range(s["L"] + 1)),
-                  [max(y, 1e-17) for y in s["residual_by_length"]], color=PALETTE[i + 1])
+        + [series(f"random stack L={s.L}, H={s.H}", list(range(s.L + 1)),
+                  [max(y, 1e-17) for y in s.residual_by_length], color=PALETTE[i + 1])
            for i, s in enumerate(stacks)],
         xlabel="path length k", ylabel="relative residual of S_k", yscale="log",
         title="Long paths collapse"))
-    depths = sorted(mini["products"])
+    depths = sorted(mini.products)
     figs.append(line_figure(
         "path-product-residual.png",
         f"Dong et al.'s path-product experiment on all-MiniLM-L6-v2: {cfg.path_samples} random paths per "
         "depth k (layers l_1 < ... < l_k, one head each), relative residual ||P - rank1(P)||_{1,inf} / "
         "||P||_{1,inf} of the product of their attention matrices (rank-one SVD residual). Median with "
         "the quartiles dashed.",
-        series=[series("median", depths, [mini["products"][k]["median"] for k in depths], color=PALETTE[0]),
-                series("25th percentile", depths, [mini["products"][k]["q25"] for k in depths], style="dashed",
+        series=[series("median", depths, [mini.products[k].median for k in depths], color=PALETTE[0]),
+                series("25th percentile", depths, [mini.products[k].q25 for k in depths], style="dashed",
                        marker=False, color=PALETTE[0]),
-                series("75th percentile", depths, [mini["products"][k]["q75"] for k in depths], style="dashed",
+                series("75th percentile", depths, [mini.products[k].q75 for k in depths], style="dashed",
                        marker=False, color=PALETTE[0])],
         xlabel="path depth k", ylabel="relative residual of the product", yscale="log",
         title="Products of attention matrices"))
     table = Table("Share of the output by path length", ["network", "k", "share of paths", "norm share",
                                                          "signed share", "relative residual of S_k"],
-                  [[name, k, s["count_share"][k], s["norm_share"][k], s["signed_share"][k], s["residual_by_length"][k]]
+                  [[name, k, s.count_share[k], s.norm_share[k], s.signed_share[k], s.residual_by_length[k]]
                    for name, s in [("MiniLM (linearised)", mini)]
-                   + [(f"random L={s['L']} H={s['H']}", s) for s in stacks] for k in range(s["L"] + 1)],
+                   + [(f"random L={s.L} H={s.H}", s) for s in stacks] for k in range(s.L + 1)],
                   ["text", "int", "float", "float", "float", "float"])
     notes = [
         "Exact vs estimated: the small stacks' shares are exact (every path enumerated, checked against the "
@@ -355,7 +426,8 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
         "typical path.",
     ]
     return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes,
-                            data={"stacks": stacks, "minilm": mini, "counts": counts})
+                            data={"stacks": [s.to_dict() for s in stacks], "minilm": mini.to_dict(),
+                                  "counts": counts})
 
 
 register_experiment(Experiment(EXPERIMENT_ID,
