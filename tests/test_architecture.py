@@ -18,21 +18,21 @@ PAPERS = "attnlab.papers"
 # library layer, and the command line (attnlab.cli) sits above the commands and the papers.
 ALLOWED: dict[str, set[str]] = {
     "attnlab.errors": set(),
+    # run directories, seeding, the JSON encoder, torch's thread count and how worker processes start:
+    # a floor under the results, training, the registry, the bench, the sweeps, the reports and the commands
+    "attnlab.runs": {"attnlab.errors"},
     "attnlab.checks": {"attnlab.errors"},
     "attnlab.errata": {"attnlab.errors"},
     "attnlab.config": {"attnlab.errors"},
     "attnlab.estimates": {"attnlab.errors", "attnlab.config"},
     "attnlab.terminal": set(),  # tables for the command line: rich only
-    "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata"},
+    "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.runs"},
     # the attention viewer draws a JSON block and nothing else: a leaf that pretrained outputs may show
     "attnlab.reports.viewer": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.results"},
     "attnlab.ops": {"attnlab.errors", "attnlab.config"},
     "attnlab.nn": {"attnlab.errors", "attnlab.config", "attnlab.ops"},
     "attnlab.data": {"attnlab.errors", "attnlab.config"},
     "attnlab.tasks": {"attnlab.errors", "attnlab.config"},
-    # run directories, seeding, the JSON encoder, torch's thread count and how worker processes start:
-    # a floor under training, the registry, the bench, the sweeps, the reports and the commands
-    "attnlab.runs": {"attnlab.errors"},
     "attnlab.training": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.runs"},
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data",

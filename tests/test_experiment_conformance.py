@@ -7,7 +7,9 @@ experiment is held to it without a test of its own restating its constants:
 - its presets are "quick" and "paper", name fields only, and fill every field left ``None``;
 - each preset's config survives the JSON round trip a sweep worker makes;
 - a bad seed, device or field name is a ConfigError naming it;
-- its estimate, where it gives one, is an Estimate that fits this machine at the quick scale.
+- its estimate, where it gives one, is an Estimate that fits this machine at the quick scale;
+- it is run at a tiny size by its own test module, and what it returns is storable (an
+  ExperimentResult refuses, where it is built, anything results.json could not hold).
 
 What each experiment computes is tested beside it, under tests/papers/<paper>/experiments/.
 """
@@ -15,6 +17,7 @@ What each experiment computes is tested beside it, under tests/papers/<paper>/ex
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +120,23 @@ def test_a_huge_attention_speed_length_is_refused_by_the_benchmark_check():
 
     with pytest.raises(ConfigError, match="GiB"):
         get_experiment("transformer-math.attention-speed").config_cls(n=(10_000_000,))
+
+
+def test_a_result_that_cannot_be_stored_is_refused_when_built():
+    """Every run of every experiment, in these tests or a user's, returns a storable result: an
+    ExperimentResult whose stored form is not JSON fails where it is made, not when results.json is written."""
+    from attnlab.results import ExperimentResult
+
+    assert to_jsonable(ExperimentResult(data={"x": (1.5, float("nan"))}).to_dict()) == {"data": {"x": [1.5, "nan"]}}
+    with pytest.raises(TypeError, match=r"cannot be stored as JSON \(object is not JSON-able\)"):
+        ExperimentResult(data={"x": object()})
+
+
+def test_every_experiment_is_run_at_a_tiny_size_by_its_own_test_module(exp):
+    """tests/papers mirrors the package: experiments/<name>.py is run, small, in experiments/test_<name>.py
+    (a sweep-only experiment through its cells or the sweep command)."""
+    parts = exp.run.__module__.split(".")
+    path = Path(__file__).parent.joinpath(*parts[1:-1], f"test_{parts[-1]}.py")
+    assert path.is_file(), f"{exp.id}: no {path.relative_to(Path(__file__).parent)}"
+    text = path.read_text()
+    assert any(call in text for call in (f"{exp.run.__name__}(", "run(", '"sweep"')), exp.id

@@ -51,6 +51,7 @@ from typing import Any, Mapping, Sequence
 
 from attnlab.checks import Check, count_verdicts, legacy_check
 from attnlab.errors import ConfigError
+from attnlab.runs.jsonable import to_jsonable
 
 FIGURE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.png$")
 AXIS_SCALES = ("linear", "log")
@@ -376,6 +377,11 @@ class ExperimentResult:
             raise TypeError("ExperimentResult.notes must be strings")
         for block in self.interactive or ():
             check_viewer_data(block)
+        try:  # storable: results.json holds all of it as JSON
+            to_jsonable(self.to_dict())
+        except TypeError as e:
+            raise TypeError(f"ExperimentResult cannot be stored as JSON ({e}); give plain numbers, lists, dicts, "
+                            "arrays, or objects with to_dict()") from None
 
     @property
     def verdicts(self) -> dict[str, int]:

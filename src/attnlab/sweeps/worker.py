@@ -107,7 +107,7 @@ def _execute(item: RunItem) -> dict:
     seconds = round(time.perf_counter() - t0, 3)
     record = {"run_id": item.run_id, "experiment": item.experiment, "status": "ok", "seed": item.seed,
               "config": config, "scalars": _finite(scalars), "seconds": seconds,
-              "started": started, "finished": utc_now(), "result": _jsonable_or_repr(result.to_dict())}
+              "started": started, "finished": utc_now(), "result": to_jsonable(result.to_dict())}
     rd.write_json(RESULT, record)
     # read back: what the table holds is exactly what a later resume reads from disk
     record = json.loads((path / RESULT).read_text(encoding="utf-8"))
@@ -138,9 +138,3 @@ def _finite(scalars: dict) -> dict:
     # non-finite floats become strings in JSON; keep them readable as numbers in the CSV
     return {k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in scalars.items()}
 
-
-def _jsonable_or_repr(obj: Any) -> Any:
-    try:
-        return to_jsonable(obj)
-    except TypeError as e:
-        return {"unserializable": f"{e}", "repr": repr(obj)[:2000]}
