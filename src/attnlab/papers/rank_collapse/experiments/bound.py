@@ -29,6 +29,7 @@ Measured here:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -46,13 +47,14 @@ from attnlab.papers.rank_collapse.sizes import (LOAD_OPS, LP_WORK, MINILM, RANDO
                                                 pass_work, scaled)
 from attnlab.papers.rank_collapse.stacks import long_texts, VARIANTS, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import compare, equals, info
-from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
-from attnlab.runs.rundir import log_metric
+from attnlab.checks import Check, compare, equals, info
+from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
+from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "rank-collapse.bound"
 SAN_LAYER_OPS = 60  # torch ops of one layer of _one_san (circuits, norms, attention, residuals)
 FLOOR = 1e-13  # relative residuals below this are float64 rounding, left out of the fits
+WHERE = "§2.2, Theorem 2.2"
 
 
 @dataclass(frozen=True)
@@ -256,7 +258,17 @@ def _minilm(cfg: BoundConfig) -> dict[str, MiniLMSan]:
     return out
 
 
-def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: BoundConfig, run_dir: RunDir | None = None) -> ExperimentResult:
+    points = measure_points(cfg, run_dir)
+    mini = _minilm(cfg)
+    return ExperimentResult(summary=_summary(cfg, points, mini), tables=_tables(cfg, points),
+                            figures=_figures(cfg, points, mini), notes=list(NOTES),
+                            data={"points": [p.to_dict() for p in points],
+                                  "minilm": {m: v.to_dict() for m, v in mini.items()}})
+
+
+def measure_points(cfg: BoundConfig, run_dir: RunDir | None = None) -> list[BoundPoint]:
+    """Every random SAN beside its bound: cfg.draws per (s, r_0), r_0 within s, in the config's order."""
     g = torch.Generator().manual_seed(cfg.seed)
     points = []
     for s in cfg.weight_scales:
@@ -264,71 +276,100 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
             for _ in range(cfg.draws):
                 points.append(_bound_point(cfg, s, r0, _one_san(cfg, s, r0, g)))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "weight_scale": s, "points": len(points)})
+    return points
+
+
+def _nonvacuous(points: list[BoundPoint]) -> list[BoundPoint]:
+    """The SANs whose bound at L=1 is below their input residual."""
+    return [p for p in points if p.log10_bound[0] < math.log10(p.res0)]
+
+
+def _summary(cfg: BoundConfig, points: list[BoundPoint], mini: dict[str, MiniLMSan]) -> list[Check]:
+    """Whether the bound holds and where it says something, the doubly exponential rate, MiniLM's bound."""
+    return [*_bound_checks(cfg, points), *_rate_checks(points, mini), _minilm_bound_check(mini["pretrained"])]
+
+
+def _bound_checks(cfg: BoundConfig, points: list[BoundPoint]) -> list[Check]:
+    """Violations of the bound, the non-vacuous SANs and the smallest margin among them."""
     # pairs whose measured residual is float64 rounding (< FLOOR ||X_l||) say nothing about the bound
     gaps = [b - m for p in points for b, m, ok in zip(p.log10_bound, p.log10_measured, p.resolved) if ok]
     rounding = sum(not ok for p in points for ok in p.resolved)
     violations = sum(gap < -1e-9 for gap in gaps)
-    nonvac = [p for p in points if p.log10_bound[0] < math.log10(p.res0)]
+    nonvac = _nonvacuous(points)
     useful = [b - m for p in nonvac for b, m, ok in zip(p.log10_bound, p.log10_measured, p.resolved) if ok]
-    mini = _minilm(cfg)
-
-    where = "§2.2, Theorem 2.2"
-    summary = [
+    return [
         equals(violations, 0, quantity="(layer, SAN) pairs where the measured residual exceeds the bound",
-               paper_value="never (an upper bound)", where=where,
+               paper_value="never (an upper bound)", where=WHERE,
                detail=f"{len(gaps)} pairs ({rounding} more at float64 rounding, < {FLOOR:g} ||X_l||, left out); "
                       f"{len(points)} SANs (d={cfg.d_model}, d_qk={cfg.d_qk}, n={cfg.tokens}, L={cfg.layers}); "
                       "bound from the exact composite residual of X (the smallest), output measured by the token "
                       "mean (the notes' residual, >= the composite one): the strictest pairing",
                values={"pairs": len(gaps), "at_rounding": rounding, "sans": len(points)}),
         info("SANs whose bound at L=1 is below the input residual (non-vacuous)", len(nonvac),
-             paper_value="needs kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1", where=where,
+             paper_value="needs kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1", where=WHERE,
              detail=f"of {len(points)}; largest kappa among them: "
                     + (f"{max(p.kappa for p in nonvac):.3g}" if nonvac else "-")),
         info("min over non-vacuous cases of log10(bound / measured)", round(min(useful), 4) if useful else None,
-             where=where, detail="how many orders of magnitude the bound leaves, where it says anything"),
+             where=WHERE, detail="how many orders of magnitude the bound leaves, where it says anything"),
     ]
+
+
+def _rate_checks(points: list[BoundPoint], mini: dict[str, MiniLMSan]) -> list[Check]:
+    """The 3^l fit against the l fit: MiniLM's SANs, then the random SANs inside and outside the regime."""
+    out = []
     for m, what in (("pretrained", "pretrained all-MiniLM-L6-v2"), ("random", "BERT-init MiniLM")):
         f = mini[m].fit
         few = f.points < 4
-        summary.append(compare(
-            f"{what}, SAN: R^2 of log10 r_l against 3^l minus R^2 against l", 
+        out.append(compare(
+            f"{what}, SAN: R^2 of log10 r_l against 3^l minus R^2 against l",
             float("nan") if f.triple_r2 is None else f.triple_r2 - f.linear_r2, ">=", 0.0,
-            paper_value="doubly exponential decay (3^L in the exponent)", where=where,
+            paper_value="doubly exponential decay (3^L in the exponent)", where=WHERE,
             cannot_decide=(f"only {f.points} layers above float64 rounding: a fit over them does not decide the "
                            "rate" if few else "another model: multi-head MiniLM, the theorem's single-head SAN"),
             detail=("-" if f.triple_r2 is None else f"{f.triple_r2:.4f} vs {f.linear_r2:.4f}")
                    + f"; {f.points} layers above {FLOOR:g}; relative residual (token mean)",
             values=f.to_dict()) if f.triple_r2 is not None else info(
-            f"{what}, SAN: layers above float64 rounding", f.points, where=where,
+            f"{what}, SAN: layers above float64 rounding", f.points, where=WHERE,
             detail="fewer than 3: no fit of the rate"))
+    nonvac = _nonvacuous(points)
     inside = [p.fit for p in nonvac if p.fit.triple_r2 is not None]
     outside = [p.fit for p in points if p not in nonvac and p.fit.triple_r2 is not None]
     if inside:
         better = sum(f.triple_r2 >= f.linear_r2 for f in inside)
-        summary.append(equals(better, len(inside), quantity="random SANs with kappa < 1 (the bound's regime) where "
-                              "log r_l fits 3^l at least as well as l", paper_value="doubly exponential decay",
-                              where=where + " (regime: kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1)",
-                              cannot_decide="" if len(inside) >= 3 else
-                              f"only {len(inside)} SAN(s) in the regime keep 3 or more layers above float64 rounding "
-                              "(claim rank-collapse.doubly-exponential-rate measures the rate on 32 SANs)",
-                              detail="R^2 of least squares over the layers above float64 rounding",
-                              values={"fits": [f.to_dict() for f in inside]}))
+        out.append(equals(better, len(inside), quantity="random SANs with kappa < 1 (the bound's regime) where "
+                          "log r_l fits 3^l at least as well as l", paper_value="doubly exponential decay",
+                          where=WHERE + " (regime: kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1)",
+                          cannot_decide="" if len(inside) >= 3 else
+                          f"only {len(inside)} SAN(s) in the regime keep 3 or more layers above float64 rounding "
+                          "(claim rank-collapse.doubly-exponential-rate measures the rate on 32 SANs)",
+                          detail="R^2 of least squares over the layers above float64 rounding",
+                          values={"fits": [f.to_dict() for f in inside]}))
     if outside:
-        summary.append(info("random SANs with kappa >= 1 where log r_l fits 3^l at least as well as l",
-                            sum(f.triple_r2 >= f.linear_r2 for f in outside), where=where,
-                            detail=f"of {len(outside)}: outside the regime the bound says nothing and the decay "
-                                   "need not be doubly exponential (sharp logits)"))
-    p = mini["pretrained"]
-    summary.append(info("all-MiniLM-L6-v2: log10 of the multi-head bound at L=1", round(p.log10_bound[0], 4),
-                        paper_value="the bound needs 4 H beta ||res X||^2 / sqrt(d_qk) < 1", where=where,
-                        detail=f"beta = max ||W_QK||_1 ||W_OV||_1,inf = {p.beta:.3g}; log10 bound "
-                               f"{p.log10_bound[-1]:.3g} at L={len(p.log10_bound)}; "
-                               f"||res X_0|| = {p.res0:.3g} "
-                               f"(token mean), H = {p.H}, d_qk = {p.d_qk}: vacuous"))
+        out.append(info("random SANs with kappa >= 1 where log r_l fits 3^l at least as well as l",
+                        sum(f.triple_r2 >= f.linear_r2 for f in outside), where=WHERE,
+                        detail=f"of {len(outside)}: outside the regime the bound says nothing and the decay "
+                               "need not be doubly exponential (sharp logits)"))
+    return out
 
-    figs = []
+
+def _minilm_bound_check(p: MiniLMSan) -> Check:
+    """The multi-head bound of pretrained MiniLM at L=1 (vacuous)."""
+    return info("all-MiniLM-L6-v2: log10 of the multi-head bound at L=1", round(p.log10_bound[0], 4),
+                paper_value="the bound needs 4 H beta ||res X||^2 / sqrt(d_qk) < 1", where=WHERE,
+                detail=f"beta = max ||W_QK||_1 ||W_OV||_1,inf = {p.beta:.3g}; log10 bound "
+                       f"{p.log10_bound[-1]:.3g} at L={len(p.log10_bound)}; "
+                       f"||res X_0|| = {p.res0:.3g} "
+                       f"(token mean), H = {p.H}, d_qk = {p.d_qk}: vacuous")
+
+
+def _figures(cfg: BoundConfig, points: list[BoundPoint], mini: dict[str, MiniLMSan]) -> list[Figure]:
+    """Bound against measurement, where the bound holds and says something, and the 3^l decay."""
     picks = sorted(points, key=lambda q: q.kappa)
+    return [_bound_figure(cfg, picks), _regimes_figure(cfg, picks), _rate_figure(mini, picks)]
+
+
+def _bound_figure(cfg: BoundConfig, picks: list[BoundPoint]) -> Figure:
+    """Measured residual and bound per layer for four SANs from the smallest to the largest kappa."""
     chosen = [picks[0], picks[len(picks) // 3], picks[2 * len(picks) // 3], picks[-1]]
     lines = []
     for i, q in enumerate(chosen):
@@ -339,17 +380,20 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
         lines.append(series(f"bound, kappa={q.kappa:.2g}", Ls,
                             [math.log10(q.res0), *(min(b, 60.0) for b in q.log10_bound)],
                             style="dashed", marker=False, color=PALETTE[i]))
-    figs.append(line_figure(
+    return line_figure(
         "bound-vs-measured.png",
         "Theorem 2.2 on random single-head SANs: log10 ||res X_l||_{1,inf} measured (solid; token-mean "
         "residual, an upper bound of the exact composite one) and the bound (4 beta / sqrt(d_qk))^{(3^l-1)/2} "
         "||res X||^{3^l} (dashed; ||res X|| the exact composite residual of the input), for four SANs from "
         "the smallest to the largest kappa = 4 beta ||res X||^2 / sqrt(d_qk). Bounds above 10^60 are drawn at 60; "
         "measured points at float64 rounding (< 1e-13 ||X_l||) are left out.",
-        series=lines, xlabel="layer l", ylabel="log10 residual", title="Bound vs measured"))
+        series=lines, xlabel="layer l", ylabel="log10 residual", title="Bound vs measured")
+
+
+def _regimes_figure(cfg: BoundConfig, order: list[BoundPoint]) -> Figure:
+    """log10(bound / measured) and log10(bound / input residual) against kappa (``order``: by kappa)."""
     reg = []
     for L in range(1, min(cfg.layers, 3) + 1):
-        order = sorted(points, key=lambda q: q.kappa)
         reg.append(series(f"bound / measured, L={L}", [q.kappa for q in order],
                           [min(q.log10_bound[L - 1] - q.log10_measured[L - 1], 60.0)
                            if q.resolved[L - 1] else None for q in order],
@@ -357,13 +401,17 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
         reg.append(series(f"bound / input residual, L={L}", [q.kappa for q in order],
                           [min(q.log10_bound[L - 1] - math.log10(q.res0), 60.0) for q in order],
                           style="dashed", marker=False, color=PALETTE[L - 1]))
-    figs.append(line_figure(
+    return line_figure(
         "bound-regimes.png",
         "Where Theorem 2.2 holds and where it says something, against kappa = 4 beta ||res X||^2 / sqrt(d_qk). "
         "Solid: log10(bound / measured), >= 0 everywhere (the bound holds). Dashed: log10(bound / ||res X||); "
         "above 0 the bound exceeds the input residual and is vacuous, which happens as soon as kappa > 1. "
         "Values above 60 are drawn at 60; pairs whose measured residual is float64 rounding are left out.",
-        series=reg, xlabel="kappa", ylabel="log10 ratio", xscale="log", title="Holds / vacuous"))
+        series=reg, xlabel="kappa", ylabel="log10 ratio", xscale="log", title="Holds / vacuous")
+
+
+def _rate_figure(mini: dict[str, MiniLMSan], picks: list[BoundPoint]) -> Figure:
+    """log10 relative residual against 3^l: MiniLM's SANs and the median-kappa random SAN (``picks``: by kappa)."""
     fit_lines = []
     for i, (m, what) in enumerate((("pretrained", "MiniLM pretrained, SAN"), ("random", "MiniLM BERT-init, SAN"))):
         ys = mini[m].relative
@@ -374,49 +422,54 @@ def run(cfg: BoundConfig, run_dir=None) -> ExperimentResult:
     pts = [(3**l, math.log10(y)) for l, y in enumerate(rel) if y > FLOOR]
     fit_lines.append(series(f"random SAN, kappa={mid.kappa:.2g}", [x for x, _ in pts], [y for _, y in pts],
                             color=PALETTE[2]))
-    figs.append(line_figure(
+    return line_figure(
         "doubly-exponential.png",
         "log10 of the relative residual (token mean) of pure attention against 3^l: a straight line is the "
         "doubly exponential decay of Theorem 2.2. Points at float64 rounding (< 1e-13) are left out. The "
         "random SAN is normalised by its input residual.",
         series=fit_lines, xlabel="3^l", ylabel="log10 relative residual", xscale="log",
-        title="Doubly exponential collapse"))
-    def median(values):
-        values = sorted(v for v in values if v is not None)
-        return values[len(values) // 2] if values else None
+        title="Doubly exponential collapse")
 
-    def cell(s, r0, value):
-        return median(value(q) for q in points if q.scale == s and q.r0 == r0)
 
-    def layer_cells(s, r0, L):  # log10 bound and log10 measured at depth L + 1; None past the last layer
-        if L >= cfg.layers:
-            return [None, None]
-        # rounding-level measurements say nothing: left out
-        return [cell(s, r0, lambda q: q.log10_bound[L]),
-                cell(s, r0, lambda q: q.log10_measured[L] if q.resolved[L] else None)]
+def _median_cell(points: list[BoundPoint], s: float, r0: float,
+                 value: Callable[[BoundPoint], float | None]) -> float | None:
+    """The median of ``value`` over the draws at (s, r_0), Nones left out; None when every value is."""
+    values = sorted(v for v in (value(q) for q in points if q.scale == s and q.r0 == r0) if v is not None)
+    return values[len(values) // 2] if values else None
 
-    table = Table("Theorem 2.2: per (weight scale s, input residual r_0) the median over draws; measured "
+
+def _layer_cells(cfg: BoundConfig, points: list[BoundPoint], s: float, r0: float, L: int) -> list[float | None]:
+    """Median log10 bound and log10 measured at depth L + 1 (measured at rounding left out); None past the last layer."""
+    if L >= cfg.layers:
+        return [None, None]
+    return [_median_cell(points, s, r0, lambda q: q.log10_bound[L]),
+            _median_cell(points, s, r0, lambda q: q.log10_measured[L] if q.resolved[L] else None)]
+
+
+def _tables(cfg: BoundConfig, points: list[BoundPoint]) -> list[Table]:
+    """Per (weight scale, input residual) the medians of beta, kappa, the bound and the measurement at L = 1, 2."""
+    return [Table("Theorem 2.2: per (weight scale s, input residual r_0) the median over draws; measured "
                   "values at float64 rounding are left out (empty: all were)",
                   ["s", "r_0", "beta", "kappa", "log10 bound L=1", "log10 measured L=1", "log10 bound L=2",
                    "log10 measured L=2"],
-                  [[s, r0, cell(s, r0, lambda q: q.beta), cell(s, r0, lambda q: q.kappa),
-                    *layer_cells(s, r0, 0), *layer_cells(s, r0, 1)]
+                  [[s, r0, _median_cell(points, s, r0, lambda q: q.beta),
+                    _median_cell(points, s, r0, lambda q: q.kappa),
+                    *_layer_cells(cfg, points, s, r0, 0), *_layer_cells(cfg, points, s, r0, 1)]
                    for s in cfg.weight_scales for r0 in cfg.input_residuals],
-                  ["float"] * 8)
-    notes = [
-        "The notes state Theorem 2.2 without Dong et al.'s gamma (a constant >= 1 in their statement); the bound "
-        "drawn here is the notes' (smaller, so harder to satisfy), and it still holds in every case measured.",
-        "beta is computed from the weights: ||W_QK||_1 (max column abs sum) times ||W_V W_O||_{1,inf} "
-        "(composite norm), max over layers; biases only add terms constant along softmax rows or a shift 1 b^T, "
-        "which the residual removes, so the random SANs here have none.",
-        "For MiniLM the bound is vacuous at every depth (log10 of it in the summary, against an input residual "
-        "of about 10^2): its input residual is in the tens and beta far above the threshold, so the theorem "
-        "says nothing about trained models, while its SAN "
-        "still collapses doubly exponentially.",
-    ]
-    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes,
-                            data={"points": [p.to_dict() for p in points],
-                                  "minilm": {m: v.to_dict() for m, v in mini.items()}})
+                  ["float"] * 8)]
+
+
+NOTES = (
+    "The notes state Theorem 2.2 without Dong et al.'s gamma (a constant >= 1 in their statement); the bound "
+    "drawn here is the notes' (smaller, so harder to satisfy), and it still holds in every case measured.",
+    "beta is computed from the weights: ||W_QK||_1 (max column abs sum) times ||W_V W_O||_{1,inf} "
+    "(composite norm), max over layers; biases only add terms constant along softmax rows or a shift 1 b^T, "
+    "which the residual removes, so the random SANs here have none.",
+    "For MiniLM the bound is vacuous at every depth (log10 of it in the summary, against an input residual "
+    "of about 10^2): its input residual is in the tens and beta far above the threshold, so the theorem "
+    "says nothing about trained models, while its SAN "
+    "still collapses doubly exponentially.",
+)
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

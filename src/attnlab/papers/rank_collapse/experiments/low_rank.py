@@ -33,8 +33,6 @@ with a note.
 
 from __future__ import annotations
 
-from attnlab.results import LineFigure
-
 import math
 from dataclasses import dataclass
 
@@ -56,11 +54,12 @@ from attnlab.papers.rank_collapse.stacks import (
     text_batch,
 )
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import equals, info
-from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
-from attnlab.runs.rundir import log_metric
+from attnlab.checks import Check, equals, info
+from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
+from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "rank-collapse.low-rank"
+WHERE = "§2.3, Theorem 2.3 and after"
 
 
 @dataclass(frozen=True)
@@ -315,13 +314,31 @@ def _k_needed(row: MiniLMRow, ks: list[int], eps: float) -> int | None:
     return next((k for k, e in zip(ks, row.projection_error) if e <= eps), None)
 
 
-def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: LowRankConfig, run_dir: RunDir | None = None) -> ExperimentResult:
+    rows = measure_minilm(cfg, run_dir)
+    smol, skipped = measure_smollm2_rows(cfg, run_dir)
+    return ExperimentResult(summary=_summary(cfg, rows, smol, skipped), tables=_tables(cfg, rows, smol),
+                            figures=_figures(cfg, rows, smol), notes=_notes(cfg, smol, skipped),
+                            data={"rows": [r.to_dict() for r in rows], "smollm2": [r.to_dict() for r in smol],
+                                  "smollm2_skipped": skipped,
+                                  "smollm2_layers": list(cfg.smollm2_layers)})
+
+
+def measure_minilm(cfg: LowRankConfig, run_dir: RunDir | None = None) -> list[MiniLMRow]:
+    """MiniLM's row at every n of cfg.n_values (:func:`measure_n`), the generators seeded once for all."""
     g = torch.Generator().manual_seed(cfg.seed)
     g_device = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     rows = []
     for n in cfg.n_values:
         rows.append(measure_n(cfg, n, g, g_device))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "n": n, "k90": rows[-1].k90, "k99": rows[-1].k99})
+    return rows
+
+
+def measure_smollm2_rows(cfg: LowRankConfig,
+                         run_dir: RunDir | None = None) -> tuple[list[SmolLM2Row], str | None]:
+    """SmolLM2's row at every n of cfg.smollm2_n_values (:func:`measure_smollm2`), and why it was skipped
+    (None: measured, or no n asked for)."""
     smol, skipped = [], None
     if cfg.smollm2_n_values:
         skipped = smollm2_missing()
@@ -330,101 +347,129 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
                 smol.append(measure_smollm2(cfg, n))
                 log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": "smollm2", "n": n,
                                      "k90_energy": smol[-1].k90_energy, "k99_energy": smol[-1].k99_energy})
-    ks = list(cfg.k_values)
+    return smol, skipped
+
+
+def _summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row], skipped: str | None) -> list[Check]:
+    """MiniLM's ranks against log n, Theorem 2.3's errors against k', then SmolLM2's energy ranks."""
+    return [*_rank_checks(rows), *_projection_checks(cfg, rows), *_smollm2_summary(cfg, rows, smol, skipped)]
+
+
+def _rank_checks(rows: list[MiniLMRow]) -> list[Check]:
+    """MiniLM's k_90 / k_99 at the largest n, their growth with n, and the share of full-rank matrices."""
     first, last = rows[0], rows[-1]
     ln = [math.log(r.n) for r in rows]
-    where = "§2.3, Theorem 2.3 and after"
-    summary = [
+    return [
         info(f"median k_90 / k_99 (sum of sigma) at n={last.n}", f"{last.k90:g} / {last.k99:g}",
-             paper_value="rank Theta(log n), later Theta(log n log n)", where=where,
+             paper_value="rank Theta(log n), later Theta(log n log n)", where=WHERE,
              detail=f"ln n = {ln[-1]:.2f}, (ln n)^2 = {ln[-1] ** 2:.1f}; {last.matrices} matrices "
                     "(6 layers x 12 heads x texts); judged in claim rank-collapse.minilm-attention-spectrum"),
         info(f"growth of median k_90 from n={first.n} to n={last.n}", round(last.k90 / first.k90, 4),
-             paper_value="Theta(log n): ratio ln n_max / ln n_min", where=where,
+             paper_value="Theta(log n): ratio ln n_max / ln n_min", where=WHERE,
              detail=f"ln ratio {ln[-1] / ln[0]:.2f}, (ln n)^2 ratio {(ln[-1] / ln[0]) ** 2:.2f}, n ratio "
                     f"{last.n / first.n:.0f}"),
         info(f"share of attention matrices of full numerical rank at n={last.n}",
              round(last.full_rank_share, 4), paper_value="low rank (Linformer: most of the spectrum in a few "
-             "singular values)", where=where,
+             "singular values)", where=WHERE,
              detail="numerical rank: sigma_i > n eps sigma_1; a matrix can be full rank and still have most of its "
                     "spectrum in a few values"),
     ]
+
+
+def _projection_checks(cfg: LowRankConfig, rows: list[MiniLMRow]) -> list[Check]:
+    """Theorem 2.3's error against k': shrinking, beside the truncated SVD's, and the k' reaching cfg.eps."""
+    ks = list(cfg.k_values)
     dec = all(r.projection_error[-1] < r.projection_error[0] for r in rows)
-    summary.append(equals(dec, True, quantity=f"median Theorem 2.3 error at k'={ks[-1]} below k'={ks[0]}, every n",
-                          paper_value="error shrinks with k' (JL)", where="§2.3, Theorem 2.3 proof (JL)",
-                          detail=", ".join(f"n={r.n}: {r.projection_error[0]:.3g} -> "
-                                           f"{r.projection_error[-1]:.3g}" for r in rows)))
     svd_better = all(s <= p + 1e-12 for r in rows for s, p in zip(r.svd_error, r.projection_error))
-    summary.append(info("best rank-k' (SVD) error <= random projection error, every n and k'", svd_better,
-                        paper_value="P R^T R is one rank-k' matrix; the SVD is the best in norm", where=where,
-                        detail="on the same w; the SVD is optimal for ||P - P_k||, not for each w, so not judged"))
     needed = [_k_needed(r, ks, cfg.eps) for r in rows]
-    summary.append(info(f"smallest k' with median error <= {cfg.eps:g}, per n",
-                        ", ".join(f"n={r.n}: {k}" for r, k in zip(rows, needed)),
-                        paper_value="k' = Theta(log n / eps^2)", where=where,
-                        detail=f"k' from {ks}; None: not reached"))
-
-    summary.extend(_smollm2_summary(cfg, rows, smol, skipped))
-
-    nn = [r.n for r in rows]
-    c1 = first.k90 / math.log(nn[0])
-    c2 = first.k90 / math.log(nn[0]) ** 2
-    figs = [
-        line_figure("lowrank-spectrum.png",
-                    "Normalised cumulative singular values sum_{i<=k} sigma_i / sum_i sigma_i of all-MiniLM-L6-v2's "
-                    f"attention matrices (mean over 6 layers x 12 heads x {cfg.texts} texts), one curve per n "
-                    "(Linformer's spectrum figure, here for MiniLM on pydoc text).",
-                    series=[series(f"n={r.n}", list(range(1, r.n + 1)), r.cumulative, color=PALETTE[i],
-                                   marker=False) for i, r in enumerate(rows)],
-                    xlabel="k (singular value index)", ylabel="cumulative share of sum sigma", xscale="log",
-                    title="Spectrum of real attention matrices"),
-        line_figure("lowrank-ranks-vs-n.png",
-                    "Median over MiniLM's attention matrices of k_90 and k_99 (fewest singular values reaching "
-                    "90% / 99% of sum sigma), the stable rank and the numerical rank (sigma > n eps sigma_1), "
-                    "against n; dashed: c ln n and c (ln n)^2 through the first k_90 point (the notes' "
-                    "'Theta(log n)' and 'Theta(log n log n)').",
-                    series=[series("k_90", nn, [r.k90 for r in rows], color=PALETTE[0]),
-                            series("k_99", nn, [r.k99 for r in rows], color=PALETTE[1]),
-                            series("stable rank", nn, [r.stable_rank for r in rows], color=PALETTE[2]),
-                            series("numerical rank", nn, [r.numerical_rank for r in rows], color=PALETTE[3]),
-                            series("c ln n", nn, [c1 * math.log(n) for n in nn], style="dashed", marker=False,
-                                   color=PALETTE[6]),
-                            series("c (ln n)^2", nn, [c2 * math.log(n) ** 2 for n in nn], style="dotted",
-                                   marker=False, color=PALETTE[6])],
-                    xlabel="n (tokens)", ylabel="rank", xscale="log", yscale="log",
-                    title="Measured ranks vs log n"),
-        line_figure("lowrank-projection-error.png",
-                    "Theorem 2.3 on MiniLM's attention matrices: median over matrices (of the median over "
-                    f"{cfg.draws} draws of R) of ||P R^T R w - P w|| / ||P w||, w a column of the head's values "
-                    "(solid), and of the best rank-k' approximation's error on the same w (dashed), against k'.",
-                    series=[series(f"P R^T R, n={r.n}", ks, r.projection_error, color=PALETTE[i])
-                            for i, r in enumerate(rows)]
-                    + [series(f"SVD rank k', n={r.n}", ks, [max(e, 1e-17) for e in r.svd_error],
-                              style="dashed", marker=False, color=PALETTE[i]) for i, r in enumerate(rows)],
-                    xlabel="k'", ylabel="relative error", xscale="log", yscale="log",
-                    title="Random projection vs truncated SVD"),
+    return [
+        equals(dec, True, quantity=f"median Theorem 2.3 error at k'={ks[-1]} below k'={ks[0]}, every n",
+               paper_value="error shrinks with k' (JL)", where="§2.3, Theorem 2.3 proof (JL)",
+               detail=", ".join(f"n={r.n}: {r.projection_error[0]:.3g} -> "
+                                f"{r.projection_error[-1]:.3g}" for r in rows)),
+        info("best rank-k' (SVD) error <= random projection error, every n and k'", svd_better,
+             paper_value="P R^T R is one rank-k' matrix; the SVD is the best in norm", where=WHERE,
+             detail="on the same w; the SVD is optimal for ||P - P_k||, not for each w, so not judged"),
+        info(f"smallest k' with median error <= {cfg.eps:g}, per n",
+             ", ".join(f"n={r.n}: {k}" for r, k in zip(rows, needed)),
+             paper_value="k' = Theta(log n / eps^2)", where=WHERE,
+             detail=f"k' from {ks}; None: not reached"),
     ]
-    table = Table("Spectrum and ranks of all-MiniLM-L6-v2's attention matrices (medians over layers, heads, texts)",
-                  ["n", "matrices", "k_90", "k_99", "k_90 (sigma^2)", "k_99 (sigma^2)", "stable rank",
-                   "numerical rank", "full-rank share", "ln n", "(ln n)^2",
-                   *(f"error k'={k}" for k in ks)],
-                  [[r.n, r.matrices, r.k90, r.k99, r.k90_energy, r.k99_energy, r.stable_rank,
-                    r.numerical_rank, r.full_rank_share, math.log(r.n), math.log(r.n) ** 2,
-                    *r.projection_error] for r in rows],
-                  ["int", "int"] + ["float"] * (9 + len(ks)))
-    notes = [
-        "The notes state rank(P~) = Theta(log n) and later 'rank Theta(log n . log n)'; Linformer's theorem "
-        "gives k' = Theta(log n / eps^2) for a fixed eps. A JL projection keeps P's action on a few vectors; "
-        "it does not make P low rank, and MiniLM's attention matrices are mostly of full numerical rank while "
-        "most of their spectrum sits in a few singular values.",
-        "The relative error of P R^T R w depends on how much of w survives averaging: for values with a "
-        "large common component the error is small at any n, for zero-mean values it grows like sqrt(n / k') "
-        "(claims on the low-rank theorem).",
-        "Notes typo (§2.3 proof): P = exp(sqrt(d_qk) A) D_A^{-1} should read D_A^{-1} exp(A / sqrt(d_qk)).",
-    ]
-    tables = [table]
+
+
+def _figures(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> list[Figure]:
+    """MiniLM's spectrum, its ranks against n and Theorem 2.3's errors; SmolLM2's ranks beside MiniLM's if measured."""
+    figs = [_spectrum_figure(cfg, rows), _ranks_figure(rows), _projection_figure(cfg, rows)]
     if smol:
         figs.append(_beside_figure(cfg, rows, smol))
+    return figs
+
+
+def _spectrum_figure(cfg: LowRankConfig, rows: list[MiniLMRow]) -> Figure:
+    """The mean normalised cumulative spectrum of MiniLM's maps, one curve per n."""
+    return line_figure(
+        "lowrank-spectrum.png",
+        "Normalised cumulative singular values sum_{i<=k} sigma_i / sum_i sigma_i of all-MiniLM-L6-v2's "
+        f"attention matrices (mean over 6 layers x 12 heads x {cfg.texts} texts), one curve per n "
+        "(Linformer's spectrum figure, here for MiniLM on pydoc text).",
+        series=[series(f"n={r.n}", list(range(1, r.n + 1)), r.cumulative, color=PALETTE[i],
+                       marker=False) for i, r in enumerate(rows)],
+        xlabel="k (singular value index)", ylabel="cumulative share of sum sigma", xscale="log",
+        title="Spectrum of real attention matrices")
+
+
+def _ranks_figure(rows: list[MiniLMRow]) -> Figure:
+    """MiniLM's median ranks against n, beside c ln n and c (ln n)^2 through the first k_90."""
+    first, nn = rows[0], [r.n for r in rows]
+    c1 = first.k90 / math.log(nn[0])
+    c2 = first.k90 / math.log(nn[0]) ** 2
+    return line_figure(
+        "lowrank-ranks-vs-n.png",
+        "Median over MiniLM's attention matrices of k_90 and k_99 (fewest singular values reaching "
+        "90% / 99% of sum sigma), the stable rank and the numerical rank (sigma > n eps sigma_1), "
+        "against n; dashed: c ln n and c (ln n)^2 through the first k_90 point (the notes' "
+        "'Theta(log n)' and 'Theta(log n log n)').",
+        series=[series("k_90", nn, [r.k90 for r in rows], color=PALETTE[0]),
+                series("k_99", nn, [r.k99 for r in rows], color=PALETTE[1]),
+                series("stable rank", nn, [r.stable_rank for r in rows], color=PALETTE[2]),
+                series("numerical rank", nn, [r.numerical_rank for r in rows], color=PALETTE[3]),
+                series("c ln n", nn, [c1 * math.log(n) for n in nn], style="dashed", marker=False,
+                       color=PALETTE[6]),
+                series("c (ln n)^2", nn, [c2 * math.log(n) ** 2 for n in nn], style="dotted",
+                       marker=False, color=PALETTE[6])],
+        xlabel="n (tokens)", ylabel="rank", xscale="log", yscale="log",
+        title="Measured ranks vs log n")
+
+
+def _projection_figure(cfg: LowRankConfig, rows: list[MiniLMRow]) -> Figure:
+    """Theorem 2.3's error and the truncated SVD's against k', one pair of curves per n."""
+    ks = list(cfg.k_values)
+    return line_figure(
+        "lowrank-projection-error.png",
+        "Theorem 2.3 on MiniLM's attention matrices: median over matrices (of the median over "
+        f"{cfg.draws} draws of R) of ||P R^T R w - P w|| / ||P w||, w a column of the head's values "
+        "(solid), and of the best rank-k' approximation's error on the same w (dashed), against k'.",
+        series=[series(f"P R^T R, n={r.n}", ks, r.projection_error, color=PALETTE[i])
+                for i, r in enumerate(rows)]
+        + [series(f"SVD rank k', n={r.n}", ks, [max(e, 1e-17) for e in r.svd_error],
+                  style="dashed", marker=False, color=PALETTE[i]) for i, r in enumerate(rows)],
+        xlabel="k'", ylabel="relative error", xscale="log", yscale="log",
+        title="Random projection vs truncated SVD")
+
+
+def _tables(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> list[Table]:
+    """MiniLM's spectrum, ranks and errors per n; SmolLM2's spectrum beside MiniLM's if measured."""
+    ks = list(cfg.k_values)
+    tables = [Table(
+        "Spectrum and ranks of all-MiniLM-L6-v2's attention matrices (medians over layers, heads, texts)",
+        ["n", "matrices", "k_90", "k_99", "k_90 (sigma^2)", "k_99 (sigma^2)", "stable rank",
+         "numerical rank", "full-rank share", "ln n", "(ln n)^2",
+         *(f"error k'={k}" for k in ks)],
+        [[r.n, r.matrices, r.k90, r.k99, r.k90_energy, r.k99_energy, r.stable_rank,
+          r.numerical_rank, r.full_rank_share, math.log(r.n), math.log(r.n) ** 2,
+          *r.projection_error] for r in rows],
+        ["int", "int"] + ["float"] * (9 + len(ks)))]
+    if smol:
         tables.append(Table(
             "Spectrum of SmolLM2-135M-Instruct's causal attention maps (medians over the measured layers' 9 heads "
             f"and {cfg.smollm2_texts} text(s); layers {_layer_text(cfg.smollm2_layers)}) beside MiniLM's",
@@ -435,6 +480,25 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
               r.full_rank_share, math.log(r.n)]
              for m, rs in (("MiniLM", rows), ("SmolLM2", smol)) for r in rs],
             ["text", "int", "int"] + ["float"] * 9))
+    return tables
+
+
+NOTES = (
+    "The notes state rank(P~) = Theta(log n) and later 'rank Theta(log n . log n)'; Linformer's theorem "
+    "gives k' = Theta(log n / eps^2) for a fixed eps. A JL projection keeps P's action on a few vectors; "
+    "it does not make P low rank, and MiniLM's attention matrices are mostly of full numerical rank while "
+    "most of their spectrum sits in a few singular values.",
+    "The relative error of P R^T R w depends on how much of w survives averaging: for values with a "
+    "large common component the error is small at any n, for zero-mean values it grows like sqrt(n / k') "
+    "(claims on the low-rank theorem).",
+    "Notes typo (§2.3 proof): P = exp(sqrt(d_qk) A) D_A^{-1} should read D_A^{-1} exp(A / sqrt(d_qk)).",
+)
+
+
+def _notes(cfg: LowRankConfig, smol: list[SmolLM2Row], skipped: str | None) -> list[str]:
+    """:data:`NOTES`, then what SmolLM2's maps are (if measured) or why they were not."""
+    notes = list(NOTES)
+    if smol:
         notes.append("SmolLM2's maps are causal (lower triangular, positive diagonal): invertible in exact arithmetic, "
                      "so a small energy rank says the spectrum is concentrated, not that P is singular; the numerical "
                      "rank (sigma > n eps sigma_1) can still fall below n where a head puts almost no weight on the "
@@ -442,10 +506,7 @@ def run(cfg: LowRankConfig, run_dir=None) -> ExperimentResult:
                      f"{_layer_text(cfg.smollm2_layers)}.")
     if skipped is not None:
         notes.append(f"SmolLM2 was not measured ({skipped}); only MiniLM's maps are.")
-    return ExperimentResult(summary=summary, tables=tables, figures=figs, notes=notes,
-                            data={"rows": [r.to_dict() for r in rows], "smollm2": [r.to_dict() for r in smol],
-                                  "smollm2_skipped": skipped,
-                                  "smollm2_layers": list(cfg.smollm2_layers)})
+    return notes
 
 
 def _layer_text(layers: list[int]) -> str:
@@ -458,11 +519,11 @@ def _energy_ranks(r: SpectrumRow) -> dict[str, float]:
     return {"k90": r.k90, "k99": r.k99, "k90_energy": r.k90_energy, "k99_energy": r.k99_energy}
 
 
-def _smollm2_summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row], skipped: str | None) -> list:
+def _smollm2_summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row],
+                     skipped: str | None) -> list[Check]:
     """SmolLM2's energy ranks beside MiniLM's: described (another model, and Theorem 2.3 states no number)."""
-    where = "§2.3, Theorem 2.3 and after"
     if skipped is not None:
-        return [info("SmolLM2's attention spectrum", "skipped", where=where, detail=f"not measured: {skipped}")]
+        return [info("SmolLM2's attention spectrum", "skipped", where=WHERE, detail=f"not measured: {skipped}")]
     if not smol:
         return []
     a, b, m = smol[0], smol[-1], rows[-1]
@@ -470,7 +531,7 @@ def _smollm2_summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolL
     return [
         info(f"SmolLM2: median k_90 / k_99 of sigma^2 (energy) at n={b.n}; MiniLM's at n={m.n}",
              f"{b.k90_energy:g} / {b.k99_energy:g}; MiniLM {m.k90_energy:g} / {m.k99_energy:g}",
-             paper_value="rank Theta(log n), later Theta(log n log n)", where=where,
+             paper_value="rank Theta(log n), later Theta(log n log n)", where=WHERE,
              detail=f"ln n = {math.log(b.n):.2f}; of sigma: SmolLM2 {b.k90:g} / {b.k99:g}, MiniLM "
                     f"{m.k90:g} / {m.k99:g}; {b.matrices} SmolLM2 matrices ({heads}); causal maps, another "
                     "model than the notes' (which name none)",
@@ -478,14 +539,15 @@ def _smollm2_summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolL
                      "minilm": {r.n: _energy_ranks(r) for r in rows}}),
         info(f"SmolLM2: growth of median k_99 of sigma^2 from n={a.n} to n={b.n}",
              round(b.k99_energy / a.k99_energy, 4),
-             paper_value="Theta(log n): ratio ln n_max / ln n_min", where=where,
+             paper_value="Theta(log n): ratio ln n_max / ln n_min", where=WHERE,
              detail=f"ln ratio {math.log(b.n) / math.log(a.n):.2f}, (ln n)^2 ratio "
                     f"{(math.log(b.n) / math.log(a.n)) ** 2:.2f}, n ratio {b.n / a.n:.0f}; per n: "
                     + ", ".join(f"n={r.n}: {r.k90_energy:g} / {r.k99_energy:g}" for r in smol)),
     ]
 
 
-def _beside_figure(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> LineFigure:
+def _beside_figure(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> Figure:
+    """MiniLM's and SmolLM2's median ranks of sigma and sigma^2 against n."""
     lines = []
     for name, rs, style in (("MiniLM", rows, "solid"), ("SmolLM2", smol, "dashed")):
         nn = [r.n for r in rs]

@@ -64,16 +64,18 @@ from attnlab.papers.rank_collapse.sizes import (
 )
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, text_batch
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import above, below, info
-from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
-from attnlab.runs.rundir import log_metric
+from attnlab.checks import Check, above, below, info
+from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
+from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "rank-collapse.masks-variants"
 COLLAPSED = 1e-2  # "collapsed": relative residual below this
+WU = "Wu et al. (2024), beyond the notes"
 NETWORKS = ("pretrained", "attnlab-12")
 CONFIGS = ("SAN", "transformer")
 NETWORK_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2",
                 "attnlab-12": "12-layer attnlab stack (MiniLM shape, N(0, 1/fan_in) init, on MiniLM embeddings)"}
+Curves = dict[str, dict[str, dict[str, list[float]]]]  # network -> block -> attention -> residual per layer
 
 
 @dataclass(frozen=True)
@@ -230,13 +232,22 @@ def forward(model, X: torch.Tensor, attention, full: bool) -> list[torch.Tensor]
 
 
 def _layers(ys: list[float]) -> str:
+    """The residuals of the layers, joined by arrows."""
     return " -> ".join(f"{y:.2g}" for y in ys)
 
 
-def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> ExperimentResult:
+    curves = measure(cfg, run_dir)
+    return ExperimentResult(summary=_summary(cfg, curves), tables=_tables(curves), figures=_figures(cfg, curves),
+                            notes=list(NOTES), data={"curves": curves})
+
+
+def measure(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> Curves:
+    """The relative residual per layer (token mean, mean over texts) of every network, block and attention,
+    in the order of NETWORKS, CONFIGS and :meth:`AttentionVariants.named`."""
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     batch = text_batch(long_texts(cfg.texts, cfg.tokens, cfg.seed), cfg.tokens, cfg.device)
-    curves = {}
+    curves: Curves = {}
     for net in NETWORKS:
         model = build_model(net, cfg.seed, cfg.device)
         fns = variants(cfg, cfg.tokens, g, cfg.device).named()
@@ -247,47 +258,65 @@ def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
                     float(relative_residual(h, "mean").mean()) for h in hidden]
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "network": net, "config": conf,
                                  "softmax_last": curves[net][conf]["softmax"][-1]})
-    names = list(fns)
-    w = cfg.window
+    return curves
 
-    def at(net, conf, name, l):
-        return curves[net][conf][name][l]
 
-    summary = []
-    wu = "Wu et al. (2024), beyond the notes"
-    for net, l in (("pretrained", 3), ("attnlab-12", 2)):
-        full, local = at(net, "SAN", "softmax", l), min(at(net, "SAN", v, l) for v in
-                                                        ("causal", f"window w={w}", f"causal window w={w}"))
-        summary.append(above(local, full, quantity=f"{net}, SAN at l={l}: least residual under a local mask (causal / "
-                             "windows), against no mask", paper_value="local masks slow the collapse", where=wu,
-                             detail=f"{local:.3g} vs {full:.3g} without a mask; token-mean relative residual, "
-                                    "mean over texts", values={"local": local, "no_mask": full}))
-        stoch = [v for v in names if not v.startswith("Linformer")]
-        local = [v for v in stoch if "causal" in v or "window" in v]
-        dense = [v for v in stoch if v not in local]
-        L = len(curves[net]["SAN"]["softmax"]) - 1
-        summary.append(below(max(at(net, "SAN", v, -1) for v in dense), COLLAPSED,
-                             quantity=f"{net}, SAN: largest last-layer residual over the dense row-stochastic variants",
-                             paper_value="every connected mask collapses", where=wu,
-                             detail=", ".join(f"{v}: {at(net, 'SAN', v, -1):.2g}" for v in dense),
-                             values={v: at(net, "SAN", v, -1) for v in dense}))
-        summary.append(below(max(at(net, "SAN", v, -1) for v in local), COLLAPSED,
-                             quantity=f"{net}, SAN: largest last-layer residual under the local masks",
-                             paper_value="every connected mask collapses (exponentially, as the depth grows)",
-                             where=wu, cannot_decide=f"the collapse under a local mask is a limit in depth: {L} layers "
-                             f"cannot decide it (a window of half-width {w // 2} reaches {L * (w // 2)} of "
-                             f"{cfg.tokens} tokens in {L} layers)",
-                             detail=", ".join(f"{v}: {_layers(curves[net]['SAN'][v])}" for v in local),
-                             values={v: curves[net]["SAN"][v] for v in local}))
-        lf = names[-1]
-        summary.append(info(f"{net}, SAN with {lf}: last-layer residual", at(net, "SAN", lf, -1),
-                            paper_value="not covered (P_bar F is not row-stochastic)", where=wu,
-                            detail="random E, F; the effective matrix has entries of both signs"))
-        low = min(at(net, "transformer", v, -1) for v in names)
-        summary.append(above(low, COLLAPSED, quantity=f"{net}, transformer: smallest last-layer residual over all "
-                             "variants", paper_value="skip connections keep the rank",
-                             where="Dong et al. (2021) §3; " + wu,
-                             detail=", ".join(f"{v}: {at(net, 'transformer', v, -1):.2g}" for v in names)))
+def _names(curves: Curves) -> list[str]:
+    """The attention labels, in the order measured."""
+    return list(curves[NETWORKS[-1]][CONFIGS[-1]])
+
+
+def _at(curves: Curves, net: str, conf: str, name: str, l: int) -> float:
+    """The relative residual of ``net`` as ``conf`` with attention ``name`` at layer l."""
+    return curves[net][conf][name][l]
+
+
+def _summary(cfg: MasksVariantsConfig, curves: Curves) -> list[Check]:
+    """Per network: local masks against none, collapse under the dense and local variants, Linformer, the transformer."""
+    return [c for net, l in (("pretrained", 3), ("attnlab-12", 2)) for c in _network_checks(cfg, curves, net, l)]
+
+
+def _network_checks(cfg: MasksVariantsConfig, curves: Curves, net: str, l: int) -> list[Check]:
+    """The checks of one network, the local masks compared at layer l."""
+    names, w = _names(curves), cfg.window
+    full, local = _at(curves, net, "SAN", "softmax", l), min(_at(curves, net, "SAN", v, l) for v in
+                                                             ("causal", f"window w={w}", f"causal window w={w}"))
+    out = [above(local, full, quantity=f"{net}, SAN at l={l}: least residual under a local mask (causal / "
+                 "windows), against no mask", paper_value="local masks slow the collapse", where=WU,
+                 detail=f"{local:.3g} vs {full:.3g} without a mask; token-mean relative residual, "
+                        "mean over texts", values={"local": local, "no_mask": full})]
+    stoch = [v for v in names if not v.startswith("Linformer")]
+    local = [v for v in stoch if "causal" in v or "window" in v]
+    dense = [v for v in stoch if v not in local]
+    L = len(curves[net]["SAN"]["softmax"]) - 1
+    out.append(below(max(_at(curves, net, "SAN", v, -1) for v in dense), COLLAPSED,
+                     quantity=f"{net}, SAN: largest last-layer residual over the dense row-stochastic variants",
+                     paper_value="every connected mask collapses", where=WU,
+                     detail=", ".join(f"{v}: {_at(curves, net, 'SAN', v, -1):.2g}" for v in dense),
+                     values={v: _at(curves, net, "SAN", v, -1) for v in dense}))
+    out.append(below(max(_at(curves, net, "SAN", v, -1) for v in local), COLLAPSED,
+                     quantity=f"{net}, SAN: largest last-layer residual under the local masks",
+                     paper_value="every connected mask collapses (exponentially, as the depth grows)",
+                     where=WU, cannot_decide=f"the collapse under a local mask is a limit in depth: {L} layers "
+                     f"cannot decide it (a window of half-width {w // 2} reaches {L * (w // 2)} of "
+                     f"{cfg.tokens} tokens in {L} layers)",
+                     detail=", ".join(f"{v}: {_layers(curves[net]['SAN'][v])}" for v in local),
+                     values={v: curves[net]["SAN"][v] for v in local}))
+    lf = names[-1]
+    out.append(info(f"{net}, SAN with {lf}: last-layer residual", _at(curves, net, "SAN", lf, -1),
+                    paper_value="not covered (P_bar F is not row-stochastic)", where=WU,
+                    detail="random E, F; the effective matrix has entries of both signs"))
+    low = min(_at(curves, net, "transformer", v, -1) for v in names)
+    out.append(above(low, COLLAPSED, quantity=f"{net}, transformer: smallest last-layer residual over all "
+                     "variants", paper_value="skip connections keep the rank",
+                     where="Dong et al. (2021) §3; " + WU,
+                     detail=", ".join(f"{v}: {_at(curves, net, 'transformer', v, -1):.2g}" for v in names)))
+    return out
+
+
+def _figures(cfg: MasksVariantsConfig, curves: Curves) -> list[Figure]:
+    """The relative residual per layer under every attention, one figure per network and block."""
+    names = _names(curves)
     figs = []
     for net in NETWORKS:
         for conf in CONFIGS:
@@ -303,22 +332,28 @@ def run(cfg: MasksVariantsConfig, run_dir=None) -> ExperimentResult:
                                color=PALETTE[i % len(PALETTE)], style="dashed" if i >= len(PALETTE) else "solid")
                         for i, v in enumerate(names)],
                 xlabel="layer l", ylabel="relative residual", yscale="log", title=f"{net}, {conf}"))
-    table = Table("Relative residual (token mean) at layers 1, 2, 3 and the last, per attention variant",
+    return figs
+
+
+def _tables(curves: Curves) -> list[Table]:
+    """The relative residual at layers 1, 2, 3 and the last, per network, block and attention."""
+    return [Table("Relative residual (token mean) at layers 1, 2, 3 and the last, per attention variant",
                   ["network", "block", "attention", "l=1", "l=2", "l=3", "last"],
                   [[net, conf, v, *(c[l] for l in (1, 2, 3)), c[-1]]
                    for net in NETWORKS for conf in CONFIGS for v, c in curves[net][conf].items()],
-                  ["text"] * 3 + ["float"] * 4)
-    notes = [
-        "Wu et al. measure mu(X) = ||X - 1 mean^T||_F (unnormalised, Frobenius); here the same residual matrix "
-        "in the composite norm relative to ||X||_{1,inf}, as in the other rank-collapse figures.",
-        "A window of half-width w/2 links tokens at most L w/2 apart after L layers; with n tokens the "
-        "averaging cannot reach every token before L >= 2n/w, so the windowed SANs here (L w/2 < n) cannot "
-        "have collapsed yet: the mask slows the collapse by lengthening the graph's diameter.",
-        "The efficient variants replace the attention of a model trained with exact softmax, without "
-        "retraining: they show how each approximation changes the averaging, not how a model trained with it "
-        "would behave.",
-    ]
-    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes, data={"curves": curves})
+                  ["text"] * 3 + ["float"] * 4)]
+
+
+NOTES = (
+    "Wu et al. measure mu(X) = ||X - 1 mean^T||_F (unnormalised, Frobenius); here the same residual matrix "
+    "in the composite norm relative to ||X||_{1,inf}, as in the other rank-collapse figures.",
+    "A window of half-width w/2 links tokens at most L w/2 apart after L layers; with n tokens the "
+    "averaging cannot reach every token before L >= 2n/w, so the windowed SANs here (L w/2 < n) cannot "
+    "have collapsed yet: the mask slows the collapse by lengthening the graph's diameter.",
+    "The efficient variants replace the attention of a model trained with exact softmax, without "
+    "retraining: they show how each approximation changes the averaging, not how a model trained with it "
+    "would behave.",
+)
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

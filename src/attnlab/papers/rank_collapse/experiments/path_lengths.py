@@ -56,9 +56,9 @@ from attnlab.papers.rank_collapse.sizes import (
 )
 from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import at_most, below, info, near
-from attnlab.results import PALETTE, ExperimentResult, Table, bar_figure, line_figure, series
-from attnlab.runs.rundir import log_metric
+from attnlab.checks import Check, at_most, below, info, near
+from attnlab.results import PALETTE, ExperimentResult, Figure, Table, bar_figure, line_figure, series
+from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "rank-collapse.path-lengths"
 ARCHITECTURES = {"BERT-base (L=12, H=12)": (12, 12), "all-MiniLM-L6-v2 (L=6, H=12)": (6, 12),
@@ -304,22 +304,47 @@ def minilm_linearised(cfg: PathLengthsConfig) -> LinearisedMiniLM:
 
 
 def _mean_length(shares: list[float]) -> float:
+    """The mean path length sum_k k s_k under the shares s_k."""
     return sum(k * s for k, s in enumerate(shares))
 
 
-def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: PathLengthsConfig, run_dir: RunDir | None = None) -> ExperimentResult:
+    stacks = measure_stacks(cfg, run_dir)
+    mini = minilm_linearised(cfg)
+    counts = architecture_counts()
+    return ExperimentResult(summary=_summary(cfg, stacks, mini, counts), tables=_tables(stacks, mini),
+                            figures=_figures(cfg, stacks, mini, counts), notes=list(NOTES),
+                            data={"stacks": [s.to_dict() for s in stacks], "minilm": mini.to_dict(),
+                                  "counts": counts})
+
+
+def measure_stacks(cfg: PathLengthsConfig, run_dir: RunDir | None = None) -> list[ExactStack]:
+    """Every small stack of cfg.stacks decomposed exactly (:func:`exact_stack`), one generator for all."""
     g = torch.Generator().manual_seed(cfg.seed)
     stacks = []
     for s in cfg.stacks:
         L, H = (int(x) for x in s.split(":"))
         stacks.append(exact_stack(L, H, cfg, g))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "stack": s, "sum_vs_output": stacks[-1].sum_vs_output})
-    mini = minilm_linearised(cfg)
-    counts = {name: count_shares(L, H) for name, (L, H) in ARCHITECTURES.items()}
-    bert = counts["BERT-base (L=12, H=12)"]
+    return stacks
 
+
+def architecture_counts() -> dict[str, list[float]]:
+    """Name -> the share of paths of each length k = 0..L, for every network of :data:`ARCHITECTURES`."""
+    return {name: count_shares(L, H) for name, (L, H) in ARCHITECTURES.items()}
+
+
+def _summary(cfg: PathLengthsConfig, stacks: list[ExactStack], mini: LinearisedMiniLM,
+             counts: dict[str, list[float]]) -> list[Check]:
+    """The path counts against Dong et al.'s figure, the exactness of the decomposition, and the path products."""
+    return [*_count_checks(counts), *_decomposition_checks(cfg, stacks, mini), _product_check(cfg, mini)]
+
+
+def _count_checks(counts: dict[str, list[float]]) -> list[Check]:
+    """BERT-base's shares of paths of length 11 and 12, and MiniLM's number of paths."""
+    bert = counts["BERT-base (L=12, H=12)"]
     most = max(range(7), key=lambda k: counts["all-MiniLM-L6-v2 (L=6, H=12)"][k])
-    summary = [
+    return [
         near(bert[11], 0.38, 0.01, quantity="BERT-base (L=H=12): share of paths of length 11 (C(L,k) H^k / (H+1)^L, "
              "exact)", paper_value="0.38 (Dong et al.'s path-length figure)", where="Dong et al. (2021) §3, "
              "path-length figure", detail=f"length 12: {bert[12]:.4f}", values={"share_11": bert[11],
@@ -329,10 +354,14 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
         info("all-MiniLM-L6-v2: number of skip paths (H+1)^L", 13**6, paper_value="(H+1)^L",
              where="§2.1, remark after Theorem 2.1", detail=f"most common length: {most}"),
     ]
+
+
+def _decomposition_checks(cfg: PathLengthsConfig, stacks: list[ExactStack], mini: LinearisedMiniLM) -> list[Check]:
+    """The small stacks' and linearised MiniLM's path sums against their outputs, and MiniLM's mean path length."""
     worst_rec = max(s.recursion_vs_enumeration for s in stacks)
     worst_sum = max(s.sum_vs_output for s in stacks)
     worst_signed = max(abs(sum(s.signed_share) - 1) for s in stacks)
-    summary += [
+    return [
         at_most(worst_rec, EXACT_TOL, quantity="max |S_k by recursion - S_k by enumerating paths| / max|Y|, small "
                 "stacks", role="sanity", detail="stacks " + ", ".join(cfg.stacks) + " (L:H): two computations of "
                 "the same sums"),
@@ -347,36 +376,57 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
              paper_value=f"by count: L H / (H+1) = {6 * 12 / 13:.2f}", where="§2.1, remark after Theorem 2.1",
              detail="an estimate: LayerNorm and MLP dropped, attention fixed (module docstring)"),
     ]
-    med = [mini.products[k].median for k in sorted(mini.products)]
-    summary.append(below(med[-1], med[0], quantity="MiniLM path products: median relative residual (SVD) at depth L, "
-                         "against depth 1", paper_value="decreases with depth (Dong et al.'s path-product box plot, "
-                         "BERT)", where="Dong et al. (2021), path-product figure",
-                         detail=f"{med[0]:.3g} at depth 1 -> {med[-1]:.3g} at depth {len(med)}; "
-                                f"{cfg.path_samples} sampled paths per depth",
-                         values={"median_by_depth": med}))
 
-    ks = list(range(mini.L + 1))
-    figs = [
-        line_figure("path-count-distribution.png",
-                    "Share of the (H+1)^L skip paths that have length k (a real head in k layers): "
-                    "C(L,k) H^k / (H+1)^L, exact. Dong et al.'s figure reads 0.38 at k = 11 and 12 for BERT-base.",
-                    series=[series(name, list(range(len(c))), c, color=PALETTE[i])
-                            for i, (name, c) in enumerate(counts.items())],
-                    xlabel="path length k", ylabel="share of paths", title="How many paths have each length"),
-        bar_figure("path-shares-minilm.png",
-                   f"all-MiniLM-L6-v2, linearised (attention fixed at its values in the full model, LayerNorm "
-                   f"and MLP dropped; an estimate of the real model): share of the output carried by paths of "
-                   f"length k. Norm share ||S_k||_F / sum_j ||S_j||_F and signed share "
-                   f"<S_k, Y - 1b^T> / ||Y - 1b^T||^2, mean over {cfg.texts} texts of {cfg.tokens} tokens, "
-                   "beside the share of paths (count).",
-                   categories=[str(k) for k in ks],
-                   groups=[{"label": "share of paths (count)", "values": mini.count_share},
-                           {"label": "norm share", "values": mini.norm_share},
-                           {"label": "signed share", "values": mini.signed_share}],
-                   ylabel="share", title="MiniLM: output by path length"),
-    ]
+
+def _product_check(cfg: PathLengthsConfig, mini: LinearisedMiniLM) -> Check:
+    """The median residual of MiniLM's path products at depth L against depth 1."""
+    med = [mini.products[k].median for k in sorted(mini.products)]
+    return below(med[-1], med[0], quantity="MiniLM path products: median relative residual (SVD) at depth L, "
+                 "against depth 1", paper_value="decreases with depth (Dong et al.'s path-product box plot, "
+                 "BERT)", where="Dong et al. (2021), path-product figure",
+                 detail=f"{med[0]:.3g} at depth 1 -> {med[-1]:.3g} at depth {len(med)}; "
+                        f"{cfg.path_samples} sampled paths per depth",
+                 values={"median_by_depth": med})
+
+
+def _figures(cfg: PathLengthsConfig, stacks: list[ExactStack], mini: LinearisedMiniLM,
+             counts: dict[str, list[float]]) -> list[Figure]:
+    """Paths by length, the output by length (MiniLM, the largest stack), the residual by length, the products."""
+    return [_count_figure(counts), _minilm_shares_figure(cfg, mini), _exact_shares_figure(cfg, stacks),
+            _residual_figure(stacks, mini), _products_figure(cfg, mini)]
+
+
+def _count_figure(counts: dict[str, list[float]]) -> Figure:
+    """The share of paths of each length, one curve per architecture."""
+    return line_figure(
+        "path-count-distribution.png",
+        "Share of the (H+1)^L skip paths that have length k (a real head in k layers): "
+        "C(L,k) H^k / (H+1)^L, exact. Dong et al.'s figure reads 0.38 at k = 11 and 12 for BERT-base.",
+        series=[series(name, list(range(len(c))), c, color=PALETTE[i])
+                for i, (name, c) in enumerate(counts.items())],
+        xlabel="path length k", ylabel="share of paths", title="How many paths have each length")
+
+
+def _minilm_shares_figure(cfg: PathLengthsConfig, mini: LinearisedMiniLM) -> Figure:
+    """Linearised MiniLM's shares of paths and of the output by path length."""
+    return bar_figure(
+        "path-shares-minilm.png",
+        f"all-MiniLM-L6-v2, linearised (attention fixed at its values in the full model, LayerNorm "
+        f"and MLP dropped; an estimate of the real model): share of the output carried by paths of "
+        f"length k. Norm share ||S_k||_F / sum_j ||S_j||_F and signed share "
+        f"<S_k, Y - 1b^T> / ||Y - 1b^T||^2, mean over {cfg.texts} texts of {cfg.tokens} tokens, "
+        "beside the share of paths (count).",
+        categories=[str(k) for k in range(mini.L + 1)],
+        groups=[{"label": "share of paths (count)", "values": mini.count_share},
+                {"label": "norm share", "values": mini.norm_share},
+                {"label": "signed share", "values": mini.signed_share}],
+        ylabel="share", title="MiniLM: output by path length")
+
+
+def _exact_shares_figure(cfg: PathLengthsConfig, stacks: list[ExactStack]) -> Figure:
+    """The deepest small stack's shares of paths and of the output by path length (exact)."""
     big = max(stacks, key=lambda s: s.L)
-    figs.append(bar_figure(
+    return bar_figure(
         "path-shares-exact.png",
         f"Exact decomposition of a random skip SAN (L={big.L}, H={big.H}, d={cfg.d_model}, "
         f"n={cfg.stack_tokens}, weights N(0, 1/fan_in)): share of the output by path length, every "
@@ -385,20 +435,28 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
         groups=[{"label": "share of paths (count)", "values": big.count_share},
                 {"label": "norm share", "values": big.norm_share},
                 {"label": "signed share", "values": big.signed_share}],
-        ylabel="share", title="Small stack: exact shares"))
-    figs.append(line_figure(
+        ylabel="share", title="Small stack: exact shares")
+
+
+def _residual_figure(stacks: list[ExactStack], mini: LinearisedMiniLM) -> Figure:
+    """The relative residual of each length's term S_k: linearised MiniLM and the small stacks."""
+    return line_figure(
         "path-residual-by-length.png",
         "Relative residual (token mean) of the length-k term S_k: longer paths are closer to rank one. "
         "MiniLM linearised (mean over texts) and the small random stacks (exact).",
-        series=[series("MiniLM (linearised)", ks, [max(y, 1e-17) for y in mini.residual_by_length],
-                       color=PALETTE[0])]
+        series=[series("MiniLM (linearised)", list(range(mini.L + 1)),
+                       [max(y, 1e-17) for y in mini.residual_by_length], color=PALETTE[0])]
         + [series(f"random stack L={s.L}, H={s.H}", list(range(s.L + 1)),
                   [max(y, 1e-17) for y in s.residual_by_length], color=PALETTE[i + 1])
            for i, s in enumerate(stacks)],
         xlabel="path length k", ylabel="relative residual of S_k", yscale="log",
-        title="Long paths collapse"))
+        title="Long paths collapse")
+
+
+def _products_figure(cfg: PathLengthsConfig, mini: LinearisedMiniLM) -> Figure:
+    """The residual of MiniLM's sampled path products against depth: median and quartiles."""
     depths = sorted(mini.products)
-    figs.append(line_figure(
+    return line_figure(
         "path-product-residual.png",
         f"Dong et al.'s path-product experiment on all-MiniLM-L6-v2: {cfg.path_samples} random paths per "
         "depth k (layers l_1 < ... < l_k, one head each), relative residual ||P - rank1(P)||_{1,inf} / "
@@ -410,24 +468,27 @@ def run(cfg: PathLengthsConfig, run_dir=None) -> ExperimentResult:
                 series("75th percentile", depths, [mini.products[k].q75 for k in depths], style="dashed",
                        marker=False, color=PALETTE[0])],
         xlabel="path depth k", ylabel="relative residual of the product", yscale="log",
-        title="Products of attention matrices"))
-    table = Table("Share of the output by path length", ["network", "k", "share of paths", "norm share",
+        title="Products of attention matrices")
+
+
+def _tables(stacks: list[ExactStack], mini: LinearisedMiniLM) -> list[Table]:
+    """Per network and path length: the shares of paths and of the output, and the residual of S_k."""
+    return [Table("Share of the output by path length", ["network", "k", "share of paths", "norm share",
                                                          "signed share", "relative residual of S_k"],
                   [[name, k, s.count_share[k], s.norm_share[k], s.signed_share[k], s.residual_by_length[k]]
                    for name, s in [("MiniLM (linearised)", mini)]
                    + [(f"random L={s.L} H={s.H}", s) for s in stacks] for k in range(s.L + 1)],
-                  ["text", "int", "float", "float", "float", "float"])
-    notes = [
-        "Exact vs estimated: the small stacks' shares are exact (every path enumerated, checked against the "
-        "recursion). MiniLM's are exact for the linearised network (attention matrices fixed at the full "
-        "model's values, LayerNorm and MLP removed) and only an estimate for MiniLM itself.",
-        "The notes count (H+1)^L paths; the count by length, C(L,k) H^k, is Dong et al.'s figure. The share "
-        "of paths and the share of the output differ: the output is carried by paths much shorter than the "
-        "typical path.",
-    ]
-    return ExperimentResult(summary=summary, tables=[table], figures=figs, notes=notes,
-                            data={"stacks": [s.to_dict() for s in stacks], "minilm": mini.to_dict(),
-                                  "counts": counts})
+                  ["text", "int", "float", "float", "float", "float"])]
+
+
+NOTES = (
+    "Exact vs estimated: the small stacks' shares are exact (every path enumerated, checked against the "
+    "recursion). MiniLM's are exact for the linearised network (attention matrices fixed at the full "
+    "model's values, LayerNorm and MLP removed) and only an estimate for MiniLM itself.",
+    "The notes count (H+1)^L paths; the count by length, C(L,k) H^k, is Dong et al.'s figure. The share "
+    "of paths and the share of the output differ: the output is carried by paths much shorter than the "
+    "typical path.",
+)
 
 
 register_experiment(Experiment(EXPERIMENT_ID,
