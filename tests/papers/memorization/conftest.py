@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from attnlab.papers.memorization.capacity_cells import Cell
+
 for _p in (Path(__file__).parent, Path(__file__).parents[2]):  # tests/papers/memorization, tests
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
@@ -20,8 +22,9 @@ def panel_cells():
         out = []
         for v, t in zip(values, best):
             for T, ok in ((t, True), (2 * t + 1, False)):
-                out.append({"H": H, "n": n, "d_h": v, "T": T, "memorized": [ok, ok],
-                            "final_accuracy": [1.0, 1.0] if ok else [0.5, 0.7]})
+                out.append(Cell(H=H, n=n, d_h=v, T=T, memorized=[ok, ok],
+                                steps_to_memorize=[1, 1] if ok else [-1, -1], seconds=0.0,
+                                final_accuracy=[1.0, 1.0] if ok else [0.5, 0.7]))
         return out
 
     return cells

@@ -11,6 +11,7 @@ import torch
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.capacity_cells import (
     AUTHORS_PROTOCOL,
+    Cell,
     largest_memorized,
     linear_fit,
     train_cell,
@@ -61,8 +62,10 @@ def test_linear_fit_and_largest_memorized():
     assert abs(a - 2) < FLOAT64 and abs(b - 1) < FLOAT64 and abs(r2 - 1) < FLOAT64
     a, b, r2 = linear_fit([1, 2, 3], [1, 3, 2])  # by hand: a = 1/2, b = 1, SS_res = 1.5, SS_tot = 2
     assert abs(a - 0.5) < FLOAT64 and abs(b - 1) < FLOAT64 and abs(r2 - 0.25) < FLOAT64
-    cells = [{"H": 1, "T": 4, "memorized": [True, True]}, {"H": 1, "T": 8, "memorized": [True, False]},
-             {"H": 2, "T": 7, "memorized": [False, False]}]
+    def cell(H, T, memorized):
+        return Cell(H=H, n=4, d_h=4, T=T, memorized=memorized, steps_to_memorize=[-1, -1], seconds=0.0)
+
+    cells = [cell(1, 4, [True, True]), cell(1, 8, [True, False]), cell(2, 7, [False, False])]
     assert largest_memorized(cells, 1) == 4 and largest_memorized(cells, 2) == 0
 
 
@@ -70,7 +73,7 @@ def test_threads_are_restored():
     before = torch.get_num_threads()
     cfg = ContextConfig(H=1, n_grid=(2,), T_factors=(1.0,), d=4, steps=2, warmup=0, replicates=1, eval_every=1)
     cell = train_cell(cfg, 1, 2, 2, 4)
-    assert torch.get_num_threads() == before and cell["T"] == 2 and len(cell["memorized"]) == 1
+    assert torch.get_num_threads() == before and cell.T == 2 and len(cell.memorized) == 1
 
 
 @pytest.mark.parametrize("cls, bad, message", [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from attnlab.checks import Bound
+from attnlab.papers.memorization.capacity_cells import Cell
 from attnlab.papers.memorization.capacity_report import (
     bound_info_row,
     bound_rows,
@@ -43,13 +44,14 @@ def test_panel_and_rows_by_hand(panel_cells):
     assert r2_row({**p, "values": [2, 4]}) is None  # a line through two points says nothing
 
 
-def _heads_cells(best: dict[int, int], n: int = 4) -> list[dict]:
+def _heads_cells(best: dict[int, int], n: int = 4) -> list[Cell]:
     """A heads panel: per H one memorized cell at T* and, unless T* is the top, a failed one above it."""
     out = []
     for H, t in best.items():
-        out.append({"H": H, "n": n, "d_h": 8, "T": t, "memorized": [True, True], "final_accuracy": [1.0, 1.0]})
-        out.append({"H": H, "n": n, "d_h": 8, "T": 2 * t + 1, "memorized": [False, False],
-                    "final_accuracy": [0.5, 0.5]})
+        out.append(Cell(H=H, n=n, d_h=8, T=t, memorized=[True, True], steps_to_memorize=[1, 1], seconds=0.0,
+                        final_accuracy=[1.0, 1.0]))
+        out.append(Cell(H=H, n=n, d_h=8, T=2 * t + 1, memorized=[False, False], steps_to_memorize=[-1, -1],
+                        seconds=0.0, final_accuracy=[0.5, 0.5]))
     return out
 
 

@@ -332,7 +332,40 @@ def cell_data(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> tuple:
     return torch.tensor(np.stack(Es), **f32), torch.tensor(np.stack(es), **f32), y, seeds
 
 
-def train_cell(cfg: CapacitySettings, H: int, T: int, n: int | None = None, d_h: int | None = None) -> dict:
+@dataclass(frozen=True)
+class Cell:
+    """The replicates trained at one (H, n, d_h, T): whether each memorized, and its final score."""
+
+    H: int  # heads
+    n: int  # context size
+    d_h: int  # head size
+    T: int  # examples
+    memorized: list[bool]  # (replicates,): 100% train accuracy, or train MSE <= mse_tol (regression)
+    steps_to_memorize: list[int]  # (replicates,): updates until memorized (-1: not within the budget)
+    seconds: float  # wall seconds of the cell, rounded to 1 ms
+    final_accuracy: list[float] | None = None  # (replicates,): final train accuracy (classification)
+    final_mse: list[float] | None = None  # (replicates,): final train MSE (regression)
+    final_max_abs_error: list[float] | None = None  # (replicates,): final max_t |y_hat - y| (regression)
+
+    @property
+    def score(self) -> float:
+        """Mean final train MSE over the replicates (regression), else mean final train accuracy."""
+        return float(np.mean(self.final_mse if self.final_mse is not None else self.final_accuracy))
+
+    def to_dict(self) -> dict:
+        """The stored cell: (H, n, d_h, T), memorized, the final scores of its task, steps, seconds."""
+        out = {"H": self.H, "n": self.n, "d_h": self.d_h, "T": self.T, "memorized": self.memorized}
+        if self.final_mse is not None:
+            out["final_mse"] = self.final_mse
+            out["final_max_abs_error"] = self.final_max_abs_error
+        else:
+            out["final_accuracy"] = self.final_accuracy
+        out["steps_to_memorize"] = self.steps_to_memorize
+        out["seconds"] = self.seconds
+        return out
+
+
+def train_cell(cfg: CapacitySettings, H: int, T: int, n: int | None = None, d_h: int | None = None) -> Cell:
     """Train the replicates of (H, n, d_h, T); -> memorized flags, final accuracy or MSE, steps to memorize."""
     n = cfg.n if n is None else n
     d_h = cfg.d_h if d_h is None else d_h
@@ -340,7 +373,7 @@ def train_cell(cfg: CapacitySettings, H: int, T: int, n: int | None = None, d_h:
         return _train_cell(cfg, H, n, d_h, T)
 
 
-def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> dict:
+def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> Cell:
     start = time.perf_counter()
     E, e, y, seeds = cell_data(cfg, H, n, d_h, T)
     gen = torch.Generator().manual_seed(int(np.random.SeedSequence(_cell_key(cfg, H, n, d_h, T))
@@ -367,15 +400,11 @@ def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> dict
     )
     # a stopped model keeps its parameters, so the last evaluation is every model's final state
     final = {k: v[-1] for k, v in result.history.items()}
-    cell = {"H": H, "n": n, "d_h": d_h, "T": T, "memorized": result.stopped.tolist()}
-    if regression:
-        cell["final_mse"] = final["mse"].tolist()
-        cell["final_max_abs_error"] = final["max_abs_error"].tolist()
-    else:
-        cell["final_accuracy"] = final["accuracy"].tolist()
-    cell["steps_to_memorize"] = result.steps_to_stop.tolist()
-    cell["seconds"] = round(time.perf_counter() - start, 3)
-    return cell
+    scores = ({"final_mse": final["mse"].tolist(), "final_max_abs_error": final["max_abs_error"].tolist()}
+              if regression else {"final_accuracy": final["accuracy"].tolist()})
+    return Cell(H=H, n=n, d_h=d_h, T=T, memorized=result.stopped.tolist(),
+                steps_to_memorize=result.steps_to_stop.tolist(), seconds=round(time.perf_counter() - start, 3),
+                **scores)
 
 
 def _with_mse(metrics_fn: Callable[..., dict[str, Tensor]]) -> Callable[..., dict[str, Tensor]]:
@@ -387,10 +416,10 @@ def _with_mse(metrics_fn: Callable[..., dict[str, Tensor]]) -> Callable[..., dic
 
 
 def run_points(cfg: CapacitySettings, points: list[tuple[int, int, int]], run_dir, experiment_id: str,
-               done: list[dict] | None = None) -> list[dict]:
+               done: list[Cell] | None = None) -> list[Cell]:
     """Train every (H, n, d_h) of ``points`` at every T of its grid; cells already in ``done`` are reused."""
     cells = list(done or [])
-    have = {(c["H"], c["n"], c["d_h"], c["T"]) for c in cells}
+    have = {(c.H, c.n, c.d_h, c.T) for c in cells}
     for H, n, d_h in points:
         for T in cfg.T_grid(H, n, d_h):
             if (H, n, d_h, T) in have:
@@ -398,18 +427,18 @@ def run_points(cfg: CapacitySettings, points: list[tuple[int, int, int]], run_di
             cell = train_cell(cfg, H, T, n, d_h)
             cells.append(cell)
             have.add((H, n, d_h, T))
-            log_metric(run_dir, {"experiment": experiment_id, **cell})
+            log_metric(run_dir, {"experiment": experiment_id, **cell.to_dict()})
     return cells
 
 
 # --------------------------------------------------------------------------------------
 # derived numbers
 # --------------------------------------------------------------------------------------
-def largest_memorized(cells: list[dict], H: int, n: int | None = None, d_h: int | None = None) -> int:
+def largest_memorized(cells: list[Cell], H: int, n: int | None = None, d_h: int | None = None) -> int:
     """T*: the largest T of the grid that every replicate memorized at (H, n, d_h) (0 if none);
     n, d_h None: any."""
-    return max((c["T"] for c in cells if c["H"] == H and (n is None or c["n"] == n)
-                and (d_h is None or c["d_h"] == d_h) and all(c["memorized"])), default=0)
+    return max((c.T for c in cells if c.H == H and (n is None or c.n == n)
+                and (d_h is None or c.d_h == d_h) and all(c.memorized)), default=0)
 
 
 def linear_fit(x: list[float], y: list[float]) -> tuple[float, float, float]:

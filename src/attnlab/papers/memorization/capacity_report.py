@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from attnlab.checks import Bound, Censored, Check, at_least, compare, equals, info, uncensored
-from attnlab.papers.memorization.capacity_cells import largest_memorized, linear_fit, run_points
+from attnlab.papers.memorization.capacity_cells import Cell, largest_memorized, linear_fit, run_points
 from attnlab.papers.memorization.model import memorization_bound, theorem1_bound
 from attnlab.results import PALETTE, LineFigure, Series, Table, line_figure, series
 
@@ -33,7 +31,7 @@ def panel_points(swept: str, values, H: int, n: int, d_h: int) -> list[tuple[int
     return [(v if swept == "H" else H, v if swept == "n" else n, v if swept == "d_h" else d_h) for v in values]
 
 
-def panel(cfg, cells: list[dict], swept: str, values, H: int) -> dict:
+def panel(cfg, cells: list[Cell], swept: str, values, H: int) -> dict:
     """Derived numbers of one panel: values, points, bound, T*, whether T* is censored (the top of
     its grid was memorized, so the grid cannot say how far it goes), and the linear fit (a, b, R^2)
     in the swept value over the exact T* (nan when one is censored)."""
@@ -144,15 +142,14 @@ def monotone_row(p: dict, judged: bool = True, where: str = "") -> Check | None:
 # --------------------------------------------------------------------------------------
 # table and figures
 # --------------------------------------------------------------------------------------
-def cells_table(cfg, cells: list[dict]) -> Table:
+def cells_table(cfg, cells: list[Cell]) -> Table:
     """One row per trained cell: (H, n, d_h, T), the bound, replicates memorized, mean final score, steps."""
     regression = cfg.TASK == "regression"
     rows = []
     for c in cells:
-        score = float(np.mean(c["final_mse"] if regression else c["final_accuracy"]))
-        rows.append([c["H"], c["n"], c["d_h"], c["T"], theorem1_bound(c["H"], c["n"], c["d_h"]),
-                     f"{sum(c['memorized'])}/{len(c['memorized'])}", score,
-                     ", ".join(str(s) if s >= 0 else "-" for s in c["steps_to_memorize"])])
+        rows.append([c.H, c.n, c.d_h, c.T, theorem1_bound(c.H, c.n, c.d_h),
+                     f"{sum(c.memorized)}/{len(c.memorized)}", c.score,
+                     ", ".join(str(s) if s >= 0 else "-" for s in c.steps_to_memorize)])
     what = f"train MSE <= {cfg.mse_tol:g}" if regression else "100% train accuracy"
     return Table(f"Memorization per (H, n, d_h, T): replicates at {what} within the step budget",
                  ["H", "n", "d_h", "T", "bound H(r-1)+1", "memorized",
@@ -160,16 +157,16 @@ def cells_table(cfg, cells: list[dict]) -> Table:
                  rows, ["int", "int", "int", "int", "int", "text", "float", "text"])
 
 
-def curves_figure(cfg, cells: list[dict], p: dict, file: str, title: str) -> LineFigure:
+def curves_figure(cfg, cells: list[Cell], p: dict, file: str, title: str) -> LineFigure:
     """What the paper plots: mean train accuracy (or train MSE, log scale) vs T, one curve per value."""
     regression = cfg.TASK == "regression"
     lines = []
     for i, (v, point) in enumerate(zip(p["values"], p["points"])):
-        mine = sorted((c for c in cells if [c["H"], c["n"], c["d_h"]] == point), key=lambda c: c["T"])
-        y = [float(np.mean(c["final_mse"] if regression else c["final_accuracy"])) for c in mine]
+        mine = sorted((c for c in cells if [c.H, c.n, c.d_h] == point), key=lambda c: c.T)
+        y = [c.score for c in mine]
         if regression:  # a log axis cannot show an exact 0
             y = [max(val, 1e-12) for val in y]
-        lines.append(series(f"{p['swept']}={v}", [c["T"] for c in mine], y, color=PALETTE[i % len(PALETTE)]))
+        lines.append(series(f"{p['swept']}={v}", [c.T for c in mine], y, color=PALETTE[i % len(PALETTE)]))
     measure = "train MSE" if regression else "memorization (mean train accuracy)"
     return line_figure(file, f"{measure} against the data-set size T, one curve per {AXIS[p['swept']]} "
                              f"({fixed_text(cfg, p, p['points'][0][0])}); {cfg.describe_training()}; "
@@ -205,11 +202,11 @@ def general_position_series(p: dict, d: int) -> list[Series]:
                    [memorization_bound(h, d) for h, _, _ in p["points"]], style="dashdot", color=PALETTE[2])]
 
 
-def run_h_and_n_panels(cfg, run_dir, experiment_id: str) -> tuple[list[dict], list[dict]]:
+def run_h_and_n_panels(cfg, run_dir, experiment_id: str) -> tuple[list[Cell], list[dict]]:
     """Fig. 4 and 5 layout: an H panel (n = cfg.n) and, if cfg.n_grid is not empty, an n panel
     (H = cfg.H); -> (cells, [panel_H, panel_n])."""
     specs = [("H", cfg.H_grid, cfg.H_grid[0])] + ([("n", cfg.n_grid, cfg.H)] if cfg.n_grid else [])
-    cells: list[dict] = []
+    cells: list[Cell] = []
     for swept, values, H in specs:
         cells = run_points(cfg, panel_points(swept, values, H, cfg.n, cfg.d_h), run_dir, experiment_id, cells)
     return cells, [panel(cfg, cells, swept, values, H) for swept, values, H in specs]

@@ -96,11 +96,11 @@ def test_assumption_tests_on_hand_built_data():
     cfg = AssumptionsConfig(T=30, n=5, d=10, n_heads=1, trials=300, gp_trials=10, estimate_trials=10,
                             fig_T=30, fig_n=(5,), fig_d=(64,), fig_n_at_d=5)
     r = assumption_tests(E, e, cfg, seed=0)
-    assert r["assumption1"]["fraction"] == 0.0 and not r["assumption1"]["holds"]
-    assert r["assumption2"]["fraction"] == 29 / 30 and not r["assumption2"]["holds"]
-    assert r["assumption3"]["fraction"] == 1.0
-    assert r["kruskal_estimate"]["estimate"] == 4
-    assert r["general_position"]["method"] == "randomized" and r["general_position"]["fraction"] == 0.0
+    assert r.assumption1.fraction == 0.0 and not r.assumption1.holds
+    assert r.assumption2.fraction == 29 / 30 and not r.assumption2.holds
+    assert r.assumption3.fraction == 1.0
+    assert r.kruskal_estimate.estimate == 4
+    assert r.general_position.method == "randomized" and r.general_position.fraction == 0.0
 
 
 @pytest.mark.slow
@@ -146,15 +146,25 @@ def test_bad_config_via_the_cli(tmp_path, capsys, setting, needle):
 
 
 def test_minilm_rows_cannot_decide_bert_and_unreported_cells_are_info():
-    from attnlab.papers.memorization.experiments.assumptions import _summary
+    from attnlab.papers.memorization.experiments.assumptions import (
+        ContextRank,
+        GeneralPosition,
+        KruskalEstimate,
+        LayerTests,
+        RandomizedRank,
+        _summary,
+    )
 
     def r(holds):
-        return {"holds": holds, "fraction": 1.0 if holds else 0.2, "method": "randomized", "trials": 10, "k": 4,
-                "rtol": 1e-10, "min_rel_sigma": 1e-3}
+        return RandomizedRank(holds=holds, fraction=1.0 if holds else 0.2, min_rel_sigma=1e-3, k=4, trials=10,
+                              pass_fraction=1.0, rtol=1e-10)
 
-    res = {"shape": [60, 9, 384], "general_position": r(False), "assumption1": r(True),
-           "assumption2": {"holds": True, "fraction": 1.0, "contexts": 60, "rtol": 1e-10, "min_rel_sigma": 1e-3},
-           "assumption3": r(True)}
+    gp = GeneralPosition(holds=False, fraction=0.2, k=4, method="randomized", trials=10, rtol=1e-10)
+    res = LayerTests(general_position=gp, assumption1=r(True),
+                     assumption2=ContextRank(holds=True, fraction=1.0, min_rel_sigma=1e-3, contexts=60, rtol=1e-10),
+                     assumption3=r(True), kruskal_estimate=KruskalEstimate(estimate=4, trials=10, rtol=1e-10,
+                                                                           upper_estimate=True),
+                     shape=[60, 9, 384])
     rows = _summary({"minilm-L1": res})
     # Table 3 (BERT-large, n = 512): GP ✗, A1 ✗, A2 ✓, A3 not reported
     assert [row.verdict for row in rows] == ["inconclusive", "inconclusive", "inconclusive", "info"]

@@ -47,8 +47,8 @@ def test_tiny_run_passes_every_row():
 def test_paper_size_twenty_heads_shared_context():
     """d = 64, n = 32, d_h = 64, H = 20: T = 621 real labels to 1e-8 by both forwards."""
     row = build_one(ConstructionConfig(), 20, shared=True)
-    assert row["T"] == 621 and row["rank_Z"] == 621
-    assert row["max_abs_error"] <= ERROR_TARGET and row["numpy_max_abs_error"] <= ERROR_TARGET
+    assert row.T == 621 and row.rank_Z == 621
+    assert row.max_abs_error <= ERROR_TARGET and row.numpy_max_abs_error <= ERROR_TARGET
 
 
 @pytest.mark.parametrize("kwargs, message", [

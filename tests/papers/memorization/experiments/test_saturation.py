@@ -30,13 +30,13 @@ def test_saturation_stats_on_a_hand_made_theta():
         [[0.99, 0.01, 0.0], [0.4, 0.4, 0.2]],  # 0.99 is not > 0.99: none saturated
     ])
     s = saturation_stats(theta, 0.99)
-    assert np.array_equal(s["max_theta"], [[0.995, 0.5], [0.991, 1.0], [0.99, 0.4]])
-    assert np.array_equal(s["saturated"], [[True, False], [True, True], [False, False]])
-    assert s["saturated_per_example"].tolist() == [1, 2, 0]
-    assert s["heads_histogram"].tolist() == [1, 1, 1]  # examples with 0, 1, 2 saturated heads
-    assert abs(s["fraction_saturated"] - 3 / 6) < EXACT
-    assert abs(s["fraction_with_unsaturated"] - 2 / 3) < EXACT
-    hist = s["max_theta_histogram"].tolist()
+    assert np.array_equal(s.max_theta, [[0.995, 0.5], [0.991, 1.0], [0.99, 0.4]])
+    assert np.array_equal(s.saturated, [[True, False], [True, True], [False, False]])
+    assert s.saturated_per_example.tolist() == [1, 2, 0]
+    assert s.heads_histogram.tolist() == [1, 1, 1]  # examples with 0, 1, 2 saturated heads
+    assert abs(s.fraction_saturated - 3 / 6) < EXACT
+    assert abs(s.fraction_with_unsaturated - 2 / 3) < EXACT
+    hist = s.max_theta_histogram.tolist()
     edges = max_theta_edges(0.99)
     assert len(hist) == len(edges) - 1 == 21
     expected = [0] * 21
@@ -50,7 +50,7 @@ def test_saturation_stats_on_a_hand_made_theta():
 def test_threshold_moves_the_top_bin():
     theta = np.array([[[0.96, 0.04], [0.5, 0.5]]])
     s = saturation_stats(theta, 0.95)
-    assert s["saturated"].tolist() == [[True, False]] and s["max_theta_histogram"][-1] == 1
+    assert s.saturated.tolist() == [[True, False]] and s.max_theta_histogram[-1] == 1
     assert max_theta_edges(0.95)[-3:] == (0.9, 0.95, 1.0)
     with pytest.raises(ConfigError, match=re.escape("theta must be (T, H, n)")):
         saturation_stats(np.ones((2, 3)))

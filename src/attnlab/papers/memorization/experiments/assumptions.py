@@ -220,7 +220,118 @@ def _layer_tests_estimate(T: int, n: int, D: int, trials: int, gp_trials: int, e
 # --------------------------------------------------------------------------------------
 # the tests on one layer output
 # --------------------------------------------------------------------------------------
-def assumption_tests(E: np.ndarray, e: np.ndarray, cfg: AssumptionsConfig, seed: int) -> dict:
+@dataclass(frozen=True)
+class GeneralPosition:
+    """General Position of the T queries e^(t): the fraction of sampled min(T, d)-subsets that are
+    linearly independent (sigma_k > rtol sigma_1)."""
+
+    holds: bool  # every tested subset independent (the test's pass fraction)
+    fraction: float  # independent subsets / tested subsets
+    k: int  # subset size min(T, d)
+    method: str  # "exact" (one rank test of all T) or "randomized" (sampled subsets)
+    trials: int  # subsets tested
+    rtol: float  # independence: sigma_k > rtol sigma_1
+
+    def to_dict(self) -> dict:
+        """The stored test: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RandomizedRank:
+    """A randomized Kruskal-rank test (Assumption 1 on the queries e^(t), Assumption 3 on
+    e~^(t) = e^(t) + (1/n) sum_i e_i^(t)): ``trials`` random k-subsets, rank k where
+    sigma_k > rtol sigma_1."""
+
+    holds: bool  # fraction >= pass_fraction
+    fraction: float  # subsets of full rank k / trials
+    min_rel_sigma: float  # min over subsets of sigma_k / sigma_1
+    k: int  # subset size n
+    trials: int  # subsets tested
+    pass_fraction: float  # fraction of full-rank subsets at which the assumption holds
+    rtol: float  # full rank: sigma_k > rtol sigma_1
+
+    def to_dict(self) -> dict:
+        """The stored test: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ContextRank:
+    """Assumption 2: every context E^(t) (n, d) has rank n (sigma_n > rtol sigma_1)."""
+
+    holds: bool  # every context of rank n
+    fraction: float  # contexts of rank n / T
+    min_rel_sigma: float  # min_t sigma_n(E^(t)) / sigma_1(E^(t))
+    contexts: int  # T contexts tested
+    rtol: float  # rank n: sigma_n > rtol sigma_1
+
+    def to_dict(self) -> dict:
+        """The stored test: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class KruskalEstimate:
+    """Kruskal rank of the queries, estimated from random orderings: the largest k for which every
+    sampled k-subset is independent (an upper estimate: only sampled subsets are seen)."""
+
+    estimate: int  # estimated Kruskal rank
+    trials: int  # random orderings
+    rtol: float  # independence: sigma_k > rtol sigma_1
+    upper_estimate: bool  # True: the estimate bounds the Kruskal rank from above
+
+    def to_dict(self) -> dict:
+        """The stored estimate: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """Token statistics of ids (T, n) that decide the assumptions at a layer without position vectors."""
+
+    n: int  # tokens per example
+    examples_all_distinct: int  # examples whose n tokens are distinct (rank E^(t) = n at L0)
+    min_distinct: int  # fewest distinct tokens in one example
+    mean_distinct: float  # mean distinct tokens per example
+    distinct_last_tokens: int  # distinct last tokens, the queries' tokens
+    examples: int  # T
+    leading_repeats: int  # examples whose first two tokens are equal
+
+    def to_dict(self) -> dict:
+        """The stored counts: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class LayerTests:
+    """GP, Assumptions 1-3 and the Kruskal-rank estimate on one layer output (contexts E (T, n, d),
+    queries e (T, d))."""
+
+    general_position: GeneralPosition  # of the queries e^(t)
+    assumption1: RandomizedRank  # Kruskal rank of the queries >= n
+    assumption2: ContextRank  # every E^(t) of rank n
+    assumption3: RandomizedRank  # Kruskal rank of e~^(t) = e^(t) + mean_i e_i^(t) >= n
+    kruskal_estimate: KruskalEstimate  # of the queries
+    shape: list[int]  # [T, n, d] of E
+    tokens: TokenCounts | None = None  # the decoder's token counts (SmolLM2 rows), else None
+
+    @property
+    def checks(self) -> tuple[GeneralPosition, RandomizedRank, ContextRank, RandomizedRank]:
+        """The four tests in the order of CHECKS: GP, Assumptions 1, 2, 3."""
+        return self.general_position, self.assumption1, self.assumption2, self.assumption3
+
+    def to_dict(self) -> dict:
+        """The stored tests: the four checks, the estimate, shape, then tokens where counted."""
+        out = {"general_position": self.general_position.to_dict(), "assumption1": self.assumption1.to_dict(),
+               "assumption2": self.assumption2.to_dict(), "assumption3": self.assumption3.to_dict(),
+               "kruskal_estimate": self.kruskal_estimate.to_dict(), "shape": self.shape}
+        if self.tokens is not None:
+            out["tokens"] = self.tokens.to_dict()
+        return out
+
+
+def assumption_tests(E: np.ndarray, e: np.ndarray, cfg: AssumptionsConfig, seed: int) -> LayerTests:
     """GP, Assumptions 1-3 and a Kruskal-rank estimate of the queries for contexts E (T, n, d), queries e (T, d)."""
     n = E.shape[1]
     kw = dict(trials=cfg.trials, seed=seed, pass_fraction=cfg.pass_fraction, rtol=cfg.rtol)
@@ -230,21 +341,22 @@ def assumption_tests(E: np.ndarray, e: np.ndarray, cfg: AssumptionsConfig, seed:
     a2 = assumption2_test(E, rtol=cfg.rtol)
     a3 = assumption3_test(E, e, **kw)
     est = kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=seed + 2, rtol=cfg.rtol)
-    return {
-        "general_position": {"holds": gp.holds_, "fraction": gp.fraction_independent_, "k": gp.k,
-                             "method": gp.method, "trials": gp.trials, "rtol": gp.rtol},
-        "assumption1": _randomized(a1),
-        "assumption2": {"holds": a2.holds_, "fraction": a2.fraction_full_rank_, "min_rel_sigma": a2.min_rel_sigma_,
-                        "contexts": a2.T, "rtol": a2.rtol},
-        "assumption3": _randomized(a3),
-        "kruskal_estimate": {"estimate": est.estimate_, "trials": est.trials, "rtol": est.rtol,
-                             "upper_estimate": True},
-    }
+    return LayerTests(
+        general_position=GeneralPosition(holds=gp.holds_, fraction=gp.fraction_independent_, k=gp.k,
+                                         method=gp.method, trials=gp.trials, rtol=gp.rtol),
+        assumption1=_randomized(a1),
+        assumption2=ContextRank(holds=a2.holds_, fraction=a2.fraction_full_rank_, min_rel_sigma=a2.min_rel_sigma_,
+                                contexts=a2.T, rtol=a2.rtol),
+        assumption3=_randomized(a3),
+        kruskal_estimate=KruskalEstimate(estimate=est.estimate_, trials=est.trials, rtol=est.rtol,
+                                         upper_estimate=True),
+        shape=list(E.shape),
+    )
 
 
-def _randomized(r: RandomizedRankTest) -> dict:
-    return {"holds": r.holds_, "fraction": r.fraction_full_rank_, "min_rel_sigma": r.min_rel_sigma_, "k": r.n,
-            "trials": r.trials, "pass_fraction": r.pass_fraction, "rtol": r.rtol}
+def _randomized(r: RandomizedRankTest) -> RandomizedRank:
+    return RandomizedRank(holds=r.holds_, fraction=r.fraction_full_rank_, min_rel_sigma=r.min_rel_sigma_, k=r.n,
+                          trials=r.trials, pass_fraction=r.pass_fraction, rtol=r.rtol)
 
 
 # --------------------------------------------------------------------------------------
@@ -364,20 +476,21 @@ def smollm2_outputs(cfg: AssumptionsConfig, variants: tuple[bool, ...] = (True, 
     return {v: smollm2_variant(pm, ids, v, cfg.seed) for v in variants}
 
 
-def token_counts(ids: np.ndarray) -> dict:
+def token_counts(ids: np.ndarray) -> TokenCounts:
     """Distinct tokens per example and distinct last tokens (the queries' tokens) of ids (T, n):
     at a layer without position vectors, rank E^(t) = distinct tokens of example t; and the examples
     whose first two tokens are equal (leading_repeats), whose first two rows stay equal after any
     number of causal blocks without position vectors (both attend to copies of one value vector)."""
     distinct = np.array([len(np.unique(row)) for row in ids])
-    return {"n": int(ids.shape[1]), "examples_all_distinct": int((distinct == ids.shape[1]).sum()),
-            "min_distinct": int(distinct.min()), "mean_distinct": float(distinct.mean()),
-            "distinct_last_tokens": int(len(np.unique(ids[:, -1]))), "examples": int(ids.shape[0]),
-            "leading_repeats": int((ids[:, 0] == ids[:, 1]).sum())}
+    return TokenCounts(n=int(ids.shape[1]), examples_all_distinct=int((distinct == ids.shape[1]).sum()),
+                       min_distinct=int(distinct.min()), mean_distinct=float(distinct.mean()),
+                       distinct_last_tokens=int(len(np.unique(ids[:, -1]))), examples=int(ids.shape[0]),
+                       leading_repeats=int((ids[:, 0] == ids[:, 1]).sum()))
 
 
 def _layer_outputs(cfg: AssumptionsConfig, skipped: dict | None = None) -> Any:
-    """Yield (layer, E, e, extra) for every layer of cfg.layers, loading each pretrained model once;
+    """Yield (layer, E, e, tokens) for every layer of cfg.layers (tokens: the decoder's
+    :class:`TokenCounts`, None for an encoder or a random layer), loading each pretrained model once;
     a SmolLM2 layer whose model is not installed is left out and its reason put in ``skipped``."""
     cache = {}
     for layer in cfg.layers:
@@ -405,24 +518,68 @@ def _layer_outputs(cfg: AssumptionsConfig, skipped: dict | None = None) -> Any:
                 cache[("smollm2", pretrained)] = smollm2_variant(*cache["smollm2"], pretrained, cfg.seed)
             h = cache[("smollm2", pretrained)]
             H = h.L0 if layer.endswith("L0") else h.L1
-            yield layer, H, H[:, -1].copy(), {"tokens": token_counts(h.ids)}  # query: the last position (App. J)
+            yield layer, H, H[:, -1].copy(), token_counts(h.ids)  # query: the last position (App. J)
             continue
         else:
             H, _ = random_outputs(cfg, layer, cfg.T, cfg.n, cfg.d, cfg.n_heads)
-        yield layer, H, H[:, 0].copy(), {}  # query = the [CLS] position
+        yield layer, H, H[:, 0].copy(), None  # query = the [CLS] position
 
 
-def figure1_estimates(cfg: AssumptionsConfig) -> dict:
+@dataclass(frozen=True)
+class KruskalVsN:
+    """Kruskal-rank estimates of the random attention layer's queries against the context size n."""
+
+    d: int  # model dimension
+    n: list[int]  # context sizes (fig_n)
+    estimate: list[int]  # (len(n),): the estimate at each n
+
+
+@dataclass(frozen=True)
+class KruskalVsD:
+    """Kruskal-rank estimates of the random attention layer's queries against the model dimension d."""
+
+    n: int  # context size
+    d: list[int]  # model dimensions (fig_d)
+    estimate: list[int]  # (len(d),): the estimate at each d
+
+
+@dataclass(frozen=True)
+class SinusoidalRank:
+    """Numerical rank of the sinusoidal positions P[:n] (n, d): #{sigma_i > rtol sigma_1} (§4.4)."""
+
+    n: int  # positions
+    d: int  # model dimension
+    rtol: float  # rank tolerance
+    rank: int  # numerical rank, at most min(n, d)
+
+
+@dataclass(frozen=True)
+class Figure1:
+    """Figure 1's Kruskal-rank estimates on T = fig_T examples, and the rank of the sinusoidal positions."""
+
+    vs_n: KruskalVsN  # against n at d
+    vs_d: KruskalVsD  # against d at fig_n_at_d
+    T: int  # examples (fig_T)
+    sinusoidal_rank: SinusoidalRank  # of P[:n] in d (cfg.n, cfg.d)
+
+    def to_dict(self) -> dict:
+        """The stored data.figure1: the fields in order, each a dict by name."""
+        return dataclasses.asdict(self)
+
+
+def figure1_estimates(cfg: AssumptionsConfig) -> Figure1:
     """Kruskal-rank estimates of the random attention layer's queries (d / 32 heads of size 32) vs n
-    (at d) and vs d (at fig_n_at_d)."""
+    (at d) and vs d (at fig_n_at_d); and the numerical rank of the sinusoidal P[:n] in d."""
     def est(n: int, d: int) -> int:
         _, e = random_outputs(cfg, "attention", cfg.fig_T, n, d, d // FIG_D_HEAD)
         return kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=cfg.seed, rtol=cfg.rtol).estimate_
 
-    return {"vs_n": {"d": cfg.d, "n": list(cfg.fig_n), "estimate": [est(n, cfg.d) for n in cfg.fig_n]},
-            "vs_d": {"n": cfg.fig_n_at_d, "d": list(cfg.fig_d),
-                     "estimate": [est(cfg.fig_n_at_d, d) for d in cfg.fig_d]},
-            "T": cfg.fig_T}
+    return Figure1(vs_n=KruskalVsN(d=cfg.d, n=list(cfg.fig_n), estimate=[est(n, cfg.d) for n in cfg.fig_n]),
+                   vs_d=KruskalVsD(n=cfg.fig_n_at_d, d=list(cfg.fig_d),
+                                   estimate=[est(cfg.fig_n_at_d, d) for d in cfg.fig_d]),
+                   T=cfg.fig_T,
+                   sinusoidal_rank=SinusoidalRank(n=cfg.n, d=cfg.d, rtol=cfg.rtol,
+                                                  rank=sinusoidal_rank(cfg.n, cfg.d, rtol=cfg.rtol)))
 
 
 # --------------------------------------------------------------------------------------
@@ -430,19 +587,16 @@ def figure1_estimates(cfg: AssumptionsConfig) -> dict:
 # --------------------------------------------------------------------------------------
 def run_assumptions(cfg: AssumptionsConfig, run_dir=None) -> ExperimentResult:
     results, skipped = {}, {}
-    for i, (layer, E, e, extra) in enumerate(_layer_outputs(cfg, skipped)):
-        res = assumption_tests(E, e, cfg, seed=cfg.seed + 10 * i)
-        res["shape"] = list(E.shape)
-        res.update(extra)
+    for i, (layer, E, e, tokens) in enumerate(_layer_outputs(cfg, skipped)):
+        res = dataclasses.replace(assumption_tests(E, e, cfg, seed=cfg.seed + 10 * i), tokens=tokens)
         results[layer] = res
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "layer": layer, **res})
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "layer": layer, **res.to_dict()})
     fig = figure1_estimates(cfg)
-    fig["sinusoidal_rank"] = {"n": cfg.n, "d": cfg.d, "rtol": cfg.rtol,
-                              "rank": sinusoidal_rank(cfg.n, cfg.d, rtol=cfg.rtol)}
     return ExperimentResult(summary=_summary(results, skipped),
                             tables=[_table_ours(cfg, results), _table_paper(results)],
                             figures=_figures(cfg, fig), notes=_notes(cfg, results, fig, skipped),
-                            data={"layers": results, "figure1": fig, "skipped": skipped})
+                            data={"layers": {layer: res.to_dict() for layer, res in results.items()},
+                                  "figure1": fig.to_dict(), "skipped": skipped})
 
 
 def _mark(holds: bool) -> str:
@@ -461,7 +615,7 @@ def _cannot_decide(layer: str, n: int) -> str:
     return "other data: a random layer of the paper's kind on English text against ViT on ImageNet"
 
 
-def _summary(results: dict, skipped: dict | None = None) -> list[Check]:
+def _summary(results: dict[str, LayerTests], skipped: dict | None = None) -> list[Check]:
     """One row per (layer, check): whether it holds here, against the paper's verdict for the
     counterpart layer. The random layers are the paper's kind of layer on other data (English text
     instead of ImageNet, and text repeats tokens where image patches do not), so their rows cannot
@@ -475,43 +629,44 @@ def _summary(results: dict, skipped: dict | None = None) -> list[Check]:
                          paper_value="Table 3: GPT2 columns"))
     for layer, res in results.items():
         _, counterpart, paper = LAYERS[layer]
-        for name, verdict in zip(CHECKS, paper):
-            r = res[name]
-            margin = f", min sigma ratio {r['min_rel_sigma']:.2e}" if "min_rel_sigma" in r else ""
-            quantity = (f"{name.replace('_', ' ')} holds: {layer} (T={res['shape'][0]}, n={res['shape'][1]}, "
-                        f"d={res['shape'][2]})")
-            detail = f"fraction {r['fraction']:.4f}; " + _how(r) + margin
+        for name, verdict, r in zip(CHECKS, paper, res.checks):
+            margin = "" if isinstance(r, GeneralPosition) else f", min sigma ratio {r.min_rel_sigma:.2e}"
+            quantity = (f"{name.replace('_', ' ')} holds: {layer} (T={res.shape[0]}, n={res.shape[1]}, "
+                        f"d={res.shape[2]})")
+            detail = f"fraction {r.fraction:.4f}; " + _how(r) + margin
             where = counterpart.split(":")[0] + (", App. J" if layer.startswith(("minilm", "smollm2")) else ", §5.1")
             if verdict == NA:
-                rows.append(info(quantity, bool(r["holds"]), paper_value=f"not reported ({counterpart})",
-                                 where=where, detail=detail, values={"fraction": r["fraction"]}))
+                rows.append(info(quantity, bool(r.holds), paper_value=f"not reported ({counterpart})",
+                                 where=where, detail=detail, values={"fraction": r.fraction}))
                 continue
             # Whether a context is in general position depends on the data as well as the layer
             # (English text repeats tokens, image patches do not): text cannot decide ImageNet's cells.
-            cannot = _cannot_decide(layer, res["shape"][1])
-            rows.append(equals(bool(r["holds"]), verdict == YES, detail, {"fraction": r["fraction"]},
+            cannot = _cannot_decide(layer, res.shape[1])
+            rows.append(equals(bool(r.holds), verdict == YES, detail, {"fraction": r.fraction},
                                quantity=quantity, paper_value=f"{verdict} ({counterpart})", where=where,
                                cannot_decide=cannot))
     return rows
 
 
-def _how(r: dict) -> str:
-    if "contexts" in r:
-        return f"fraction of the {r['contexts']} contexts of rank n, sigma_n > {r['rtol']:g} sigma_1"
-    method = r.get("method", "randomized")
-    return (f"{method}: {r['trials']} {r['k']}-subsets, holds iff >= {r.get('pass_fraction', 1.0):.0%} "
-            f"independent (sigma_k > {r['rtol']:g} sigma_1)")
+def _how(r: GeneralPosition | RandomizedRank | ContextRank) -> str:
+    """How the test decided: contexts of rank n (Assumption 2), or k-subsets and the pass fraction
+    (General Position is stated as every tested subset independent)."""
+    if isinstance(r, ContextRank):
+        return f"fraction of the {r.contexts} contexts of rank n, sigma_n > {r.rtol:g} sigma_1"
+    method, pass_fraction = (r.method, 1.0) if isinstance(r, GeneralPosition) else ("randomized", r.pass_fraction)
+    return (f"{method}: {r.trials} {r.k}-subsets, holds iff >= {pass_fraction:.0%} "
+            f"independent (sigma_k > {r.rtol:g} sigma_1)")
 
 
-def _table_ours(cfg: AssumptionsConfig, results: dict) -> Table:
+def _table_ours(cfg: AssumptionsConfig, results: dict[str, LayerTests]) -> Table:
     rows = []
     for layer, res in results.items():
-        gp, a1, a2, a3 = (res[c] for c in CHECKS)
-        rows.append([layer, LAYERS[layer][0], "x".join(map(str, res["shape"])),
-                     f"{_mark(gp['holds'])} {gp['fraction']:.3f} ({gp['method']}, {gp['trials']} x {gp['k']})",
-                     f"{_mark(a1['holds'])} {a1['fraction']:.4f}", a1["min_rel_sigma"],
-                     f"{_mark(a2['holds'])} {a2['fraction']:.4f}", a2["min_rel_sigma"],
-                     f"{_mark(a3['holds'])} {a3['fraction']:.4f}", res["kruskal_estimate"]["estimate"]])
+        gp, a1, a2, a3 = res.checks
+        rows.append([layer, LAYERS[layer][0], "x".join(map(str, res.shape)),
+                     f"{_mark(gp.holds)} {gp.fraction:.3f} ({gp.method}, {gp.trials} x {gp.k})",
+                     f"{_mark(a1.holds)} {a1.fraction:.4f}", a1.min_rel_sigma,
+                     f"{_mark(a2.holds)} {a2.fraction:.4f}", a2.min_rel_sigma,
+                     f"{_mark(a3.holds)} {a3.fraction:.4f}", res.kruskal_estimate.estimate])
     return Table(f"Assumption tests on English text (T x n x d; rank decided at sigma_k > {cfg.rtol:g} sigma_1; "
                  f"A1/A3: {cfg.trials} random n-subsets, holds iff >= {cfg.pass_fraction:.0%} of full rank)",
                  ["layer", "source", "T x n x d", "General Position", "Asm. 1 fraction", "Asm. 1 min sigma ratio",
@@ -519,11 +674,11 @@ def _table_ours(cfg: AssumptionsConfig, results: dict) -> Table:
                  rows, ["text", "text", "text", "text", "text", "float", "text", "float", "text", "int"])
 
 
-def _table_paper(results: dict) -> Table:
+def _table_paper(results: dict[str, LayerTests]) -> Table:
     rows = []
     for layer, res in results.items():
         _, counterpart, paper = LAYERS[layer]
-        rows.append([layer, counterpart, *(f"{p} / {_mark(res[c]['holds'])}" for c, p in zip(CHECKS, paper))])
+        rows.append([layer, counterpart, *(f"{p} / {_mark(r.holds)}" for r, p in zip(res.checks, paper))])
     return Table("Paper (Table 1: ViT on ImageNet; Table 3: BERT and GPT-2 on Wikipedia) / ours (random layers, "
                  "MiniLM and SmolLM2 on Python's documentation); — = not reported",
                  ["layer", "paper counterpart", "Gen. Pos. paper / ours", "Asm. 1 paper / ours",
@@ -531,29 +686,29 @@ def _table_paper(results: dict) -> Table:
                  rows, ["text"] * 6)
 
 
-def _figures(cfg: AssumptionsConfig, fig: dict) -> list[LineFigure]:
-    vn, vd = fig["vs_n"], fig["vs_d"]
+def _figures(cfg: AssumptionsConfig, fig: Figure1) -> list[LineFigure]:
+    vn, vd = fig.vs_n, fig.vs_d
     return [
         line_figure("memorization-kruskal-vs-n.png",
                     f"Kruskal-rank estimate (upper: largest k with every sampled k-subset independent, "
                     f"{cfg.estimate_trials} random orderings) of the [CLS] outputs of one random attention layer, "
-                    f"T={fig['T']} English examples, d={vn['d']}, against the context size n (Figure 1 analogue).",
-                    series=[series("Kruskal estimate", vn["n"], vn["estimate"], color=PALETTE[0]),
-                            series("n (Assumption 1)", vn["n"], vn["n"], style="dashed", color=PALETTE[1]),
-                            series(f"d = {vn['d']} (General Position)", vn["n"], [vn["d"]] * len(vn["n"]),
+                    f"T={fig.T} English examples, d={vn.d}, against the context size n (Figure 1 analogue).",
+                    series=[series("Kruskal estimate", vn.n, vn.estimate, color=PALETTE[0]),
+                            series("n (Assumption 1)", vn.n, vn.n, style="dashed", color=PALETTE[1]),
+                            series(f"d = {vn.d} (General Position)", vn.n, [vn.d] * len(vn.n),
                                    style="dotted", marker=False, color=PALETTE[2])],
                     xlabel="context size n", ylabel="Kruskal rank of queries", title="Kruskal rank vs n (Fig. 1)"),
         line_figure("memorization-kruskal-vs-d.png",
-                    f"As above, against the model dimension d at n={vd['n']}.",
-                    series=[series("Kruskal estimate", vd["d"], vd["estimate"], color=PALETTE[0]),
-                            series(f"n = {vd['n']} (Assumption 1)", vd["d"], [vd["n"]] * len(vd["d"]),
+                    f"As above, against the model dimension d at n={vd.n}.",
+                    series=[series("Kruskal estimate", vd.d, vd.estimate, color=PALETTE[0]),
+                            series(f"n = {vd.n} (Assumption 1)", vd.d, [vd.n] * len(vd.d),
                                    style="dashed", marker=False, color=PALETTE[1]),
-                            series("d (General Position)", vd["d"], vd["d"], style="dotted", color=PALETTE[2])],
+                            series("d (General Position)", vd.d, vd.d, style="dotted", color=PALETTE[2])],
                     xlabel="model dimension d", ylabel="Kruskal rank of queries", title="Kruskal rank vs d"),
     ]
 
 
-def _smollm2_notes(cfg: AssumptionsConfig, results: dict, skipped: dict) -> list[str]:
+def _smollm2_notes(cfg: AssumptionsConfig, results: dict[str, LayerTests], skipped: dict) -> list[str]:
     """What SmolLM2's X_0 = W_E[x] (no position vector) and its causal first layer do to each
     assumption, with the token counts that decide them at L0."""
     if skipped:
@@ -561,8 +716,8 @@ def _smollm2_notes(cfg: AssumptionsConfig, results: dict, skipped: dict) -> list
     rows = {k: v for k, v in results.items() if k.startswith("smollm2")}
     if not rows:
         return []
-    tc = next(iter(rows.values()))["tokens"]
-    T, n = tc["examples"], tc["n"]
+    tc = next(iter(rows.values())).tokens
+    T, n = tc.examples, tc.n
     out = [
         f"SmolLM2 ({SMOLLM2}, Llama family: d=576, 9 query / 3 key-value heads, pre-RMSNorm, causal) stands in for "
         "App. J's GPT-2: each example is n consecutive tokens of running text from a random sentence start (its "
@@ -572,10 +727,10 @@ def _smollm2_notes(cfg: AssumptionsConfig, results: dict, skipped: dict) -> list
         "SmolLM2 adds no position vector to the embedding: X_0 = W_E[x] and RoPE acts only inside attention. So "
         "at L0 a token repeated within an example gives identical rows of E^(t), and rank E^(t) = the number of "
         "distinct tokens: Assumption 2 holds for example t iff its n tokens are distinct "
-        f"({tc['examples_all_distinct']} of the {T} examples here; fewest distinct tokens {tc['min_distinct']} of "
-        f"{n}, mean {tc['mean_distinct']:.1f}). GPT-2's learned positions make repeated tokens distinct rows, which "
+        f"({tc.examples_all_distinct} of the {T} examples here; fewest distinct tokens {tc.min_distinct} of "
+        f"{n}, mean {tc.mean_distinct:.1f}). GPT-2's learned positions make repeated tokens distinct rows, which "
         "is what gives Table 3's check mark at L0; the failure here is the missing position vector, not the text.",
-        f"At L0 the query is W_E[last token]: the {T} examples end in {tc['distinct_last_tokens']} distinct tokens, "
+        f"At L0 the query is W_E[last token]: the {T} examples end in {tc.distinct_last_tokens} distinct tokens, "
         "and two examples ending in the same token have equal queries, so the queries' Kruskal rank is 1 and "
         "General Position and Assumption 1 fail (as for GPT-2, whose last position adds the same vector to "
         "every query). The sampled Kruskal estimate is an upper estimate that can miss the equal pairs; the exact "
@@ -588,7 +743,7 @@ def _smollm2_notes(cfg: AssumptionsConfig, results: dict, skipped: dict) -> list
         "block: Assumption 2 can hold at L1 though it fails at L0. One exception remains: when the first two tokens "
         "are equal, position 1 sees only itself and position 2 two copies of the same value vector (V carries no "
         "rotation), so their rows stay equal at L1 and at every later layer "
-        f"({tc['leading_repeats']} of the {T} examples start so, e.g. with '* *').",
+        f"({tc.leading_repeats} of the {T} examples start so, e.g. with '* *').",
     ]
     if T <= 576:
         out.append(f"With T={T} <= d=576, General Position of the SmolLM2 queries is the linear independence of "
@@ -597,7 +752,8 @@ def _smollm2_notes(cfg: AssumptionsConfig, results: dict, skipped: dict) -> list
     return out
 
 
-def _notes(cfg: AssumptionsConfig, results: dict, fig: dict, skipped: dict | None = None) -> list[str]:
+def _notes(cfg: AssumptionsConfig, results: dict[str, LayerTests], fig: Figure1,
+           skipped: dict | None = None) -> list[str]:
     return [
         "Data: BERT-style inputs '[CLS] segment 1 [SEP] segment 2 [SEP]' of exactly n tokens from the prose of "
         "Python's own documentation (pydoc_data.topics), segment 2 the true continuation with probability 1/2 "
@@ -611,7 +767,7 @@ def _notes(cfg: AssumptionsConfig, results: dict, fig: dict, skipped: dict | Non
         "Table 3's BERT has n/d = 512/1024 (BERT-large); here n/d = "
         f"{cfg.n}/384.",
         f"§4.4: the sinusoidal encoding makes P 'inherently full rank', hence Assumption 2. Exactly, yes; "
-        f"numerically P[:{cfg.n}] in d={cfg.d} has rank {fig['sinusoidal_rank']['rank']} at sigma_k > {cfg.rtol:g} "
+        f"numerically P[:{cfg.n}] in d={cfg.d} has rank {fig.sinusoidal_rank.rank} at sigma_k > {cfg.rtol:g} "
         "sigma_1 (its columns are band-limited in the position), so a context in which one token repeats "
         "many times (a run of '-' in the documentation) is numerically rank-deficient at the random "
         "embedding; learned positions (MiniLM) and one attention layer remove this.",

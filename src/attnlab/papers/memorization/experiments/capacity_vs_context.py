@@ -75,7 +75,7 @@ def run_context(cfg: ContextConfig, run_dir=None) -> ExperimentResult:
                                "Memorization vs T per context size n (Fig. 2(b))"),
                  largest_figure(cfg, p, "memorization-capacity-vs-context.png",
                                 "Largest T memorized vs context size n (Fig. 2(b))")],
-        notes=_notes(cfg), data={"cells": cells, "panel": p})
+        notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panel": p})
 
 
 def _notes(cfg: ContextConfig) -> list[str]:

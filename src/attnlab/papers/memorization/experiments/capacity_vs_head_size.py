@@ -26,7 +26,7 @@ import numpy as np
 
 from attnlab.config import check_int, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, check_grid, run_points
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, Cell, check_grid, run_points
 from attnlab.papers.memorization.capacity_report import (
     bound_info_row,
     bound_rows,
@@ -84,7 +84,7 @@ class HeadSizeConfig(CapacitySettings):
         return sorted(set(CapacitySettings.T_grid(self, H, n, n)) | {theorem1_bound(H, n, d_h)})
 
 
-def flat_beyond_n(cfg: HeadSizeConfig, cells: list[dict], p: dict) -> list[Check]:
+def flat_beyond_n(cfg: HeadSizeConfig, cells: list[Cell], p: dict) -> list[Check]:
     """§5.2, Fig. 2(c): "no benefit on memorization fraction beyond d_h > n". For every d_h > n: the
     relative gain of T* over d_h0 = max{d_h <= n}, required <= flat_tol (our tolerance: the paper
     states none); the largest gain in mean train accuracy at a T both were trained on is in the
@@ -93,7 +93,7 @@ def flat_beyond_n(cfg: HeadSizeConfig, cells: list[dict], p: dict) -> list[Check
     best = dict(zip(p["values"], largest_T(p)))
 
     def acc(d_h):
-        return {c["T"]: float(np.mean(c["final_accuracy"])) for c in cells if c["d_h"] == d_h}
+        return {c.T: float(np.mean(c.final_accuracy)) for c in cells if c.d_h == d_h}
 
     rows = []
     for v in (v for v in p["values"] if v > cfg.n):
@@ -129,7 +129,7 @@ def run_head_size(cfg: HeadSizeConfig, run_dir=None) -> ExperimentResult:
                                "Memorization vs T per head size d_h (Fig. 2(c))"),
                  largest_figure(cfg, p, "memorization-capacity-vs-head-size.png",
                                 "Largest T memorized vs head size d_h (Fig. 2(c))")],
-        notes=_notes(cfg), data={"cells": cells, "panel": p})
+        notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panel": p})
 
 
 def _notes(cfg: HeadSizeConfig) -> list[str]:

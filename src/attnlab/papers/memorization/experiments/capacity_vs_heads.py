@@ -89,7 +89,7 @@ def run_capacity(cfg: CapacityConfig, run_dir=None) -> ExperimentResult:
         figures=[_figure(cfg, p, paper), curves_figure(cfg, cells, p, "memorization-vs-T-per-heads.png",
                                                        "Memorization vs T per H (Fig. 2(a))")],
         notes=_notes(cfg),
-        data={"cells": cells, "H": p["values"], "bound": p["bound"],
+        data={"cells": [c.to_dict() for c in cells], "H": p["values"], "bound": p["bound"],
               "largest_T_memorized": p["largest_T_memorized"], "censored": p["censored"], "fit": p["fit"]})
 
 

@@ -86,8 +86,37 @@ class ConstructionConfig(RunConfig):
         return total(parts)
 
 
+@dataclass(frozen=True)
+class ConstructionBuild:
+    """Theorem 1's weights built on one data set of T = H(r-1)+1 examples, and what they do on it."""
+
+    H: int  # heads
+    T: int  # examples, H (min(n, d_h) - 1) + 1
+    context: str  # "shared" (one context E for all T examples) or "per-example" (one E^(t) each)
+    d_out: int  # output width: 1 or 4 (real labels), or the class-code width (classes)
+    labels: str  # "real" (y ~ N(0, 1)) or "classes" (argmax of the class codes)
+    rank_Z: int  # numerical rank of Z (eq. (7)), T x H r
+    rank_tol: float  # its tolerance sigma_max(Z) max(T, H d) eps
+    sigma_min_Z: float  # smallest singular value of Z
+    c: float  # largest saturation scale c used over the heads
+    c_required: float  # largest sufficient c of App. B.2 over the heads
+    max_abs_error: float  # max_t |y_hat^(t) - y^(t)|, the model's forward (torch, float64)
+    numpy_max_abs_error: float  # the same with the head-by-head NumPy forward
+    accuracy: float | None  # argmax accuracy (classes), None for real labels
+    bound_name: str  # which bound sets T ("Theorem 1")
+    seconds: float  # wall seconds of the build
+
+    def to_dict(self) -> dict:
+        """The stored row: the fields in order, by name."""
+        return {"H": self.H, "T": self.T, "context": self.context, "d_out": self.d_out, "labels": self.labels,
+                "rank_Z": self.rank_Z, "rank_tol": self.rank_tol, "sigma_min_Z": self.sigma_min_Z, "c": self.c,
+                "c_required": self.c_required, "max_abs_error": self.max_abs_error,
+                "numpy_max_abs_error": self.numpy_max_abs_error, "accuracy": self.accuracy,
+                "bound_name": self.bound_name, "seconds": self.seconds}
+
+
 def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,
-              n_classes: int | None = None) -> dict:
+              n_classes: int | None = None) -> ConstructionBuild:
     """Build and check Theorem 1's weights at T = H(r-1)+1; -> one row of measurements."""
     T = theorem1_bound(H, cfg.n, cfg.d_h)
     seed = int(np.random.SeedSequence([cfg.seed, H, int(shared), d_out, n_classes or 0]).generate_state(1)[0])
@@ -100,12 +129,12 @@ def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,
     out = check_memorization(w, E, e, y)
     target = class_logits(w, y) if n_classes is not None else y
     numpy_error = float(np.abs(numpy_forward(E, e, **w.matrices()) - target).max())
-    return {"H": H, "T": T, "context": "shared" if shared else "per-example", "d_out": target.shape[1],
-            "labels": "classes" if n_classes is not None else "real", "rank_Z": out["rank_Z"],
-            "rank_tol": out["rank_tol"], "sigma_min_Z": out["sigma_min_Z"], "c": out["c"],
-            "c_required": float(w.c_required_.max(initial=0.0)), "max_abs_error": out["max_abs_error"],
-            "numpy_max_abs_error": numpy_error, "accuracy": out.get("accuracy"),
-            "bound_name": w.bound_name, "seconds": seconds}
+    return ConstructionBuild(H=H, T=T, context="shared" if shared else "per-example", d_out=target.shape[1],
+                 labels="classes" if n_classes is not None else "real", rank_Z=out["rank_Z"],
+                 rank_tol=out["rank_tol"], sigma_min_Z=out["sigma_min_Z"], c=out["c"],
+                 c_required=float(w.c_required_.max(initial=0.0)), max_abs_error=out["max_abs_error"],
+                 numpy_max_abs_error=numpy_error, accuracy=out.get("accuracy"),
+                 bound_name=w.bound_name, seconds=seconds)
 
 
 def run_construction(cfg: ConstructionConfig, run_dir=None) -> ExperimentResult:
@@ -115,69 +144,69 @@ def run_construction(cfg: ConstructionConfig, run_dir=None) -> ExperimentResult:
     for H, shared, extra in plan:
         row = build_one(cfg, H, shared=shared, **extra)
         rows.append(row)
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **row})
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **row.to_dict()})
     return ExperimentResult(summary=_summary(cfg, rows), tables=[_table(rows)],
                             figures=_figures(cfg, rows),
-                            notes=_notes(cfg), data={"builds": rows})
+                            notes=_notes(cfg), data={"builds": [r.to_dict() for r in rows]})
 
 
-def _error(row: dict) -> float:
+def _error(row: ConstructionBuild) -> float:
     """The build's error as one number: max |y_hat - y| of the model and of the NumPy forward, or
     inf where rank Z < T or (classes) an argmax misses, so that the construction check fails."""
-    ok = row["rank_Z"] == row["T"] and (row["accuracy"] is None or row["accuracy"] == 1.0)
-    return max(row["max_abs_error"], row["numpy_max_abs_error"]) if ok else float("inf")
+    ok = row.rank_Z == row.T and (row.accuracy is None or row.accuracy == 1.0)
+    return max(row.max_abs_error, row.numpy_max_abs_error) if ok else float("inf")
 
 
-def _summary(cfg: ConstructionConfig, rows: list[dict]) -> list[Check]:
+def _summary(cfg: ConstructionConfig, rows: list[ConstructionBuild]) -> list[Check]:
     """Theorem 1's weights must memorize: role "construction" (a miss is attnlab's bug)."""
     out = []
     where = "§4, Theorem 1 (proof: §4.1, App. B)"
     for kind in ("shared", "per-example"):
-        sel = [r for r in rows if r["context"] == kind and r["labels"] == "real" and r["d_out"] == 1]
+        sel = [r for r in rows if r.context == kind and r.labels == "real" and r.d_out == 1]
         if not sel:
             continue
         out.append(at_most(
             max(_error(r) for r in sel), ERROR_TARGET,
-            f"rank Z = T in every build: {all(r['rank_Z'] == r['T'] for r in sel)}; smallest sigma_min(Z) "
-            f"{min(r['sigma_min_Z'] for r in sel):.2e}; largest c {max(r['c'] for r in sel):.3g}",
-            {"H": [r["H"] for r in sel], "max_abs_error": [max(r["max_abs_error"], r["numpy_max_abs_error"])
+            f"rank Z = T in every build: {all(r.rank_Z == r.T for r in sel)}; smallest sigma_min(Z) "
+            f"{min(r.sigma_min_Z for r in sel):.2e}; largest c {max(r.c for r in sel):.3g}",
+            {"H": [r.H for r in sel], "max_abs_error": [max(r.max_abs_error, r.numpy_max_abs_error)
                                                            for r in sel]},
             quantity=f"Theorem 1 weights, {kind} context: max |y_hat - y| over H = "
-                     f"{', '.join(str(r['H']) for r in sel)} (T = H(r-1)+1, d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})",
+                     f"{', '.join(str(r.H) for r in sel)} (T = H(r-1)+1, d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})",
             role="construction", paper_value="exact (Theorem 1)", where=where))
     for r in rows:
-        if r["labels"] == "classes" or r["d_out"] > 1:
-            what = f"{cfg.n_classes} classes (argmax)" if r["labels"] == "classes" else f"d_out = {r['d_out']} real labels"
-            out.append(at_most(_error(r), ERROR_TARGET, f"accuracy {r['accuracy']}; rank Z {r['rank_Z']} of T={r['T']}"
-                               if r["accuracy"] is not None else f"rank Z {r['rank_Z']} of T={r['T']}",
-                               quantity=f"Theorem 1 weights, {what}, H={r['H']}, T={r['T']}: max |y_hat - y|",
+        if r.labels == "classes" or r.d_out > 1:
+            what = f"{cfg.n_classes} classes (argmax)" if r.labels == "classes" else f"d_out = {r.d_out} real labels"
+            out.append(at_most(_error(r), ERROR_TARGET, f"accuracy {r.accuracy}; rank Z {r.rank_Z} of T={r.T}"
+                               if r.accuracy is not None else f"rank Z {r.rank_Z} of T={r.T}",
+                               quantity=f"Theorem 1 weights, {what}, H={r.H}, T={r.T}: max |y_hat - y|",
                                role="construction", paper_value="exact", where=where))
     return out
 
 
-def _table(rows: list[dict]) -> Table:
-    body = [[r["H"], r["T"], r["context"], r["labels"] if r["d_out"] == 1 or r["labels"] == "classes"
-             else f"real, d_out={r['d_out']}", r["rank_Z"], r["rank_tol"], r["sigma_min_Z"], r["c"],
-             r["c_required"], r["max_abs_error"], r["numpy_max_abs_error"], r["seconds"]] for r in rows]
+def _table(rows: list[ConstructionBuild]) -> Table:
+    body = [[r.H, r.T, r.context, r.labels if r.d_out == 1 or r.labels == "classes"
+             else f"real, d_out={r.d_out}", r.rank_Z, r.rank_tol, r.sigma_min_Z, r.c,
+             r.c_required, r.max_abs_error, r.numpy_max_abs_error, r.seconds] for r in rows]
     return Table("Theorem 1's construction (float64): rank, conditioning, saturation scale, error",
                  ["H", "T", "context", "labels", "rank Z", "rank tol", "sigma_min(Z)", "c used",
                   "c App. B.2", "max error (model)", "max error (NumPy)", "build s"],
                  body, ["int", "int", "text", "text", "int", "sci", "sci", "sci", "sci", "sci", "sci", "float"])
 
 
-def _figures(cfg: ConstructionConfig, rows: list[dict]) -> list[LineFigure]:
+def _figures(cfg: ConstructionConfig, rows: list[ConstructionBuild]) -> list[LineFigure]:
     lines_err, lines_cond = [], []
     for i, kind in enumerate(("shared", "per-example")):
-        sel = [r for r in rows if r["context"] == kind and r["labels"] == "real" and r["d_out"] == 1]
+        sel = [r for r in rows if r.context == kind and r.labels == "real" and r.d_out == 1]
         if not sel:
             continue
-        H = [r["H"] for r in sel]
-        lines_err.append(series(f"{kind} context", H, [max(r["max_abs_error"], r["numpy_max_abs_error"])
+        H = [r.H for r in sel]
+        lines_err.append(series(f"{kind} context", H, [max(r.max_abs_error, r.numpy_max_abs_error)
                                                       for r in sel], color=PALETTE[i]))
-        lines_cond.append(series(f"sigma_min(Z), {kind}", H, [r["sigma_min_Z"] for r in sel], color=PALETTE[i]))
-        lines_cond.append(series(f"c used, {kind}", H, [max(r["c"], 1e-300) for r in sel], style="dashed",
+        lines_cond.append(series(f"sigma_min(Z), {kind}", H, [r.sigma_min_Z for r in sel], color=PALETTE[i]))
+        lines_cond.append(series(f"c used, {kind}", H, [max(r.c, 1e-300) for r in sel], style="dashed",
                                  color=PALETTE[i]))
-    H_all = sorted({r["H"] for r in rows})
+    H_all = sorted({r.H for r in rows})
     lines_err.append(series(f"target {ERROR_TARGET:g}", H_all, [ERROR_TARGET] * len(H_all), style="dotted",
                             marker=False, color=PALETTE[3]))
     return [

@@ -17,7 +17,7 @@ more than (n+1) m + m + 1 examples; Theorem 1 guarantees the attention layer H (
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from dataclasses import dataclass
 
@@ -116,35 +116,54 @@ class FCNvsAttentionConfig(RunConfig):
 LBFGS_EVALS = max_evaluations(50)  # evaluations per L-BFGS call at most (75)
 
 
-def train_cell(cfg: FCNvsAttentionConfig, T: int) -> dict:
+@dataclass(frozen=True)
+class FitCell:
+    """Both models trained on one eq. (29) data set of size T; residuals are relative,
+    ||y_hat - y|| / ||y||."""
+
+    T: int  # examples in the data set
+    fcn_residual: float  # best residual of the ReLU FCN f_{(n+1)d, m, 1} over the restarts
+    attention_residual: float  # best residual of the attention layer of eqs. (1)-(6) over the restarts
+    fcn_residuals: list[float]  # (restarts,): the FCN's residual per restart
+    attention_residuals: list[float]  # (restarts,): the attention layer's residual per restart
+
+    def to_dict(self) -> dict:
+        """The stored cell: the fields in order, by name."""
+        return {"T": self.T, "fcn_residual": self.fcn_residual, "attention_residual": self.attention_residual,
+                "fcn_residuals": self.fcn_residuals, "attention_residuals": self.attention_residuals}
+
+
+def train_cell(cfg: FCNvsAttentionConfig, T: int) -> FitCell:
     """Both models on one eq. (29) data set of size T: best relative residuals over restarts."""
     E, e, x_FCN, y = draw_eq29_dataset(T, cfg.n, cfg.d, 1, cfg.seed)
     t = dict(E=torch.from_numpy(E), e=torch.from_numpy(e), x=torch.from_numpy(x_FCN), y=torch.from_numpy(y))
     kw = dict(restarts=cfg.restarts, steps=cfg.steps, seed=cfg.seed + T)
     fcn = train_fcn(t["x"], t["y"], cfg.m, **kw)
     att = train_attention(t["E"], t["e"], t["y"], H=cfg.H, d_h=cfg.d_h, d_v=1, **kw)
-    return {"T": T, "fcn_residual": fcn["residual"], "attention_residual": att["residual"],
-            "fcn_residuals": fcn["residuals"], "attention_residuals": att["residuals"]}
+    return FitCell(T=T, fcn_residual=fcn["residual"], attention_residual=att["residual"],
+                   fcn_residuals=fcn["residuals"], attention_residuals=att["residuals"])
 
 
-def _largest(cells: list[dict], key: str) -> int:
-    return max((c["T"] for c in cells if c[key] <= MEMORIZED_TOL), default=0)
+def _largest(cells: list[FitCell], residual: Callable[[FitCell], float]) -> int:
+    """T*: the largest T of the cells whose ``residual`` is at most MEMORIZED_TOL (0 if none)."""
+    return max((c.T for c in cells if residual(c) <= MEMORIZED_TOL), default=0)
 
 
 def run_fcn_vs_attention(cfg: FCNvsAttentionConfig, run_dir=None) -> ExperimentResult:
     cells = []
     for T in cfg.T_grid:
         cells.append(train_cell(cfg, T))
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **cells[-1]})
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **cells[-1].to_dict()})
     m = cfg.m
     sizes = {"m": m, "P_attention": attention_parameter_count(cfg.H, cfg.d, cfg.d_h, 1, 1),
              "P_fcn": fcn_parameter_count((cfg.n + 1) * cfg.d, m, 1),
              "proposition3_bound": proposition3_bound(cfg.n, m, 1), "homogeneity_bound": homogeneity_bound(cfg.n, m, 1),
              "theorem1_bound": theorem1_bound(cfg.H, cfg.n, cfg.d_h)}
-    best = {"fcn": _largest(cells, "fcn_residual"), "attention": _largest(cells, "attention_residual")}
+    best = {"fcn": _largest(cells, lambda c: c.fcn_residual),
+            "attention": _largest(cells, lambda c: c.attention_residual)}
     return ExperimentResult(summary=_summary(cfg, sizes, best), tables=[_table(cells, sizes)],
                             figures=[_figure(cfg, cells, sizes)], notes=_notes(cfg, sizes),
-                            data={"cells": cells, **sizes, "largest_T_memorized": best})
+                            data={"cells": [c.to_dict() for c in cells], **sizes, "largest_T_memorized": best})
 
 
 def _censored(T: int, grid: Sequence[int]) -> int | Bound:
@@ -172,17 +191,17 @@ def _summary(cfg: FCNvsAttentionConfig, sizes: dict, best: dict) -> list[Check]:
     ]
 
 
-def _table(cells: list[dict], sizes: dict) -> Table:
-    rows = [[c["T"], c["fcn_residual"], c["attention_residual"], c["T"] <= sizes["proposition3_bound"],
-             c["T"] <= sizes["theorem1_bound"]] for c in cells]
+def _table(cells: list[FitCell], sizes: dict) -> Table:
+    rows = [[c.T, c.fcn_residual, c.attention_residual, c.T <= sizes["proposition3_bound"],
+             c.T <= sizes["theorem1_bound"]] for c in cells]
     return Table("Final relative training residual ||y_hat - y|| / ||y|| (best of the restarts) per T",
                  ["T", "FCN residual", "attention residual", "T <= Prop. 3 bound", "T <= Theorem 1 bound"],
                  rows, ["int", "float", "float", "text", "text"])
 
 
-def _figure(cfg: FCNvsAttentionConfig, cells: list[dict], sizes: dict) -> LineFigure:
-    T = [c["T"] for c in cells]
-    clip = [[max(c[k], PLOT_FLOOR) for c in cells] for k in ("fcn_residual", "attention_residual")]
+def _figure(cfg: FCNvsAttentionConfig, cells: list[FitCell], sizes: dict) -> LineFigure:
+    T = [c.T for c in cells]
+    clip = [[max(c.fcn_residual, PLOT_FLOOR) for c in cells], [max(c.attention_residual, PLOT_FLOOR) for c in cells]]
     top = max(1.0, *clip[0], *clip[1])
     p3, t1 = sizes["proposition3_bound"], sizes["theorem1_bound"]
     lines = [series(f"ReLU FCN, m={sizes['m']} ({sizes['P_fcn']} params)", T, clip[0], color=PALETTE[0]),

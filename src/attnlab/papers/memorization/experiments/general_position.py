@@ -79,7 +79,7 @@ def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> Experiment
                                    f"Largest T memorized vs {tag}, per-example contexts (Fig. 4)",
                                    extra=general_position_series(p, cfg.d))]
     return ExperimentResult(summary=summary, tables=[cells_table(cfg, cells)], figures=figures,
-                            notes=_notes(cfg), data={"cells": cells, "panels": panels})
+                            notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panels": panels})
 
 
 def _notes(cfg: GeneralPositionConfig) -> list[str]:

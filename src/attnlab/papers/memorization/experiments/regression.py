@@ -74,7 +74,7 @@ def run_regression(cfg: RegressionConfig, run_dir=None) -> ExperimentResult:
                     largest_figure(cfg, p, f"regression-capacity-vs-{name}.png",
                                    f"Largest T with train MSE <= {cfg.mse_tol:g} vs {p['swept']} (Fig. 5({tag}))")]
     return ExperimentResult(summary=summary, tables=[cells_table(cfg, cells)], figures=figures,
-                            notes=_notes(cfg), data={"cells": cells, "panels": panels})
+                            notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panels": panels})
 
 
 def _notes(cfg: RegressionConfig) -> list[str]:

@@ -157,16 +157,57 @@ class SaturationConfig(RunConfig):
 # --------------------------------------------------------------------------------------
 # the measurement
 # --------------------------------------------------------------------------------------
-def saturation_stats(theta: np.ndarray, threshold: float = THRESHOLD) -> dict:
-    """Saturation of softmax coefficients theta (T, H, n) (rows sum to 1), App. H.
+@dataclass(frozen=True)
+class SaturationStats:
+    """Saturation of softmax coefficients theta (T, H, n) (rows sum to 1), App. H; a head is
+    saturated for an example where max_i theta_h,i^(t) > threshold."""
 
-    max_theta (T, H): max_i theta_h,i^(t);  saturated (T, H): max_theta > threshold;
-    saturated_per_example (T,): heads saturated for each example; heads_histogram (H + 1,):
-    examples with 0, 1, ..., H saturated heads; max_theta_histogram: counts of the H T
-    values of max_theta in the max_theta_edges bins [0, 0.05), ..., [0.95, threshold],
-    (threshold, 1] (the last bin holds exactly the saturated pairs);
-    fraction_saturated: saturated (head, example) pairs / (H T);
-    fraction_with_unsaturated: examples with at least one unsaturated head / T."""
+    max_theta: np.ndarray  # (T, H): max_i theta_h,i^(t)
+    saturated: np.ndarray  # (T, H) bool: max_theta > threshold
+    saturated_per_example: np.ndarray  # (T,): heads saturated for each example
+    heads_histogram: np.ndarray  # (H + 1,): examples with 0, 1, ..., H saturated heads (sums to T)
+    max_theta_histogram: np.ndarray  # (len(max_theta_edges) - 1,): the H T values of max_theta per bin
+    fraction_saturated: float  # saturated (head, example) pairs / (H T)
+    fraction_with_unsaturated: float  # examples with at least one unsaturated head / T
+
+
+@dataclass(frozen=True)
+class SaturationMeasurement:
+    """One trained model of App. H at (H, T): how it trained and the saturation of its softmax."""
+
+    model: str  # "released" (the authors' model) or "plain" (eqs. (1)-(6))
+    H: int  # heads
+    T: int  # examples trained on (the searched largest T memorized where searched)
+    searched: bool  # T found by search_capacity (config T = 0)
+    bound: int  # Theorem 1's H (min(n, d_h) - 1) + 1
+    memorized: bool  # all T labels memorized
+    accuracy: float  # final train accuracy
+    memorized_at: int  # first memorizing step (-1: never)
+    steps: int  # Adam updates trained
+    final_loss: float  # training loss at the end
+    at_memorization: SaturationStats  # theta at the first memorizing step
+    final: SaturationStats  # theta at the end (after ``steps`` updates)
+
+    def to_dict(self) -> dict:
+        """What data.per_H keeps: the histograms, the fractions and the first GRID_EXAMPLES rows of
+        max theta (GRID_EXAMPLES, H), not the (T, H) arrays."""
+        f = self.final
+        return {"model": self.model, "H": self.H, "T": self.T, "searched": self.searched, "bound": self.bound,
+                "memorized": self.memorized, "accuracy": self.accuracy, "memorized_at": self.memorized_at,
+                "steps": self.steps, "final_loss": self.final_loss,
+                "at_memorization": {"fraction_saturated": self.at_memorization.fraction_saturated,
+                                    "fraction_with_unsaturated": self.at_memorization.fraction_with_unsaturated},
+                "heads_histogram": f.heads_histogram.tolist(), "max_theta_histogram": f.max_theta_histogram.tolist(),
+                "fraction_saturated": f.fraction_saturated, "fraction_with_unsaturated": f.fraction_with_unsaturated,
+                "max_theta_first_examples": f.max_theta[:GRID_EXAMPLES].tolist()}
+
+
+def saturation_stats(theta: np.ndarray, threshold: float = THRESHOLD) -> SaturationStats:
+    """Saturation of softmax coefficients theta (T, H, n) (rows sum to 1), App. H
+    (:class:`SaturationStats`): max_theta = max_i theta_h,i^(t), saturated where it exceeds
+    ``threshold``; max_theta_histogram counts the H T values of max_theta in the max_theta_edges
+    bins [0, 0.05), ..., [0.95, threshold], (threshold, 1] (the last bin holds exactly the
+    saturated pairs)."""
     theta = np.asarray(theta, dtype=np.float64)
     if theta.ndim != 3:
         raise ConfigError(f"theta must be (T, H, n), got shape {theta.shape}")
@@ -174,19 +215,19 @@ def saturation_stats(theta: np.ndarray, threshold: float = THRESHOLD) -> dict:
     saturated = max_theta > threshold
     per_example = saturated.sum(axis=1)  # (T,)
     H = theta.shape[1]
-    return {
-        "max_theta": max_theta, "saturated": saturated, "saturated_per_example": per_example,
-        "heads_histogram": np.bincount(per_example, minlength=H + 1),
+    return SaturationStats(
+        max_theta=max_theta, saturated=saturated, saturated_per_example=per_example,
+        heads_histogram=np.bincount(per_example, minlength=H + 1),
         # bins [0, 0.05), ..., [0.95, threshold] of the unsaturated values, then (threshold, 1]
-        "max_theta_histogram": np.append(
+        max_theta_histogram=np.append(
             np.histogram(max_theta[~saturated], bins=np.asarray(max_theta_edges(threshold)[:-1]))[0],
             saturated.sum()),
-        "fraction_saturated": float(saturated.mean()),
-        "fraction_with_unsaturated": float((per_example < H).mean()),
-    }
+        fraction_saturated=float(saturated.mean()),
+        fraction_with_unsaturated=float((per_example < H).mean()),
+    )
 
 
-def measure_H(cfg: SaturationConfig, H: int, T: int, model: str = "plain") -> dict:
+def measure_H(cfg: SaturationConfig, H: int, T: int, model: str = "plain") -> SaturationMeasurement:
     """Train ``model`` ("released" or "plain") at (H, T) (T = 0: the largest T the search
     memorizes) for at least cfg.min_steps updates and until it memorizes; measure the
     saturation of its softmax at its first memorizing step and at the end."""
@@ -201,7 +242,7 @@ def measure_H(cfg: SaturationConfig, H: int, T: int, model: str = "plain") -> di
     (attempt,) = run.attempts
     E64, e64 = E.to(torch.float64), e.to(torch.float64)
 
-    def stats(params):
+    def stats(params: dict[str, torch.Tensor]) -> SaturationStats:
         p64 = {k: v.cpu().to(torch.float64) for k, v in params.items()}
         if model == "released":  # keys="context": theta over the n context tokens, as eq. (2)
             theta = authors_coefficients(p64, E64, e64, scfg.keys)[0]
@@ -209,13 +250,12 @@ def measure_H(cfg: SaturationConfig, H: int, T: int, model: str = "plain") -> di
             theta = attention_coefficients(p64, E64, e64)[0]
         return saturation_stats(theta.numpy(), cfg.threshold)  # theta (T, H, n)
 
-    at_mem = stats({k: v[:1] for k, v in run.params_at_memorization.items()})
-    return {"model": model, "H": H, "T": T, "searched": searched, "bound": theorem1_bound(H, cfg.n, cfg.d_h),
-            "memorized": attempt.memorized, "accuracy": attempt.accuracy,
-            "memorized_at": attempt.memorized_at, "steps": attempt.steps, "final_loss": attempt.loss,
-            "at_memorization": {"fraction_saturated": at_mem["fraction_saturated"],
-                                "fraction_with_unsaturated": at_mem["fraction_with_unsaturated"]},
-            **stats({k: v[:1] for k, v in run.params.items()})}
+    return SaturationMeasurement(
+        model=model, H=H, T=T, searched=searched, bound=theorem1_bound(H, cfg.n, cfg.d_h),
+        memorized=attempt.memorized, accuracy=attempt.accuracy, memorized_at=attempt.memorized_at,
+        steps=attempt.steps, final_loss=attempt.loss,
+        at_memorization=stats({k: v[:1] for k, v in run.params_at_memorization.items()}),
+        final=stats({k: v[:1] for k, v in run.params.items()}))
 
 
 def run_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
@@ -224,97 +264,88 @@ def run_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
         for H, T in zip(cfg.H_grid, cfg.T_for(model)):
             r = measure_H(cfg, H, T, model)
             per_H.append(r)
-            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": model, "H": H, "T": r["T"],
-                                 "memorized": r["memorized"],
-                                 "steps": r["steps"], "fraction_saturated": r["fraction_saturated"],
-                                 "fraction_with_unsaturated": r["fraction_with_unsaturated"]})
+            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": model, "H": H, "T": r.T,
+                                 "memorized": r.memorized,
+                                 "steps": r.steps, "fraction_saturated": r.final.fraction_saturated,
+                                 "fraction_with_unsaturated": r.final.fraction_with_unsaturated})
     return ExperimentResult(
         summary=[row for r in per_H for row in _summary(cfg, r)], tables=[_grid_table(r) for r in per_H],
         figures=[f for r in per_H for f in _figures(cfg, r)], notes=_notes(cfg),
         data={"threshold": cfg.threshold, "max_theta_edges": list(max_theta_edges(cfg.threshold)),
-              "per_H": [_stored(r) for r in per_H]})
-
-
-def _stored(r: dict) -> dict:
-    """What data.per_H keeps of one H: the histograms and the first examples' max theta, not the (n, H) arrays."""
-    out = {k: v for k, v in r.items() if k not in ("max_theta", "saturated", "saturated_per_example")}
-    out["heads_histogram"] = r["heads_histogram"].tolist()
-    out["max_theta_histogram"] = r["max_theta_histogram"].tolist()
-    out["max_theta_first_examples"] = r["max_theta"][:GRID_EXAMPLES].tolist()
-    return out
+              "per_H": [r.to_dict() for r in per_H]})
 
 
 # --------------------------------------------------------------------------------------
 # report pieces
 # --------------------------------------------------------------------------------------
-def _summary(cfg: SaturationConfig, r: dict) -> list[Check]:
+def _summary(cfg: SaturationConfig, r: SaturationMeasurement) -> list[Check]:
     """Memorized (info), then the two readings of Fig. 3 as text checks: the majority of (head,
     example) pairs saturated, and almost all examples with an unsaturated head. Only the
     released authors' model is the text's, and only at the text's T or at the largest T the search
     memorizes (App. H measures at the maximal T, after 300k steps); a model that did not memorize
     all T cannot decide."""
-    H, T, model = r["H"], r["T"], r["model"]
+    H, T, model = r.H, r.T, r.model
     where = f"{model} model, H={H}, T={T}"
     cannot = ("" if model == "released" else "another model: eqs. (1)-(6) on the raw tokens with d_v = d_h, "
               "not the authors' embedding + PE + attention with d_v = 1")
     if model == "released" and (H not in PAPER_T or (cfg.d, cfg.n, cfg.n_classes) != (64, 32, 100)):
         cannot = (f"another size: H={H}, d={cfg.d}, n={cfg.n}, {cfg.n_classes} classes, not App. H's H=4 or 8, "
                   "d=64, n=32, 100 classes")
-    elif model == "released" and r["steps"] < PAPER_STEPS:
-        cannot = (f"trained {r['steps']} steps, not App. H's {PAPER_STEPS:,}: saturation grows with training past "
+    elif model == "released" and r.steps < PAPER_STEPS:
+        cannot = (f"trained {r.steps} steps, not App. H's {PAPER_STEPS:,}: saturation grows with training past "
                   "memorization")
-    elif model == "released" and not r.get("searched") and T != PAPER_T.get(H):
+    elif model == "released" and not r.searched and T != PAPER_T.get(H):
         cannot = (f"T={T} is neither the text's T={PAPER_T.get(H, '?')} nor the largest T memorized within the "
                   f"budget (App. H measures at the maximal T, after 300k steps; saturation grows with training "
                   f"past memorization)")
-    if not r["memorized"]:
+    if not r.memorized:
         cannot = (f"the model did not memorize all T={T} labels within {cfg.max_steps} steps "
-                  f"(accuracy {r['accuracy']:.3f})")
+                  f"(accuracy {r.accuracy:.3f})")
     fig = "App. H, Fig. 3 " + ("(a)-(c)" if H == 8 else "(d)-(f)" if H == 4 else "")
-    at_mem = r["at_memorization"]
+    at_mem = r.at_memorization
     return [
-        info(f"all T={T} labels memorized, {where} (d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})", r["memorized"],
+        info(f"all T={T} labels memorized, {where} (d={cfg.d}, n={cfg.n}, d_h={cfg.d_h})", r.memorized,
              paper_value=f"T={PAPER_T[H]} after 300k steps" if H in PAPER_T else None, where="App. H",
-             detail=f"{MODEL_TEXT[model]}; first memorized at step {r['memorized_at']}, measured at step "
-                    f"{r['steps']} (final loss {r['final_loss']:.3g}); Theorem 1 bound {r['bound']}"),
-        above(r["fraction_saturated"], MAJORITY,
-              f"{int(r['saturated'].sum())} of {r['saturated'].size} pairs, max theta > {cfg.threshold}; at the "
-              f"first memorizing step {at_mem['fraction_saturated']:.3f}; {MODEL_TEXT[model]}",
-              {"at_memorization": at_mem["fraction_saturated"], "steps": r["steps"]},
+             detail=f"{MODEL_TEXT[model]}; first memorized at step {r.memorized_at}, measured at step "
+                    f"{r.steps} (final loss {r.final_loss:.3g}); Theorem 1 bound {r.bound}"),
+        above(r.final.fraction_saturated, MAJORITY,
+              f"{int(r.final.saturated.sum())} of {r.final.saturated.size} pairs, max theta > {cfg.threshold}; at the "
+              f"first memorizing step {at_mem.fraction_saturated:.3f}; {MODEL_TEXT[model]}",
+              {"at_memorization": at_mem.fraction_saturated, "steps": r.steps},
               quantity=f"fraction of saturated (head, example) pairs, {where}",
               paper_value="the majority of heads saturated", where=fig.strip(), cannot_decide=cannot),
-        at_least(r["fraction_with_unsaturated"], ALMOST_ALL,
-                 f"examples with all {H} heads saturated: {int(r['heads_histogram'][H])} of {T}; at the first "
-                 f"memorizing step {at_mem['fraction_with_unsaturated']:.3f}; 'almost all' read as >= "
+        at_least(r.final.fraction_with_unsaturated, ALMOST_ALL,
+                 f"examples with all {H} heads saturated: {int(r.final.heads_histogram[H])} of {T}; at the first "
+                 f"memorizing step {at_mem.fraction_with_unsaturated:.3f}; 'almost all' read as >= "
                  f"{ALMOST_ALL:g}",
-                 {"at_memorization": at_mem["fraction_with_unsaturated"]},
+                 {"at_memorization": at_mem.fraction_with_unsaturated},
                  quantity=f"fraction of examples with at least one unsaturated head, {where}",
                  paper_value="almost all", where=fig.strip(), cannot_decide=cannot),
     ]
 
 
-def _grid_table(r: dict) -> Table:
-    H = r["H"]
-    rows = [[t + 1, *("S" if s else "." for s in r["saturated"][t]), int(r["saturated"][t].sum())]
-            for t in range(min(GRID_EXAMPLES, r["T"]))]
-    return Table(f"Saturated heads (S: max theta > 0.99) for the first {len(rows)} examples, {r['model']} model, "
-                 f"H={H}, T={r['T']} "
+def _grid_table(r: SaturationMeasurement) -> Table:
+    H = r.H
+    rows = [[t + 1, *("S" if s else "." for s in r.final.saturated[t]), int(r.final.saturated[t].sum())]
+            for t in range(min(GRID_EXAMPLES, r.T))]
+    return Table(f"Saturated heads (S: max theta > 0.99) for the first {len(rows)} examples, {r.model} model, "
+                 f"H={H}, T={r.T} "
                  f"(Fig. 3 {'(a)' if H == 8 else '(d)'})",
                  ["example", *(f"head {h + 1}" for h in range(H)), "saturated"], rows,
                  ["int", *("text",) * H, "int"])
 
 
-def _figures(cfg: SaturationConfig, r: dict) -> list[LineFigure | BarFigure]:
-    H, T = r["H"], r["T"]
-    grid = r["saturated"][:GRID_EXAMPLES]
+def _figures(cfg: SaturationConfig, r: SaturationMeasurement) -> list[LineFigure | BarFigure]:
+    H, T = r.H, r.T
+    grid = r.final.saturated[:GRID_EXAMPLES]
     points = {True: ([], []), False: ([], [])}
     for t in range(grid.shape[0]):
         for h in range(H):
             xs, ys = points[bool(grid[t, h])]
             xs += [t + 1, t + 1]
             ys += [h + 1, None]  # None breaks the line: one marker per (example, head)
-    tag = f"{r['model']} model, H={H}, T={T}"
-    name = f"{r['model']}-H{H}"
+    tag = f"{r.model} model, H={H}, T={T}"
+    name = f"{r.model}-H{H}"
     edges = max_theta_edges(cfg.threshold)
     bins = [f"{lo:.2f}" for lo in edges[:-2]] + [f">{cfg.threshold}"]  # lower edges, then the saturated bin
     return [
@@ -327,14 +358,14 @@ def _figures(cfg: SaturationConfig, r: dict) -> list[LineFigure | BarFigure]:
         bar_figure(f"saturation-heads-per-example-{name}.png",
                    f"Number of saturated heads per example, over the T={T} examples ({tag}; Fig. 3 (b)/(e)).",
                    categories=[str(k) for k in range(H + 1)],
-                   groups=[{"label": "examples", "values": r["heads_histogram"].tolist()}],
+                   groups=[{"label": "examples", "values": r.final.heads_histogram.tolist()}],
                    ylabel="examples", title=f"Saturated heads per example, {tag}"),
         bar_figure(f"saturation-max-theta-{name}.png",
                    f"Largest softmax coefficient max_i theta_h,i over all H x T = {H * T} (head, example) pairs "
                    f"({tag}; Fig. 3 (c)/(f)); bins 0.05 wide labelled by their lower edge, the last one "
                    f"({cfg.threshold}, 1] (saturated).",
                    categories=bins, groups=[{"label": "(head, example) pairs",
-                                             "values": r["max_theta_histogram"].tolist()}],
+                                             "values": r.final.max_theta_histogram.tolist()}],
                    ylabel="pairs", title=f"Max softmax coefficient, {tag}"),
     ]
 

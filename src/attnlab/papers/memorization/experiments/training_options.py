@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 
 import numpy as np
@@ -161,6 +161,32 @@ class TrainingOptionsConfig(RunConfig):
 # --------------------------------------------------------------------------------------
 # data, models and one training run
 # --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrainingRun:
+    """M models trained to 100% train accuracy or to their budget (at once, or one after another)."""
+
+    steps_to_100: list[int]  # (M,): updates to 100% train accuracy per model (-1: not within the budget)
+    wall_s: float  # wall seconds of the training (summed where the models train one after another)
+    final_accuracy: list[float]  # (M,): train accuracy at the end
+    initial_accuracy: list[float]  # (M,): train accuracy at initialisation
+    curve_t: list[float]  # (evaluations + 1,): wall seconds at each accuracy check, 0.0 (init) first
+    curve_acc: list[float]  # (evaluations + 1,): train accuracy at curve_t, mean over the M models
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptionRun(TrainingRun):
+    """One training option (module docstring) and its :class:`TrainingRun` of M = ``models`` models."""
+
+    option: str  # the option's name, one of OPTIONS
+    models: int  # M: models trained (replicates, or 1)
+
+    def to_dict(self) -> dict:
+        """The stored run: option, models, then the TrainingRun fields in order."""
+        return {"option": self.option, "models": self.models, "steps_to_100": self.steps_to_100,
+                "wall_s": self.wall_s, "final_accuracy": self.final_accuracy,
+                "initial_accuracy": self.initial_accuracy, "curve_t": self.curve_t, "curve_acc": self.curve_acc}
+
+
 def _replicate(cfg: TrainingOptionsConfig, r: int) -> tuple:
     """Replicate r: E (n, d), x (T, d) ~ U(0, 1), y (T,) ~ U([n_classes]), init seed, batch seed."""
     s_data, s_label, s_init, s_batch = (int(s.generate_state(1)[0])
@@ -193,7 +219,7 @@ def _fns(cfg: TrainingOptionsConfig, model: str) -> tuple:
 
 
 def train_once(cfg: TrainingOptionsConfig, reps: list[int], *, model: str, optimizer: str, lr: float,
-               batch: int | None, steps: int) -> dict:
+               batch: int | None, steps: int) -> TrainingRun:
     """Train replicates ``reps`` at once; -> steps to 100%, wall seconds, final accuracies,
     and the accuracy curve (mean over the replicates) against wall time."""
     E, x, y, params, seeds = _stack(cfg, reps, model)
@@ -216,30 +242,30 @@ def train_once(cfg: TrainingOptionsConfig, reps: list[int], *, model: str, optim
                            metrics_fn=metrics_fn, stop_when=stop_when)
     wall = time.perf_counter() - start
     acc = result.history["accuracy"]  # (n_evals, M); a stopped model keeps its parameters
-    return {"steps_to_100": result.steps_to_stop.tolist(), "wall_s": wall,
-            "final_accuracy": acc[-1].tolist(), "initial_accuracy": acc0.tolist(),
-            "curve_t": [0.0, *times], "curve_acc": [acc0.mean().item(), *acc.mean(1).tolist()]}
+    return TrainingRun(steps_to_100=result.steps_to_stop.tolist(), wall_s=wall,
+                       final_accuracy=acc[-1].tolist(), initial_accuracy=acc0.tolist(),
+                       curve_t=[0.0, *times], curve_acc=[acc0.mean().item(), *acc.mean(1).tolist()])
 
 
-def _sequential(cfg: TrainingOptionsConfig, reps: list[int], **kw: Any) -> dict:
+def _sequential(cfg: TrainingOptionsConfig, reps: list[int], **kw: Any) -> TrainingRun:
     """One train_once per replicate; the curve is the mean accuracy over all replicates
     (those not started yet at their initial accuracy) against the summed wall time."""
     runs = [train_once(cfg, [r], **kw) for r in reps]
-    accs = [run["initial_accuracy"][0] for run in runs]
+    accs = [run.initial_accuracy[0] for run in runs]
     t0, curve_t, curve_acc = 0.0, [0.0], [float(np.mean(accs))]
     for m, run in enumerate(runs):
-        for t, a in zip(run["curve_t"][1:], run["curve_acc"][1:]):
+        for t, a in zip(run.curve_t[1:], run.curve_acc[1:]):
             accs[m] = a
             curve_t.append(t0 + t)
             curve_acc.append(float(np.mean(accs)))
-        t0 += run["wall_s"]
-    return {"steps_to_100": [run["steps_to_100"][0] for run in runs], "wall_s": t0,
-            "final_accuracy": [run["final_accuracy"][0] for run in runs],
-            "initial_accuracy": [run["initial_accuracy"][0] for run in runs],
-            "curve_t": curve_t, "curve_acc": curve_acc}
+        t0 += run.wall_s
+    return TrainingRun(steps_to_100=[run.steps_to_100[0] for run in runs], wall_s=t0,
+                       final_accuracy=[run.final_accuracy[0] for run in runs],
+                       initial_accuracy=[run.initial_accuracy[0] for run in runs],
+                       curve_t=curve_t, curve_acc=curve_acc)
 
 
-def run_option(cfg: TrainingOptionsConfig, option: str) -> dict:
+def run_option(cfg: TrainingOptionsConfig, option: str) -> OptionRun:
     """Train one option (module docstring) and return its measurements."""
     authors = dict(optimizer="adam", lr=cfg.lr, batch=cfg.minibatch, steps=cfg.steps)
     reps = list(range(cfg.replicates))
@@ -257,7 +283,7 @@ def run_option(cfg: TrainingOptionsConfig, option: str) -> dict:
         out = _sequential(cfg, reps, model="authors", **authors)
     else:
         raise ConfigError(f"unknown option {option!r}: use one of {', '.join(OPTIONS)}")
-    return {"option": option, "models": len(out["steps_to_100"]), **out}
+    return OptionRun(**asdict(out), option=option, models=len(out.steps_to_100))
 
 
 # --------------------------------------------------------------------------------------
@@ -298,46 +324,47 @@ def run_training_options(cfg: TrainingOptionsConfig, run_dir=None) -> Experiment
     for option in cfg.options:
         run = run_option(cfg, option)
         runs.append(run)
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **{k: v for k, v in run.items()
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, **{k: v for k, v in run.to_dict().items()
                                                              if not k.startswith("curve")}})
     return ExperimentResult(summary=_summary(cfg, runs), tables=[_table(cfg, runs)], figures=[_figure(cfg, runs)],
                             notes=_notes(cfg, runs),
-                            data={"T": cfg.T, "bound": cfg.bound, "batch": cfg.minibatch, "runs": runs})
+                            data={"T": cfg.T, "bound": cfg.bound, "batch": cfg.minibatch,
+                                  "runs": [run.to_dict() for run in runs]})
 
 
 def _steps_text(steps: list[int]) -> str:
     return ", ".join(str(s) if s >= 0 else "-" for s in steps)
 
 
-def _summary(cfg: TrainingOptionsConfig, runs: list[dict]) -> list[Check]:
+def _summary(cfg: TrainingOptionsConfig, runs: list[OptionRun]) -> list[Check]:
     """Descriptive rows (info): how each option trains the cell. The text states no number for a
     T this small (App. H: about 550 at H = 4 after 300k steps; memorization.authors-capacity
     compares that number on the released model)."""
     rows = []
     for run in runs:
-        budget = cfg.lbfgs_steps if "lbfgs" in run["option"] else cfg.steps
+        budget = cfg.lbfgs_steps if "lbfgs" in run.option else cfg.steps
         rows.append(info(
-            f"updates to 100% train accuracy: {LABELS[run['option']]} (T={cfg.T}, H={cfg.H}, d_v={cfg.d_v}, "
-            f"keys={cfg.keys})", _steps_text(run["steps_to_100"]),
-            paper_value=f"T={PAPER_T_MEMORIZED_H4} memorized within {PAPER_STEPS:,} steps" if run["option"] == "authors"
+            f"updates to 100% train accuracy: {LABELS[run.option]} (T={cfg.T}, H={cfg.H}, d_v={cfg.d_v}, "
+            f"keys={cfg.keys})", _steps_text(run.steps_to_100),
+            paper_value=f"T={PAPER_T_MEMORIZED_H4} memorized within {PAPER_STEPS:,} steps" if run.option == "authors"
             else None, where="App. A, App. H",
-            detail=f"budget {budget} updates ('-': not memorized); {run['wall_s']:.1f} s wall; final accuracy "
-                   + ", ".join(f"{a:.3f}" for a in run["final_accuracy"]),
-            values={"steps_to_100": run["steps_to_100"], "final_accuracy": run["final_accuracy"],
-                    "wall_s": run["wall_s"]}))
-    by = {run["option"]: run for run in runs}
+            detail=f"budget {budget} updates ('-': not memorized); {run.wall_s:.1f} s wall; final accuracy "
+                   + ", ".join(f"{a:.3f}" for a in run.final_accuracy),
+            values={"steps_to_100": run.steps_to_100, "final_accuracy": run.final_accuracy,
+                    "wall_s": run.wall_s}))
+    by = {run.option: run for run in runs}
     if {"replicates-batched", "replicates-sequential"} <= set(by):
         b, s = by["replicates-batched"], by["replicates-sequential"]
-        rows.append(info(f"wall-time speed-up of {b['models']} replicates at once over one at a time",
-                         s["wall_s"] / b["wall_s"],
-                         detail=f"{b['wall_s']:.1f} s at once vs {s['wall_s']:.1f} s one at a time; same models: "
-                                f"steps to 100% {_steps_text(b['steps_to_100'])} vs {_steps_text(s['steps_to_100'])}"))
+        rows.append(info(f"wall-time speed-up of {b.models} replicates at once over one at a time",
+                         s.wall_s / b.wall_s,
+                         detail=f"{b.wall_s:.1f} s at once vs {s.wall_s:.1f} s one at a time; same models: "
+                                f"steps to 100% {_steps_text(b.steps_to_100)} vs {_steps_text(s.steps_to_100)}"))
     return rows
 
 
-def _table(cfg: TrainingOptionsConfig, runs: list[dict]) -> Table:
-    rows = [[run["option"], _settings(cfg, run["option"]), run["models"], _steps_text(run["steps_to_100"]),
-             run["wall_s"], run["wall_s"] / run["models"], float(np.mean(run["final_accuracy"]))] for run in runs]
+def _table(cfg: TrainingOptionsConfig, runs: list[OptionRun]) -> Table:
+    rows = [[run.option, _settings(cfg, run.option), run.models, _steps_text(run.steps_to_100),
+             run.wall_s, run.wall_s / run.models, float(np.mean(run.final_accuracy))] for run in runs]
     return Table(f"Training options on one cell: d={cfg.d}, n={cfg.n}, d_h={cfg.d_h}, d_v={cfg.d_v}, "
                  f"H={cfg.H}, T={cfg.T} (bound {cfg.bound}), {cfg.n_classes} classes, shared context",
                  ["option", "settings", "models", "updates to 100%", "wall s", "wall s per model",
@@ -345,10 +372,10 @@ def _table(cfg: TrainingOptionsConfig, runs: list[dict]) -> Table:
                  rows, ["text", "text", "int", "text", "float", "float", "float"])
 
 
-def _figure(cfg: TrainingOptionsConfig, runs: list[dict]) -> LineFigure:
-    lines = [series(f"{run['option']} (M={run['models']})" if run["models"] > 1 else run["option"],
-                    run["curve_t"], run["curve_acc"], color=PALETTE[i % len(PALETTE)],
-                    style="dashed" if run["option"].startswith("replicates") else "solid")
+def _figure(cfg: TrainingOptionsConfig, runs: list[OptionRun]) -> LineFigure:
+    lines = [series(f"{run.option} (M={run.models})" if run.models > 1 else run.option,
+                    run.curve_t, run.curve_acc, color=PALETTE[i % len(PALETTE)],
+                    style="dashed" if run.option.startswith("replicates") else "solid")
              for i, run in enumerate(runs)]
     return line_figure("memorization-training-options.png",
                        f"Train accuracy against wall time, one curve per training option (mean over the M "
@@ -358,7 +385,7 @@ def _figure(cfg: TrainingOptionsConfig, runs: list[dict]) -> LineFigure:
                        title="Training options for memorization (App. A, H)")
 
 
-def _notes(cfg: TrainingOptionsConfig, runs: list[dict]) -> list[str]:
+def _notes(cfg: TrainingOptionsConfig, runs: list[OptionRun]) -> list[str]:
     notes = [
         ("The paper (App. A) trains with Adam, lr 1e-3, batch 256, linear warmup then cosine decay, for at "
          "least 500 epochs and 50k steps; App. H trains 300k steps and memorizes about 550 examples at H=4 "
@@ -376,12 +403,12 @@ def _notes(cfg: TrainingOptionsConfig, runs: list[dict]) -> list[str]:
     if cfg.minibatch is None:
         notes.append(f"T={cfg.T} <= batch {cfg.batch}: the authors' batch is the whole data set, so their "
                      "protocol is full-batch Adam at lr 1e-3 here (as their DataLoader would give).")
-    if any("lbfgs" in run["option"] for run in runs):
+    if any("lbfgs" in run.option for run in runs):
         notes.append("An L-BFGS update is one torch.optim.LBFGS step: up to 20 iterations (at most 25 loss and "
                      "gradient evaluations) with a strong-Wolfe line search, history 100; accuracy is checked "
                      "after every step. (With max_iter=1, torch's evaluation cap max_eval = 1 stops every "
                      "step before it moves: the loss stays at its initial value.)")
-    if any(run["option"] == "replicates-batched" for run in runs):
+    if any(run.option == "replicates-batched" for run in runs):
         notes.append("Replicates at once keep computing models that already stopped (their parameters are "
                      "frozen) until the last one stops; one at a time, each stops on its own.")
     return notes
