@@ -1,5 +1,6 @@
 """The scaling experiment's model: one attention head on positional copy, with logit scale c."""
 
+import dataclasses
 import math
 
 import pytest
@@ -42,8 +43,8 @@ def test_measure_is_bounded_and_matches_the_loss():
     m = _model()
     b = copy_batch(B, N, V, generator=torch.Generator().manual_seed(3))
     rec = measure(m, b)
-    assert set(rec) == {"loss", "accuracy", "entropy", "grad_norm"}
-    assert 0 < rec["entropy"] <= math.log(N) + 1e-6  # between one-hot and uniform
-    assert 0 <= rec["accuracy"] <= 1 and rec["grad_norm"] > 0
+    assert {f.name for f in dataclasses.fields(rec)} == {"loss", "accuracy", "entropy", "grad_norm"}
+    assert 0 < rec.entropy <= math.log(N) + 1e-6  # between one-hot and uniform
+    assert 0 <= rec.accuracy <= 1 and rec.grad_norm > 0
     loss = torch.nn.functional.cross_entropy(m(b), b.targets).item()
-    assert rec["loss"] == pytest.approx(loss, rel=1e-6)
+    assert rec.loss == pytest.approx(loss, rel=1e-6)

@@ -11,6 +11,7 @@ the logits. :func:`measure` reads exactly those quantities off the model.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -69,7 +70,21 @@ class CopyAttention(nn.Module):
         return self.readout(*self.logits_and_values(b))
 
 
-def measure(model: CopyAttention, b: CopyBatch) -> dict[str, float]:
+@dataclass(frozen=True)
+class Measurement:
+    """Held-out numbers of one model on a batch of B examples (:func:`measure`), each a mean over examples."""
+
+    loss: float  # cross-entropy l_i of the class logits
+    accuracy: float  # fraction with argmax = target
+    entropy: float  # H(a_i) = -sum_j a_ij log a_ij of a_i = softmax(z_i): log n uniform, 0 one-hot (saturated)
+    grad_norm: float  # ||dl_i/dz_i||, the gradient reaching the logits through the softmax Jacobian (eq. 8)
+
+    def to_dict(self) -> dict[str, float]:
+        """{"loss", "accuracy", "entropy", "grad_norm"}: the record streamed to metrics.jsonl."""
+        return {"loss": self.loss, "accuracy": self.accuracy, "entropy": self.entropy, "grad_norm": self.grad_norm}
+
+
+def measure(model: CopyAttention, b: CopyBatch) -> Measurement:
     """Held-out numbers of ``model`` on the batch ``b`` (B examples), each a mean over examples:
 
     loss      cross-entropy l_i of the class logits
@@ -85,7 +100,7 @@ def measure(model: CopyAttention, b: CopyBatch) -> dict[str, float]:
         out = model.readout(z, V.detach())
         losses = F.cross_entropy(out, b.targets, reduction="none")  # (B,)
         (dz,) = torch.autograd.grad(losses.sum(), z)  # row i holds dl_i/dz_i: (B, 1, n)
-    return {"loss": losses.mean().item(),
-            "accuracy": (out.argmax(-1) == b.targets).double().mean().item(),
-            "entropy": softmax_entropy(z.detach()).mean().item(),
-            "grad_norm": dz.norm(dim=-1).mean().item()}
+    return Measurement(loss=losses.mean().item(),
+                       accuracy=(out.argmax(-1) == b.targets).double().mean().item(),
+                       entropy=softmax_entropy(z.detach()).mean().item(),
+                       grad_norm=dz.norm(dim=-1).mean().item())

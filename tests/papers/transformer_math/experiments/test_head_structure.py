@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -13,7 +14,6 @@ from attnlab.papers.transformer_math.experiments.head_structure import (
     LABELS,
     HeadStructureConfig,
     baselines,
-    best_sigma,
     fit_all,
     fit_heads,
     label_head,
@@ -56,8 +56,8 @@ def test_causal_heads_get_causal_baselines():
     U = uniform_attention(n, causal=True)
     noisy = U  # a decoder head at chance: as far from Sigma as causal uniform attention is
     fits = fit_all(noisy, 3)
-    d = {k: f.distance for k, f in fits.items()}
-    d["sigma"] = best_sigma(fits).distance
+    d = {k: f.distance for k, f in fits.by_family().items()}
+    d["sigma"] = fits.sigma.distance
     # at chance for a causal head; against the bidirectional baseline it would pass for structure
     assert label_head(d, n, causal.uniform["sigma"], 0.05) == "unstructured"
     assert label_head(d, n, bidirectional.uniform["sigma"], 0.05) != "unstructured"
@@ -71,10 +71,10 @@ def test_heads_on_special_tokens_are_not_rare_token_heads():
     n, b = 16, baselines(16, 3, draws=2, seed=0)
     H = 0.95 * torch.nn.functional.one_hot(torch.zeros(n, dtype=torch.long), n).double() + 0.05 / n
     fits = fit_all(H, 3)
-    d = {k: f.distance for k, f in fits.items()}
-    d["sigma"] = best_sigma(fits).distance
-    share = special_share(fits["sigma3"], [0, n - 1])
-    assert share == 1.0 and special_share(fits["sigma3"], []) == 0.0
+    d = {k: f.distance for k, f in fits.by_family().items()}
+    d["sigma"] = fits.sigma.distance
+    share = special_share(fits.sigma3, [0, n - 1])
+    assert share == 1.0 and special_share(fits.sigma3, []) == 0.0
     assert label_head(d, n, b.uniform["sigma"], 0.05, share) == "special-token"
     assert label_head(d, n, b.uniform["sigma"], 0.05) == "rare-token"  # what it was called without the positions
 
@@ -83,7 +83,7 @@ def test_exact_fit_never_above_random_search():
     g = torch.Generator().manual_seed(1)
     for _ in range(3):
         H = torch.softmax(3 * torch.randn(16, 16, generator=g, dtype=torch.float64), -1)
-        d = best_sigma(fit_all(H, 3)).distance
+        d = fit_all(H, 3).sigma.distance
         assert d <= random_search(H, 64, 3, seed=5) + 1e-9
 
 
@@ -94,8 +94,8 @@ def test_labels_of_constructed_heads():
     def label(P):
         H = (P + noise) / (P + noise).sum(-1, keepdim=True)
         fits = fit_all(H, 3)
-        d = {k: f.distance for k, f in fits.items()}
-        d["sigma"] = best_sigma(fits).distance
+        d = {k: f.distance for k, f in fits.by_family().items()}
+        d["sigma"] = fits.sigma.distance
         return label_head(d, n, b.uniform["sigma"], 0.05)
 
     assert label(torch.eye(n, dtype=torch.float64)) == "positional"
@@ -153,18 +153,18 @@ def test_minilm_heads_are_fitted():
     p = _pretrained(cfg, {"bidirectional": baselines(16, 3, draws=2, seed=0)}, PRETRAINED["minilm"])
     rows, tokens, n = p.rows, p.tokens, p.sentences
     assert n == 1 and len(tokens) == 16 and tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
-    assert len(rows) == 72 and {r["kind"] for r in rows} == {f"layer {k}" for k in range(6)}
-    assert all(r["mass_kept"] == 1.0 and r["d_sigma"] <= r["random_search"] + 1e-9 for r in rows)
-    labels = [r["label"] for r in rows]
+    assert len(rows) == 72 and {r.kind for r in rows} == {f"layer {k}" for k in range(6)}
+    assert all(r.mass_kept == 1.0 and r.d_sigma <= r.random_search + 1e-9 for r in rows)
+    labels = [r.label for r in rows]
     # heads parked on [CLS]/[SEP] are special-token heads, not rare-token heads (Voita's rule finds none)
     assert labels.count("special-token") >= 30 and labels.count("rare-token") <= 5
-    assert all(r["special_share"] >= 0.5 for r in rows if r["label"] == "special-token")
+    assert all(r.special_share >= 0.5 for r in rows if r.label == "special-token")
     # the report's attention viewer holds every head's map of the sentence, in thousandths
     view = _viewer(p)
     assert view["shape"] == [6, 12, 16, 16] and view["tokens"] == tokens and view["cut"] == ""
     for r in rows:
-        got = torch.tensor([float(x) for x in view["maps"][r["layer"]][r["head"]].split(",")]).reshape(16, 16)
-        assert (got / 1000 - r["example_map"].float()).abs().max() <= VIEWER_ROUNDING + 1e-6
+        got = torch.tensor([float(x) for x in view["maps"][r.layer][r.head].split(",")]).reshape(16, 16)
+        assert (got / 1000 - r.example_map.float()).abs().max() <= VIEWER_ROUNDING + 1e-6
 
 
 @pytest.fixture(scope="module")
@@ -196,34 +196,34 @@ def test_smollm2_heads_are_fitted_against_causal_baselines(smollm2):
     base = {m: baselines(16, 3, draws=2, seed=0, causal=m == "causal") for m in ("bidirectional", "causal")}
     p = _smollm2(cfg, base, smollm2)
     assert (p.layers, p.heads, p.mask, p.sentences, len(p.rows)) == (30, 9, "causal", 2, 270)
-    assert {r["mask"] for r in p.rows} == {"causal"}
-    assert {r["uniform_sigma"] for r in p.rows} == {base["causal"].uniform["sigma"]}
+    assert {r.mask for r in p.rows} == {"causal"}
+    assert {r.uniform_sigma for r in p.rows} == {base["causal"].uniform["sigma"]}
     # one head, its maps computed apart from the experiment: the same maps, the same fits
     layer, head = 7, 4
-    r = next(r for r in p.rows if r["layer"] == layer and r["head"] == head)
+    r = next(r for r in p.rows if r.layer == layer and r.head == head)
     maps = smollm2.run(list(p.texts)).attentions[layer][:, head].double()  # (2, 16, 16)
     assert torch.triu(maps, 1).abs().max() == 0.0  # causal
-    assert torch.allclose(r["example_map"], maps[0], atol=FLOAT64, rtol=0)
+    assert torch.allclose(r.example_map, maps[0], atol=FLOAT64, rtol=0)
     fits = [fit_all(A, 3) for A in maps]
     for k in FITS:
-        assert r[f"d_{k}"] == pytest.approx(sum(f[k].distance for f in fits) / 2, abs=1e-9), k
-    d = {k: r[f"d_{k}"] for k in FITS}
-    d["sigma"] = sum(best_sigma(f).distance for f in fits) / 2
-    assert r["d_sigma"] == pytest.approx(d["sigma"], abs=1e-9)
-    assert r["label"] == label_head(d, 16, base["causal"].uniform["sigma"], cfg.margin, r["special_share"])
+        assert r.distance(k) == pytest.approx(sum(f.of(k).distance for f in fits) / 2, abs=1e-9), k
+    d = {k: r.distance(k) for k in FITS}
+    d["sigma"] = sum(f.sigma.distance for f in fits) / 2
+    assert r.d_sigma == pytest.approx(d["sigma"], abs=1e-9)
+    assert r.label == label_head(d, 16, base["causal"].uniform["sigma"], cfg.margin, r.special_share)
     # Clark's previous-token weight: the subdiagonal averaged over all 16 rows, then over the sentences
-    assert r["clark_previous"] == pytest.approx(float(torch.diagonal(maps, -1, -2, -1).sum(-1).mean() / 16),
+    assert r.taxonomy.clark_previous == pytest.approx(float(torch.diagonal(maps, -1, -2, -1).sum(-1).mean() / 16),
                                                 abs=FLOAT64)
     # the chance levels the run used are the causal closed forms
     closed = chance_closed_form(16, causal=True)
     for key in ("previous", "entropy", "voita_previous"):
-        assert p.chance[key] == pytest.approx(closed[key], abs=FLOAT64)
+        assert getattr(p.chance, key) == pytest.approx(getattr(closed, key), abs=FLOAT64)
     # measured: most heads park on the first token (the sink) and are special-token heads, not rare-token ones
-    labels = Counter(r["label"] for r in p.rows)
+    labels = Counter(r.label for r in p.rows)
     assert labels["special-token"] >= 135 and labels["rare-token"] == 0
     sm = _pretrained_summary(p, base)
-    assert sm["clark"].get("special:first token", 0) >= 135 and sm["kovaleva"]["vertical"] >= 135
-    assert sm["closer_than_random"] >= 250
+    assert sm.clark.get("special:first token", 0) >= 135 and sm.kovaleva["vertical"] >= 135
+    assert sm.closer_than_random >= 250
     verdicts = [c.verdict for c in _pretrained_checks(cfg, p, base)]
     assert "reproduced" not in verdicts and verdicts.count("inconclusive") == 2 and verdicts.count("info") == 3
 
@@ -257,14 +257,14 @@ def test_chance_levels_equal_their_closed_forms(n, causal):
     H = sum(1 / k for k in range(1, n + 1))
     closed = chance_closed_form(n, causal=causal)
     if causal:
-        assert closed["previous"] == pytest.approx((H - 1) / n, rel=1e-15)
-        assert closed["entropy"] == pytest.approx(math.log(math.factorial(n)) / n, rel=1e-13)
+        assert closed.previous == pytest.approx((H - 1) / n, rel=1e-15)
+        assert closed.entropy == pytest.approx(math.log(math.factorial(n)) / n, rel=1e-13)
     if n == 16 and causal:
-        assert closed["previous"] == pytest.approx(0.148796, abs=1e-6)
-        assert closed["entropy"] == pytest.approx(1.916991, abs=1e-6)
-        assert closed["d_sigma1"] == pytest.approx(0.788704, abs=1e-6)
+        assert closed.previous == pytest.approx(0.148796, abs=1e-6)
+        assert closed.entropy == pytest.approx(1.916991, abs=1e-6)
+        assert closed.d_sigma1 == pytest.approx(0.788704, abs=1e-6)
     U = uniform_attention(n, causal=causal)
-    assert fit_all(U, 3)["sigma1"].normalized == pytest.approx(closed["d_sigma1"], abs=1e-14)
+    assert fit_all(U, 3).sigma1.normalized == pytest.approx(closed.d_sigma1, abs=1e-14)
     # head_taxonomies reads its chance levels on U with the model's keys and frequencies
     S = 2
     g = torch.Generator().manual_seed(0)
@@ -275,14 +275,14 @@ def test_chance_levels_equal_their_closed_forms(n, causal):
     freqs = torch.arange(1, n + 1, dtype=torch.float64).flip(0).expand(S, n)  # the last token is the rarest
     per_head, chance = head_taxonomies(A, causal=causal, keys={"first token": first}, vertical=first,
                                        frequencies=freqs)
-    assert len(per_head) == 3 and {"clark", "kovaleva", "clark_previous"} <= set(per_head[0])
+    assert len(per_head) == 3 and {"clark", "kovaleva", "clark_previous"} <= {f.name for f in dataclasses.fields(per_head[0])}
     for key in ("previous", "next", "entropy", "voita_previous"):
-        assert chance[key] == pytest.approx(closed[key], abs=FLOAT64), key
-    assert chance["voita_next"] is None if causal else chance["voita_next"] == pytest.approx(1 / n, abs=1e-15)
+        assert getattr(chance, key) == pytest.approx(getattr(closed, key), abs=FLOAT64), key
+    assert chance.voita_next is None if causal else chance.voita_next == pytest.approx(1 / n, abs=1e-15)
     # the last position: visible to the last row only (causal), to every row at 1/n (bidirectional)
-    assert chance["voita_rare_argmax"] == pytest.approx(1 / n, abs=1e-15)
+    assert chance.voita_rare_argmax == pytest.approx(1 / n, abs=1e-15)
     # at n = 16 the uniform map gets no label; at n = 5 it already passes for vertical+diagonal (3 of 5 keys)
-    assert chance["labels"] == {"clark": "–", "kovaleva": "heterogeneous" if n == 16 else "vertical+diagonal"}
+    assert chance.labels == {"clark": "–", "kovaleva": "heterogeneous" if n == 16 else "vertical+diagonal"}
 
 
 @pytest.mark.parametrize("kwargs, message", [

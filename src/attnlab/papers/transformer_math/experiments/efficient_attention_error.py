@@ -91,20 +91,41 @@ class EfficientAttentionErrorConfig(RunConfig):
                         change="lower the largest n_values")
 
 
+@dataclass(frozen=True)
+class ExactnessChecks:
+    """Largest deviations of the computations that are exact in exact arithmetic, over every problem."""
+
+    svd_vs_sigma: float  # max |spectral error of the best rank-k' P_k - sigma_{k'+1}(P)| (Eckart-Young)
+    sparse_vs_dense: float  # max |graph_attention - dense masked softmax|, outputs and weights (eq. 11)
+    linear_weights_vs_output: float  # max |linear attention output - P^ V| (associativity, eq. 15)
+
+    def max(self, other: "ExactnessChecks") -> "ExactnessChecks":
+        """The entrywise larger of two sets of checks."""
+        return ExactnessChecks(max(self.svd_vs_sigma, other.svd_vs_sigma),
+                               max(self.sparse_vs_dense, other.sparse_vs_dense),
+                               max(self.linear_weights_vs_output, other.linear_weights_vs_output))
+
+    def to_dict(self) -> dict[str, float]:
+        """{"svd_vs_sigma", "sparse_vs_dense", "linear_weights_vs_output"}, as results.json stores them."""
+        return {"svd_vs_sigma": self.svd_vs_sigma, "sparse_vs_dense": self.sparse_vs_dense,
+                "linear_weights_vs_output": self.linear_weights_vs_output}
+
+
 def _lowrank(q: Tensor, k: Tensor, v: Tensor, P: int, cfg: EfficientAttentionErrorConfig, g: torch.Generator) -> Any:
-    """(variant, parameters, P^, allowed) for the low-rank family."""
+    """(variant, parameters, P^, allowed, None) for the low-rank family (no exact path to compare with)."""
     n = P.shape[-1]
-    yield "uniform (mean of V)", {}, torch.full_like(P, 1.0 / n), None
+    yield "uniform (mean of V)", {}, torch.full_like(P, 1.0 / n), None, None
     for kp, P_k in zip(cfg.k_values, best_rank_ks(P, cfg.k_values)):
-        yield "random projection", {"k'": kp}, random_projection_weights(P, kp, g), None
+        yield "random projection", {"k'": kp}, random_projection_weights(P, kp, g), None, None
         E, F = linformer_projections(kp, n, generator=g, device=q.device)
-        yield "linformer (fixed E, F)", {"k'": kp}, CATALOGUE["linformer"](q, k, v, E, F, return_weights=True).weights, None
-        yield "best rank-k (SVD)", {"k'": kp}, P_k, None
+        yield ("linformer (fixed E, F)", {"k'": kp},
+               CATALOGUE["linformer"](q, k, v, E, F, return_weights=True).weights, None, None)
+        yield "best rank-k (SVD)", {"k'": kp}, P_k, None, None
 
 
-def _sparse(q: Tensor, k: Tensor, v: Tensor, cfg: EfficientAttentionErrorConfig, seed: int, checks: dict) -> Any:
-    """The sparse entries of :data:`SPARSE`, each as graph attention over its catalogue graph;
-    records |fast path - dense masked softmax| in checks."""
+def _sparse(q: Tensor, k: Tensor, v: Tensor, cfg: EfficientAttentionErrorConfig, seed: int) -> Any:
+    """(variant, parameters, P^, allowed, gap) for the sparse entries of :data:`SPARSE`, each as graph
+    attention over its catalogue graph; gap = max |fast path - dense masked softmax| (output and weights)."""
     n = q.shape[-2]
     for w in cfg.windows:
         r = max(1, w // 4)
@@ -117,45 +138,46 @@ def _sparse(q: Tensor, k: Tensor, v: Tensor, cfg: EfficientAttentionErrorConfig,
             res = graph_attention(q, k, v, nbrs.to(q.device), return_weights=True)
             allowed = graph_to_mask(nbrs, n).to(q.device)
             dense = softmax_attention(q, k, v, mask=allowed, return_weights=True)
-            checks["sparse_vs_dense"] = max(checks.get("sparse_vs_dense", 0.0),
-                                            (res.output - dense.output).abs().max().item(),
-                                            (res.weights - dense.weights).abs().max().item())
-            yield name, shown, res.weights, allowed
+            gap = max((res.output - dense.output).abs().max().item(), (res.weights - dense.weights).abs().max().item())
+            yield name, shown, res.weights, allowed, gap
 
 
-def _linear(q: Tensor, k: Tensor, v: Tensor, cfg: EfficientAttentionErrorConfig, g: torch.Generator, checks: dict) -> Any:
-    """The catalogue's linear family, named by feature map; records |output - P^ V| (the weights are
-    the operator's) in checks."""
+def _linear(q: Tensor, k: Tensor, v: Tensor, cfg: EfficientAttentionErrorConfig, g: torch.Generator) -> Any:
+    """(variant, parameters, P^, None, gap) for the catalogue's linear family, named by feature map;
+    gap = max |output - P^ V| (the weights are the operator's)."""
     for entry in select_variants(family="linear"):
         fm = entry.bound["feature_map"]
         extra = {"num_features": cfg.favor_features, "generator": g} if fm == "favor+" else {}
         res = entry(q, k, v, return_weights=True, **extra)
-        checks["linear_weights_vs_output"] = max(checks.get("linear_weights_vs_output", 0.0),
-                                                 (res.output - res.weights @ v).abs().max().item())
-        yield fm, ({"m": cfg.favor_features} if fm == "favor+" else {}), res.weights, None
+        gap = (res.output - res.weights @ v).abs().max().item()
+        yield fm, ({"m": cfg.favor_features} if fm == "favor+" else {}), res.weights, None, gap
 
 
-def _one_problem(cfg: EfficientAttentionErrorConfig, n: int, t: float, g: torch.Generator, checks: dict, run_dir: RunDir | None) -> list[dict]:
+def _one_problem(cfg: EfficientAttentionErrorConfig, n: int, t: float, g: torch.Generator,
+                 run_dir: RunDir | None) -> tuple[list[dict], ExactnessChecks]:
+    """Every variant on one draw of Q, K, V at (n, t): one table row each, and the exactness checks."""
     kw = dict(generator=g, dtype=torch.float64, device=cfg.device)
     q = torch.randn(n, cfg.d, **kw) * t
     k, v = torch.randn(n, cfg.d, **kw), torch.randn(n, cfg.d, **kw)
     P = softmax_attention(q, k, v, return_weights=True).weights  # (n, n), float64
     ranks_P = rank_summary(P)
-    sources = [("low rank", _lowrank(q, k, v, P, cfg, g)), ("sparse", _sparse(q, k, v, cfg, cfg.seed, checks)),
-               ("linear", _linear(q, k, v, cfg, g, checks))]
+    sources = [("low rank", _lowrank(q, k, v, P, cfg, g)), ("sparse", _sparse(q, k, v, cfg, cfg.seed)),
+               ("linear", _linear(q, k, v, cfg, g))]
     rows = []
+    gaps = {"low rank": 0.0, "sparse": 0.0, "linear": 0.0}  # family -> largest gap of an exact computation
     for family, variants in sources:
-        for name, params, P_hat, allowed in variants:
+        for name, params, P_hat, allowed, gap in variants:
             row = {"family": family, "variant": name, "params": params, "n": n, "logit_scale": t,
                    **compare_to_exact(P, P_hat, v, allowed=allowed, ranks_of_P=ranks_P)}
             if name == "best rank-k (SVD)":
-                kp = params["k'"]
-                checks["svd_vs_sigma"] = max(checks.get("svd_vs_sigma", 0.0),
-                                             abs(row["spectral"] - ranks_P["singular_values"][kp]))
+                gap = abs(row["spectral"] - ranks_P["singular_values"][params["k'"]])
+            if gap is not None:
+                gaps[family] = max(gaps[family], gap)
             rows.append(row)
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "variant": name, "n": n, "logit_scale": t,
                                  **{m: row[m] for m in METRICS}})
-    return rows
+    return rows, ExactnessChecks(svd_vs_sigma=gaps["low rank"], sparse_vs_dense=gaps["sparse"],
+                                 linear_weights_vs_output=gaps["linear"])
 
 
 def _params_text(p: dict) -> str:
@@ -166,7 +188,7 @@ def _label(row: dict) -> str:
     return f"{row['variant']} ({_params_text(row['params'])})" if row["params"] else row["variant"]
 
 
-def _summary(rows: list[dict], checks: dict, cfg: EfficientAttentionErrorConfig) -> list[Check]:
+def _summary(rows: list[dict], checks: ExactnessChecks, cfg: EfficientAttentionErrorConfig) -> list[Check]:
     out = []
     by = {}
     for r in rows:
@@ -178,7 +200,7 @@ def _summary(rows: list[dict], checks: dict, cfg: EfficientAttentionErrorConfig)
     out.append(at_least(worst, 1 - 1e-12, f"{len(ratios)} comparisons", {"min_ratio": worst}, role="sanity",
                         quantity="min over n, t, k' of (random projection or Linformer error) / SVD error, "
                                  "Frobenius and spectral", where="§2.1.3", paper_value="SVD optimal (Eckart-Young)"))
-    out.append(at_most(checks["svd_vs_sigma"], 1e-12, role="sanity", where="§2.1.3",
+    out.append(at_most(checks.svd_vs_sigma, 1e-12, role="sanity", where="§2.1.3",
                        quantity="max |spectral error of best rank-k - sigma_{k+1}(P)|",
                        paper_value="||P - P_k||_2 = sigma_{k+1}"))
     n0, t0 = max(cfg.n_values), cfg.logit_scales[0]
@@ -199,12 +221,12 @@ def _summary(rows: list[dict], checks: dict, cfg: EfficientAttentionErrorConfig)
         out.append(at_most(ratio, 1 + 1e-12, "the bound holds by its proof (transformer-math.sparse-lost-mass-bound)",
                            role="sanity", quantity="max over rows of ||(P - P^)_i V|| / (2 L_i max_j ||v_j||)",
                            where="§2.1.1, eq. (11) vs eq. (5)"))
-        out.append(at_most(checks["sparse_vs_dense"], 1e-12, role="construction", where="§2.1.1, eq. (11)",
+        out.append(at_most(checks.sparse_vs_dense, 1e-12, role="construction", where="§2.1.1, eq. (11)",
                            quantity="max |graph_attention - dense masked softmax| (output and weights)",
                            paper_value="exact (eq. 11 reduces to eq. 5 with a mask)"))
     lin = [r for r in rows if r["family"] == "linear" and r["n"] == n0 and r["logit_scale"] == t0]
     if lin:
-        out.append(at_most(checks["linear_weights_vs_output"], 1e-12, role="construction", where="§2.1.2, eq. (15)",
+        out.append(at_most(checks.linear_weights_vs_output, 1e-12, role="construction", where="§2.1.2, eq. (15)",
                            quantity="max |linear attention output - P^ V|", paper_value="exact (associativity)"))
         for r in lin:
             q = f"{_label(r)}: relative output error at n={n0}, t={t0:g}"
@@ -297,14 +319,17 @@ NOTES = [
 
 def run(cfg: EfficientAttentionErrorConfig, run_dir=None) -> ExperimentResult:
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
-    rows, checks = [], {}
+    rows, checks = [], ExactnessChecks(0.0, 0.0, 0.0)
     for n in cfg.n_values:
         for t in cfg.logit_scales:
-            rows += _one_problem(cfg, n, t, g, checks, run_dir)
+            problem_rows, problem_checks = _one_problem(cfg, n, t, g, run_dir)
+            rows += problem_rows
+            checks = checks.max(problem_checks)
     return ExperimentResult(summary=_summary(rows, checks, cfg), tables=_tables(rows),
                             figures=_figures(rows, cfg),
                             notes=NOTES,
-                            data={"rows": rows, "checks": checks, "families": ["low rank", "sparse", "linear"]})
+                            data={"rows": rows, "checks": checks.to_dict(),
+                                  "families": ["low rank", "sparse", "linear"]})
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

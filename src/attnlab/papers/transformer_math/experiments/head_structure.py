@@ -102,6 +102,7 @@ from attnlab.estimates import Estimate, total
 from attnlab.papers.transformer_math.head_structure import (
     LABELS,
     SIGMA,
+    StructureFit,
     best_sigma,
     fit_families,
     label_from_distances,
@@ -327,9 +328,34 @@ def _timed_step(V: int, n_heads: int, d_model: int, d_ff: int, dropout: float, l
 
 
 # ---- fitting ----------------------------------------------------------------------------------
-def fit_all(H: torch.Tensor, w_max: int) -> dict[str, object]:
-    """{family: StructureFit} of one square map H, eps = 0 (module docstring, step 4)."""
-    return fit_families(H, w_max)
+@dataclass(frozen=True)
+class SigmaFits:
+    """The exact fits (eps = 0, the plain L1 distance of eq. 22) of one square map H (n, n) to each family."""
+
+    sigma1: StructureFit  # Sigma_1 = {I}
+    shift: StructureFit  # the best clamped shift of the diagonal, |k| <= w_max
+    permutation: StructureFit  # the best permutation matrix
+    sigma2: StructureFit  # Sigma_2(w1, w2 <= w_max), every dropout pattern
+    sigma3: StructureFit  # Sigma_3, any blocks
+
+    @property
+    def sigma(self) -> StructureFit:
+        """The fit realising d_Sigma = min(d_shift, d_Sigma2, d_Sigma3) (:func:`best_sigma`)."""
+        return best_sigma(self.by_family())
+
+    def of(self, family: str) -> StructureFit:
+        """The fit of ``family``, one of :data:`FITS`."""
+        return self.by_family()[family]
+
+    def by_family(self) -> dict[str, StructureFit]:
+        """{family: fit} in the order of :data:`FITS`, as :func:`fit_families` returns it."""
+        return {"sigma1": self.sigma1, "shift": self.shift, "permutation": self.permutation, "sigma2": self.sigma2,
+                "sigma3": self.sigma3}
+
+
+def fit_all(H: torch.Tensor, w_max: int) -> SigmaFits:
+    """The :class:`SigmaFits` of one square map H, eps = 0 (module docstring, step 4)."""
+    return SigmaFits(**fit_families(H, w_max))
 
 
 def random_search(H: torch.Tensor, draws: int, w_max: int, seed: int) -> float:
@@ -367,9 +393,9 @@ def baselines(n: int, w_max: int, draws: int, seed: int, *, causal: bool = False
     U = uniform_attention(n, causal=causal)
     R = random_attention(n, seed=seed, batch=(draws,), causal=causal)
 
-    def norm(fits):
-        out = {k: f.normalized for k, f in fits.items()}
-        out["sigma"] = best_sigma(fits).normalized
+    def norm(fits: SigmaFits) -> dict[str, float]:
+        out = {k: f.normalized for k, f in fits.by_family().items()}
+        out["sigma"] = fits.sigma.normalized
         return out
 
     uni = norm(fit_all(U, w_max))
@@ -382,10 +408,91 @@ def label_head(d: dict, n: int, uniform_sigma: float, margin: float, special: fl
     return label_from_distances(d, n, uniform_sigma, margin, special)
 
 
+@dataclass(frozen=True)
+class HeadTaxonomy:
+    """The literature's labels and scores of one head (:func:`head_taxonomies`), statistics averaged
+    over the sentences."""
+
+    clark: str  # Clark et al.'s labels joined by ", " ("–": none)
+    clark_entropy: float  # mean attention entropy (nats)
+    clark_previous: float  # mean weight on the previous token
+    clark_next: float  # mean weight on the next token
+    clark_to: dict[str, float]  # key set (e.g. "[CLS]", "punctuation") -> mean weight on it
+    kovaleva: str  # Kovaleva et al.'s pattern
+    kovaleva_vertical: float  # vertical template fit
+    kovaleva_diagonal: float  # diagonal template fit
+
+    def to_dict(self) -> dict:
+        """The table-row columns: clark, clark_entropy, clark_previous, clark_next, clark_to_<set>...,
+        kovaleva, kovaleva_vertical, kovaleva_diagonal."""
+        return {"clark": self.clark, "clark_entropy": self.clark_entropy, "clark_previous": self.clark_previous,
+                "clark_next": self.clark_next, **{f"clark_to_{k}": v for k, v in self.clark_to.items()},
+                "kovaleva": self.kovaleva, "kovaleva_vertical": self.kovaleva_vertical,
+                "kovaleva_diagonal": self.kovaleva_diagonal}
+
+
+@dataclass(frozen=True)
+class HeadFit:
+    """One head fitted on its S maps (crop x crop) by :func:`fit_heads`: L1 distances d (eq. 22, eps = 0)
+    averaged over the maps, its labels and Voita et al.'s roles, against the baselines of its mask."""
+
+    model: str  # "translation 1 head", "MiniLM", ...
+    kind: str  # "encoder self", "decoder self", "cross" or "layer <l>"
+    mask: str  # bidirectional or causal
+    head: int
+    n: int  # side of the fitted maps (the crop)
+    maps: int  # S, maps fitted
+    d_sigma1: float  # d to Sigma_1 = {I}
+    d_shift: float  # d to the best shift |k| <= w_max
+    d_permutation: float  # d to the best permutation matrix
+    d_sigma2: float  # d to Sigma_2(w <= w_max)
+    d_sigma3: float  # d to Sigma_3
+    d_sigma: float  # mean over the maps of d_Sigma = min(d_shift, d_Sigma2, d_Sigma3)
+    per_entry: float  # d_sigma / n^2
+    normalized: float  # d_sigma / 2n
+    random_search: float  # mean over the maps of the thesis-style random search's minimum
+    exact_minus_search_max: float  # max over the maps of (exact d_Sigma - random-search minimum), <= 0
+    best_family: str  # the family of d_Sigma on the mean distances (shift, sigma2 or sigma3)
+    label: str  # the Sigma label (module docstring, step 6)
+    special_share: float  # share of the Sigma_3 blocks' rows on special tokens, mean over the maps
+    uniform_sigma: float  # d_Sigma / 2n of uniform attention under the mask
+    random_sigma: float  # mean d_Sigma / 2n of random maps under the mask
+    full_rank_share: float  # share of the maps of full rank at float32 precision
+    voita_positional: bool  # Voita's positional rule (argmax at offset -1 or +1 in >= 90% of rows)
+    voita_offset_fraction: float  # the larger of those two argmax fractions
+    voita_rare: bool  # Voita's rare-token rule (argmax on the rarest token in >= 90% of rows)
+    voita_rare_argmax: float  # that argmax fraction
+    confidence: float  # mean largest weight of a row
+    example_fit: torch.Tensor  # (n, n) the best member of best_family for the first map
+    example_map: torch.Tensor  # (n, n) the first map
+    taxonomy: HeadTaxonomy | None = None  # pretrained models only
+    mass_kept: float | None = None  # share of the attention inside the crop (1.0: nothing cropped)
+    layer: int | None = None  # pretrained models only
+
+    def distance(self, family: str) -> float:
+        """d to ``family``: one of :data:`FITS`, or "sigma" for d_Sigma."""
+        return {"sigma1": self.d_sigma1, "shift": self.d_shift, "permutation": self.d_permutation,
+                "sigma2": self.d_sigma2, "sigma3": self.d_sigma3, "sigma": self.d_sigma}[family]
+
+    def to_dict(self) -> dict:
+        """The head's row as results.json stores it: every column but the example maps, the taxonomy's
+        columns flattened, mass_kept and layer where set."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("example_fit", "example_map", "taxonomy", "mass_kept", "layer")}
+        if self.taxonomy is not None:
+            out.update(self.taxonomy.to_dict())
+        if self.mass_kept is not None:
+            out["mass_kept"] = self.mass_kept
+        if self.layer is not None:
+            out["layer"] = self.layer
+        return out
+
+
 def fit_heads(maps: list[torch.Tensor], frequencies: list[torch.Tensor], *, causal: bool, cfg, seed: int,
-              model: str, kind: str, base: Baselines, special: list[list[int]] | None = None) -> list[dict]:
-    """One row per head: mean distances over the maps (each (H, n, n)), labels, Voita roles, against
-    ``base`` (the baselines of the head's mask); ``special``: the special-token key positions of each map."""
+              model: str, kind: str, base: Baselines, special: list[list[int]] | None = None) -> list[HeadFit]:
+    """One :class:`HeadFit` per head: mean distances over the maps (each (H, n, n)), labels, Voita roles,
+    against ``base`` (the baselines of the head's mask); ``special``: the special-token key positions of
+    each map."""
     if base.mask != MASKS[int(causal)]:
         raise ConfigError(f"a {MASKS[int(causal)]} head needs {MASKS[int(causal)]} baselines, got {base.mask}")
     n = cfg.crop
@@ -396,36 +503,61 @@ def fit_heads(maps: list[torch.Tensor], frequencies: list[torch.Tensor], *, caus
     rows = []
     for h in range(n_heads):
         per = [fit_all(A[s, h], cfg.w_max) for s in range(S)]
-        d = {k: float(np.mean([p[k].distance for p in per])) for k in FITS}
-        d["sigma"] = float(np.mean([best_sigma(p).distance for p in per]))
+        d = {k: float(np.mean([p.of(k).distance for p in per])) for k in FITS}
+        d["sigma"] = float(np.mean([p.sigma.distance for p in per]))
         searched = [random_search(A[s, h], cfg.search_draws, cfg.w_max, seed + 7919 * s + h) for s in range(S)]
         search = float(np.mean(searched))
-        gap = max(best_sigma(p).distance - q for p, q in zip(per, searched))
+        gap = max(p.sigma.distance - q for p, q in zip(per, searched))
         fam = min(SIGMA, key=lambda k: d[k])  # the family of d_Sigma on the mean distances
         offs = torch.nan_to_num(voita.offset_fractions[h], nan=0.0).mean(0)  # (2,)
         rare = float(voita.rare_argmax[h].mean())
-        spec = float(np.mean([special_share(p["sigma3"], special[s] if special else []) for s, p in enumerate(per)]))
+        spec = float(np.mean([special_share(p.sigma3, special[s] if special else []) for s, p in enumerate(per)]))
         ranks = [float32_rank(A[s, h])[0] for s in range(S)]
-        rows.append({"model": model, "kind": kind, "mask": base.mask, "head": h, "n": n, "maps": S,
-                     **{f"d_{k}": v for k, v in d.items()},
-                     "per_entry": d["sigma"] / n**2, "normalized": normalized_distance(d["sigma"], n),
-                     "random_search": search, "exact_minus_search_max": gap, "best_family": fam,
-                     "label": label_head(d, n, base.uniform["sigma"], cfg.margin, spec), "special_share": spec,
-                     "uniform_sigma": base.uniform["sigma"], "random_sigma": base.random["sigma"],
-                     "full_rank_share": sum(r == n for r in ranks) / S,
-                     "voita_positional": bool(offs.max() >= POSITIONAL_FRACTION),
-                     "voita_offset_fraction": float(offs.max()), "voita_rare": rare >= RARE_TOKEN_FRACTION,
-                     "voita_rare_argmax": rare, "confidence": float(voita.confidence[h].mean()),
-                     "example_fit": per[0][fam].P, "example_map": A[0, h]})
+        rows.append(HeadFit(
+            model=model, kind=kind, mask=base.mask, head=h, n=n, maps=S, d_sigma1=d["sigma1"], d_shift=d["shift"],
+            d_permutation=d["permutation"], d_sigma2=d["sigma2"], d_sigma3=d["sigma3"], d_sigma=d["sigma"],
+            per_entry=d["sigma"] / n**2, normalized=normalized_distance(d["sigma"], n), random_search=search,
+            exact_minus_search_max=gap, best_family=fam,
+            label=label_head(d, n, base.uniform["sigma"], cfg.margin, spec), special_share=spec,
+            uniform_sigma=base.uniform["sigma"], random_sigma=base.random["sigma"],
+            full_rank_share=sum(r == n for r in ranks) / S, voita_positional=bool(offs.max() >= POSITIONAL_FRACTION),
+            voita_offset_fraction=float(offs.max()), voita_rare=rare >= RARE_TOKEN_FRACTION, voita_rare_argmax=rare,
+            confidence=float(voita.confidence[h].mean()), example_fit=per[0].of(fam).P, example_map=A[0, h]))
     return rows
 
 
-def fractions(rows: list[dict]) -> dict[str, float]:
+@dataclass(frozen=True)
+class LabelFractions:
+    """Shares of a set of heads (rows of :func:`fit_heads`) under each Sigma label (step 6), each in [0, 1]
+    and summing to 1 over the five labels, and under Voita et al.'s two rules (independent of them)."""
+
+    positional: float
+    syntactic: float
+    rare_token: float
+    special_token: float
+    unstructured: float
+    voita_positional: float  # argmax at offset -1 or +1 in >= 90% of rows
+    voita_rare_token: float  # argmax on the rarest token in >= 90% of rows
+
+    def by_label(self) -> dict[str, float]:
+        """{label: share} over :data:`LABELS`, in that order."""
+        return {"positional": self.positional, "syntactic": self.syntactic, "rare-token": self.rare_token,
+                "special-token": self.special_token, "unstructured": self.unstructured}
+
+    def to_dict(self) -> dict[str, float]:
+        """The shares keyed by label, then "voita positional" and "voita rare-token", as results.json stores them."""
+        return {**self.by_label(), "voita positional": self.voita_positional, "voita rare-token": self.voita_rare_token}
+
+
+def fractions(rows: list[HeadFit]) -> LabelFractions:
+    """The :class:`LabelFractions` of the heads ``rows``."""
     n = len(rows)
-    out = {lab: sum(r["label"] == lab for r in rows) / n for lab in LABELS}
-    out["voita positional"] = sum(r["voita_positional"] for r in rows) / n
-    out["voita rare-token"] = sum(r["voita_rare"] for r in rows) / n
-    return out
+    share = {lab: sum(r.label == lab for r in rows) / n for lab in LABELS}
+    return LabelFractions(positional=share["positional"], syntactic=share["syntactic"],
+                          rare_token=share["rare-token"], special_token=share["special-token"],
+                          unstructured=share["unstructured"],
+                          voita_positional=sum(r.voita_positional for r in rows) / n,
+                          voita_rare_token=sum(r.voita_rare for r in rows) / n)
 
 
 # ---- the translation models -----------------------------------------------------------------
@@ -488,8 +620,7 @@ def _translation(cfg: HeadStructureConfig, run_dir: RunDir | None, base: dict[st
                           model=f"translation {H} head{'s' if H > 1 else ''}", kind=kind, base=base[MASKS[causal]],
                           special=special)
             kept = float(torch.stack([m for _, m in cropped]).mean())
-            for row in r:
-                row["mass_kept"] = kept
+            r = [dataclasses.replace(row, mass_kept=kept) for row in r]
             rows += r
             maps_for_figs[(H, kind)] = (r, tgt_tok[0] if kind != "encoder self" else src_tok[0],
                                         src_tok[0] if kind != "decoder self" else tgt_tok[0])
@@ -524,18 +655,29 @@ class PretrainedHeads:
     texts: the sentences."""
 
     spec: PretrainedModelSpec
-    rows: list
+    rows: list[HeadFit]
     tokens: list
     sentences: int
     texts: tuple
     mask: str
     layers: int
     heads: int
-    chance: dict
+    chance: TaxonomyChance
     seconds: float
 
 
-def chance_closed_form(n: int, *, causal: bool) -> dict[str, float]:
+@dataclass(frozen=True)
+class ChanceLevels:
+    """Scores of uniform attention U (n, n) under one mask in closed form (:func:`chance_closed_form`)."""
+
+    previous: float  # Clark's previous-token weight, mean over all n rows of u_{i,i-1}
+    next: float  # Clark's next-token weight
+    entropy: float  # Clark's entropy, mean over rows (nats)
+    voita_previous: float  # Voita's argmax at offset -1, ties split, over the rows with key i-1
+    d_sigma1: float  # d_Sigma1 / 2n = |U - I| / 2n
+
+
+def chance_closed_form(n: int, *, causal: bool) -> ChanceLevels:
     """The chance levels of uniform attention U = uniform_attention(n, causal) in closed form, with
     H_n = 1 + 1/2 + ... + 1/n. Row i of a causal U is 1/(i + 1) on the keys j <= i; a bidirectional
     U is 1/n everywhere.
@@ -558,10 +700,10 @@ def chance_closed_form(n: int, *, causal: bool) -> dict[str, float]:
     n = check_int("n", n, 2)
     H = sum(1.0 / k for k in range(1, n + 1))
     if causal:
-        return {"previous": (H - 1) / n, "next": 0.0, "entropy": math.lgamma(n + 1) / n,
-                "voita_previous": (H - 1) / (n - 1), "d_sigma1": 1 - H / n}
-    return {"previous": (n - 1) / n**2, "next": (n - 1) / n**2, "entropy": math.log(n),
-            "voita_previous": 1.0 / n, "d_sigma1": 1 - 1.0 / n}
+        return ChanceLevels(previous=(H - 1) / n, next=0.0, entropy=math.lgamma(n + 1) / n,
+                            voita_previous=(H - 1) / (n - 1), d_sigma1=1 - H / n)
+    return ChanceLevels(previous=(n - 1) / n**2, next=(n - 1) / n**2, entropy=math.log(n),
+                        voita_previous=1.0 / n, d_sigma1=1 - 1.0 / n)
 
 
 def _average_statistics(stats: HeadStatistics) -> HeadStatistics:
@@ -575,8 +717,34 @@ def _average_statistics(stats: HeadStatistics) -> HeadStatistics:
                           rows=stats.rows.sum(0) if stats.rows is not None else None, smoothing=stats.smoothing)
 
 
+@dataclass(frozen=True)
+class TaxonomyChance:
+    """The taxonomies' scores read on uniform attention U = uniform_attention(n, causal) under a model's
+    mask, with its keys and frequencies (:func:`head_taxonomies`), and the labels U itself gets."""
+
+    entropy: float  # Clark's smoothed entropy (nats)
+    previous: float  # Clark's previous-token weight
+    next: float  # Clark's next-token weight
+    to_keys: dict[str, float]  # Clark's weight on each key set (name -> weight), e.g. "[CLS]", "first token"
+    kovaleva_vertical: float  # Kovaleva's vertical template fit
+    kovaleva_diagonal: float  # Kovaleva's diagonal template fit
+    voita_previous: float  # Voita's argmax at offset -1, ties split
+    voita_next: float | None  # at offset +1; None when no row sees key i + 1 (causal)
+    voita_rare_argmax: float  # Voita's argmax on the rarest token, ties split
+    labels: dict[str, str]  # {"clark", "kovaleva"}: the labels of U itself
+
+    def to_dict(self) -> dict:
+        """The flat form results.json stores: Clark's key-set weights as "to_<set>" between next and
+        kovaleva_vertical."""
+        return {"entropy": self.entropy, "previous": self.previous, "next": self.next,
+                **{f"to_{k}": v for k, v in self.to_keys.items()},
+                "kovaleva_vertical": self.kovaleva_vertical, "kovaleva_diagonal": self.kovaleva_diagonal,
+                "voita_previous": self.voita_previous, "voita_next": self.voita_next,
+                "voita_rare_argmax": self.voita_rare_argmax, "labels": dict(self.labels)}
+
+
 def head_taxonomies(A: torch.Tensor, *, causal: bool, keys: dict, vertical: torch.Tensor,
-                    frequencies: torch.Tensor) -> tuple[list[dict], dict]:
+                    frequencies: torch.Tensor) -> tuple[list[HeadTaxonomy], TaxonomyChance]:
     """The literature's labels of the heads of one layer, A (S, H, n, n) over S sentences, beside
     their chance levels under the model's own mask.
 
@@ -588,7 +756,7 @@ def head_taxonomies(A: torch.Tensor, *, causal: bool, keys: dict, vertical: torc
 
     Chance: every score read on U = uniform_attention(n, causal) with the same keys, frequencies
     and sentences (Voita's argmax scores with ties split, since U ties on every row), and the
-    labels U itself gets. Returns (one dict per head, the chance dict)."""
+    labels U itself gets. Returns (one :class:`HeadTaxonomy` per head, the :class:`TaxonomyChance`)."""
     S, n_heads, n = A.shape[0], A.shape[1], A.shape[-1]
     out = []
 
@@ -601,23 +769,23 @@ def head_taxonomies(A: torch.Tensor, *, causal: bool, keys: dict, vertical: torc
 
     stats, clark, vert, diag, pattern = read(A)
     for h in range(n_heads):
-        out.append({"clark": ", ".join(clark.labels((h,))) or "–", "clark_entropy": float(stats.entropy[h]),
-                    "clark_previous": float(stats.previous[h]), "clark_next": float(stats.next[h]),
-                    **{f"clark_to_{k}": float(v[h]) for k, v in stats.to_keys.items()},
-                    "kovaleva": KOVALEVA_PATTERNS[int(pattern[h])], "kovaleva_vertical": float(vert[h]),
-                    "kovaleva_diagonal": float(diag[h])})
+        out.append(HeadTaxonomy(clark=", ".join(clark.labels((h,))) or "–", clark_entropy=float(stats.entropy[h]),
+                                clark_previous=float(stats.previous[h]), clark_next=float(stats.next[h]),
+                                clark_to={k: float(v[h]) for k, v in stats.to_keys.items()},
+                                kovaleva=KOVALEVA_PATTERNS[int(pattern[h])], kovaleva_vertical=float(vert[h]),
+                                kovaleva_diagonal=float(diag[h])))
     U = uniform_attention(n, causal=causal).expand(S, 1, n, n)
     ustats, uclark, uvert, udiag, upattern = read(U)
     uvoita = voita_labels(U, causal=causal, frequencies=frequencies, ties="split")
     offs = uvoita.offset_fractions.mean(0)[0]  # (2,): offsets -1, +1 (NaN: no row has that key)
-    chance = {"entropy": float(ustats.entropy[0]), "previous": float(ustats.previous[0]),
-              "next": float(ustats.next[0]), **{f"to_{k}": float(v[0]) for k, v in ustats.to_keys.items()},
-              "kovaleva_vertical": float(uvert[0]), "kovaleva_diagonal": float(udiag[0]),
-              "voita_previous": float(offs[0]),
-              "voita_next": None if bool(torch.isnan(offs[1])) else float(offs[1]),  # causal: no row sees i + 1
-              "voita_rare_argmax": float(uvoita.rare_argmax.mean()),
-              "labels": {"clark": ", ".join(uclark.labels((0,))) or "–",
-                         "kovaleva": KOVALEVA_PATTERNS[int(upattern[0])]}}
+    chance = TaxonomyChance(entropy=float(ustats.entropy[0]), previous=float(ustats.previous[0]),
+                            next=float(ustats.next[0]), to_keys={k: float(v[0]) for k, v in ustats.to_keys.items()},
+                            kovaleva_vertical=float(uvert[0]), kovaleva_diagonal=float(udiag[0]),
+                            voita_previous=float(offs[0]),
+                            voita_next=None if bool(torch.isnan(offs[1])) else float(offs[1]),  # causal: no i + 1
+                            voita_rare_argmax=float(uvoita.rare_argmax.mean()),
+                            labels={"clark": ", ".join(uclark.labels((0,))) or "–",
+                                    "kovaleva": KOVALEVA_PATTERNS[int(upattern[0])]})
     return out, chance
 
 
@@ -667,20 +835,19 @@ def _pretrained(cfg: HeadStructureConfig, base: dict[str, Baselines], spec: Pret
     keys["punctuation"] = token_mask(words, CLARK_PUNCTUATION)
     F = torch.stack(freqs)
     mask = MASKS[int(causal)]
-    rows, chance = [], {}
+    rows: list[HeadFit] = []
+    chance: TaxonomyChance | None = None
     for layer, A in enumerate(out.attentions):  # (S, H, n, n)
         A = A.double().cpu()
         r = fit_heads(list(A), freqs, causal=causal, cfg=cfg, seed=cfg.seed + 101 * layer, model=spec.name,
                       kind=f"layer {layer}", base=base[mask], special=special)
         tax, chance = head_taxonomies(A, causal=causal, keys=keys, vertical=vertical, frequencies=F)
-        for row, t in zip(r, tax):
-            row.update(t, mass_kept=1.0, layer=layer)
-        rows += r
+        rows += [dataclasses.replace(row, taxonomy=t, mass_kept=1.0, layer=layer) for row, t in zip(r, tax)]
     return PretrainedHeads(spec, rows, labels[0], S, tuple(picked), mask, len(out.attentions), out.attentions[0].shape[1],
                            chance, time.perf_counter() - start)
 
 
-def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]) -> tuple[list[dict], Any, Any]:
+def _minilm(cfg: HeadStructureConfig, base: dict[str, Baselines]) -> tuple[list[HeadFit], Any, Any]:
     """MiniLM's 72 heads: (rows, tokens of the first sentence, sentences)."""
     p = _pretrained(cfg, base, PRETRAINED["minilm"])
     return p.rows, p.tokens, p.sentences
@@ -711,7 +878,7 @@ def _not_like_for_like(cfg: HeadStructureConfig, corpus: Any) -> str:
             f"{THESIS_EPOCHS} epochs on opus_books")
 
 
-def _summary(cfg: HeadStructureConfig, corpus: Any, models: list[TrainedTranslator], rows: list[dict], pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Check]:
+def _summary(cfg: HeadStructureConfig, corpus: Any, models: list[TrainedTranslator], rows: list[HeadFit], pre: list[PretrainedHeads], base: dict[str, Baselines]) -> list[Check]:
     out = []
     for t in models:
         out.append(compare(f"translation, {t.n_heads} head(s): held-out loss (nats/token) below the unigram baseline",
@@ -722,7 +889,7 @@ def _summary(cfg: HeadStructureConfig, corpus: Any, models: list[TrainedTranslat
                            values={"heldout_loss": t.heldout_loss, "unigram_loss": t.unigram_loss,
                                    "accuracy": t.heldout_accuracy}))
     allrows = rows + [r for p in pre for r in p.rows]
-    gap = max(r["exact_minus_search_max"] for r in allrows)
+    gap = max(r.exact_minus_search_max for r in allrows)
     out.append(compare("max over maps of (exact d_Sigma - thesis-style random-search minimum)", gap, "<=", 1e-9,
                        role="sanity", where=WHERE_TABLE, paper_value="random search over Sigma (the thesis's method)",
                        detail=f"{cfg.search_draws} random members per map; the exact fit is a minimum over a superset",
@@ -730,8 +897,8 @@ def _summary(cfg: HeadStructureConfig, corpus: Any, models: list[TrainedTranslat
     undecided = _not_like_for_like(cfg, corpus)
     for H in cfg.heads:
         name = f"translation, {H} head(s)"
-        r = [x for x in rows if x["model"].startswith(f"translation {H} head")]
-        L1 = [x["d_sigma"] for x in r]
+        r = [x for x in rows if x.model.startswith(f"translation {H} head")]
+        L1 = [x.d_sigma for x in r]
         inside = sum(THESIS_L1[0] <= x <= THESIS_L1[1] for x in L1)
         out.append(compare(f"{name}: heads whose mean L1 distance to Sigma lies in the thesis's "
                            f"{THESIS_L1[0]}-{THESIS_L1[1]}", inside, "==", len(r), where=WHERE_TABLE,
@@ -739,28 +906,29 @@ def _summary(cfg: HeadStructureConfig, corpus: Any, models: list[TrainedTranslat
                            cannot_decide="another model than the thesis's (corpus, width, epochs); the like-for-like "
                                          "row is the thesis's own maps",
                            detail=f"d_Sigma {_range(L1)} on {cfg.crop}x{cfg.crop} crops (all three kinds), per entry "
-                                  f"{_range([x['per_entry'] for x in r])} (thesis {THESIS_PER_ENTRY[0]}-"
+                                  f"{_range([x.per_entry for x in r])} (thesis {THESIS_PER_ENTRY[0]}-"
                                   f"{THESIS_PER_ENTRY[1]}); exact minima (<= any random search)",
                            values={"d_sigma": L1}))
-        closer = sum(x["normalized"] < x["random_sigma"] for x in r)
+        closer = sum(x.normalized < x.random_sigma for x in r)
         out.append(compare(f"{name}: heads closer to Sigma than random attention under their own mask", closer,
                            "==", len(r), where=WHERE_SPREAD, paper_value="never spread, concentrated near a "
                            "permuted diagonal", cannot_decide=undecided,
-                           detail=f"d_Sigma / 2n {_range([x['normalized'] for x in r])}; random maps "
+                           detail=f"d_Sigma / 2n {_range([x.normalized for x in r])}; random maps "
                                   f"{base['bidirectional'].random['sigma']:.3f} (bidirectional), "
                                   f"{base['causal'].random['sigma']:.3f} (causal, decoder self-attention)",
-                           values={"normalized": [x["normalized"] for x in r], "closer": closer}))
+                           values={"normalized": [x.normalized for x in r], "closer": closer}))
         fr = fractions(r)
-        out.append(compare(f"{name}: share of positional (diagonal) heads", fr["positional"], ">", 0.5,
+        out.append(compare(f"{name}: share of positional (diagonal) heads", fr.positional, ">", 0.5,
                            where=WHERE_DIAGONAL, paper_value="most heads diagonal (Figs. 11-12)",
                            cannot_decide=undecided,
-                           detail=" / ".join(f"{k} {fr[k]:.2f}" for k in LABELS) + f"; Voita rules: positional "
-                                  f"{fr['voita positional']:.2f}, rare-token {fr['voita rare-token']:.2f}; "
-                                  f"{len(r)} heads (decoder self-attention against causal baselines)",
-                           values={"fractions": fr, "heads": len(r)}))
+                           detail=" / ".join(f"{k} {v:.2f}" for k, v in fr.by_label().items())
+                                  + f"; Voita rules: positional {fr.voita_positional:.2f}, rare-token "
+                                  f"{fr.voita_rare_token:.2f}; {len(r)} heads (decoder self-attention against "
+                                  "causal baselines)",
+                           values={"fractions": fr.to_dict(), "heads": len(r)}))
         # A causal map is lower triangular with a positive diagonal, full rank whatever it learned:
         # only the bidirectional heads (encoder self- and cross-attention) can tell.
-        full = [x["full_rank_share"] for x in r if x["mask"] == "bidirectional"]
+        full = [x.full_rank_share for x in r if x.mask == "bidirectional"]
         out.append(compare(f"{name}: bidirectional heads whose every fitted map is full rank",
                            sum(f == 1.0 for f in full), "==", len(full), where=WHERE_RANK,
                            paper_value="full rank, low l2 norm", cannot_decide=undecided,
@@ -782,25 +950,60 @@ def _counts_text(counts: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
 
 
-def _pretrained_summary(p: PretrainedHeads, base: dict[str, Baselines]) -> dict:
+@dataclass(frozen=True)
+class PretrainedSummary:
+    """One pretrained model's numbers for the tables, the checks and results.json (:func:`_pretrained_summary`)."""
+
+    model: str  # the checkpoint's own name
+    mask: str  # bidirectional or causal
+    layers: int
+    heads_per_layer: int
+    heads: int  # heads fitted, layers x heads_per_layer
+    sentences: int
+    n: int  # tokens per sentence (the crop)
+    mean_normalized: dict[str, float]  # family (FITS and "sigma") -> mean over heads of d / 2n
+    d_sigma_range: tuple[float, float]  # (min, max) over heads of the mean L1 distance d_Sigma
+    uniform_sigma: float  # d_Sigma / 2n of uniform attention under the mask
+    random_sigma: float  # mean d_Sigma / 2n of random maps under the mask
+    closer_than_uniform: int  # heads with d_Sigma / 2n below uniform_sigma
+    closer_than_random: int  # heads with d_Sigma / 2n below random_sigma
+    sigma_labels: dict[str, int]  # Sigma label -> heads
+    clark: dict[str, int]  # Clark et al.'s label -> heads (a head under each of its labels)
+    kovaleva: dict[str, int]  # Kovaleva et al.'s pattern -> heads
+    voita: dict[str, int]  # {"positional", "rare-token"} -> heads by Voita et al.'s rules
+    chance: TaxonomyChance  # the scores of uniform attention under the mask
+    seconds: float  # load + run + fits
+
+    def to_dict(self) -> dict:
+        """The dict results.json stores (d_sigma_range a list, chance flattened by TaxonomyChance.to_dict)."""
+        return {"model": self.model, "mask": self.mask, "layers": self.layers, "heads_per_layer": self.heads_per_layer,
+                "heads": self.heads, "sentences": self.sentences, "n": self.n, "mean_normalized": self.mean_normalized,
+                "d_sigma_range": list(self.d_sigma_range), "uniform_sigma": self.uniform_sigma,
+                "random_sigma": self.random_sigma, "closer_than_uniform": self.closer_than_uniform,
+                "closer_than_random": self.closer_than_random, "sigma_labels": self.sigma_labels,
+                "clark": self.clark, "kovaleva": self.kovaleva, "voita": self.voita,
+                "chance": self.chance.to_dict(), "seconds": self.seconds}
+
+
+def _pretrained_summary(p: PretrainedHeads, base: dict[str, Baselines]) -> PretrainedSummary:
     """One model's numbers for the tables, the checks and results.json: mean distances over 2n, the
     share closer than the uniform and random maps of its own mask, and every taxonomy's label counts
     beside the chance levels of :func:`head_taxonomies`."""
     rows, b = p.rows, base[p.mask]
-    n = rows[0]["n"]
-    mean = {k: float(np.mean([normalized_distance(r[f"d_{k}"], n) for r in rows])) for k in (*FITS, "sigma")}
-    return {"model": p.spec.title, "mask": p.mask, "layers": p.layers, "heads_per_layer": p.heads,
-            "heads": len(rows), "sentences": p.sentences, "n": n, "mean_normalized": mean,
-            "d_sigma_range": [min(r["d_sigma"] for r in rows), max(r["d_sigma"] for r in rows)],
-            "uniform_sigma": b.uniform["sigma"], "random_sigma": b.random["sigma"],
-            "closer_than_uniform": sum(r["normalized"] < b.uniform["sigma"] for r in rows),
-            "closer_than_random": sum(r["normalized"] < b.random["sigma"] for r in rows),
-            "sigma_labels": {lab: sum(r["label"] == lab for r in rows) for lab in LABELS},
-            "clark": _label_counts(r["clark"] for r in rows),
-            "kovaleva": {k: sum(r["kovaleva"] == k for r in rows) for k in KOVALEVA_PATTERNS if k != "block"},
-            "voita": {"positional": sum(r["voita_positional"] for r in rows),
-                      "rare-token": sum(r["voita_rare"] for r in rows)},
-            "chance": p.chance, "seconds": p.seconds}
+    n = rows[0].n
+    mean = {k: float(np.mean([normalized_distance(r.distance(k), n) for r in rows])) for k in (*FITS, "sigma")}
+    return PretrainedSummary(
+        model=p.spec.title, mask=p.mask, layers=p.layers, heads_per_layer=p.heads, heads=len(rows),
+        sentences=p.sentences, n=n, mean_normalized=mean,
+        d_sigma_range=(min(r.d_sigma for r in rows), max(r.d_sigma for r in rows)),
+        uniform_sigma=b.uniform["sigma"], random_sigma=b.random["sigma"],
+        closer_than_uniform=sum(r.normalized < b.uniform["sigma"] for r in rows),
+        closer_than_random=sum(r.normalized < b.random["sigma"] for r in rows),
+        sigma_labels={lab: sum(r.label == lab for r in rows) for lab in LABELS},
+        clark=_label_counts(r.taxonomy.clark for r in rows),
+        kovaleva={k: sum(r.taxonomy.kovaleva == k for r in rows) for k in KOVALEVA_PATTERNS if k != "block"},
+        voita={"positional": sum(r.voita_positional for r in rows), "rare-token": sum(r.voita_rare for r in rows)},
+        chance=p.chance, seconds=p.seconds)
 
 
 def _another_model(p: PretrainedHeads) -> str:
@@ -818,49 +1021,49 @@ def _pretrained_checks(cfg: HeadStructureConfig, p: PretrainedHeads, base: dict[
     first = "the first token (no BOS: the attention sink)" if p.spec.first_is_special else "[CLS]/[SEP]"
     out = [
         info(f"{name}: share positional / syntactic / rare-token / special-token / unstructured",
-             " / ".join(f"{fr[k]:.2f}" for k in LABELS), where="§3.1.1 (positional, syntactic, rare-token)",
-             detail=f"Voita rules: positional {fr['voita positional']:.2f}, rare-token {fr['voita rare-token']:.2f}; "
+             " / ".join(f"{v:.2f}" for v in fr.by_label().values()), where="§3.1.1 (positional, syntactic, rare-token)",
+             detail=f"Voita rules: positional {fr.voita_positional:.2f}, rare-token {fr.voita_rare_token:.2f}; "
                     f"special-token: Sigma_3 blocks on {first}; {p.mask} baselines",
-             values={"fractions": fr}),
+             values={"fractions": fr.to_dict()}),
         info(f"{name}: L1 distance to Sigma on {cfg.crop}x{cfg.crop} maps (min-max)",
-             _range([x["d_sigma"] for x in rows]), where=WHERE_TABLE,
+             _range([x.d_sigma for x in rows]), where=WHERE_TABLE,
              paper_value=f"{THESIS_L1[0]}-{THESIS_L1[1]} (the thesis's translation heads)",
-             detail=f"mean d_Sigma / 2n {sm['mean_normalized']['sigma']:.3f} against {sm['uniform_sigma']:.3f} for "
-                    f"{p.mask} uniform attention and {sm['random_sigma']:.3f} for {p.mask} random maps",
-             values={"mean_normalized": sm["mean_normalized"], "d_sigma_range": sm["d_sigma_range"]}),
+             detail=f"mean d_Sigma / 2n {sm.mean_normalized['sigma']:.3f} against {sm.uniform_sigma:.3f} for "
+                    f"{p.mask} uniform attention and {sm.random_sigma:.3f} for {p.mask} random maps",
+             values={"mean_normalized": sm.mean_normalized, "d_sigma_range": list(sm.d_sigma_range)}),
     ]
-    ch = sm["chance"]
+    ch = sm.chance
     out.append(info(f"{name}: Clark / Kovaleva / Voita labels (heads)",
-                    f"Clark: {_counts_text(sm['clark'])}; Kovaleva: {_counts_text(sm['kovaleva'])}; Voita: "
-                    f"{_counts_text(sm['voita'])}", where="§3.1.1 and its [12] (Voita et al. 2019)",
-                    detail=f"chance under the {p.mask} mask (uniform attention): previous weight {ch['previous']:.3f}, "
-                           f"entropy {ch['entropy']:.2f} nats (Clark's broad needs > 3.8), Kovaleva vertical "
-                           f"{ch['kovaleva_vertical']:.3f} / diagonal {ch['kovaleva_diagonal']:.3f}, Voita argmax at "
-                           f"offset -1 {ch['voita_previous']:.3f}; the uniform map is labelled Clark "
-                           f"{ch['labels']['clark']}, Kovaleva {ch['labels']['kovaleva']}",
-                    values={"clark": sm["clark"], "kovaleva": sm["kovaleva"], "voita": sm["voita"], "chance": ch}))
+                    f"Clark: {_counts_text(sm.clark)}; Kovaleva: {_counts_text(sm.kovaleva)}; Voita: "
+                    f"{_counts_text(sm.voita)}", where="§3.1.1 and its [12] (Voita et al. 2019)",
+                    detail=f"chance under the {p.mask} mask (uniform attention): previous weight {ch.previous:.3f}, "
+                           f"entropy {ch.entropy:.2f} nats (Clark's broad needs > 3.8), Kovaleva vertical "
+                           f"{ch.kovaleva_vertical:.3f} / diagonal {ch.kovaleva_diagonal:.3f}, Voita argmax at "
+                           f"offset -1 {ch.voita_previous:.3f}; the uniform map is labelled Clark "
+                           f"{ch.labels['clark']}, Kovaleva {ch.labels['kovaleva']}",
+                    values={"clark": sm.clark, "kovaleva": sm.kovaleva, "voita": sm.voita, "chance": ch.to_dict()}))
     if p.spec.key == "minilm":
         return out  # MiniLM's rows stay descriptive, as before
     undecided = _another_model(p)
-    out.append(compare(f"{name}: share of positional (diagonal) heads", fr["positional"], ">", 0.5,
+    out.append(compare(f"{name}: share of positional (diagonal) heads", fr.positional, ">", 0.5,
                        where=WHERE_DIAGONAL, paper_value="most heads diagonal (Figs. 11-12)", cannot_decide=undecided,
-                       detail=" / ".join(f"{k} {fr[k]:.2f}" for k in LABELS) + f"; {len(rows)} heads against "
-                              f"{p.mask} baselines",
-                       values={"fractions": fr, "heads": len(rows)}))
-    closer = sm["closer_than_random"]
+                       detail=" / ".join(f"{k} {v:.2f}" for k, v in fr.by_label().items()) + f"; {len(rows)} heads "
+                              f"against {p.mask} baselines",
+                       values={"fractions": fr.to_dict(), "heads": len(rows)}))
+    closer = sm.closer_than_random
     out.append(compare(f"{name}: heads closer to Sigma than random attention under their own mask", closer, "==",
                        len(rows), where=WHERE_SPREAD,
                        paper_value="never spread, concentrated near a permuted diagonal", cannot_decide=undecided,
-                       detail=f"d_Sigma / 2n {_range([x['normalized'] for x in rows])}; {p.mask} random maps "
-                              f"{sm['random_sigma']:.3f}, {p.mask} uniform attention {sm['uniform_sigma']:.3f} "
-                              f"({sm['closer_than_uniform']} heads below it)",
-                       values={"normalized": [x["normalized"] for x in rows], "closer": closer,
-                               "closer_than_uniform": sm["closer_than_uniform"]}))
+                       detail=f"d_Sigma / 2n {_range([x.normalized for x in rows])}; {p.mask} random maps "
+                              f"{sm.random_sigma:.3f}, {p.mask} uniform attention {sm.uniform_sigma:.3f} "
+                              f"({sm.closer_than_uniform} heads below it)",
+                       values={"normalized": [x.normalized for x in rows], "closer": closer,
+                               "closer_than_uniform": sm.closer_than_uniform}))
     return out
 
 
 def _head_tables(rows: list[dict]) -> list[Table]:
-    """Every head in two tables with the same first columns: its distances to the Sigma families,
+    """Every head (its stored row, :meth:`HeadFit.to_dict`) in two tables with the same first columns: its distances to the Sigma families,
     then the other criteria (Voita et al.'s fractions, confidence; Clark and Kovaleva labels of
     pretrained heads)."""
     who = (["model", "attention", "mask", "head"], ["model", "kind", "mask", "head"], ["text", "text", "text", "int"])
@@ -894,18 +1097,18 @@ def _pretrained_tables(pre: list[PretrainedHeads], base: dict[str, Baselines]) -
         "under the model's own mask (a causal head against causal baselines)",
         ["model", "mask", "layers x heads", "sentences"] + [FIT_NAMES[k] for k in keys]
         + ["uniform (mask)", "random (mask)", "heads below uniform", "heads below random", "Σ labels"],
-        [[s["model"], s["mask"], f"{s['layers']} x {s['heads_per_layer']}", s["sentences"],
-          *(s["mean_normalized"][k] for k in keys), s["uniform_sigma"], s["random_sigma"],
-          s["closer_than_uniform"], s["closer_than_random"],
-          _counts_text({k: v for k, v in s["sigma_labels"].items() if v})] for s in sums],
+        [[s.model, s.mask, f"{s.layers} x {s.heads_per_layer}", s.sentences,
+          *(s.mean_normalized[k] for k in keys), s.uniform_sigma, s.random_sigma,
+          s.closer_than_uniform, s.closer_than_random,
+          _counts_text({k: v for k, v in s.sigma_labels.items() if v})] for s in sums],
         ["text", "text", "text", "int"] + ["float"] * (len(keys) + 2) + ["int", "int", "text"])
 
-    def chance(c):
-        nxt = "–" if c["voita_next"] is None else f"{c['voita_next']:.3f}"
-        return (f"entropy {c['entropy']:.2f} nats, previous {c['previous']:.3f}, next {c['next']:.3f}; "
-                f"vertical {c['kovaleva_vertical']:.3f}, diagonal {c['kovaleva_diagonal']:.3f}; "
-                f"argmax at -1 {c['voita_previous']:.3f}, at +1 {nxt}, on the rarest token "
-                f"{c['voita_rare_argmax']:.3f}")
+    def chance(c: TaxonomyChance) -> str:
+        nxt = "–" if c.voita_next is None else f"{c.voita_next:.3f}"
+        return (f"entropy {c.entropy:.2f} nats, previous {c.previous:.3f}, next {c.next:.3f}; "
+                f"vertical {c.kovaleva_vertical:.3f}, diagonal {c.kovaleva_diagonal:.3f}; "
+                f"argmax at -1 {c.voita_previous:.3f}, at +1 {nxt}, on the rarest token "
+                f"{c.voita_rare_argmax:.3f}")
 
     tax = Table(
         "Pretrained models: heads per label of Clark et al. 2019, Kovaleva et al. 2019 (template fits) and Voita "
@@ -913,9 +1116,9 @@ def _pretrained_tables(pre: list[PretrainedHeads], base: dict[str, Baselines]) -
         "ties split) and the labels the uniform map itself gets",
         ["model", "mask", "heads", "Clark", "Kovaleva", "Voita", "chance levels (uniform map, same mask)",
          "uniform map labelled"],
-        [[s["model"], s["mask"], s["heads"], _counts_text(s["clark"]), _counts_text(s["kovaleva"]),
-          _counts_text(s["voita"]), chance(s["chance"]),
-          f"Clark {s['chance']['labels']['clark']}, Kovaleva {s['chance']['labels']['kovaleva']}, Σ unstructured"]
+        [[s.model, s.mask, s.heads, _counts_text(s.clark), _counts_text(s.kovaleva),
+          _counts_text(s.voita), chance(s.chance),
+          f"Clark {s.chance.labels['clark']}, Kovaleva {s.chance.labels['kovaleva']}, Σ unstructured"]
          for s in sums],
         ["text", "text", "int", "text", "text", "text", "text", "text"])
     return [fits, tax]
@@ -952,12 +1155,11 @@ def _thesis_table(fits: Any) -> Table:
                  cols, body, ["int", "text"] + ["float"] * 7 + ["text", "int", "float", "float"])
 
 
-def _short(r: dict) -> str:
-    return {"shift": "shift", "sigma2": "Σ2", "sigma3": "Σ3"}[r["best_family"]] + \
-        f" {r['normalized']:.2f} {r['label'][:3]}"
+def _short(r: HeadFit) -> str:
+    return {"shift": "shift", "sigma2": "Σ2", "sigma3": "Σ3"}[r.best_family] + f" {r.normalized:.2f} {r.label[:3]}"
 
 
-def _figures(cfg: HeadStructureConfig, rows: list[dict], pre: list[PretrainedHeads], figmaps: Any, base: dict[str, Baselines], thesis: Any) -> list[Figure]:
+def _figures(cfg: HeadStructureConfig, rows: list[HeadFit], pre: list[PretrainedHeads], figmaps: Any, base: dict[str, Baselines], thesis: Any) -> list[Figure]:
     figs = []
     mini = next((p.rows for p in pre if p.spec.key == "minilm"), [])
     mini_tokens = next((p.tokens for p in pre if p.spec.key == "minilm"), [])
@@ -967,10 +1169,10 @@ def _figures(cfg: HeadStructureConfig, rows: list[dict], pre: list[PretrainedHea
     for kind in ATTENTION_KINDS:
         r, ylab, xlab = figmaps[(one, kind)]
         for h in r:
-            panels.append(heatmap_panel(f"{kind}, head {h['head']}", h["example_map"], xlabels=xlab, ylabels=ylab))
-            panels.append(heatmap_panel(f"best Σ: {FIT_NAMES[h['best_family']]}, L1 "
-                                        f"{(h['example_map'] - h['example_fit']).abs().sum():.1f}",
-                                        h["example_fit"], xlabels=xlab, ylabels=ylab))
+            panels.append(heatmap_panel(f"{kind}, head {h.head}", h.example_map, xlabels=xlab, ylabels=ylab))
+            panels.append(heatmap_panel(f"best Σ: {FIT_NAMES[h.best_family]}, L1 "
+                                        f"{(h.example_map - h.example_fit).abs().sum():.1f}",
+                                        h.example_fit, xlabels=xlab, ylabels=ylab))
     figs.append(heatmap_figure(
         "fig11-one-head.png",
         f"Like the text's Fig. 11: the {one}-head one-layer translation model on one held-out pair "
@@ -982,8 +1184,8 @@ def _figures(cfg: HeadStructureConfig, rows: list[dict], pre: list[PretrainedHea
     if many != one:
         for kind, file in (("encoder self", "fig12-heads-encoder.png"), ("cross", "fig12-heads-cross.png")):
             r, _, _ = figmaps[(many, kind)]
-            panels = [heatmap_panel(f"head {h['head']}: {_short(h)}", h["example_map"]) for h in r]
-            panels += [heatmap_panel(f"head {h['head']}: best Σ", h["example_fit"]) for h in r]
+            panels = [heatmap_panel(f"head {h.head}: {_short(h)}", h.example_map) for h in r]
+            panels += [heatmap_panel(f"head {h.head}: best Σ", h.example_fit) for h in r]
             figs.append(heatmap_figure(
                 file, f"Like the text's Fig. 12: the {many}-head model's {kind} attention on one held-out pair "
                 f"(top row) and each head's best member of Sigma (bottom row). Titles: the family (shift, Σ2 or Σ3), d_Sigma / 2n averaged over the fitted pairs, and the head's label.",
@@ -995,16 +1197,16 @@ def _figures(cfg: HeadStructureConfig, rows: list[dict], pre: list[PretrainedHea
             f"All 72 heads of all-MiniLM-L6-v2 on one pydoc sentence of {cfg.crop} word pieces "
             f"({' '.join(mini_tokens)}); two rows per layer (heads 0-5, 6-11), layers 0-5 from the top. "
             "Titles: layer, head, best family, d_Sigma / 2n averaged over the fitted sentences, label.",
-            panels=[heatmap_panel(f"L{r['kind'][-1]} H{r['head']}: {_short(r)}", r["example_map"]) for r in mini],
+            panels=[heatmap_panel(f"L{r.kind[-1]} H{r.head}: {_short(r)}", r.example_map) for r in mini],
             ncols=6, vmin=0.0, vmax=1.0, colorbar="attention weight", title="MiniLM: every head"))
     if pre:
         figs += _pretrained_figures(cfg, pre, base)
     groups = []
     cats = ["sigma1", "shift", "permutation", "sigma3", "sigma2", "sigma"]  # the low bars last, under the legend
-    for name in dict.fromkeys(r["model"] for r in rows + prerows):
-        rs = [r for r in rows + prerows if r["model"] == name]
+    for name in dict.fromkeys(r.model for r in rows + prerows):
+        rs = [r for r in rows + prerows if r.model == name]
         groups.append({"label": f"{name.replace('translation ', '')} ({len(rs)})",
-                       "values": [float(np.mean([normalized_distance(r[f"d_{k}"], cfg.crop) for r in rs]))
+                       "values": [float(np.mean([normalized_distance(r.distance(k), cfg.crop) for r in rs]))
                                   for k in cats]})
     for mask, b in base.items():
         groups.append({"label": f"uniform map ({mask})", "values": [b.uniform[k] for k in cats]})
@@ -1019,8 +1221,8 @@ def _figures(cfg: HeadStructureConfig, rows: list[dict], pre: list[PretrainedHea
         categories=[FIT_NAMES[k] for k in cats], groups=groups, ylabel="distance / 2n",
         title="Distance to Σ against baselines"))
     lines = []
-    for i, name in enumerate(dict.fromkeys(r["model"] for r in rows + prerows)):
-        ys = sorted(r["normalized"] for r in rows + prerows if r["model"] == name)
+    for i, name in enumerate(dict.fromkeys(r.model for r in rows + prerows)):
+        ys = sorted(r.normalized for r in rows + prerows if r.model == name)
         xs = [(k + 0.5) / len(ys) for k in range(len(ys))]
         lines.append(series(f"{name} ({len(ys)} heads)", xs, ys, color=PALETTE[i]))
     b, c_ = base["bidirectional"], base["causal"]
@@ -1061,7 +1263,7 @@ def _pretrained_figures(cfg: HeadStructureConfig, pre: list[PretrainedHeads], ba
     for i, p in enumerate(pre):
         x = [layer / max(p.layers - 1, 1) for layer in range(p.layers)]
         for fam, style in (("sigma", "solid"), ("shift", "dashed"), ("sigma3", "dotted")):
-            y = [float(np.mean([normalized_distance(r[f"d_{fam}"], cfg.crop) for r in p.rows if r["layer"] == layer]))
+            y = [float(np.mean([normalized_distance(r.distance(fam), cfg.crop) for r in p.rows if r.layer == layer]))
                  for layer in range(p.layers)]
             lines.append(series(f"{p.spec.name} ({p.mask}): {FIT_NAMES[fam]}", x, y, style=style,
                                 color=PALETTE[i + 2]))
@@ -1081,7 +1283,7 @@ def _pretrained_figures(cfg: HeadStructureConfig, pre: list[PretrainedHeads], ba
         series=lines, xlabel="relative depth, layer / (L - 1)", ylabel="distance / 2n",
         title="Pretrained models: distance to Σ by layer")]
     panels = [heatmap_panel(f"{p.spec.name}: d_Σ / 2n (rows: layers, columns: heads)",
-                            [[next(r["normalized"] for r in p.rows if r["layer"] == layer and r["head"] == h)
+                            [[next(r.normalized for r in p.rows if r.layer == layer and r.head == h)
                               for h in range(p.heads)] for layer in range(p.layers)],
                             xlabels=[str(h) for h in range(p.heads)], ylabels=[str(layer) for layer in range(p.layers)])
               for p in pre]
@@ -1148,9 +1350,9 @@ def _pretrained_notes(cfg: HeadStructureConfig, pre: list[PretrainedHeads], base
             "its attention sink forms, so position 0 plays the special token's part: the special-token label "
             "(Sigma_3 blocks on it), Clark's special key set ('first token') and Kovaleva's vertical column. "
             "Every baseline and chance level is the causal one: causal uniform attention is at d / 2n "
-            f"= {chance_closed_form(cfg.crop, causal=True)['d_sigma1']:.3f} from Sigma_1 (1 - H_n / n) and "
-            f"{base['causal'].uniform['sigma']:.3f} from Sigma, puts {ch['previous']:.3f} on the previous token "
-            f"((H_n - 1) / n) and has entropy {ch['entropy']:.2f} nats (ln(n!) / n), and no causal row can see "
+            f"= {chance_closed_form(cfg.crop, causal=True).d_sigma1:.3f} from Sigma_1 (1 - H_n / n) and "
+            f"{base['causal'].uniform['sigma']:.3f} from Sigma, puts {ch.previous:.3f} on the previous token "
+            f"((H_n - 1) / n) and has entropy {ch.entropy:.2f} nats (ln(n!) / n), and no causal row can see "
             "the next token.")
     if pre:
         out.append(
@@ -1177,7 +1379,7 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
             extra.append(f"{spec.name}'s heads were left out: {e}")
     prerows = [r for p in pre for r in p.rows]
     figures = _figures(cfg, rows, pre, figmaps, base, thesis)
-    plain = [{k: v for k, v in r.items() if k not in ("example_fit", "example_map")} for r in rows + prerows]
+    plain = [r.to_dict() for r in rows + prerows]  # the stored rows: no example maps
     data = {"corpus": corpus.name, "corpus_description": corpus.description, "sizes": sizes,
             "training": [{"heads": t.n_heads, "epoch_losses": t.epoch_losses, "heldout_loss": t.heldout_loss,
                           "heldout_accuracy": t.heldout_accuracy, "unigram_loss": t.unigram_loss,
@@ -1186,13 +1388,13 @@ def run(cfg: HeadStructureConfig, run_dir=None) -> ExperimentResult:
             "thesis_maps": [{"index": f.index, "d": f.d, "d_thesis_sigma": f.d_thesis_sigma,
                              "d_renormalised": f.d_renormalised, "rank": f.rank, "sigma_min": f.sigma_min,
                              "l2_norm": f.l2_norm, "label": f.label} for f in (thesis[0] or [])],
-            "fractions": {name: fractions([r for r in rows + prerows if r["model"] == name])
-                          for name in dict.fromkeys(r["model"] for r in rows + prerows)},
-            "pretrained": {p.spec.name: _pretrained_summary(p, base) for p in pre},
+            "fractions": {name: fractions([r for r in rows + prerows if r.model == name]).to_dict()
+                          for name in dict.fromkeys(r.model for r in rows + prerows)},
+            "pretrained": {p.spec.name: _pretrained_summary(p, base).to_dict() for p in pre},
             "seconds": time.perf_counter() - start}
     scalars = {f"heldout_loss_{t.n_heads}h": t.heldout_loss for t in models}
-    scalars.update({f"mean_normalized_{name.replace(' ', '_')}": float(np.mean([r["normalized"] for r in plain
-                                                                              if r["model"] == name]))
+    scalars.update({f"mean_normalized_{name.replace(' ', '_')}": float(np.mean([r.normalized for r in rows + prerows
+                                                                              if r.model == name]))
                     for name in data["fractions"]})
     tables = [_train_table(models, sizes, cfg, corpus), _baseline_table(base)]
     if thesis[0]:
@@ -1210,7 +1412,7 @@ def _viewer(p: PretrainedHeads) -> dict:
     """Every head of a pretrained model on its first sentence, for the report's attention viewer."""
     from attnlab.reports.viewer import viewer_data
 
-    by = {(r["layer"], r["head"]): r["example_map"] for r in p.rows}
+    by = {(r.layer, r.head): r.example_map for r in p.rows}
     A = torch.stack([torch.stack([by[(l, h)] for h in range(p.heads)]) for l in range(p.layers)])
     return viewer_data(A, p.tokens, title=f"{p.spec.name}: every head on one sentence",
                        caption=f"The sentence of the figures ({len(p.tokens)} tokens, {p.mask} mask), "

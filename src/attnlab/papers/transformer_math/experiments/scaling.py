@@ -29,9 +29,10 @@ early once both models have reached the threshold (``stop_at_threshold``).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Callable, Sequence
 
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -42,7 +43,7 @@ import torch.nn.functional as F
 from attnlab.config import RunConfig, check_bool, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
-from attnlab.papers.transformer_math.scaling_model import CopyAttention, measure
+from attnlab.papers.transformer_math.scaling_model import CopyAttention, Measurement, measure
 from attnlab.registry import Experiment, SweepPlan, register_experiment
 from attnlab.checks import Bound, Check, above, below, compare, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Series, Table, line_figure, series
@@ -124,12 +125,35 @@ def _generators(seed: int, device: str) -> list[torch.Generator]:
     return [torch.Generator(device=d).manual_seed(int(s.generate_state(1)[0])) for s, d in zip(states, devices)]
 
 
-def train_pair(cfg: ScalingConfig, run_dir=None) -> dict[str, dict]:
+@dataclass(frozen=True)
+class History:
+    """One model's held-out :func:`measure` over training, one entry per evaluated step (E of them)."""
+
+    step: tuple[int, ...]  # (E,) the evaluated steps: 0, every eval_every, the last
+    loss: tuple[float, ...]  # (E,) mean held-out cross-entropy
+    accuracy: tuple[float, ...]  # (E,) held-out accuracy
+    entropy: tuple[float, ...]  # (E,) mean attention entropy H(a), log n uniform, 0 one-hot
+    grad_norm: tuple[float, ...]  # (E,) mean ||dl_i/dz_i|| through the softmax
+
+    @classmethod
+    def of(cls, records: Sequence[tuple[int, Measurement]]) -> "History":
+        """The history of (step, measurement) pairs in the order they were taken."""
+        return cls(step=tuple(s for s, _ in records), loss=tuple(m.loss for _, m in records),
+                   accuracy=tuple(m.accuracy for _, m in records), entropy=tuple(m.entropy for _, m in records),
+                   grad_norm=tuple(m.grad_norm for _, m in records))
+
+    def to_dict(self) -> dict[str, list]:
+        """{"step", "loss", "accuracy", "entropy", "grad_norm"}: lists, as results.json stores them."""
+        return {"step": list(self.step), "loss": list(self.loss), "accuracy": list(self.accuracy),
+                "entropy": list(self.entropy), "grad_norm": list(self.grad_norm)}
+
+
+def train_pair(cfg: ScalingConfig, run_dir=None) -> dict[str, History]:
     """Train the scaled and the unscaled model (same init, same batches) with Adam.
 
-    Returns per model {"step": [...], "loss": [...], "accuracy": [...], "entropy": [...],
-    "grad_norm": [...]}: the held-out :func:`measure` at step 0, every ``eval_every``
-    steps and at the last step, each also streamed to ``run_dir``'s metrics.jsonl.
+    Returns {variant: History} (variant: "scaled", "unscaled"): the held-out :func:`measure` at
+    step 0, every ``eval_every`` steps and at the last step, each also streamed to ``run_dir``'s
+    metrics.jsonl.
     """
     g_init, g_data, g_eval = _generators(cfg.seed, cfg.device)
     first = CopyAttention(V=cfg.V, n=cfg.n, d_model=cfg.d_model, d_head=cfg.d_head, scale=VARIANTS["scaled"],
@@ -138,20 +162,18 @@ def train_pair(cfg: ScalingConfig, run_dir=None) -> dict[str, dict]:
     models["unscaled"].scale = VARIANTS["unscaled"]
     opts = {k: torch.optim.Adam(m.parameters(), lr=cfg.lr) for k, m in models.items()}
     held_out = copy_batch(cfg.eval_batch, cfg.n, cfg.V, generator=g_eval)
-    history: dict[str, dict] = {k: {"step": []} for k in models}
+    records: dict[str, list[tuple[int, Measurement]]] = {k: [] for k in models}
 
     def evaluate(step: int) -> None:
         for k, m in models.items():
             rec = measure(m, held_out)
-            history[k]["step"].append(step)
-            for name, v in rec.items():
-                history[k].setdefault(name, []).append(v)
+            records[k].append((step, rec))
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "d_head": cfg.d_head, "seed": cfg.seed,
-                                 "variant": k, "step": step, **rec})
+                                 "variant": k, "step": step, **rec.to_dict()})
 
     evaluate(0)
     step = 0
-    while step < cfg.steps and not (cfg.stop_at_threshold and _both_reached(history, cfg.loss_threshold)):
+    while step < cfg.steps and not (cfg.stop_at_threshold and _both_reached(records, cfg.loss_threshold)):
         step += 1
         b = copy_batch(cfg.batch, cfg.n, cfg.V, generator=g_data)  # shared by both models
         for k, m in models.items():
@@ -161,24 +183,47 @@ def train_pair(cfg: ScalingConfig, run_dir=None) -> dict[str, dict]:
             opts[k].step()
         if step % cfg.eval_every == 0 or step == cfg.steps:
             evaluate(step)
-    return history
+    return {k: History.of(r) for k, r in records.items()}
 
 
-def _both_reached(history: dict[str, dict], threshold: float) -> bool:
-    return all(min(h["loss"]) <= threshold for h in history.values())
+def _both_reached(records: dict[str, list[tuple[int, Measurement]]], threshold: float) -> bool:
+    return all(min(m.loss for _, m in r) <= threshold for r in records.values())
 
 
-def scalars_of(cfg: ScalingConfig, history: dict[str, dict]) -> dict[str, float | int | bool]:
-    """Per-variant scalars for the sweep table (module docstring for steps_to_threshold)."""
+@dataclass(frozen=True)
+class VariantScalars:
+    """One model's numbers of one run; the sweep row holds each as the column ``{variant}_{field}``."""
+
+    steps_to_threshold: int  # first evaluated step with held-out loss <= loss_threshold; steps + 1 if never
+    reached_threshold: bool  # whether that step exists within the budget
+    final_loss: float  # held-out loss at the last evaluated step
+    final_accuracy: float  # held-out accuracy at the last evaluated step
+    initial_loss: float  # held-out loss at step 0
+    initial_entropy: float  # mean attention entropy H(a) at step 0
+    final_entropy: float  # mean attention entropy H(a) at the last evaluated step
+    initial_grad_norm: float  # mean ||dl/dz|| at step 0
+    final_grad_norm: float  # mean ||dl/dz|| at the last evaluated step
+
+    def to_dict(self, variant: str) -> dict[str, float | int | bool]:
+        """The sweep-row columns {f"{variant}_{field}": value}, fields in declaration order."""
+        return {f"{variant}_{f.name}": getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def variant_scalars(cfg: ScalingConfig, h: History) -> VariantScalars:
+    """One model's :class:`VariantScalars` from its history (module docstring for steps_to_threshold)."""
+    hit = [s for s, loss in zip(h.step, h.loss) if loss <= cfg.loss_threshold]
+    return VariantScalars(steps_to_threshold=hit[0] if hit else cfg.steps + 1, reached_threshold=bool(hit),
+                          final_loss=h.loss[-1], final_accuracy=h.accuracy[-1], initial_loss=h.loss[0],
+                          initial_entropy=h.entropy[0], final_entropy=h.entropy[-1],
+                          initial_grad_norm=h.grad_norm[0], final_grad_norm=h.grad_norm[-1])
+
+
+def scalars_of(cfg: ScalingConfig, history: dict[str, History]) -> dict[str, float | int | bool]:
+    """The run's scalars, one row of the sweep table: every variant's :class:`VariantScalars` as
+    ``{variant}_{field}`` columns, and max_entropy = log n (uniform attention over n keys)."""
     out: dict[str, float | int | bool] = {}
     for k, h in history.items():
-        hit = [s for s, loss in zip(h["step"], h["loss"]) if loss <= cfg.loss_threshold]
-        out.update({f"{k}_steps_to_threshold": hit[0] if hit else cfg.steps + 1,
-                    f"{k}_reached_threshold": bool(hit),
-                    f"{k}_final_loss": h["loss"][-1], f"{k}_final_accuracy": h["accuracy"][-1],
-                    f"{k}_initial_loss": h["loss"][0],
-                    f"{k}_initial_entropy": h["entropy"][0], f"{k}_final_entropy": h["entropy"][-1],
-                    f"{k}_initial_grad_norm": h["grad_norm"][0], f"{k}_final_grad_norm": h["grad_norm"][-1]})
+        out.update(variant_scalars(cfg, h).to_dict(k))
     out["max_entropy"] = math.log(cfg.n)  # uniform attention over n keys
     return out
 
@@ -186,6 +231,7 @@ def scalars_of(cfg: ScalingConfig, history: dict[str, dict]) -> dict[str, float 
 def run_scaling(cfg: ScalingConfig, run_dir=None) -> ExperimentResult:
     """One sweep run: one d_head, one seed, both models; its scalars are one row of the sweep."""
     history = train_pair(cfg, run_dir)
+    per = {k: variant_scalars(cfg, h) for k, h in history.items()}
     sc = scalars_of(cfg, history)
     colors = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
     label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
@@ -193,15 +239,16 @@ def run_scaling(cfg: ScalingConfig, run_dir=None) -> ExperimentResult:
         "scaling-training-curves.png",
         f"Held-out loss during training at d_head={cfg.d_head}, seed {cfg.seed}: the same init and "
         f"batches, with and without 1/sqrt(d_head); dashed: loss threshold {cfg.loss_threshold:g}.",
-        series=[series(label[k], h["step"], h["loss"], color=colors[k], marker=False) for k, h in history.items()]
+        series=[series(label[k], h.step, h.loss, color=colors[k], marker=False) for k, h in history.items()]
         + [series("threshold", [0, cfg.steps], [cfg.loss_threshold] * 2, style="dashed", marker=False,
                   color="#777777")],
         xlabel="step", ylabel="held-out cross-entropy", yscale="log", title="Training with and without 1/sqrt(d)")
     summary = [info(f"{k}: steps to loss <= {cfg.loss_threshold:g}",
-                    sc[f"{k}_steps_to_threshold"] if sc[f"{k}_reached_threshold"]
+                    per[k].steps_to_threshold if per[k].reached_threshold
                     else Bound.at_least(cfg.steps + 1, f"not reached within the {cfg.steps}-step budget"),
-                    where="§1.2.3", detail=f"final loss {sc[f'{k}_final_loss']:.3g}") for k in history]
-    return ExperimentResult(summary=summary, figures=[fig], data={"history": history}, scalars=sc)
+                    where="§1.2.3", detail=f"final loss {per[k].final_loss:.3g}") for k in history]
+    data = {"history": {k: h.to_dict() for k, h in history.items()}}
+    return ExperimentResult(summary=summary, figures=[fig], data=data, scalars=sc)
 
 
 def reproduce_plan(scale: str) -> SweepPlan:
@@ -212,17 +259,92 @@ def reproduce_plan(scale: str) -> SweepPlan:
 # --------------------------------------------------------------------------------------
 # The sweep's rows -> the report (no maths: means, ranges and ratios of stored numbers)
 # --------------------------------------------------------------------------------------
-def _by_d_head(rows: list[dict]) -> dict[int, list[dict]]:
-    groups: dict[int, list[dict]] = {}
+@dataclass(frozen=True)
+class VariantRow:
+    """One model's columns of a sweep row that the report reads (``{variant}_{field}``, :class:`VariantScalars`)."""
+
+    steps_to_threshold: float  # steps to held-out loss <= loss_threshold (steps + 1: never)
+    reached_threshold: bool  # whether the threshold was reached within the budget
+    initial_grad_norm: float  # mean ||dl/dz|| at step 0
+    initial_entropy: float  # mean attention entropy H(a) at step 0
+    final_loss: float  # held-out loss at the last evaluated step
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One finished run of the sweep (a table row with status "ok"): its d_head, budget, threshold and
+    context length, and each model's :class:`VariantRow`."""
+
+    d_head: int
+    steps: int  # the step budget
+    loss_threshold: float
+    n: int  # context length (log n: uniform attention entropy)
+    scaled: VariantRow  # c = 1/sqrt(d_head)
+    unscaled: VariantRow  # c = 1
+
+    @classmethod
+    def of(cls, row: dict) -> "SweepRun":
+        """The run of one stored sweep row."""
+        def variant(k: str) -> VariantRow:
+            return VariantRow(**{f.name: row[f"{k}_{f.name}"] for f in dataclasses.fields(VariantRow)})
+
+        return cls(d_head=int(row["d_head"]), steps=int(row["steps"]), loss_threshold=float(row["loss_threshold"]),
+                   n=int(row["n"]), scaled=variant("scaled"), unscaled=variant("unscaled"))
+
+    def variant(self, k: str) -> VariantRow:
+        """The row of the model ``k`` of :data:`VARIANTS`."""
+        return {"scaled": self.scaled, "unscaled": self.unscaled}[k]
+
+
+def _by_d_head(rows: list[dict]) -> dict[int, list[SweepRun]]:
+    """The finished runs of the sweep's rows, grouped by d_head (ascending)."""
+    groups: dict[int, list[SweepRun]] = {}
     for r in rows:
         if r.get("status") == "ok":
-            groups.setdefault(int(r["d_head"]), []).append(r)
+            run = SweepRun.of(r)
+            groups.setdefault(run.d_head, []).append(run)
     return dict(sorted(groups.items()))
 
 
-def _stat(runs: list[dict], key: str) -> dict[str, float]:
-    x = np.array([float(r[key]) for r in runs])
-    return {"mean": float(x.mean()), "min": float(x.min()), "max": float(x.max())}
+@dataclass(frozen=True)
+class Stat:
+    """Mean, smallest and largest of one number over the seeds of one d_head."""
+
+    mean: float
+    min: float
+    max: float
+
+    def to_dict(self) -> dict[str, float]:
+        """{"mean", "min", "max"}, as results.json stores it."""
+        return {"mean": self.mean, "min": self.min, "max": self.max}
+
+
+def _stat(values: Sequence[float]) -> Stat:
+    x = np.array([float(v) for v in values])
+    return Stat(mean=float(x.mean()), min=float(x.min()), max=float(x.max()))
+
+
+@dataclass(frozen=True)
+class VariantStats:
+    """One model's :class:`Stat` over seeds, one per d_head of the sweep (D of them)."""
+
+    steps_to_threshold: list[Stat]  # (D,) steps to held-out loss <= loss_threshold
+    initial_grad_norm: list[Stat]  # (D,) mean ||dl/dz|| at step 0
+    initial_entropy: list[Stat]  # (D,) mean attention entropy H(a) at step 0
+    final_loss: list[Stat]  # (D,) held-out loss at the last evaluated step
+
+    @classmethod
+    def of(cls, groups: Sequence[Sequence[SweepRun]], k: str) -> "VariantStats":
+        """The stats of model ``k`` over each group of runs (one group per d_head)."""
+        rows = [[r.variant(k) for r in g] for g in groups]
+        return cls(steps_to_threshold=[_stat([v.steps_to_threshold for v in g]) for g in rows],
+                   initial_grad_norm=[_stat([v.initial_grad_norm for v in g]) for g in rows],
+                   initial_entropy=[_stat([v.initial_entropy for v in g]) for g in rows],
+                   final_loss=[_stat([v.final_loss for v in g]) for g in rows])
+
+    def to_dict(self) -> dict[str, list[dict[str, float]]]:
+        """{field: [Stat.to_dict() per d_head]}, as results.json stores it."""
+        return {f.name: [s.to_dict() for s in getattr(self, f.name)] for f in dataclasses.fields(self)}
 
 
 def aggregate(rows: list[dict]) -> ExperimentResult:
@@ -231,28 +353,25 @@ def aggregate(rows: list[dict]) -> ExperimentResult:
     if not groups:
         raise ConfigError("the scaling sweep has no finished run to aggregate; rerun with --resume")
     dims = list(groups)
-    stats = {k: {name: [_stat(groups[d], f"{k}_{name}") for d in dims]
-                 for name in ("steps_to_threshold", "initial_grad_norm", "initial_entropy", "final_loss")}
-             for k in VARIANTS}
-    reached = {k: [sum(bool(r[f"{k}_reached_threshold"]) for r in groups[d]) for d in dims] for k in VARIANTS}
+    stats = {k: VariantStats.of([groups[d] for d in dims], k) for k in VARIANTS}
+    reached = {k: [sum(bool(r.variant(k).reached_threshold) for r in groups[d]) for d in dims] for k in VARIANTS}
     first = groups[dims[0]][0]
-    steps, thr, n = int(first["steps"]), float(first["loss_threshold"]), int(first["n"])
+    steps, thr, n = first.steps, first.loss_threshold, first.n
     table_rows = []
     for i, d in enumerate(dims):
         K = len(groups[d])
-        cell = {k: f"{stats[k]['steps_to_threshold'][i]['mean']:.0f} ({stats[k]['steps_to_threshold'][i]['min']:.0f}"
-                   f"-{stats[k]['steps_to_threshold'][i]['max']:.0f})" for k in VARIANTS}
+        cell = {k: f"{stats[k].steps_to_threshold[i].mean:.0f} ({stats[k].steps_to_threshold[i].min:.0f}"
+                   f"-{stats[k].steps_to_threshold[i].max:.0f})" for k in VARIANTS}
         table_rows.append([d, K, cell["scaled"], cell["unscaled"], f"{reached['scaled'][i]}/{K}",
                            f"{reached['unscaled'][i]}/{K}"]
-                          + [stats[k]["initial_grad_norm"][i]["mean"] for k in VARIANTS]
-                          + [stats[k]["initial_entropy"][i]["mean"] for k in VARIANTS])
+                          + [stats[k].initial_grad_norm[i].mean for k in VARIANTS]
+                          + [stats[k].initial_entropy[i].mean for k in VARIANTS])
     table = Table(f"Steps to held-out loss <= {thr:g} (mean, min-max over seeds; {steps + 1} = not reached)",
                   ["d_head", "seeds", "scaled steps", "unscaled steps", "scaled reached", "unscaled reached",
                    "init ||dl/dz|| scaled", "unscaled", "init entropy scaled", "unscaled"], table_rows,
                   ["int", "int", "text", "text", "text", "text", "float", "float", "float", "float"])
-    mean = {k: {name: [s["mean"] for s in v] for name, v in stats[k].items()} for k in VARIANTS}
     return ExperimentResult(
-        summary=_summary(dims, mean, reached, groups, steps, thr), tables=[table],
+        summary=_summary(dims, stats, reached, groups, steps, thr), tables=[table],
         figures=_figures(dims, stats, steps, thr, n),
         notes=[f"One run trains two models from the same init on the same batches (Adam, {steps} steps), "
                "one with c = 1/sqrt(d_head), one with c = 1; d_model is tied to d_head unless set.",
@@ -260,14 +379,15 @@ def aggregate(rows: list[dict]) -> ExperimentResult:
                f"{steps + 1} when never reached, so means over seeds are lower bounds.",
                "||dl/dz||: mean over held-out examples of the norm of the gradient of the example's "
                "loss with respect to its attention logits z (the softmax input)."],
-        data={"d_head": dims, "stats": stats, "reached": reached,
+        data={"d_head": dims, "stats": {k: s.to_dict() for k, s in stats.items()}, "reached": reached,
               "seeds": {d: len(g) for d, g in groups.items()}})
 
 
 WHERE = "§1.2.3 (\"it leads to more stable gradients\")"
 
 
-def _summary(dims: Sequence[int], mean: Any, reached: Any, groups: Any, steps: Any, thr: float) -> list[Check]:
+def _summary(dims: Sequence[int], stats: dict[str, VariantStats], reached: dict[str, list[int]],
+             groups: dict[int, list[SweepRun]], steps: int, thr: float) -> list[Check]:
     """The text's three effects at the largest d_head, as ratios unscaled / scaled of the means
     over seeds, and whether every scaled run learned within the budget (attnlab's task and
     training must be learnable: a construction).
@@ -277,9 +397,10 @@ def _summary(dims: Sequence[int], mean: Any, reached: Any, groups: Any, steps: A
     "> 1" when the bound does); with a censored scaled run the ratio is not measured."""
     i, d = len(dims) - 1, dims[-1]
     K = len(groups[d])
-    ent = mean["unscaled"]["initial_entropy"][i] / mean["scaled"]["initial_entropy"][i]
-    grad = mean["unscaled"]["initial_grad_norm"][i] / mean["scaled"]["initial_grad_norm"][i]
-    slow = mean["unscaled"]["steps_to_threshold"][i] / mean["scaled"]["steps_to_threshold"][i]
+    sc, un = stats["scaled"], stats["unscaled"]
+    ent = un.initial_entropy[i].mean / sc.initial_entropy[i].mean
+    grad = un.initial_grad_norm[i].mean / sc.initial_grad_norm[i].mean
+    slow = un.steps_to_threshold[i].mean / sc.steps_to_threshold[i].mean
     cannot = ""
     if reached["scaled"][i] < K:
         cannot = f"the scaled model missed the threshold in {K - reached['scaled'][i]}/{K} seeds (censored)"
@@ -301,18 +422,20 @@ def _summary(dims: Sequence[int], mean: Any, reached: Any, groups: Any, steps: A
     ]
 
 
-def _figures(dims: Sequence[int], stats: Any, steps: Any, thr: float, n: int) -> list[LineFigure]:
+def _figures(dims: Sequence[int], stats: dict[str, VariantStats], steps: int, thr: float, n: int) -> list[LineFigure]:
     color = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
     label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
 
-    def lines(name: str, spread: bool) -> list[Series]:
+    def lines(of: Callable[[VariantStats], list[Stat]], spread: bool) -> list[Series]:
         out = []
         for k in VARIANTS:
-            s = stats[k][name]
-            out.append(series(f"{label[k]} (mean)", dims, [x["mean"] for x in s], color=color[k]))
+            s = of(stats[k])
+            out.append(series(f"{label[k]} (mean)", dims, [x.mean for x in s], color=color[k]))
             if spread:
-                out += [series(f"{label[k]} ({m} over seeds)", dims, [x[m] for x in s], style="dotted",
-                               marker=False, color=color[k]) for m in ("min", "max")]
+                out += [series(f"{label[k]} (min over seeds)", dims, [x.min for x in s], style="dotted",
+                               marker=False, color=color[k]),
+                        series(f"{label[k]} (max over seeds)", dims, [x.max for x in s], style="dotted",
+                               marker=False, color=color[k])]
         return out
 
     budget = series(f"not reached ({steps + 1})", dims, [steps + 1] * len(dims), style="dashed", marker=False,
@@ -323,18 +446,18 @@ def _figures(dims: Sequence[int], stats: Any, steps: Any, thr: float, n: int) ->
         line_figure("scaling-steps-to-threshold.png",
                     f"Training steps until the held-out loss is <= {thr:g}, against d_head, with and without "
                     "1/sqrt(d_head): mean over seeds (solid) and the range (dotted).",
-                    series=lines("steps_to_threshold", True) + [budget], xlabel="d_head", ylabel="steps",
+                    series=lines(lambda s: s.steps_to_threshold, True) + [budget], xlabel="d_head", ylabel="steps",
                     xscale="log", yscale="log", title="Steps to learn positional copy"),
         line_figure("scaling-initial-gradient.png",
                     "Mean norm of the gradient of an example's loss with respect to its attention logits "
                     "(through the softmax) at initialisation, against d_head.",
-                    series=lines("initial_grad_norm", False), xlabel="d_head",
+                    series=lines(lambda s: s.initial_grad_norm, False), xlabel="d_head",
                     ylabel=r"mean $\|\partial l/\partial z\|$", xscale="log", yscale="log",
                     title="Gradient through softmax at init"),
         line_figure("scaling-initial-entropy.png",
                     "Mean entropy of the attention weights at initialisation, against d_head; "
                     "0 is one-hot (saturated).",
-                    series=lines("initial_entropy", False) + [uniform], xlabel="d_head", ylabel="entropy (nats)",
+                    series=lines(lambda s: s.initial_entropy, False) + [uniform], xlabel="d_head", ylabel="entropy (nats)",
                     xscale="log", title="Attention entropy at init"),
     ]
 
