@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 from attnlab.commands.console import PlainProgress
 from helpers import exit_status

@@ -13,8 +13,8 @@ from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import above, at_most, below, near
-from attnlab.results import PALETTE, ExperimentResult, line_figure, series
+from attnlab.checks import Check, above, at_most, below, near
+from attnlab.results import PALETTE, ExperimentResult, Figure, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.dot-product-scaling"
@@ -76,6 +76,20 @@ class DotProductConfig(RunConfig):
 
 
 def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentResult:
+    var, soft = measure(cfg, run_dir)
+    return ExperimentResult(
+        summary=_summary(cfg, var, soft), figures=_figures(cfg, var, soft),
+        data={"variance": var, "slope": loglog_slope(var["dims"], var["var_raw"]),
+              "softmax": {**soft, "n_keys": cfg.n_keys}},
+        notes=["The text writes the scaling factor as 1/sqrt(k); k there is the key "
+               "dimension d_k, written d here. The errors of §1 of the text are in the report's table of "
+               "errors in the text."])
+
+
+def measure(cfg: DotProductConfig, run_dir=None) -> tuple[dict[str, list], dict[str, list]]:
+    """Var(q.k) and Var(q.k / sqrt(d)) by d (:func:`dot_product_variance`), and the softmax of n_keys
+    attention logits with and without the scale by d (:func:`attention_logit_sweep`): lists over cfg.dims,
+    keyed as those functions key them."""
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     kw = dict(generator=g, dtype=torch.float64, device=cfg.device)
     var = {"dims": [], "var_raw": [], "var_scaled": [], "rel_se": []}
@@ -91,6 +105,11 @@ def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentRe
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "d": d,
                        "var_raw": v["var_raw"][0], "var_scaled": v["var_scaled"][0],
                        "max_prob_raw": s["max_prob_raw"][0], "max_prob_scaled": s["max_prob_scaled"][0]})
+    return var, soft
+
+
+def _summary(cfg: DotProductConfig, var: dict[str, list], soft: dict[str, list]) -> list[Check]:
+    """Var(q.k) grows as d; the scale brings it to 1; the unscaled softmax saturates; its Jacobian's norm."""
     dims = var["dims"]
     slope = loglog_slope(dims, var["var_raw"])
     deviation = max(abs(x - 1) for x in var["var_scaled"])
@@ -110,8 +129,14 @@ def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentRe
         below(ratio, 1, f"{cfg.n_keys} keys, {cfg.n_samples_softmax} queries", quantity=f"E||J_s|| at d={dims[-1]}: "
               "unscaled / scaled", where=where, paper_value="vanishing gradient without 1/sqrt(d)"),
     ]
+    return summary
+
+
+def _figures(cfg: DotProductConfig, var: dict[str, list], soft: dict[str, list]) -> list[Figure]:
+    """Variance, Jacobian norm and entropy against d, with and without the scale."""
+    dims = var["dims"]
     c_raw, c_sc = PALETTE[1], PALETTE[0]
-    figs = [
+    return [
         line_figure("dot-product-variance.png",
                     f"Sample variance of q.k and of q.k/sqrt(d) for q, k ~ N(0, I_d) "
                     f"({cfg.n_samples_variance} samples per d), with the theory lines d and 1.",
@@ -138,12 +163,6 @@ def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentRe
                     xlabel="key dimension d", ylabel="entropy (nats)", xscale="log",
                     title="Softmax entropy vs key dimension"),
     ]
-    return ExperimentResult(
-        summary=summary, figures=figs,
-        data={"variance": var, "slope": slope, "softmax": {**soft, "n_keys": cfg.n_keys}},
-        notes=["The text writes the scaling factor as 1/sqrt(k); k there is the key "
-               "dimension d_k, written d here. The errors of §1 of the text are in the report's table of "
-               "errors in the text."])
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

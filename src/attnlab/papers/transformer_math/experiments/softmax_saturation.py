@@ -12,8 +12,8 @@ from attnlab.config import RunConfig, check_int, check_ints, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import at_most, equals
-from attnlab.results import PALETTE, ExperimentResult, line_figure, series
+from attnlab.checks import Check, at_most, equals
+from attnlab.results import PALETTE, ExperimentResult, Figure, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.softmax-saturation"
@@ -59,6 +59,14 @@ class SaturationConfig(RunConfig):
 
 
 def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
+    ts, curves = measure(cfg, run_dir)
+    return ExperimentResult(summary=_summary(ts, curves), figures=_figures(ts, curves),
+                            data={"scales": ts, "curves": {str(n): c for n, c in curves.items()}})
+
+
+def measure(cfg: SaturationConfig, run_dir=None) -> tuple[list[float], dict[int, dict]]:
+    """The scales t (cfg.n_scales, log-spaced in [t_min, t_max]) and, per n, the curves of
+    :func:`saturation_sweep` over t for cfg.n_samples draws z ~ N(0, I_n), with the uniform limit sqrt(n-1)/n."""
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     kw = dict(generator=g, dtype=torch.float64, device=cfg.device)
     t = torch.logspace(math.log10(cfg.t_min), math.log10(cfg.t_max), cfg.n_scales, dtype=torch.float64)
@@ -70,7 +78,11 @@ def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentRes
         curves[n] = {**saturation_sweep(z, up, t.to(cfg.device)), "uniform_limit": uniform_jacobian_norm(n)}
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "n": n,
                        "jacobian_norm_at_t_max": curves[n]["jacobian_norm"][-1]})
-    ts = t.tolist()
+    return t.tolist(), curves
+
+
+def _summary(ts: list[float], curves: dict[int, dict]) -> list[Check]:
+    """Per n: E||J_s(t z)||_F never rises past t = 10, reaches the one-hot limit, starts at the uniform one."""
     summary = []
     for n, c in curves.items():
         J, lim = c["jacobian_norm"], c["one_hot_limit"]
@@ -89,11 +101,16 @@ def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentRes
         summary.append(at_most(rel0, 1e-3, "uniform softmax limit; deviation O(t^2)", role="sanity",
                                quantity=f"n={n}: |E||J|| / (sqrt(n-1)/n) - 1| at t={ts[0]:g}",
                                where="§1.2.3, eq. (8)"))
+    return summary
+
+
+def _figures(ts: list[float], curves: dict[int, dict]) -> list[Figure]:
+    """The Jacobian's norm, the gradient's norm and the largest probability against t, one line per n."""
     colors = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(curves)}
     jac = [series(f"n={n}", ts, c["jacobian_norm"], color=colors[n]) for n, c in curves.items()]
     jac += [series(f"one-hot limit, n={n}", ts, c["one_hot_limit"], style="dotted", marker=False,
                    color=colors[n]) for n, c in curves.items()]
-    figs = [
+    return [
         line_figure("saturation-jacobian.png",
                     "Mean Frobenius norm of the softmax Jacobian J_s(t z) = diag(s) - s s^T (eq. 8) "
                     "against the logit scale t, z ~ N(0, I_n), float64. Dotted: the leading-order "
@@ -113,8 +130,6 @@ def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentRes
                     xlabel="logit scale t", ylabel=r"mean $\max_i\, s_i$", xscale="log",
                     title="Softmax output approaches one-hot"),
     ]
-    return ExperimentResult(summary=summary, figures=figs,
-                            data={"scales": ts, "curves": {str(n): c for n, c in curves.items()}})
 
 
 register_experiment(Experiment(EXPERIMENT_ID,
