@@ -51,8 +51,8 @@ def test_intended_family_and_the_texts_second_family_are_exact(lam, mu):
     q, v = ca.intended(q_true, 3, lam, mu)
     assert ca.loss_and_gradient(q, v, pop)[0] <= 1e-28
     d = ca.family_distance(q, v, q_true)
-    assert d["distance"] <= FLOAT64 and d["lam"] == pytest.approx(lam, abs=FLOAT64)
-    assert d["mu"] == pytest.approx(mu / lam, abs=FLOAT64)
+    assert d.distance <= FLOAT64 and d.lam == pytest.approx(lam, abs=FLOAT64)
+    assert d.mu == pytest.approx(mu / lam, abs=FLOAT64)
     assert ca.delta_Q(q) * lam ** 2 == pytest.approx(ca.delta_Q(q_true), rel=FLOAT64)
     # the text's family after eq. 3.71: q = q_true + a(t), a(t) = -v_ii q_true(t, t) / (1 + v_ii), v_i(i-1) = 1
     for m in (0.0, 0.5, -0.4, mu):

@@ -45,14 +45,15 @@ def test_init_scale_differs_at_one_over_n():
 
 def test_threshold_values_match_the_formula():
     v = threshold_errors(1)
-    assert v["c_star"] == pytest.approx(max(0, v["max_q"]) + max(0, -v["min_q"]), abs=0)
-    assert v["min_q"] < 0 < v["max_q"]
-    for s in "23":
-        assert v[f"at_c_star_{s}"] <= FLOAT64 and v[f"below_{s}"] >= v["delta"] * (1 - 1e-9)
-        assert v[f"text_readout_{s}"] == pytest.approx(-v["min_q"], abs=FLOAT64)
+    assert v.c_star == pytest.approx(max(0, v.max_q) + max(0, -v.min_q), abs=0)
+    assert v.min_q < 0 < v.max_q
+    for at_c_star, below, text_readout in ((v.at_c_star_2, v.below_2, v.text_readout_2),
+                                           (v.at_c_star_3, v.below_3, v.text_readout_3)):
+        assert at_c_star <= FLOAT64 and below >= v.delta * (1 - 1e-9)
+        assert text_readout == pytest.approx(-v.min_q, abs=FLOAT64)
     t = text_threshold_errors(1)  # q_true >= 0: the text's condition c >= max q_true is exact and tight
-    for s in "23":
-        assert t[f"at_max_q_{s}"] <= FLOAT64 and t[f"below_{s}"] >= t["delta"] * (1 - 1e-9)
+    for at_max_q, below in ((t.at_max_q_2, t.below_2), (t.at_max_q_3, t.below_3)):
+        assert at_max_q <= FLOAT64 and below >= t.delta * (1 - 1e-9)
 
 
 @pytest.mark.slow

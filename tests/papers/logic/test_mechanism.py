@@ -1,5 +1,7 @@
 """Structure fractions modulo the gauge, path ablations and the centred fit of Fig. 1."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -21,18 +23,24 @@ def _fractions(solution, q_true):
 
 
 @pytest.mark.parametrize("solution, own", [
-    ("1", ["A: PP block (sol. 1, 3)", "A: c D_{-1} in PP (sol. 1, 3)", "v: CC block (sol. 1, 3)", "v: c I_N in CC (sol. 1)"]),
-    ("2", ["A: CC block (sol. 2)", "v: PP block (sol. 2)", "v: c S in PP (sol. 2)", "B: diagonal (sol. 2, 3: no B)"]),
-    ("3", ["A: PP block (sol. 1, 3)", "A: c D_{-1} in PP (sol. 1, 3)", "v: CC block (sol. 1, 3)",
-           "B: diagonal (sol. 2, 3: no B)"]),
+    ("1", lambda f: {"A_PP": f.A_PP, "A_D": f.A_D, "v_CC": f.v_CC, "v_I": f.v_I}),
+    ("2", lambda f: {"A_CC": f.A_CC, "v_PP": f.v_PP, "v_S": f.v_S, "B_diag": f.B_diag}),
+    ("3", lambda f: {"A_PP": f.A_PP, "A_D": f.A_D, "v_CC": f.v_CC, "B_diag": f.B_diag}),
 ])
 def test_hand_built_solutions_have_fraction_one_in_their_structures(solution, own):
     q_true = np.random.default_rng(0).standard_normal((N, N))
     fr = _fractions(solution, q_true)
-    for k in own:
-        assert abs(fr[k] - 1) <= FLOAT64_LONG, (k, fr[k])
-    other = "A: CC block (sol. 2)" if solution != "2" else "A: c D_{-1} in PP (sol. 1, 3)"
-    assert fr[other] <= 0.1
+    for k, x in own(fr).items():
+        assert abs(x - 1) <= FLOAT64_LONG, (k, x)
+    other = fr.A_CC if solution != "2" else fr.A_D
+    assert other <= 0.1
+
+
+def test_stored_fractions_are_named_by_structure():
+    fr = _fractions("1", np.random.default_rng(0).standard_normal((N, N)))
+    names = [f"{which}: {s.name}" for which, ss in mech.structures(N, M).items() for s in ss]
+    assert list(fr.to_dict()) == names + ["B: diagonal (sol. 2, 3: no B)"]
+    assert list(fr.to_dict().values()) == list(dataclasses.astuple(fr))
 
 
 def test_fractions_are_gauge_invariant():
@@ -43,7 +51,7 @@ def test_fractions_are_gauge_invariant():
     A2 = A + np.outer(g, rng.standard_normal(d)) + np.outer(rng.standard_normal(d), g)
     v2 = v + np.outer(rng.standard_normal(d), g) + np.outer(np.ones(d), rng.standard_normal(d))
     f1, f2 = mech.structure_fractions(A, v, B, N, M), mech.structure_fractions(A2, v2, B, N, M)
-    assert max(abs(f1[k] - f2[k]) for k in f1) <= FLOAT64_LONG
+    assert max(abs(x1 - x2) for x1, x2 in zip(dataclasses.astuple(f1), dataclasses.astuple(f2))) <= FLOAT64_LONG
 
 
 def test_path_ablation_keeps_solution_2_and_kills_it_on_the_other_path():
@@ -103,4 +111,4 @@ def test_value_map_fit_finds_solution_3_and_solution_1():
     q_true = np.random.default_rng(5).standard_normal((N, N))
     f3 = mech.value_map_fit(build("3", q_true, M).v, q_true, N)
     f1 = mech.value_map_fit(build("1", q_true, M).v, q_true, N)
-    assert f3["corr_A2t"] == pytest.approx(1.0, abs=FLOAT64) and f1["corr_identity"] == pytest.approx(1.0, abs=FLOAT64)
+    assert f3.corr_A2t == pytest.approx(1.0, abs=FLOAT64) and f1.corr_identity == pytest.approx(1.0, abs=FLOAT64)

@@ -39,11 +39,11 @@ def test_the_intended_point_is_exact_and_meets_every_condition():
     XC = gradients.one_hot_categories(N, M)
     assert expected_sse(torch.tensor(q)[None], torch.tensor(v)[None], XC).item() == 0.0
     c = stationary_conditions(q, v)
-    assert c["lagrange"] <= FLOAT64 and c["grad_v"] <= FLOAT64 and c["row_sum_spread"] <= FLOAT64
-    assert c["delta_q"] == pytest.approx(1.0, abs=FLOAT64) and c["delta_v"] == pytest.approx(1.0, abs=FLOAT64)
+    assert c.lagrange <= FLOAT64 and c.grad_v <= FLOAT64 and c.row_sum_spread <= FLOAT64
+    assert c.delta_q == pytest.approx(1.0, abs=FLOAT64) and c.delta_v == pytest.approx(1.0, abs=FLOAT64)
     # a uniform q is no stationary point: its column gradients differ (Tr v / N != 1^t v 1 / N^2 at v = I)
     c = stationary_conditions(np.full((M, M), 1 / M), v)
-    assert c["lagrange"] == pytest.approx(2 * (1 - 1 / N), abs=FLOAT64)
+    assert c.lagrange == pytest.approx(2 * (1 - 1 / N), abs=FLOAT64)
 
 
 def test_short_descent_moves_towards_the_solution():
@@ -67,7 +67,7 @@ def test_descent_reaches_the_solution_at_rate_t_to_the_minus_half():
     assert r.distance.max() <= 0.05 and r.loss.max() <= 1e-3
     assert np.median(r.distance_half / r.distance) == pytest.approx(np.sqrt(2), abs=0.1)
     assert np.median(r.loss_half / r.loss) == pytest.approx(2.0, abs=0.1)
-    worst = max(abs(stationary_conditions(r.q[b], r.v[b])["delta_q_times_delta_v"] - 1) for b in range(32))
+    worst = max(abs(stationary_conditions(r.q[b], r.v[b]).delta_q_times_delta_v - 1) for b in range(32))
     assert worst <= 0.05
 
 

@@ -21,6 +21,7 @@ own argument starts to apply.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,9 +29,22 @@ from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.matrix import sequences
 
 
-def expansion_w(e, pos, seqs: np.ndarray | None = None) -> dict:
-    """{'w_star': max_t w*_t, 'argmax': the sequence t attaining it (list), 'min_gap': min_{t,i}
-    g_{t,i}, 'closed_form': max_t ln(L-1) / (q_t min_i g_{t,i})} for embeddings e (N, d), pos (L, d)."""
+@dataclass(frozen=True)
+class ExpansionScale:
+    """The scale w from which the proof's series 1 / (1 + x_t(w)) = sum_j (-x_t(w))^j converges for every t."""
+
+    w_star: float  # w* = max_t w*_t, x_t(w*_t) = 1 (0 when L = 2)
+    argmax: list[int]  # (L,): the sequence t attaining w* (0-based tokens)
+    min_gap: float  # min over t and i != i_max(t) of g_{t,i} = x(t, i_max)_1 - x(t, i)_1
+    closed_form: float  # max_t ln(L - 1) / (q_t min_i g_{t,i}), sufficient (>= w*)
+
+    def to_dict(self) -> dict:
+        """The stored form (an experiment's ``expansion`` entry, after N, L, d)."""
+        return dict(w_star=self.w_star, argmax=self.argmax, min_gap=self.min_gap, closed_form=self.closed_form)
+
+
+def expansion_w(e, pos, seqs: np.ndarray | None = None) -> ExpansionScale:
+    """w*, the sequence attaining it, the smallest gap and the closed form, for embeddings e (N, d), pos (L, d)."""
     e, pos = np.asarray(e, dtype=np.float64), np.asarray(pos, dtype=np.float64)
     N, L = e.shape[0], pos.shape[0]
     seqs = sequences(N, L) if seqs is None else np.asarray(seqs)
@@ -45,7 +59,7 @@ def expansion_w(e, pos, seqs: np.ndarray | None = None) -> dict:
     g = np.where(others, gaps, np.inf)
     min_gap = float(g.min())
     if L == 2:
-        return dict(w_star=0.0, argmax=seqs[0].tolist(), min_gap=min_gap, closed_form=0.0)
+        return ExpansionScale(w_star=0.0, argmax=seqs[0].tolist(), min_gap=min_gap, closed_form=0.0)
     if not min_gap > 0:
         raise ConfigError("two positions of a sequence tie on the first coordinate: the proof's i_max is not unique")
 
@@ -62,7 +76,8 @@ def expansion_w(e, pos, seqs: np.ndarray | None = None) -> dict:
     w_t = np.exp(hi_log)
     w_t[x_of(np.full(len(q), np.exp(lo_log.min()))) <= 1] = 0.0  # x_t < 1 already at the bottom
     k = int(np.argmax(w_t))
-    return dict(w_star=float(w_t[k]), argmax=seqs[k].tolist(), min_gap=min_gap, closed_form=float(closed.max()))
+    return ExpansionScale(w_star=float(w_t[k]), argmax=seqs[k].tolist(), min_gap=min_gap,
+                          closed_form=float(closed.max()))
 
 
-__all__ = ["expansion_w"]
+__all__ = ["ExpansionScale", "expansion_w"]

@@ -183,21 +183,31 @@ def delta_Q(q: np.ndarray, p: np.ndarray | None = None) -> float:
     return float(p @ (p @ (q - m[None, :]) ** 2))  # centred first: >= 0, and exactly 0 on constant columns
 
 
-def family_distance(q: np.ndarray, v: np.ndarray, q_true: np.ndarray) -> dict[str, float]:
+@dataclass(frozen=True)
+class FamilyDistance:
+    """How far one point (q, v) is from the intended family, after rescaling to lambda = 1."""
+
+    lam: float  # lambda = mean_{i>=2} v_{i(i-1)}, the scale removed (q' = lambda q, v' = v / lambda)
+    mu: float  # mu' = mean_{i>=2} v'_ii (nan when lambda = 0)
+    off: float  # max |v'_ij| over i >= 2, j != i, i - 1
+    spread: float  # max over i >= 2 of |v'_{i(i-1)} - 1| and |v'_ii - mu'|
+    q_gap: float  # max |q' - q_family| with q_family the intended q at (1, mu')
+    distance: float  # max(off, spread, q_gap)
+
+
+def family_distance(q: np.ndarray, v: np.ndarray, q_true: np.ndarray) -> FamilyDistance:
     """How far (q, v) (N x N, M x M) is from the intended family, in the scale-free form.
 
     The scale q -> c q, v -> v / c leaves Y_hat unchanged, so with lambda = mean_{i>=2}
     v_{i(i-1)} the point is rescaled to lambda = 1: q' = lambda q, v' = v / lambda, mu' =
-    mean_{i>=2} v'_ii. Returned: lam, mu (= mu'), off (max |v'_ij| over i >= 2, j != i, i-1),
-    spread (max over i >= 2 of |v'_{i(i-1)} - 1|, |v'_ii - mu'|), q_gap (max |q' - q_family|
-    with q_family from :func:`intended` at (1, mu')), distance (the largest of the last three)."""
+    mean_{i>=2} v'_ii; q_family comes from :func:`intended` at (1, mu')."""
     q, v = np.asarray(q, np.float64), np.asarray(v, np.float64)
     M = v.shape[0]
     i = np.arange(1, M)
     lam = float(v[i, i - 1].mean())
     if lam == 0:
-        return {"lam": 0.0, "mu": float("nan"), "off": float("inf"), "spread": float("inf"),
-                "q_gap": float("inf"), "distance": float("inf")}
+        return FamilyDistance(lam=0.0, mu=float("nan"), off=float("inf"), spread=float("inf"), q_gap=float("inf"),
+                              distance=float("inf"))
     qs, vs = lam * q, v / lam
     mu = float(vs[i, i].mean())
     mask = np.ones((M, M), bool)
@@ -206,7 +216,7 @@ def family_distance(q: np.ndarray, v: np.ndarray, q_true: np.ndarray) -> dict[st
     off = float(np.abs(vs[mask]).max())
     spread = float(max(np.abs(vs[i, i - 1] - 1).max(), np.abs(vs[i, i] - mu).max()))
     q_gap = float(np.abs(qs - intended(q_true, M, 1.0, mu)[0]).max()) if 1 + mu != 0 else float("inf")
-    return {"lam": lam, "mu": mu, "off": off, "spread": spread, "q_gap": q_gap, "distance": max(off, spread, q_gap)}
+    return FamilyDistance(lam=lam, mu=mu, off=off, spread=spread, q_gap=q_gap, distance=max(off, spread, q_gap))
 
 
 def degenerate_q_true(g: np.ndarray) -> np.ndarray:
@@ -276,8 +286,8 @@ def _descend_cached(q_true_key: tuple, M: int, starts: int, seed: int, lr: float
         E = expected_sse(q, v, pop).cpu().numpy()
     qn, vn = q.detach().cpu().numpy(), v.detach().cpu().numpy()
     fam = [family_distance(qn[b], vn[b], q_true) for b in range(starts)]
-    return CategoryDescent(lr, steps, qn, vn, E, np.array([f["distance"] for f in fam]),
-                           np.array([delta_Q(qn[b], pop.p) for b in range(starts)]), np.array([f["off"] for f in fam]))
+    return CategoryDescent(lr, steps, qn, vn, E, np.array([f.distance for f in fam]),
+                           np.array([delta_Q(qn[b], pop.p) for b in range(starts)]), np.array([f.off for f in fam]))
 
 
 def descend(q_true: np.ndarray, M: int, starts: int, seed: int, *, lr: float = LR, steps: int = STEPS,

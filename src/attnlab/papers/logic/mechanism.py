@@ -130,22 +130,45 @@ def fit_structure(A: np.ndarray, s: Structure, gauge: list[np.ndarray]) -> tuple
     return resid, Z
 
 
+@dataclass(frozen=True)
+class StructureFractions:
+    """frac_s of A = k^t q and v modulo the gauge for each structure of :func:`structures` (in its order), and
+    the share of ||B||_F^2 on the diagonal of B's first d rows; each a number in [0, 1] (nan: A or v is gauge)."""
+
+    A_CC: float  # A in its CC block (solution 2)
+    A_PP: float  # A in its PP block (solutions 1, 3)
+    A_D: float  # A a multiple of diag(0, D_{-1}) (solutions 1, 3)
+    v_PP: float  # v in its PP block (solution 2)
+    v_S: float  # v a multiple of diag(0, S), S = D_{-1}^t (solution 2)
+    v_CC: float  # v in its CC block (solutions 1, 3)
+    v_I: float  # v a multiple of diag(I_N, 0) (solution 1)
+    B_diag: float  # B diagonal ("no B": solutions 2, 3)
+
+    def to_dict(self) -> dict[str, float]:
+        """The stored form: "<matrix>: <structure name>" -> fraction, in the order of :func:`structures`."""
+        return {"A: CC block (sol. 2)": self.A_CC, "A: PP block (sol. 1, 3)": self.A_PP,
+                "A: c D_{-1} in PP (sol. 1, 3)": self.A_D, "v: PP block (sol. 2)": self.v_PP,
+                "v: c S in PP (sol. 2)": self.v_S, "v: CC block (sol. 1, 3)": self.v_CC,
+                "v: c I_N in CC (sol. 1)": self.v_I, "B: diagonal (sol. 2, 3: no B)": self.B_diag}
+
+
 def structure_fractions(A: np.ndarray, v: np.ndarray, B: np.ndarray, N: int, M: int, *,
-                        layernorm: bool = True) -> dict[str, float]:
+                        layernorm: bool = True) -> StructureFractions:
     """frac_s of A = k^t q and v for every structure of :func:`structures`, and B's diagonal fraction."""
-    out = {}
     st = structures(N, M)
+    frac: dict[str, list[float]] = {}
     for which, mat in (("A", A), ("v", v)):
         gauge = gauge_directions(N, M, which, layernorm)
         total = gauge_free_norm2(mat, N, M, which, layernorm)
-        for s in st[which]:
-            resid, _ = fit_structure(mat, s, gauge)
-            out[f"{which}: {s.name}"] = 1.0 - resid / total if total > 0 else float("nan")
+        frac[which] = [1.0 - fit_structure(mat, s, gauge)[0] / total if total > 0 else float("nan")
+                       for s in st[which]]
     d = N + M
     diag = np.zeros_like(B)
     diag[:d, :d] = np.eye(d)
-    out["B: diagonal (sol. 2, 3: no B)"] = float(np.sum((B * diag) ** 2) / max(np.sum(B ** 2), 1e-300))
-    return out
+    A_CC, A_PP, A_D = frac["A"]
+    v_PP, v_S, v_CC, v_I = frac["v"]
+    return StructureFractions(A_CC=A_CC, A_PP=A_PP, A_D=A_D, v_PP=v_PP, v_S=v_S, v_CC=v_CC, v_I=v_I,
+                              B_diag=float(np.sum((B * diag) ** 2) / max(np.sum(B ** 2), 1e-300)))
 
 
 def path_weights(A: np.ndarray, v: np.ndarray, N: int, M: int, path: str, *, layernorm: bool = True
@@ -178,7 +201,7 @@ def path_predict(params: dict[str, torch.Tensor], tokens: torch.Tensor, N: int, 
     return predict(kept, tokens, N, norm=norm)
 
 
-def solution_fractions(solution: str, q_true: np.ndarray, M: int, *, layernorm: bool = True) -> dict[str, float]:
+def solution_fractions(solution: str, q_true: np.ndarray, M: int, *, layernorm: bool = True) -> StructureFractions:
     """:func:`structure_fractions` of hand-built solution ``solution`` ("1", "2", "3") for ``q_true``
     (N x N), its B placed in the first rows of the trainable model's h x d read-out (B = I_d where
     the solution has none: "no B")."""
@@ -270,10 +293,18 @@ def relative_mse(pred: torch.Tensor, Y: torch.Tensor) -> float:
     return float(((pred - Y) ** 2).mean() / Y.var(unbiased=False))
 
 
-def value_map_fit(v: np.ndarray, q_true: np.ndarray, N: int) -> dict[str, float]:
+@dataclass(frozen=True)
+class ValueMapFit:
+    """Centred correlation of v's category block v[:N, :N] with solution 3's and solution 1's value maps."""
+
+    corr_A2t: float  # with A_2^t = q_true^t (solution 3), in [-1, 1]
+    corr_identity: float  # with I_N (solution 1), in [-1, 1]
+
+
+def value_map_fit(v: np.ndarray, q_true: np.ndarray, N: int) -> ValueMapFit:
     """How v's category block compares with solution 3's A_2^t = q_true^t and with solution 1's I_N: the
     centred correlation (row and column means removed, what the gauge v + u g^t + 1 u'^t leaves) of
     v[:N, :N] with each (:func:`centred_fit`)."""
     v_cc = np.asarray(v, np.float64)[:N, :N]
-    return {"corr_A2t": centred_fit(v_cc, np.asarray(q_true, np.float64).T)[0],
-            "corr_identity": centred_fit(v_cc, np.eye(N))[0]}
+    return ValueMapFit(corr_A2t=centred_fit(v_cc, np.asarray(q_true, np.float64).T)[0],
+                       corr_identity=centred_fit(v_cc, np.eye(N))[0])

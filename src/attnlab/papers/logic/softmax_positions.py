@@ -159,16 +159,21 @@ def _descend(N: int, M: int, starts: int, seed: int, lr: float, steps: int, devi
                               E.cpu().numpy(), _distance(q, v), half, half_loss)
 
 
-def stationary_conditions(q: np.ndarray, v: np.ndarray) -> dict[str, float]:
+@dataclass(frozen=True)
+class StationaryConditions:
+    """The text's §3.2 conditions at one point (q, v)."""
+
+    lagrange: float  # max over columns i >= 2 of (max_j - min_j) dE/dq_ji (0 iff colinear with (1, ..., 1), eq. 3.35)
+    grad_v: float  # max |dE/dv_kl| (v is unconstrained, so 0 at a stationary point)
+    delta_q: float  # Delta q = mean over i >= 2 of q_{(i-1)i} - mean_{j != i-1} q_ji
+    delta_v: float  # Delta v = mean diagonal - mean off-diagonal of v (eq. 3.23)
+    delta_q_times_delta_v: float  # Delta q Delta v (1 by eq. 3.26)
+    row_sum_spread: float  # max_k |sum_l v_kl - 1| (the row mean is 1/N, eq. 3.22 with column sums 1)
+
+
+def stationary_conditions(q: np.ndarray, v: np.ndarray) -> StationaryConditions:
     """The text's §3.2 conditions at one point q (M x M, columns on the simplex), v (N x N).
 
-    lagrange: max over columns i >= 2 of (max_j - min_j) dE/dq_ji (0 iff the q-gradient is
-        colinear with (1, ..., 1), the gradient of the constraint 3.35);
-    grad_v: max |dE/dv_kl| (v is unconstrained, so 0 at a stationary point);
-    delta_q, delta_v: Delta q = mean over i >= 2 of q_{(i-1)i} - mean_{j != i-1} q_ji;
-        Delta v = mean diagonal - mean off-diagonal of v (eq. 3.23);
-    delta_q_times_delta_v: Delta q Delta v (1 by eq. 3.26);
-    row_sum_spread: max_k |sum_l v_kl - 1| (the row mean is 1/N, eq. 3.22 with column sums 1).
     Gradients from :func:`gradients.closed_form_gradient` (checked against autograd there)."""
     q, v = np.asarray(q, np.float64), np.asarray(v, np.float64)
     M, N = q.shape[0], v.shape[0]
@@ -179,6 +184,6 @@ def stationary_conditions(q: np.ndarray, v: np.ndarray) -> dict[str, float]:
     dq = float((diag - others).mean())
     off = ~np.eye(N, dtype=bool)
     dv = float(np.diag(v).mean() - v[off].mean())
-    return {"lagrange": float((gq[:, 1:].max(0) - gq[:, 1:].min(0)).max()), "grad_v": float(np.abs(gv).max()),
-            "delta_q": dq, "delta_v": dv, "delta_q_times_delta_v": dq * dv,
-            "row_sum_spread": float(np.abs(v.sum(1) - 1.0).max())}
+    return StationaryConditions(lagrange=float((gq[:, 1:].max(0) - gq[:, 1:].min(0)).max()),
+                                grad_v=float(np.abs(gv).max()), delta_q=dq, delta_v=dv, delta_q_times_delta_v=dq * dv,
+                                row_sum_spread=float(np.abs(v.sum(1) - 1.0).max()))

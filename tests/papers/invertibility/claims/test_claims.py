@@ -111,4 +111,4 @@ def test_the_final_determinant_vanishes_for_d_at_least_l():
     # the rank is min(d, L - 1), with or without the expansion's signs
     for N, L, d, t in ((2, 3, 5, (0, 1, 1)), (2, 4, 4, (0, 1, 1, 0)), (2, 4, 3, (0, 1, 1, 0)), (2, 2, 2, (0, 1))):
         for signs in (False, True):
-            assert final_system(N, L, d, t, signs)["rank"] == min(d, L - 1)
+            assert final_system(N, L, d, t, signs).rank == min(d, L - 1)

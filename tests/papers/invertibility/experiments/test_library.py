@@ -122,14 +122,14 @@ def test_crossing_level():
 def test_expansion_w_solves_the_series_condition():
     e, pos = explicit_embeddings(2, 4, 4)
     r = expansion_w(e, pos)
-    t = r["argmax"]
+    t = r.argmax
     x1 = e[t, 0] + pos[:, 0]
     q, imax = x1[-1], int(np.argmax(x1))
     x_of = lambda w: sum(math.exp(-w * q * (x1[imax] - x1[i])) for i in range(4) if i != imax)  # noqa: E731
-    assert x_of(r["w_star"]) == pytest.approx(1.0, abs=1e-9)
-    assert 0 < r["w_star"] <= r["closed_form"]
+    assert x_of(r.w_star) == pytest.approx(1.0, abs=1e-9)
+    assert 0 < r.w_star <= r.closed_form
     e2, pos2 = explicit_embeddings(2, 2, 2)
-    assert expansion_w(e2, pos2)["w_star"] == 0.0
+    assert expansion_w(e2, pos2).w_star == 0.0
     with pytest.raises(ConfigError, match="x\\(t, L\\)_1 > 0"):
         expansion_w(-e, -pos)
 

@@ -37,21 +37,21 @@ OTHER_GRID = ((2, 3, 1, 8), (3, 3, 1, 20), (2, 4, 4, 4), (3, 3, 3, 8))
 def _no_positions(seed: int) -> Check:
     grid = CLASS_GRID + OTHER_GRID
     cases = [certified(*g, embedding="random", seed=seed, positions=False) for g in grid]
-    for c in cases:
-        c["classes"] = class_count(c["N"], c["L"])
+    classes = [class_count(c.N, c.L) for c in cases]
     # the lower bound must reach the cap, and the exhibited duplicate rows must leave exactly the class count
-    held, bad = count_rank(cases, lambda c: c["cap"])
-    dup = [label(c) for c in cases if c["null_upper"] != c["classes"]]
+    held, bad = count_rank(cases, lambda c: c.cap)
+    dup = [label(c) for c, k in zip(cases, classes) if c.null_upper != k]
     measured = held if not dup or not isinstance(held, int) else held - len(set(dup) - set(bad))
-    keep = ("N", "L", "d", "P", "classes", "cap", "lower", "null_upper", "prec_bits", "margin", "float_rank",
-            "float_ratio")
+    before, after = ("N", "L", "d", "P"), ("cap", "lower", "null_upper", "prec_bits", "margin", "float_rank",
+                                           "float_ratio")
     return equals(measured, len(cases), (
         f"{len(cases)} cases; not at the cap: {bad or 'none'}; duplicate rows not leaving the class count: "
         f"{dup or 'none'}; "
-        + ", ".join(f"{label(c)}: rank {c['lower']} (cap {c['cap']}, classes {c['classes']}, float64 rank "
-                    f"{c['float_rank']})" for c in cases)
+        + ", ".join(f"{label(c)}: rank {c.lower} (cap {c.cap}, classes {k}, float64 rank "
+                    f"{c.float_rank})" for c, k in zip(cases, classes))
         + "; lower bound by ball determinant, upper by duplicate rows (classes) and rank_cap's proof"),
-        {"cases": [{k: c[k] for k in keep} for c in cases], "failures": bad + dup},
+        {"cases": [{**c.select(before), "classes": k, **c.select(after)} for c, k in zip(cases, classes)],
+         "failures": bad + dup},
         quantity="cases at the certified cap", role="construction")
 
 
@@ -65,13 +65,13 @@ def _no_positions(seed: int) -> Check:
 )
 def _positional_cap(seed: int) -> Check:
     cases = [certified(*g, embedding="explicit") for g in CERTIFIED_BELOW]
-    held, _ = count_rank(cases, lambda c: c["N"] ** c["L"])
-    at_cap, off_cap = count_rank(cases, lambda c: 1 + c["P"] * (c["N"] + c["L"] - 2))
+    held, _ = count_rank(cases, lambda c: c.N ** c.L)
+    at_cap, off_cap = count_rank(cases, lambda c: 1 + c.P * (c.N + c.L - 2))
     return equals(held, len(cases), (
         f"{len(cases)} cases with Pd >= N^L: "
-        + ", ".join(f"{label(c)}: Pd = {c['P'] * c['d']} >= N^L = {c['N'] ** c['L']}, certified rank {c['lower']}"
+        + ", ".join(f"{label(c)}: Pd = {c.P * c.d} >= N^L = {c.N ** c.L}, certified rank {c.lower}"
                     for c in cases)
         + f"; at the cap 1 + P (N+L-2) in {at_cap} of {len(cases)}" + (f" (not: {off_cap})" if off_cap else "")),
-        {"cases": [{k: c[k] for k in ("N", "L", "d", "P", "cap", "lower", "upper", "prec_bits", "margin")}
-                   for c in cases], "at_cap": at_cap if isinstance(at_cap, int) else str(at_cap)},
+        {"cases": [c.select(("N", "L", "d", "P", "cap", "lower", "upper", "prec_bits", "margin")) for c in cases],
+         "at_cap": at_cap if isinstance(at_cap, int) else str(at_cap)},
         quantity="cases with certified rank N^L")

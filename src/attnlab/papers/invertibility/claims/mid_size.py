@@ -34,15 +34,15 @@ def _mid_size(seed: int) -> Check:
     for N, L in GRID:
         d = N + L - 2
         cases.append(certified(N, L, d, math.ceil(N ** L / d), embedding="explicit"))
-    held, bad = count_rank(cases, lambda c: c["N"] ** c["L"])
-    rows = [{k: c[k] for k in ("N", "L", "d", "P", "lower", "upper", "method", "prec_bits", "margin", "residual",
-                               "float_rank", "float_ratio", "seconds")} for c in cases]
+    held, bad = count_rank(cases, lambda c: c.N ** c.L)
+    rows = [c.select(("N", "L", "d", "P", "lower", "upper", "method", "prec_bits", "margin", "residual",
+                      "float_rank", "float_ratio", "seconds")) for c in cases]
     for r in rows:
         r["residual"] = None if math.isnan(r["residual"]) else r["residual"]
     return equals(held, len(cases), (
         f"{len(cases)} cases; not at N^L: {bad or 'none'}; "
-        + "; ".join(f"{label(c)}: {c['method']} at {c['prec_bits']} bits, margin {c['margin']:.3g}, float64 rank "
-                    f"{c['float_rank']}" for c in cases)),
+        + "; ".join(f"{label(c)}: {c.method} at {c.prec_bits} bits, margin {c.margin:.3g}, float64 rank "
+                    f"{c.float_rank}" for c in cases)),
         values={"cases": rows, "failures": bad,
-                "float_rank_wrong": sum(c["float_rank"] != c["N"] ** c["L"] for c in cases)},
+                "float_rank_wrong": sum(c.float_rank != c.N ** c.L for c in cases)},
         quantity="cases with certified rank N^L")

@@ -20,6 +20,7 @@ from __future__ import annotations
 from attnlab.checks import Check
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -48,7 +49,24 @@ def exact_rank(rows: list[list[Fraction]]) -> int:
     return rank
 
 
-def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False) -> dict:
+@dataclass(frozen=True)
+class FinalSystem:
+    """The proof's final d x d system [y_2; ...; y_{d+1}], y_n = sum_i N_i(n) x(t, i), for one sequence t."""
+
+    rank: int  # its exact rank (at most L - 1)
+    d: int  # the embedding width: d rows n = 2..d+1, d columns
+    L: int  # the sequence length
+    i_max: int  # i_max(t), 1-based: the position with the largest first coordinate
+    counts_digits: int  # decimal digits of the largest count |N_i(n)|
+    float_sigma_ratio: float  # sigma_min / sigma_max of the row-normalised matrix in float64
+
+    def to_dict(self) -> dict:
+        """The stored form (the claim's values, before N and t)."""
+        return dict(rank=self.rank, d=self.d, L=self.L, i_max=self.i_max, counts_digits=self.counts_digits,
+                    float_sigma_ratio=self.float_sigma_ratio)
+
+
+def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False) -> FinalSystem:
     """The proof's d x d matrix [y_2; ...; y_{d+1}] for sequence t, its exact rank and the counts N_i(n).
 
     signs=False writes the note's last display as printed; signs=True keeps the (-1)^j of the
@@ -70,9 +88,9 @@ def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False
         rows.append([sum((Ns[i] * X[i][k] for i in range(L)), Fraction(0)) for k in range(d)])
     Y = np.array([[float(v) for v in r] for r in rows])
     s = np.linalg.svd(Y / np.abs(Y).max(axis=1, keepdims=True), compute_uv=False)
-    return dict(rank=exact_rank(rows), d=d, L=L, i_max=imax + 1, counts_digits=max(len(str(abs(c))) for r in counts
-                                                                                    for c in r),
-                float_sigma_ratio=float(s[-1] / s[0]))
+    return FinalSystem(rank=exact_rank(rows), d=d, L=L, i_max=imax + 1,
+                       counts_digits=max(len(str(abs(c))) for r in counts for c in r),
+                       float_sigma_ratio=float(s[-1] / s[0]))
 
 
 @claim(
@@ -85,9 +103,9 @@ def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False
 def _proof_steps(seed: int) -> Check:
     N, L, d, t = CASE
     r = final_system(N, L, d, t)
-    return equals(r["rank"], d, (
-        f"(N, L, d) = ({N}, {L}, {d}), t = {tuple(x + 1 for x in t)}: exact rank {r['rank']} of the {d} x {d} matrix "
-        f"(multinomial counts up to {r['counts_digits']} digits, the explicit embeddings as exact rationals); "
-        f"its rows lie in the span of the {L - 1} vectors x(t, i) + x(t, i_max), i != i_max = {r['i_max']}, so the "
+    return equals(r.rank, d, (
+        f"(N, L, d) = ({N}, {L}, {d}), t = {tuple(x + 1 for x in t)}: exact rank {r.rank} of the {d} x {d} matrix "
+        f"(multinomial counts up to {r.counts_digits} digits, the explicit embeddings as exact rationals); "
+        f"its rows lie in the span of the {L - 1} vectors x(t, i) + x(t, i_max), i != i_max = {r.i_max}, so the "
         f"determinant is zero for every embedding once d >= L"),
-        {**r, "N": N, "t": [x + 1 for x in t]}, quantity="exact rank of the final d x d system")
+        {**r.to_dict(), "N": N, "t": [x + 1 for x in t]}, quantity="exact rank of the final d x d system")

@@ -15,9 +15,10 @@ from __future__ import annotations
 from attnlab.checks import Check
 
 import math
+from dataclasses import dataclass
 
 from attnlab.checks import Bound, equals
-from attnlab.papers.invertibility.claims._cases import certified, count_rank
+from attnlab.papers.invertibility.claims._cases import CertifiedCase, certified, count_rank
 from attnlab.papers.invertibility.errata import CERTIFIED_FULL
 from attnlab.papers.invertibility.matrix import minimal_heads
 from attnlab.registry import claim
@@ -28,12 +29,33 @@ FULL_GRID = ((2, 2, 2), (2, 3, 2), (2, 3, 3), (3, 2, 3), (2, 4, 4), (3, 3, 4), (
 HEADS_GRID = ((2, 4, 4), (3, 3, 4), (2, 5, 5), (2, 3, 4), (3, 3, 5), (2, 4, 6))
 
 
-def _summary(cases: list[dict]) -> dict:
-    return dict(cases=[{k: c[k] for k in ("N", "L", "d", "P", "embedding", "cap", "lower", "upper", "prec_bits",
-                                          "margin", "log10_det", "float_rank", "float_ratio")} for c in cases],
-                max_prec_bits=max(c["prec_bits"] for c in cases), min_margin=min(c["margin"] for c in cases),
-                min_log10_det=min(c["log10_det"] for c in cases),
-                float_rank_wrong=sum(c["float_rank"] != c["upper"] for c in cases))
+SUMMARY_KEYS = ("N", "L", "d", "P", "embedding", "cap", "lower", "upper", "prec_bits", "margin", "log10_det",
+                "float_rank", "float_ratio")
+"""the fields of each case a claim stores"""
+
+
+@dataclass(frozen=True)
+class CertificateSummary:
+    """The certificates of a claim's cases, and their extremes."""
+
+    cases: list[CertifiedCase]  # the certified cases, in order
+    max_prec_bits: int  # the largest working precision any certificate needed, in bits
+    min_margin: float  # the smallest 1 - D_rad / |D_mid| over the cases
+    min_log10_det: float  # the smallest lower bound on log10 |det| over the cases
+    float_rank_wrong: int  # cases whose float64 rank differs from the certified upper bound
+
+    def to_dict(self) -> dict:
+        """The stored form (the claim's values, before its failures)."""
+        return dict(cases=[c.select(SUMMARY_KEYS) for c in self.cases], max_prec_bits=self.max_prec_bits,
+                    min_margin=self.min_margin, min_log10_det=self.min_log10_det,
+                    float_rank_wrong=self.float_rank_wrong)
+
+
+def _summary(cases: list[CertifiedCase]) -> CertificateSummary:
+    return CertificateSummary(cases=cases, max_prec_bits=max(c.prec_bits for c in cases),
+                              min_margin=min(c.margin for c in cases),
+                              min_log10_det=min(c.log10_det for c in cases),
+                              float_rank_wrong=sum(c.float_rank != c.upper for c in cases))
 
 
 @claim(
@@ -53,17 +75,17 @@ def _full_rank(seed: int) -> Check:
     for N, L, d, P in CERTIFIED_FULL:  # d > N + L - 2, P = the minimal one, 1 + P (N+L-2) >= N^L
         cases.append(certified(N, L, d, P, embedding="explicit"))
         cases.append(certified(N, L, d, P, embedding="random", seed=seed))
-    held, bad = count_rank(cases, lambda c: c["N"] ** c["L"])
+    held, bad = count_rank(cases, lambda c: c.N ** c.L)
     s = _summary(cases)
-    beyond = [c for c in cases if c["d"] > c["N"] + c["L"] - 2]
+    beyond = [c for c in cases if c.d > c.N + c.L - 2]
     return equals(held, len(cases), (
         f"{len(cases)} cases ({len(FULL_GRID)} (N,L,d) with d <= N + L - 2 at P = ceil(N^L/d), and "
         f"{len(CERTIFIED_FULL)} (N,L,d,P) with d > N + L - 2 at the minimal P, each with explicit and random "
         f"embeddings, w_p = 0.1 p); not at N^L: {bad or 'none'}; ball determinants exclude 0 at <= "
-        f"{s['max_prec_bits']} bits, margin >= {s['min_margin']:.3g}, |det| >= 1e{s['min_log10_det']:.0f}; float64 "
-        f"rank wrong in {s['float_rank_wrong']} cases"),
-        {**s, "failures": bad, "beyond": [dict(N=c["N"], L=c["L"], d=c["d"], P=c["P"], rank=c["lower"])
-                                           for c in beyond if c["embedding"] == "explicit"]},
+        f"{s.max_prec_bits} bits, margin >= {s.min_margin:.3g}, |det| >= 1e{s.min_log10_det:.0f}; float64 "
+        f"rank wrong in {s.float_rank_wrong} cases"),
+        {**s.to_dict(), "failures": bad, "beyond": [dict(N=c.N, L=c.L, d=c.d, P=c.P, rank=c.lower)
+                                                     for c in beyond if c.embedding == "explicit"]},
         quantity="cases with certified rank N^L")
 
 
@@ -81,12 +103,12 @@ def _minimal_heads(seed: int) -> Check:
         P = minimal_heads(N, L, d)
         at = certified(N, L, d, P, embedding="random", seed=seed)
         below = certified(N, L, d, P - 1, embedding="random", seed=seed) if P > 1 else None
-        pinned = at["lower"] == T and (below is None or below["upper"] < T)
+        pinned = at.lower == T and (below is None or below.upper < T)
         text = math.ceil(T / d)
         corrected = max(math.ceil(T / d), math.ceil((T - 1) / (N + L - 2)))
         rows.append(dict(N=N, L=L, d=d, minimal_P=P if pinned else None, text_P=text, corrected_P=corrected,
-                         rank_at=at["lower"], rank_below=None if below is None else below["upper"],
-                         cap_below=None if below is None else below["cap"]))
+                         rank_at=at.lower, rank_below=None if below is None else below.upper,
+                         cap_below=None if below is None else below.cap))
         undecided += not pinned
         matches += pinned and P == text
     measured = Bound(matches, matches + undecided, "a certificate did not pin the minimal P") if undecided else matches
@@ -112,12 +134,12 @@ def _minimal_heads(seed: int) -> Check:
 def _fewer_heads(seed: int) -> Check:
     cases = [certified(N, L, d, P, embedding="explicit")
              for N, L, d in ((2, 4, 4), (3, 3, 4), (2, 5, 5)) for P in range(1, math.ceil(N ** L / d))]
-    held, bad = count_rank(cases, lambda c: c["P"] * c["d"])
+    held, bad = count_rank(cases, lambda c: c.P * c.d)
     s = _summary(cases)
     return equals(held, len(cases), (
         f"{len(cases)} cases ((N,L,d) = (2,4,4), (3,3,4), (2,5,5), P = 1 .. ceil(N^L/d) - 1); not at Pd: "
-        f"{bad or 'none'}; <= {s['max_prec_bits']} bits, margin >= {s['min_margin']:.3g}"),
-        {**s, "failures": bad}, quantity="cases with certified rank Pd", role="construction")
+        f"{bad or 'none'}; <= {s.max_prec_bits} bits, margin >= {s.min_margin:.3g}"),
+        {**s.to_dict(), "failures": bad}, quantity="cases with certified rank Pd", role="construction")
 
 
 __all__ = ["FULL_GRID", "HEADS_GRID"]

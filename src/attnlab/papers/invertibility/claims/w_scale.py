@@ -24,13 +24,13 @@ GRID = ((2, 4, 4), (3, 3, 4))
 )
 def _any_w(seed: int) -> Check:
     cases = [certified(N, L, d, math.ceil(N ** L / d), embedding="explicit", w=w) for N, L, d in GRID for w in SCALES]
-    held, bad = count_rank(cases, lambda c: c["N"] ** c["L"])
+    held, bad = count_rank(cases, lambda c: c.N ** c.L)
     return equals(held, len(cases), (
         f"{len(cases)} (case, w); not at N^L: {bad or 'none'}; log10 |det| by w = "
-        + "; ".join(f"(N={N},L={L},d={d}): " + ", ".join(f"{c['w']:g}: {c['log10_det']:.0f}" for c in cases
-                                                         if (c['N'], c['L'], c['d']) == (N, L, d))
+        + "; ".join(f"(N={N},L={L},d={d}): " + ", ".join(f"{c.w:g}: {c.log10_det:.0f}" for c in cases
+                                                         if (c.N, c.L, c.d) == (N, L, d))
                     for N, L, d in GRID)),
-        values={"cases": [{k: c[k] for k in ("N", "L", "d", "P", "w", "lower", "prec_bits", "margin", "log10_det",
-                                             "float_ratio")} for c in cases], "failures": bad},
+        values={"cases": [c.select(("N", "L", "d", "P", "w", "lower", "prec_bits", "margin", "log10_det",
+                                            "float_ratio")) for c in cases], "failures": bad},
         quantity="(case, w) with certified rank N^L",
         role="construction")  # the text proves the limit w -> oo; every w is attnlab's construction

@@ -264,7 +264,7 @@ def measure(cfg: ConditioningConfig, run_dir=None) -> ConditioningData:
     expansion = []
     for N, L, d in _cases(cfg.w_cases):
         e, pos = explicit_embeddings(N, L, d) if cfg.embedding == "explicit" else random_embeddings(N, L, d, cfg.seed)
-        expansion.append({"N": N, "L": L, "d": d, **expansion_w(e, pos)})
+        expansion.append({"N": N, "L": L, "d": d, **expansion_w(e, pos).to_dict()})
     return ConditioningData(**rows, expansion=expansion)
 
 

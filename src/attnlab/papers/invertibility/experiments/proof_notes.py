@@ -131,25 +131,75 @@ STEPS = Estimate(0, "the exact steps", python=TAYLOR_TERMS ** 2 + 30 * MULTINOMI
 hyperplane (two sequences)"""
 
 
-def taylor() -> dict:
+@dataclass(frozen=True)
+class TaylorSeries:
+    """The note's 1 + sum_{j>=1} x^j and the alternating sum_j (-x)^j against 1 / (1 + x), at one x."""
+
+    x: float  # the point x (TAYLOR_X)
+    target: float  # 1 / (1 + x)
+    note: float  # the note's 1 + sum_{j=1}^{TAYLOR_TERMS-1} x^j
+    note_limit: float  # 1 / (1 - x), what the note's series sums to
+    note_error: float  # |note - target|
+    right_error: float  # |sum_{j<TAYLOR_TERMS} (-x)^j - target|
+
+    def to_dict(self) -> dict:
+        """The stored form (data["taylor"], the check's values)."""
+        return dict(x=self.x, target=self.target, note=self.note, note_limit=self.note_limit,
+                    note_error=self.note_error, right_error=self.right_error)
+
+
+def taylor() -> TaylorSeries:
     """The note's series and the alternating one at x = 1/2, in exact rational arithmetic."""
     x = TAYLOR_X
     target = 1 / (1 + x)
     note = 1 + sum(x ** j for j in range(1, TAYLOR_TERMS))  # -> 1/(1 - x)
     right = sum((-x) ** j for j in range(TAYLOR_TERMS))
-    return dict(x=float(x), target=float(target), note=float(note), note_limit=float(1 / (1 - x)),
-                note_error=float(abs(note - target)), right_error=float(abs(right - target)))
+    return TaylorSeries(x=float(x), target=float(target), note=float(note), note_limit=float(1 / (1 - x)),
+                        note_error=float(abs(note - target)), right_error=float(abs(right - target)))
 
 
-def multinomial(m: int, j: int) -> dict:
+@dataclass(frozen=True)
+class MultinomialCount:
+    """(z_1 + ... + z_m)^j expanded over ordered index tuples, each monomial's count against j! / prod_i k_i!."""
+
+    m: int  # number of variables z_i
+    j: int  # the power
+    monomials: int  # distinct monomials prod_i z_i^{k_i}
+    terms: int  # ordered tuples (i_1, ..., i_j): m^j
+    max_diff: int  # max over monomials of |count - j! / prod_i k_i!|
+
+    def to_dict(self) -> dict:
+        """The stored form (data["multinomial"], the check's values)."""
+        return dict(m=self.m, j=self.j, monomials=self.monomials, terms=self.terms, max_diff=self.max_diff)
+
+
+def multinomial(m: int, j: int) -> MultinomialCount:
     """Expand (z_1 + ... + z_m)^j as a sum over ordered index tuples (i_1, ..., i_j); the count of
     tuples with k_i copies of index i must be j! / prod k_i!."""
     counts = Counter(tuple(Counter(t).get(i, 0) for i in range(m)) for t in itertools.product(range(m), repeat=j))
     diff = max(abs(c - math.factorial(j) // math.prod(math.factorial(k) for k in ks)) for ks, c in counts.items())
-    return dict(m=m, j=j, monomials=len(counts), terms=m ** j, max_diff=diff)
+    return MultinomialCount(m=m, j=j, monomials=len(counts), terms=m ** j, max_diff=diff)
 
 
-def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> dict:
+@dataclass(frozen=True)
+class HyperplaneWitness:
+    """A nonzero (v_t), v_t in R^d, with sum_t v_t^T f_t(w) = 0 for every w (d >= L), for two sequences."""
+
+    N: int  # tokens
+    L: int  # sequence length
+    d: int  # embedding width
+    sequences: list[list[int]]  # (2, L): the sequences t_1, t_2, 1-based tokens
+    residual: float  # max_w |v_1^T f_1(w) - v_2^T f_2(w)| / ((|v_1| + |v_2|) max |f|)
+    constant_error: float  # max over t and w of |v_t^T f_t(w) - 1|
+    v_norms: list[float]  # (2,): |v_1|, |v_2|
+
+    def to_dict(self) -> dict:
+        """The stored form (data["hyperplane"], the check's values)."""
+        return dict(N=self.N, L=self.L, d=self.d, sequences=self.sequences, residual=self.residual,
+                    constant_error=self.constant_error, v_norms=self.v_norms)
+
+
+def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> HyperplaneWitness:
     """A nonzero (v_t) with sum_t v_t^T f_t(w) = 0 for every w, when d >= L (explicit embeddings,
     W = w E_11): per sequence, v_t spans the null space of the L - 1 differences x(t, i) - x(t, i_max),
     scaled so that v_t^T x(t, i_max) = 1; then v_{t1}^T f_{t1} - v_{t2}^T f_{t2} = 1 - 1 = 0.
@@ -167,10 +217,10 @@ def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> dict:
         Fs.append(attention_matrix(e, pos, qk_matrices(w, d), np.array([t])).reshape(len(w), d))
     total = Fs[0] @ vs[0] - Fs[1] @ vs[1]
     scale = (np.linalg.norm(vs[0]) + np.linalg.norm(vs[1])) * max(np.abs(F).max() for F in Fs)
-    return dict(N=N, L=L, d=d, sequences=[[x + 1 for x in t] for t in seqs],
-                residual=float(np.abs(total).max() / scale),
-                constant_error=float(max(np.abs(F @ v - 1).max() for F, v in zip(Fs, vs))),
-                v_norms=[float(np.linalg.norm(v)) for v in vs])
+    return HyperplaneWitness(N=N, L=L, d=d, sequences=[[x + 1 for x in t] for t in seqs],
+                             residual=float(np.abs(total).max() / scale),
+                             constant_error=float(max(np.abs(F @ v - 1).max() for F, v in zip(Fs, vs))),
+                             v_norms=[float(np.linalg.norm(v)) for v in vs])
 
 
 @dataclass(frozen=True)
@@ -221,16 +271,17 @@ class ProofNotesData:
     """
 
     claims: dict[str, dict[str, Any]]
-    taylor: dict[str, float]
-    multinomial: dict[str, int]
-    hyperplane: dict[str, Any]
+    taylor: TaylorSeries
+    multinomial: MultinomialCount
+    hyperplane: HyperplaneWitness
     expansion: list[dict[str, Any]]
     limit: list[LimitPoint]
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form (results.json "data")."""
-        return dict(claims=self.claims, taylor=self.taylor, multinomial=self.multinomial, hyperplane=self.hyperplane,
-                    expansion=self.expansion, limit=[x.to_dict() for x in self.limit])
+        return dict(claims=self.claims, taylor=self.taylor.to_dict(), multinomial=self.multinomial.to_dict(),
+                    hyperplane=self.hyperplane.to_dict(), expansion=self.expansion,
+                    limit=[x.to_dict() for x in self.limit])
 
 
 def measure(cfg: ProofNotesConfig) -> ProofNotesData:
@@ -240,7 +291,7 @@ def measure(cfg: ProofNotesConfig) -> ProofNotesData:
     expansion, limit = [], []
     for N, L, d in parse_cases("cases", cfg.cases, 3):
         e, pos = explicit_embeddings(N, L, d)
-        expansion.append(dict(N=N, L=L, d=d, **expansion_w(e, pos)))
+        expansion.append(dict(N=N, L=L, d=d, **expansion_w(e, pos).to_dict()))
         for w in cfg.w_values:
             limit.append(LimitPoint.of(measure_case(N, L, d, minimal_theorem_heads(N, L, d), w, certify=N ** L <= 64)))
     N, L, d, seqs = HYPERPLANE
@@ -253,24 +304,24 @@ def summary(data: ProofNotesData) -> list[Check]:
     t, mn, hp = data.taylor, data.multinomial, data.hyperplane
     lim = data.limit
     return [
-        near(t["note"], t["target"], 1e-12, (
-            f"at x = {t['x']:g}: the note's series 1 + sum_{{j>=1}} x^j = {t['note']:.4f} (-> 1/(1-x) = "
-            f"{t['note_limit']:.4f}) against 1/(1+x) = {t['target']:.4f}; the alternating series sum_j (-x)^j is off "
-            f"by {t['right_error']:.1e} ({TAYLOR_TERMS} terms, exact rationals)"), t,
+        near(t.note, t.target, 1e-12, (
+            f"at x = {t.x:g}: the note's series 1 + sum_{{j>=1}} x^j = {t.note:.4f} (-> 1/(1-x) = "
+            f"{t.note_limit:.4f}) against 1/(1+x) = {t.target:.4f}; the alternating series sum_j (-x)^j is off "
+            f"by {t.right_error:.1e} ({TAYLOR_TERMS} terms, exact rationals)"), t.to_dict(),
             quantity="the note's Taylor series 1 + sum_{j>=1} x^j at x = 1/2, against 1/(1+x)",
             paper_value="1/(1+x) = 1 + sum_{j>=1} x^j", where="Proof, the Taylor expansion"),
-        above(hp["residual"], ROUND_OFF, (
-            f"(N, L, d) = ({hp['N']}, {hp['L']}, {hp['d']}), sequences {hp['sequences'][0]} and {hp['sequences'][1]}: "
-            f"v_t orthogonal to x(t, i) - x(t, i_max) (norms {hp['v_norms'][0]:.3g}, {hp['v_norms'][1]:.3g}) makes "
-            f"v_t^T f_t(w) = 1 for every w (off by {hp['constant_error']:.1e}), so v_t1^T f_t1 - v_t2^T f_t2 = 0: "
-            f"relative residual {hp['residual']:.1e} over 64 w in [0.01, 50]; the text implies it is nonzero "
-            f"(above float64 round-off {ROUND_OFF:g})"), hp,
+        above(hp.residual, ROUND_OFF, (
+            f"(N, L, d) = ({hp.N}, {hp.L}, {hp.d}), sequences {hp.sequences[0]} and {hp.sequences[1]}: "
+            f"v_t orthogonal to x(t, i) - x(t, i_max) (norms {hp.v_norms[0]:.3g}, {hp.v_norms[1]:.3g}) makes "
+            f"v_t^T f_t(w) = 1 for every w (off by {hp.constant_error:.1e}), so v_t1^T f_t1 - v_t2^T f_t2 = 0: "
+            f"relative residual {hp.residual:.1e} over 64 w in [0.01, 50]; the text implies it is nonzero "
+            f"(above float64 round-off {ROUND_OFF:g})"), hp.to_dict(),
             quantity="max_w |sum_t v_t^T f_t(w)| / (sum |v_t| max |f|) for a nonzero (v_t), d = L",
             paper_value="sum_t v_t^T f_t = 0 forces v_t = 0",
             where="Proof, 'take (v_t) such that sum_t v_t^T f_{x(t,j)} = 0'"),
-        equals(mn["max_diff"], 0, (
-            f"(z_1+...+z_{mn['m']})^{mn['j']} expanded term by term: {mn['terms']} ordered terms in "
-            f"{mn['monomials']} monomials, each count against j!/prod k_i!"), mn,
+        equals(mn.max_diff, 0, (
+            f"(z_1+...+z_{mn.m})^{mn.j} expanded term by term: {mn.terms} ordered terms in "
+            f"{mn.monomials} monomials, each count against j!/prod k_i!"), mn.to_dict(),
             quantity="max |count of ordered terms - multinomial coefficient|", role="sanity",
             paper_value="N(j_1, ..., j_i) permutations", where="Proof, the expansion into a sum of products"),
         info("w from which the proof's series converges for every sequence (w*)",

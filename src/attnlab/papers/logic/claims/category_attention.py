@@ -60,7 +60,7 @@ def _category_descent(seed: int) -> Check:
     reached = (r.loss <= LOSS_TOL) & (r.distance <= DIST_TOL)
     frac = float(reached.mean())
     dq_true = delta_Q(q_true)
-    lam = np.array([family_distance(r.q[b], r.v[b], q_true)["lam"] for b in range(STARTS)])
+    lam = np.array([family_distance(r.q[b], r.v[b], q_true).lam for b in range(STARTS)])
     scale_gap = (float(np.max(np.abs(lam[reached] ** 2 * r.delta_Q[reached] - dq_true)) / dq_true)
                  if reached.any() else float("inf"))
     text_loss, swapped_loss, general_loss = [], [], []

@@ -599,11 +599,11 @@ def free_mechanism(cfg: LearningConfig, tr: Trained) -> FreeMechanism:
         seeds.append(i)
         e = tr.effective(j, N, M)
         A, v, B = (e["k"].T @ e["q"]).numpy(), e["v"].numpy(), e["B"].numpy()
-        for k, x in mech.structure_fractions(A, v, B, N, M, layernorm=layernorm).items():
+        for k, x in mech.structure_fractions(A, v, B, N, M, layernorm=layernorm).to_dict().items():
             fractions.setdefault(k, []).append(x)
         fit = mech.value_map_fit(v, tr.tasks[i].q_true, N)
-        corr_A2t.append(fit["corr_A2t"])
-        corr_identity.append(fit["corr_identity"])
+        corr_A2t.append(fit.corr_A2t)
+        corr_identity.append(fit.corr_identity)
         test = torch.as_tensor(tr.tasks[i].test, device="cpu")
         Yt = torch.as_tensor(tr.tasks[i].Y_test)
         with torch.no_grad():
@@ -615,7 +615,8 @@ def free_mechanism(cfg: LearningConfig, tr: Trained) -> FreeMechanism:
             ablations.setdefault(k, []).append(mech.relative_mse(pred, Yt))
     full = ablations[next(k for k in ablations if k.startswith("full:"))]
     learned = [a for a, x in enumerate(full) if x <= LEARNED]
-    hand = {s: mech.solution_fractions(s, tr.tasks[0].q_true, M, layernorm=layernorm) for s in ("1", "2", "3")}
+    hand = {s: mech.solution_fractions(s, tr.tasks[0].q_true, M, layernorm=layernorm).to_dict()
+            for s in ("1", "2", "3")}
     return FreeMechanism(seeds, fractions, ablations, corr_A2t, corr_identity, learned, hand)
 
 
