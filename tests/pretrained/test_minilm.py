@@ -25,7 +25,6 @@ def minilm():
     return tokenizer, model, ex, minilm_hidden_states(tokenizer, model, ex.tokens, ex.segment, batch=10)
 
 
-@pytest.mark.slow  # loads transformers and the model (~7 s on an idle 2-core machine)
 def test_architecture(minilm):
     _, model, _, h = minilm
     c = model.config
@@ -36,7 +35,6 @@ def test_architecture(minilm):
     assert (h.ids[:, 0] == 101).all() and (h.ids == 102).sum() == 2 * T  # [CLS], two [SEP] each
 
 
-@pytest.mark.slow  # loads transformers and the model (~7 s on an idle 2-core machine)
 def test_L0_is_the_embedding_output_by_hand(minilm):
     _, model, ex, h = minilm
     emb = model.embeddings
@@ -49,7 +47,6 @@ def test_L0_is_the_embedding_output_by_hand(minilm):
     assert np.abs(h.L0 - x.numpy()).max() < FLOAT64
 
 
-@pytest.mark.slow  # loads transformers and the model (~7 s on an idle 2-core machine)
 def test_L0_queries_are_all_equal_so_assumption1_fails(minilm):
     _, _, _, h = minilm
     e0, e1 = h.L0[:, 0], h.L1[:, 0]
@@ -60,7 +57,6 @@ def test_L0_queries_are_all_equal_so_assumption1_fails(minilm):
     assert randomized_rank_test(e1, n, trials=200).fraction_full_rank_ == 1.0
 
 
-@pytest.mark.slow
 def test_truncated_model_matches_the_full_model(minilm):
     _, _, ex, h = minilm
     _, full = load_minilm(n_layers=6, dtype="float32")
@@ -71,7 +67,6 @@ def test_truncated_model_matches_the_full_model(minilm):
     assert np.abs(out.hidden_states[1].numpy() - h.L1[:4]).max() < 1e-4  # float32 vs float64 run
 
 
-@pytest.mark.slow  # loads transformers and the model (~7 s on an idle 2-core machine)
 def test_random_weights_are_seeded_and_differ_from_pretrained(minilm):
     tokenizer, _, ex, h = minilm
     state = torch.get_rng_state()
@@ -106,7 +101,6 @@ def test_bad_arguments(kw, needle):
         load_minilm(**kw)
 
 
-@pytest.mark.slow  # loads transformers and the model (~7 s on an idle 2-core machine)
 def test_shape_mismatch_raises(minilm):
     tokenizer, model, ex, _ = minilm
     with pytest.raises(ConfigError, match=r"both be \(T, n\)"):

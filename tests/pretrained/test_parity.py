@@ -27,7 +27,6 @@ from tolerances import FLOAT64, ROW_SUM_TOL_FLOAT64
 
 transformers = pytest.importorskip("transformers")
 transformers.utils.logging.disable_progress_bar()
-pytestmark = pytest.mark.slow  # transformers' import and model construction take seconds
 
 # FLOAT64 is absolute here, on values up to ~10 (BERT's hidden states)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")

@@ -143,7 +143,6 @@ def test_scalars_are_checked():
         check_scalars([1.0], [])
 
 
-@pytest.mark.slow
 def test_process_pool_gives_the_inline_table(tmp_path, table_without_timing):
     inline = run_sweep(SPEC, tmp_path / "inline", executor="inline")
     pool = run_sweep(SPEC, tmp_path / "pool", executor="process", workers=2)

@@ -188,7 +188,6 @@ def test_bad_inputs_raise_config_error():
         train_batched(classifier_loss, params, (E, e, y), TrainConfig(steps=2), steps=3)
 
 
-@pytest.mark.slow
 def test_compiled_gradient_matches_eager_float32():
     params, data = _setup(torch.float32)
     kw = dict(seeds=SEEDS, steps=6, batch_size=B, lr=SCHED)

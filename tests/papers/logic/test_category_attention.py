@@ -106,7 +106,6 @@ def test_bad_input():
         ca.descend(np.zeros((3, 3)), 3, 0, 0)
 
 
-@pytest.mark.slow
 def test_descent_generic_reaches_the_family_degenerate_does_not():
     rng = np.random.default_rng(0)
     q_true, g = rng.standard_normal((3, 3)), ca.degenerate_q_true(rng.standard_normal(3))

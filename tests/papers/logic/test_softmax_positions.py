@@ -61,7 +61,6 @@ def test_bad_input():
         descend(3, 4, 8, 0, lr=0.0)
 
 
-@pytest.mark.slow
 def test_descent_reaches_the_solution_at_rate_t_to_the_minus_half():
     r = descend(3, 4, 32, 0)
     assert r.distance.max() <= 0.05 and r.loss.max() <= 1e-3

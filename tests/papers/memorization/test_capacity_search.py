@@ -91,7 +91,6 @@ def test_train_candidates_memorizes_small_T_and_keeps_the_memorizing_weights():
     assert memorized_in_float64({k: v[1] for k, v in run.params.items()}, E, e[:8], y[:8])
 
 
-@pytest.mark.slow
 def test_search_brackets_the_largest_memorized_T():
     cfg = SearchConfig(**TINY)
     res = search_capacity(cfg)

@@ -63,7 +63,6 @@ def test_proof_c_also_memorizes():
     assert out["rank_Z"] == 63 and out["max_abs_error"] <= CONSTRUCTION_LABELS
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("shared", [True, False])
 def test_paper_sizes_eight_heads(shared):
     T = 8 * 31 + 1  # 249, FIELD-NOTES / Theorem 1

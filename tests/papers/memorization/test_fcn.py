@@ -85,7 +85,6 @@ def test_jacobian_rank_is_the_homogeneous_count():
         assert output_jacobian_rank(p, inputs) == n * m + m + 1 == 17
 
 
-@pytest.mark.slow
 def test_training_memorizes_below_and_not_above_the_bound():
     n, d, m = 2, 4, 3  # Proposition 3 bound 3 * 3 + 3 + 1 = 13
     rng = np.random.default_rng(0)

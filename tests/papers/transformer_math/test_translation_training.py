@@ -135,7 +135,6 @@ def test_epoch_losses_equal_the_reference_loop_to_float32_rounding(data):
     assert abs(new[0] - ref[0]) < 1e-4 and max(abs(a - b) for a, b in zip(new, ref)) < 1e-3
 
 
-@pytest.mark.slow
 def test_the_models_are_the_same_trained_side_by_side(data):
     train, held, sv, tv = data
     cfg = HeadStructureConfig(corpus="synthetic", n_pairs=400, max_words=20, vocab_size=200, heads=(1, 2),

@@ -37,7 +37,6 @@ def test_reduction(seed):
     assert not m.cannot_decide
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fcn_trained_stays_above_zero_beyond_the_bound(seed):
     r = _run(IDS[1], seed)

@@ -12,7 +12,6 @@ from attnlab.papers.memorization.experiments.capacity_vs_context import ContextC
 TRAIN = dict(d=8, n=4, steps=150, lr=2e-2, warmup=10, replicates=2, eval_every=10)
 
 
-@pytest.mark.slow
 def test_tiny_context_run(tmp_path):
     cfg = ContextConfig(H=2, n_grid=(2, 4), T_factors=(1.0, 2.0), **TRAIN)
     res = run_context(cfg)
@@ -32,7 +31,6 @@ def test_tiny_context_run(tmp_path):
     assert res.figures[0].series[1].x == [7, 14]
 
 
-@pytest.mark.slow
 def test_lbfgs_run_memorizes_at_the_bound():
     lb = ContextConfig(optimizer="lbfgs", H=1, n_grid=(4,), T_factors=(1.0,), d=8, steps=10, eval_every=1,
                        replicates=2)

@@ -31,7 +31,6 @@ def test_registered_and_quick_preset():
     assert (lbfgs.batch, lbfgs.steps, lbfgs.lr, lbfgs.warmup, lbfgs.eval_every) == (None, 2_500, 1.0, 0, 50)
 
 
-@pytest.mark.slow
 def test_tiny_run_memorizes_small_T(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_capacity(CapacityConfig(**TINY), rd)

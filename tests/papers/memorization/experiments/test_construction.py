@@ -43,7 +43,6 @@ def test_tiny_run_passes_every_row():
     assert len(table.rows) == len(builds) and len(table.columns) == len(table.formats) == 12
 
 
-@pytest.mark.slow
 def test_paper_size_twenty_heads_shared_context():
     """d = 64, n = 32, d_h = 64, H = 20: T = 621 real labels to 1e-8 by both forwards."""
     row = build_one(ConstructionConfig(), 20, shared=True)

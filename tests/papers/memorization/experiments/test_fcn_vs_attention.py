@@ -26,7 +26,6 @@ def test_registered_and_presets():
     assert (paper.d, paper.n, paper.m) == (64, 32, 15)  # 33344 attention parameters; 2114 per hidden unit
 
 
-@pytest.mark.slow
 def test_tiny_run(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_fcn_vs_attention(FCNvsAttentionConfig(**TINY), rd)

@@ -11,7 +11,6 @@ from attnlab.papers.memorization.experiments.general_position import GeneralPosi
 TRAIN = dict(d=8, n=4, steps=150, lr=2e-2, warmup=10, replicates=2, eval_every=10)
 
 
-@pytest.mark.slow
 def test_tiny_general_position_run():
     cfg = GeneralPositionConfig(H_grid=(1, 2), H=1, n_grid=(), T_factors=(1.0,), **TRAIN)
     assert cfg.n_grid == () and cfg.CONTEXT == "per-example"

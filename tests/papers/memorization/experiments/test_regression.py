@@ -11,7 +11,6 @@ from attnlab.papers.memorization.experiments.regression import RegressionConfig,
 TRAIN = dict(d=8, n=4, steps=150, lr=2e-2, warmup=10, replicates=2, eval_every=10)
 
 
-@pytest.mark.slow
 def test_tiny_regression_run_reuses_the_shared_cell():
     # T = half the bound: at the bound itself, fitting real labels needs saturated softmaxes and
     # takes gradient descent far longer than a test may (test_losses.py trains one)

@@ -38,7 +38,6 @@ def test_registered_and_presets():
     assert paper.steps == 300_000 and paper.T == 550 and paper.minibatch == 256
 
 
-@pytest.mark.slow
 def test_tiny_run_has_every_option(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_training_options(TrainingOptionsConfig(**TINY), rd)

@@ -1,12 +1,9 @@
 """rank-collapse.input-residual (§2.4 problem 3) on MiniLM's embedding output."""
 
-import pytest
-
 from attnlab.registry import select_claims
 from tolerances import LP_SOLVE
 
 
-@pytest.mark.slow  # loads MiniLM and solves 2 LPs of 8 x 384 (~15 s)
 def test_input_residual_is_far_above_one():
     (c,) = select_claims(["rank-collapse.input-residual"])
     r = c.run(seed=0)

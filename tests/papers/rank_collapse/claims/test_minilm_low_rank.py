@@ -3,7 +3,6 @@ on MiniLM's attention maps."""
 
 import math
 
-import pytest
 import torch
 
 from attnlab.papers.rank_collapse.claims.minilm_spectrum import energy_ranks
@@ -19,7 +18,6 @@ def test_energy_ranks_by_hand():
     assert k[0.9].tolist() == [4, 4, 4] and k[0.99].tolist() == [4, 4, 4]
 
 
-@pytest.mark.slow  # MiniLM forward passes at n = 32..256 (~10-20 s on a shared CPU)
 def test_rank_log_squared_in_any_layer_differs():
     (c,) = select_claims(["rank-collapse.minilm-attention-spectrum"])
     r = c.run(seed=0)
@@ -33,7 +31,6 @@ def test_rank_log_squared_in_any_layer_differs():
     assert last["k90_median"] <= 2 * math.log(256) and last["k99_max"] > 128  # most heads low, some near full
 
 
-@pytest.mark.slow
 def test_projection_is_jl_for_vectors_but_no_matrix_approximation():
     (c,) = select_claims(["rank-collapse.minilm-projection"])
     r = c.run(seed=2)

@@ -2,7 +2,6 @@
 
 import math
 
-import pytest
 import torch
 
 from attnlab.papers.rank_collapse.single_head_san import layer_constant, single_head_layer, theorem22_bound
@@ -10,7 +9,6 @@ from attnlab.registry import select_claims
 from tolerances import FLOAT64
 
 
-@pytest.mark.slow  # 48 exact residual LPs and 4 x 150 Adam steps (~9 s on a shared CPU)
 def test_bound_is_never_violated():
     (c,) = select_claims(["rank-collapse.theorem22-bound"])
     r = c.run(seed=0)

@@ -18,7 +18,6 @@ def test_forward_with_softmax_is_the_model():
         assert max(float((a - b).abs().max()) for a, b in zip(mine, ref)) <= FLOAT64
 
 
-@pytest.mark.slow
 def test_masks_variants_tiny(storable):
     res = run(MasksVariantsConfig(texts=1, tokens=16, window=4, favor_features=16, linformer_k=4))
     storable(res)

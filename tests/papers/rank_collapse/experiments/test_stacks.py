@@ -52,7 +52,6 @@ def test_short_texts_are_refused():
         build_model("gpt-5", 0)
 
 
-@pytest.mark.slow  # loads MiniLM
 def test_dong_surgery_keeps_layer_norm_and_the_ffn_residual():
     """Dong et al.'s SAN is attnlab's SAN+LN; their SAN+MLP is u = N_1(MHA(x)), z = N_2(u + FFN(u)),
     which no BlockParts gives (attnlab's SAN+MLP drops the FFN's residual and LayerNorm)."""
