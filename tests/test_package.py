@@ -36,3 +36,13 @@ def test_packages_load_on_first_use_and_unknown_names_raise():
     assert torch.allclose(out.output, ref.output, atol=FLOAT64)
     with pytest.raises(AttributeError, match="module 'attnlab' has no attribute 'nope'"):
         attnlab.nope
+
+
+def test_python_dash_m_attnlab_is_the_command_line():
+    """``python -m attnlab`` runs the same command line: its version line, and a bad option's one line and exit 2."""
+    run = [sys.executable, "-m", "attnlab"]
+    p = subprocess.run([*run, "--version"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.startswith("attnlab "), p.stderr
+    p = subprocess.run([*run, "verify", "--seed", "-1"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "attnlab: error: --seed must be an integer in [0, 4294967295], got -1"], p.stderr
