@@ -46,6 +46,6 @@ def test_terms_by_hand_for_a_zero_residual():
     """X = 1 x^T: R = 0, E = 0, D = 0 and P = P~ = uniform rows."""
     X = torch.ones(3, 1, dtype=torch.float64) @ torch.tensor([[1.0, -2.0]], dtype=torch.float64)
     t = sandwich_terms(X, torch.eye(2, dtype=torch.float64), 2)
-    assert (t["D"] == 0).all() and (t["R"] == 0).all()
-    assert torch.allclose(t["P"], torch.full((3, 3), 1 / 3, dtype=torch.float64), atol=1e-15)
-    assert torch.allclose(t["P_tilde"], t["P"], atol=1e-15)
+    assert (t.D == 0).all() and (t.R == 0).all()
+    assert torch.allclose(t.P, torch.full((3, 3), 1 / 3, dtype=torch.float64), atol=1e-15)
+    assert torch.allclose(t.P_tilde, t.P, atol=1e-15)

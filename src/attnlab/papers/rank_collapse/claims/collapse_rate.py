@@ -26,6 +26,7 @@ case beside it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -60,7 +61,25 @@ def _r2(x: list[float], y: list[float]) -> float:
     return linear_fit(x, y).r2
 
 
-def fitted_exponent(seed: int, scale: float) -> dict:
+@dataclass(frozen=True)
+class ExponentFit:
+    """The pooled fit log r_(l+1) = p log r_l + q over random SANs at one weight scale."""
+
+    p: float  # the fitted exponent (Theorem 2.2's bound: 3)
+    q: float  # the fitted intercept (the bound: log c)
+    pairs: int  # layer pairs (l, l+1) in the fit: r_l in the cubic regime, r_(l+1) above the float64 floor
+    median_r2_vs_3_pow_l: float  # median over SANs (>= 3 layers in the regime) of R^2 of log r_l against 3^l
+    median_r2_vs_l: float  # the same against l
+    sqrt_c_r0: list[float]  # per SAN, sqrt(c) r_0 (c: the largest layer constant; >= 1: the bound is vacuous)
+
+    def to_dict(self) -> dict:
+        """As stored in the claim's values: p as "exponent", q as "intercept", the rest by field name."""
+        return {"exponent": self.p, "intercept": self.q, "pairs": self.pairs,
+                "median_r2_vs_3_pow_l": self.median_r2_vs_3_pow_l, "median_r2_vs_l": self.median_r2_vs_l,
+                "sqrt_c_r0": self.sqrt_c_r0}
+
+
+def fitted_exponent(seed: int, scale: float) -> ExponentFit:
     """The pooled fit log r_(l+1) = p log r_l + q over 32 random SANs at weight scale ``scale``
     (pairs of layers in the cubic regime), with the median R^2 of log r_l against 3^l and l."""
     g = torch.Generator().manual_seed(seed)
@@ -79,8 +98,8 @@ def fitted_exponent(seed: int, scale: float) -> dict:
         vac.append(math.sqrt(c) * r[0])
     p, q, _ = linear_fit(xs, ys)
     med = (lambda v: sorted(v)[len(v) // 2] if v else float("nan"))  # noqa: E731
-    return {"exponent": p, "intercept": q, "pairs": len(xs), "median_r2_vs_3_pow_l": med(r2_pow),
-            "median_r2_vs_l": med(r2_lin), "sqrt_c_r0": vac}
+    return ExponentFit(p=p, q=q, pairs=len(xs), median_r2_vs_3_pow_l=med(r2_pow), median_r2_vs_l=med(r2_lin),
+                       sqrt_c_r0=vac)
 
 
 @claim(
@@ -98,14 +117,14 @@ def _rate(seed: int) -> Check:
     (weights N(0, 4/d): sharper logits), where the rate is below 3."""
     inside = fitted_exponent(seed, SCALE)
     sharp = fitted_exponent(seed, SHARP_SCALE)
-    vac = inside["sqrt_c_r0"]
-    detail = (f"log r_(l+1) = {inside['exponent']:.2f} log r_l + {inside['intercept']:.2f} over "
-              f"{inside['pairs']} layer pairs of {SANS} random SANs (n={N}, d=d_qk={D}, weights N(0, 1/d), "
+    vac = inside.sqrt_c_r0
+    detail = (f"log r_(l+1) = {inside.p:.2f} log r_l + {inside.q:.2f} over "
+              f"{inside.pairs} layer pairs of {SANS} random SANs (n={N}, d=d_qk={D}, weights N(0, 1/d), "
               f"relative residual in ({FLOOR:g}, {CUBIC}]); median R^2 of log r_l vs 3^l "
-              f"{inside['median_r2_vs_3_pow_l']:.3f}, vs l {inside['median_r2_vs_l']:.3f}; "
+              f"{inside.median_r2_vs_3_pow_l:.3f}, vs l {inside.median_r2_vs_l:.3f}; "
               f"sqrt(c) r_0 = {min(vac):.3g}-{max(vac):.3g} (>= 1: the bound is "
-              f"vacuous); outside the regime, weights N(0, {SHARP_SCALE ** 2:g}/d): p = {sharp['exponent']:.2f} "
-              f"({sharp['pairs']} pairs)")
-    outside = {k: v for k, v in sharp.items() if k != "sqrt_c_r0"}
-    values = {**inside, "outside_regime": {"scale": SHARP_SCALE, **outside}}
-    return near(inside["exponent"], 3.0, 0.5, detail, values=values)
+              f"vacuous); outside the regime, weights N(0, {SHARP_SCALE ** 2:g}/d): p = {sharp.p:.2f} "
+              f"({sharp.pairs} pairs)")
+    outside = {k: v for k, v in sharp.to_dict().items() if k != "sqrt_c_r0"}
+    values = {**inside.to_dict(), "outside_regime": {"scale": SHARP_SCALE, **outside}}
+    return near(inside.p, 3.0, 0.5, detail, values=values)

@@ -35,9 +35,10 @@ notes invoke it (no condition: differs beyond D = 1.2564), the lemma under its t
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
 
 import math
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -49,7 +50,17 @@ SCALES = (0.03, 0.1, 0.3, 1.0)  # W_QK entries ~ N(0, scale^2): D from ~0.01 to 
 TOL = 1e-12  # float64 rounding on O(1) entries
 
 
-def sandwich_terms(X: torch.Tensor, W_QK: torch.Tensor, d_qk: int) -> dict[str, torch.Tensor]:
+@dataclass(frozen=True)
+class SandwichTerms:
+    """The terms of Lemma A.3's sandwich (I - D) P~ <= P <= (I + 2D) P~ for one X (n, d)."""
+
+    P: torch.Tensor  # softmax(X W_QK X^T / sqrt(d_qk)) row-wise, (n, n)
+    P_tilde: torch.Tensor  # P~ = 1 softmax(r)^T: every row softmax(r), (n, n)
+    D: torch.Tensor  # D_ii = max_{j,j'} |E_ij - E_ij'|, the diagonal as a vector, (n,)
+    R: torch.Tensor  # the mean residual X - 1 x^T, (n, d)
+
+
+def sandwich_terms(X: torch.Tensor, W_QK: torch.Tensor, d_qk: int) -> SandwichTerms:
     """P, P~ = 1 softmax(r)^T, D (diagonal, as a vector), R (mean residual) for one X (n, d)."""
     x = X.mean(0)  # (d,)
     R = X - x  # (n, d)
@@ -58,10 +69,11 @@ def sandwich_terms(X: torch.Tensor, W_QK: torch.Tensor, d_qk: int) -> dict[str, 
     E = R @ W_QK @ R.T / math.sqrt(d_qk)  # (n, n)
     P_t = torch.softmax(r, dim=0).expand_as(P)  # every row softmax(r)
     D = E.amax(-1) - E.amin(-1)  # max_{j,j'} |E_ij - E_ij'|, (n,)
-    return {"P": P, "P_tilde": P_t, "D": D, "R": R}
+    return SandwichTerms(P=P, P_tilde=P_t, D=D, R=R)
 
 
-def _trials(seed: int, per_scale: int = 100, n: int = 6, d: int = 4, d_qk: int = 3) -> Any:
+def _trials(seed: int, per_scale: int = 100, n: int = 6, d: int = 4,
+            d_qk: int = 3) -> Iterator[tuple[float, SandwichTerms]]:
     g = torch.Generator().manual_seed(seed)
     for scale in SCALES:
         for _ in range(per_scale):
@@ -70,43 +82,75 @@ def _trials(seed: int, per_scale: int = 100, n: int = 6, d: int = 4, d_qk: int =
             yield scale, sandwich_terms(X, W_QK, d_qk)
 
 
-def lemma_violations(t: dict) -> dict[str, float]:
+@dataclass(frozen=True)
+class LemmaViolations:
+    """The largest entry of lhs - rhs (> 0: violated) of each inequality, for one trial."""
+
+    lower: float  # max_ij ((I - D) P~ - P)_ij
+    upper: float  # max_ij (P - (I + 2D) P~)_ij
+    abs_form: float  # max_ij (|(P - P~) R| - 2 D P~ |R|)_ij
+
+
+def lemma_violations(t: SandwichTerms) -> LemmaViolations:
     """Largest violation of each half of the sandwich and of the |R| form, for one trial."""
-    P, Pt, D, R = t["P"], t["P_tilde"], t["D"][:, None], t["R"]
-    return {"lower": ((1 - D) * Pt - P).amax().item(), "upper": (P - (1 + 2 * D) * Pt).amax().item(),
-            "abs_form": ((P - Pt) @ R).abs().sub(2 * D * Pt @ R.abs()).amax().item()}
+    P, Pt, D, R = t.P, t.P_tilde, t.D[:, None], t.R
+    return LemmaViolations(lower=((1 - D) * Pt - P).amax().item(), upper=(P - (1 + 2 * D) * Pt).amax().item(),
+                           abs_form=((P - Pt) @ R).abs().sub(2 * D * Pt @ R.abs()).amax().item())
 
 
-def _lemma_stats(seed: int) -> dict:
-    within, beyond, tight = [], [], {}
+@dataclass(frozen=True)
+class LemmaStats:
+    """Lemma A.3 and the |R| form over the 400 trials, split at max_i D_ii <= E_LIMIT ("within")."""
+
+    trials_within: int  # trials with max_i D_ii <= E_LIMIT
+    trials_beyond: int  # trials with max_i D_ii > E_LIMIT
+    upper_failures_beyond: int  # trials beyond in which P <= (I + 2D) P~ fails by more than TOL
+    lower_within: float  # largest violation of (I - D) P~ <= P, trials within
+    upper_within: float  # largest violation of P <= (I + 2D) P~, trials within
+    abs_form_within: float  # largest violation of |P R - P~ R| <= 2 D P~ |R|, trials within
+    lower_beyond: float  # the same three over the trials beyond
+    upper_beyond: float
+    abs_form_beyond: float
+    smallest_max_D_with_upper_failure: float | None  # least max_i D_ii of a failing trial (None: none fails)
+    upper_tightness_by_scale: dict[float, float]  # W_QK scale s -> max (P/P~ - 1) / 2D over trials within
+
+    def to_dict(self) -> dict:
+        """Every field by name, in declaration order (the claims' values)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _lemma_stats(seed: int) -> LemmaStats:
+    within: list[LemmaViolations] = []
+    beyond: list[LemmaViolations] = []
+    tight: dict[float, float] = {}
     smallest_failing_D = None
     for scale, t in _trials(seed):
         v = lemma_violations(t)
-        Dmax = t["D"].max().item()
+        Dmax = t.D.max().item()
         if Dmax <= E_LIMIT:
             within.append(v)
-            P, Pt, D = t["P"], t["P_tilde"], t["D"][:, None]
+            P, Pt, D = t.P, t.P_tilde, t.D[:, None]
             tight[scale] = max(tight.get(scale, 0.0), ((P / Pt - 1) / (2 * D)).amax().item())
         else:
             beyond.append(v)
-            if v["upper"] > TOL and (smallest_failing_D is None or Dmax < smallest_failing_D):
+            if v.upper > TOL and (smallest_failing_D is None or Dmax < smallest_failing_D):
                 smallest_failing_D = Dmax
-    worst = lambda rows, k: max((r[k] for r in rows), default=0.0)  # noqa: E731
-    return {"trials_within": len(within), "trials_beyond": len(beyond),
-            "upper_failures_beyond": sum(r["upper"] > TOL for r in beyond),
-            "lower_within": worst(within, "lower"), "upper_within": worst(within, "upper"),
-            "abs_form_within": worst(within, "abs_form"), "lower_beyond": worst(beyond, "lower"),
-            "upper_beyond": worst(beyond, "upper"), "abs_form_beyond": worst(beyond, "abs_form"),
-            "smallest_max_D_with_upper_failure": smallest_failing_D, "upper_tightness_by_scale": tight}
+    worst = lambda xs: max(xs, default=0.0)  # noqa: E731
+    return LemmaStats(trials_within=len(within), trials_beyond=len(beyond),
+                      upper_failures_beyond=sum(r.upper > TOL for r in beyond),
+                      lower_within=worst(r.lower for r in within), upper_within=worst(r.upper for r in within),
+                      abs_form_within=worst(r.abs_form for r in within), lower_beyond=worst(r.lower for r in beyond),
+                      upper_beyond=worst(r.upper for r in beyond), abs_form_beyond=worst(r.abs_form for r in beyond),
+                      smallest_max_D_with_upper_failure=smallest_failing_D, upper_tightness_by_scale=tight)
 
 
-def _lemma_detail(st: dict) -> str:
-    return (f"400 random (X, W_QK), n=6, d=4, d_qk=3, W_QK ~ N(0, s^2), s in {SCALES}: {st['trials_within']} trials "
-            f"with max D_ii <= {E_LIMIT}: largest lhs - rhs, lower {st['lower_within']:.1e}, "
-            f"upper {st['upper_within']:.1e}; "
-            f"{st['trials_beyond']} beyond: lower {st['lower_beyond']:.1e}, upper {st['upper_beyond']:.3g} "
-            f"(fails in {st['upper_failures_beyond']}, the smallest at max D_ii = "
-            + (f"{st['smallest_max_D_with_upper_failure']:.3g}" if st["smallest_max_D_with_upper_failure"] else "-")
+def _lemma_detail(st: LemmaStats) -> str:
+    return (f"400 random (X, W_QK), n=6, d=4, d_qk=3, W_QK ~ N(0, s^2), s in {SCALES}: {st.trials_within} trials "
+            f"with max D_ii <= {E_LIMIT}: largest lhs - rhs, lower {st.lower_within:.1e}, "
+            f"upper {st.upper_within:.1e}; "
+            f"{st.trials_beyond} beyond: lower {st.lower_beyond:.1e}, upper {st.upper_beyond:.3g} "
+            f"(fails in {st.upper_failures_beyond}, the smallest at max D_ii = "
+            + (f"{st.smallest_max_D_with_upper_failure:.3g}" if st.smallest_max_D_with_upper_failure else "-")
             + ")")
 
 
@@ -121,8 +165,8 @@ def _lemma(seed: int) -> Check:
     <= 1e-12 (rounding). The upper half fails beyond D_ii = 1.2564 (e^t <= 1 + 2t fails
     there); the lower half never does (values)."""
     st = _lemma_stats(seed)
-    worst = max(st["lower_within"], st["upper_within"], st["lower_beyond"], st["upper_beyond"])
-    return at_most(worst, TOL, _lemma_detail(st), values=st)
+    worst = max(st.lower_within, st.upper_within, st.lower_beyond, st.upper_beyond)
+    return at_most(worst, TOL, _lemma_detail(st), values=st.to_dict())
 
 
 @claim(
@@ -136,15 +180,29 @@ def _lemma_within(seed: int) -> Check:
     and of the lower half over all trials; reproduced iff <= 1e-12. Values: how tight the
     upper half is (max (P/P~ - 1)/2D <= (e^D - 1)/2D -> 1/2 as D -> 0: loose by 2 for small D)."""
     st = _lemma_stats(seed)
-    worst = max(st["lower_within"], st["lower_beyond"], st["upper_within"])
+    worst = max(st.lower_within, st.lower_beyond, st.upper_within)
     return at_most(worst, TOL, _lemma_detail(st) + "; tightness max (P/P~ - 1)/2D "
-                   + ", ".join(f"s={s}: {v:.3f}" for s, v in st["upper_tightness_by_scale"].items()), values=st)
+                   + ", ".join(f"s={s}: {v:.3f}" for s, v in st.upper_tightness_by_scale.items()),
+                   values=st.to_dict())
 
 
-def _eq9_stats(seed: int) -> dict:
+@dataclass(frozen=True)
+class Eq9Stats:
+    """Eq. (9) and its lower twin over the trials with max_i D_ii <= E_LIMIT (where Lemma A.3 holds)."""
+
+    violated: int  # trials in which P R <= (I + 2D) P~ R or P R >= (I - D) P~ R fails by more than TOL
+    trials: int  # trials with max_i D_ii <= E_LIMIT
+    largest_violation: float  # largest lhs - rhs of either inequality over those trials
+
+    def to_dict(self) -> dict:
+        """Every field by name, in declaration order (the claim's values)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _eq9_stats(seed: int) -> Eq9Stats:
     bad, total, worst = 0, 0, 0.0
     for _, t in _trials(seed):
-        P, Pt, D, R = t["P"], t["P_tilde"], t["D"][:, None], t["R"]
+        P, Pt, D, R = t.P, t.P_tilde, t.D[:, None], t.R
         if D.max() > E_LIMIT:
             continue
         PR = P @ R
@@ -152,7 +210,7 @@ def _eq9_stats(seed: int) -> dict:
         total += 1
         bad += v > TOL
         worst = max(worst, v)
-    return {"violated": bad, "trials": total, "largest_violation": worst}
+    return Eq9Stats(violated=bad, trials=total, largest_violation=worst)
 
 
 @claim(
@@ -167,10 +225,10 @@ def _eq9(seed: int) -> Check:
     holds) in which eq. (9) or its lower twin is violated by more than 1e-12; the text
     needs 0. It fails because R has entries of both signs."""
     st = _eq9_stats(seed)
-    detail = (f"eq. (9) or its lower twin violated in {st['violated']}/{st['trials']} trials with max D_ii <= "
-              f"{E_LIMIT} (largest violation {st['largest_violation']:.3g}); the |R| form holds "
+    detail = (f"eq. (9) or its lower twin violated in {st.violated}/{st.trials} trials with max D_ii <= "
+              f"{E_LIMIT} (largest violation {st.largest_violation:.3g}); the |R| form holds "
               "(rank-collapse.eq9-abs-form)")
-    return equals(st["violated"], 0, detail, values=st)
+    return equals(st.violated, 0, detail, values=st.to_dict())
 
 
 @claim(
@@ -183,5 +241,5 @@ def _eq9_abs(seed: int) -> Check:
     """Sanity (a consequence of the lemma): the largest violation over trials with
     max D_ii <= 1.2564, <= 1e-12."""
     st = _lemma_stats(seed)
-    return at_most(st["abs_form_within"], TOL, _lemma_detail(st) + f"; |R| form within: {st['abs_form_within']:.1e}, "
-                   f"beyond: {st['abs_form_beyond']:.3g}", values=st, role="sanity")
+    return at_most(st.abs_form_within, TOL, _lemma_detail(st) + f"; |R| form within: {st.abs_form_within:.1e}, "
+                   f"beyond: {st.abs_form_beyond:.3g}", values=st.to_dict(), role="sanity")

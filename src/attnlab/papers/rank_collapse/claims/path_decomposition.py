@@ -7,6 +7,8 @@ reversed; :func:`literal_two_layer_error` measures both readings against the net
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from attnlab.analysis.path_decomposition import accumulated_bias, path_count, path_sum, random_san, san_forward
@@ -16,7 +18,20 @@ from attnlab.registry import claim
 TOL = 1e-12  # an exact identity: float64 rounding over <= 64 path terms stays far below this
 
 
-def literal_two_layer_error(g: torch.Generator, n: int = 7, d_model: int = 5, d_head: int = 3, d_v: int = 2) -> dict:
+@dataclass(frozen=True)
+class LiteralTwoLayerError:
+    """||SA o SA(X) - 1 b^T - T||_F / ||SA o SA(X) - 1 b^T||_F for the text's two-layer term T, read both ways."""
+
+    h1_in_layer_1: float  # T = sum P_{1,h1} P_{2,h2} X W_{1,h1} W_{2,h2}: the P's reversed
+    h1_in_layer_2: float  # T = sum P_{2,h1} P_{1,h2} X W_{2,h1} W_{1,h2}: the W's reversed
+
+    def to_dict(self) -> dict[str, float]:
+        """Both readings by field name (the claim's values)."""
+        return {"h1_in_layer_1": self.h1_in_layer_1, "h1_in_layer_2": self.h1_in_layer_2}
+
+
+def literal_two_layer_error(g: torch.Generator, n: int = 7, d_model: int = 5, d_head: int = 3,
+                            d_v: int = 2) -> LiteralTwoLayerError:
     """||SA o SA(X) - 1 b^T - T|| / ||SA o SA(X) - 1 b^T|| (Frobenius) for the text's term T read
     both ways: h1 in layer 1 (sum P_{1,h1} P_{2,h2} X W_{1,h1} W_{2,h2}: the P's reversed) and
     h1 in layer 2 (sum P_{2,h1} P_{1,h2} X W_{2,h1} W_{1,h2}: the W's reversed); H = 2."""
@@ -27,8 +42,8 @@ def literal_two_layer_error(g: torch.Generator, n: int = 7, d_model: int = 5, d_
     target = out - accumulated_bias(layers)
     p_reversed = sum(P[0][a] @ P[1][b] @ X @ W[0][a] @ W[1][b] for a in range(2) for b in range(2))
     w_reversed = sum(P[1][b] @ P[0][a] @ X @ W[1][b] @ W[0][a] for a in range(2) for b in range(2))
-    return {"h1_in_layer_1": ((target - p_reversed).norm() / target.norm()).item(),
-            "h1_in_layer_2": ((target - w_reversed).norm() / target.norm()).item()}
+    return LiteralTwoLayerError(h1_in_layer_1=((target - p_reversed).norm() / target.norm()).item(),
+                                h1_in_layer_2=((target - w_reversed).norm() / target.norm()).item())
 
 
 @claim(
@@ -63,8 +78,9 @@ def _path_decomposition(seed: int) -> Check:
         "P_{2,h2} P_{1,h1} X W_{1,h1} W_{2,h2} (the text writes P_{h1} P_{h2} X W_{h1} W_{h2}): errata"
     )
     literal = literal_two_layer_error(g)
-    detail += (f"; the text's literal two-layer term is off by {min(literal.values()):.2g}-"
-               f"{max(literal.values()):.2g} relative (both readings)")
-    values = {"text_literal_two_layer_error": literal, "max_rel_error": worst, "worst_at": worst_at, "cases": cases,
-              "n": n, "d_model": d_model, "d_head": d_head, "d_v": d_v}
+    readings = (literal.h1_in_layer_1, literal.h1_in_layer_2)
+    detail += (f"; the text's literal two-layer term is off by {min(readings):.2g}-"
+               f"{max(readings):.2g} relative (both readings)")
+    values = {"text_literal_two_layer_error": literal.to_dict(), "max_rel_error": worst, "worst_at": worst_at,
+              "cases": cases, "n": n, "d_model": d_model, "d_head": d_head, "d_v": d_v}
     return at_most(worst, TOL, detail, values=values)

@@ -397,7 +397,19 @@ VIEW_SCORES = {
 }
 
 
-def head_scores(P: torch.Tensor) -> dict[str, torch.Tensor]:
+@dataclass(frozen=True)
+class HeadScores:
+    """Per-head scores of attention maps P (..., n, n) (rows = queries), shown beside the maps."""
+
+    map_residual: torch.Tensor  # r(P) = ||P - 1 mean^T||_{1,inf} / ||P||_{1,inf}, (...)
+    entropy: torch.Tensor  # mean row entropy -(1/n) sum_ij P_ij log P_ij in nats, (...)
+
+    def to_dict(self) -> dict[str, torch.Tensor]:
+        """The viewer's scores, keyed by their names in :data:`VIEW_SCORES`."""
+        return {"map residual": self.map_residual, "entropy": self.entropy}
+
+
+def head_scores(P: torch.Tensor) -> HeadScores:
     """Per head, for maps P (..., n, n) (rows = queries): the map's own relative residual
 
         r(P) = ||P - 1 mean^T||_{1,inf} / ||P||_{1,inf},   mean = P^T 1 / n  (the average row),
@@ -407,8 +419,7 @@ def head_scores(P: torch.Tensor) -> dict[str, torch.Tensor]:
     (Dong et al.'s mechanism, one head at a time); and the mean row entropy
     -(1/n) sum_i sum_j P_ij log P_ij (nats; 0 log 0 = 0): log n for uniform attention, (1/n) sum_i log i
     for uniform causal attention (row i, from 1, on i keys). Each (...)."""
-    return {"map residual": relative_residual(P, "mean"),
-            "entropy": -torch.special.xlogy(P, P).sum(-1).mean(-1)}
+    return HeadScores(map_residual=relative_residual(P, "mean"), entropy=-torch.special.xlogy(P, P).sum(-1).mean(-1))
 
 
 def attention_view(model_name: str, batch, attentions: list[torch.Tensor], device: str = "cpu") -> dict:
@@ -433,7 +444,7 @@ def attention_view(model_name: str, batch, attentions: list[torch.Tensor], devic
                 f"first text ({n} tokens). Beside the map, each head's map residual r(P) (0: every query attends "
                 "alike, so the head alone maps its input to rank one) and mean row entropy (nats; "
                 f"{uniform:.2f} for uniform attention under the mask).",
-        scores=head_scores(A), score_descriptions=VIEW_SCORES)
+        scores=head_scores(A).to_dict(), score_descriptions=VIEW_SCORES)
 
 
 def measure(cfg: AblationsConfig, run_dir=None) -> Measured:
