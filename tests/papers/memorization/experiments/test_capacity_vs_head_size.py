@@ -1,5 +1,5 @@
-"""memorization.capacity-vs-head-size (Fig. 2(c)): the T axis, "no gain beyond d_h > n" by hand,
-bad configs (Python and CLI)."""
+"""memorization.capacity-vs-head-size (Fig. 2(c)): the T axis, a tiny run, "no gain beyond d_h > n" by
+hand, bad configs (Python and CLI)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,29 @@ import pytest
 from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.capacity_report import monotone_row, panel
-from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig, flat_beyond_n
+from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig, flat_beyond_n, run_head_size
 
 
 def test_one_T_axis_for_every_head_size():
     cfg = HeadSizeConfig()  # quick: H = 2, n = 32, T_factors 1..4 of H (n - 1) + 1 = 63
     assert cfg.T_grid(2, 32, 64) == [63, 126, 189, 252]
     assert cfg.T_grid(2, 32, 8) == [15, 63, 126, 189, 252]  # plus its own bound 2 (8 - 1) + 1
+
+
+def test_tiny_run_gives_a_cell_per_head_size_and_T_and_bounds_where_censored():
+    cfg = HeadSizeConfig(d=8, n=4, H=1, d_h_grid=(2, 8), T_factors=(1.0,), steps=150, lr=2e-2, warmup=10,
+                         replicates=1, eval_every=10)
+    res = run_head_size(cfg)
+    p = res.data["panel"]
+    assert p["values"] == [2, 8] and p["bound"] == [2, 4]  # H (min(n, d_h) - 1) + 1
+    cells = res.data["cells"]
+    assert sorted({c["d_h"] for c in cells}) == [2, 8] and all(c["H"] == 1 and c["n"] == 4 for c in cells)
+    for d_h, largest, top, censored in zip(p["values"], p["largest_T_memorized"], p["grid_top"], p["censored"]):
+        mine = [c for c in cells if c["d_h"] == d_h]
+        assert top == max(c["T"] for c in mine)  # the largest T trained at this head size
+        assert largest == max([c["T"] for c in mine if all(c["memorized"])], default=0)
+        assert censored == (largest == top)  # memorized at the grid's top: a lower bound only
+    assert not {c.verdict for c in res.summary} & {"fail", "error"}
 
 
 def test_flat_beyond_n_and_monotone_rows_by_hand(panel_cells):
