@@ -19,6 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from attnlab import estimates
 from attnlab.estimates import Estimate
 from attnlab.runs.progress import hms
 
@@ -115,9 +116,7 @@ def verdict_markup(v: str) -> str:
 
 
 def announce_estimate(estimate: Estimate) -> None:
-    """Say the estimate on stderr before work estimated to take longer than ANNOUNCE_SECONDS
-    (not with ATTNLAB_PROGRESS=0, which keeps stderr to errors)."""
-    from attnlab.estimates import ANNOUNCE_SECONDS
-
-    if estimate.seconds > ANNOUNCE_SECONDS and os.environ.get(PROGRESS_ENV, "1") != "0":
+    """Say the estimate on stderr before work estimated to take longer than estimates.ANNOUNCE_SECONDS
+    (read at the call; not with ATTNLAB_PROGRESS=0, which keeps stderr to errors)."""
+    if estimate.seconds > estimates.ANNOUNCE_SECONDS and os.environ.get(PROGRESS_ENV, "1") != "0":
         err_console.print(f"estimated: {estimate.describe()}", highlight=False, markup=False, soft_wrap=True)

@@ -25,7 +25,8 @@ from rich.markup import escape
 
 from attnlab.config import build_config, coerce_field, device_memory
 from attnlab.errors import ConfigError
-from attnlab.estimates import Estimate, fitting_hint, format_bytes, require_fits
+from attnlab.commands.console import verdict_markup
+from attnlab.estimates import Estimate, fitting_hint, format_bytes, format_seconds, require_fits
 from attnlab.registry import Construction, ConstructionResult, get_construction
 from attnlab.runs.rundir import atomic_write_bytes
 from attnlab.terminal import Col, fmt, print_table
@@ -167,8 +168,6 @@ def construction_flags(c, args: list[str]) -> dict[str, str]:
 def print_result(console: Console, name: str, result: ConstructionResult, summary: dict) -> None:
     """`attnlab construct NAME`'s table: the construction's values, its check with the verdict, the
     file written; then its notes."""
-    from attnlab.commands.console import verdict_markup
-
     chk = result.check
     rows = [[escape(key), escape(fmt(value))] for key, value in result.values.items()]
     rows.append(["check", escape(f"{chk.quantity}: {chk.measured_text}"
@@ -191,8 +190,6 @@ def dry_run(name: str, settings: Mapping[str, Any]) -> tuple[dict, Estimate]:
 
 def print_dry_run(console: Console, name: str, summary: dict, est: Estimate) -> None:
     """The dry run's table: peak memory, time, what dominates, the machine's memory, whether it fits."""
-    from attnlab.estimates import format_seconds
-
     available = summary["memory_available"]
     rows = [["peak memory", escape(format_bytes(est.peak_bytes))],
             ["time", escape(f"about {format_seconds(est.seconds)} on this machine")],

@@ -21,7 +21,7 @@ own argument starts to apply.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class ExpansionScale:
 
     def to_dict(self) -> dict:
         """The stored form (an experiment's ``expansion`` entry, after N, L, d)."""
-        return dict(w_star=self.w_star, argmax=self.argmax, min_gap=self.min_gap, closed_form=self.closed_form)
+        return asdict(self)
 
 
 def expansion_w(e, pos, seqs: np.ndarray | None = None) -> ExpansionScale:

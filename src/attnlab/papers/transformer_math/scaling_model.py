@@ -11,7 +11,7 @@ the logits. :func:`measure` reads exactly those quantities off the model.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
@@ -81,7 +81,7 @@ class Measurement:
 
     def to_dict(self) -> dict[str, float]:
         """{"loss", "accuracy", "entropy", "grad_norm"}: the record streamed to metrics.jsonl."""
-        return {"loss": self.loss, "accuracy": self.accuracy, "entropy": self.entropy, "grad_norm": self.grad_norm}
+        return asdict(self)
 
 
 def measure(model: CopyAttention, b: CopyBatch) -> Measurement:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from attnlab.checks import Check
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -62,8 +62,7 @@ class FinalSystem:
 
     def to_dict(self) -> dict:
         """The stored form (the claim's values, before N and t)."""
-        return dict(rank=self.rank, d=self.d, L=self.L, i_max=self.i_max, counts_digits=self.counts_digits,
-                    float_sigma_ratio=self.float_sigma_ratio)
+        return asdict(self)
 
 
 def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False) -> FinalSystem:

@@ -144,8 +144,7 @@ class TaylorSeries:
 
     def to_dict(self) -> dict:
         """The stored form (data["taylor"], the check's values)."""
-        return dict(x=self.x, target=self.target, note=self.note, note_limit=self.note_limit,
-                    note_error=self.note_error, right_error=self.right_error)
+        return dataclasses.asdict(self)
 
 
 def taylor() -> TaylorSeries:
@@ -170,7 +169,7 @@ class MultinomialCount:
 
     def to_dict(self) -> dict:
         """The stored form (data["multinomial"], the check's values)."""
-        return dict(m=self.m, j=self.j, monomials=self.monomials, terms=self.terms, max_diff=self.max_diff)
+        return dataclasses.asdict(self)
 
 
 def multinomial(m: int, j: int) -> MultinomialCount:
@@ -195,8 +194,7 @@ class HyperplaneWitness:
 
     def to_dict(self) -> dict:
         """The stored form (data["hyperplane"], the check's values)."""
-        return dict(N=self.N, L=self.L, d=self.d, sequences=self.sequences, residual=self.residual,
-                    constant_error=self.constant_error, v_norms=self.v_norms)
+        return dataclasses.asdict(self)
 
 
 def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> HyperplaneWitness:

@@ -17,7 +17,7 @@ every one of the 4^5 sequences:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -44,8 +44,7 @@ class TextThresholdErrors:
 
     def to_dict(self) -> dict:
         """The stored form (the claim's values["nonnegative"])."""
-        return {"max_q": self.max_q, "delta": self.delta, "at_max_q_2": self.at_max_q_2, "below_2": self.below_2,
-                "at_max_q_3": self.at_max_q_3, "below_3": self.below_3}
+        return asdict(self)
 
 
 def _max_error(w: LogicWeights, X: np.ndarray, Y: np.ndarray) -> float:
@@ -85,9 +84,7 @@ class ThresholdErrors:
 
     def to_dict(self) -> dict:
         """The stored form (the claim's values["signed"])."""
-        return {"c_star": self.c_star, "delta": self.delta, "max_q": self.max_q, "min_q": self.min_q,
-                "at_c_star_2": self.at_c_star_2, "below_2": self.below_2, "text_readout_2": self.text_readout_2,
-                "at_c_star_3": self.at_c_star_3, "below_3": self.below_3, "text_readout_3": self.text_readout_3}
+        return asdict(self)
 
 
 def threshold_errors(seed: int) -> ThresholdErrors:

@@ -20,7 +20,7 @@ one context per example (Appendix I.1's setting). Measured per build:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -108,11 +108,7 @@ class ConstructionBuild:
 
     def to_dict(self) -> dict:
         """The stored row: the fields in order, by name."""
-        return {"H": self.H, "T": self.T, "context": self.context, "d_out": self.d_out, "labels": self.labels,
-                "rank_Z": self.rank_Z, "rank_tol": self.rank_tol, "sigma_min_Z": self.sigma_min_Z, "c": self.c,
-                "c_required": self.c_required, "max_abs_error": self.max_abs_error,
-                "numpy_max_abs_error": self.numpy_max_abs_error, "accuracy": self.accuracy,
-                "bound_name": self.bound_name, "seconds": self.seconds}
+        return asdict(self)
 
 
 def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,

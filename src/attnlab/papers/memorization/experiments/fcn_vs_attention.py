@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -129,8 +129,7 @@ class FitCell:
 
     def to_dict(self) -> dict:
         """The stored cell: the fields in order, by name."""
-        return {"T": self.T, "fcn_residual": self.fcn_residual, "attention_residual": self.attention_residual,
-                "fcn_residuals": self.fcn_residuals, "attention_residuals": self.attention_residuals}
+        return asdict(self)
 
 
 def train_cell(cfg: FCNvsAttentionConfig, T: int) -> FitCell:

@@ -7,7 +7,7 @@ reversed; :func:`literal_two_layer_error` measures both readings against the net
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -27,7 +27,7 @@ class LiteralTwoLayerError:
 
     def to_dict(self) -> dict[str, float]:
         """Both readings by field name (the claim's values)."""
-        return {"h1_in_layer_1": self.h1_in_layer_1, "h1_in_layer_2": self.h1_in_layer_2}
+        return asdict(self)
 
 
 def literal_two_layer_error(g: torch.Generator, n: int = 7, d_model: int = 5, d_head: int = 3,

@@ -52,7 +52,7 @@ from __future__ import annotations
 from attnlab.runs.rundir import RunDir
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -252,7 +252,7 @@ class Curve:
 
     def to_dict(self) -> dict[str, list[float]]:
         """The stored form: {"mean": [...], "std": [...]}."""
-        return {"mean": self.mean, "std": self.std}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

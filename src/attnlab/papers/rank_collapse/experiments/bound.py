@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -128,8 +128,7 @@ class DoublyExponentialFit:
 
     def to_dict(self) -> dict:
         """The stored fit (a point's or a network's ``fit``, a summary line's values)."""
-        return {"points": self.points, "triple_slope": self.triple_slope, "triple_r2": self.triple_r2,
-                "linear_slope": self.linear_slope, "linear_r2": self.linear_r2}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ with a note.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -204,6 +204,10 @@ class SpectrumRow:
     full_rank_share: float  # share of the matrices with numerical rank n
     cumulative: list[float]  # (n,): mean normalised cumulative spectrum sum_{i<=k} sigma_i / sum_i sigma_i
 
+    def to_dict(self) -> dict:
+        """The stored row (``data["rows"]``, ``data["smollm2"]``): every field by name, in declaration order."""
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class MiniLMRow(SpectrumRow):
@@ -212,28 +216,12 @@ class MiniLMRow(SpectrumRow):
     projection_error: list[float]  # (len k_values,): median ||P R^T R w - P w|| / ||P w|| per k'
     svd_error: list[float]  # (len k_values,): median ||P_k' w - P w|| / ||P w||, P_k' the truncated SVD
 
-    def to_dict(self) -> dict:
-        """The stored row (``data["rows"]``)."""
-        return {"n": self.n, "matrices": self.matrices, "k90": self.k90, "k99": self.k99,
-                "k90_energy": self.k90_energy, "k99_energy": self.k99_energy, "stable_rank": self.stable_rank,
-                "numerical_rank": self.numerical_rank, "k90_q90": self.k90_q90, "k99_max": self.k99_max,
-                "full_rank_share": self.full_rank_share, "cumulative": self.cumulative,
-                "projection_error": self.projection_error, "svd_error": self.svd_error}
-
 
 @dataclass(frozen=True)
 class SmolLM2Row(SpectrumRow):
     """SmolLM2's spectrum at one n (causal maps; no projection errors)."""
 
     k99_energy_max: float  # largest k_99 of sigma^2 over the matrices
-
-    def to_dict(self) -> dict:
-        """The stored row (``data["smollm2"]``)."""
-        return {"n": self.n, "matrices": self.matrices, "k90": self.k90, "k99": self.k99,
-                "k90_energy": self.k90_energy, "k99_energy": self.k99_energy, "stable_rank": self.stable_rank,
-                "numerical_rank": self.numerical_rank, "k90_q90": self.k90_q90, "k99_max": self.k99_max,
-                "k99_energy_max": self.k99_energy_max, "full_rank_share": self.full_rank_share,
-                "cumulative": self.cumulative}
 
 
 def spectrum_stats(P: torch.Tensor) -> SpectrumStats:

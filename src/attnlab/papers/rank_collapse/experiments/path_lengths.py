@@ -27,7 +27,7 @@ exact (a share can be negative: terms of different lengths can cancel).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import torch
@@ -190,9 +190,7 @@ class ExactStack:
 
     def to_dict(self) -> dict:
         """The stored stack (``data["stacks"]``)."""
-        return {"L": self.L, "H": self.H, "norm_share": self.norm_share, "signed_share": self.signed_share,
-                "count_share": self.count_share, "recursion_vs_enumeration": self.recursion_vs_enumeration,
-                "sum_vs_output": self.sum_vs_output, "residual_by_length": self.residual_by_length}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -207,7 +205,7 @@ class ProductResiduals:
 
     def to_dict(self) -> dict:
         """The stored depth (``data["minilm"]["products"][k]``)."""
-        return {"median": self.median, "q25": self.q25, "q75": self.q75, "min": self.min, "max": self.max}
+        return asdict(self)
 
 
 @dataclass(frozen=True)

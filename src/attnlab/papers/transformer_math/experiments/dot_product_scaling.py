@@ -77,9 +77,10 @@ class DotProductConfig(RunConfig):
 
 def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentResult:
     var, soft = measure(cfg, run_dir)
+    slope = loglog_slope(var["dims"], var["var_raw"])  # of log Var(q.k) against log d
     return ExperimentResult(
-        summary=_summary(cfg, var, soft), figures=_figures(cfg, var, soft),
-        data={"variance": var, "slope": loglog_slope(var["dims"], var["var_raw"]),
+        summary=_summary(cfg, var, soft, slope), figures=_figures(cfg, var, soft),
+        data={"variance": var, "slope": slope,
               "softmax": {**soft, "n_keys": cfg.n_keys}},
         notes=["The text writes the scaling factor as 1/sqrt(k); k there is the key "
                "dimension d_k, written d here. The errors of §1 of the text are in the report's table of "
@@ -108,10 +109,9 @@ def measure(cfg: DotProductConfig, run_dir=None) -> tuple[dict[str, list], dict[
     return var, soft
 
 
-def _summary(cfg: DotProductConfig, var: dict[str, list], soft: dict[str, list]) -> list[Check]:
+def _summary(cfg: DotProductConfig, var: dict[str, list], soft: dict[str, list], slope: float) -> list[Check]:
     """Var(q.k) grows as d; the scale brings it to 1; the unscaled softmax saturates; its Jacobian's norm."""
     dims = var["dims"]
-    slope = loglog_slope(dims, var["var_raw"])
     deviation = max(abs(x - 1) for x in var["var_scaled"])
     tol = cfg.n_standard_errors * max(var["rel_se"])
     ratio = soft["jacobian_norm_raw"][-1] / soft["jacobian_norm_scaled"][-1]

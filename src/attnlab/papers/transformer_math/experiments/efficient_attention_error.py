@@ -23,7 +23,7 @@ from typing import Any
 from attnlab.runs.rundir import RunDir
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -107,8 +107,7 @@ class ExactnessChecks:
 
     def to_dict(self) -> dict[str, float]:
         """{"svd_vs_sigma", "sparse_vs_dense", "linear_weights_vs_output"}, as results.json stores them."""
-        return {"svd_vs_sigma": self.svd_vs_sigma, "sparse_vs_dense": self.sparse_vs_dense,
-                "linear_weights_vs_output": self.linear_weights_vs_output}
+        return asdict(self)
 
 
 def _lowrank(q: Tensor, k: Tensor, v: Tensor, P: int, cfg: EfficientAttentionErrorConfig, g: torch.Generator) -> Any:

@@ -316,7 +316,7 @@ class Stat:
 
     def to_dict(self) -> dict[str, float]:
         """{"mean", "min", "max"}, as results.json stores it."""
-        return {"mean": self.mean, "min": self.min, "max": self.max}
+        return dataclasses.asdict(self)
 
 
 def _stat(values: Sequence[float]) -> Stat:
