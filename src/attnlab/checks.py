@@ -8,7 +8,7 @@ reproduce``) and every construction (``attnlab construct``) ends in one :class:`
 It holds the numbers only. The criterion text (``"<= 1e-12"``, ``"125 ± 0.5"``) and the
 verdict are *derived* from them, never written by hand, so the two cannot drift apart.
 
-There are six verdicts.
+There are eight verdicts.
 
 - ``reproduced``: the text's statement or number holds within the stated tolerance.
 - ``differs``: measured, and the text's statement or number does not hold (this includes
@@ -16,23 +16,43 @@ There are six verdicts.
 - ``inconclusive``: the measurement cannot decide: a value censored at a budget or grid
   edge whose bound does not settle the relation, too few seeds, or not like for like with
   the text (another model, another depth; ``cannot_decide`` says which).
-- ``sanity``: holds by construction (an internal consistency check); shown apart, never
-  counted as a reproduction.
+- ``holds`` / ``refuted``: attnlab's own statement (a conjecture, a corrected theorem, a
+  result of another paper, a property of an optimiser) holds or does not; counted apart
+  from the texts' rows, never as a reproduction.
+- ``sanity``: holds by construction or tests attnlab's own code (an internal consistency
+  check); shown apart, never counted as a reproduction.
 - ``fail``: an invariant of attnlab's own code is broken (a construction that does not do
   what it was built to do, a sanity check that does not hold, a value that is not a
   number): a bug.
 - ``info``: a descriptive row that compares with nothing.
 
-How a verdict is derived. The *role* says what kind of statement the check tests:
+How a verdict is derived. The *role* says what kind of statement the check tests, and
+the *anchor* whether the text states it:
 
-    role              relation holds   does not hold   undecided
-    "text"            reproduced       differs         inconclusive
-    "construction"    reproduced       fail            inconclusive
-    "sanity"          sanity           fail            inconclusive
-    "info"            info (no relation)
+    role              anchor     relation holds   does not hold   undecided
+    "text"            required   reproduced       differs         inconclusive
+    "construction"    given      reproduced       fail            inconclusive
+    "construction"    none       sanity           fail            inconclusive
+    "own"             none       holds            refuted         inconclusive
+    "sanity"          none       sanity           fail            inconclusive
+    "info"            none       info (no relation)
+
+Only a row anchored to an entry of its text's ledger (:mod:`attnlab.ledger`: the text's
+words, quoted) can be reproduced or differ; :class:`Check` refuses a text row without
+an anchor, and an anchor on a row of any other role but construction. An anchored row
+also says its ``falsifier``: in one line, the result that would have made it differ (a
+row that cannot fail is no reproduction). A ``differs`` row names the ``erratum`` it
+evidences: an errata record's id (:mod:`attnlab.errata`), or :data:`NO_ERROR` where the
+text's statement simply does not hold with no error in the text (a measured number that
+differs); several rows may evidence one record, and reports count distinct *findings*
+(:func:`finding`).
 
 A text check with ``cannot_decide`` set is ``inconclusive`` whatever the numbers say; a
-measured value that is not a number (NaN) is ``fail`` in every role but info.
+measured value that is not a number (NaN) is ``fail`` in every role but info (for an own
+statement too: a NaN is attnlab's bug, not a refutation).
+
+Inside :func:`anchored` (a claim runs its check there), a text or construction row built
+without an anchor, falsifier or erratum takes the claim's.
 
 Censored values. A value found at the edge of a search (a capacity search that stopped at its step
 budget, an error below the resolution of the solver that measured it) is a
@@ -45,23 +65,59 @@ bound of 750 is undecided). It never enters a fit, since :func:`uncensored` rais
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from attnlab.errors import ConfigError
 
-VERDICTS = ("reproduced", "differs", "inconclusive", "sanity", "fail", "info")
+VERDICTS = ("reproduced", "differs", "inconclusive", "holds", "refuted", "sanity", "fail", "info")
 """Every verdict, in the order reports count them."""
-JUDGED = ("reproduced", "differs", "inconclusive", "sanity", "fail")
-ROLES = ("text", "construction", "sanity", "info")
+JUDGED = ("reproduced", "differs", "inconclusive", "holds", "refuted", "sanity", "fail")
+ROLES = ("text", "own", "construction", "sanity", "info")
 RELATIONS = ("<=", "<", ">=", ">", "==", "±")
+GROUPS = ("text", "own", "sanity", "info")
+"""Where a row is counted: the texts' statements, attnlab's own statements, sanity checks, info."""
+NO_ERROR = "none"
+"""The ``erratum`` of a differs row whose statement does not hold with no error in the text
+(a measured number that differs from the printed one)."""
 
 _TABLE = {  # role -> (holds, does not hold, undecided)
     "text": ("reproduced", "differs", "inconclusive"),
     "construction": ("reproduced", "fail", "inconclusive"),
+    "own": ("holds", "refuted", "inconclusive"),
     "sanity": ("sanity", "fail", "inconclusive"),
 }
+_ANCHORED_ROLES = ("text", "construction")
+
+# what a claim gives the rows its check builds (see :func:`anchored`)
+_CONTEXT: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar("attnlab_check_context", default={})
+_READING: contextvars.ContextVar[bool] = contextvars.ContextVar("attnlab_reading_stored", default=False)
+
+
+@contextlib.contextmanager
+def anchored(anchor: str = "", falsifier: str = "", erratum: str = "") -> Iterator[None]:
+    """Within the block, a text or construction row built without an anchor, a falsifier or
+    an erratum takes these (a claim runs its check here, so that its check function need not
+    repeat what the claim's registration says)."""
+    token = _CONTEXT.set({"anchor": anchor, "falsifier": falsifier, "erratum": erratum})
+    try:
+        yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+@contextlib.contextmanager
+def reading_stored() -> Iterator[None]:
+    """Within the block, checks are read back from storage: a row stored before rows were
+    anchored (a text row with no anchor) is accepted as it was stored."""
+    token = _READING.set(True)
+    try:
+        yield
+    finally:
+        _READING.reset(token)
 
 
 # ---- censored values ----------------------------------------------------------------------
@@ -154,6 +210,11 @@ class Check:
                    makes a text check inconclusive
     detail:        one line of context (sizes, seeds, the worst case)
     values:        the numbers behind ``detail``, by name (what tests and ``--json`` read)
+    anchor:        the id of the ledger entry the row checks ("memorization.theorem-1");
+                   required for role "text", allowed for "construction", refused otherwise
+    falsifier:     for an anchored row, the result that would have made it differ, in one line
+    erratum:       for a row that may differ, the errata record it evidences, or
+                   :data:`NO_ERROR` (the statement does not hold, with no error in the text)
     """
 
     quantity: str
@@ -167,11 +228,20 @@ class Check:
     cannot_decide: str = ""
     detail: str = ""
     values: Mapping[str, Any] = field(default_factory=dict)
+    anchor: str = ""
+    falsifier: str = ""
+    erratum: str = ""
 
     def __post_init__(self) -> None:
         what = f"check {self.quantity!r}"
         if self.role not in ROLES:
             raise ConfigError(f"{what}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
+        if self.role in _ANCHORED_ROLES:
+            ctx = _CONTEXT.get()
+            for name in ("anchor", "falsifier", "erratum"):
+                if not getattr(self, name) and ctx.get(name):
+                    object.__setattr__(self, name, ctx[name])
+        self._check_anchor(what)
         if self.role == "info":
             if self.relation is not None:
                 raise ConfigError(f"{what}: an info row compares with nothing; drop relation {self.relation!r}")
@@ -189,7 +259,31 @@ class Check:
             raise ConfigError(f"{what}: a judged check measures a number or a Bound, got {self.measured!r}; "
                               "use role='info' for a descriptive row")
 
+    def _check_anchor(self, what: str) -> None:
+        if self.anchor and self.role not in _ANCHORED_ROLES:
+            raise ConfigError(f"{what}: a {self.role} row cannot be anchored to the text ({self.anchor!r}); only a "
+                              "text or construction row checks a ledger entry")
+        if self.erratum and self.role != "text":
+            raise ConfigError(f"{what}: only a text row can evidence an erratum ({self.erratum!r})")
+        if _READING.get():
+            return
+        if self.role == "text" and not self.anchor:
+            raise ConfigError(f"{what}: a text row needs an anchor, the id of the ledger entry that quotes what it "
+                              "checks; attnlab's own statement is role='own', a check of attnlab's code "
+                              "role='sanity'")
+        if self.anchor and not self.falsifier.strip():
+            raise ConfigError(f"{what}: an anchored row says its falsifier: in one line, the result that would have "
+                              "made it differ")
+
     # -- derived ------------------------------------------------------------------------------
+    @property
+    def group(self) -> str:
+        """Where the row is counted (:data:`GROUPS`): "text" (a statement of the text: a text row
+        or an anchored construction), "own" (attnlab's own statement), "sanity" or "info"."""
+        if self.role == "construction":
+            return "text" if self.anchor else "sanity"
+        return self.role
+
     @property
     def outcome(self) -> bool | None:
         """Whether the relation holds (True), does not (False), or the bound cannot tell (None)."""
@@ -218,7 +312,9 @@ class Check:
         if self._nan():
             return "fail"
         holds, breaks, undecided = _TABLE[self.role]
-        if self.role == "text" and self.cannot_decide:
+        if self.role == "construction" and not self.anchor:
+            holds = "sanity"
+        if self.role in ("text", "own") and self.cannot_decide:
             return "inconclusive"
         o = self.outcome
         return undecided if o is None else holds if o else breaks
@@ -249,7 +345,7 @@ class Check:
             return "the measured value is not a number"
         if v != "inconclusive":
             return ""
-        if self.role == "text" and self.cannot_decide:
+        if self.role in ("text", "own") and self.cannot_decide:
             return self.cannot_decide
         b = self.measured
         return f"censored: {b} cannot decide {self.criterion}" + (f" ({b.reason})" if b.reason else "")
@@ -290,6 +386,10 @@ class Check:
             "cannot_decide": self.cannot_decide,
             "detail": self.detail,
             "values": {str(k): _json(v) for k, v in self.values.items()},
+            "anchor": self.anchor,
+            "falsifier": self.falsifier,
+            "erratum": self.erratum,
+            "group": self.group,
         }
 
     @classmethod
@@ -298,9 +398,11 @@ class Check:
         m = d.get("measured")
         if isinstance(m, dict) and "bound" in m:
             m = Bound.from_dict(m)
-        return cls(d.get("quantity", ""), _unjson(m), d.get("relation"), _unjson(d.get("threshold")),
-                   d.get("tolerance"), d.get("role", "text"), d.get("paper_value"), d.get("where", ""),
-                   d.get("cannot_decide", ""), d.get("detail", ""), dict(d.get("values") or {}))
+        with reading_stored():
+            return cls(d.get("quantity", ""), _unjson(m), d.get("relation"), _unjson(d.get("threshold")),
+                       d.get("tolerance"), d.get("role", "text"), d.get("paper_value"), d.get("where", ""),
+                       d.get("cannot_decide", ""), d.get("detail", ""), dict(d.get("values") or {}),
+                       d.get("anchor", ""), d.get("falsifier", ""), d.get("erratum", ""))
 
     def with_context(self, **changes: Any) -> "Check":
         """A copy with fields filled in (a claim adds its statement, where and paper value)."""
@@ -310,10 +412,11 @@ class Check:
 # ---- constructors ---------------------------------------------------------------------------
 def compare(quantity: str, measured: Any, relation: str, threshold: Any, *, tolerance: float | None = None,
             role: str = "text", paper_value: Any = None, where: str = "", cannot_decide: str = "",
-            detail: str = "", values: Mapping[str, Any] | None = None) -> Check:
+            detail: str = "", values: Mapping[str, Any] | None = None, anchor: str = "", falsifier: str = "",
+            erratum: str = "") -> Check:
     """A judged check: ``measured relation threshold`` (see :class:`Check` for every field)."""
     return Check(quantity, _plain(measured), relation, _plain(threshold), tolerance, role, paper_value, where,
-                 cannot_decide, detail, dict(values or {}))
+                 cannot_decide, detail, dict(values or {}), anchor, falsifier, erratum)
 
 
 def at_most(measured: Any, threshold: float, detail: str = "", values: Mapping[str, Any] | None = None, *,
@@ -361,7 +464,8 @@ def info(quantity: str, measured: Any, *, paper_value: Any = None, where: str = 
 
 def across_seeds(quantity: str, per_seed: Sequence[Any], relation: str, threshold: float, *,
                  min_seeds: int = 3, tolerance: float | None = None, paper_value: Any = None, where: str = "",
-                 detail: str = "", values: Mapping[str, Any] | None = None) -> Check:
+                 detail: str = "", values: Mapping[str, Any] | None = None, role: str = "text", anchor: str = "",
+                 falsifier: str = "", erratum: str = "") -> Check:
     """Whether the text's statement holds in *every* seed: the count of seeds where
     ``value relation threshold`` holds, required to equal the number of seeds.
 
@@ -369,7 +473,7 @@ def across_seeds(quantity: str, per_seed: Sequence[Any], relation: str, threshol
     gives it, differs otherwise, and is inconclusive with fewer than ``min_seeds`` seeds.
     The detail lists every seed's value.
     """
-    per = [compare(quantity, v, relation, threshold, tolerance=tolerance) for v in per_seed]
+    per = [compare(quantity, v, relation, threshold, tolerance=tolerance, role="sanity") for v in per_seed]
     held = sum(c.outcome is True for c in per)
     undecided = sum(c.outcome is None for c in per)
     n = len(per)
@@ -382,7 +486,7 @@ def across_seeds(quantity: str, per_seed: Sequence[Any], relation: str, threshol
     elif undecided and held + undecided == n:
         cannot = f"{undecided} of {n} seeds censored"
     return compare(f"{quantity}: seeds satisfying {crit}", held, "==", n, paper_value=paper_value, where=where,
-                   cannot_decide=cannot,
+                   cannot_decide=cannot, role=role, anchor=anchor, falsifier=falsifier, erratum=erratum,
                    detail=f"{seeds_text} (per seed: {listing})" + (f"; {detail}" if detail else ""),
                    values={"per_seed": [_json(c.measured) for c in per], "held": held, "seeds": n,
                            **dict(values or {})})
@@ -397,8 +501,81 @@ def count_verdicts(verdicts: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def finding(check: Check) -> str:
+    """What a differs row evidences, as one key: its errata record's id, or (with no error in
+    the text, or no record named) the ledger entry whose statement does not hold. Rows with
+    the same key are one finding."""
+    if check.erratum and check.erratum != NO_ERROR:
+        return check.erratum
+    return f"statement {check.anchor}" if check.anchor else f"row {check.quantity}"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Rows counted where they belong (:data:`GROUPS`).
+
+    text:     {"reproduced", "differs", "inconclusive"}: the texts' statements (anchored rows)
+    own:      {"holds", "refuted", "inconclusive"}: attnlab's own statements
+    sanity, fail, info, error: the other rows, and the checks that raised
+    findings: the distinct findings among the text's differs rows (:func:`finding`): errata
+              records and statements that do not hold, each counted once
+    """
+
+    text: Mapping[str, int]
+    own: Mapping[str, int]
+    sanity: int = 0
+    fail: int = 0
+    info: int = 0
+    error: int = 0
+    findings: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.text.values()) + sum(self.own.values()) + self.sanity + self.fail + self.info + self.error
+
+    def to_dict(self) -> dict:
+        return {"text": dict(self.text), "own": dict(self.own), "sanity": self.sanity, "fail": self.fail,
+                "info": self.info, "error": self.error, "findings": self.findings, "total": self.total}
+
+
+def tally(checks: Iterable[Check | None]) -> Tally:
+    """Count ``checks`` by group and verdict; None counts as a check that raised."""
+    text = dict.fromkeys(("reproduced", "differs", "inconclusive"), 0)
+    own = dict.fromkeys(("holds", "refuted", "inconclusive"), 0)
+    rest = dict.fromkeys(("sanity", "fail", "info", "error"), 0)
+    keys: set[str] = set()
+    for c in checks:
+        if c is None:
+            rest["error"] += 1
+            continue
+        v = c.verdict
+        if v in ("fail", "info", "sanity"):
+            rest[v] += 1
+        elif c.group == "own":
+            own[v] += 1
+        else:
+            text[v] += 1
+            if v == "differs":
+                keys.add(finding(c))
+    return Tally(text, own, rest["sanity"], rest["fail"], rest["info"], rest["error"], len(keys))
+
+
+def tally_line(t: Tally, noun: str = "checks") -> str:
+    """"78 claims · the texts: 20 reproduced, 8 differs (5 findings), 3 inconclusive · attnlab's own
+    statements: 10 holds, 0 refuted, 1 inconclusive · 30 sanity, 0 fail, 1 info"."""
+    d = t.text["differs"]
+    texts = (f"the texts: {t.text['reproduced']} reproduced, {d} differs"
+             + (f" ({t.findings} finding{'s' if t.findings != 1 else ''})" if d else "")
+             + f", {t.text['inconclusive']} inconclusive")
+    own = (f"attnlab's own statements: {t.own['holds']} holds, {t.own['refuted']} refuted, "
+           f"{t.own['inconclusive']} inconclusive")
+    rest = f"{t.sanity} sanity, {t.fail} fail, {t.info} info" + (f", {t.error} error" if t.error else "")
+    return f"{t.total} {noun} · {texts} · {own} · {rest}"
+
+
 def counts_line(counts: Mapping[str, int], noun: str = "checks") -> str:
-    """"68 claims: 40 reproduced, 9 differs, 6 inconclusive, 12 sanity, 0 fail, 1 info"."""
+    """"68 claims: 40 reproduced, 9 differs, 6 inconclusive, 0 holds, 0 refuted, 12 sanity, 0 fail, 1 info"
+    (verdicts only; :func:`tally_line` counts the texts' rows and attnlab's own apart)."""
     total = sum(counts.values())
     parts = [f"{counts.get(v, 0)} {v}" for v in VERDICTS]
     if counts.get("error"):
@@ -407,8 +584,8 @@ def counts_line(counts: Mapping[str, int], noun: str = "checks") -> str:
 
 
 def exit_status(verdicts: Iterable[str], *, strict: bool = False) -> int:
-    """0 when nothing failed or raised; with ``strict`` also 1 on differs or inconclusive."""
-    bad = {"fail", "error"} | ({"differs", "inconclusive"} if strict else set())
+    """0 when nothing failed or raised; with ``strict`` also 1 on differs, refuted or inconclusive."""
+    bad = {"fail", "error"} | ({"differs", "refuted", "inconclusive"} if strict else set())
     return 1 if any(v in bad for v in verdicts) else 0
 
 
@@ -512,9 +689,11 @@ def legacy_check(quantity: str, paper_value: Any, measured: Any, expected: Any, 
                  detail: str = "") -> LegacyCheck:
     """A stored row of an earlier release as a :class:`LegacyCheck`."""
     return LegacyCheck(quantity, _plain(measured), "legacy", None, None, "text", paper_value, "", "", detail, {},
-                       "" if expected is None else str(expected), None if passed is None else bool(passed))
+                       expected_text="" if expected is None else str(expected),
+                       legacy_passed=None if passed is None else bool(passed))
 
 
-__all__ = ["Bound", "Censored", "Check", "JUDGED", "RELATIONS", "ROLES", "VERDICTS", "above", "across_seeds",
-           "at_least", "at_most", "below", "compare", "count_verdicts", "counts_line", "equals", "exit_status",
-           "fmt_measured", "info", "near", "uncensored"]
+__all__ = ["Bound", "Censored", "Check", "GROUPS", "JUDGED", "NO_ERROR", "RELATIONS", "ROLES", "Tally", "VERDICTS",
+           "above", "across_seeds", "anchored", "at_least", "at_most", "below", "compare", "count_verdicts",
+           "counts_line", "equals", "exit_status", "finding", "fmt_measured", "info", "near", "reading_stored",
+           "tally", "tally_line", "uncensored"]

@@ -59,6 +59,7 @@ from attnlab.registry.state import (  # noqa: F401 (_STATE: the one registry, fo
     get_paper,
     import_recursively,
     load_plugin,
+    paper_ledger,
     papers,
     plugin_entries,
     register_errata,
@@ -70,5 +71,5 @@ __all__ = ["Check", "Claim", "ClaimResult", "Construction", "ConstructionResult"
            "PLUGINS_ENV", "Paper", "Registry", "SweepPlan", "above", "all_claims", "all_constructions",
            "all_errata", "all_experiments", "at_least", "at_most", "below", "claim", "discover", "equals",
            "get_construction", "get_experiment", "get_paper", "import_recursively", "info", "load_plugin", "near",
-           "papers", "plugin_entries", "register_claim", "register_construction", "register_errata",
+           "paper_ledger", "papers", "plugin_entries", "register_claim", "register_construction", "register_errata",
            "register_experiment", "register_paper", "scratch", "select_claims"]

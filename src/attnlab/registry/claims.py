@@ -9,9 +9,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
-from attnlab.checks import Check
+from attnlab.checks import Check, anchored
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry.state import _STATE, discover, record
+from attnlab.registry.state import _STATE, check_anchor, discover, record
 
 
 CheckFn = Callable[[int], Check]
@@ -19,14 +19,27 @@ CheckFn = Callable[[int], Check]
 
 @dataclass(frozen=True)
 class Claim:
-    """id: "<paper>.<name>"; where: where the text states it; statement: the sentence checked;
-    check(seed) -> Check; paper_value: what the text prints (None where it prints nothing)."""
+    """One checkable statement and the check that measures it.
+
+    id:          "<paper>.<name>"
+    where:       where the text states it
+    statement:   the sentence checked (the text's, or attnlab's own for an own or sanity row)
+    check:       check(seed) -> Check
+    paper_value: what the text prints (None where it prints nothing)
+    anchor:      the ledger entry the claim checks ("" for attnlab's own statements and sanity
+                 checks); its check's text rows take it, and the falsifier and erratum
+    falsifier:   the result that would have made the claim differ, in one line
+    erratum:     the errata record a differs evidences, or ``checks.NO_ERROR``
+    """
 
     id: str
     where: str
     statement: str
     check: CheckFn
     paper_value: str | None = None
+    anchor: str = ""
+    falsifier: str = ""
+    erratum: str = ""
 
     @property
     def paper(self) -> str:
@@ -36,7 +49,8 @@ class Claim:
         """Run the check; the claim's statement, where and paper value fill what the check leaves empty."""
         start = time.perf_counter()
         try:
-            m = self.check(seed)
+            with anchored(self.anchor, self.falsifier, self.erratum):
+                m = self.check(seed)
             if not isinstance(m, Check):
                 raise TypeError(f"check returned {type(m).__name__}, not attnlab.checks.Check")
             m = m.with_context(quantity=m.quantity or self.statement, where=m.where or self.where,
@@ -65,6 +79,7 @@ class ClaimResult:
             "where": self.claim.where,
             "statement": self.claim.statement,
             "paper_value": self.claim.paper_value,
+            "anchor": self.claim.anchor,
             "verdict": self.verdict,
             "seconds": round(self.seconds, 4),
         }
@@ -72,6 +87,7 @@ class ClaimResult:
             c = self.check.to_dict()
             c.pop("paper_value"), c.pop("where")
             d.update(c)
+            d["anchor"] = c["anchor"]
             d["verdict"] = self.verdict
         else:
             d["error"] = self.error
@@ -82,17 +98,23 @@ def register_claim(c: Claim) -> Claim:
     """Register ``c`` (the :func:`claim` decorator does it for a check function)."""
     if "." not in c.id or c.paper not in _STATE.papers:
         raise ConfigError(f"claim id {c.id!r} must be '<paper>.<name>' with paper in {list(_STATE.papers)}")
+    if c.anchor:
+        check_anchor(f"claim {c.id!r}", c.paper, c.anchor)
+        if not c.falsifier.strip():
+            raise ConfigError(f"claim {c.id!r}: an anchored claim says its falsifier (the result that would have "
+                              "made it differ)")
     return record("claims", c.id, c, c.paper, c.check.__module__)
 
 
-def claim(id: str, *, where: str, statement: str, paper_value: str | None = None):
-    """Register the decorated ``check(seed) -> Check`` as the claim ``id``."""
+def claim(id: str, *, where: str, statement: str, paper_value: str | None = None, anchor: str = "",
+          falsifier: str = "", erratum: str = ""):
+    """Register the decorated ``check(seed) -> Check`` as the claim ``id`` (fields: :class:`Claim`)."""
     paper = id.split(".", 1)[0]
     if "." not in id or paper not in _STATE.papers:
         raise ConfigError(f"claim id {id!r} must be '<paper>.<name>' with paper in {list(_STATE.papers)}")
 
     def register(check: CheckFn) -> CheckFn:
-        register_claim(Claim(id, where, statement, check, paper_value))
+        register_claim(Claim(id, where, statement, check, paper_value, anchor, falsifier, erratum))
         return check
 
     return register

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 from attnlab.checks import Check
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry.state import _STATE, discover, record
+from attnlab.registry.state import _STATE, check_anchor, discover, record
 from attnlab.runs.jsonable import to_jsonable
 
 
@@ -21,8 +21,10 @@ class ConstructionResult:
             paper's notation and orientation
     values: the check's numbers and the parameters, in the order they are shown
     check:  the :class:`attnlab.checks.Check` that proves the weights do what the text says
-            (role "construction": reproduced, or fail when attnlab's construction is wrong;
-            role "text" where the text's statement itself may not hold for these parameters)
+            (role "construction", anchored to the statement it realises where the text's
+            hypotheses hold: reproduced, or fail when attnlab's construction is wrong;
+            unanchored, a sanity check, where they do not; role "text" where the text's
+            statement itself may not hold for these parameters)
     notes:  caveats and where the construction departs from the text
     """
 
@@ -67,6 +69,9 @@ class Construction:
     ``build(params)``, from the parameters alone (no array allocated). ``attnlab construct``
     refuses before building when the memory exceeds the machine's, says the estimate when
     the time exceeds ``attnlab.estimates.ANNOUNCE_SECONDS``, and prints it with ``--dry-run``.
+
+    ``anchors``: the ledger entries its check may be anchored to (what ``attnlab coverage``
+    lists it under).
     """
 
     name: str
@@ -76,6 +81,7 @@ class Construction:
     build: Callable[[Any], ConstructionResult]
     flag_aliases: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
     estimate: Callable[[Any], Any] | None = None
+    anchors: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.params_cls) or not self.params_cls.__dataclass_params__.frozen:
@@ -90,6 +96,8 @@ def register_construction(c: Construction) -> Construction:
         raise ConfigError(f"construction {c.name!r}: paper {c.paper!r} is not registered")
     if not issubclass(c.params_cls, Config):
         raise ConfigError(f"construction {c.name!r}: its parameters must extend attnlab.config.Config")
+    for a in c.anchors:
+        check_anchor(f"construction {c.name!r}", c.paper, a)
     return record("constructions", c.name, c, c.paper, c.build.__module__)
 
 

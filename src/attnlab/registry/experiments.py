@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.registry.state import _STATE, discover, record
+from attnlab.registry.state import _STATE, check_anchor, discover, record
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,10 @@ class Experiment:
     into what the report shows. ``cpu_only``, when set, says why the experiment is better
     on the CPU (small float64 problems, say): inside a CUDA run it runs on the CPU, and
     its report says so (:meth:`run_device`).
+
+    ``anchors`` are the ledger entries its summary rows check (:mod:`attnlab.ledger`): every
+    anchored row of its result names one of them, and ``attnlab coverage`` lists the
+    experiment under each.
     """
 
     id: str
@@ -48,6 +52,7 @@ class Experiment:
     reproduce_sweep: Callable[[str], SweepPlan] | None = None
     aggregate: Callable[[list[dict]], Any] | None = None
     cpu_only: str = ""
+    anchors: tuple[str, ...] = ()
 
     def run_device(self, device: str) -> tuple[str, str | None]:
         """(the device this experiment runs on in a run on ``device``, the note saying why, or None)."""
@@ -74,6 +79,8 @@ def register_experiment(exp: Experiment) -> Experiment:
         raise ConfigError(f"experiment id {exp.id!r} must be '<paper>.<name>' with paper in {list(_STATE.papers)}")
     if not issubclass(exp.config_cls, RunConfig):
         raise ConfigError(f"experiment {exp.id!r}: its config must extend attnlab.config.RunConfig")
+    for a in exp.anchors:
+        check_anchor(f"experiment {exp.id!r}", exp.paper, a)
     return record("experiments", exp.id, exp, exp.paper, exp.run.__module__)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from attnlab.ledger import Ledger, load as load_ledger
 from attnlab.errata import TextError
 from attnlab.errors import AttnlabError, ConfigError, UnknownNameError
 
@@ -44,6 +45,31 @@ def register_paper(name: str, title: str, file: str, *, package: str) -> Paper:
         raise ConfigError(f"paper {name!r} is registered twice ({old.package} and {package})")
     _STATE.papers[name] = p
     return p
+
+
+LEDGER_FILE = "ledger.toml"
+
+
+def paper_ledger(name: str) -> Ledger:
+    """The ledger of paper ``name`` (:mod:`attnlab.ledger`): ``ledger.toml`` in its package,
+    read once; empty where the package has none."""
+    if name not in _STATE.papers:
+        discover()
+    p = _STATE.papers.get(name)
+    if p is None:
+        raise UnknownNameError(f"unknown paper {name!r}: choose one of {', '.join(_STATE.papers)}")
+    if name not in _STATE.ledgers:
+        spec = importlib.util.find_spec(p.package) if p.package else None
+        folder = Path(spec.origin).parent if spec is not None and spec.origin else None
+        _STATE.ledgers[name] = load_ledger(name, folder / LEDGER_FILE) if folder is not None else Ledger(name, ())
+    return _STATE.ledgers[name]
+
+
+def check_anchor(what: str, paper: str, anchor: str) -> None:
+    """``anchor`` names an entry of ``paper``'s ledger (ConfigError saying what to change if not)."""
+    if anchor.split(".", 1)[0] != paper:
+        raise ConfigError(f"{what}: anchor {anchor!r} must name an entry of its own paper's ledger ({paper}.<slug>)")
+    paper_ledger(paper).get(anchor)
 
 
 def papers() -> dict[str, Paper]:
@@ -88,6 +114,7 @@ class Registry:
     experiments: dict[str, Any] = field(default_factory=dict)  # id -> attnlab.registry.experiments.Experiment
     constructions: dict[str, Any] = field(default_factory=dict)  # name -> ...constructions.Construction
     errata: dict[str, TextError] = field(default_factory=dict)
+    ledgers: dict[str, Ledger] = field(default_factory=dict)  # paper -> its ledger, read once
     discovered: bool = False
 
 
