@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from attnlab.checks import VERDICTS, Check, LegacyCheck
+from attnlab.checks import NO_ERROR, VERDICTS, Check, LegacyCheck
+from attnlab.registry import all_errata, all_experiments, paper_ledger
 from attnlab.results import ExperimentResult, check_from_dict
 
 
@@ -20,7 +21,24 @@ def assert_storable(res: ExperimentResult) -> dict:
     assert [check_from_dict(json.loads(json.dumps(d))).verdict for d in stored.get("summary", [])] == \
         [c.verdict for c in res.summary]  # the stored numbers give the same verdicts
     assert len({f.file for f in res.figures}) == len(res.figures)
+    assert_anchored(res.summary)
     return stored
+
+
+def assert_anchored(rows: list[Check]) -> None:
+    """Every anchored row names an entry of its paper's ledger that an experiment of that paper
+    declares, says its falsifier, and a differs row names the errata record it evidences (or
+    NO_ERROR: the statement does not hold with no error in the text)."""
+    records = {e.id for e in all_errata()}
+    for c in rows:
+        if c.anchor:
+            paper = c.anchor.split(".", 1)[0]
+            assert c.anchor in paper_ledger(paper), (c.quantity, c.anchor)
+            declared = {a for e in all_experiments() if e.paper == paper for a in e.anchors}
+            assert c.anchor in declared, f"{c.anchor} is not among the anchors of any {paper} experiment"
+            assert c.falsifier.strip(), c.quantity
+        if c.verdict == "differs":
+            assert c.erratum == NO_ERROR or c.erratum in records, (c.quantity, c.erratum)
 
 
 @pytest.fixture
