@@ -13,11 +13,13 @@ import pytest
 import torch
 
 from attnlab.checks import (
+    NO_ERROR,
     Bound,
     Censored,
     Check,
     above,
     across_seeds,
+    anchored,
     at_least,
     at_most,
     below,
@@ -26,32 +28,53 @@ from attnlab.checks import (
     counts_line,
     equals,
     exit_status,
+    finding,
     info,
     near,
+    tally,
+    tally_line,
     uncensored,
 )
 from attnlab.errata import TextError, table_rows
 from attnlab.errors import ConfigError
 
+# The text rows built here check a toy statement: a text row needs an anchor and a falsifier
+# (tests/test_ledger.py tests that it refuses to be built without them).
+TOY = ("toy.statement", "the relation does not hold")
 
-@pytest.mark.parametrize("role, holds, breaks", [
-    ("text", "reproduced", "differs"),
-    ("construction", "reproduced", "fail"),
-    ("sanity", "sanity", "fail"),
+
+@pytest.fixture(autouse=True)
+def _toy_anchor():
+    with anchored(*TOY):
+        yield
+
+
+@pytest.mark.parametrize("role, anchor, holds, breaks", [
+    ("text", TOY[0], "reproduced", "differs"),
+    ("construction", TOY[0], "reproduced", "fail"),
+    ("construction", "", "sanity", "fail"),
+    ("own", "", "holds", "refuted"),
+    ("sanity", "", "sanity", "fail"),
 ])
-def test_the_role_maps_holds_and_breaks_to_verdicts(role, holds, breaks):
-    assert at_most(1e-13, 1e-12, role=role).verdict == holds
-    assert at_most(2e-12, 1e-12, role=role).verdict == breaks
+def test_the_role_and_the_anchor_map_holds_and_breaks_to_verdicts(role, anchor, holds, breaks):
+    with anchored():  # no claim's anchor: the row's own
+        kw = dict(anchor=anchor, falsifier=TOY[1] if anchor else "")
+        assert at_most(1e-13, 1e-12, role=role, **kw).verdict == holds
+        assert at_most(2e-12, 1e-12, role=role, **kw).verdict == breaks
 
 
-@pytest.mark.parametrize("check, outcome", [
-    (at_most(1.0, 1.0), True), (at_most(1.0 + 1e-15, 1.0), False),
-    (below(1.0, 1.0), False), (below(0.999, 1.0), True),
-    (at_least(5, 5), True), (at_least(4.999, 5), False),
-    (above(5, 5), False), (above(5.001, 5), True),
-    (equals(25, 27), False), (equals(27, 27), True), (equals(True, True), True),
-    (near(0.54, 0.5, 0.05), True), (near(0.56, 0.5, 0.05), False), (near(0.45, 0.5, 0.05), True),
-])
+with anchored(*TOY):
+    RELATIONS = [
+        (at_most(1.0, 1.0), True), (at_most(1.0 + 1e-15, 1.0), False),
+        (below(1.0, 1.0), False), (below(0.999, 1.0), True),
+        (at_least(5, 5), True), (at_least(4.999, 5), False),
+        (above(5, 5), False), (above(5.001, 5), True),
+        (equals(25, 27), False), (equals(27, 27), True), (equals(True, True), True),
+        (near(0.54, 0.5, 0.05), True), (near(0.56, 0.5, 0.05), False), (near(0.45, 0.5, 0.05), True),
+    ]
+
+
+@pytest.mark.parametrize("check, outcome", RELATIONS)
 def test_each_relation_decides_with_the_stated_threshold(check, outcome):
     assert check.outcome is outcome
     assert check.passed is outcome
@@ -95,10 +118,12 @@ def test_not_like_for_like_is_inconclusive_whatever_the_numbers():
     assert c.outcome is True and c.verdict == "inconclusive" and c.reason == "another model: MiniLM l=6, BERT l=12"
     # a check of attnlab's own construction is not about the text: the flag does not apply
     assert at_most(0.0, 1e-8, role="construction", cannot_decide="x").verdict == "reproduced"
+    # an own statement measured unlike the setting it speaks of cannot be decided either
+    assert at_most(0.07, 0.1, role="own", anchor="", falsifier="", cannot_decide="2 seeds").verdict == "inconclusive"
 
 
 def test_a_value_that_is_not_a_number_is_a_failure_in_every_judged_role():
-    for role in ("text", "construction", "sanity"):
+    for role in ("text", "construction", "sanity", "own"):
         c = at_most(float("nan"), 1.0, role=role)
         assert c.verdict == "fail" and c.reason == "the measured value is not a number" and not c.passed
 
@@ -155,12 +180,35 @@ def test_across_seeds_states_the_seed_counts():
 def test_counts_and_exit_status():
     verdicts = ["reproduced", "reproduced", "differs", "inconclusive", "sanity", "info"]
     counts = count_verdicts(verdicts)
-    assert counts_line(counts, "claims") == ("6 claims: 2 reproduced, 1 differs, 1 inconclusive, 1 sanity, "
-                                             "0 fail, 1 info")
+    assert counts_line(counts, "claims") == ("6 claims: 2 reproduced, 1 differs, 1 inconclusive, 0 holds, "
+                                             "0 refuted, 1 sanity, 0 fail, 1 info")
     assert exit_status(verdicts) == 0 and exit_status(verdicts, strict=True) == 1
-    assert exit_status(["reproduced", "sanity", "info"], strict=True) == 0
+    assert exit_status(["reproduced", "sanity", "info", "holds"], strict=True) == 0
+    assert exit_status(["holds", "refuted"]) == 0 and exit_status(["refuted"], strict=True) == 1
     assert exit_status(["reproduced", "fail"]) == 1 and exit_status(["error"]) == 1
     assert counts_line(count_verdicts(["error"])).endswith(", 1 error")
+
+
+def test_the_tally_counts_the_texts_rows_and_attnlabs_own_apart_and_differs_as_distinct_findings():
+    cap = dict(erratum="toy.cap")
+    rows = [equals(25, 27, **cap), equals(7, 8, **cap),                    # one error, two rows
+            equals(1, 2, erratum=NO_ERROR), equals(3, 4, erratum=NO_ERROR),  # one statement that does not hold
+            equals(5, 6, anchor="toy.other", falsifier="x", erratum=NO_ERROR),  # another
+            equals(1, 1), near(0.3, 0.3, 0.1, role="own", anchor="", falsifier=""),
+            near(0.9, 0.3, 0.1, role="own", anchor="", falsifier=""),
+            at_most(0.1, 1, role="own", anchor="", falsifier="", cannot_decide="1 seed"),
+            info("n", 3), None]
+    with anchored():  # outside a claim: a construction row with no anchor of its own tests attnlab's code
+        rows.insert(-2, at_most(0.1, 1, role="construction"))
+    assert [finding(c) for c in rows[:5]] == ["toy.cap", "toy.cap", "statement toy.statement",
+                                              "statement toy.statement", "statement toy.other"]
+    t = tally(rows)
+    assert t.text == {"reproduced": 1, "differs": 5, "inconclusive": 0}
+    assert t.own == {"holds": 1, "refuted": 1, "inconclusive": 1}
+    assert (t.findings, t.sanity, t.info, t.error, t.total) == (3, 1, 1, 1, 12)
+    assert tally_line(t, "claims") == (
+        "12 claims · the texts: 1 reproduced, 5 differs (3 findings), 0 inconclusive · attnlab's own statements: "
+        "1 holds, 1 refuted, 1 inconclusive · 1 sanity, 0 fail, 1 info, 1 error")
 
 
 def test_a_text_error_is_a_complete_record():

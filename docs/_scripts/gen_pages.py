@@ -233,15 +233,17 @@ def claims_section(paper: registry.Paper, claims: list[registry.Claim]) -> list[
         return lines + ["No executable claims yet.", ""]
     lines += [f"`attnlab verify {paper.name}` runs every check below and prints the measured value "
               "beside the paper's. Each id links to its check.", "",
-              "| claim | where | statement | paper's value |", "|---|---|---|---|"]
+              "| claim | where | statement | paper's value | anchored to |", "|---|---|---|---|---|"]
     lines[-2:-2] = ["Each check ends in a verdict derived from its numbers "
-                    f"({autoref('attnlab.checks', 'attnlab.checks', optional=True)}): reproduced, differs, "
-                    "inconclusive, sanity (true by construction), fail (a bug in attnlab) or info.", ""]
+                    f"({autoref('attnlab.checks', 'attnlab.checks', optional=True)}). A claim anchored to an entry of "
+                    "the text's ledger (below) is reproduced, differs or inconclusive; an unanchored one is attnlab's "
+                    "own statement (holds, refuted, inconclusive), a sanity check of attnlab's code, or info.", ""]
     for c in claims:
         anchor = _function_anchor(c.check)
         cid = autoref(anchor, c.id) if anchor else f"`{c.id}`"
         value = escape_cell(c.paper_value) if c.paper_value else "-"
-        lines.append(f"| {cid} | {escape_cell(c.where)} | {escape_cell(c.statement)} | {value} |")
+        lines.append(f"| {cid} | {escape_cell(c.where)} | {escape_cell(c.statement)} | {value} | "
+                     f"{_code(c.anchor.split('.', 1)[1]) if c.anchor else 'attnlab'} |")
     return lines + [""]
 
 
@@ -322,6 +324,27 @@ def errata_section(paper: registry.Paper) -> list[str]:
     return lines + [""]
 
 
+def ledger_section(paper: registry.Paper) -> list[str]:
+    """The text's ledger: every statement quoted, with what checks it or why nothing does."""
+    from attnlab.registry.coverage import paper_coverage
+
+    cov = paper_coverage(paper.name)
+    lines = [f"## The text's statements ({cov.line()})", ""]
+    if not cov.entries:
+        return lines + ["No ledger yet.", ""]
+    lines += [f"Every statement of the text that can be checked or bears on a check, quoted from `{paper.file}` "
+              f"(the ledger, `ledger.toml` in {module_link(paper.package)}). A row of attnlab can be reproduced or "
+              "differ only if it is anchored to one of these entries; `attnlab coverage "
+              f"{paper.name}` prints them with the verdicts of their claims.", "",
+              "| entry | where | kind | the text says | checked by |", "|---|---|---|---|---|"]
+    for e in cov.entries:
+        st = e.statement
+        checked = ", ".join(_code(r) for r in e.rows) if e.rows else f"not executable: {escape_cell(st.reason)}"
+        quote = escape_cell(st.quote) + (f" *({escape_cell(st.note)})*" if st.note else "")
+        lines.append(f"| `{st.id.split('.', 1)[1]}` | {escape_cell(st.where)} | {st.kind} | {quote} | {checked} |")
+    return lines + [""]
+
+
 def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower())
 
@@ -341,6 +364,7 @@ def paper_page(paper: registry.Paper) -> str:
     lines += experiments_section(paper, exps)
     lines += constructions_section(paper, cons)
     lines += errata_section(paper)
+    lines += ledger_section(paper)
     return "\n".join(lines)
 
 
@@ -350,13 +374,18 @@ def write_papers() -> None:
              "attnlab makes these texts executable. Each page lists the text's claims (checked by "
              "`attnlab verify`), its experiments (run by `attnlab reproduce`) and its constructions "
              "(built by `attnlab construct`).", "",
-             "| paper | short name | text | claims | experiments | constructions |", "|---|---|---|---|---|---|"]
+             "| paper | short name | text | claims | experiments | constructions | ledger entries checked |",
+             "|---|---|---|---|---|---|---|"]
     summary = ["* [Overview](index.md)\n"]
     for p in papers:
         counts = [sum(x.paper == p.name for x in xs)
                   for xs in (registry.all_claims(), registry.all_experiments(), registry.all_constructions())]
+        from attnlab.registry.coverage import paper_coverage
+
+        cov = paper_coverage(p.name)
         index.append(f"| [{inline(p.title)}]({p.name}.md) | `{p.name}` | `{p.file}` | "
-                     + " | ".join(map(str, counts)) + " |")
+                     + " | ".join(map(str, counts)) + f" | {cov.checked} of {len(cov.entries)} "
+                     f"({cov.not_executable} not executable) |")
         with mkdocs_gen_files.open(f"papers/{p.name}.md", "w") as f:
             f.write(paper_page(p))
         mkdocs_gen_files.set_edit_path(f"papers/{p.name}.md",

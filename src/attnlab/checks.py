@@ -238,7 +238,7 @@ class Check:
             raise ConfigError(f"{what}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
         if self.role in _ANCHORED_ROLES:
             ctx = _CONTEXT.get()
-            for name in ("anchor", "falsifier", "erratum"):
+            for name in ("anchor", "falsifier", "erratum") if self.role == "text" else ("anchor", "falsifier"):
                 if not getattr(self, name) and ctx.get(name):
                     object.__setattr__(self, name, ctx[name])
         self._check_anchor(what)

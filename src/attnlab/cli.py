@@ -53,15 +53,19 @@ def verify(
     ),
     seed: int = typer.Option(0, help="Seed for the inputs every check draws (0 <= seed < 2**32)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
-    strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs and inconclusive verdicts."),
+    strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs, refuted and inconclusive "
+                                                        "verdicts."),
 ) -> None:
     """Run the papers' executable claims and print measured against paper values.
 
-    Every claim gets a verdict: reproduced, differs (the text does not hold), inconclusive
-    (the measurement cannot decide), sanity (true by construction), fail (a bug in attnlab)
-    or info. The last line counts them. Exit status 0 when no claim fails or raises (with
-    --strict, also none differs or is inconclusive); 2 for an unknown name, a paper
-    without claims yet, or a bad seed.
+    A claim anchored to its text's ledger (a quoted statement) is reproduced, differs (the
+    text's statement does not hold) or inconclusive (the measurement cannot decide);
+    attnlab's own statements beyond the texts hold, are refuted or are inconclusive, in a
+    table of their own; sanity rows test attnlab's code; fail is a bug in attnlab; info
+    compares with nothing. The last line counts the texts' rows (differs also as distinct
+    findings), attnlab's own and the rest. Exit status 0 when no claim fails or raises;
+    with --strict 1 also when a claim differs, is refuted or is inconclusive; 2 for an
+    unknown name, a paper without claims yet, or a bad seed.
     """
     from attnlab.checks import exit_status
     from attnlab.registry import select_claims
@@ -103,6 +107,36 @@ def errata(
     print_errata(console, records)
 
 
+@app.command()
+def coverage(
+    papers: Optional[list[str]] = typer.Argument(None, help="Paper short names (default: all)."),
+    run: Optional[str] = typer.Option(None, "--run", help="A run directory of `attnlab reproduce`: its "
+                                                          "experiments' rows and verdicts."),
+    verdicts: bool = typer.Option(True, "--verdicts/--no-verdicts", help="Run the anchored claims (seconds) "
+                                                                         "for their verdicts."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ledgers as JSON."),
+) -> None:
+    """Print each text's ledger: every statement of the text that can be checked or bears on a
+    check, quoted, with the claims, experiments and constructions that check it and their
+    verdicts, or the reason no row does (a definition, a citation, data not available offline)."""
+    from attnlab.commands.coverage import coverage as run_coverage
+    from attnlab.commands.coverage import print_coverage
+
+    experiments = None
+    if run is not None:
+        from attnlab.runs.rundir import load_run
+
+        experiments = dict(load_run(run).results.get("experiments") or {})
+    with progress_bar(disable=as_json or not verdicts) as progress:
+        task = progress.add_task("running the anchored claims", total=None)
+        results = run_coverage(papers, claims=verdicts, run_experiments=experiments,
+                               on_claim=lambda cid: progress.update(task, description=cid))
+    if as_json:
+        print_json([c.to_dict() for c in results])
+    else:
+        print_coverage(console, results, ran_claims=verdicts, run_dir=run)
+
+
 @app.command("list")
 def list_(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
@@ -124,7 +158,8 @@ def reproduce(
     seed: int = typer.Option(0, help="Seed for every random draw (0 <= seed < 2**32)."),
     device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out, skipping finished experiments."),
-    strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs and inconclusive verdicts."),
+    strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs, refuted and inconclusive "
+                                                        "verdicts."),
     set_: Optional[list[str]] = typer.Option(
         None, "--set", help="key=value: a config value for every experiment with that field, replacing the "
                             "scale's preset (repeatable), e.g. --set smollm2=true. Tuples: 3;11;64."),
@@ -139,7 +174,8 @@ def reproduce(
 
     The report opens with the count of each verdict and the rows where the measurements
     differ from the text. Exit status 1 if an experiment raised or a check failed (a bug
-    in attnlab); with --strict also if any row differs from the text or is inconclusive.
+    in attnlab); with --strict also if any row differs from the text, refutes attnlab's own
+    statement or is inconclusive.
     --dry-run builds every config as the run would (sizes beyond the machine are refused,
     exit 2) and prints what each experiment is estimated to need, then exits 0.
     """

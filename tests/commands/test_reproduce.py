@@ -15,7 +15,7 @@ from attnlab import registry
 from attnlab.config import RunConfig
 from attnlab.errata import TextError
 from attnlab.errors import ConfigError, RunDirError, UnknownNameError
-from attnlab.checks import Bound, at_most, compare, equals, info
+from attnlab.checks import Bound, anchored, at_most, compare, equals, info
 from attnlab.registry import Experiment
 from attnlab.results import ExperimentResult, line_figure, series
 from attnlab.commands.reproduce import RunPath
@@ -339,12 +339,17 @@ def _rows(*checks):
     return run
 
 
-@pytest.mark.parametrize("checks, plain, strict", [
-    ((at_most(0.1, 0.2),), 0, 0),                                             # reproduced
-    ((at_most(0.3, 0.2), compare("s", 0.0, "<=", 1e-9, role="sanity")), 0, 1),  # differs
-    ((at_most(Bound.at_least(5), 10),), 0, 1),                                # inconclusive (censored)
-    ((at_most(0.3, 0.2, role="construction"),), 1, 1),                        # fail: a bug
-])
+with anchored("toy.eq1", "1 + 1 measured as something else than 2", "toy.eq1"):  # the toy text's statement
+    EXITS = [
+        ((at_most(0.1, 0.2),), 0, 0),                                             # reproduced
+        ((at_most(0.3, 0.2), compare("s", 0.0, "<=", 1e-9, role="sanity")), 0, 1),  # differs
+        ((at_most(Bound.at_least(5), 10),), 0, 1),                                # inconclusive (censored)
+        ((at_most(0.3, 0.2, role="construction"),), 1, 1),                        # fail: a bug
+        ((at_most(0.3, 0.2, role="own", anchor="", falsifier="", erratum=""),), 0, 1),  # refuted
+    ]
+
+
+@pytest.mark.parametrize("checks, plain, strict", EXITS)
 def test_reproduce_exits_1_only_on_fail_or_error_and_strict_also_on_differs_and_inconclusive(
         fake, tmp_path, capsys, checks, plain, strict):
     from attnlab.cli import main
@@ -361,7 +366,7 @@ def test_reproduce_exits_1_only_on_fail_or_error_and_strict_also_on_differs_and_
         assert (exit_.value.code or 0) == expected, flag
         last = capsys.readouterr().out.strip().splitlines()[-1]
         n = len(checks) + 1
-        assert last.startswith(f"{n} checks: ") and last.endswith(" 1 info"), last
+        assert last.startswith(f"{n} checks · the texts: ") and last.endswith(" 1 info"), last
     md = (out / "report.md").read_text()
     assert md.index("Where the measurements differ from the text") < md.index("## toy.a")
     assert "## Errors in the text" in md and "count two fingers" in md

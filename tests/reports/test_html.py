@@ -9,7 +9,7 @@ import pytest
 
 from attnlab.reports import build_report
 from attnlab.reports.format import fmt_count, fmt_value
-from attnlab.checks import Bound, at_least, at_most, compare, info, near
+from attnlab.checks import NO_ERROR, Bound, anchored, at_least, at_most, compare, info, near
 from attnlab.errata import TextError
 from attnlab.reports.viewer import viewer_data
 from attnlab.results import ExperimentResult, Table, bar_figure, line_figure, series
@@ -44,13 +44,17 @@ def run_dir(tmp_path_factory):
                              {"label": "ours", "values": [116534784, None]}], ylabel="n", yscale="log")
     same_name = line_figure("curve.png", "Same file name, other experiment.", xlabel="x", ylabel="y",
                             series=[series("c", [0, 1], [3, 4])])
-    summary = [near(1.0088, 1, 0.05, "d = 4..1024", quantity="slope", paper_value="1", where="Fig. 1"),
-               at_most(0.2, 0.05, "x", quantity="GPT-1 relative error", paper_value=117e6, where="Table 1"),
-               at_least(Bound.at_least(750, "search stopped at its step budget"), 1000, quantity="T* at H = 8",
-                        paper_value="~1300", where="App. H"),
-               compare("composite <= mean residual", 0.0, "<=", 1e-8, role="sanity"),
-               compare("max |y_hat - y|", 0.5, "<=", 1e-8, role="construction", where="Theorem 1"),
-               info("parameters", 116534784, paper_value=117e6)]
+    with anchored("transformer-math.statement", "a value outside the criterion"):
+        summary = [near(1.0088, 1, 0.05, "d = 4..1024", quantity="slope", paper_value="1", where="Fig. 1"),
+                   at_most(0.2, 0.05, "x", quantity="GPT-1 relative error", paper_value=117e6, where="Table 1",
+                           anchor="transformer-math.table-1", erratum=NO_ERROR),
+                   at_least(Bound.at_least(750, "search stopped at its step budget"), 1000, quantity="T* at H = 8",
+                            paper_value="~1300", where="App. H"),
+                   compare("composite <= mean residual", 0.0, "<=", 1e-8, role="sanity"),
+                   compare("max |y_hat - y|", 0.5, "<=", 1e-8, role="construction", where="Theorem 1"),
+                   compare("Adam memorizes 1.37x", 1.37, ">=", 1.0, role="own", anchor="", falsifier=""),
+                   info("parameters", 116534784, paper_value=117e6)]
+        claim = at_most(1e-15, 1e-12).to_dict()
     erratum = TextError("transformer-math.eq2", "§2, eq. 2", "softmax(QK^T) V / sqrt(d)", "softmax(QK^T / sqrt(d)) V",
                         "the text", "typo", "the scale sits inside the softmax in every source", "yes",
                         "the text's later use is right", "transformer-math.k")
@@ -68,7 +72,7 @@ def run_dir(tmp_path_factory):
             "transformer-math.d": _entry("transformer-math.d", {"data": {"x": [1, 2]}}),
         },
         "claims": [{"id": "transformer-math.k", "where": "§1", "statement": "s", "paper_value": "exact",
-                    **at_most(1e-15, 1e-12).to_dict()}],
+                    **claim}],
         "errata": [erratum.to_dict()],
     })
     build_report(rd.path)
@@ -118,8 +122,12 @@ def test_report_html_content(run_dir):
     html = _html(run_dir)
     assert "<title>The math behind transformers" in html
     assert "attnlab reproduce transformer-math" in html  # the command line
-    for v in ("reproduced", "differs", "inconclusive", "sanity", "fail"):
+    for v in ("reproduced", "differs", "inconclusive", "holds", "sanity", "fail"):
         assert f'<span class="pill {v}">{v}</span>' in html, v
+    # the headline counts the text's rows, attnlab's own statements and the rest apart
+    assert '<b>the text</b><span class="pill reproduced">2 reproduced</span>' in html
+    assert '<span class="pill differs">1 differs (1 finding)</span>' in html
+    assert "<b>attnlab&#x27;s own statements</b>" in html or "<b>attnlab's own statements</b>" in html
     assert "117.0M" in html and "116.5M (116,534,784)" in html and "0.40%" in html
     assert "<h3>Interactive view</h3>" in html and 'id="attnlab-viewer-transformer-math-a-0"' in html
     assert "Two tokens" in html and "&lt;a&gt;" not in html.split("-data\">", 1)[1].split("</script>")[0]
@@ -136,8 +144,13 @@ def test_the_report_opens_with_the_counts_and_where_the_measurements_differ(run_
         differs = text.index("Where the measurements differ from the text")
         assert differs < text.index("GPT-1 relative error") < text.index("What the measurements cannot decide")
         assert differs < min(text.index(k) for k in ("<img", "![") if k in text)
-        assert text.index("cannot decide") < text.index("Failures of attnlab")
+        own = text.index("<h3>attnlab's own statements" if text.startswith("<!") else "### attnlab's own statements")
+        assert text.index("What the measurements cannot decide") < own < text.index("Failures of attnlab")
         assert "Errors in the text" in text and "the scale sits inside the softmax" in text
+        # the differs row is listed under its finding: a statement that does not hold, no error in the text
+        plain = re.sub(r"<wbr>|<span class=\"nb\">|</span>", "", text)
+        assert "transformer-math.table-1 (Table 1): the statement does not hold (no error in the text)" in plain
+        assert "Adam memorizes 1.37x" in text
 
 
 def test_figures_written_and_name_clash_resolved(run_dir):
@@ -154,7 +167,8 @@ def test_report_md_says_the_same(run_dir):
         "figures/curve.png", "figures/bars.png", "figures/transformer-math.b.curve.png"]
     assert "| GPT-1 relative error | 117.0M | 0.2 | <= 0.05 | ≠ differs | Table 1 | x |" in md
     # summary rows and claims, by verdict; the experiment that raised counts as an error
-    assert "**2 reproduced · 1 differs · 1 inconclusive · 1 sanity · 1 fail · 1 error · 1 info**" in md
+    assert ("**the text: 2 reproduced · 1 differs (1 finding) · 1 inconclusive** · attnlab's own statements: 1 holds "
+            "· 0 refuted · 0 inconclusive · checks of attnlab: 1 sanity · 1 fail · 1 error · 1 info") in md
     assert "ValueError: <boom> & more" in md
 
 

@@ -27,12 +27,13 @@ def catalogue() -> dict:
     """Papers, claims, experiments and constructions (with their parameters), as `list --json` prints them."""
     return {
         "papers": [{"name": p.name, "title": p.title, "file": p.file} for p in papers().values()],
-        "claims": [{"id": c.id, "where": c.where, "statement": c.statement, "paper_value": c.paper_value}
-                   for c in all_claims()],
-        "experiments": [{"id": e.id, "description": e.description, "in_reproduce": e.in_reproduce}
-                        for e in all_experiments()],
+        "claims": [{"id": c.id, "where": c.where, "statement": c.statement, "paper_value": c.paper_value,
+                    "anchor": c.anchor} for c in all_claims()],
+        "experiments": [{"id": e.id, "description": e.description, "in_reproduce": e.in_reproduce,
+                         "anchors": list(e.anchors)} for e in all_experiments()],
         "constructions": [{"name": c.name, "paper": c.paper, "description": c.description,
-                           "parameters": describe_fields(c.params_cls)} for c in all_constructions()],
+                           "parameters": describe_fields(c.params_cls), "anchors": list(c.anchors)}
+                          for c in all_constructions()],
     }
 
 

@@ -106,8 +106,8 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
 
-VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "yellow", "sanity": "cyan",
-                 "fail": "bold red", "info": "dim", "error": "bold red"}
+VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "yellow", "holds": "blue",
+                 "refuted": "magenta", "sanity": "cyan", "fail": "bold red", "info": "dim", "error": "bold red"}
 
 
 def verdict_markup(v: str) -> str:

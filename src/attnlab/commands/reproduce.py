@@ -320,10 +320,11 @@ def _run_claims(papers: Sequence[str], seed: int) -> list[dict]:
 
 def print_outcome(console: "Console", err_console: "Console", path: Path) -> list[str]:
     """Where the run directory and its reports are, each row that failed (on ``err_console``) and the
-    count of each verdict; returns every row's verdict (for the exit status)."""
+    tally of the verdicts (:func:`attnlab.checks.tally_line`); returns every row's verdict (for the
+    exit status)."""
     from rich.markup import escape
 
-    from attnlab.checks import counts_line
+    from attnlab.checks import tally_line
     from attnlab.reports.format import outline
 
     o = outline(load_run(path))
@@ -334,5 +335,5 @@ def print_outcome(console: "Console", err_console: "Console", path: Path) -> lis
     for r in o.failures():
         err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
                           + (f" ({escape(r.reason)})" if r.reason else ""))
-    console.print(counts_line(counts, "checks"), highlight=False)
+    console.print(tally_line(o.tally(), "checks"), highlight=False)
     return [v for v, n in counts.items() for _ in range(n)]

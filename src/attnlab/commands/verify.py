@@ -1,5 +1,6 @@
-"""`attnlab verify`'s table: one row per claim (id, verdict, measured, required, statement, the
-paper's value), the raised checks' tracebacks on stderr, and the count of each verdict."""
+"""`attnlab verify`'s tables: the texts' statements, attnlab's own statements, and the sanity and
+descriptive rows, each row a claim (id, verdict, measured, required, statement, the paper's value);
+the raised checks' tracebacks on stderr; and the tally (:func:`attnlab.checks.tally_line`)."""
 
 from __future__ import annotations
 
@@ -8,29 +9,56 @@ from typing import Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from attnlab.checks import count_verdicts, counts_line
+from attnlab.checks import NO_ERROR, tally, tally_line
 from attnlab.commands.console import verdict_markup
 from attnlab.registry import ClaimResult
 from attnlab.terminal import Col, fmt, print_table
 
+SECTIONS = (
+    ("text", "the texts' statements (anchored to their ledgers)"),
+    ("own", "attnlab's own statements (beyond the texts; never counted as reproductions)"),
+    ("sanity", "sanity checks of attnlab's code, and descriptive rows"),
+)
+
+
+def group_of(r: ClaimResult) -> str:
+    """The section a claim's row prints in: its check's group; a check that raised goes with the texts'
+    rows if the claim is anchored, with the sanity rows otherwise."""
+    if r.check is None:
+        return "text" if r.claim.anchor else "sanity"
+    g = r.check.group
+    return "sanity" if g == "info" else g
+
 
 def print_claims(console: Console, err_console: Console, results: Sequence[ClaimResult], seed: int) -> None:
-    """The results as a table on ``console``; a raised check's traceback on ``err_console``; the
-    verdict counts on the last line."""
-    rows = []
-    for r in results:
-        m = r.check
-        rows.append([
-            f"[bold]{escape(r.claim.id)}[/]", verdict_markup(r.verdict),
-            escape(m.measured_text) if m else "-", escape(m.criterion) if m else "-",
-            f"[dim]{escape(r.claim.statement)}[/]"
-            + (f"\n[yellow]{escape(m.reason)}[/]" if m is not None and m.reason else ""),
-            escape(fmt(r.claim.paper_value)),
-        ])
-    print_table(console, f"attnlab verify (seed {seed})",
-                [Col("claim", "key"), Col("verdict", "key"), Col("measured", "number"),
-                 Col("required", "number"), Col("statement"), Col("paper")], rows, stack=True)
+    """The results as up to three tables on ``console``; a raised check's traceback on
+    ``err_console``; the tally on the last line."""
+    for group, title in SECTIONS:
+        chosen = [r for r in results if group_of(r) == group]
+        if not chosen:
+            continue
+        print_table(console, f"attnlab verify (seed {seed}): {title}",
+                    [Col("claim", "key"), Col("verdict", "key"), Col("measured", "number"),
+                     Col("required", "number"), Col("statement"), Col("paper")],
+                    [_row(r) for r in chosen], stack=True)
     for r in results:
         if r.error:
             err_console.print(f"[red]{r.claim.id} raised:[/]\n{escape(r.error)}")
-    console.print(counts_line(count_verdicts([r.verdict for r in results]), "claims"), highlight=False)
+    console.print(tally_line(tally(r.check for r in results), "claims"), highlight=False)
+
+
+def _row(r: ClaimResult) -> list[str]:
+    m = r.check
+    notes = []
+    if m is not None and m.reason:
+        notes.append(f"[yellow]{escape(m.reason)}[/]")
+    if m is not None and m.verdict == "differs":
+        notes.append("[magenta]" + escape("finding: " + (
+            "the statement does not hold (no error in the text)" if m.erratum in ("", NO_ERROR)
+            else f"errata {m.erratum}")) + "[/]")
+    if r.claim.anchor:
+        notes.append(f"[dim]anchor: {escape(r.claim.anchor)}[/]")
+    return [f"[bold]{escape(r.claim.id)}[/]", verdict_markup(r.verdict),
+            escape(m.measured_text) if m else "-", escape(m.criterion) if m else "-",
+            f"[dim]{escape(r.claim.statement)}[/]" + "".join("\n" + n for n in notes),
+            escape(fmt(r.claim.paper_value))]

@@ -6,10 +6,8 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from attnlab.checks import JUDGED, count_verdicts
+from attnlab.checks import JUDGED, NO_ERROR, Check, Tally, count_verdicts, finding, tally
 from attnlab.results import check_from_dict
-
-
 
 
 def fmt_count(x: float) -> str:
@@ -76,6 +74,40 @@ class Row:
     where: str
     reason: str
     detail: str
+    check: Check | None = None  # None: the claim or experiment raised
+
+    @property
+    def group(self) -> str:
+        """Where the row counts (:data:`attnlab.checks.GROUPS`); a raised check counts with the texts'."""
+        return "text" if self.check is None else self.check.group
+
+    @property
+    def finding(self) -> str:
+        """The finding a differs row evidences (:func:`attnlab.checks.finding`)."""
+        return finding(self.check) if self.check is not None else ""
+
+    @property
+    def anchor(self) -> str:
+        return self.check.anchor if self.check is not None else ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One distinct finding of a run: an errata record, or a statement that does not hold with no
+    error in the text, and the differs rows that evidence it."""
+
+    key: str
+    record: dict | None  # the errata record (stored TextError) where the finding is one
+    rows: tuple[Row, ...]
+
+    @property
+    def title(self) -> str:
+        if self.record is not None:
+            return f"errata {self.record['id']} ({self.record['where']}): {self.record['says']}"
+        r = self.rows[0]
+        if r.check is not None and r.check.erratum in ("", NO_ERROR) and r.anchor:
+            return f"{r.anchor} ({r.where}): the statement does not hold (no error in the text)"
+        return self.key
 
 
 @dataclass
@@ -105,13 +137,32 @@ class Outline:
         counts["error"] += sum(e.get("status") != "ok" for e in self.experiments)
         return counts
 
+    def tally(self) -> Tally:
+        """The rows counted by group (the texts' rows, attnlab's own statements, the rest) with the
+        differs rows as distinct findings; experiments that raised count as errors."""
+        raised = sum(e.get("status") != "ok" for e in self.experiments)
+        return tally([r.check for r in self.rows] + [None] * raised)
+
     def differs(self) -> list[Row]:
         """The rows where the measurement and the text disagree."""
         return [r for r in self.rows if r.verdict == "differs"]
 
+    def findings(self) -> list[Finding]:
+        """The differs rows grouped by what they evidence, one :class:`Finding` per errata record or
+        statement, in the order the rows come."""
+        records = {e.get("id"): e for e in self.errata}
+        keys: dict[str, list[Row]] = {}
+        for r in self.differs():
+            keys.setdefault(r.finding, []).append(r)
+        return [Finding(k, records.get(k), tuple(rs)) for k, rs in keys.items()]
+
     def undecided(self) -> list[Row]:
-        """The rows the measurement cannot decide."""
-        return [r for r in self.rows if r.verdict == "inconclusive"]
+        """The texts' rows the measurement cannot decide."""
+        return [r for r in self.rows if r.verdict == "inconclusive" and r.group != "own"]
+
+    def own(self) -> list[Row]:
+        """attnlab's own statements (holds, refuted, inconclusive)."""
+        return [r for r in self.rows if r.group == "own" and r.verdict in ("holds", "refuted", "inconclusive")]
 
     def failures(self) -> list[Row]:
         return [r for r in self.rows if r.verdict in ("fail", "error")]
@@ -126,14 +177,16 @@ def claim_row(c: dict) -> Row:
     if c.get("error") is not None or c.get("verdict") == "error" or c.get("status") == "error":
         return Row(c["id"], c.get("statement", ""), c.get("paper_value"), "–", "", "error", c.get("where", ""),
                    "the check raised", "")
-    d = check_from_dict({**c, "quantity": c.get("statement", "")}).to_dict()
+    check = check_from_dict({**c, "quantity": c.get("statement", "")})
+    d = check.to_dict()
     return Row(c["id"], c.get("statement", ""), c.get("paper_value"), d["measured_text"], d["criterion"], d["verdict"],
-               c.get("where", ""), d["reason"], c.get("detail", ""))
+               c.get("where", ""), d["reason"], c.get("detail", ""), check)
 
 
 def summary_row(source: str, d: dict) -> Row:
     return Row(source, d.get("quantity", ""), d.get("paper_value"), d.get("measured_text", fmt_value(d.get("measured"))),
-               d.get("criterion", ""), d["verdict"], d.get("where", ""), d.get("reason", ""), d.get("detail", ""))
+               d.get("criterion", ""), d["verdict"], d.get("where", ""), d.get("reason", ""), d.get("detail", ""),
+               check_from_dict(d))
 
 
 def outline(run) -> Outline:
@@ -155,11 +208,11 @@ def outline(run) -> Outline:
 
 def experiment_status(entry: dict) -> str:
     """One word for an experiment: "error" if it raised, else its most serious verdict
-    (fail, differs, inconclusive, reproduced, sanity, info, in that order)."""
+    (fail, differs, refuted, inconclusive, reproduced, holds, sanity, info, in that order)."""
     if entry.get("status") != "ok":
         return "error"
     verdicts = {r["verdict"] for r in summary_checks(entry)}
-    for v in ("fail", "differs", "inconclusive", "reproduced", "sanity"):
+    for v in ("fail", "differs", "refuted", "inconclusive", "reproduced", "holds", "sanity"):
         if v in verdicts:
             return v
     return "info"

@@ -12,7 +12,7 @@ import json
 import re
 from html import escape
 
-from attnlab.checks import JUDGED
+from attnlab.checks import Tally
 from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.reports.figures import RenderedFigure
@@ -83,6 +83,11 @@ td.detail { color:var(--muted); font-size:13px; }
 .pill.differs { color:var(--differs); background:var(--differs-bg); }
 .pill.inconclusive { color:var(--inconclusive); background:var(--inconclusive-bg); }
 .pill.sanity { color:var(--sanity); background:var(--sanity-bg); }
+.pill.holds { color:var(--pass); background:var(--sanity-bg); }
+.pill.refuted { color:var(--differs); background:var(--sanity-bg); }
+.badges .group { display:inline-block; margin-right:14px; }
+.badges .group > b { font-size:12.5px; font-weight:600; margin-right:4px; color:var(--muted, #555); }
+section.verdicts h4 { margin:16px 0 4px; font-size:14.5px; }
 .pill.info { color:var(--info); background:var(--info-bg); }
 .badges .pill.zero { opacity:.55; }
 div.why { font-size:12px; color:var(--inconclusive); margin-top:3px; white-space:normal; }
@@ -184,15 +189,10 @@ def _kv(items: list[tuple[str, str]]) -> str:
 
 def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> str:
     """The page; ``figures`` maps (experiment id, spec file) to its rendered figure."""
-    counts = o.verdict_counts()
-    judged = sum(counts[v] for v in JUDGED) + counts["error"]
-    if judged:
-        badges = "".join(f'<span class="pill {v}{"" if counts[v] else " zero"}">{counts[v]} {v}</span>'
-                         for v in JUDGED)
-        badges += "".join(f'<span class="pill {v}">{counts[v]} {v}</span>' for v in ("error", "info") if counts[v])
-    else:  # nothing judged (an analysis, or info-only experiments)
-        badges = (f'<span class="pill info">{counts["info"]} info</span>' if counts.get("info")
-                  else '<span class="pill">descriptive: nothing judged</span>')
+    t = o.tally()
+    judged = t.total - t.info
+    badges = tally_badges(t) if judged else (
+        f'<span class="pill info">{t.info} info</span>' if t.info else '<span class="pill">descriptive: nothing judged</span>')
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -236,16 +236,40 @@ def _rows_table(rows: list[Row], with_reason: bool = False) -> str:
     return _table(header, body, ["", "", "paper", "num", "num", "", "detail"])
 
 
+def tally_badges(t: Tally) -> str:
+    """The headline: the texts' rows (differs with their distinct findings), attnlab's own
+    statements, and the rest, each verdict a pill."""
+    def pill(v: str, n: int, label: str = "") -> str:
+        return f'<span class="pill {v}{"" if n else " zero"}">{n} {escape(label or v)}</span>'
+
+    differs = t.text["differs"]
+    texts = (pill("reproduced", t.text["reproduced"])
+             + pill("differs", differs, "differs" + (f" ({t.findings} finding{'s' if t.findings != 1 else ''})"
+                                                     if differs else ""))
+             + pill("inconclusive", t.text["inconclusive"]))
+    own = "".join(pill(v, t.own[v]) for v in ("holds", "refuted", "inconclusive"))
+    rest = pill("sanity", t.sanity) + pill("fail", t.fail) + (pill("error", t.error) if t.error else "") + (
+        pill("info", t.info) if t.info else "")
+    return (f'<span class="group"><b>the text</b>{texts}</span>'
+            + (f'<span class="group"><b>attnlab\'s own statements</b>{own}</span>' if sum(t.own.values()) else "")
+            + f'<span class="group"><b>checks of attnlab</b>{rest}</span>')
+
+
 def _verdict_sections(o: Outline) -> str:
-    """Where the measurements differ from the text, what they cannot decide, and what failed:
-    first in the report, before any figure."""
+    """Where the measurements differ from the text (by finding), what they cannot decide,
+    attnlab's own statements, and what failed: first in the report, before any figure."""
     out = ['<section class="verdicts"><h2>Where the measurements differ from the text</h2>']
-    differs = o.differs()
-    if differs:
-        out.append(f'<p class="lead"><b>{len(differs)}</b> measured statement(s) of the text do not hold as '
-                   "stated. Each row gives the text's value, ours and the criterion; the errata table below "
-                   "says whose error it is where the text is wrong.</p>")
-        out.append(_rows_table(differs))
+    findings = o.findings()
+    if findings:
+        rows = sum(len(f.rows) for f in findings)
+        records = sum(f.record is not None for f in findings)
+        out.append(f'<p class="lead"><b>{len(findings)}</b> distinct finding(s), evidenced by <b>{rows}</b> row(s): '
+                   f"{records} error(s) of the text (errata records, the table below says whose error it is) and "
+                   f"{len(findings) - records} statement(s) that do not hold with no error in the text (a measured "
+                   "number that differs). Each row gives the text's value, ours and the criterion.</p>")
+        for f in findings:
+            out.append(f"<h4>{_txt(f.title)}</h4>")
+            out.append(_rows_table(list(f.rows)))
     else:
         out.append('<p class="lead">None: every judged measurement agrees with the text, holds by '
                    "construction, or cannot decide.</p>")
@@ -255,6 +279,13 @@ def _verdict_sections(o: Outline) -> str:
                    f'<p class="lead"><b>{len(undecided)}</b> row(s) are inconclusive: a value censored at a '
                    "budget or grid edge, too few seeds, or not like for like with the text.</p>")
         out.append(_rows_table(undecided, with_reason=True))
+    own = o.own()
+    if own:
+        out.append("<h3>attnlab's own statements</h3>"
+                   f'<p class="lead"><b>{len(own)}</b> row(s) test statements of attnlab beyond the text (a '
+                   "conjecture, a corrected theorem, another paper's result, a property of the optimiser): they "
+                   "hold, are refuted or cannot be decided, and never count as reproductions.</p>")
+        out.append(_own_table(own))
     failures = o.failures()
     if failures:
         out.append("<h3>Failures of attnlab's own checks</h3>"
@@ -262,6 +293,14 @@ def _verdict_sections(o: Outline) -> str:
         out.append(_rows_table(failures, with_reason=True))
     out.append("</section>")
     return "".join(out)
+
+
+def _own_table(rows: list[Row]) -> str:
+    body = [[f'<code class="id">{escape(_short(r.source))}</code>', _txt(r.quantity), _txt(r.measured),
+             _txt(r.criterion), _pill(r.verdict) + (f'<div class="why">{_txt(r.reason)}</div>' if r.reason else ""),
+             _txt(r.detail)] for r in rows]
+    return _table(["where measured", "statement", "measured", "required", "verdict", "detail"], body,
+                  ["", "", "num", "num", "", "detail"])
 
 
 def _errata(errata: list[dict]) -> str:
@@ -286,6 +325,12 @@ def _claims(claims: list[dict]) -> str:
                      ["", "detail", "", "paper", "num", "num", ""]))
 
 
+def _where(r: dict) -> str:
+    """Where the text states a row's statement, and the ledger entry it is anchored to."""
+    anchor = r.get("anchor") or ""
+    return _txt(r.get("where", "")) + (f'<div class="why"><code>{escape(anchor)}</code></div>' if anchor else "")
+
+
 def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
     status = experiment_status(e)
     out = [f'<section><h2><span class="id">{escape(e["id"])}</span> {_pill(status)}</h2>',
@@ -301,7 +346,7 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
             [[_txt(r.get("quantity", "")), _txt(fmt_paper(r.get("paper_value"))),
               _txt(fmt_measured_cell(r)), _txt(r.get("criterion", "")),
               _pill(r["verdict"]) + (f'<div class="why">{_txt(r["reason"])}</div>' if r.get("reason") else ""),
-              _txt(r.get("where", "")), _txt(r.get("detail", ""))] for r in rows],
+              _where(r), _txt(r.get("detail", ""))] for r in rows],
             ["", "paper", "num", "num", "", "", "detail"]))
     for t in res.get("tables", []):
         fmts = t.get("formats") or [None] * len(t["columns"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from attnlab.checks import JUDGED
+from attnlab.checks import Tally
 from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.reports.format import (
@@ -22,7 +22,8 @@ from attnlab.reports.format import (
 )
 
 _MARK = {"reproduced": "✅ reproduced", "differs": "≠ differs", "inconclusive": "? inconclusive",
-         "sanity": "◦ sanity", "fail": "❌ fail", "error": "❌ error", "info": "info"}
+         "holds": "◆ holds", "refuted": "≠ refuted", "sanity": "◦ sanity", "fail": "❌ fail", "error": "❌ error",
+         "info": "info"}
 
 
 def _cell(text: object) -> str:
@@ -38,14 +39,12 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
 def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
     """``figures`` maps (experiment id, spec file) to the PNG's path relative to the run dir."""
     lines = [f"# {o.title}", "", f"attnlab run `{o.run_name}` · {o.date}", ""]
-    counts = o.verdict_counts()
-    judged = sum(counts[v] for v in JUDGED) + counts["error"]
-    if judged:
-        lines += ["**" + " · ".join(f"{counts[v]} {v}" for v in JUDGED)
-                  + "".join(f" · {counts[v]} {v}" for v in ("error", "info") if counts[v]) + "**", ""]
+    t = o.tally()
+    if t.total - t.info:
+        lines += [headline(t), ""]
         lines += _verdict_sections(o)
     else:
-        lines += [f"**descriptive: {counts['info']} info rows, nothing judged**", ""]
+        lines += [f"**descriptive: {t.info} info rows, nothing judged**", ""]
     lines += ["## Run", ""] + _table(["setting", "value"], [[k, f"`{v}`" if k == "command" else v]
                                                            for k, v in config_items(o.config)])
     lines += ["## Environment", ""] + _table(["", ""], env_items(o.env))
@@ -113,15 +112,41 @@ def _rows(rows: list[Row], with_reason: bool = False) -> list[str]:
                     r.reason if with_reason else r.detail] for r in rows])
 
 
+def headline(t: Tally) -> str:
+    """The counts line: the text's rows (differs with their distinct findings), attnlab's own statements, the rest."""
+    d = t.text["differs"]
+    text = (f"**the text: {t.text['reproduced']} reproduced · {d} differs"
+            + (f" ({t.findings} finding{'s' if t.findings != 1 else ''})" if d else "")
+            + f" · {t.text['inconclusive']} inconclusive**")
+    own = (f" · attnlab's own statements: {t.own['holds']} holds · {t.own['refuted']} refuted · "
+           f"{t.own['inconclusive']} inconclusive" if sum(t.own.values()) else "")
+    rest = f" · checks of attnlab: {t.sanity} sanity · {t.fail} fail" + (f" · {t.error} error" if t.error else "") + (
+        f" · {t.info} info" if t.info else "")
+    return text + own + rest
+
+
 def _verdict_sections(o: Outline) -> list[str]:
     lines = ["## Where the measurements differ from the text", ""]
-    differs = o.differs()
-    if differs:
-        lines += [f"{len(differs)} measured statement(s) of the text do not hold as stated.", ""] + _rows(differs)
+    findings = o.findings()
+    if findings:
+        rows = sum(len(f.rows) for f in findings)
+        records = sum(f.record is not None for f in findings)
+        lines += [f"{len(findings)} distinct finding(s), evidenced by {rows} row(s): {records} error(s) of the text "
+                  f"(errata records) and {len(findings) - records} statement(s) that do not hold with no error in "
+                  "the text.", ""]
+        for f in findings:
+            lines += [f"#### {_cell(f.title)}", ""] + _rows(list(f.rows))
     else:
         lines += ["None: every judged measurement agrees with the text, holds by construction, or cannot decide.", ""]
     if o.undecided():
         lines += ["### What the measurements cannot decide", ""] + _rows(o.undecided(), with_reason=True)
+    if o.own():
+        lines += ["### attnlab's own statements", "",
+                  "Statements of attnlab beyond the text: they hold, are refuted or cannot be decided, and never "
+                  "count as reproductions.", ""]
+        lines += _table(["where measured", "statement", "measured", "required", "verdict", "detail"],
+                        [[r.source, r.quantity, r.measured, r.criterion, _MARK.get(r.verdict, r.verdict)
+                          + (f" ({r.reason})" if r.reason else ""), r.detail] for r in o.own()])
     if o.failures():
         lines += ["### Failures of attnlab's own checks", ""] + _rows(o.failures(), with_reason=True)
     return lines
