@@ -1,7 +1,8 @@
 """CONTRIBUTING.md's examples, run as the guide says.
 
-Every fenced ``python`` block of the guide whose first line is a comment naming a file
-(``# src/attnlab/papers/toy/__init__.py``) is written to that path in a scratch tree.
+Every fenced ``python`` or ``toml`` block of the guide whose first line is a comment naming a
+file (``# src/attnlab/papers/toy/__init__.py``, ``# src/attnlab/papers/toy/ledger.toml``) is
+written to that path in a scratch tree.
 The scratch ``src/attnlab/papers`` joins the real package's ``__path__``, so the toy
 paper is found by the same discovery as the papers of the tree, into a scratch registry
 (:func:`attnlab.registry.scratch`). Then every ``attnlab ...`` command line of the
@@ -26,7 +27,7 @@ from tolerances import ROW_SUM_TOL_FLOAT64
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "CONTRIBUTING.md"
-FILE_BLOCK = re.compile(r"^```python\n# (?P<path>[\w/.-]+\.py)\n(?P<body>.*?)^```$", re.M | re.S)
+FILE_BLOCK = re.compile(r"^```(?:python|toml)\n# (?P<path>[\w/.-]+\.(?:py|toml))\n(?P<body>.*?)^```$", re.M | re.S)
 BASH_BLOCK = re.compile(r"^```bash\n(?P<body>.*?)^```$", re.M | re.S)
 TOY_NAMES = ("toy", "previous-token")
 

@@ -335,5 +335,5 @@ def print_outcome(console: "Console", err_console: "Console", path: Path) -> lis
     for r in o.failures():
         err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
                           + (f" ({escape(r.reason)})" if r.reason else ""))
-    console.print(tally_line(o.tally(), "checks"), highlight=False)
+    console.print(tally_line(o.tally(), "checks"), highlight=False, soft_wrap=True)
     return [v for v, n in counts.items() for _ in range(n)]

@@ -44,7 +44,7 @@ def print_claims(console: Console, err_console: Console, results: Sequence[Claim
     for r in results:
         if r.error:
             err_console.print(f"[red]{r.claim.id} raised:[/]\n{escape(r.error)}")
-    console.print(tally_line(tally(r.check for r in results), "claims"), highlight=False)
+    console.print(tally_line(tally(r.check for r in results), "claims"), highlight=False, soft_wrap=True)
 
 
 def _row(r: ClaimResult) -> list[str]:
