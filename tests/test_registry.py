@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from attnlab import registry
+from attnlab.checks import NO_ERROR
 from attnlab.config import Config, RunConfig
 from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.registry import (
@@ -155,13 +156,13 @@ def test_a_claim_fills_the_checks_quantity_where_and_paper_value():
         registry.register_paper("toy", "Toy", "toy.md", package="tests")
 
         @claim("toy.bound", where="Eq. 3", statement="the error is tiny", paper_value="1e-12")
-        def _bound(seed: int):
-            return at_most(3e-13, 1e-12, "float64", values={"n": 7, "err": float("inf")})
+        def _bound(seed: int):  # no ledger for the toy text: an unanchored row, attnlab's own statement
+            return at_most(3e-13, 1e-12, "float64", values={"n": 7, "err": float("inf")}, role="own")
 
         r = registry.all_claims()[0].run(0)
     assert (r.check.quantity, r.check.where, r.check.paper_value) == ("the error is tiny", "Eq. 3", "1e-12")
     d = r.to_dict()
-    assert (d["verdict"], d["relation"], d["threshold"], d["criterion"]) == ("reproduced", "<=", 1e-12, "<= 1e-12")
+    assert (d["verdict"], d["relation"], d["threshold"], d["criterion"]) == ("holds", "<=", 1e-12, "<= 1e-12")
     assert d["values"] == {"n": 7, "err": "inf"} and d["where"] == "Eq. 3" and d["paper_value"] == "1e-12"
 
 
@@ -199,6 +200,39 @@ def test_bad_claim_id_is_rejected():
         claim("not-a-paper.x", where="-", statement="-")
 
 
+def test_an_anchor_must_name_an_entry_of_its_own_papers_ledger(tmp_path, monkeypatch):
+    pkg = tmp_path / "toyledger"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ledger.toml").write_text("[[statement]]\nid = 'eq-1'\nwhere = 'eq. 1'\nkind = 'equation'\n"
+                                     "quote = '1 + 1 = 2'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with registry.scratch():
+        registry.register_paper("toy", "Toy", "toy.md", package="toyledger")
+        registry.register_paper("other", "Other", "o.md", package="tests")
+        claim("toy.sum", where="eq. 1", statement="1 + 1 = 2", anchor="toy.eq-1", falsifier="a sum other than 2")(
+            lambda seed: at_most(0.0, 1e-12))
+        r = registry.all_claims()[0].run(0)
+        assert (r.verdict, r.check.anchor, r.check.falsifier) == ("reproduced", "toy.eq-1", "a sum other than 2")
+        with pytest.raises(ConfigError, match="'toy.eq-2' is not in the ledger of 'toy'"):
+            claim("toy.x", where="-", statement="-", anchor="toy.eq-2", falsifier="f")(lambda seed: None)
+        with pytest.raises(ConfigError, match="must name an entry of its own paper's ledger"):
+            claim("other.x", where="-", statement="-", anchor="toy.eq-1", falsifier="f")(lambda seed: None)
+        with pytest.raises(ConfigError, match="says its falsifier"):
+            claim("toy.y", where="-", statement="-", anchor="toy.eq-1")(lambda seed: None)
+        with pytest.raises(ConfigError, match="'toy.eq-9' is not in the ledger"):
+            registry.register_experiment(Experiment("toy.e", "E", _Cfg, lambda cfg, rd: None, anchors=("toy.eq-9",)))
+        # an unanchored claim whose check states the text fails loudly, as an error row
+        claim("toy.bare", where="-", statement="-")(lambda seed: at_most(0.0, 1.0))
+        bare = [c for c in registry.all_claims() if c.id == "toy.bare"][0].run(0)
+        assert bare.verdict == "error" and "needs an anchor" in bare.error
+
+
+@dataclass(frozen=True)
+class _Cfg(RunConfig):
+    pass
+
+
 def test_a_check_that_raises_is_reported_as_error_not_hidden():
     def broken(seed: int):
         raise RuntimeError("boom")
@@ -217,7 +251,11 @@ def test_every_registered_claim_gives_the_same_verdict_for_two_seeds_and_none_fa
     assert r0.verdict == r1.verdict, (c.id, r0.check, r1.check)
     # what `attnlab verify --json` prints for it (tests/cli/test_verify_cli.py runs the command on a few)
     d = json.loads(json.dumps(r0.to_dict()))
-    assert d["where"] and "paper_value" in d and d["role"] in ("text", "construction", "sanity", "info")
+    assert d["where"] and "paper_value" in d and d["role"] in ("text", "own", "construction", "sanity", "info")
+    # only an anchored claim speaks for its text; a differs names what it evidences
+    assert (d["group"] == "text") == bool(c.anchor) == bool(d["anchor"]), (c.id, d["group"], c.anchor)
+    if d["verdict"] == "differs":
+        assert d["erratum"] == NO_ERROR or d["erratum"] in {e.id for e in registry.all_errata([c.paper])}, c.id
     if d["verdict"] != "info":
         assert d["relation"] in ("<=", "<", ">=", ">", "==", "±")
         assert isinstance(d["threshold"], (int, float, bool)) and d["criterion"]

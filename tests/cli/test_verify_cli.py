@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-VERDICTS = {"reproduced", "differs", "inconclusive", "sanity", "info"}  # never fail or error
+VERDICTS = {"reproduced", "differs", "inconclusive", "holds", "refuted", "sanity", "info"}  # never fail or error
 FAST = ["transformer-math.softmax-jacobian", "transformer-math.softmax-jacobian-vanishes"]
 TREE = Path(__file__).resolve().parents[2] / "src" / "attnlab" / "papers"
 
@@ -30,7 +30,9 @@ def test_verify_json_gives_each_claim_a_verdict_with_its_relation_threshold_and_
     assert [r["id"] for r in rows] == FAST
     for r in rows:
         assert r["verdict"] in VERDICTS, (r["id"], r["verdict"], r.get("error"))
-        assert r["where"] and "paper_value" in r and r["role"] in ("text", "construction", "sanity", "info")
+        assert r["where"] and "paper_value" in r and r["role"] in ("text", "own", "construction", "sanity", "info")
+        assert r["anchor"] == "" or (r["anchor"].startswith("transformer-math.") and r["falsifier"]), r["id"]
+        assert r["group"] in ("text", "own", "sanity", "info") and "erratum" in r
         assert r["relation"] in ("<=", "<", ">=", ">", "==", "±"), r["id"]
         assert isinstance(r["threshold"], (int, float, bool)) and r["criterion"], r["id"]
 
@@ -40,7 +42,9 @@ def test_verify_table_names_claims_and_counts_verdicts_on_its_last_line(cli):
     assert code == 0, err
     assert FAST[0] in out
     last = out.strip().splitlines()[-1]
-    assert re.fullmatch(r"2 claims: \d reproduced, \d differs, \d inconclusive, \d sanity, 0 fail, \d info", last), last
+    assert re.fullmatch(r"2 claims · the texts: \d reproduced, \d differs( \(\d findings?\))?, \d inconclusive · "
+                        r"attnlab's own statements: \d holds, \d refuted, \d inconclusive · \d sanity, 0 fail, \d info",
+                        last), last
 
 
 def test_errata_lists_sourced_records(cli):
