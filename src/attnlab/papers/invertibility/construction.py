@@ -12,22 +12,28 @@ writes "Pd >= N^k"; it means Pd >= N^L (rank A <= Pd makes that necessary). It i
 sufficient: every block A^p has its columns in span{1} + a space of dimension N + L - 2,
 so rank A <= 1 + P (N + L - 2) for every embedding and W_QK, which is below N^L for few
 heads when d > N + L - 2. A can be invertible only if Pd >= N^L and 1 + P (N + L - 2) >= N^L,
-so the minimal number of heads is max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2)))
-(:func:`minimal_heads`). That the construction reaches min(N^L, Pd, 1 + P (N + L - 2)) for
-generic w_p is a conjecture, certified case by case (the claims of this paper).
+so at least max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2))) heads are needed
+(:func:`minimal_heads`, the default P; a proof). That this many suffice, i.e. that the
+construction reaches min(N^L, Pd, 1 + P (N + L - 2)) for generic w_p, is a conjecture,
+certified case by case (the claims of this paper).
 
-The check :func:`build` returns: where Theorem 1's hypothesis Pd >= N^L holds (with
-positions), the text's statement "certified rank A == N^L": reproduced, or differs where
-the cap 1 + P (N + L - 2) < N^L stops it (e.g. (N, L, d, P) = (3, 3, 5, 6): Pd = 30 >= 27,
-rank 25), or inconclusive where the certificate does not pin the rank. Otherwise (Pd < N^L,
-or no positions, where the text says nothing) attnlab's own statement "certified rank A ==
-its cap": a construction check, which fails only if attnlab is wrong.
+The check :func:`build` returns (ledger invertibility.theorem-1): where Theorem 1 applies
+(positions, Pd >= N^L and 1 + P (N + L - 2) >= N^L), "certified rank A == N^L", a construction
+row anchored to Theorem 1: reproduced, fail if attnlab's construction misses N^L, or inconclusive
+where the certificate does not pin the rank. Where it does not apply, attnlab's own statement
+(its conjecture) "certified rank A == its cap", unanchored (role own: holds, refuted or
+inconclusive): for Pd < N^L and without positions the text says nothing; where Pd >= N^L but
+1 + P (N + L - 2) < N^L (e.g. (N, L, d, P) = (3, 3, 5, 6): Pd = 30 >= 27, rank 25) the text's
+statement is false for every embedding and W_QK, one error that its record counts once
+(errata invertibility.cap-below-n-to-the-l, witnessed by the claims positional-cap and
+minimal-heads): a note says so, and the check is the cap's.
 
 Proof sketch of the lower bound (what the certificate replaces): the entries of A are
 analytic in (w_1, ..., w_P); det of an N^L x N^L minor is an analytic function that is
-not identically zero (the note's expansion in exp(-w gap) argues this; its last step fails
-for d >= L, see the errata), so it is nonzero for all but a null set of w, in particular for generic
-distinct w_p. No w needs to be large: the certificate holds at w = 0.01 as at w = 100;
+not identically zero (the note's expansion in exp(-w gap) argues this; its last step, written
+with v_t in R^d, fails for d >= L, and with a scalar u_t per sequence it holds for every d, see the
+errata; it bounds no number of heads), so it is nonzero for all but a null set of w, in particular
+for generic distinct w_p. No w needs to be large: the certificate holds at w = 0.01 as at w = 100;
 w -> oo is only the proof's device, and it makes A worse conditioned. Measured (explicit
 embeddings, w_p = w p, minimal P, 150-digit SVD): sigma_min/sigma_max of A for
 (N, L, d) = (2,3,2), (2,4,4), (3,3,4), (2,5,5), (2,6,6) is 1e-6, 1e-6, 1e-9, 1e-10, 1e-27 at
@@ -58,6 +64,7 @@ from attnlab.checks import Bound, equals, info
 from attnlab.config import Config, check_bool, check_choice, check_int, check_number, check_seed, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, svd_flops
+from attnlab.papers.invertibility.anchors import THEOREM_1
 from attnlab.papers.invertibility.embeddings import explicit_balls, explicit_embeddings, random_embeddings
 from attnlab.papers.invertibility.matrix import (
     attention_matrix,
@@ -82,7 +89,8 @@ class InvertibilityParams(Config):
     N: int = param(2, "number of tokens N")
     L: int = param(3, "sequence length L (>= 2)")
     d: int = param(2, "embedding dimension d")
-    P: int | None = param(None, "number of single-head modules P (default: the minimal one, ceil(N^L/d))")
+    P: int | None = param(None, "number of single-head modules P (default: the fewest the proved rank cap allows, "
+                                "max(ceil(N^L/d), ceil((N^L-1)/(N+L-2))))")
     embedding: str = param("explicit", "explicit (2^-m exp(sqrt(prime))) or random (U(0.5, 1.5) from seed)")
     w: float = param(0.1, "scale of the W_QK entries: w_p = w p (0.1: fewest bits to certify at N^L >= 256)")
     positions: bool = param(True, "add the positional embeddings pos_j (false: pos = 0)")
@@ -315,11 +323,19 @@ def build(params: InvertibilityParams) -> ConstructionResult:
     if params.positions and d > N + L - 2:
         notes.append(f"d = {d} > N + L - 2 = {N + L - 2}: rank A <= 1 + P (N + L - 2) = {heads_cap} for every "
                      "embedding and W_QK" + (f", below N^L = {T}: A cannot be invertible although Pd = {P * d} >= "
-                                             "N^L" if heads_cap < T <= P * d else ""))
+                                             "N^L (Theorem 1 as printed differs here: errata "
+                                             "invertibility.cap-below-n-to-the-l, counted by the claims "
+                                             "positional-cap and minimal-heads)" if heads_cap < T <= P * d else ""))
     if not params.positions:
         notes.append(f"no positions: rows equal within {class_count(N, L)} permutation classes; Theorem 1 "
                      "(which needs positions) is not judged")
-    values = dict(N=N, L=L, d=d, P=P, rows=T, cols=P * d, minimal_P=minimal_heads(N, L, d, params.positions),
+    fewest = minimal_heads(N, L, d, params.positions)
+    target = "rank N^L" if params.positions else "the class count"
+    text_says = (" (Theorem 1 states it here, P = ceil(N^L/d), but its proof does not bound the number of heads: "
+                 "errata invertibility.rows-span)" if params.positions and fewest == math.ceil(T / d) else "")
+    notes.append(f"minimal_P = {fewest}: fewer heads cannot reach {target} (proved: rank_cap); that {fewest} heads "
+                 f"suffice is a conjecture{text_says}, certified only in the cases the claims list")
+    values = dict(N=N, L=L, d=d, P=P, rows=T, cols=P * d, minimal_P=fewest,
                   rank_cap=cap, w_min=float(case.w.min()), w_max=float(case.w.max()))
     arrays = dict(e=case.e, pos=case.pos, W_QK=case.W_QK, sequences=case.sequences, A=case.A)
     s = np.linalg.svd(case.A, compute_uv=False)
@@ -340,17 +356,20 @@ def build(params: InvertibilityParams) -> ConstructionResult:
     cap_text = ("min(N^L, Pd, 1 + P (N + L - 2))" if params.positions else "the no-positions cap") + f" = {cap}"
     how = (f"an {cert.lower} x {cert.lower} minor's {proof} at {cert.prec} bits (margin {cert.margin:.3g}); "
            f"rank cap {cap_text}" if pinned else f"certified rank >= {cert.lower}, rank cap {cap_text}")
-    if params.positions and P * d >= T:
-        # Theorem 1's hypothesis Pd >= N^L holds: the text states rank A = N^L (A invertible).
-        check = equals(rank, T, how + (f"; 1 + P (N + L - 2) = {heads_cap} < N^L = {T}: no embedding or W_QK "
-                                       "reaches N^L" if heads_cap < T else ""),
-                       quantity="certified rank of A (Theorem 1: N^L when Pd >= N^L)", where="Theorem 1",
-                       paper_value="A invertible (rank N^L)")
+    if params.positions and P * d >= T and heads_cap >= T:
+        # Theorem 1 applies: Pd >= N^L (its hypothesis) and the cap allows rank N^L; the text states rank N^L
+        check = equals(rank, T, how, quantity="certified rank of A (Theorem 1: N^L when Pd >= N^L)",
+                       role="construction", where="Theorem 1", paper_value="A invertible (rank N^L)",
+                       anchor=THEOREM_1, falsifier="a certified rank below N^L")
     else:
-        # Pd < N^L, or no positions: the text says nothing; attnlab's cap must be reached.
-        why = (f"Pd = {P * d} < N^L = {T}" if P * d < T else "no positions") + ": Theorem 1 does not apply"
-        check = equals(rank, cap, f"{how}; {why}", quantity="certified rank of A = its rank cap",
-                       role="construction", where="Theorem 1")
+        # Pd < N^L or no positions (the text says nothing), or the cap 1 + P (N+L-2) < N^L (the text's statement
+        # fails for every choice: one error, its record's): attnlab's conjecture that the rank reaches its cap
+        why = ("no positions: Theorem 1 (which needs them) does not apply" if not params.positions else
+               f"Pd = {P * d} < N^L = {T}: Theorem 1 does not apply" if P * d < T else
+               f"1 + P (N + L - 2) = {heads_cap} < N^L = {T}: no embedding or W_QK reaches N^L, so Theorem 1 as "
+               "printed does not hold here (errata invertibility.cap-below-n-to-the-l, counted once by its claims)")
+        check = equals(rank, cap, f"{how}; {why}", role="own", where="Theorem 1 (rank_cap)",
+                       quantity="certified rank of A = its rank cap (attnlab's conjecture)")
     return ConstructionResult(arrays, values, check, notes)
 
 
@@ -361,6 +380,7 @@ register_construction(Construction(
     params_cls=InvertibilityParams,
     build=build,
     estimate=estimate,
+    anchors=(THEOREM_1,),
 ))
 
 __all__ = ["Case", "InvertibilityParams", "build", "build_case", "certificate_plan", "certificate_work", "certify_case",

@@ -247,7 +247,11 @@ def rank_cap(N: int, L: int, d: int, P: int, positions: bool = True) -> int:
 def minimal_heads(N: int, L: int, d: int, positions: bool = True) -> int:
     """The smallest P whose :func:`rank_cap` reaches the full row rank N^L (with positions),
     or the class count (without): with positions P = max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2))),
-    which is ceil(N^L / d) when d <= N + L - 2."""
+    which is ceil(N^L / d) when d <= N + L - 2.
+
+    Fewer heads cannot reach that rank (the cap is a proof): this P is necessary. That it also
+    suffices, i.e. that the construction reaches its cap, is a conjecture, certified in the
+    cases of the claims (invertibility.minimal-heads, theorem1-full-rank, no-positions-cap)."""
     target = N ** L if positions else class_count(N, L)
     for P in range(1, target + 2):
         if rank_cap(N, L, d, P, positions) >= target:

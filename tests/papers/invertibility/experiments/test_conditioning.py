@@ -40,9 +40,14 @@ def test_ranks(result, storable):
     assert [heads[P]["cert_lower"] for P in (1, 2, 3, 4, 5)] == [2, 4, 6, 8, 8]
     ok = result.check("Theorem 1 where the rank cap allows it")
     assert ok.verdict == "reproduced" and ok.measured == ok.threshold == 14 and "(3,2,4,3)" in ok.detail
+    assert ok.anchor == "invertibility.theorem-1" and ok.falsifier
     capped = result.check("Theorem 1 where 1 + P (N+L-2) < N^L")  # the text's Pd >= N^L is not enough there
     assert capped.verdict == "differs" and (capped.measured, capped.threshold) == (0, 3)
-    assert result.check("cases whose certified rank reaches the rank cap").verdict == "reproduced"
+    # the same error as the claims positional-cap and minimal-heads: the cap's record, one finding
+    assert (capped.anchor, capped.erratum) == ("invertibility.theorem-1", "invertibility.cap-below-n-to-the-l")
+    # reaching min(N^L, Pd, 1 + P (N+L-2)) is attnlab's conjecture, not the text's (was construction -> reproduced)
+    at_cap = result.check("cases whose certified rank reaches the rank cap")
+    assert (at_cap.role, at_cap.verdict, at_cap.anchor, at_cap.group) == ("own", "holds", "", "own")
 
 
 def test_sigma_min_labels(result):

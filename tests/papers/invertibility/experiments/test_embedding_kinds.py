@@ -31,6 +31,7 @@ def test_every_kind(result, storable):
     for emb in ("explicit", "random"):  # the proof's setting: Theorem 1 judged
         c = result.check(f"certified rank N^L, {emb} embeddings, W_QK E11")
         assert c.verdict == "reproduced" and c.role == "text" and c.measured == c.threshold == 2
+        assert c.anchor == "invertibility.theorem-1" and c.falsifier and c.erratum == ""
     for name in ("trained embeddings, W_QK E11", "explicit embeddings, W_QK gaussian"):  # outside it: described
         c = result.check(f"certified rank N^L, {name}")
         assert c.verdict == "info" and c.measured == "2 of 2"
@@ -66,4 +67,5 @@ def test_a_capped_case_is_decided_not_censored():
     res = run(EmbeddingKindsConfig(cases=("2:3:4", "2:3:2"), w_values=(1.0,), hp_max_rows=16, certify_max_rows=16))
     c = res.check("certified rank N^L, explicit embeddings, W_QK E11")
     assert c.verdict == "differs" and (c.measured, c.threshold) == (1, 2)
+    assert c.erratum == "invertibility.cap-below-n-to-the-l"  # the missed case is capped: the cap's one record
     assert {r["cert_lower"] for r in res.data["rows"] if r["d"] == 4} == {7}

@@ -37,13 +37,23 @@ def test_proof_notes(storable):
     assert len(steps.rows) == len(ERRATA)
     assert all(r[2] not in ("", "-") for r in steps.rows)  # every record has its number or its witness
     verdict = {e.id: r[3] for e, r in zip(ERRATA, steps.rows)}
-    assert verdict["invertibility.cap-below-n-to-the-l"] == "differs"  # claim positional-cap
-    assert verdict["invertibility.rows-span"] == "differs"  # claim minimal-heads
+    measured = {e.id: r[2] for e, r in zip(ERRATA, steps.rows)}
+    # one record per error: the cap's row shows both claims that witness it (and names the experiment)
+    assert verdict["invertibility.cap-below-n-to-the-l"] == "differs"
+    assert "claim invertibility.positional-cap" in measured["invertibility.cap-below-n-to-the-l"]
+    assert "claim invertibility.minimal-heads" in measured["invertibility.cap-below-n-to-the-l"]
+    assert "experiment invertibility.conditioning" in measured["invertibility.cap-below-n-to-the-l"]
+    assert verdict["invertibility.rows-span"] == "-" and measured["invertibility.rows-span"].startswith("on paper")
     assert verdict["invertibility.final-determinant"] == "differs"  # claim proof-steps
     assert verdict["invertibility.taylor-sign"] == verdict["invertibility.hyperplane-vt"] == "differs"
     assert verdict["invertibility.multinomial-notation"] == "sanity"
-    assert res.check("the note's Taylor series").verdict == "differs"
-    assert res.check("max_w |sum_t v_t^T f_t(w)|").verdict == "differs"
+    taylor_row = res.check("the note's Taylor series")
+    assert taylor_row.verdict == "differs" and taylor_row.anchor == "invertibility.proof-taylor"
+    assert taylor_row.erratum == "invertibility.taylor-sign" and taylor_row.falsifier
+    hyper = res.check("max_w |sum_t v_t^T f_t(w)|")
+    assert hyper.verdict == "differs" and hyper.anchor == "invertibility.proof-hyperplane"
+    assert hyper.erratum == "invertibility.hyperplane-vt" and hyper.falsifier
+    assert res.check("max |count of ordered terms").anchor == ""  # a formula against itself: sanity
     assert res.verdicts["fail"] == 0 and res.verdicts["reproduced"] == 0  # the claims are counted by verify
     # beyond d = N + L - 2 the criterion 1 + P (N+L-2) >= N^L decides invertibility in every certified case
     crit = res.tables[1].rows

@@ -39,12 +39,13 @@ def test_error_rates(result, storable):
     assert small["sigma_guarantee"] == pytest.approx(sigma[-1] / (2 * norms.max()), rel=1e-9)
     assert small["sep_guarantee"] == pytest.approx(min(
         np.linalg.norm(A[t] - A[s]) / (2 * norms[t]) for t in range(8) for s in range(8) if s != t), rel=FLOAT64)
-    # consistency checks (no reproduction), and attnlab's decoders measured at overwhelming noise
-    assert {c.verdict for c in result.summary} == {"sanity", "info", "reproduced"}
+    # consistency checks of attnlab's decoders: no row states the text
+    assert {c.verdict for c in result.summary} == {"sanity", "info"} and not any(c.anchor for c in result.summary)
     below = result.check("cases with a nearest-row error below the guarantee")
     assert below.verdict == "sanity" and below.measured == 0
+    # noise 10 times the row drowns every row: the row cannot fail, a sanity check (was construction -> reproduced)
     noise = result.check("error rate at relative noise")
-    assert noise.measured >= 0.9 and (noise.role, noise.verdict) == ("construction", "reproduced")
+    assert noise.measured >= 0.9 and (noise.role, noise.verdict) == ("sanity", "sanity")
 
 
 def test_rate_table_has_a_row_per_noise_level(result):

@@ -4,18 +4,20 @@ and here certified exactly: the lower bound by a ball determinant, the upper bou
 
 - With positions, every e, pos and W_QK give rank A <= 1 + P (N + L - 2): where that is below
   N^L, Theorem 1's Pd >= N^L does not give an invertible A (errata
-  invertibility.cap-below-n-to-the-l). The text's statement is checked there and differs.
+  invertibility.cap-below-n-to-the-l). The text's statement (ledger invertibility.theorem-1) is
+  checked there and differs; the claim minimal-heads and a row of the experiment
+  invertibility.conditioning witness the same error.
 - Without positional embeddings, rows of sequences equal up to permuting t_1..t_{L-1}
   coincide: rank A <= N C(N + L - 2, L - 1); further caps 1 + (N - 1) P and
   min(d, N) + #classes - N can bind first. The note's proof needs positions (they identify
-  i_max); these caps are attnlab's and its construction must reach them.
+  i_max) and says nothing without them: these caps are attnlab's, and that its construction
+  reaches them is attnlab's own statement (role own: holds or refuted).
 """
 
 from __future__ import annotations
 
-from attnlab.checks import Check
-
-from attnlab.checks import equals
+from attnlab.checks import Check, equals
+from attnlab.papers.invertibility.anchors import CAP, THEOREM_1
 from attnlab.papers.invertibility.claims._cases import certified, count_rank, label
 from attnlab.papers.invertibility.errata import CERTIFIED_BELOW
 from attnlab.papers.invertibility.matrix import class_count
@@ -30,7 +32,8 @@ OTHER_GRID = ((2, 3, 1, 8), (3, 3, 1, 20), (2, 4, 4, 4), (3, 3, 3, 8))
 @claim(
     "invertibility.no-positions-cap",
     where="Theorem 1's proof (positions identify i_max; without them)",
-    statement="without positional embeddings attnlab's construction reaches its structural cap: rank A = "
+    statement="attnlab's statement: without positional embeddings (where the text says nothing) the proof's "
+              "construction reaches attnlab's structural cap: rank A = "
               "N C(N+L-2, L-1) (multisets of t_1..t_{L-1} times t_L) when P and d are large enough, the smaller "
               "cap otherwise; certified both ways",
 )
@@ -52,7 +55,8 @@ def _no_positions(seed: int) -> Check:
         + "; lower bound by ball determinant, upper by duplicate rows (classes) and rank_cap's proof"),
         {"cases": [{**c.select(before), "classes": k, **c.select(after)} for c, k in zip(cases, classes)],
          "failures": bad + dup},
-        quantity="cases at the certified cap", role="construction")
+        quantity="cases at the certified cap",
+        role="own")  # the text needs positions; the caps and reaching them are attnlab's statement
 
 
 @claim(
@@ -62,6 +66,10 @@ def _no_positions(seed: int) -> Check:
               "heads); there every block A^p has its columns in span{1} + an (N+L-2)-dimensional space, whatever "
               "e, pos and W_QK",
     paper_value="A invertible for every Pd >= N^k (read N^L)",
+    anchor=THEOREM_1,
+    falsifier="a case with Pd >= N^L whose certified rank is below N^L (here every case: 1 + P (N+L-2) < N^L "
+              "caps the rank for every e, pos and W_QK)",
+    erratum=CAP,
 )
 def _positional_cap(seed: int) -> Check:
     cases = [certified(*g, embedding="explicit") for g in CERTIFIED_BELOW]

@@ -11,13 +11,20 @@ is identically zero, whatever the embeddings (with the expansion's signs (-1)^j 
 +-sum_{i != i_max} N_i(n) (x(t, i_max) - x(t, i)), the same bound). Here the d x d
 matrix is built with the exact multinomial counts (Python integers) and the explicit
 embeddings' float64 values taken as exact rationals, and its rank is computed exactly.
+
+The d x d system comes from writing the hyperplane with v_t in R^d (errata
+invertibility.hyperplane-vt). A hyperplane of R^{N^L} is a scalar u_t per sequence; then the
+same coefficient reads u_t y_n = 0 and needs only y_n != 0, which holds for every d: without
+the signs y_n has positive entries (property (1)), with them its first coordinate is a sum of
+N_i(n) (x(t, i_max)_1 - x(t, i)_1) > 0. :class:`FinalSystem` counts the nonzero rows (exactly).
+So this step leaves no d unproved; what the proof leaves unproved is the number of heads
+(errata invertibility.rows-span, invertibility.cap-below-n-to-the-l).
+
 The Taylor series and the hyperplane (v_t) are measured in the experiment
 ``invertibility.proof-notes``.
 """
 
 from __future__ import annotations
-
-from attnlab.checks import Check
 
 import math
 from dataclasses import asdict, dataclass
@@ -25,7 +32,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from attnlab.checks import equals
+from attnlab.checks import Check, equals
+from attnlab.papers.invertibility.anchors import FINAL_DETERMINANT, PROOF_FINAL_DETERMINANT
 from attnlab.papers.invertibility.embeddings import explicit_embeddings
 from attnlab.registry import claim
 
@@ -59,6 +67,7 @@ class FinalSystem:
     i_max: int  # i_max(t), 1-based: the position with the largest first coordinate
     counts_digits: int  # decimal digits of the largest count |N_i(n)|
     float_sigma_ratio: float  # sigma_min / sigma_max of the row-normalised matrix in float64
+    nonzero_rows: int  # rows y_n != 0 (exact): with a scalar u_t, u_t y_n = 0 forces u_t = 0 from any one
 
     def to_dict(self) -> dict:
         """The stored form (the claim's values, before N and t)."""
@@ -89,7 +98,7 @@ def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False
     s = np.linalg.svd(Y / np.abs(Y).max(axis=1, keepdims=True), compute_uv=False)
     return FinalSystem(rank=exact_rank(rows), d=d, L=L, i_max=imax + 1,
                        counts_digits=max(len(str(abs(c))) for r in counts for c in r),
-                       float_sigma_ratio=float(s[-1] / s[0]))
+                       float_sigma_ratio=float(s[-1] / s[0]), nonzero_rows=sum(any(v != 0 for v in r) for r in rows))
 
 
 @claim(
@@ -98,6 +107,9 @@ def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False
     statement="the matrix of the proof's final system, rows sum_i N_i(n) x(t, i) for n = 2..d+1, has non-zero "
               "determinant by property (2), so v_t = 0: checked at d = L",
     paper_value="non-zero determinant (full rank d)",
+    anchor=PROOF_FINAL_DETERMINANT,
+    falsifier="an exact rank of the d x d system equal to d (a non-zero determinant)",
+    erratum=FINAL_DETERMINANT,
 )
 def _proof_steps(seed: int) -> Check:
     N, L, d, t = CASE
@@ -106,5 +118,6 @@ def _proof_steps(seed: int) -> Check:
         f"(N, L, d) = ({N}, {L}, {d}), t = {tuple(x + 1 for x in t)}: exact rank {r.rank} of the {d} x {d} matrix "
         f"(multinomial counts up to {r.counts_digits} digits, the explicit embeddings as exact rationals); "
         f"its rows lie in the span of the {L - 1} vectors x(t, i) + x(t, i_max), i != i_max = {r.i_max}, so the "
-        f"determinant is zero for every embedding once d >= L"),
+        f"determinant is zero for every embedding once d >= L; {r.nonzero_rows} of its {d} rows y_n are nonzero, "
+        f"which is all a scalar u_t (errata hyperplane-vt) needs"),
         {**r.to_dict(), "N": N, "t": [x + 1 for x in t]}, quantity="exact rank of the final d x d system")

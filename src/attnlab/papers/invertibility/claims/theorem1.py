@@ -1,13 +1,15 @@
 """Theorem 1 and its number of heads, with every rank certified by a ball determinant.
 
-Theorem 1 (read with Pd >= N^L; errata invertibility.n-to-the-k): with the proof's
-W_QK^p = w_p E_11 and embeddings with properties (1)-(2), A is invertible. Every
+Theorem 1 (ledger invertibility.theorem-1, read with Pd >= N^L; errata invertibility.n-to-the-k):
+with the proof's W_QK^p = w_p E_11 and embeddings with properties (1)-(2), A is invertible. Every
 embedding and every W_QK give rank A <= min(N^L, Pd, 1 + P (N + L - 2))
-(:func:`attnlab.papers.invertibility.matrix.rank_cap`), so the theorem can hold only where
+(:func:`attnlab.papers.invertibility.matrix.rank_cap`, a proof), so the theorem can hold only where
 also 1 + P (N + L - 2) >= N^L (errata invertibility.cap-below-n-to-the-l); there it is
-certified, for d <= N + L - 2 and beyond. The minimal number of heads the text implies,
-ceil(N^L / d), is therefore too small when d > N + L - 2: the certified minimum is
-max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2))). Below the minimum, rank A = Pd.
+certified, for d <= N + L - 2 and beyond. The number of heads the text implies, ceil(N^L / d),
+is therefore too small when d > N + L - 2: P >= max(ceil(N^L / d), ceil((N^L - 1) / (N + L - 2)))
+is necessary (proved); that this P suffices is attnlab's conjecture, certified in the cases of
+the claim minimal-heads. Below ceil(N^L / d) heads the construction has rank Pd: attnlab's own
+statement (the text states only the direction Pd >= N^L), claim fewer-heads-rank-Pd.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 from attnlab.checks import Bound, equals
+from attnlab.papers.invertibility.anchors import CAP, THEOREM_1
 from attnlab.papers.invertibility.claims._cases import CertifiedCase, certified, count_rank
 from attnlab.papers.invertibility.errata import CERTIFIED_FULL
 from attnlab.papers.invertibility.matrix import minimal_heads
@@ -65,6 +68,8 @@ def _summary(cases: list[CertifiedCase]) -> CertificateSummary:
               "certified for explicit and random positive embeddings wherever also 1 + P (N+L-2) >= N^L "
               "(d <= N + L - 2 at P = ceil(N^L/d), and d > N + L - 2 with enough heads)",
     paper_value="A invertible for Pd >= N^k (read N^L)",
+    anchor=THEOREM_1,
+    falsifier="a case with Pd >= N^L and 1 + P (N+L-2) >= N^L whose certified rank is below N^L",
 )
 def _full_rank(seed: int) -> Check:
     cases = []
@@ -95,6 +100,9 @@ def _full_rank(seed: int) -> Check:
     statement="the fewest heads giving rank N^L is P = ceil(N^L / d): rank A <= Pd makes it necessary and "
               "Theorem 1 makes it sufficient",
     paper_value="Pd >= N^k heads suffice",
+    anchor=THEOREM_1,
+    falsifier="an (N, L, d) whose certified minimal P (rank N^L at P, below N^L at P - 1) is not ceil(N^L/d)",
+    erratum=CAP,  # where ceil(N^L/d) heads fall short, the cap 1 + P (N+L-2) < N^L stops them: one error
 )
 def _minimal_heads(seed: int) -> Check:
     rows, matches, undecided = [], 0, 0
@@ -119,17 +127,19 @@ def _minimal_heads(seed: int) -> Check:
         + ("; at P = ceil(N^L/d) the rank stops at 1 + P (N+L-2) for "
            + ", ".join(f"({r['N']},{r['L']},{r['d']}): {r['rank_below']} < {r['N'] ** r['L']}" for r in differ)
            if differ else "")
-        + "; the minimal P equals max(ceil(N^L/d), ceil((N^L-1)/(N+L-2))) in "
-        + f"{sum(r['minimal_P'] == r['corrected_P'] for r in rows)} of {len(rows)}"),
+        + "; the certified minimal P equals max(ceil(N^L/d), ceil((N^L-1)/(N+L-2))) (necessary by the cap; "
+        + f"sufficient: attnlab's conjecture) in {sum(r['minimal_P'] == r['corrected_P'] for r in rows)} of "
+        + f"{len(rows)}"),
         {"cases": rows, "corrected_matches": sum(r["minimal_P"] == r["corrected_P"] for r in rows)},
         quantity="(N, L, d) whose certified minimal P equals ceil(N^L/d)")
 
 
 @claim(
     "invertibility.fewer-heads-rank-Pd",
-    where="Theorem 1 (P below ceil(N^L/d))",
-    statement="with fewer heads than ceil(N^L/d) (d <= N + L - 2), attnlab's construction reaches its cap: A has "
-              "full column rank Pd (certified for every P below the minimum)",
+    where="Theorem 1 (P below ceil(N^L/d); the text states only Pd >= N^L)",
+    statement="attnlab's statement (part of its rank-cap conjecture): with fewer heads than ceil(N^L/d) "
+              "(d <= N + L - 2) the proof's construction has full column rank Pd (certified for every P below "
+              "ceil(N^L/d))",
 )
 def _fewer_heads(seed: int) -> Check:
     cases = [certified(N, L, d, P, embedding="explicit")
@@ -139,7 +149,8 @@ def _fewer_heads(seed: int) -> Check:
     return equals(held, len(cases), (
         f"{len(cases)} cases ((N,L,d) = (2,4,4), (3,3,4), (2,5,5), P = 1 .. ceil(N^L/d) - 1); not at Pd: "
         f"{bad or 'none'}; <= {s.max_prec_bits} bits, margin >= {s.min_margin:.3g}"),
-        {**s.to_dict(), "failures": bad}, quantity="cases with certified rank Pd", role="construction")
+        {**s.to_dict(), "failures": bad}, quantity="cases with certified rank Pd",
+        role="own")  # rank = Pd below N^L is attnlab's statement: the text says nothing for Pd < N^L
 
 
 __all__ = ["FULL_GRID", "HEADS_GRID"]

@@ -1,13 +1,13 @@
-"""How large w must be: not large at all. The proof lets W_11 = w -> oo to expand the softmax;
-the rank is already full for small distinct w_p, and large w only worsens the conditioning."""
+"""How large w must be: not large at all. The proof lets W_11 = w -> oo to expand the softmax
+("taking W_11 -> +oo", ledger invertibility.proof-w-limit); that the rank is already full for
+small distinct w_p, and that large w only worsens the conditioning, is attnlab's own statement
+(role own: the text proves the limit, it states nothing at a given w)."""
 
 from __future__ import annotations
 
-from attnlab.checks import Check
-
 import math
 
-from attnlab.checks import equals
+from attnlab.checks import Check, equals
 from attnlab.papers.invertibility.claims._cases import certified, count_rank
 from attnlab.registry import claim
 
@@ -18,9 +18,9 @@ GRID = ((2, 4, 4), (3, 3, 4))
 @claim(
     "invertibility.any-w",
     where="Theorem 1's proof ('taking W_11 -> +oo')",
-    statement="Theorem 1 holds at every scale of the proof's W_QK^p = w_p E_11, not only as w -> oo: rank A = N^L "
-              "for w_p = w p at every w from 0.01 to 100 (certified); |det| of the N^L x N^L minor shrinks at both "
-              "ends",
+    statement="attnlab's statement: the proof's W_QK^p = w_p E_11 give rank A = N^L at every scale tried, not only "
+              "as w -> oo: w_p = w p at every w from 0.01 to 100 (certified); |det| of the N^L x N^L minor shrinks "
+              "at both ends",
 )
 def _any_w(seed: int) -> Check:
     cases = [certified(N, L, d, math.ceil(N ** L / d), embedding="explicit", w=w) for N, L, d in GRID for w in SCALES]
@@ -33,4 +33,4 @@ def _any_w(seed: int) -> Check:
         values={"cases": [c.select(("N", "L", "d", "P", "w", "lower", "prec_bits", "margin", "log10_det",
                                             "float_ratio")) for c in cases], "failures": bad},
         quantity="(case, w) with certified rank N^L",
-        role="construction")  # the text proves the limit w -> oo; every w is attnlab's construction
+        role="own")  # the text proves the limit w -> oo; full rank at each w is attnlab's statement

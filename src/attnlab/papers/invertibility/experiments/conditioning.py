@@ -8,14 +8,19 @@ Here A is built with the explicit embeddings c_i = 2^(-m_i) exp(sqrt(p_i))
 - against w (the scale of W_QK^p = w p E_11), at P = ceil(N^L / d): log10 sigma_min and
   log10 sigma_min / sigma_max, beside w*, the scale from which the proof's series converges
   (:func:`attnlab.papers.invertibility.expansion.expansion_w`);
-- against N^L, with d = N + L - 2 (the largest d at which P = ceil(N^L / d) heads always suffice) and
-  P = ceil(N^L / d), at two scales w;
+- against N^L, with d = N + L - 2 (the largest d at which the proved cap 1 + P (N + L - 2) never
+  stops P = ceil(N^L / d) heads below N^L) and P = ceil(N^L / d), at two scales w;
 - against P at fixed (N, L, d): rank min(Pd, N^L) and sigma_r / sigma_1, r = min(Pd, N^L);
 - against d at fixed (N, L), P = ceil(N^L / d) (so Pd >= N^L always): the theorem holds where
   also 1 + P (N + L - 2) >= N^L (always for d <= N + L - 2; for d > N + L - 2 only where the
   rounding of P leaves enough heads, e.g. (N, L, d) = (3, 2, 4), P = 3), and where the cap
   1 + P (N + L - 2) < N^L the rank stops there: the text's statement differs
   (:func:`attnlab.papers.invertibility.matrix.rank_cap`, errata invertibility.cap-below-n-to-the-l).
+
+The summary's two Theorem 1 rows are anchored to the text (ledger invertibility.theorem-1): where
+the cap allows rank N^L, and where it does not (differs: the cap's record, the same error as the
+claims positional-cap and minimal-heads). That every certified case reaches
+min(N^L, Pd, 1 + P (N + L - 2)) is attnlab's conjecture, not the text's: an own row.
 
 Every rank is reported with what decided it: the float64 rank #{sigma_i > max(N^L, Pd) eps
 sigma_1} (numpy's tolerance), and for N^L up to ``certify_max_rows`` the certified rank
@@ -37,6 +42,7 @@ from attnlab.checks import Bound, Censored, Check, equals, fmt_measured, info, u
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
+from attnlab.papers.invertibility.anchors import CAP, THEOREM_1
 from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
 from attnlab.papers.invertibility.expansion import expansion_w
 from attnlab.papers.invertibility.experiments._common import (
@@ -339,7 +345,8 @@ def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
             + ("; undecided (no minor certified up to the precision cap): " + ", ".join(_case(r) for r in undecided)
                if undecided else "")),
             quantity="Theorem 1 where the rank cap allows it: cases with certified rank N^L",
-            paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1"),
+            paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1", anchor=THEOREM_1,
+            falsifier="a case with Pd >= N^L and 1 + P (N+L-2) >= N^L whose certified rank is below N^L"),
     ]
     if capped:
         out.append(equals(_count(capped, lambda r: r.rows), len(capped), (
@@ -347,7 +354,9 @@ def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
             + ", ".join(f"{_case(r)}: Pd = {r.cols} >= {r.rows}, rank {r.cert_lower}" for r in capped[:6])
             + ("; ..." if len(capped) > 6 else "") + "; the cap holds for every embedding and W_QK"),
             quantity="Theorem 1 where 1 + P (N+L-2) < N^L: cases with certified rank N^L",
-            paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1"))
+            paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1", anchor=THEOREM_1,
+            falsifier="a case with Pd >= N^L whose certified rank is below N^L (here every case: the cap proves it "
+                      "for every e, pos and W_QK)", erratum=CAP))
     else:
         out.append(info("Theorem 1 where 1 + P (N+L-2) < N^L", "no such case in the sweeps", where="Theorem 1"))
     out += [
@@ -355,7 +364,8 @@ def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
             "every certified case of every sweep: rank == min(N^L, Pd, 1 + P (N+L-2)) (Pd below the minimal P, "
             "the cap beyond N + L - 2, N^L otherwise); not at the cap: "
             + (", ".join(_case(r) for r in certified_rows if r.cert_lower != r.cap) or "none")),
-            quantity="cases whose certified rank reaches the rank cap", role="construction",
+            quantity="cases whose certified rank reaches the rank cap (attnlab's conjecture)",
+            role="own",  # min(N^L, Pd, 1 + P (N+L-2)) is attnlab's cap; that it is reached is its conjecture
             where="Theorem 1 (rank_cap)"),
         info("float64 rank (tol max(N^L,Pd) eps sigma_1) differs from the certified rank",
              f"{len(float_wrong)} of {len(certified)} cases",
@@ -537,4 +547,4 @@ register_experiment(Experiment(EXPERIMENT_ID,
                     "Rank and sigma_min of A over w, N^L, P and d: where Theorem 1 holds and where its rank cap "
                     "stops it, how large w must "
                     "be, float64 vs certified ranks",
-                    ConditioningConfig, run, cpu_only=CPU_ONLY))
+                    ConditioningConfig, run, cpu_only=CPU_ONLY, anchors=(THEOREM_1,)))

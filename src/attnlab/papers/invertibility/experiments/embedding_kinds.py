@@ -37,10 +37,11 @@ import numpy as np
 import scipy.linalg
 
 from attnlab.analysis.certified_rank import DET_MAX, certified_rank
-from attnlab.checks import Bound, Check, equals, info
+from attnlab.checks import NO_ERROR, Bound, Check, equals, info
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, qr_flops, svd_flops, total
+from attnlab.papers.invertibility.anchors import CAP, THEOREM_1
 from attnlab.papers.invertibility.construction import InvertibilityParams
 from attnlab.papers.invertibility.construction import estimate as construction_estimate
 from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
@@ -351,8 +352,13 @@ def _summary(rows: list[KindCase]) -> list[Check]:
                 undecided = sum(r.cert_lower < r.rows == r.cap for r in rs)
                 measured = Bound(full, full + undecided, f"{undecided} certificate(s) proved less than N^L") \
                     if undecided else full
+                # a case below N^L is the cap's error when 1 + P (N+L-2) < N^L stops it; no record names another
+                missed = [r for r in rs if r.cert_lower < r.rows]
+                erratum = "" if not missed else CAP if all(r.cap < r.rows for r in missed) else NO_ERROR
                 summary.append(equals(measured, len(rs), detail, quantity=name + ": cases",
-                                      paper_value="A invertible (Theorem 1)", where="Theorem 1"))
+                                      paper_value="A invertible (Theorem 1)", where="Theorem 1", anchor=THEOREM_1,
+                                      falsifier="a case with Pd >= N^L whose certified rank is below N^L",
+                                      erratum=erratum))
             else:
                 why = ("trained embeddings have entries of both signs (property (1) fails)" if emb == "trained" else
                        "Gaussian W_QK is outside the proof's W_QK^p = w_p E_11")
@@ -413,4 +419,4 @@ def _notes(cfg: EmbeddingKindsConfig) -> list[str]:
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Explicit vs random vs trained (MiniLM) embeddings, E_11 vs Gaussian W_QK: rank and "
                     "sigma_min/sigma_max of A",
-                    EmbeddingKindsConfig, run, cpu_only=CPU_ONLY))
+                    EmbeddingKindsConfig, run, cpu_only=CPU_ONLY, anchors=(THEOREM_1,)))

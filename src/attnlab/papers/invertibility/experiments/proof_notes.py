@@ -6,13 +6,16 @@ numbers come from the paper's claims (run here through the registry, the same ch
 ``attnlab verify`` runs; their verdicts are counted there, not again here) and, where no claim
 measures the step, from this experiment:
 
-- the Taylor step: the note's 1 + sum_{j>=1} x^j against 1/(1 + x), exactly (it sums to
-  1/(1 - x)), and the alternating series sum_j (-x)^j (200 terms) at x = 1/2;
-- the hyperplane with v_t in R^d: for d >= L a v_t orthogonal to the L - 1 vectors
-  x(t, i) - x(t, i_max(t)) makes v_t^T f_t(W) = v_t^T x(t, i_max(t)) constant in W, so two
-  sequences give a nonzero (v_t) with sum_t v_t^T f_t(W) = 0 for every W (measured over 64 w);
+- the Taylor step (ledger invertibility.proof-taylor): the note's 1 + sum_{j>=1} x^j against
+  1/(1 + x), exactly (it sums to 1/(1 - x)), and the alternating series sum_j (-x)^j (200
+  terms) at x = 1/2; differs, errata invertibility.taylor-sign;
+- the hyperplane with v_t in R^d (ledger invertibility.proof-hyperplane): for d >= L a v_t
+  orthogonal to the L - 1 vectors x(t, i) - x(t, i_max(t)) makes v_t^T f_t(W) = v_t^T
+  x(t, i_max(t)) constant in W, so two sequences give a nonzero (v_t) with sum_t v_t^T f_t(W) = 0
+  for every W (measured over 64 w); differs, errata invertibility.hyperplane-vt;
 - the counting argument: the coefficients of (z_1 + ... + z_m)^j, expanded term by term in
-  integers, against the multinomial j! / prod_i k_i! (the note's N(j_1, ..., j_i));
+  integers, against the multinomial j! / prod_i k_i! (what the note's N(j_1, ..., j_i) means):
+  a formula against itself, a sanity row;
 - "for a large enough w": w* (:func:`attnlab.papers.invertibility.expansion.expansion_w`), the
   scale from which x_t(w) = sum_{i != i_max} exp(-w q_t g_{t,i}) < 1 for every sequence, beside
   the sufficient closed form ln(L - 1) / (q_t min_i g_{t,i});
@@ -36,6 +39,7 @@ from attnlab.checks import Check, above, equals, info, near
 from attnlab.config import RunConfig, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
+from attnlab.papers.invertibility.anchors import HYPERPLANE_VT, PROOF_HYPERPLANE, PROOF_TAYLOR, TAYLOR_SIGN
 from attnlab.papers.invertibility.construction import InvertibilityParams
 from attnlab.papers.invertibility.construction import estimate as construction_estimate
 from attnlab.papers.invertibility.embeddings import explicit_embeddings
@@ -63,8 +67,14 @@ HYPERPLANE = (2, 3, 3, ((0, 1, 1), (1, 0, 1)))  # N, L, d = L, two sequences (0-
 ROUND_OFF = 1e-12  # a relative float64 residual below this is zero up to round-off
 CRITERION_CLAIMS = ("invertibility.theorem1-full-rank", "invertibility.positional-cap")
 """the claims whose certified cases show the criterion 1 + P (N + L - 2) >= N^L on both sides"""
-OWN = {"invertibility.taylor-sign": 0, "invertibility.hyperplane-vt": 1, "invertibility.multinomial-notation": 2}
+OWN = {TAYLOR_SIGN: 0, HYPERPLANE_VT: 1, "invertibility.multinomial-notation": 2}
 """errata record -> the row of :func:`summary` that measures it"""
+
+
+def record_checks(check: str) -> list[str]:
+    """The ids an errata record's ``check`` names (claims and experiments, separated by ", ")."""
+    return [c.strip() for c in check.split(",") if c.strip()]
+
 
 @dataclass(frozen=True)
 class ProofNotesConfig(RunConfig):
@@ -284,7 +294,8 @@ class ProofNotesData:
 
 def measure(cfg: ProofNotesConfig) -> ProofNotesData:
     """The claims that measure the errata, the exact steps, w* and the limit points of every case."""
-    ids = sorted({e.check for e in ERRATA if e.check and e.check != EXPERIMENT_ID} | {CRITERION_CLAIMS[0]})
+    known = {c.id for c in select_claims(["invertibility"])}
+    ids = sorted({c for e in ERRATA for c in record_checks(e.check) if c in known} | {CRITERION_CLAIMS[0]})
     claims = {r.claim.id: r.to_dict() for r in (c.run(cfg.seed) for c in select_claims(ids))}
     expansion, limit = [], []
     for N, L, d in parse_cases("cases", cfg.cases, 3):
@@ -307,7 +318,9 @@ def summary(data: ProofNotesData) -> list[Check]:
             f"{t.note_limit:.4f}) against 1/(1+x) = {t.target:.4f}; the alternating series sum_j (-x)^j is off "
             f"by {t.right_error:.1e} ({TAYLOR_TERMS} terms, exact rationals)"), t.to_dict(),
             quantity="the note's Taylor series 1 + sum_{j>=1} x^j at x = 1/2, against 1/(1+x)",
-            paper_value="1/(1+x) = 1 + sum_{j>=1} x^j", where="Proof, the Taylor expansion"),
+            paper_value="1/(1+x) = 1 + sum_{j>=1} x^j", where="Proof, the Taylor expansion",
+            anchor=PROOF_TAYLOR, falsifier="the note's series within 1e-12 of 1/(1+x) = 2/3 at x = 1/2",
+            erratum=TAYLOR_SIGN),
         above(hp.residual, ROUND_OFF, (
             f"(N, L, d) = ({hp.N}, {hp.L}, {hp.d}), sequences {hp.sequences[0]} and {hp.sequences[1]}: "
             f"v_t orthogonal to x(t, i) - x(t, i_max) (norms {hp.v_norms[0]:.3g}, {hp.v_norms[1]:.3g}) makes "
@@ -316,7 +329,10 @@ def summary(data: ProofNotesData) -> list[Check]:
             f"(above float64 round-off {ROUND_OFF:g})"), hp.to_dict(),
             quantity="max_w |sum_t v_t^T f_t(w)| / (sum |v_t| max |f|) for a nonzero (v_t), d = L",
             paper_value="sum_t v_t^T f_t = 0 forces v_t = 0",
-            where="Proof, 'take (v_t) such that sum_t v_t^T f_{x(t,j)} = 0'"),
+            where="Proof, 'take (v_t) such that sum_t v_t^T f_{x(t,j)} = 0'",
+            anchor=PROOF_HYPERPLANE, falsifier="a residual above float64 round-off 1e-12 (the constructed nonzero "
+                                               "(v_t) does not make the sum vanish for every w)",
+            erratum=HYPERPLANE_VT),
         equals(mn.max_diff, 0, (
             f"(z_1+...+z_{mn.m})^{mn.j} expanded term by term: {mn.terms} ordered terms in "
             f"{mn.monomials} monomials, each count against j!/prod k_i!"), mn.to_dict(),
@@ -348,19 +364,27 @@ def _claim_text(c: dict[str, Any] | None) -> str:
 
 
 def step_rows(data: ProofNotesData, own: list[Check]) -> list[list[str]]:
-    """One row per errata record: where, what the note says, the number that measures it and its verdict."""
+    """One row per errata record: where, what the note says, the numbers that measure it (each row its
+    ``check`` names: a claim's, this experiment's, or another experiment's, which its own report shows)
+    and their verdicts."""
     rows = []
     for e in ERRATA:
-        if e.check and e.check != EXPERIMENT_ID:
-            c = data.claims.get(e.check)
-            measured, verdict = _claim_text(c), "-" if c is None else c["verdict"]
-        elif e.check == EXPERIMENT_ID:
-            c = own[OWN[e.id]]
-            measured = f"{c.quantity}: {c.measured_text}" + (f", required {c.criterion}" if c.criterion else "")
-            verdict = c.verdict
-        else:
-            measured, verdict = "on paper: " + e.witness, "-"
-        rows.append([e.where, e.says, measured, verdict, e.check or "-"])
+        measured, verdicts = [], []
+        for cid in record_checks(e.check):
+            if cid == EXPERIMENT_ID:
+                c = own[OWN[e.id]]
+                measured.append(f"{c.quantity}: {c.measured_text}" + (f", required {c.criterion}" if c.criterion
+                                                                          else ""))
+                verdicts.append(c.verdict)
+            elif cid in data.claims:
+                measured.append(_claim_text(data.claims[cid]))
+                verdicts.append(data.claims[cid]["verdict"])
+            else:
+                measured.append(f"experiment {cid} (its report)")
+        if not measured:
+            measured, verdicts = ["on paper: " + e.witness], []
+        rows.append([e.where, e.says, "; ".join(measured), ", ".join(dict.fromkeys(verdicts)) or "-",
+                     e.check or "-"])
     return rows
 
 
@@ -403,4 +427,4 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
 register_experiment(Experiment(EXPERIMENT_ID,
                     "The proof of Theorem 1 step by step: the note's errors as records, and the measured number "
                     "beside each",
-                    ProofNotesConfig, run, cpu_only=CPU_ONLY))
+                    ProofNotesConfig, run, cpu_only=CPU_ONLY, anchors=(PROOF_TAYLOR, PROOF_HYPERPLANE)))

@@ -296,7 +296,7 @@ def _summary(cfg: RecoveryConfig, rows: list[RecoveryCase]) -> list[Check]:
         at_least(min(ratios), 0.9, f"both decoders; min error rate {min(huge):.3f}, chance level 1 - 1/N^L >= "
                                    f"{min(chance):.3f}",
                  quantity=f"error rate at relative noise {big:g} / chance level (min over cases)",
-                 role="construction"),  # measured decoders at overwhelming noise, not true by construction
+                 role="sanity"),  # noise 10 times the row drowns every row: the decoders' check, it cannot fail
         info("nearest row: 50% error level / median_t delta_t / (2 ||A(t)||)",
              f"{min(ratio_nn):.2g} .. {max(ratio_nn):.2g}" if ratio_nn else "-",
              detail="a random direction moves y by ~||n||/sqrt(Pd) along A(s) - A(t): expect ~sqrt(Pd) (here "
