@@ -96,12 +96,11 @@ def print_coverage(console: Console, results: Sequence[Coverage], *, ran_claims:
                 else:
                     lines.append(escape(source))
             checked = "\n".join(lines) if lines else f"[dim]not executable: {escape(s.reason)}[/]"
-            rows.append([escape(s.id.split(".", 1)[1]), escape(s.where), escape(s.kind),
-                         f"[dim]{escape(s.quote)}[/]" + (f"\n[yellow]{escape(s.note)}[/]" if s.note else ""),
-                         checked])
+            rows.append([escape(s.id.split(".", 1)[1]), escape(s.where), escape(s.kind), f"[dim]{escape(s.quote)}[/]",
+                         f"[yellow]{escape(s.note)}[/]" if s.note else "-", checked])
         print_table(console, f"{p.paper}: the text's statements and what checks them",
-                    [Col("entry", "key"), Col("where"), Col("kind"), Col("quote"), Col("checked by")], rows,
-                    stack=True)
+                    [Col("entry", "key"), Col("where"), Col("kind"), Col("quote"), Col("read as"), Col("checked by")],
+                    rows, stack=True)
         console.print(f"{p.paper}: {p.line()}", highlight=False)
     if not ran_claims:
         console.print("claims not run (--no-verdicts); experiments' verdicts come from --run DIR", highlight=False)
