@@ -11,10 +11,7 @@ K = sqrt((1 + sqrt(nd)) / 2) <= (nd)^{1/4} (:func:`attnlab.analysis.residuals.qu
 The order of K is sharp for square matrices: A = the first column of ones, B = the first
 row of ones (n x n) have norm sqrt(n) each and ||A + B|| = n + 1, a ratio (n + 1) / (2 sqrt n).
 
-What fails: the triangle inequality. The notes do not claim it: Definition 2.1 names the
-function a "composite norm" (Dong et al.'s term) and §2.4 problem 2 asks whether a "norm" that
-breaks the triangle inequality can represent distance. So the failure is attnlab's own
-statement, the answer to that question, and no differs against the text. On 1 x 1 matrices the composite norm is |x|, a
+What fails: the triangle inequality. On 1 x 1 matrices the composite norm is |x|, a
 norm, so no counterexample exists there; on a 1 x 2 (or 2 x 1) matrix it is
 sqrt(max_j |x_j| sum_j |x_j|), and A = [1, 0], B = [1, 1]/sqrt 2 give ||A + B|| = 2.0301 >
 2 = ||A|| + ||B||. So 1 x 2 is the smallest size with a counterexample. Its distance
@@ -23,6 +20,11 @@ bound controls one residual at a time (||.||_1 and ||.||_inf, both norms, of one
 and never adds composite norms, so the answer to problem 2 is "a quasi-norm is enough for
 that proof"; for H heads, adding the per-head bounds is a triangle inequality of the
 composite norm, true only up to K.
+
+Whose statement: the notes do not claim the triangle inequality. Definition 2.1 names the
+function a "composite norm" (Dong et al.'s term) and §2.4 problem 2 asks whether a "norm"
+that breaks the triangle inequality can represent distance. So its failure is attnlab's own
+statement, the answer to that question (role own: holds), and no differs against the text.
 """
 
 from __future__ import annotations
