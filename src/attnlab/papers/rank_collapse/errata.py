@@ -4,6 +4,10 @@ One :class:`attnlab.errata.TextError` per finding, registered for ``attnlab erra
 rank-collapse`` and shown as a table in the ablations report. The notes copy Dong et al.
 (2021) in §2.2 and §2.4 and Linformer (Wang et al., 2020) in §2.3; ``whose`` says which.
 Numbers in ``witness`` are those of the named claim at seed 0.
+
+No record for the composite "norm" breaking the triangle inequality: the notes do not claim
+it (Definition 2.1 uses Dong et al.'s name, §2.4 problem 2 asks the question), so it is
+attnlab's own statement (rank-collapse.composite-norm-triangle), not an error of the text.
 """
 
 from __future__ import annotations
@@ -48,22 +52,6 @@ ERRATA: tuple[TextError, ...] = (
         survives="yes",
         conclusion="Theorem 2.1 as stated with P_path and W_path holds to 4.9e-16 relative",
         check="rank-collapse.path-decomposition",
-    ),
-    TextError(
-        id="rank-collapse.composite-norm-name",
-        where="§2.2, Definition 2.1 (and §2.4, problem 2)",
-        says="||X||_{1,inf} = sqrt(||X||_1 ||X||_inf) is the 'composite norm' of a matrix",
-        correct="a quasi-norm: homogeneous and definite, ||A + B|| <= K (||A|| + ||B||) with "
-                "K = sqrt((1 + sqrt(nd))/2) <= (nd)^{1/4}; the order sqrt(n) of K is sharp for n x n "
-                "(first column plus first row of ones: (n + 1)/(2 sqrt n))",
-        whose=f"{DONG}'s term, which the notes adopt and question themselves (§2.4, problem 2)",
-        kind="notation",
-        witness="A = [1, 0], B = [1, 1]/sqrt 2 (1 x 2, the smallest size): ||A|| = ||B|| = 1, ||A + B|| = 2.030 "
-                "(ratio 1.0151); column + row of ones, 8 x 8: ratio 1.591, K = 2.121",
-        survives="yes",
-        conclusion="for one head the bound controls one residual at a time and never adds composite norms; "
-                   "for H heads, adding the per-head bounds is a triangle inequality, true only up to K",
-        check="rank-collapse.composite-norm-triangle",
     ),
     TextError(
         id="rank-collapse.residual-argmin",

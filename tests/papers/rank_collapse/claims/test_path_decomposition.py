@@ -8,6 +8,7 @@ def test_claim_is_reproduced_and_reports_its_tolerance():
     (c,) = select_claims(["rank-collapse.path-decomposition"])
     r = c.run(seed=3)
     assert r.verdict == "reproduced" and r.check.threshold == TOL == 1e-12
+    assert r.check.anchor == "rank-collapse.theorem-2-1" and r.check.falsifier
     assert 0 <= r.check.measured <= TOL
     v = r.check.values
     assert v["cases"] == 18  # L, H in 1..3, with and without skip

@@ -8,5 +8,5 @@ def test_shift_invariance():
     for seed in (0, 1):
         r = c.run(seed)
         m = r.check
-        assert r.verdict == "reproduced" and m.threshold == 1e-13
+        assert r.verdict == "reproduced" and m.threshold == 1e-13 and m.anchor == "rank-collapse.softmax-shift"
         assert m.values["max_error"] == m.measured and m.values["n_values"] == [3, 7, 31]

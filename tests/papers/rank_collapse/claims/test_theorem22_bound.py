@@ -12,7 +12,7 @@ from tolerances import FLOAT64
 def test_bound_is_never_violated():
     (c,) = select_claims(["rank-collapse.theorem22-bound"])
     r = c.run(seed=0)
-    assert r.error is None and r.verdict == "reproduced"
+    assert r.error is None and r.verdict == "reproduced" and r.check.anchor == "rank-collapse.theorem-2-2"
     v = r.check.values
     assert r.check.threshold == 1.0 and r.check.measured == v["worst"]["two"]  # the notes' residual decides
     for kind in ("two", "composite"):

@@ -30,14 +30,18 @@ def test_ablations_tiny(storable):
     comp = res.data["composite"]["pretrained"]["SAN"]
     assert set(comp) == {"mean", "composite", "svd"}
     assert all(c <= m + 1e-8 for c, m in zip(comp["composite"], comp["mean"]))  # exact argmin <= row mean
-    verdicts = {c.quantity.split(":")[0]: c.verdict for c in res.summary}
-    assert verdicts["pure attention loses rank"] == "reproduced"
-    assert verdicts["skip connections stop the collapse"] == "reproduced"
-    assert res.check("an MLP without the attention skip").verdict == "reproduced"
-    # every comparison of MiniLM's layer 6 with BERT's layer 12 is another model: inconclusive, never reproduced
+    # the notes' statement (§2.2: ||res SAN(X)|| -> 0 as L -> infinity): a row of the text, anchored
+    san = res.check("pure attention loses rank")
+    assert (san.verdict, san.anchor) == ("reproduced", "rank-collapse.san-collapse") and san.falsifier
+    # Dong et al.'s results, which the notes do not state: attnlab's own statements (issue 33), never reproduced
+    assert res.check("skip connections stop the collapse").verdict == "holds"
+    assert res.check("an MLP without the attention skip").verdict == "holds"
+    # every comparison of MiniLM's layer 6 with BERT's layer 12: Dong et al.'s figures, no text in scope prints
+    # them (own), and another model: inconclusive, never reproduced
     beside = [c for c in res.summary if "vs BERT" in c.quantity]
     assert len(beside) == 9 and all(c.verdict == "inconclusive" and "another model" in c.cannot_decide
-                                    for c in beside)
+                                    and c.role == "own" and not c.anchor for c in beside)
+    assert [c.quantity for c in res.summary if c.group == "text"] == [san.quantity]
     assert res.check("pretrained: SAN+skip (LayerNorm kept) relative residual at layer 6 of 6").threshold == 0.07
     assert {c.verdict for c in res.summary if c.role == "sanity"} == {"sanity"}
     assert not [c for c in res.summary if c.verdict == "fail"]
@@ -94,3 +98,36 @@ def test_presets_fill_the_config():
 def test_config_errors(changes, message):
     with pytest.raises(ConfigError, match=message):
         AblationsConfig(**changes)
+
+
+def test_smollm2_rows_whose_statement_each_is(storable):
+    """SmolLM2's rows from synthetic curves (no model loaded): its pure attention checks the notes'
+    ||res SAN(X)|| -> 0 (anchored, inconclusive: a causal pre-norm decoder); its SAN+MLP, SAN+skip
+    and transformer rows set it beside Dong et al.'s figures, which the notes do not print: attnlab's
+    own statements, inconclusive (another model), never a row of the text (issue 33)."""
+    from attnlab.papers.rank_collapse.experiments.ablations import (LayerCurves, Curve, Measured,
+                                                                    _smollm2_summary)
+    from attnlab.papers.rank_collapse.stacks import DONG_VARIANTS, VARIANTS
+    from attnlab.results import ExperimentResult
+
+    def curves(last):
+        ys = [0.8, 0.5, last]
+        c = Curve(ys, [0.0] * 3)
+        return LayerCurves(c, c, c, None)
+
+    ends = {"SAN": 1e-9, "SAN+skip": 0.08, "SAN+MLP": 4e-7, "SAN+LN": 1e-9, "transformer": 0.6}
+    data = Measured(curves={"smollm2": {v: curves(ends[v]) for v in VARIANTS}},
+                    dong={"smollm2": {v: curves(ends[v]) for v in DONG_VARIANTS}}, composite={},
+                    composite_minus_mean=0.0, dong_san_vs_san_ln=0.0, texts=1, tokens=8, skipped={},
+                    smollm2_texts=1, smollm2_tokens=8, smollm2_layers=2)
+    rows = _smollm2_summary(data)
+    storable(ExperimentResult(summary=rows))  # anchored rows name a declared entry and say their falsifier
+    judged = [c for c in rows if c.role != "info"]
+    assert [c.quantity.split(" (")[0] for c in judged] == ["SmolLM2: pure attention", "SmolLM2: SAN+MLP",
+                                                            "SmolLM2: SAN+skip", "SmolLM2: transformer relative "
+                                                            "residual at layer 2 of 30 vs BERT's 12 of 12"]
+    san, *dong = judged
+    assert (san.role, san.anchor, san.verdict) == ("text", "rank-collapse.san-collapse", "inconclusive")
+    assert "causal mask" in san.cannot_decide and san.falsifier
+    assert all((c.role, c.verdict, c.anchor) == ("own", "inconclusive", "") and "another model" in c.cannot_decide
+               for c in dong)

@@ -28,6 +28,11 @@ def test_low_rank_tiny(storable):
         assert r["matrices"] == 72 and r["cumulative"][-1] == pytest.approx(1, abs=FLOAT64)
         assert r["projection_error"][-1] < r["projection_error"][0]
         assert all(s <= p + FLOAT64 for s, p in zip(r["svd_error"], r["projection_error"]))
+    # the error shrinks with k' for every matrix (E ||P R^T R w - P w||^2 ~ 1/k'): a sanity row, not the
+    # text's; the notes' statements here are judged by claims, so no row of this experiment is the text's
+    shrinks = res.check("median Theorem 2.3 error")
+    assert (shrinks.role, shrinks.verdict) == ("sanity", "sanity") and not shrinks.anchor
+    assert {c.group for c in res.summary} <= {"sanity", "info"}
 
 
 @pytest.mark.parametrize("changes, message", [

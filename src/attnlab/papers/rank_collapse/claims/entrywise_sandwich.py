@@ -29,8 +29,11 @@ sum to zero). The lower bound P R >= (I - D) P~ R fails the same way. What does 
 
 since -D P~ <= P - P~ <= 2 D P~; the norms ||.||_1 and ||.||_inf of |R| equal those of R,
 so Dong et al.'s norm bound survives the fix. The claims below measure the lemma as the
-notes invoke it (no condition: differs beyond D = 1.2564), the lemma under its threshold
-(reproduced), eq. (9) as written (differs) and its |R| form (a consequence: sanity).
+notes invoke it (no condition: differs beyond D = 1.2564), eq. (9) as written (differs),
+the lemma under its threshold (attnlab's corrected lemma, a threshold the notes do not
+state: an own statement, holds) and its |R| form (a consequence: sanity). The notes do
+not print Lemma A.3; they invoke it for eq. (9) ("follows from Lemma A.3"), and its
+factors (I + 2D) and (I - D) are those of eq. (9) and its twin.
 """
 
 from __future__ import annotations
@@ -159,6 +162,9 @@ def _lemma_detail(st: LemmaStats) -> str:
     where="§2.4, after eq. (10) (Dong et al.'s Lemma A.3, invoked with no condition on D)",
     statement="(I - D) P~ <= P <= (I + 2D) P~ entry-wise, for every X and W_QK",
     paper_value="entry-wise inequality, no condition on D",
+    anchor="rank-collapse.lemma-a3",
+    falsifier="a trial (X, W_QK) where (I - D) P~ <= P <= (I + 2D) P~ fails entry-wise by more than 1e-12",
+    erratum="rank-collapse.lemma-a3-threshold",
 )
 def _lemma(seed: int) -> Check:
     """Measured: the largest violation of either half over all 400 trials; the text needs
@@ -172,18 +178,20 @@ def _lemma(seed: int) -> Check:
 @claim(
     "rank-collapse.lemma-a3-within-threshold",
     where="Dong et al. Lemma A.3 with e^t <= 1 + 2t (t <= 1.2564), as cited in §2.4",
-    statement="(I - D) P~ <= P <= (I + 2D) P~ entry-wise when every D_ii <= 1.2564; the lower half for every D",
-    paper_value="entry-wise inequality",
+    statement="attnlab's corrected Lemma A.3: (I - D) P~ <= P <= (I + 2D) P~ entry-wise when every "
+              "D_ii <= 1.2564; the lower half for every D",
+    paper_value="not stated: the notes invoke the lemma with no condition on D",
 )
 def _lemma_within(seed: int) -> Check:
-    """Measured: the largest violation of the upper half over trials with max D_ii <= 1.2564
-    and of the lower half over all trials; reproduced iff <= 1e-12. Values: how tight the
-    upper half is (max (P/P~ - 1)/2D <= (e^D - 1)/2D -> 1/2 as D -> 0: loose by 2 for small D)."""
+    """attnlab's own statement (the threshold is not in the notes): the largest violation of
+    the upper half over trials with max D_ii <= 1.2564 and of the lower half over all trials;
+    holds iff <= 1e-12. Values: how tight the upper half is (max (P/P~ - 1)/2D <=
+    (e^D - 1)/2D -> 1/2 as D -> 0: loose by 2 for small D)."""
     st = _lemma_stats(seed)
     worst = max(st.lower_within, st.lower_beyond, st.upper_within)
     return at_most(worst, TOL, _lemma_detail(st) + "; tightness max (P/P~ - 1)/2D "
                    + ", ".join(f"s={s}: {v:.3f}" for s, v in st.upper_tightness_by_scale.items()),
-                   values=st.to_dict())
+                   values=st.to_dict(), role="own")
 
 
 @dataclass(frozen=True)
@@ -219,6 +227,10 @@ def _eq9_stats(seed: int) -> Eq9Stats:
     statement="P X <= 1 x^T + (I + 2D) 1 softmax(r)^T R entry-wise (eq. 9), and P X >= 1 x^T + (I - D) 1 "
               "softmax(r)^T R, wherever Lemma A.3 holds",
     paper_value="entry-wise inequality",
+    anchor="rank-collapse.eq9",
+    falsifier="a trial with max D_ii <= 1.2564 (Lemma A.3 holds there) where eq. (9) or its lower twin fails "
+              "entry-wise by more than 1e-12",
+    erratum="rank-collapse.eq9-sign",
 )
 def _eq9(seed: int) -> Check:
     """Measured: the number of the 400 trials with max D_ii <= 1.2564 (where Lemma A.3

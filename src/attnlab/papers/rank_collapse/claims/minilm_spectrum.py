@@ -61,6 +61,10 @@ SLACK = 0.25  # allowed excess of the log-log slope over (ln n)^2's, for lower-o
     statement="a matrix of rank Theta(log n . log n) can replace P in any self-attention layer: on MiniLM the "
               "90%-energy rank of every head grows in n no faster than (ln n)^2",
     paper_value="rank Theta(log n . log n) suffices in any layer",
+    anchor="rank-collapse.low-rank-any-layer",
+    falsifier="the largest 90%-energy rank over MiniLM's 72 heads growing in n (32..256) with a log-log slope above "
+              "0.70, that of (ln n)^2 plus 0.25",
+    erratum="rank-collapse.low-rank-any-layer",
 )
 def _spectrum(seed: int) -> Check:
     """Measured: the log-log slope in n of the largest (over 72 heads: "any layer") 90%-energy

@@ -13,6 +13,8 @@ from attnlab.registry import claim
     where="§2.1",
     statement="softmax(A + x 1^T) = softmax(A) row-wise, for every shift vector x",
     paper_value="exact identity",
+    anchor="rank-collapse.softmax-shift",
+    falsifier="a row shift x 1^T (|x| ~ 100) that moves softmax(A) by more than 1e-13 in float64",
 )
 def _shift_invariance(seed: int) -> Check:
     g = torch.Generator().manual_seed(seed)

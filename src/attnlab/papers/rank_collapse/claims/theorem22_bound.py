@@ -85,6 +85,8 @@ def adversarial_ratio(seed: int, restarts: int = 4, steps: int = 150) -> tuple[d
     statement="||res SAN(X)||_1,inf <= (4 beta/sqrt(d_qk))^((3^L-1)/2) ||res X||_1,inf^(3^L) for single-head "
               "SANs, at every layer, on random inputs and under an adversarial search",
     paper_value="upper bound (ratio measured/bound <= 1)",
+    anchor="rank-collapse.theorem-2-2",
+    falsifier="a random 3-layer SAN or an adversarial one-layer (X, W) with ||res SAN_l(X)|| / bound_l > 1",
 )
 def _theorem22(seed: int) -> Check:
     """Measured: the largest ratio ||res SAN_l(X)|| / bound_l with the notes' residual over

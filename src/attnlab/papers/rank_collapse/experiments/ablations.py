@@ -28,6 +28,14 @@ read on pydoc text instead of wiki_bio), so those rows are inconclusive by const
 they print the numbers side by side. The statements that do not depend on the model (pure
 attention collapses; skip connections stop it; an MLP without skip does not) are judged.
 
+Whose statements. The notes (§2.2) state that pure attention loses rank,
+||res(SAN(X))||_{1,inf} -> 0 as L -> infinity (ledger entry rank-collapse.san-collapse): the
+SAN rows check it, as rows of the text. Everything else here is Dong et al.'s, which the notes
+do not state or print: that skip connections stop the collapse and an MLP does not, and the
+numbers of their figures (BERT, ALBERT, XLNet). Those rows are attnlab's own statements (role
+own: attnlab's reading of Dong et al.), holds / refuted, or inconclusive where MiniLM and
+SmolLM2 stand beside BERT (another model).
+
 SmolLM2-135M-Instruct (``smollm2``; a causal pre-RMSNorm Llama-family decoder, 30 layers,
 d = 576) is measured beside MiniLM on its own tokens of the same help topics, under attnlab's
 switches and under Dong et al.'s surgery translated to a pre-norm block (SAN z = MHA(N_1(x)),
@@ -83,6 +91,7 @@ from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, serie
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "rank-collapse.ablations"
+SAN_COLLAPSE = "rank-collapse.san-collapse"  # the notes: ||res(SAN(X))||_{1,inf} -> 0 as L -> infinity
 COLLAPSED = 1e-2  # "collapsed": relative residual below this (Dong et al.'s curves reach ~0)
 MODEL_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2 (6 layers)",
               "random": "MiniLM architecture, BERT random init N(0, 0.02^2) (6 layers)",
@@ -525,7 +534,9 @@ def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
                          quantity="pure attention loses rank: largest relative residual (token mean) at the last layer "
                                   "of the SAN, LayerNorm kept (Dong et al.'s surgery), over networks",
                          paper_value="||res SAN(X)|| -> 0; ~0 from l = 2 (random init), l = 5-9 (pretrained)",
-                         where=f"§2.2; {WHERE}",
+                         where=f"§2.2; {WHERE}", anchor=SAN_COLLAPSE,
+                         falsifier="a network whose SAN (LayerNorm kept) ends with relative residual >= 0.01 (the "
+                                   "notes' SAN, LayerNorm off, is in the detail)",
                          detail="; ".join(f"{m}: {_layers(G[m]['SAN'].by_layer)}" for m in M)
                                 + "; LayerNorm off (attnlab's SAN): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN'))}" for m in M),
@@ -535,7 +546,7 @@ def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
                          quantity="an MLP without the attention skip does not stop the collapse: largest SAN+MLP "
                                   "relative residual at the last layer, Dong et al.'s surgery, over networks",
                          paper_value="SAN+MLP ~0 by l = 4 (BERT), 5 (ALBERT, XLNet), pretrained",
-                         where=WHERE,
+                         where=WHERE, role="own",
                          detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP'].by_layer)}" for m in M)
                                 + "; attnlab's SAN+MLP (no LayerNorm, no FFN skip): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+MLP'))}" for m in M),
@@ -548,7 +559,7 @@ def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
                                   "layer, Dong et al.'s surgery, MiniLM's architecture (pretrained, random init)",
                          paper_value="l=12 SAN+skip: 0.45 / 0.26 / 0.93 (random init), 0.07 / 0 / 0.10 (pretrained "
                                      "BERT / ALBERT / XLNet)",
-                         where=WHERE,
+                         where=WHERE, role="own",
                          detail="; ".join(f"{m}: {_layers(G[m]['SAN+skip'].by_layer)}" for m in mini)
                                 + "; LayerNorm off (attnlab's SAN+skip): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+skip'))}" for m in mini),
@@ -559,7 +570,7 @@ def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
         ys = G[model][variant].by_layer
         l = min(layer_minilm, len(ys) - 1)
         return compare(quantity, ys[l], "±", ref_value, tolerance=FIGURE_TOL, paper_value=ref_text, where=WHERE,
-                       cannot_decide=ANOTHER_MODEL.format(l=l, L=layer_bert),
+                       cannot_decide=ANOTHER_MODEL.format(l=l, L=layer_bert), role="own",
                        detail=f"MiniLM per layer: {_layers(ys)}"
                               + ("" if variant == "transformer" else f"; attnlab's {variant} (LayerNorm off): "
                                  f"{_layers(C[model][variant].by_layer)}"),
@@ -592,7 +603,7 @@ def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
                                f"drops below {COLLAPSED:g}, vs BERT's",
                                Bound.at_least(1.0, "not below it within MiniLM's 6 layers") if first is None
                                else first / 6, "±", bert_l / 12, tolerance=1 / 12,
-                               paper_value=REFERENCE[ref], where=WHERE,
+                               paper_value=REFERENCE[ref], where=WHERE, role="own",
                                cannot_decide="another model: all-MiniLM-L6-v2 (6 layers, 384 wide, pydoc text) against "
                                              "BERT-base-cased (12 layers, 768 wide, wiki_bio), depth counted as l/L",
                                detail=f"MiniLM: l = {first} of 6; BERT: l ~ {bert_l} of 12; per layer {_layers(ys)}",
@@ -628,8 +639,9 @@ def _overflow_text(c: LayerCurves) -> str:
 
 
 def _smollm2_summary(data: Measured) -> list[Check]:
-    """SmolLM2's rows: Dong et al.'s statements on a causal pre-norm decoder (another model:
-    inconclusive) and its numbers beside MiniLM's at the same relative depth (info)."""
+    """SmolLM2's rows: the notes' collapse of pure attention and Dong et al.'s statements (attnlab's
+    own) on a causal pre-norm decoder (another model: inconclusive), and its numbers beside MiniLM's
+    at the same relative depth (info)."""
     out: list[Check] = []
     if "smollm2" in data.skipped:
         out.append(info("SmolLM2-135M-Instruct beside MiniLM", "skipped", where=WHERE,
@@ -640,17 +652,20 @@ def _smollm2_summary(data: Measured) -> list[Check]:
     L = len(S["SAN"].by_layer) - 1
     sizes = f"{data.smollm2_texts} texts of {data.smollm2_tokens} tokens, layers 0..{L} of {SMOLLM2_LAYERS}"
 
-    def judged(variant, relation, quantity, paper_value):
+    def judged(variant, relation, quantity, paper_value, *, role="own", anchor="", falsifier="",
+               cannot_decide=ANOTHER_DECODER):
         ys = S[variant].by_layer
         return compare(f"SmolLM2: {quantity}", ys[-1], relation, COLLAPSED, paper_value=paper_value, where=WHERE,
-                       cannot_decide=ANOTHER_DECODER,
+                       role=role, anchor=anchor, falsifier=falsifier, cannot_decide=cannot_decide,
                        detail=f"pre-norm surgery {variant}, per layer: {_layers(ys)}{_overflow_text(S[variant])}; "
                               f"{sizes}; attnlab's {variant}: {_layers(A[variant].by_layer)}"
                               f"{_overflow_text(A[variant])}",
                        values={"by_layer": ys, "attnlab_by_layer": A[variant].by_layer})
 
     out.append(judged("SAN", "<", f"pure attention (z = MHA(N_1(x)), norm kept) relative residual at layer {L}",
-                      "||res SAN(X)|| -> 0; ~0 from l = 5-9 (pretrained BERT, ALBERT, XLNet)"))
+                      "||res SAN(X)|| -> 0; ~0 from l = 5-9 (pretrained BERT, ALBERT, XLNet)",
+                      role="text", anchor=SAN_COLLAPSE, falsifier="SmolLM2's SAN ending with relative residual >= 0.01",
+                      cannot_decide=ANOTHER_DECODER + "; the notes' SAN has no causal mask and no norm"))
     out.append(judged("SAN+MLP", "<", f"SAN+MLP (u = MHA(N_1(x)), z = u + FFN(N_2(u))) relative residual at layer {L}",
                       REFERENCE["pretrained_mlp_collapse"]))
     out.append(judged("SAN+skip", ">", f"SAN+skip (z = x + MHA(N_1(x))) relative residual at layer {L}",
@@ -658,7 +673,7 @@ def _smollm2_summary(data: Measured) -> list[Check]:
     full = S["transformer"].by_layer
     out.append(compare(f"SmolLM2: transformer relative residual at layer {L} of {SMOLLM2_LAYERS} vs BERT's 12 of 12",
                        full[-1], "±", 0.31, tolerance=FIGURE_TOL, paper_value=REFERENCE["pretrained_skip_full_last"],
-                       where=WHERE, cannot_decide=ANOTHER_DECODER + f"; layer {L} of {SMOLLM2_LAYERS}",
+                       where=WHERE, role="own", cannot_decide=ANOTHER_DECODER + f"; layer {L} of {SMOLLM2_LAYERS}",
                        detail=f"per layer: {_layers(full)}; {sizes}", values={"by_layer": full}))
     out.append(info("SmolLM2: relative residual at the last layer under attnlab's switches (each part off unless "
                     "named, pre-norm), " + " / ".join(VARIANTS),
@@ -887,4 +902,4 @@ register_experiment(Experiment(EXPERIMENT_ID,
                     "Dong et al.'s ablations: relative residual per layer of SAN, +skip, +MLP and the transformer "
                     "under their surgery (LayerNorm kept) and attnlab's (each part off), pretrained MiniLM, "
                     "random init and SmolLM2 (pre-norm translation), four residuals",
-                    AblationsConfig, run))
+                    AblationsConfig, run, anchors=(SAN_COLLAPSE,)))

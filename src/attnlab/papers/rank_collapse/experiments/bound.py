@@ -24,6 +24,11 @@ Measured here:
    BERT-init random), stopping where the residual reaches float64 rounding.
 3. MiniLM's own constant: beta from its weights (max over layers and heads) and the
    multi-head form of the bound (the constant times H), against MiniLM's SAN residual.
+
+Whose statements: the bound is the notes' (ledger entry rank-collapse.theorem-2-2; its row is
+a row of the text). The notes state a bound, not a rate: that the residual decays doubly
+exponentially (log r_l linear in 3^l rather than in l) is attnlab's reading, so the rate rows
+are attnlab's own statements (role own), inconclusive where the fit cannot decide.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ EXPERIMENT_ID = "rank-collapse.bound"
 SAN_LAYER_OPS = 60  # torch ops of one layer of _one_san (circuits, norms, attention, residuals)
 FLOOR = 1e-13  # relative residuals below this are float64 rounding, left out of the fits
 WHERE = "§2.2, Theorem 2.2"
+THEOREM_22 = "rank-collapse.theorem-2-2"  # the ledger entry of the bound
 
 
 @dataclass(frozen=True)
@@ -298,7 +304,9 @@ def _bound_checks(cfg: BoundConfig, points: list[BoundPoint]) -> list[Check]:
     useful = [b - m for p in nonvac for b, m, ok in zip(p.log10_bound, p.log10_measured, p.resolved) if ok]
     return [
         equals(violations, 0, quantity="(layer, SAN) pairs where the measured residual exceeds the bound",
-               paper_value="never (an upper bound)", where=WHERE,
+               paper_value="never (an upper bound)", where=WHERE, anchor=THEOREM_22,
+               falsifier="a (layer, SAN) pair above float64 rounding whose measured residual exceeds the bound "
+                         "(log10 gap below -1e-9)",
                detail=f"{len(gaps)} pairs ({rounding} more at float64 rounding, < {FLOOR:g} ||X_l||, left out); "
                       f"{len(points)} SANs (d={cfg.d_model}, d_qk={cfg.d_qk}, n={cfg.tokens}, L={cfg.layers}); "
                       "bound from the exact composite residual of X (the smallest), output measured by the token "
@@ -322,7 +330,7 @@ def _rate_checks(points: list[BoundPoint], mini: dict[str, MiniLMSan]) -> list[C
         out.append(compare(
             f"{what}, SAN: R^2 of log10 r_l against 3^l minus R^2 against l",
             float("nan") if f.triple_r2 is None else f.triple_r2 - f.linear_r2, ">=", 0.0,
-            paper_value="doubly exponential decay (3^L in the exponent)", where=WHERE,
+            paper_value="doubly exponential decay (3^L in the exponent)", where=WHERE, role="own",
             cannot_decide=(f"only {f.points} layers above float64 rounding: a fit over them does not decide the "
                            "rate" if few else "another model: multi-head MiniLM, the theorem's single-head SAN"),
             detail=("-" if f.triple_r2 is None else f"{f.triple_r2:.4f} vs {f.linear_r2:.4f}")
@@ -337,7 +345,7 @@ def _rate_checks(points: list[BoundPoint], mini: dict[str, MiniLMSan]) -> list[C
         better = sum(f.triple_r2 >= f.linear_r2 for f in inside)
         out.append(equals(better, len(inside), quantity="random SANs with kappa < 1 (the bound's regime) where "
                           "log r_l fits 3^l at least as well as l", paper_value="doubly exponential decay",
-                          where=WHERE + " (regime: kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1)",
+                          where=WHERE + " (regime: kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1)", role="own",
                           cannot_decide="" if len(inside) >= 3 else
                           f"only {len(inside)} SAN(s) in the regime keep 3 or more layers above float64 rounding "
                           "(claim rank-collapse.doubly-exponential-rate measures the rate on 32 SANs)",
@@ -474,4 +482,4 @@ NOTES = (
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Theorem 2.2: the doubly exponential bound vs measured residuals (where it holds, where it is "
                     "vacuous) and the 3^L fit",
-                    BoundConfig, run))
+                    BoundConfig, run, anchors=(THEOREM_22,)))

@@ -22,6 +22,11 @@ SAN is z = A(x). Measured: the relative residual ||res X_l||_{1,inf} / ||X_l||_{
 the token-mean residual (Wu et al. measure mu(X) = ||X - 1 mean^T||_F, the Frobenius norm
 of the same residual matrix), mean over texts.
 
+Whose statements: none of these is the notes'. Wu et al.'s results (collapse under every
+connected mask, local masks slowing it) and Dong et al.'s (skip connections keep the rank) are
+in no text in scope, so every judged row is attnlab's own statement, its reading of those
+papers (role own: holds / refuted / inconclusive), never a reproduction.
+
 Every variant but Linformer keeps P 1 = 1 with P >= 0 (a row-stochastic P: an averaging, which
 is what collapses); Linformer's effective matrix P_bar F has rows summing to P_bar (F 1), not 1,
 and entries of both signs, so no collapse theorem covers it.
@@ -282,7 +287,7 @@ def _network_checks(cfg: MasksVariantsConfig, curves: Curves, net: str, l: int) 
     full, local = _at(curves, net, "SAN", "softmax", l), min(_at(curves, net, "SAN", v, l) for v in
                                                              ("causal", f"window w={w}", f"causal window w={w}"))
     out = [above(local, full, quantity=f"{net}, SAN at l={l}: least residual under a local mask (causal / "
-                 "windows), against no mask", paper_value="local masks slow the collapse", where=WU,
+                 "windows), against no mask", paper_value="local masks slow the collapse", where=WU, role="own",
                  detail=f"{local:.3g} vs {full:.3g} without a mask; token-mean relative residual, "
                         "mean over texts", values={"local": local, "no_mask": full})]
     stoch = [v for v in names if not v.startswith("Linformer")]
@@ -291,13 +296,13 @@ def _network_checks(cfg: MasksVariantsConfig, curves: Curves, net: str, l: int) 
     L = len(curves[net]["SAN"]["softmax"]) - 1
     out.append(below(max(_at(curves, net, "SAN", v, -1) for v in dense), COLLAPSED,
                      quantity=f"{net}, SAN: largest last-layer residual over the dense row-stochastic variants",
-                     paper_value="every connected mask collapses", where=WU,
+                     paper_value="every connected mask collapses", where=WU, role="own",
                      detail=", ".join(f"{v}: {_at(curves, net, 'SAN', v, -1):.2g}" for v in dense),
                      values={v: _at(curves, net, "SAN", v, -1) for v in dense}))
     out.append(below(max(_at(curves, net, "SAN", v, -1) for v in local), COLLAPSED,
                      quantity=f"{net}, SAN: largest last-layer residual under the local masks",
                      paper_value="every connected mask collapses (exponentially, as the depth grows)",
-                     where=WU, cannot_decide=f"the collapse under a local mask is a limit in depth: {L} layers "
+                     where=WU, role="own", cannot_decide=f"the collapse under a local mask is a limit in depth: {L} layers "
                      f"cannot decide it (a window of half-width {w // 2} reaches {L * (w // 2)} of "
                      f"{cfg.tokens} tokens in {L} layers)",
                      detail=", ".join(f"{v}: {_layers(curves[net]['SAN'][v])}" for v in local),
@@ -309,7 +314,7 @@ def _network_checks(cfg: MasksVariantsConfig, curves: Curves, net: str, l: int) 
     low = min(_at(curves, net, "transformer", v, -1) for v in names)
     out.append(above(low, COLLAPSED, quantity=f"{net}, transformer: smallest last-layer residual over all "
                      "variants", paper_value="skip connections keep the rank",
-                     where="Dong et al. (2021) §3; " + WU,
+                     where="Dong et al. (2021) §3; " + WU, role="own",
                      detail=", ".join(f"{v}: {_at(curves, net, 'transformer', v, -1):.2g}" for v in names)))
     return out
 

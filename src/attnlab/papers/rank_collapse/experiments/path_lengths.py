@@ -23,6 +23,11 @@ which paths carry the output; this experiment measures it.
 Two shares per length: the norm share ||S_k||_F / sum_j ||S_j||_F, and the signed share
 <S_k, Y - 1 b^T>_F / ||Y - 1 b^T||_F^2, which sums to 1 exactly when the decomposition is
 exact (a share can be negative: terms of different lengths can cancel).
+
+Whose statements: the exactness of the (H+1)^L-path sum with skips is the notes' (ledger entry
+rank-collapse.skip-paths, a row of the text). The path-length shares of BERT-base (0.38) and the
+path products' residual falling with depth are Dong et al.'s figures, which the notes do not
+print: those rows are attnlab's own statements (role own, attnlab's reading of Dong et al.).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from attnlab.results import PALETTE, ExperimentResult, Figure, Table, bar_figure
 from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "rank-collapse.path-lengths"
+SKIP_PATHS = "rank-collapse.skip-paths"  # the notes: with skip layers the cardinality is (H+1)^L
 ARCHITECTURES = {"BERT-base (L=12, H=12)": (12, 12), "all-MiniLM-L6-v2 (L=6, H=12)": (6, 12),
                  "BERT-large (L=24, H=16)": (24, 16), "DeiT-Tiny (L=12, H=3)": (12, 3)}
 EXACT_TOL = 1e-12
@@ -345,10 +351,11 @@ def _count_checks(counts: dict[str, list[float]]) -> list[Check]:
     return [
         near(bert[11], 0.38, 0.01, quantity="BERT-base (L=H=12): share of paths of length 11 (C(L,k) H^k / (H+1)^L, "
              "exact)", paper_value="0.38 (Dong et al.'s path-length figure)", where="Dong et al. (2021) §3, "
-             "path-length figure", detail=f"length 12: {bert[12]:.4f}", values={"share_11": bert[11],
+             "path-length figure", role="own", detail=f"length 12: {bert[12]:.4f}", values={"share_11": bert[11],
                                                                                  "share_12": bert[12]}),
         near(bert[12], 0.38, 0.01, quantity="BERT-base (L=H=12): share of paths of length 12",
-             paper_value="0.38 (Dong et al.'s path-length figure)", where="Dong et al. (2021) §3, path-length figure"),
+             paper_value="0.38 (Dong et al.'s path-length figure)", where="Dong et al. (2021) §3, path-length figure",
+             role="own"),
         info("all-MiniLM-L6-v2: number of skip paths (H+1)^L", 13**6, paper_value="(H+1)^L",
              where="§2.1, remark after Theorem 2.1", detail=f"most common length: {most}"),
     ]
@@ -365,6 +372,8 @@ def _decomposition_checks(cfg: PathLengthsConfig, stacks: list[ExactStack], mini
                 "the same sums"),
         at_most(worst_sum, EXACT_TOL, quantity="max |sum_k S_k + 1 b^T - SAN_skip(X)| / max|Y|, small stacks",
                 paper_value="exact identity, (H+1)^L paths", where="§2.1, Theorem 2.1 and the remark after it",
+                anchor=SKIP_PATHS, falsifier="a small stack with skips whose sum over its (H+1)^L paths misses "
+                "SAN_skip(X) by more than 1e-12 of max|Y|",
                 detail="stacks " + ", ".join(cfg.stacks) + " (L:H), float64"),
         at_most(worst_signed, EXACT_TOL, quantity="max |sum of signed shares - 1|, small stacks", role="sanity",
                 detail="shares of an exact decomposition sum to 1 by construction"),
@@ -381,7 +390,7 @@ def _product_check(cfg: PathLengthsConfig, mini: LinearisedMiniLM) -> Check:
     med = [mini.products[k].median for k in sorted(mini.products)]
     return below(med[-1], med[0], quantity="MiniLM path products: median relative residual (SVD) at depth L, "
                  "against depth 1", paper_value="decreases with depth (Dong et al.'s path-product box plot, "
-                 "BERT)", where="Dong et al. (2021), path-product figure",
+                 "BERT)", where="Dong et al. (2021), path-product figure", role="own",
                  detail=f"{med[0]:.3g} at depth 1 -> {med[-1]:.3g} at depth {len(med)}; "
                         f"{cfg.path_samples} sampled paths per depth",
                  values={"median_by_depth": med})
@@ -492,4 +501,4 @@ NOTES = (
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Theorem 2.1's (H+1)^L skip paths: share of paths and of the output by path length (exact "
                     "for small stacks, linearised MiniLM) and Dong et al.'s path products",
-                    PathLengthsConfig, run))
+                    PathLengthsConfig, run, anchors=(SKIP_PATHS,)))
