@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.runs": {"attnlab.errors"},
     "attnlab.checks": {"attnlab.errors"},
     "attnlab.errata": {"attnlab.errors"},
+    "attnlab.ledger": {"attnlab.errors"},  # each text's statements, quoted: data and its reader
     "attnlab.config": {"attnlab.errors"},
     "attnlab.estimates": {"attnlab.errors", "attnlab.config"},
     "attnlab.terminal": set(),  # tables for the command line: rich only
@@ -37,8 +38,8 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data",
                            "attnlab.reports.viewer"},
-    "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results",
-                         "attnlab.runs"},
+    "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.ledger", "attnlab.config",
+                         "attnlab.results", "attnlab.runs"},
     "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops",
                       "attnlab.runs"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
@@ -46,7 +47,8 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results",
                         "attnlab.runs", "attnlab.reports.viewer"},
     # the commands (reproduce, analyze, construct) sit above every library layer, below the command line
-    "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.estimates",
+    "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.ledger", "attnlab.config",
+                         "attnlab.estimates",
                          "attnlab.terminal", "attnlab.results", "attnlab.reports.viewer", "attnlab.ops", "attnlab.nn",
                          "attnlab.data", "attnlab.tasks", "attnlab.training", "attnlab.analysis", "attnlab.pretrained",
                          "attnlab.registry", "attnlab.bench", "attnlab.runs", "attnlab.sweeps", "attnlab.reports"},
