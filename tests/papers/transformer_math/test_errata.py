@@ -39,9 +39,9 @@ def _record(slug: str, kind: str, where: str):
 
 def test_every_record_is_registered_once_in_text_order_of_sections():
     assert [e.id for e in all_errata(["transformer-math"])] == [e.id for e in ERRATA]
-    assert len(BY_ID) == len(ERRATA) == 34
+    assert len(BY_ID) == len(ERRATA) == 37
     sections = [e.where.split(",")[0].split(" ")[0] for e in ERRATA]
-    assert sections[:3] == ["§1.1"] * 3 and sections[-1] == "§3.1.2"
+    assert sections[:4] == ["§1.1"] * 3 + ["§1.1.1"] and sections[-1] == "§3.1.2"
 
 
 # ---- corrected records --------------------------------------------------------------------------------------
@@ -104,6 +104,17 @@ def test_search_space_length():
     V, n, n_out = ["a", "b", "c"], 4, 2  # a source of 4 tokens, a target of 2
     assert len(list(itertools.product(V, repeat=n_out))) == len(V) ** n_out != len(V) ** n
     assert "|V|^{n'}" in e.correct
+
+
+def test_context_vector_range():
+    e = _record("context-vector-range", "notation", "§1.1.1")
+    text = _text()
+    assert "k = 1, \\dots, n$$" in text and "\\sum_{i=1}^m a_{t,i}s_i" in text  # weights over n, a sum to m
+    g = torch.Generator().manual_seed(3)
+    n, m = 6, 4
+    a = torch.softmax(torch.randn(n, generator=g, dtype=torch.float64), 0)
+    assert float(a.sum()) == pytest.approx(1.0) and float(a[:m].sum()) < 1.0  # a sum to m != n drops weight
+    assert "sum_{i=1}^n" in e.correct
 
 
 # ---- §1.2 ---------------------------------------------------------------------------------------------------
@@ -263,6 +274,16 @@ def test_cross_attention_projections():
     assert "W_k" in e.correct and "no parameters" in e.witness
 
 
+# ---- §2.1.3 -------------------------------------------------------------------------------------------------
+def test_eq17_value_shape():
+    e = _record("eq17-value-shape", "notation", "§2.1.3, eq. (17)")
+    n, k, k_ = 10, 4, 3
+    F, V = torch.randn(k_, n), torch.randn(n, k)
+    P = torch.softmax(torch.randn(n, k_), -1)
+    assert (F @ V).shape == (k_, k) and (P @ (F @ V)).shape == (n, k)
+    assert "k' x k" in e.correct
+
+
 # ---- §3 -----------------------------------------------------------------------------------------------------
 def test_geometric_qk_shapes():
     e = _record("geometric-qk-shapes", "notation", "§3")
@@ -274,3 +295,15 @@ def test_geometric_qk_shapes():
     assert ((W_q @ Xc) @ (W_k @ Xc).T).shape == (d, d)  # not the n x n matrix Q K^T
     assert ((X @ W_q) @ (X @ W_k).T).shape == (n, n)
     assert "X W_q (X W_k)^T" in e.correct
+
+
+def test_attends_index():
+    e = _record("attends-index", "typo", "§3")
+    g = torch.Generator().manual_seed(4)
+    q, keys, v = (torch.randn(3, 5, generator=g, dtype=torch.float64) for _ in range(3))
+    w = torch.softmax(q @ keys.T, -1)  # eq. (18) with f = exp(<q, k>): row j of the weights is q_j's
+    o = w @ v
+    q2 = q.clone()
+    q2[1] += 1.0  # another query changes
+    assert torch.allclose((torch.softmax(q2 @ keys.T, -1) @ v)[0], o[0])  # o_0 depends on q_0 alone
+    assert "q_j" in e.correct

@@ -29,6 +29,11 @@ ERRATA: tuple[TextError, ...] = (
         f"{_P}.search-space-length", "§1.1, decoding", "The total amount of feasible solution is |V|^n",
         "|V|^{n'}: the target y* has length n' (n is the source's length)", TEXT, "typo",
         "§1.1 writes y* = (y*_1, ..., y*_n') and the product over t = 1..n'", "yes"),
+    TextError(
+        f"{_P}.context-vector-range", "§1.1.1, the context vector", "c_t = a_{t,1} s_1 + ... + a_{t,m} s_m = "
+        "sum_{i=1}^m a_{t,i} s_i", "c_t = sum_{i=1}^n a_{t,i} s_i over the n encoder states s_1, ..., s_n that the "
+        "weights a_{t,k}, k = 1, ..., n, are defined on", TEXT, "notation",
+        "the weights a_{t,k} sum to 1 over k = 1..n; m is defined nowhere in §1.1.1", "yes"),
     # ---- §1.2 -------------------------------------------------------------------------------
     TextError(
         f"{_P}.pe-complex-form", "§1.2.1, after eq. (1)", "f(t)^(i) = e^{i t / w_k}",
@@ -162,6 +167,12 @@ ERRATA: tuple[TextError, ...] = (
         "||P~ w^T - P w^T||; the Johnson-Lindenstrauss lemma; P = D_A^{-1} exp(A) (rows normalised); O(n^2)",
         TEXT, "typo", "eq. (16) as printed compares a matrix with itself; exp(A) D_A^{-1} normalises columns",
         "yes", check="transformer-math.efficient-attention-error"),
+    TextError(
+        f"{_P}.eq17-value-shape", "§2.1.3, eq. (17)", "F_i V^(i) is k' x d",
+        "k' x k: V^(i) is n x k in the text's notation (its next sentence projects K and V into k' x k layers)",
+        "the text (copies Linformer's k x d, where Linformer's d is its head width)", "notation",
+        "F_i in R^{k' x n} times V^(i) in R^{n x k} is k' x k; the head's output, n x k' times k' x k, is n x k",
+        "yes"),
     # ---- §3 ---------------------------------------------------------------------------------
     TextError(
         f"{_P}.geometric-qk-shapes", "§3, the geometric reading of Q K^T", "Q K^T is W_q X . (W_k X)^T",
@@ -169,6 +180,10 @@ ERRATA: tuple[TextError, ...] = (
         "as columns)", TEXT, "notation",
         "X in R^{n x d}, W_q in R^{d x d}: W_q X is undefined for n != d; with tokens as columns (X in R^{d x n}) "
         "W_q X (W_k X)^T is d x d, not the n x n matrix Q K^T", "yes"),
+    TextError(
+        f"{_P}.attends-index", "§3, the geometric reading of eq. (18)", "now if, for example, q_i attends mostly "
+        "k_1, then o_j ~ (1/C) <q_j, k_1> g(v_1)", "if q_j attends mostly k_1: the output o_j belongs to the query "
+        "q_j", TEXT, "typo", "o_j depends on q_j alone among the queries (eq. 18); q_i is another query's", "yes"),
     # ---- §3.1 -------------------------------------------------------------------------------
     TextError(
         f"{_P}.most-heads-diagonal", "§3.1, Figs. 11-12", "Most of the heads show a diagonal structure",
