@@ -15,13 +15,17 @@ def results():
 
 
 def test_jl_random_projection(results):
+    """The slope -1/2 cannot fail (E||R^T R w - w||^2 is exactly proportional to 1/k'), so it is no longer
+    judged (issue 33); what is judged is attnlab's own reading of what survives of eq. (16): for values with a
+    non-zero mean the relative error stays below the JL eps at every k' (role own, holds)."""
     jl = results["transformer-math.jl-random-projection"]
-    assert jl.verdict == "reproduced", jl.error
+    assert jl.verdict == "holds", jl.error
     m = jl.check
-    assert abs(m.measured + 0.5) <= 0.1 and m.tolerance == 0.1 and m.threshold == -0.5 and m.relation == "±"
+    assert (m.role, m.group, m.anchor, jl.claim.anchor) == ("own", "own", "", "")
+    assert (m.relation, m.threshold) == ("<=", 1.0) and m.measured == m.values["max_rms_over_jl"] <= 1.0
     v = m.values
-    assert v["k_values"] == [8, 16, 32, 64, 128] and v["slope"] == m.measured
-    assert v["max_rms_over_jl"] <= 1.0  # every RMS error below its JL bound sqrt(8 ln(n+1) / k')
+    assert v["k_values"] == [8, 16, 32, 64, 128]
+    assert abs(v["slope"] + 0.5) <= 0.1  # reported, not judged
     assert v["rms_errors"] == sorted(v["rms_errors"], reverse=True)
 
 
@@ -38,6 +42,7 @@ def test_relative_error_for_any_w_differs(results):
     r = results["transformer-math.lowrank-relative-error"]
     m = r.check
     assert m.verdict == "differs" and m.role == "text" and (m.relation, m.threshold) == (">=", 0.5)
+    assert (m.anchor, m.erratum) == ("transformer-math.eq16", "transformer-math.eq16-any-w") and m.falsifier
     by_n = m.values["by_n"]
     assert m.measured == by_n["2048"]["share_below_1"] == 0.0
     assert 1.2 < by_n["256"]["mean_relative_error"] < by_n["2048"]["mean_relative_error"]

@@ -9,6 +9,7 @@ def test_pe_shift_linear():
     assert r.verdict == "reproduced", r.error
     m = r.check
     assert m.threshold == 1e-9 and m.relation == "<="
+    assert m.anchor == "transformer-math.pe-shift-linear" and m.falsifier
     assert 0 < m.measured < 1e-11  # rounding of w_k t in float64, far below the tolerance
     assert m.values["dims"] == [16, 512] and m.values["max_error"] == m.measured
     assert m.values["shifts"][:4] == [1, 7, 64, 511] and len(m.values["shifts"]) == 7

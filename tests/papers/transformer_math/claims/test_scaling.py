@@ -16,6 +16,7 @@ def test_dot_product_variance_claim(seed):
     r = c.run(seed)
     assert r.error is None and r.verdict == "reproduced", r.check.detail if r.check else r.error
     m = r.check
+    assert m.anchor == "transformer-math.dot-products-grow" and m.falsifier
     # tolerance = 4 relative standard errors at d = 16, N = 2^14
     assert m.threshold == pytest.approx(4 * math.sqrt((2 + 6 / 16) / 2 ** 14), rel=FLOAT64)
     assert 0 <= m.measured <= m.threshold

@@ -24,7 +24,9 @@ def test_dot_product_scaling_tiny(storable):
     assert s["entropy_raw"][-1] < s["entropy_raw"][0] and s["entropy_scaled"][-1] <= math.log(7)
     assert s["jacobian_norm_raw"][-1] < s["jacobian_norm_scaled"][-1]
     assert [c.verdict for c in res.summary] == ["reproduced"] * 4
-    assert all(c.role == "text" and c.where == "§1.2.3" for c in res.summary)
+    assert all(c.role == "text" and c.where == "§1.2.3" and c.falsifier for c in res.summary)
+    assert [c.anchor.split(".")[1] for c in res.summary] == [
+        "dot-products-grow", "rescale-dot-products", "largest-input-dominates", "rescale-dot-products"]
 
 
 def test_presets_fill_the_config():

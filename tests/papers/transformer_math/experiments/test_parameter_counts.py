@@ -14,6 +14,9 @@ def test_parameter_counts(storable):
     assert rows["GPT-1"]["paper_value"] == 117e6 and rows["GPT-3"]["paper_value"] == 175e9
     for c in res.summary:
         assert c.verdict == "reproduced" and c.where == "§2, Table 1"  # every row within 5%
+    # each row checks its own row of Table 1 (ledger: table-1-gpt1, ...)
+    assert [c.anchor for c in res.summary] == [f"transformer-math.table-1-{m}" for m in
+                                               ("gpt1", "bert", "gpt2", "gpt3", "lamda", "minerva")]
     for r in rows.values():
         if r["computed"] is not None:
             assert r["rel_error"] == pytest.approx(abs(r["computed"] - r["paper_value"]) / r["paper_value"])

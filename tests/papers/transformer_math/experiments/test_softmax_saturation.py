@@ -28,6 +28,7 @@ def test_softmax_saturation_tiny(tmp_path, storable):
         assert c["max_prob"][-1] > 0.95
         assert c["jacobian_norm"][-1] == pytest.approx(c["one_hot_limit"][-1], rel=1e-6)
     assert {c.verdict for c in res.summary} == {"reproduced", "sanity"}
+    assert {c.anchor for c in res.summary if c.verdict == "reproduced"} == {"transformer-math.large-inputs-saturate"}
     assert [m["n"] for m in rd.read_metrics()] == [3, 7]
 
 

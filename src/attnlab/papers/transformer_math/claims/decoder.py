@@ -1,4 +1,5 @@
-"""Claim about the masked decoder (math-behind-transformers §1.2.5, eq. 10)."""
+"""A check of attnlab's masked decoder (math-behind-transformers §1.2.5, eq. 10): a test of attnlab's
+code, since the text's mask makes every decoder causal by its definition."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from attnlab.registry import claim
 @claim(
     "transformer-math.decoder-causal",
     where="§1.2.5, eq. (10)",
-    statement="the masked decoder's output at position i does not depend on target positions j > i",
+    statement="attnlab's masked decoder (EncoderDecoder, post- and pre-LN): its output at position i does not "
+              "depend on target positions j > i",
     paper_value="exactly 0 (mask of -inf above the diagonal)",
 )
 def _decoder_causal(seed: int) -> Check:
     """max over j > i of N_ij = ||d y_i / d x_j||_F must be exactly 0, and min over j <= i
     must be > 1e-6 (the check is not vacuous: otherwise the measured value is NaN, a fail), for a
-    post-LN and a pre-LN model. attnlab's decoder built from the text: a construction."""
+    post-LN and a pre-LN model. Eq. (10)'s mask makes this hold for every input: the row tests
+    attnlab's decoder, not the text (sanity)."""
     g = torch.Generator().manual_seed(seed)
     worst_future, least_past = 0.0, float("inf")
     for norm_position in ("post", "pre"):
@@ -41,4 +44,4 @@ def _decoder_causal(seed: int) -> Check:
               "d_model": 6, "n_heads": 3, "n_layers": 2, "n_src": 5, "n_tgt": 7,
               "norm_positions": ["post", "pre"]}
     measured = worst_future if least_past > 1e-6 else float("nan")
-    return equals(measured, 0.0, detail, values, role="construction")
+    return equals(measured, 0.0, detail, values, role="sanity")

@@ -1,7 +1,9 @@
-"""Claims about the head roles of §3.1.1 (positional, syntactic and rare-token heads, after the
-text's [12], Voita et al. 2019): the detectors of the literature label hand-built maps of each
-type as they should (:mod:`attnlab.analysis.heads`). The detectors are attnlab's realisation of the
-literature's rules, so each claim is a construction: a wrong label is attnlab's bug."""
+"""Sanity checks of attnlab's head-role detectors (:mod:`attnlab.analysis.heads`), which §3.1.1's
+positional, syntactic and rare-token heads (after the text's [12], Voita et al. 2019) are compared
+with: the rules of Clark et al. (2019), Kovaleva et al. (2019), Voita et al. (2019) and
+TransformerLens label hand-built maps of each type as they should. The taxonomies are other papers'
+and the maps are built to carry each pattern, so a wrong label is attnlab's bug: each claim tests
+attnlab's code, not the text (sanity)."""
 
 from __future__ import annotations
 
@@ -49,10 +51,10 @@ def _columns(n: int, keys: list[int]) -> Tensor:
 
 @claim(
     "transformer-math.head-roles-clark-voita",
-    where="§3.1.1 (positional, syntactic, rare-token heads; [12])",
-    statement="Clark et al.'s thresholds (entropy > 3.8 nats, > 0.5 on the previous/next token, > 0.6 on "
-              "[CLS]/[SEP]/punctuation) and Voita et al.'s rules (argmax at offset -1/+1 in >= 90% of rows; "
-              "argmax on the rarest token) label built previous, next, broad, special-token, self and "
+    where="not in the text: Clark et al. (2019) and Voita et al. (2019), the text's [12] (§3.1.1)",
+    statement="attnlab's detectors of Clark et al.'s thresholds (entropy > 3.8 nats, > 0.5 on the previous/next "
+              "token, > 0.6 on [CLS]/[SEP]/punctuation) and Voita et al.'s rules (argmax at offset -1/+1 in >= 90% "
+              "of rows; argmax on the rarest token) label built previous, next, broad, special-token, self and "
               "rare-token maps, bidirectional and causal, exactly as built",
     paper_value="positional, syntactic and rare-token heads (Figure 12)",
 )
@@ -94,14 +96,15 @@ def _roles_clark_voita(seed: int) -> Check:
                         "rare_argmax": v.rare_argmax.item()}
     return at_most(wrong, 0, f"{len(maps) - wrong}/{len(maps)} maps labelled as built (n={n}, noise {NOISE}); broad "
                    f"map entropy {values['broad']['entropy']:.2f} > 3.8 nats",
-                   values={"wrong": wrong, "maps": values, "n": n, "noise": NOISE}, role="construction")
+                   values={"wrong": wrong, "maps": values, "n": n, "noise": NOISE}, role="sanity")
 
 
 @claim(
     "transformer-math.head-roles-kovaleva",
-    where="§3.1.1 (\"diagonal structure\", \"stress on a specific token\", Figures 11-12)",
-    statement="Kovaleva et al.'s five patterns by template fit (mass on [CLS]/[SEP] columns, on the "
-              "tridiagonal, on both, within the sentence; 0.6 to decide): built vertical, diagonal, "
+    where="not in the text: Kovaleva et al. (2019), beside §3.1's \"diagonal structure\" and \"stress on a "
+          "specific token\"",
+    statement="attnlab's detector of Kovaleva et al.'s five patterns by template fit (mass on [CLS]/[SEP] "
+              "columns, on the tridiagonal, on both, within the sentence; 0.6 to decide): built vertical, diagonal, "
               "vertical+diagonal, block and heterogeneous maps of a two-sentence input get their own label",
     paper_value="vertical, diagonal, vertical+diagonal, block, heterogeneous (hand labels + CNN)",
 )
@@ -130,14 +133,14 @@ def _roles_kovaleva(seed: int) -> Check:
                    + ", ".join(f"{t} {v:.2f}" for t, v in scores["heterogeneous"].items()),
                    values={"wrong": wrong, "labels": dict(zip(names, got)), "scores": scores,
                            "chance": {t: out.chance[t][0].item() for t in out.chance}, "n": n},
-                   role="construction")
+                   role="sanity")
 
 
 @claim(
     "transformer-math.head-roles-patterns",
-    where="§3.1.1 (heads that attend the previous token or a repeated one)",
-    statement="TransformerLens-style previous-token, duplicate-token and induction scores, 'mul' and 'abs', "
-              "causal and bidirectional, with and without exclude_bos: each built head scores highest on its "
+    where="not in the text: TransformerLens' detect_head, beside §3.1.1's positional heads",
+    statement="attnlab's TransformerLens-style previous-token, duplicate-token and induction scores, 'mul' and "
+              "'abs', causal and bidirectional, with and without exclude_bos: each built head scores highest on its "
               "own pattern; a perfect causal previous-token head scores 1 here and (n-1)/n, 1-1/n under "
               "TransformerLens' own convention",
     paper_value="TransformerLens' detect_head (causal models only)",
@@ -179,4 +182,4 @@ def _roles_patterns(seed: int) -> Check:
                    f"token head: {ours[0]:.3f}/{ours[1]:.3f} here, {tl[0]:.3f}/{tl[1]:.3f} TransformerLens",
                    values={"wrong": wrong, "scores": values, "perfect_previous": {"attnlab": ours,
                                                                                   "transformerlens": tl}, "n": n},
-                   role="construction")
+                   role="sanity")

@@ -3,7 +3,8 @@ X = band + sparse error, what its existence-and-uniqueness argument gets right a
 permutation step, and exact fits of Sigma_1, Sigma_2, Sigma_3 beside baselines.
 
 The text's statements (X convex, the projection unique) are checked as the text states them and
-differ where they fail; attnlab's projection, assignment and fits are constructions."""
+differ where they fail; attnlab's projection, assignment and fits are tested against brute force and
+linear programs: tests of attnlab's code (sanity), not of the text."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def _random_members(n: int, band: torch.Tensor, eps: float, s: int | None, count
 @claim(
     "transformer-math.head-projection-exact",
     where="§3.1.2, eqs. (21)-(22)",
-    statement="the L1 projection onto X = {band B + E, |e_ij| <= eps, at most s nonzeros} is x = h on the "
+    statement="attnlab's L1 projection onto X = {band B + E, |e_ij| <= eps, at most s nonzeros} is x = h on the "
               "band, clip(h, -eps, eps) on the s off-band entries of largest min(|h|, eps), 0 elsewhere: its "
               "distance equals a linear program (over every support on tiny sizes) and no sampled member of X "
               "is closer",
@@ -81,7 +82,8 @@ def _random_members(n: int, band: torch.Tensor, eps: float, s: int | None, count
 def _projection_exact(seed: int) -> Check:
     """Three checks, worst gap reported: closed form vs LP (box case, n = 5, w = 1); vs the minimum of
     one LP per support |S| <= s (n = 4, w = 1, s = 2: 22 supports); and closed form minus the best of
-    3000 sampled members (n = 11, w = 1, s = 6, half of them perturbations of the minimiser)."""
+    3000 sampled members (n = 11, w = 1, s = 6, half of them perturbations of the minimiser). The text gives
+    no formula: this tests attnlab's closed form (sanity)."""
     g = torch.Generator().manual_seed(seed)
     eps = 0.02 + 0.1 * torch.rand(1, generator=g).item()
     H = random_attention(5, seed=seed)
@@ -105,7 +107,7 @@ def _projection_exact(seed: int) -> Check:
     worst = max(lp_box, lp_sparse, gap) if feasible else float("inf")  # an infeasible sample proves nothing
     detail = (f"|closed - LP| {lp_box:.1e} (box, n=5), {lp_sparse:.1e} (22 supports, n=4, s=2); closed - best of "
               f"3000 members {gap:.3f} (n=11, s=6); eps={eps:.3f}")
-    return at_most(worst, LP_TOL, detail, role="construction", values={
+    return at_most(worst, LP_TOL, detail, role="sanity", values={
         "lp_box_gap": lp_box, "lp_supports_gap": lp_sparse, "closed_minus_best_sample": gap, "eps": eps,
         "distance_n11": float(proj.distance), "best_sampled_n11": sampled_min, "samples": 3000})
 
@@ -116,6 +118,9 @@ def _projection_exact(seed: int) -> Check:
     statement="the solution of eq. (21) is unique (\"existence and uniqueness of the solution\", via Theorem "
               "3.1), with E~ sparse: at most s nonzero errors",
     paper_value="unique",
+    anchor="transformer-math.existence-uniqueness",
+    falsifier="every pair of minimisers of (21) equal (|X1 - X2| = 0) on the 3 x 3 and random 7 x 7 maps",
+    erratum="transformer-math.uniqueness",
 )
 def _projection_unique(seed: int) -> Check:
     """The smallest |X1 - X2| over the text-sized counterexample (3 x 3) and a random map (n = 7), each
@@ -145,6 +150,9 @@ def _projection_unique(seed: int) -> Check:
     statement="X = {band B + sparse error E, |e_ij| <= eps} is convex: the midpoint of two members is a "
               "member (\"sum of error matrices ... is an error matrix\"), with E sparse: at most s nonzeros",
     paper_value="X convex",
+    anchor="transformer-math.x-convex",
+    falsifier="every one of 200 midpoints of two members of X (s = 4 nonzero errors each) inside X",
+    erratum="transformer-math.x-convex",
 )
 def _set_convex(seed: int) -> Check:
     """200 random pairs of members of X(n = 13, w = 2, eps = 0.05, s = 4): the share whose midpoint is
@@ -171,6 +179,9 @@ def _set_convex(seed: int) -> Check:
     statement="the solution of eq. (21) is unique when E~ is read as a box |e_ij| <= eps (no sparsity "
               "budget), and sharply so: |H - X| = |H - X~| + |X - X~| for every member X of the box set",
     paper_value="unique (claimed via Theorem 3.1, which needs a Hilbert norm)",
+    anchor="transformer-math.existence-uniqueness",
+    falsifier="a member X of the box set with |H - X| != |H - X~| + |X - X~| beyond 1e-12 (then a second "
+              "minimiser may exist)",
 )
 def _projection_unique_box(seed: int) -> Check:
     """max over 2000 random members X (n = 9, w = 1, eps random) of | |H - X| - |H - X~| - |X - X~| |; the
@@ -195,14 +206,15 @@ def _projection_unique_box(seed: int) -> Check:
 @claim(
     "transformer-math.head-permutation-assignment",
     where="§3.1.2 (\"up to a proper permutation of rows\")",
-    statement="the best permutation of rows before projecting onto X is found exactly: as an assignment problem "
+    statement="attnlab's best permutation of rows before projecting onto X is found exactly: as an assignment problem "
               "when the cost separates (no budget, or s = 0), and with a certificate from assignments otherwise; "
               "it equals the minimum over all 7! = 5040 permutations",
     paper_value="a proper permutation (no method given)",
 )
 def _permutation_assignment(seed: int) -> Check:
     """A Sigma_2 band with its rows shuffled, plus noise (n = 7, w = 1, eps = 0.05): |assignment - brute force|
-    for s = None, 0, 2, 4, rows and columns, the certified path without falling back to enumeration."""
+    for s = None, 0, 2, 4, rows and columns, the certified path without falling back to enumeration. The text
+    names no method: this tests attnlab's assignment (sanity)."""
     n, eps = 7, 0.05
     g = torch.Generator().manual_seed(seed)
     P = sigma2(n, 1, 1, 0.3, seed=seed)[torch.randperm(n, generator=g)]
@@ -221,7 +233,7 @@ def _permutation_assignment(seed: int) -> Check:
     r = rows["rows_sNone"]
     return at_most(measured, 1e-12, f"max |assignment - min over 5040 permutations| over s in (inf, 0, 2, 4), "
                    f"rows and columns; box case {r['assignment']:.3f} vs {r['unpermuted']:.3f} unpermuted",
-                   role="construction", values={"max_gap": worst, "uncertified": uncertified, "cases": rows, "n": n})
+                   role="sanity", values={"max_gap": worst, "uncertified": uncertified, "cases": rows, "n": n})
 
 
 def _sigma3_members(n: int) -> Tensor:
@@ -242,14 +254,15 @@ def _sigma3_members(n: int) -> Tensor:
 @claim(
     "transformer-math.head-sigma-fits-exact",
     where="§3.1.2, eqs. (19)-(20), Sigma_1, Sigma_2(w), Sigma_3(T, W)",
-    statement="the fits of the shifted identity, a permutation, Sigma_2 (bandwidths and dropout pattern) and "
+    statement="attnlab's fits of the shifted identity, a permutation, Sigma_2 (bandwidths and dropout pattern) and "
               "Sigma_3 (rare-token blocks) to a map, with a box error eps, equal the minimum over every member "
               "of each family (n = 5), without random search",
     paper_value="random search over drawn members (the author's code)",
 )
 def _sigma_fits_exact(seed: int) -> Check:
     """|fit - brute force| for each family on H = 0.5 Sigma_3 + 0.5 random (n = 5, eps = 0.02): shifts
-    |k| <= 2, all 120 permutations, all 2^14 dropout patterns of the w <= 2 band, all Sigma_3 members."""
+    |k| <= 2, all 120 permutations, all 2^14 dropout patterns of the w <= 2 band, all Sigma_3 members. attnlab's
+    fits against enumeration (sanity); the rank of the Sigma_3 fit is the witness of errata permutation-matrix."""
     n, eps = 5, 0.02
     g = torch.Generator().manual_seed(seed)
     t = int(torch.randint(1, n - 1, (1,), generator=g))
@@ -275,7 +288,7 @@ def _sigma_fits_exact(seed: int) -> Check:
     worst = max(gaps.values())
     rank = int(torch.linalg.matrix_rank(fit3.P))
     return at_most(worst, 1e-12, f"max |fit - brute force| over 4 families; Sigma_3 fit {fit3.params['blocks']} "
-                   f"(planted token {t}, width 3), rank {rank} < n = {n}: not a permutation", role="construction",
+                   f"(planted token {t}, width 3), rank {rank} < n = {n}: not a permutation", role="sanity",
                    values={"gaps": gaps, "sigma2": fit2.params, "sigma3_blocks": fit3.params["blocks"],
                            "planted_token": t, "sigma3_members": len(members), "dropout_patterns": len(masks),
                            "sigma3_fit_rank": rank, "n": n})
@@ -283,8 +296,8 @@ def _sigma_fits_exact(seed: int) -> Check:
 
 @claim(
     "transformer-math.head-structure-baselines",
-    where="§3.1.2; the author's validation tables (16 x 16 crops)",
-    statement="on 16 x 16 maps built from each family plus 15% random attention the exact fit of the planted "
+    where="§3.1.2 (the families); the author's validation tables are in the thesis's notebook, not the text",
+    statement="attnlab's exact fits: on 16 x 16 maps built from each family plus 15% random attention the exact fit of the planted "
               "family recovers its parameters and lies at most half as far (normalised by 2n) as the same fit "
               "of uniform or random attention",
     paper_value="random-search L1 distances 15.7-21.1 of 32 (w = 3) and 20.0-22.6 (w = 10), no baseline",
@@ -292,7 +305,8 @@ def _sigma_fits_exact(seed: int) -> Check:
 def _structure_baselines(seed: int) -> Check:
     """Planted: previous-token shift (k = -1), Sigma_2(1, 2) with dropout 0.3, Sigma_3 with one rare token
     of window 9; H = 0.85 P + 0.15 R. Measured: the largest ratio of the planted family's normalised distance
-    to the smaller of its uniform and random baselines; parameters recovered (values)."""
+    to the smaller of its uniform and random baselines; parameters recovered (values). A test of attnlab's fits
+    on maps built for them (sanity)."""
     n, eps = 16, 0.02
     g = torch.Generator().manual_seed(seed)
     R = random_attention(n, seed=seed, batch=(3,))
@@ -315,6 +329,6 @@ def _structure_baselines(seed: int) -> Check:
     values["uniform_16x16"] = {k: f.normalized * 2 * n for k, f in u.fits.items()}
     detail = (f"worst ratio to the baseline {worst:.2f}, {recovered}/3 parameter sets recovered; uniform attention "
               f"scores {values['uniform_16x16']['sigma2']:.1f} of 32 on Sigma_2(w<=3), inside the author's 15.7-21.1")
-    return at_most(measured, 0.5, detail, role="construction", values={"ratios": ratios, "recovered": recovered, **values,
+    return at_most(measured, 0.5, detail, role="sanity", values={"ratios": ratios, "recovered": recovered, **values,
                                                   "normalizer": max_l1_distance(n)})
 

@@ -1,5 +1,6 @@
 """Claims about linear attention, math text §2.1.2 (eq. 13-15, the causal form, the
-first-order Taylor example) and FAVOR+ random features (Performer)."""
+first-order Taylor example), and a sanity check of attnlab's FAVOR+ random features (Performer's,
+not in the text)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ def _elu_kernel(q: Tensor, k: Tensor) -> Tensor:
     statement="phi(Q_i)^T sum_j phi(K_j)V_j^T / phi(Q_i)^T sum_j phi(K_j) equals the kernel form "
     "sum_j sim(Q_i,K_j)V_j / sum_j sim(Q_i,K_j), also causally (chunked, prefix-sum and recurrent)",
     paper_value="exact identity (associativity)",
+    anchor="transformer-math.linear-associativity",
+    falsifier="a factorised form more than 1e-12 away from the kernel form sum_j sim(Q_i,K_j)V_j / sum_j "
+              "sim(Q_i,K_j) (float64), non-causal or causal",
 )
 def _forms_agree(seed: int) -> Check:
     g = torch.Generator().manual_seed(seed)
@@ -59,6 +63,9 @@ def _forms_agree(seed: int) -> Check:
     "sum_j (1 + q^_i^T sum_j k^_j) V_j / sum_j (1 + q^_i^T k^_j), i.e. the linear attention with "
     "phi(x) = [1, x/|x|]",
     paper_value="the first printed display (the second leaves q^_i^T k^_j V_j outside the sum over j)",
+    anchor="transformer-math.taylor-display",
+    falsifier="the printed display within 1e-12 of the Taylor feature-map form (phi(x) = [1, x/|x|]) at every row",
+    erratum="transformer-math.taylor-display",
 )
 def _taylor_identity(seed: int) -> Check:
     """The text's first display against the Taylor feature-map form it should equal (float64, n = 29):
@@ -81,8 +88,8 @@ def _taylor_identity(seed: int) -> Check:
 
 @claim(
     "transformer-math.favor-unbiased",
-    where="§2.1.2 (kernel sim(q, k) = phi(q).phi(k)); Performer's FAVOR+",
-    statement="with phi(x) = exp(w^T x' - |x'|^2/2)/sqrt(m), x' = x d^(-1/4), w ~ N(0, I) "
+    where="not in the text (§2.1.2 names no feature map): Performer's FAVOR+ (Choromanski et al. 2021)",
+    statement="attnlab's FAVOR+ features: with phi(x) = exp(w^T x' - |x'|^2/2)/sqrt(m), x' = x d^(-1/4), w ~ N(0, I) "
     "(orthogonal blocks), phi(q).phi(k) is an unbiased estimate of exp(q.k/sqrt(d))",
     paper_value="E[phi(q).phi(k)] = exp(q.k/sqrt(d))",
 )
@@ -91,7 +98,8 @@ def _favor_unbiased(seed: int) -> Check:
     estimate is compared with exp(q.k/sqrt(d)). Tolerance 4 standard errors of the mean
     (SE = sample std / sqrt(R), from the same draws): a correct estimator fails with
     probability ~6e-5 per pair. Reported: the pair with the largest |error| / SE. The text
-    names no feature map beyond phi; FAVOR+ is attnlab's: a construction."""
+    names no feature map beyond phi; FAVOR+ and its unbiasedness are Performer's (a proven lemma), so
+    the row tests attnlab's implementation of it: a sanity check."""
     g = torch.Generator().manual_seed(seed)
     d, m, R = 16, 32, 2000
     W = gaussian_features(d, m, generator=g, orthogonal=True, batch=(R,))  # (R, m, d)
@@ -113,4 +121,4 @@ def _favor_unbiased(seed: int) -> Check:
               "mean_estimate": est[i].mean().item(), "relative_se": rel_se[i].item(), "standard_errors": 4,
               "single_draw_relative_std": est[i].std().item() / exact[i].item(),
               "relative_errors": rel_err.tolist()}
-    return at_most(rel_err[i].item(), 4 * rel_se[i].item(), detail, values, role="construction")
+    return at_most(rel_err[i].item(), 4 * rel_se[i].item(), detail, values, role="sanity")

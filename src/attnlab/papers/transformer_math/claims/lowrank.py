@@ -22,26 +22,27 @@ import torch
 
 from attnlab.analysis.approximation import projection_action_errors, random_attention_and_values
 from attnlab.analysis.logit_scaling import loglog_slope
-from attnlab.checks import Check, at_least, at_most, compare, near
+from attnlab.checks import Check, at_least, at_most, compare
 from attnlab.ops.lowrank import best_rank_k, linformer_attention, linformer_projections, random_projection_weights
 from attnlab.registry import claim
 
 
 @claim(
     "transformer-math.jl-random-projection",
-    where="§2.1.3, eq. (16) and Lemma 2.1",
-    statement="the random projection P R^T R (R k' x n, N(0, 1/k')) approximates P w with an error that "
-              "falls like 1/sqrt(k'); for values with mean 1 (w ~ N(1, 1)) the relative error also stays "
-              "below the JL bound sqrt(8 ln(m) / k')",
-    paper_value="error ~ 1/sqrt(k') (slope -1/2); eps = sqrt(8 ln m / k')",
+    where="§2.1.3, eq. (16) and Lemma 2.1 (what survives of eq. (16): errata transformer-math.eq16-any-w)",
+    statement="attnlab's reading of eq. (16): for values with a non-zero mean (w ~ N(1, 1)) the relative error "
+              "of the random projection P R^T R (R k' x n, N(0, 1/k')) stays below the JL eps = sqrt(8 ln(m) / k') "
+              "at every k'; the error falls like 1/sqrt(k')",
+    paper_value="eps = sqrt(8 ln m / k') (Lemma 2.1's dimension); the text prints no rate",
 )
 def _jl_random_projection(seed: int) -> Check:
-    """Slope of log(RMS error over 96 draws) against log k', k' = 8..128, n = 256.
+    """Largest ratio of the RMS relative error (96 draws) to eps = sqrt(8 ln m / k'), k' = 8..128, n = 256,
+    m = n + 1 points (the rows p_i and w); <= 1 is attnlab's statement of what survives of eq. (16) for values
+    with a non-zero mean (zero-mean values break it: transformer-math.lowrank-relative-error).
 
-    m = n + 1 points (the rows p_i and w). E||R^T R w - w||^2 is exactly
-    proportional to 1/k' for Gaussian R, so the RMS error has slope -1/2; the
-    fit over nested draws has a standard error of about 0.02. Where the largest RMS error
-    exceeds the JL bound the statement is judged on that ratio (required <= 1: it differs).
+    The slope of log(RMS error) against log k' is reported (values), not judged: E||R^T R w - w||^2 is exactly
+    proportional to 1/k' for Gaussian R, so the slope is -1/2 for every P and w (a row that cannot fail); the
+    text states no rate either.
     """
     g = torch.Generator().manual_seed(seed)
     n, d, k_values, draws = 256, 16, [8, 16, 32, 64, 128], 96
@@ -53,12 +54,11 @@ def _jl_random_projection(seed: int) -> Check:
     worst = max(r / b for r, b in zip(rms, jl))
     detail = (f"n={n}, d={d}, w ~ N(1,1), {draws} draws; RMS error at k'={k_values}: "
               + ", ".join(f"{r:.3f}" for r in rms)
-              + f"; largest RMS error / JL bound = {worst:.2f} (must be <= 1)")
+              + f"; largest RMS error / JL eps = {worst:.2f} (must be <= 1); log-log slope {slope:.3f} "
+              "(-1/2 for every P and w: not judged)")
     values = {"n": n, "d": d, "draws": draws, "k_values": k_values, "rms_errors": rms, "jl_bounds": jl,
               "max_rms_over_jl": worst, "slope": slope}
-    if worst > 1.0:  # the text's bound does not hold: a disagreement with the text, not attnlab's bug
-        return at_most(worst, 1.0, detail, values, quantity="largest RMS error / JL bound")
-    return near(slope, -0.5, 0.1, detail, values)
+    return at_most(worst, 1.0, detail, values, quantity="largest RMS relative error / JL eps, w ~ N(1, 1)", role="own")
 
 
 @claim(
@@ -104,6 +104,9 @@ def _svd_optimal(seed: int) -> Check:
     statement="Pr(||P~ w - P w|| < eps ||P w||) > 1 - o(1) for any values vector w, with P~ = P R^T R and "
               "k' = 8 ln(n) / eps^2 (Lemma 2.1's dimension); here eps = 1: the relative error stays below 100%",
     paper_value="> 1 - o(1) for any w",
+    anchor="transformer-math.eq16",
+    falsifier="at least half of the draws with relative error below eps = 1 at n = 2048 (zero-mean w)",
+    erratum="transformer-math.eq16-any-w",
 )
 def _lowrank_relative_error(seed: int) -> Check:
     """Zero-mean values w ~ N(0, 1), logits of unit variance, 64 query rows, k' = ceil(8 ln n) at

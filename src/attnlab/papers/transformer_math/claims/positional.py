@@ -14,6 +14,8 @@ from attnlab.registry import claim
     where="§1.2.1, eq. (1)",
     statement="for every shift s, PE(t+s) = M_s PE(t) with one fixed linear map M_s for all positions t",
     paper_value="exact identity (M_s block-diagonal 2x2 rotations)",
+    anchor="transformer-math.pe-shift-linear",
+    falsifier="max |PE(t+s) - M_s PE(t)| above 1e-9 for a shift s: no fixed linear map takes position t to t + s",
 )
 def _pe_shift_linear(seed: int) -> Check:
     # A few fixed shifts and a few drawn from the seed.

@@ -19,6 +19,9 @@ SLOPE_TOLERANCE = 0.05
     where="§1.2.3",
     statement="for q, k with i.i.d. N(0,1) entries Var(q.k) grows like d, and dividing by sqrt(d) keeps it near 1",
     paper_value="dot products grow with d; 1/sqrt(d_k) rescales them",
+    anchor="transformer-math.dot-products-grow",
+    falsifier="Var(q.k)/d more than 4 standard errors from 1 at some d, or a log-log slope of Var(q.k) against d "
+              "outside 1 +- 0.05 (dot products that do not grow like d)",
 )
 def _dot_product_variance(seed: int) -> Check:
     """max_d |Var(q.k)/d - 1| over d in DIMS, against 4 relative standard errors.

@@ -18,6 +18,8 @@ from attnlab.registry import claim
     where="§1.2.3, eq. (8)",
     statement="the Jacobian of softmax is diag(s) - s s^T",
     paper_value="J_ii = s_i(1-s_i), J_ik = -s_i s_k",
+    anchor="transformer-math.softmax-jacobian",
+    falsifier="autograd's Jacobian of softmax more than 1e-14 away from diag(s) - s s^T at some logits (float64)",
 )
 def _jacobian_formula(seed: int) -> Check:
     g = torch.Generator().manual_seed(seed)
@@ -34,6 +36,8 @@ def _jacobian_formula(seed: int) -> Check:
     where="§1.2.3, eq. (9)",
     statement="the softmax Jacobian is zero at one-hot outputs and vanishes exponentially as the logits are scaled up",
     paper_value="J = 0 at one-hot s",
+    anchor="transformer-math.jacobian-zero-one-hot",
+    falsifier="a nonzero Jacobian at a one-hot s, or ||J(tz)||_F above 4(n-1)e^{-t gap} at some scale t",
 )
 def _jacobian_vanishes(seed: int) -> Check:
     """||J(t z)||_F <= 4 (n - 1) exp(-t g), g = gap between the two largest z.

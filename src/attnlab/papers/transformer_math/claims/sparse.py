@@ -31,11 +31,13 @@ def _graphs(n: int, causal: bool) -> dict[str, Tensor]:
 @claim(
     "transformer-math.sparse-fast-path-exact",
     where="§2.1.1, eq. (11)",
-    statement="attention restricted to N(i) computed on the gathered neighbours only equals the dense "
+    statement="attnlab's sparse attention, computed on the gathered neighbours N(i) only, equals its dense "
     "masked softmax, for BigBird, Longformer and windowed graphs, causal or not",
     paper_value="exact (eq. 11 reduces to eq. 5 with a mask)",
 )
 def _fast_path_exact(seed: int) -> Check:
+    """attnlab's gather path (graph_attention, the banded window) against its dense masked path: two code
+    paths of attnlab that must agree for every input, so a sanity check, not a test of the text."""
     g = torch.Generator().manual_seed(seed)
     n, worst, where = 37, 0.0, ""
     q, k, v = (torch.randn(2, 3, n, 8, generator=g, dtype=torch.float64) for _ in range(3))
@@ -49,7 +51,7 @@ def _fast_path_exact(seed: int) -> Check:
         dense = sliding_window_attention(q, k, v, 7, dilation=2, causal=causal, backend="dense").output
         worst, where = max((worst, where), ((banded - dense).abs().max().item(), "banded window"))
     return at_most(worst, 1e-12, f"max |gather - dense masked|, float64, n={n}, B=2, H=3; worst: {where}",
-                   {"max_error": worst, "worst_graph": where, "n": n, "batch": 2, "heads": 3}, role="construction")
+                   {"max_error": worst, "worst_graph": where, "n": n, "batch": 2, "heads": 3}, role="sanity")
 
 
 @claim(
@@ -58,6 +60,8 @@ def _fast_path_exact(seed: int) -> Check:
     statement="with g >= 1 global tokens every BigBird or Longformer graph joins any two tokens "
     "by a directed path of at most 2 edges",
     paper_value="<= 2 hops",
+    anchor="transformer-math.global-connects-pairs",
+    falsifier="two tokens more than 2 edges apart in a BigBird or Longformer graph with a global token",
 )
 def _two_hop(seed: int) -> Check:
     g = torch.Generator().manual_seed(seed)

@@ -1,6 +1,7 @@
 """Claims of §3.1 measured on the thesis's own attention maps (8 heads of its one-layer translation
 model, :mod:`attnlab.papers.transformer_math.thesis_maps`): the like-for-like comparison with the
-text's figures and with the thesis's distance table.
+text's figures, and (attnlab's own statement: the text prints no distances) with the distance table of
+the thesis's notebook.
 
 Without the maps file each claim is inconclusive and says where it looked.
 """
@@ -11,6 +12,7 @@ from typing import Callable
 
 from attnlab.checks import Check
 from attnlab.papers.transformer_math.thesis_maps import (
+    THESIS_ANCHORS,
     THESIS_CLAIMS,
     diagonal_check,
     distance_check,
@@ -23,7 +25,8 @@ from attnlab.registry import claim
 def _register(name: str, build: Callable[..., Check]) -> None:
     where, statement, paper_value = THESIS_CLAIMS[name]
 
-    @claim(f"transformer-math.{name}", where=where, statement=statement, paper_value=paper_value)
+    @claim(f"transformer-math.{name}", where=where, statement=statement, paper_value=paper_value,
+           **THESIS_ANCHORS[name])
     def check(seed: int) -> Check:
         return build(*thesis_fits())
 

@@ -13,11 +13,14 @@ from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import Check, above, at_most, below, near
+from attnlab.checks import NO_ERROR, Check, above, at_most, below, near
 from attnlab.results import PALETTE, ExperimentResult, Figure, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.dot-product-scaling"
+GROW = "transformer-math.dot-products-grow"  # "the larger the dimension d ..., the larger the dot products"
+RESCALE = "transformer-math.rescale-dot-products"  # "the vanishing gradient ... necessary to rescale"
+DOMINATES = "transformer-math.largest-input-dominates"  # "the more the largest input dominates the output"
 _DIMS = tuple(2 ** k for k in range(2, 11))  # 4, 8, ..., 1024
 TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
 # Fitted to both presets measured in one process on 2 idle cores (copy traffic measured at 30 GB/s there):
@@ -119,15 +122,22 @@ def _summary(cfg: DotProductConfig, var: dict[str, list], soft: dict[str, list],
     prob = soft["max_prob_raw"][-1] / soft["max_prob_scaled"][-1]
     summary = [
         near(slope, 1.0, cfg.slope_tolerance, f"d = {dims[0]}..{dims[-1]}", quantity="log-log slope of Var(q.k) "
-             "against d", where=where, paper_value="grows with d"),
+             "against d", where=where, paper_value="grows with d", anchor=GROW,
+             falsifier=f"a slope outside 1 +- {cfg.slope_tolerance:g}: dot products that do not grow like d",
+             erratum=NO_ERROR),
         at_most(deviation, tol, f"N = {cfg.n_samples_variance} samples per d; tolerance {cfg.n_standard_errors:g} "
                 "standard errors", quantity="max over d of |Var(q.k / sqrt(d)) - 1|", where=where,
-                paper_value="1/sqrt(d) rescales"),
+                paper_value="1/sqrt(d) rescales", anchor=RESCALE,
+                falsifier=f"Var(q.k / sqrt(d)) more than {cfg.n_standard_errors:g} standard errors from 1 at some d: "
+                          "the scale would not undo the growth", erratum=NO_ERROR),
         above(prob, 1, f"{soft['max_prob_raw'][-1]:.3f} / {soft['max_prob_scaled'][-1]:.3f}; {cfg.n_keys} keys",
               quantity=f"max softmax probability at d={dims[-1]}: unscaled / scaled", where=where,
-              paper_value="saturates without 1/sqrt(d)"),
+              paper_value="saturates without 1/sqrt(d)", anchor=DOMINATES,
+              falsifier="the unscaled logits' largest probability no larger than the scaled ones' (ratio <= 1)",
+              erratum=NO_ERROR),
         below(ratio, 1, f"{cfg.n_keys} keys, {cfg.n_samples_softmax} queries", quantity=f"E||J_s|| at d={dims[-1]}: "
-              "unscaled / scaled", where=where, paper_value="vanishing gradient without 1/sqrt(d)"),
+              "unscaled / scaled", where=where, paper_value="vanishing gradient without 1/sqrt(d)", anchor=RESCALE,
+              falsifier="the unscaled softmax Jacobian no smaller than the scaled one (ratio >= 1)", erratum=NO_ERROR),
     ]
     return summary
 
@@ -167,4 +177,4 @@ def _figures(cfg: DotProductConfig, var: dict[str, list], soft: dict[str, list])
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3: Var(q.k) = d, and 1/sqrt(d) keeps the softmax of attention logits unsaturated",
-                    DotProductConfig, run_dot_product_scaling))
+                    DotProductConfig, run_dot_product_scaling, anchors=(GROW, RESCALE, DOMINATES)))

@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from attnlab.config import RunConfig, check_number, param
 from attnlab.papers.transformer_math.table1 import table1_rows
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import at_most, info
+from attnlab.checks import NO_ERROR, at_most, info
 from attnlab.results import ExperimentResult, Table, bar_figure
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.parameter-counts"
+ANCHORS = {model: f"transformer-math.table-1-{model.lower().replace('-', '')}" for model in
+           ("GPT-1", "BERT", "GPT-2", "GPT-3", "LaMDA", "Minerva")}
+"""Table 1's row of each model (ledger.toml: table-1-gpt1, table-1-bert, ...)."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,10 @@ def run_parameter_counts(cfg: ParameterCountsConfig, run_dir=None) -> Experiment
         else:
             summary.append(at_most(rel, cfg.rel_tol, f"computed {computed:,}; " + r.get("note", ""), quantity=q,
                                    paper_value=r["paper_value"], where="§2, Table 1",
-                                   values={"computed": computed, "paper": r["paper_value"]}))
+                                   values={"computed": computed, "paper": r["paper_value"]},
+                                   anchor=ANCHORS[r["model"]], erratum=NO_ERROR,
+                                   falsifier=f"a count computed from {r['model']}'s published architecture more than "
+                                             f"{cfg.rel_tol:.0%} away from Table 1's"))
         table_rows.append([r["model"], r["release"], r["paper_value"], computed, rel, r.get("note", "")])
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": r["model"], "computed": computed, "rel_error": rel})
     known = [r for r in rows if r.get("computed") is not None]
@@ -56,4 +62,4 @@ def run_parameter_counts(cfg: ParameterCountsConfig, run_dir=None) -> Experiment
 
 
 register_experiment(Experiment(EXPERIMENT_ID, "Table 1: parameter counts of six LLMs, paper vs computed from hyper-parameters",
-                    ParameterCountsConfig, run_parameter_counts))
+                    ParameterCountsConfig, run_parameter_counts, anchors=tuple(ANCHORS.values())))

@@ -45,7 +45,7 @@ from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
 from attnlab.papers.transformer_math.scaling_model import CopyAttention, Measurement, measure
 from attnlab.registry import Experiment, SweepPlan, register_experiment
-from attnlab.checks import Bound, Check, above, below, compare, info
+from attnlab.checks import NO_ERROR, Bound, Check, above, below, compare, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Series, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 from attnlab.tasks import copy_batch
@@ -384,13 +384,16 @@ def aggregate(rows: list[dict]) -> ExperimentResult:
 
 
 WHERE = "§1.2.3 (\"it leads to more stable gradients\")"
+STABLE = "transformer-math.scale-stable-gradients"  # "it leads to more stable gradients"
+SATURATE = "transformer-math.large-inputs-saturate"  # "for large inputs ... resemble the values in (9)"
+RESCALE = "transformer-math.rescale-dot-products"  # "the vanishing gradient ... necessary to rescale"
 
 
 def _summary(dims: Sequence[int], stats: dict[str, VariantStats], reached: dict[str, list[int]],
              groups: dict[int, list[SweepRun]], steps: int, thr: float) -> list[Check]:
     """The text's three effects at the largest d_head, as ratios unscaled / scaled of the means
     over seeds, and whether every scaled run learned within the budget (attnlab's task and
-    training must be learnable: a construction).
+    training must be learnable: a sanity check of attnlab's setup).
 
     A run that never reaches the threshold counts steps + 1, a lower bound; a mean over such runs
     is one too. With every scaled run exact, unscaled / scaled is then a lower bound (it decides
@@ -410,15 +413,22 @@ def _summary(dims: Sequence[int], stats: dict[str, VariantStats], reached: dict[
     runs = sum(len(g) for g in groups.values())
     return [
         below(ent, 1, quantity=f"initial attention entropy at d_head={d}: unscaled / scaled", where=WHERE,
-              paper_value="softmax saturates without 1/sqrt(k)", detail=f"mean over {K} seeds"),
+              paper_value="softmax saturates without 1/sqrt(k)", detail=f"mean over {K} seeds", anchor=SATURATE,
+              falsifier="the unscaled model's initial attention entropy no lower than the scaled one's (ratio >= 1)",
+              erratum=NO_ERROR),
         below(grad, 1, quantity=f"initial ||dl/dz|| at d_head={d}: unscaled / scaled", where=WHERE,
-              paper_value="gradient vanishes without 1/sqrt(k)", detail=f"mean over {K} seeds"),
+              paper_value="gradient vanishes without 1/sqrt(k)", detail=f"mean over {K} seeds", anchor=RESCALE,
+              falsifier="the unscaled model's initial gradient at the logits no smaller than the scaled one's "
+                        "(ratio >= 1)", erratum=NO_ERROR),
         above(slow, 1, quantity=f"mean steps to loss <= {thr:g} at d_head={d}: unscaled / scaled", where=WHERE,
               paper_value="more stable gradients with 1/sqrt(k)", cannot_decide=cannot,
               detail=f"unscaled reached the threshold in {reached['unscaled'][i]}/{K} seeds, scaled in "
-                     f"{reached['scaled'][i]}/{K}"),
+                     f"{reached['scaled'][i]}/{K}", anchor=STABLE,
+              falsifier="the unscaled model learning in no more steps than the scaled one (ratio <= 1)",
+              erratum=NO_ERROR),
         compare(f"scaled runs reaching loss <= {thr:g} within {steps} steps", sum(reached["scaled"]), "==", runs,
-                role="construction", where="§1.2.3", detail=f"d_head = {', '.join(map(str, dims))}"),
+                role="sanity", where="§1.2.3", detail=f"d_head = {', '.join(map(str, dims))}; attnlab's task and "
+                "training must be learnable (a check of attnlab's setup, not of the text)"),
     ]
 
 
@@ -464,4 +474,5 @@ def _figures(dims: Sequence[int], stats: dict[str, VariantStats], steps: int, th
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3 by training: steps to learn positional copy with and without 1/sqrt(d_head)",
-                    ScalingConfig, run_scaling, reproduce_sweep=reproduce_plan, aggregate=aggregate))
+                    ScalingConfig, run_scaling, reproduce_sweep=reproduce_plan, aggregate=aggregate,
+                    anchors=(STABLE, SATURATE, RESCALE)))
