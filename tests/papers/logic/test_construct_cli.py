@@ -79,3 +79,11 @@ def test_relu_const_below_threshold_is_reported_failing():
 def test_bad_settings(settings, needle):
     with pytest.raises(ConfigError, match=needle):
         construct("logic", settings)
+
+
+@pytest.mark.parametrize("solution", ["1", "1-linear", "2", "3"])
+def test_construct_check_is_sanity(solution):
+    """The built weights are attnlab's (solution 1's corrected C, the offset of 2 and 3, Y_1 = d_(X_1) in the
+    linear case): the check tests attnlab's construction, unanchored, so its verdict is sanity, not reproduced."""
+    _, _, res, _ = construct("logic", {"solution": solution, "N": "3", "M": "4"})
+    assert (res.check.role, res.check.anchor, res.verdict) == ("construction", "", "sanity")

@@ -57,6 +57,10 @@ def test_solution1_attention_plus_skip_is_eq_2_14():
     top = np.array([[1, 2, 0, 0], [0, 0, 1, 3], [0, 1, 2, 0], [0, 0, 0, 0]])
     assert np.array_equal(H[:4], top) and np.array_equal(H[4:], np.eye(4))
     assert pair_order(4)[11] == (2, 1)  # pair (3, 2) is B's twelfth row, as the text says
+    scores = w.B @ H[:, 2]  # column 3, (0, 1, 2, 0 | 0, 0, 1, 0): "only the twelth line of B ... yields five"
+    assert scores[11] == 5 and np.flatnonzero(np.maximum(scores + w.bias, 0)).tolist() == [11]
+    assert pair_order(4)[2] == (2, 2) and scores[2] == 6  # the diagonal row (3, 3), 3 e_3, gives more before its
+    # bias -8 (B is lost in the text)
 
 
 def test_solution1_with_the_texts_C_is_wrong_on_repeated_pairs():
@@ -164,3 +168,16 @@ def test_cuda_matches_cpu(solution):
     w = build(solution, q_true, 6)
     assert np.abs(forward(w, X, device="cuda") - Y).max() <= FLOAT64
     assert np.abs(forward_module(w, X, device="cuda") - Y).max() <= FLOAT64
+
+
+def test_shapes_the_text_states():
+    """The shapes of §2 and of §4's table (ledger entries solution-1-b-shape, solution-1-rows, table-v-shape,
+    table-b, shift-transpose): B is N^2 x (N + M) in solution 1 and absent in 2 and 3, v is (N + M) x (N + M),
+    and solution 2's S (v's position block) is D_-1 transposed."""
+    N, M = 3, 4
+    q_true = np.random.default_rng(0).standard_normal((N, N))
+    w1, w2, w3 = solution1(q_true, M), solution2(q_true, M), solution3(q_true, M)
+    assert w1.B.shape == (N * N, N + M) and w2.B is None and w3.B is None
+    assert all(w.v.shape == (N + M, N + M) for w in (w1, w2, w3))
+    S = w2.v[N:, N:] * w2.relu_const  # v = diag(0, S) / c
+    assert np.array_equal(S, shift_matrix(M).T)

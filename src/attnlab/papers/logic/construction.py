@@ -151,6 +151,9 @@ def construct_logic(p: LogicParams) -> ConstructionResult:
         notes.append("Y_1 = d_{X_1} (a linear read-out cannot make column 1 vanish)")
     if w.relu_const is not None:
         notes.append("offset m keeps negative q_true (the text's read-out outputs ReLU(q_true))")
+    # attnlab's weights (solution 1's corrected C, the offset m of 2 and 3, Y_1 = d_(X_1) in the linear case), on
+    # q_true ~ N(0, 1) where the text's hypotheses for 2 and 3 (q_true >= 0) do not hold: unanchored, so the
+    # check is sanity (it tests attnlab's construction, not a statement of the text)
     return ConstructionResult(
         arrays=dict(tokens=tokens, X=X, Y=Y, q_true=q_true, form=np.array(w.form), **w.arrays()), values=values,
         check=at_most(err, MAX_ERROR, f"{len(tokens)} sequences, float64", quantity="max |Y_hat - Y|",

@@ -18,8 +18,10 @@ t_2 = Tr(v^t v)/N, Q_i = sum_j q_ji, R_i = sum_j q_ji^2, r_k = (v 1)_k:
     dE/dv_kl = -2 sum_{i>=2} [ Q_i / N^2 + q_{(i-1)i} (delta_kl / N - 1/N^2)
                                - Q_i^2 r_k / N^2 - R_i (v_kl / N - r_k / N^2) ]
 
-The text writes the bracket alone as "dE[SSE]/dq_ji" (and likewise for v): that is -1/2 of
-the derivative, which has the same zeros. These are checked against autograd of the exact
+The text writes the bracket alone as "dE[SSE]/dq_ji" (and likewise for v): -1/2 of the
+derivative, the direction descent moves, with the same zeros. attnlab reads the text's
+expressions up to that constant factor (a convention, not an error: the ledger entry
+logic.gradient-q says so) and checks -2 times them against autograd of the exact
 expectation (the average over all N^M sequences) in float64.
 
 Stationary points (eq. 3.23-3.34). The text finds, besides the wanted family
@@ -99,3 +101,36 @@ def stationary_points(N: int, M: int, rng: np.random.Generator) -> dict[str, tup
     return {"solution": (shift / lam, lam * np.eye(N)), "zero": (np.zeros((M, M)), np.zeros((N, N))),
             "q=0, Tr v = 1^t v 1 = 0": (np.zeros((M, M)), v_free),
             "v=0, sum q_(i-1)i = sum Q_i = 0": (q_free, np.zeros((N, N)))}
+
+
+EQ39_CHUNK = 250  # draws held at once by eq39_terms
+
+
+def eq39_terms(N: int, sigma: float, draws: int, rng: np.random.Generator) -> tuple[float, float]:
+    """(E|blue|, E|red|): the two terms of eq. 3.9 at initialisation, over ``draws`` draws of
+    v (N x N) and of two entries q_(i-1)i, q_ji of q, all i.i.d. N(0, sigma^2) (q and v at the
+    same scale):
+
+        blue = Tr(v^t)/N - 1^t v^t 1 / N^2                                        (it lifts q_(i-1)i)
+        red  = (q_(i-1)i - q_ji) (Tr(v^t v)/N - 1^t v^t v 1 / N^2)               (it pushes it down)
+
+    Exactly, E|blue| = sigma sqrt(2/pi) sqrt(N - 1) / N and E|red| = (2 sigma / sqrt(pi)) sigma^2 (N - 1)
+    (:func:`eq39_ratio`). The text compares only 3.12 (Tr(v^t)/N) with 3.10 (Tr(v^t v)/N), without the
+    red term's factor (q_(i-1)i - q_ji), itself O(sigma) at initialisation."""
+    blue, red = [], []
+    for start in range(0, draws, EQ39_CHUNK):  # (chunk, N, N) at a time: N = 100 and 2000 draws would hold 160 MB
+        n = min(EQ39_CHUNK, draws - start)
+        v = rng.standard_normal((n, N, N)) * sigma
+        q = rng.standard_normal((n, 2)) * sigma
+        blue.append(np.trace(v, axis1=1, axis2=2) / N - v.sum(axis=(1, 2)) / N ** 2)
+        red.append((q[:, 0] - q[:, 1]) * ((v ** 2).sum(axis=(1, 2)) / N - (v.sum(axis=2) ** 2).sum(axis=1) / N ** 2))
+    return float(np.abs(np.concatenate(blue)).mean()), float(np.abs(np.concatenate(red)).mean())
+
+
+def eq39_ratio(N: int, sigma: float) -> float:
+    """E|blue| / E|red| of :func:`eq39_terms`, exactly: 1 / (sqrt 2 sigma^2 N sqrt(N - 1)).
+
+    The blue term dominates iff sigma << N^(-3/4): at sigma = 1/sqrt(P) (P parameters, P >= N^2) the
+    ratio is P / (sqrt 2 N sqrt(N - 1)) >= N / sqrt(2 (N - 1)) > 1; at sigma = N^(-3/4), an order below
+    N^(-1/2), it is sqrt(N / (N - 1)) / sqrt 2 < 1 for every N >= 3."""
+    return 1.0 / (np.sqrt(2.0) * sigma ** 2 * N * np.sqrt(N - 1.0))

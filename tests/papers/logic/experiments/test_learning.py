@@ -76,10 +76,19 @@ def test_run_tiny(storable):
     assert all(f.title.strip() for f in res.figures)
     # every summary row is a derived check; none is a bug, and the reduced problem decides nothing of the text's
     assert not any(isinstance(c, LegacyCheck) for c in res.summary)
-    assert all(c.verdict in ("reproduced", "differs", "inconclusive", "info") for c in res.summary)
+    assert all(c.verdict in ("reproduced", "differs", "inconclusive", "sanity", "info") for c in res.summary)
     assert all(c.where.startswith("§") for c in res.summary)
-    hb = res.check("hand-built solutions")
-    assert hb.role == "construction" and hb.verdict == "reproduced" and hb.measured < 1e-20
+    # the hand-built solutions are attnlab's corrected weights in the model without its LayerNorm: not a
+    # reproduction of the text but a check of attnlab's code (issue 33; it was an anchorless "reproduced")
+    hb = res.check("attnlab's hand-built solutions")
+    assert (hb.role, hb.verdict, hb.anchor) == ("sanity", "sanity", "") and hb.measured < 1e-20
+    assert "LayerNorm" in hb.quantity and "corrected C" in hb.detail
+    # the §4.2 statements are anchored; a differs among them would be a measured statement with no text error
+    anchored = {c.quantity.split(":")[0]: c.anchor for c in res.summary if c.anchor}
+    assert sorted(set(anchored.values())) == ["logic.combination", "logic.fig1-scaled-qtrue", "logic.flavour-best",
+                                              "logic.lean-1-3-better"]
+    assert all(c.erratum == "none" and c.falsifier for c in res.summary if c.anchor)
+    assert [c.role for c in res.summary if not c.anchor] == ["sanity", "info", "info"]
     fig1 = res.check("system 2: centred |corr|")
     assert fig1.verdict == "inconclusive" and "reduced problem" in fig1.cannot_decide
     assert fig1.values["seeds"] == 3 and len(fig1.values["per_seed"]) == 3

@@ -45,7 +45,10 @@ def _tables(seed: int) -> tuple[np.ndarray, np.ndarray]:
                  "the canonical solution v_i(i-1) = 1, v_ij = 0 otherwise, q = q_true (up to the scale q -> c q, "
                  "v -> v / c) and the family v_ii != 0, q = q_true + a(t) with a(t) = -v_ii q_true(t,t) / (1 + v_ii), "
                  "all with the same output Y_hat = Y",
-       paper_value="q = q_true + a(t), a(t) = -v_ii q_true(t,t) / (1 + v_ii), 0 = a(t) + v_ii q(t,t)")
+       paper_value="q = q_true + a(t), a(t) = -v_ii q_true(t,t) / (1 + v_ii), 0 = a(t) + v_ii q(t,t)",
+       anchor="logic.category-family",
+       falsifier="fewer than 24 of 32 descents ending with E[SSE] <= 1e-6 within 1e-2 of the family (descent "
+                 "stopping at a zero outside it)")
 def _category_descent(seed: int) -> Check:
     """Measured: the fraction of 32 gradient-descent starts ending with E[SSE] <= 1e-6 within 1e-2 of the
     text's family (family_distance: the scale-free gap in v and q); the text's statement holds if >= 0.75
@@ -85,13 +88,14 @@ def _category_descent(seed: int) -> Check:
 
 
 @claim("logic.category-degenerate", where="§3.3 (Delta Q != 0), §3.3.1",
-       statement="the argument excludes a degenerate q_true: sum_{j != i} v_ij = 0 (eq. 3.60) is possible only if "
-                 "q_true(r, t) depends on t alone (Delta Q(q_true) = 0), which the text rejects as no application; "
-                 "for such a q_true the intended family is not what gradient descent ends at",
+       statement="attnlab's statement about the q_true the text excludes (q_true(r, t) = g(t), Delta Q(q_true) = 0: "
+                 "'not the case in any application'): there gradient descent does not end in the family "
+                 "q = q_true + a(t) of §3.3, though most starts reach zero loss elsewhere (v = I, q = q_true is a "
+                 "global minimum with sum_{j != i} v_ij = 0)",
        paper_value="excluded: 'not the case in any application'")
 def _category_degenerate(seed: int) -> Check:
     """Measured: the fraction of 32 starts ending within 1e-2 of the intended family for q_true(r, t) = g(t);
-    the exclusion is needed if <= 0.25. Values: Delta Q(q_true) (0), the fraction reaching E[SSE] <= 1e-6 (a
+    attnlab's statement holds if <= 0.25 (the text states nothing about such a q_true: it excludes it). Values: Delta Q(q_true) (0), the fraction reaching E[SSE] <= 1e-6 (a
     zero-loss point, not the intended one), E[SSE] and gradient at v = I, q = q_true (sum_{j != i} v_ij = 0,
     v_i(i-1) = 0: a global minimum for g(t)) and at the same point for the generic q_true of the seed (not a
     zero, as the text says)."""
@@ -109,8 +113,9 @@ def _category_degenerate(seed: int) -> Check:
               f"{r.delta_Q.min():.1e}.."
               f"{r.delta_Q.max():.2f}); v = I, q = q_true: E[SSE] {E0:.1e}, |grad| {grad0:.1e} "
               f"(generic q_true: {E1:.3f}, {grad1:.3f})")
-    return at_most(in_family, MAX_DEGENERATE_FRACTION, detail,
-                   {"in_family": in_family, "zero_loss_fraction": zero_loss, "delta_Q_true": dq,
+    return at_most(in_family, MAX_DEGENERATE_FRACTION, detail, role="own",
+                   quantity="fraction of 32 descents ending in the family, for q_true(r, t) = g(t)",
+                   values={"in_family": in_family, "zero_loss_fraction": zero_loss, "delta_Q_true": dq,
                     "degenerate_point_loss": E0, "degenerate_point_grad": grad0,
                     "generic_point_loss": E1, "generic_point_grad": grad1})
 
@@ -118,7 +123,9 @@ def _category_degenerate(seed: int) -> Check:
 @claim("logic.category-stationary", where="§3.3.1",
        statement="with sum_{j != i} v_ij = 0 there is no zero of the gradient except the trivial one where all the "
                  "v_ij and all the q(r, t) are 0",
-       paper_value="only the trivial point")
+       paper_value="only the trivial point", anchor="logic.category-trivial-zero",
+       falsifier="a zero of the gradient with v = 0 (so sum_{j != i} v_ij = 0) and max |q| above 1e-12",
+       erratum="logic.trivial-zero")
 def _category_stationary(seed: int) -> Check:
     """Measured: the smallest max |q| over three zeros of the gradient with v = 0 (so sum_{j != i} v_ij = 0):
     q drawn at random in the codimension-3 subspace of :func:`category_attention.v_zero_stationary`, for the

@@ -37,7 +37,9 @@ def diagonal_identity_gap(q_true: np.ndarray, tokens: np.ndarray, c: float) -> f
 @claim("logic.equivalence", where="§2.3.1, eq. 2.29-2.32",
        statement="diag(S X_C^t A_2 X_C) = 1 ReLU(100 X_C + A_2^t X_C D_-1 - 100) column by column, so "
                  "solutions 2 and 3 give the same output on every input",
-       paper_value="identical")
+       paper_value="identical", anchor="logic.equivalence",
+       falsifier="a sequence among all 4^5 and 3^6 where the two sides of the identity (computed apart) or the "
+                 "outputs of solutions 2 and 3 differ by more than 1e-12")
 def _equivalence(seed: int) -> Check:
     """Measured: the larger of the identity's gap and max |Y_2 - Y_3| over all sequences (<= 1e-12)."""
     rng = np.random.default_rng(seed)

@@ -106,7 +106,9 @@ def threshold_errors(seed: int) -> ThresholdErrors:
 @claim("logic.relu-constant", where="§2.2, after eq. 2.21; §2.3, end",
        statement="the constant of the ReLU read-out (the text's 100) simply needs to be larger than all values of "
                  "q_true, for q_true >= 0 (the read-out clips negative targets: logic.solution-2)",
-       paper_value="100, 'larger than all values of q_true'")
+       paper_value="100, 'larger than all values of q_true'", anchor="logic.relu-constant",
+       falsifier="an error above 1e-12 of solution 2 or 3 with the text's read-out at c = max q_true on a table "
+                 "q_true >= 0, over all 4^5 sequences")
 def _relu_constant(seed: int) -> Check:
     """Measured: the largest error of solutions 2 and 3 with the text's read-out at c = max q_true on a table
     q_true >= 0 (<= 1e-12: the condition suffices); the detail shows it is also needed (a leak >= delta just

@@ -25,7 +25,9 @@ COND_TOL, EXACT_TOL = 0.05, 1e-12
 @claim("logic.softmax-descent", where="§3.2, eq. 3.35",
        statement="with softmax (q_ji >= 0, sum_j q_ji = 1) gradient descent on E[SSE] cannot get stuck and finds "
                  "v = I, q_(i-1)i = 1, q_ji = 0 otherwise",
-       paper_value="the only minimum; reached from any start")
+       paper_value="the only minimum; reached from any start", anchor="logic.softmax-finds-solution",
+       falsifier="fewer than 29 of 32 random starts within 0.05 of (D_-1, I) with E[SSE] <= 1e-3 after 2000 steps "
+                 "(a start stuck elsewhere)")
 def _softmax_descent(seed: int) -> Check:
     """Measured: the fraction of the 32 starts within 0.05 (max entry) of (D_-1, I) with E[SSE] <= 1e-3
     after 2000 steps (>= 0.9). Values: the rate, median distance(1000) / distance(2000), sqrt 2 for the
@@ -48,7 +50,9 @@ def _softmax_descent(seed: int) -> Check:
 @claim("logic.softmax-stationary", where="§3.2 (with eq. 3.22, 3.23, 3.26)",
        statement="under the constraint the q-gradient is colinear with (1, ..., 1) per column, Delta q = 1/Delta v, "
                  "the rows of v have mean 1/N, and this forces Delta q = Delta v = 1",
-       paper_value="Delta q = Delta v = 1, v = I")
+       paper_value="Delta q = Delta v = 1, v = I", anchor="logic.softmax-only-minimum",
+       falsifier="an end point of the 32 descents whose q-gradient is not colinear with (1, ..., 1) per column, or "
+                 "with Delta q Delta v, Delta q or Delta v farther than 0.05 from 1")
 def _softmax_stationary(seed: int) -> Check:
     """Measured: the largest of (q-gradient spread within a column, |Delta q Delta v - 1|, |Delta q - 1|,
     |Delta v - 1|) over the 32 end points of the descent (<= 0.05, shrinking like t^(-1/2)). Values: the row

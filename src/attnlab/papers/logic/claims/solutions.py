@@ -78,7 +78,10 @@ def _fmt(per: dict) -> str:
        statement="q = (0 | 2 D_-1), k = (0 | I_M), v = diag(I_N, 0), B with N^2 rows, bias and C = (q_true(1,1), "
                  "q_true(2,2), ..., q_true(4,3)) give Y = C ReLU(B(ATTENTION_*^t + X) + bias) = (0, q(X_1, X_2), ..., "
                  "q(X_{M-1}, X_M))",
-       paper_value="exact")
+       paper_value="exact", anchor="logic.solution-1",
+       falsifier="a sequence among all 3^6, all 4^5 and 10,000 at N = 10, M = 50 whose output differs from "
+                 "(0, q(X_1, X_2), ..., q(X_{M-1}, X_M)) by more than 1e-12",
+       erratum="logic.solution1-repeated-pairs")
 def _solution1(seed: int) -> Check:
     """The text's C (eq. 2.11, C_ab = q_true(a, b) on every hidden unit, B's rows 2 e_a + e_b with bias -4, and
     -8 on the diagonal rows): wrong whenever X_{i-1} = X_i (errata: logic.solution1-repeated-pairs). Values:
@@ -92,7 +95,9 @@ def _solution1(seed: int) -> Check:
 @claim("logic.solution-1-linear", where="§2.1, eq. 2.13",
        statement="for q_true(a, b) = base d_a + d_b (the two-digit number at base 10), q = (0 | base D_-1) with no B "
                  "and no ReLU gives Y_i = C (ATTENTION_*^t + X)_i, C = (d | 0), for i = 2..M",
-       paper_value="exact (base 10, digits 0..9)")
+       paper_value="exact (base 10, digits 0..9)", anchor="logic.solution-1-linear",
+       falsifier="an entry i >= 2 of some sequence among all 3^6, all 4^5 and 10,000 at N = 10, M = 50 whose output "
+                 "differs from base d_(X_{i-1}) + d_(X_i) by more than 1e-12")
 def _linear(seed: int) -> Check:
     """Random digits d ~ N(0, 1), base N; the error over i >= 2. Entry 1 of the output is d_{X_1}, not the 0 of
     the text's (0, Y_2, ..., Y_M) (errata: logic.linear-first-entry): its largest |value| is in the values."""
@@ -114,7 +119,10 @@ def _read_out_claim(solution: str, seed: int) -> Check:
 @claim("logic.solution-2", where="§2.2, eq. 2.16-2.21",
        statement="k^t q = diag(A_2, 0) with A_2 = q_true (any functional into R), v = diag(0, S), skip and "
                  "ReLU with bias -100 read the diagonal of S X_C^t A_2 X_C: Y_i = q(X_{i-1}, X_i)",
-       paper_value="exact")
+       paper_value="exact", anchor="logic.solution-2",
+       falsifier="a sequence among all 3^6, all 4^5 and 10,000 at N = 10, M = 50 whose output differs from "
+                 "(0, q(X_1, X_2), ..., q(X_{M-1}, X_M)) by more than 1e-12 for a table q_true ~ N(0, 1)",
+       erratum="logic.negative-targets")
 def _solution2(seed: int) -> Check:
     """The text's read-out (constant 100, no offset) on q_true ~ N(0, 1): it outputs ReLU(q_true) (errata:
     logic.negative-targets). Values: the same on q_true >= 0 (exact) and with the offset m (exact)."""
@@ -124,7 +132,10 @@ def _solution2(seed: int) -> Check:
 @claim("logic.solution-3", where="§2.3, eq. 2.27-2.32",
        statement="k^t q = diag(0, D_-1), v = diag(A_2^t, 0), skip and ReLU give Y = 1 ReLU(100 X_C + A_2^t X_C D_-1 "
                  "- 100) = (0, q(X_1, X_2), ..., q(X_{M-1}, X_M)) for any functional q_true into R",
-       paper_value="exact")
+       paper_value="exact", anchor="logic.solution-3",
+       falsifier="a sequence among all 3^6, all 4^5 and 10,000 at N = 10, M = 50 whose output differs from "
+                 "(0, q(X_1, X_2), ..., q(X_{M-1}, X_M)) by more than 1e-12 for a table q_true ~ N(0, 1)",
+       erratum="logic.negative-targets")
 def _solution3(seed: int) -> Check:
     """As solution 2 (the same read-out, the same clipping of negative targets)."""
     return _read_out_claim("3", seed)
