@@ -21,3 +21,20 @@ def test_the_printed_map_sign_is_measured_by_a_claim_that_differs():
     assert sign.kind == "typo" and sign.survives == "yes" and sign.check == "memorization.proposition3-reduction"
     (claim,) = [c for c in all_claims() if c.id == sign.check]
     assert claim.run(0).verdict == "differs"
+
+
+def test_b2_record_quotes_the_index_where_the_text_has_it():
+    """App. B.2 writes E^(t)T theta_delta^(t+T'): the stray T' is on theta's example index, not on the row
+    of Z''_a,delta (the old record misquoted it as [Z''_a,delta]_{t+T'})."""
+    (b2,) = [e for e in ERRATA if e.id == "memorization.b2-row-index"]
+    assert "theta_delta^(t+T')" in b2.says and "]_{t+T'}" not in b2.says
+    assert "theta_delta^(t)" in b2.correct and "example t + T'" in b2.witness
+
+
+def test_no_record_for_the_induction_rows_which_the_proof_chooses():
+    """App. B's induction step picks the fresh rows among those dependent on the first rank Z' rows, so
+    they lie in the row space of Z'_a by choice: the old record 'induction-row-space' described attnlab's
+    fixed blocks of examples, not an omission of the text."""
+    assert "memorization.induction-row-space" not in {e.id for e in ERRATA}
+    assert "memorization.induction-row-space" not in {e.id for e in all_errata(["memorization"])}
+
