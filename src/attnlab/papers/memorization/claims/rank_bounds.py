@@ -108,4 +108,6 @@ def _proposition4(seed: int) -> Check:
         f"max |e' - e~| {gap:.1e}; Kruskal rank by enumeration, independence at sigma_min > 1e-10 sigma_max"),
         values={"T": T, "n": n, "d": d, "kruskal_rank_before": before, "kruskal_rank_after": after,
                 "assumption2_before": a2_before, "min_context_rank_after": ctx_rank, "assumption3": a3,
-                "max_gap_to_assumption3_vectors": gap})
+                "max_gap_to_assumption3_vectors": gap},
+        cannot_decide="" if a2_before and a3 else "the drawn data do not satisfy Proposition 4's hypotheses "
+                                                   "(Assumptions 2 and 3)")
