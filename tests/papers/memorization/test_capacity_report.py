@@ -7,6 +7,7 @@ import math
 from attnlab.checks import Bound
 from attnlab.papers.memorization.capacity_cells import Cell
 from attnlab.papers.memorization.capacity_report import (
+    another_model,
     bound_info_row,
     bound_rows,
     largest_T,
@@ -18,6 +19,8 @@ from attnlab.papers.memorization.experiments.capacity_vs_heads import CapacityCo
 from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig
 from tolerances import FLOAT64
 
+TEXT = dict(anchor="memorization.fig2-observed")  # a judged row checks a sentence of the text
+
 
 def test_panel_and_rows_by_hand(panel_cells):
     cfg = HeadSizeConfig(d=8, n=4, H=2, d_h_grid=(2, 4, 8, 16), T_factors=(1.0,), steps=20, warmup=0)
@@ -27,21 +30,23 @@ def test_panel_and_rows_by_hand(panel_cells):
     assert p["points"] == [[2, 4, 2], [2, 4, 4], [2, 4, 8], [2, 4, 16]]
     # least squares of T* on d_h: slope sum((v - 7.5)(t - 11)) / sum((v - 7.5)^2) = 86 / 115
     assert abs(p["fit"]["slope"] - 86 / 115) < FLOAT64
-    mono = monotone_row(p)
+    mono = monotone_row(p, **TEXT)
     assert (mono.verdict, mono.measured, mono.criterion) == ("reproduced", 0, "== 0")
-    down = monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]})
+    down = monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}, **TEXT)
     assert down.verdict == "differs" and down.measured == 1  # one adjacent decrease: 10 -> 9
+    assert (down.anchor, down.erratum) == ("memorization.fig2-observed", "none") and down.falsifier
     info = monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}, judged=False)
     assert (info.verdict, info.criterion, info.measured) == ("info", "", 1)
     bound = bound_info_row(p)
     assert bound.verdict == "info" and bound.measured == "3, 7, 7, 7"
     r2 = r2_row(p, judged=False)
     assert r2.verdict == "info" and abs(r2.measured - p["fit"]["r2"]) < 1e-15
-    judged = r2_row(p)
+    judged = r2_row(p, anchor="memorization.fig2a-r2")
     assert judged.relation == ">=" and judged.threshold == 0.98 and judged.paper_value == ">= 0.98"
+    assert (judged.role, judged.anchor, judged.erratum) == ("text", "memorization.fig2a-r2", "none")
     # T* = 4, 10, 14, 16 on d_h = 2, 4, 8, 16: R^2 = 0.7656 (numpy.polyfit), below 0.98
     assert abs(p["fit"]["r2"] - 0.7656314699792961) < FLOAT64 and judged.verdict == "differs"
-    assert r2_row({**p, "values": [2, 4]}) is None  # a line through two points says nothing
+    assert r2_row({**p, "values": [2, 4]}, **TEXT) is None  # a line through two points says nothing
 
 
 def _heads_cells(best: dict[int, int], n: int = 4) -> list[Cell]:
@@ -65,18 +70,35 @@ def test_a_memorized_grid_top_is_a_lower_bound_and_blocks_the_fit():
     assert Ts[:2] == [4, 7] and isinstance(Ts[2], Bound) and str(Ts[2]) == ">= 26"
     assert math.isnan(p["fit"]["r2"])  # no fit over a censored point
     rows = bound_rows(cfg, p, 1)
-    assert [r.verdict for r in rows] == ["reproduced"] * 3
+    # gradient descent against Theorem 1's existence bound: attnlab's own statement, not the text's
+    assert [(r.role, r.verdict, r.anchor) for r in rows] == [("own", "holds", "")] * 3
     assert rows[2].measured_text == ">= 26" and rows[2].threshold == 13
     # the old row judged R^2 of (1, 4), (2, 7), (4, 26) as a number; the censored point makes it inconclusive
-    r2 = r2_row(p)
+    r2 = r2_row(p, anchor="memorization.fig2a-r2")
     assert r2.verdict == "inconclusive" and "H" in r2.reason and ">= 26" in r2.reason
     assert "H=4: >= 26" in r2.detail
     # a censored point cannot decrease below an exact one it starts above: still decided
-    assert monotone_row(p).verdict == "reproduced"
+    assert monotone_row(p, **TEXT).verdict == "reproduced"
     # a censored T* followed by an exact one above its lower bound: it may have decreased, undecided
     cfg2 = CapacityConfig(d=8, n=4, H_grid=(1, 2, 4), T_factors=(1.0, 3.0, 6.0), steps=20, warmup=0)
     assert [max(cfg2.T_grid(H)) for H in cfg2.H_grid] == [24, 42, 78]
     p2 = panel(cfg2, _heads_cells({1: 24, 2: 30, 4: 39}), "H", cfg2.H_grid, 1)
     assert p2["censored"] == [True, False, False]
-    mono = monotone_row(p2)
+    mono = monotone_row(p2, **TEXT)
     assert mono.verdict == "inconclusive" and str(mono.measured) == "[0, 1]"
+
+
+def test_the_text_rows_of_another_model_cannot_decide():
+    """The capacity cells train eqs. (1)-(6) on the raw tokens (plain) or the authors' architecture
+    with d_v = d_h (authors), neither of them the authors' released model (d_v = 1): a row on the
+    text's Fig. 2 measured on them is inconclusive whatever it measures."""
+    cfg = CapacityConfig(d=8, n=4, H_grid=(1, 2, 4), T_factors=(1.0, 2.0), steps=20, warmup=0)
+    p = panel(cfg, _heads_cells({1: 4, 2: 7, 4: 13}), "H", cfg.H_grid, 1)
+    for model in ("plain", "authors"):
+        why = another_model(CapacityConfig(d=8, n=4, H_grid=(1,), T_factors=(1.0,), steps=20, warmup=0,
+                                           model=model))
+        assert why.startswith("another model") and "d_v = 1" in why
+        mono = monotone_row(p, **TEXT, cannot_decide=why)
+        assert (mono.outcome, mono.verdict, mono.reason) == (True, "inconclusive", why)
+        r2 = r2_row(p, anchor="memorization.fig2a-r2", cannot_decide=why)
+        assert r2.verdict == "inconclusive" and why in r2.reason

@@ -16,6 +16,7 @@ from attnlab.papers.memorization.construction import (
     build_memorizing_weights,
     check_memorization,
     construct_memorization,
+    construction_anchor,
     memorize_drawn_dataset,
 )
 from attnlab.papers.memorization.data import draw_dataset
@@ -124,6 +125,7 @@ def test_assumption1_failure_falls_back_to_remark1():
     assert (w.r, w.bound, w.bound_name) == (3, 9, "Remark 1")
     assert any("Assumption 1 fails" in note for note in w.notes)
     assert check_memorization(w, E, e, y)["max_abs_error"] <= CONSTRUCTION_LABELS
+    assert construction_anchor(w)["anchor"] == "memorization.remark-1"  # the text's Remark 1, realised
     with pytest.raises(ConfigError, match=r"Remark 1's bound H\(r-1\)\+1 = 9"):
         build_memorizing_weights(E, np.vstack([e, e[:1] * 2]), np.vstack([y, y[:1]]), H=4, d_h=7)
 
@@ -142,6 +144,8 @@ def test_rank_deficient_context_is_named():
     w = build_memorizing_weights(E, e, y, H=3, d_h=7)
     assert w.r == 4 and any("Assumption 2 fails" in note for note in w.notes)
     assert check_memorization(w, E, e, y)["max_abs_error"] <= CONSTRUCTION_LABELS
+    # r <= rank E^(t) is attnlab's extension of Remark 1, not the text's: the check is a sanity check
+    assert construction_anchor(w) == {}
 
 
 def test_fixed_c_is_recorded():
@@ -193,6 +197,7 @@ def test_registered_construction_builds_at_the_bound():
     assert res.passed and res.criterion == "max |y_hat - y| <= 1e-08"
     assert (res.check.role, res.check.verdict, res.check.detail) == ("construction", "reproduced",
                                                                       "T = 9 examples, float64")
+    assert res.check.anchor == "memorization.theorem-1"  # Assumptions 1 and 2 hold: Theorem 1 realised
     assert res.values["T"] == res.values["bound"] == res.values["rank_Z"] == 9  # 2 (5 - 1) + 1
     assert set(res.arrays) == {"E", "e", "y", "W_Q", "W_K", "W_V", "W_O", "W_D"}
     assert res.to_dict()["max_abs_error"] <= CONSTRUCTION_LABELS and res.to_dict()["shared_context"] is True

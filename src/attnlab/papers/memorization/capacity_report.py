@@ -9,13 +9,23 @@ shows: what the paper plots (memorization, i.e. mean train accuracy, or the trai
 MSE on a log scale, against T, one curve per swept value) and T* against the swept
 value beside the bound. No maths here beyond bookkeeping: the numbers come from
 the cells and :func:`attnlab.papers.memorization.model.theorem1_bound`.
+
+Which rows speak for the text. Theorem 1 says that weights memorizing H (min(n, d_h) - 1) + 1
+examples *exist*; it does not say that gradient descent finds them (App. A: "it is not
+guaranteed that if a memorizing solution exists, GD would be able to find it"). So the rows
+"T* >= H (min(n, d_h) - 1) + 1" are attnlab's own statement, "gradient descent reaches the
+bound" (role own: holds / refuted), never a reproduction of the theorem. The rows that compare
+with what §5.2 and the captions of Fig. 2, 4 and 5 say of the trained models (the R^2 >= 0.98
+of Fig. 2(a), "monotonically with n", ...) are anchored to those sentences
+(:mod:`attnlab.ledger`); measured on a model other than the authors' (:func:`another_model`)
+they cannot decide them and are inconclusive.
 """
 
 from __future__ import annotations
 
 import math
 
-from attnlab.checks import Bound, Censored, Check, at_least, compare, equals, info, uncensored
+from attnlab.checks import NO_ERROR, Bound, Censored, Check, at_least, compare, equals, info, uncensored
 from attnlab.papers.memorization.capacity_cells import Cell, largest_memorized, linear_fit, run_points
 from attnlab.papers.memorization.model import memorization_bound, theorem1_bound
 from attnlab.results import PALETTE, LineFigure, Series, Table, line_figure, series
@@ -24,6 +34,28 @@ PAPER_R2 = 0.98  # §5.2: R^2 of the linear fit of the non-saturated part of Fig
 SYMBOL = {"H": "H", "n": "n", "d_h": "d_h"}
 AXIS = {"H": "heads H", "n": "context size n", "d_h": "head size d_h"}
 WHERE = {"H": "§5.2, Fig. 2(a)", "n": "§5.2, Fig. 2(b)", "d_h": "§5.2, Fig. 2(c)"}
+GD_REACHES_BOUND = ("attnlab's statement, not the text's: gradient descent reaches Theorem 1's bound (the theorem "
+                    "says memorizing weights exist; App. A: GD is not guaranteed to find them)")
+
+
+def another_model(cfg) -> str:
+    """Why a row measured on ``cfg.model`` cannot decide what the text says of its trained models.
+
+    §5.2 trains "an embedding layer, positional encoding, and an Attention layer"; the authors'
+    released model has d_v = 1 per head and masks the query's own key
+    (:data:`attnlab.papers.memorization.authors_model.AUTHORS_RELEASED`). Neither model of the
+    capacity cells is that one: ``plain`` is eqs. (1)-(6) on the raw tokens with d_v = d_h, and
+    ``authors`` has the embedding and positions but d_v = d_h and the query attending to itself.
+    """
+    if cfg.model == "authors":
+        return ("another model: the authors' architecture with d_v = d_h and the query attending to itself, not "
+                "the released one (d_v = 1, the query's own key masked)")
+    return ("another model: eqs. (1)-(6) on the raw tokens with d_v = d_h, not §5.2's embedding + positional "
+            "encoding + attention as the authors released it (d_v = 1)")
+
+
+def _join(*reasons: str) -> str:
+    return "; ".join(r for r in reasons if r)
 
 
 def panel_points(swept: str, values, H: int, n: int, d_h: int) -> list[tuple[int, int, int]]:
@@ -67,16 +99,20 @@ def _where(p: dict) -> str:
 # summary rows
 # --------------------------------------------------------------------------------------
 def bound_rows(cfg, p: dict, H: int, where: str = "") -> list[Check]:
-    """Per value: T* >= H (min(n, d_h) - 1) + 1, T* censored at the grid top where it was memorized."""
+    """Per value: T* >= H (min(n, d_h) - 1) + 1, T* censored at the grid top where it was memorized.
+
+    attnlab's own statement (role own): gradient descent, on this model and within this budget,
+    reaches Theorem 1's bound. Theorem 1 is an existence statement, so a T* below the bound
+    refutes only the statement about gradient descent, never the theorem."""
     rows = []
     for v, bound, t, top in zip(p["values"], p["bound"], largest_T(p), p["grid_top"], strict=True):
         rows.append(at_least(
-            t, bound, f"{cfg.describe_training()}; T* = the largest T of the grid (up to {top}) memorized by "
-                      f"every replicate within the step budget",
+            t, bound, f"{GD_REACHES_BOUND}; {cfg.describe_training()}; T* = the largest T of the grid (up to {top}) "
+                      f"memorized by every replicate within the step budget",
             {"T_star": t if isinstance(t, int) else None, "grid_top": top, "bound": bound},
             quantity=f"largest T memorized, {p['swept']}={v} ({fixed_text(cfg, p, H)}), against Theorem 1's "
                      f"H(min(n,d_h)-1)+1",
-            where=where or _where(p), paper_value="memorization up to at least the bound (Fig. 2)"))
+            where=where or _where(p), role="own"))
     return rows
 
 
@@ -86,35 +122,44 @@ def bound_info_row(p: dict) -> Check:
                 ", ".join(map(str, p["bound"])), where="§4, Theorem 1")
 
 
-def r2_row(p: dict, judged: bool = True, where: str = "§5.2, Fig. 2(a)") -> Check | None:
+def r2_row(p: dict, judged: bool = True, where: str = "§5.2, Fig. 2(a)", *, anchor: str = "",
+           cannot_decide: str = "") -> Check | None:
     """R^2 of T* = a v + b against the paper's >= 0.98 (needs >= 3 values). A fit over a grid with a
-    censored T* measures nothing: the row is then inconclusive and names the censored point."""
+    censored T* measures nothing: the row is then inconclusive and names the censored point.
+
+    A judged row is the text's (anchored to ``anchor``, the sentence it checks); ``cannot_decide``
+    says why it cannot decide that sentence although it was measured (another model)."""
     if len(p["values"]) < 3:
         return None
     Ts = largest_T(p)
     listing = ", ".join(f"{p['swept']}={v}: {t}" for v, t in zip(p["values"], Ts))
     quantity = f"R^2 of the linear fit of largest T memorized vs {p['swept']}"
+    text = dict(anchor=anchor, erratum=NO_ERROR,
+                falsifier=f"the least-squares line of T* against {p['swept']} fits with R^2 below {PAPER_R2}")
     try:
         exact = uncensored(Ts, f"the fit of T* against {p['swept']}")
     except Censored as err:
         if not judged:
             return info(quantity, "not fitted", where=where, detail=f"{err}; T* = {listing}")
         return compare(quantity, Bound.at_most(1.0, "not fitted"), ">=", PAPER_R2, paper_value=f">= {PAPER_R2}",
-                       where=where, cannot_decide=str(err), detail=f"T* = {listing}",
+                       where=where, cannot_decide=_join(str(err), cannot_decide), detail=f"T* = {listing}",
                        values={"T_star": [None if isinstance(t, Bound) else t for t in Ts],
-                               "censored": p.get("censored")})
+                               "censored": p.get("censored")}, **text)
     a, b, r2 = linear_fit(p["values"], exact)
     detail = f"T* = {listing}; slope {a:.2f}, intercept {b:.1f}"
     if not judged:
         return info(quantity, r2, where=where, detail=detail)
     return at_least(r2, PAPER_R2, detail, {"slope": a, "intercept": b, "T_star": exact},
-                    quantity=quantity, paper_value=f">= {PAPER_R2}", where=where)
+                    quantity=quantity, paper_value=f">= {PAPER_R2}", where=where, cannot_decide=cannot_decide, **text)
 
 
-def monotone_row(p: dict, judged: bool = True, where: str = "") -> Check | None:
+def monotone_row(p: dict, judged: bool = True, where: str = "", *, anchor: str = "",
+                 cannot_decide: str = "") -> Check | None:
     """T* non-decreasing in the swept value (§5.2: "memorization increases monotonically with n"):
     the number of adjacent values where T* decreases, required to be 0. A pair with a censored
-    T* decreases for sure only where the bounds say so; otherwise the count is a bound."""
+    T* decreases for sure only where the bounds say so; otherwise the count is a bound.
+
+    A judged row is the text's (anchored to ``anchor``); ``cannot_decide`` as in :func:`r2_row`."""
     if len(p["values"]) < 2:
         return None
     Ts = largest_T(p)
@@ -136,7 +181,8 @@ def monotone_row(p: dict, judged: bool = True, where: str = "") -> Check | None:
         return info(quantity, measured, where=where or _where(p),
                     detail=detail)
     return equals(measured, 0, detail, quantity=quantity, where=where or _where(p),
-                  paper_value="monotone increase")
+                  paper_value="monotone increase", cannot_decide=cannot_decide, anchor=anchor, erratum=NO_ERROR,
+                  falsifier=f"T* decreases from one {p['swept'].split(' ')[0]} of the grid to the next")
 
 
 # --------------------------------------------------------------------------------------

@@ -23,10 +23,12 @@ Typos in the paper, implemented as the mathematics requires:
 - Claim 2: R^c = [T'] - R (the paper writes [T] - R).
 - Lemma 3's proof: "for all m+1 <= t <= T" (the paper writes d); Lemma 3 needs only
   Kruskal rank >= m + 1, not n.
-- Appendix B.2: [Z''_a,delta]_t = E^(t)T theta_delta^(t) (the paper writes t + T').
+- Appendix B.2: [Z''_a,delta]_t = E^(t)T theta_delta^(t) (the paper writes theta_delta^(t+T')).
 - The sketch's "d_H <= d" means d_h <= d; eq. (8)'s "in R" means R^{d_out}.
-- The induction assumes the fresh rows of Z' lie in the row space of Z'_a. With
-  per-example contexts they need not; the rank argument still holds (see _new_head).
+- Not a typo: the proof picks the fresh rows of Z' among those dependent on its first
+  k = rank Z' rows (reordering the examples), so they lie in the row space of Z'_a. The
+  construction gives each head a fixed block of examples instead; with per-example contexts
+  its fresh rows need not lie there, and the rank argument still holds (see _new_head).
 """
 
 from __future__ import annotations
@@ -211,7 +213,8 @@ def _new_head(E: np.ndarray, e: np.ndarray, F: Sequence[int], Z_prev: np.ndarray
     Rows 1..T' (T' = F[0]) are old. With C = Z'_b Z'_a^+, subtracting C times the old rows
     leaves [R | Z''_b - C Z''_a] in the fresh rows, R = Z'_b - C Z'_a orthogonal to the
     row space of Z'_a; since Z'_a has full row rank, rank Z = T' + rank [R | M] >= T' +
-    rank M, M = Z''_b + A, A = -C Z''_a (the paper has R = 0, exact for a shared context).
+    rank M, M = Z''_b + A, A = -C Z''_a. (The paper has R = 0: it picks the fresh examples among
+    the rows dependent on the old ones. The fixed blocks here give R = 0 for a shared context only.)
     As c -> oo, Z''_a -> Z_a,+ (one-hot picks, Lemma 4) while Z''_b is unchanged (W+
     vanishes on F), so rank M_+ = |F| for generic theta_* suffices, and App. B.2 shows
     ||theta_c - theta_+||_1 <= delta := sigma_min(M_+) / (sqrt(T') e_max ||C||_2) keeps
@@ -477,6 +480,7 @@ class MemorizationParams(Config):
 
 
 MAX_ERROR = 1e-8  # the construction's check: max |y_hat - y| over the data it was built for
+THEOREM1, REMARK1 = "memorization.theorem-1", "memorization.remark-1"  # the ledger entries a build realises
 EINSUM_SLOWDOWN = 12  # numpy's einsum without optimize= (C loops, no BLAS) against a BLAS product, measured
 BASE_BYTES = 16 * 2 ** 20  # what any build holds beside its arrays (torch's forward, LAPACK's buffers), measured
 CALLS_PER_HEAD = 100  # small calls per head (pinv's per-example SVDs, the scan of c, norms, softmaxes), profiled
@@ -527,6 +531,22 @@ def build_estimate(T: int, n: int, d: int, d_h: int, d_out: int, H: int, *, shar
                     lower=("H", "T"))
 
 
+def construction_anchor(weights: MemorizingWeights) -> dict:
+    """The statement a build realises, where the text's hypotheses hold for its data.
+
+    Theorem 1 when Assumptions 1 and 2 hold (the build's bound is Theorem 1's, no note); Remark 1
+    when only Assumption 1 fails (the queries' Kruskal rank Q < n lowers r to min(Q, d_h)); none
+    where a context has rank below n: r <= rank E^(t) is attnlab's extension of Remark 1 to
+    Assumption 2, not the text's, and the check is then a sanity check of attnlab's code."""
+    if any(note.startswith("Assumption 2 fails") for note in weights.notes):
+        return {}
+    if weights.bound_name == "Theorem 1" and not weights.notes:
+        return dict(anchor=THEOREM1, falsifier="the proof's weights leave max |y_hat - y| > 1e-8 on T <= H(r-1)+1 "
+                                               "examples satisfying Assumptions 1 and 2")
+    return dict(anchor=REMARK1, falsifier="the weights leave max |y_hat - y| > 1e-8 on T <= H(min(Q, d_h)-1)+1 "
+                                          "examples whose queries have Kruskal rank Q < n")
+
+
 def estimate_memorization(p: MemorizationParams) -> Estimate:
     """:func:`build_estimate` for the parameters (T = Theorem 1's bound unless given)."""
     return build_estimate(examples(p), p.n, p.d, p.d_h, p.d_out, p.H, shared=p.shared)
@@ -548,7 +568,9 @@ def construct_memorization(p: MemorizationParams) -> ConstructionResult:
     values = {**checked, "H": p.H, "n": p.n, "d": p.d, "d_h": p.d_h, "d_out": p.d_out, "seed": p.seed,
               "shared_context": p.shared}
     check = at_most(checked["max_abs_error"], MAX_ERROR, f"T = {T} examples, float64", quantity="max |y_hat - y|",
-                    role="construction", where="Theorem 1 (§4), proof in App. B")
+                    role="construction",
+                    where="Theorem 1 (§4), proof in App. B" if weights.bound_name == "Theorem 1" else "Remark 1 (§4.1)",
+                    **construction_anchor(weights))
     return ConstructionResult(arrays=dict(E=E, e=e, y=y, **weights.matrices()), values=values, check=check,
                               notes=list(weights.notes))
 
@@ -558,4 +580,4 @@ register_construction(Construction(
     "Theorem 1: weights of one multi-head attention layer that memorize T = H(min(n, d_h) - 1) + 1 labels",
     MemorizationParams, construct_memorization,
     flag_aliases={"shared-context": ("shared", True), "per-example": ("shared", False)},
-    estimate=estimate_memorization))
+    estimate=estimate_memorization, anchors=(THEOREM1, REMARK1)))

@@ -35,6 +35,8 @@ def test_reduction(seed):
     assert (v["T"], v["n"], v["d"], v["m"], v["d_out"]) == (11, 3, 7, 5, 2)
     assert v["kruskal_rank_queries"] == 3 and v["assumption1"] and v["rank_E"] == 3 and v["assumption2"]
     assert not m.cannot_decide
+    # App. F's identity under the printed map: the differs row evidences the sign record
+    assert (m.anchor, m.erratum) == ("memorization.appf-reduction", "memorization.appF-map-sign")
 
 
 @pytest.mark.parametrize("seed", [0, 1])

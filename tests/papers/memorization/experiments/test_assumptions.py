@@ -75,6 +75,10 @@ def test_report_parts(result, tmp_path):
     assert (gp.verdict, gp.outcome, gp.measured, gp.threshold) == ("inconclusive", False, True, False)  # ✗ / ✓
     assert "ImageNet" in gp.cannot_decide and "ImageNet" in gp.reason
     assert by_q["assumption3 holds: attention"].verdict == "info"  # Table 1 reports none
+    # each judged row is anchored to the cell of the text it compares with
+    assert (a1.anchor, gp.anchor) == ("memorization.table1-embedding", "memorization.table1-rand-attention")
+    assert by_q["assumption3 holds: embedding"].anchor == "memorization.asm3-embedding"
+    assert by_q["assumption2 holds: transformer"].anchor == "memorization.table1-rand-vit"
     ours, paper = res.tables
     assert [r[0] for r in ours.rows] == ["embedding", "attention", "transformer"]
     assert len(ours.columns) == len(ours.formats) == len(ours.rows[0])
@@ -170,6 +174,9 @@ def test_minilm_rows_cannot_decide_bert_and_unreported_cells_are_info():
     assert [row.verdict for row in rows] == ["inconclusive", "inconclusive", "inconclusive", "info"]
     assert all("all-MiniLM-L6-v2" in row.cannot_decide for row in rows[:3])
     assert rows[1].measured is True and rows[1].threshold is False  # A1 holds here, fails in Table 3
+    # Table 3's rows (one per assumption, its BERT and GPT2 columns) are the ledger entries they check
+    assert [row.anchor for row in rows] == ["memorization.table3-general-position", "memorization.table3-assumption1",
+                                            "memorization.table3-assumption2", ""]
 
 
 # --------------------------------------------------------------------------------------

@@ -51,6 +51,8 @@ def test_verdicts_on_the_censored_capacity(variant, lo, hi, verdict):
     assert row.verdict == verdict and row.measured_text == f">= {lo}"
     assert (row.relation, row.threshold, row.tolerance) == ("±", 550, 55.0) and row.where == "App. H"
     assert bool(row.cannot_decide) == (variant != "released")
+    # App. H's "around T = 550"; a differs is a measured number against a printed one: no error in the text
+    assert (row.anchor, row.erratum) == ("memorization.apph-550", "none") and row.falsifier
     if variant == "released" and verdict == "inconclusive":
         assert "censored" in row.reason and f"T={hi} was not memorized within the 2000-step budget" in row.reason
 
@@ -84,3 +86,13 @@ def test_tiny_run():
 def test_bad_config(bad, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         AuthorsCapacityConfig(**bad)
+
+
+def test_the_h8_row_checks_app_h_1300_and_differs_with_no_erratum():
+    """The paper-scale run's T* >= 1779 at H = 8 against "around T = 1300": a lower bound above 1430
+    differs, a measured number against a printed one (erratum "none"; issue 34 takes up the
+    like-for-like run)."""
+    cfg = AuthorsCapacityConfig(scale="paper", variants=("released",))
+    row = _row(cfg, "released", 8, SearchResult(cfg.search_config(8, "released"), 1779, 1815))
+    assert (row.verdict, row.measured_text, row.anchor, row.erratum) == ("differs", ">= 1779",
+                                                                        "memorization.apph-1300", "none")

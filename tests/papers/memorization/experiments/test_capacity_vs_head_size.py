@@ -8,7 +8,13 @@ import pytest
 from attnlab.cli import main
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.capacity_report import monotone_row, panel
-from attnlab.papers.memorization.experiments.capacity_vs_head_size import HeadSizeConfig, flat_beyond_n, run_head_size
+from attnlab.papers.memorization.experiments.capacity_vs_head_size import (
+    FLAT_ANCHOR,
+    MONOTONE_ANCHOR,
+    HeadSizeConfig,
+    flat_beyond_n,
+    run_head_size,
+)
 
 
 def test_one_T_axis_for_every_head_size():
@@ -31,6 +37,9 @@ def test_tiny_run_gives_a_cell_per_head_size_and_T_and_bounds_where_censored():
         assert largest == max([c["T"] for c in mine if all(c["memorized"])], default=0)
         assert censored == (largest == top)  # memorized at the grid's top: a lower bound only
     assert not {c.verdict for c in res.summary} & {"fail", "error"}
+    # T* >= bound: attnlab's own statement (gradient descent reaches Theorem 1's existence bound)
+    bound_rows = [r for r in res.summary if r.quantity.startswith("largest T memorized, ")]
+    assert len(bound_rows) == 2 and {(r.role, r.anchor) for r in bound_rows} == {("own", "")}
 
 
 def test_flat_beyond_n_and_monotone_rows_by_hand(panel_cells):
@@ -42,13 +51,18 @@ def test_flat_beyond_n_and_monotone_rows_by_hand(panel_cells):
     assert p["largest_T_memorized"] == [4, 10, 14, 16]
     rows = flat_beyond_n(cfg, cells, p)
     # d_h = 8: (14 - 10) / 10 = +40% <= 50%; d_h = 16: +60% > 50%
-    assert [r.verdict for r in rows] == ["reproduced", "differs"]
+    assert [r.outcome for r in rows] == [True, False]
+    # §5.2's "no benefit beyond d_h > n", measured on eqs. (1)-(6) on the raw tokens (d_v = d_h): another
+    # model than the authors', so the rows cannot decide the text's sentence (they were reproduced / differs)
+    assert [r.verdict for r in rows] == ["inconclusive", "inconclusive"]
+    assert {r.anchor for r in rows} == {FLAT_ANCHOR} and all(r.reason.startswith("another model") for r in rows)
     assert abs(rows[0].measured - 0.4) < 1e-15 and abs(rows[1].measured - 0.6) < 1e-15
     assert rows[0].threshold == 0.5 and rows[0].relation == "<="
     # accuracy at the T both trained on: none in common here
     assert "nan" in rows[0].detail
-    assert monotone_row(p).verdict == "reproduced"
-    assert monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}).verdict == "differs"
+    text = dict(anchor=MONOTONE_ANCHOR)
+    assert monotone_row(p, **text).verdict == "reproduced"
+    assert monotone_row({**p, "largest_T_memorized": [4, 10, 9, 16]}, **text).verdict == "differs"
 
 
 @pytest.mark.parametrize("bad, message", [

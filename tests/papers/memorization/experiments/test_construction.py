@@ -34,8 +34,11 @@ def test_tiny_run_passes_every_row():
         assert max(b["max_abs_error"], b["numpy_max_abs_error"]) <= ERROR_TARGET
     classes = [b for b in builds if b["labels"] == "classes"][0]
     assert classes["d_out"] == 20 and classes["accuracy"] == 1.0  # 20 classes > d = 16: the +-s_i codes
-    # shared, per-example, classes, d_out = 4: attnlab's construction, so a miss would be a fail
-    assert [(row.role, row.verdict) for row in out.summary] == [("construction", "reproduced")] * 4
+    # shared, per-example, classes, d_out = 4: attnlab's construction, so a miss would be a fail; the real
+    # labels realise Theorem 1 (anchored), the class codes are attnlab's (a sanity row; was reproduced)
+    assert [(row.role, row.verdict, row.anchor) for row in out.summary] == [
+        ("construction", "reproduced", "memorization.theorem-1"), ("construction", "reproduced", "memorization.theorem-1"),
+        ("construction", "sanity", ""), ("construction", "reproduced", "memorization.theorem-1")]
     assert out.summary[0].measured == max(max(b["max_abs_error"], b["numpy_max_abs_error"]) for b in builds[:2])
     assert {f.file for f in out.figures} == {"memorization-construction-error.png",
                                              "memorization-construction-conditioning.png"}

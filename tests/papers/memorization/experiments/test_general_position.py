@@ -21,6 +21,12 @@ def test_tiny_general_position_run():
     # H (d - 1) + 1 = 8, 15 at d = 8; the one-point grids' tops were memorized: lower bounds
     assert p["censored"] == [True, True] and ratio.measured == f">= {4 / 8:.2f}, >= {7 / 15:.2f}"
     assert ratio.verdict == "info"
+    # T* >= H(min(n, d_h)-1)+1 is attnlab's own statement (gradient descent reaches the existence bound)
+    bound_rows = [r for r in res.summary if r.quantity.startswith("largest T memorized, ")]
+    assert len(bound_rows) == 2 and {r.role for r in bound_rows} == {"own"}
+    # App. I.1's "the linearity in H still remains": the H panel's monotonicity, anchored, another model
+    (mono,) = [r for r in res.summary if r.quantity.startswith("adjacent H values")]
+    assert (mono.anchor, mono.verdict) == ("memorization.appi1-linear-heads", "inconclusive")
     assert res.figures[1].series[-1].y == [8, 15]  # H (d - 1) + 1 beside the bound
 
 

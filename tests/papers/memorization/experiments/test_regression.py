@@ -30,6 +30,11 @@ def test_tiny_regression_run_reuses_the_shared_cell():
     bound_rows = [r for r in res.summary if r.quantity.startswith("largest T memorized, ")]
     assert len(bound_rows) == 4 and {r.verdict for r in bound_rows} == {"inconclusive"}
     assert [r.measured_text for r in bound_rows] == [">= 2", ">= 4", ">= 2", ">= 4"]
+    # gradient descent reaching Theorem 1's existence bound: attnlab's own statement, not the text's
+    assert {(r.role, r.anchor) for r in bound_rows} == {("own", "")}
+    # Fig. 5's "monotonicity with H and n", on eqs. (1)-(6) on the raw tokens: another model, inconclusive
+    mono = [r for r in res.summary if r.quantity.startswith("adjacent ")]
+    assert len(mono) == 2 and {(r.anchor, r.verdict) for r in mono} == {("memorization.fig5-caption", "inconclusive")}
     assert res.figures[0].yscale == "log" and len(res.figures) == 4
     assert res.tables[0].columns[6] == "mean final MSE"
 

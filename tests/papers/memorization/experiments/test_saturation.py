@@ -91,6 +91,10 @@ def test_tiny_run(tmp_path):
     assert majority.measured == released["fraction_saturated"]
     assert almost_all.relation == ">=" and almost_all.threshold == 0.9
     assert almost_all.measured == released["fraction_with_unsaturated"]
+    # each reading is anchored to the sentence it checks (Fig. 3's caption, App. H's text)
+    assert (majority.anchor, almost_all.anchor) == ("memorization.fig3-majority-saturated",
+                                                    "memorization.apph-unsaturated-head")
+    assert [c.anchor for c in rows[4:6]] == [majority.anchor, almost_all.anchor]
     # ... the plain model's cannot decide them: it is not the authors' model
     assert [c.verdict for c in rows[4:6]] == ["inconclusive", "inconclusive"]
     assert all("another model" in c.cannot_decide for c in rows[4:6])

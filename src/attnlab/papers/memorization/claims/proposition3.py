@@ -2,6 +2,11 @@
 network on the flattened inputs memorizes at most (n+1) m / d_out + m + 1 examples, beside an
 attention layer of matched size that memorizes H (r - 1) + 1 by Theorem 1's construction.
 
+Anchored to the text: the reduction to App. F's identity (it differs as printed: the sign of
+the map, memorization.appF-map-sign), the trained FCN to Proposition 3's upper bound (weights
+found beyond it would refute it), and the attention layer beside it to Theorem 1 (a
+construction: eq. (29)'s data satisfy Assumptions 1 and 2, n < d).
+
 All three use the data set of the proof, eq. (29)
 (:func:`attnlab.papers.memorization.fcn.draw_eq29_dataset`): contexts = the first n standard
 basis rows, queries e^(t) = [0_{d-n}; x^(t)] with x^(t) ~ N(0, I_n), labels y^(t) ~ N(0, 1)
@@ -41,6 +46,9 @@ RESTARTS, STEPS = 4, 3  # L-BFGS restarts, x 50 iterations each
     statement="on eq. (29)'s data set (Assumptions 1 and 2 hold), every f_{(n+1)d,m,d_out} equals an "
               "f_{n,m,d_out} on x^(t) under App. F's weight map, b_1 := b'_1 - W'_1[...]^T c_FCN",
     paper_value="f_{(n+1)d,m,d_out}(x_FCN^(t)) = f_{n,m,d_out}(x^(t)) for all t",
+    anchor="memorization.appf-reduction",
+    falsifier="the two networks' outputs differ by more than 1e-12 under the printed map",
+    erratum="memorization.appF-map-sign",
 )
 def _reduction(seed: int) -> Check:
     r = check_reduction(T=11, n=3, d=7, m=5, d_out=2, seed=seed)
@@ -60,6 +68,9 @@ def _reduction(seed: int) -> Check:
     statement="an FCN of the attention layer's size, trained to its limit on eq. (29)'s data, keeps a "
               "residual beyond (n+1)m/d_out+m+1 examples, while the same training memorizes well below it",
     paper_value="T <= (n+1)m/d_out + m + 1",
+    anchor="memorization.proposition-3",
+    falsifier="the trained FCN's relative residual falls below 1e-3 at twice the bound (weights found that "
+              "memorize beyond it), while the control shows the training reaches 1e-8 below the bound",
 )
 def _fcn_trained(seed: int) -> Check:
     m = matched_hidden_width(H, d, n, d_h, d_v, d_out)
@@ -91,6 +102,8 @@ def _fcn_trained(seed: int) -> Check:
     statement="the attention layer the FCN is matched to memorizes T = H(r-1)+1 examples of the same "
               "eq. (29) data set exactly (Theorem 1's construction)",
     paper_value="T = H(min(n, d_h) - 1) + 1",
+    anchor="memorization.theorem-1",
+    falsifier="the proof's weights leave max |y_hat - y| > 1e-8 on eq. (29)'s T = H(r-1)+1 examples",
 )
 def _attention_beside(seed: int) -> Check:
     T = theorem1_bound(H, n, d_h)

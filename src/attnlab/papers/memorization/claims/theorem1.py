@@ -1,7 +1,9 @@
 """Claims of memorization-capacity-of-mha §4: Theorem 1 and Proposition 1, by construction.
 
 Both are existence statements; attnlab's realisation of the proof's weights must do what the
-proof says, so both checks have the role "construction" (a miss is attnlab's bug)."""
+proof says, so both checks have the role "construction" (a miss is attnlab's bug), anchored to
+the statement they realise (the data are drawn where its hypotheses hold: n < d, U(0, 1) tokens,
+so Assumptions 1 and 2 hold almost surely)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ D, N = 64, 32  # the paper's §5.2 sizes
     where="§4, Theorem 1 (proof: §4.1, App. B)",
     statement="the proof's weights memorize T = H(min(n, d_h) - 1) + 1 real labels exactly",
     paper_value="T = 32 (H=1), 125 (H=4) at d=64, n=32, d_h=64",
+    anchor="memorization.theorem-1",
+    falsifier="the proof's weights leave max |y_hat - y| > 1e-8 on T = H(r-1)+1 examples (H = 1, 4)",
 )
 def _theorem1(seed: int) -> Check:
     worst, parts, cases = 0.0, [], []
@@ -37,6 +41,9 @@ def _theorem1(seed: int) -> Check:
     where="§4.1, Proposition 1",
     statement="with the constructed W_K, W_Q, rank Z >= min(H(r-1)+1, T), r = min(n, d_h)",
     paper_value="rank Z >= H(r-1)+1",
+    anchor="memorization.proposition-1",
+    falsifier="rank Z of the constructed W_K, W_Q below min(H(r-1)+1, T) in a case (r = 32, 16; shared and "
+              "per-example contexts)",
 )
 def _proposition1(seed: int) -> Check:
     plan = [  # (T, H, d_h, shared): r = 32, 16, 32

@@ -86,6 +86,13 @@ LAYERS = {
     "smollm2-random-L0": ("SmolLM2 architecture, re-initialised, L0", "Table 3: GPT2 Random L0", (NO, NO, YES, NA)),
     "smollm2-random-L1": ("SmolLM2 architecture, re-initialised, L1", "Table 3: GPT2 Random L1", (NO, YES, YES, NA)),
 }
+# the ledger entry each judged row checks: Table 1's row of the layer (Assumption 3 of the embedding: §5.1's
+# sentence), or Table 3's row of the check (its GPT2/BERT columns)
+TABLE1_ANCHORS = {"embedding": "memorization.table1-embedding", "attention": "memorization.table1-rand-attention",
+                  "transformer": "memorization.table1-rand-vit"}
+TABLE3_ANCHORS = {"general_position": "memorization.table3-general-position",
+                  "assumption1": "memorization.table3-assumption1", "assumption2": "memorization.table3-assumption2"}
+ASM3_EMBEDDING = "memorization.asm3-embedding"  # §5.1: "Assumption 3 ... already holds for the Embedding layer"
 # quick scale leaves out the re-initialised SmolLM2 (a second float64 pass of T n tokens through a d = 576
 # block, ~12 s more on a laptop CPU); the paper scale and an explicit ``layers`` run it
 QUICK_LAYERS = tuple(x for x in LAYERS if not x.startswith("smollm2-random"))
@@ -615,13 +622,21 @@ def _cannot_decide(layer: str, n: int) -> str:
     return "other data: a random layer of the paper's kind on English text against ViT on ImageNet"
 
 
+def row_anchor(layer: str, check: str) -> str:
+    """The ledger entry of the text's cell that the row of (``layer``, ``check``) compares with."""
+    if layer in TABLE1_ANCHORS:
+        return ASM3_EMBEDDING if check == "assumption3" else TABLE1_ANCHORS[layer]
+    return TABLE3_ANCHORS[check]
+
+
 def _summary(results: dict[str, LayerTests], skipped: dict | None = None) -> list[Check]:
     """One row per (layer, check): whether it holds here, against the paper's verdict for the
     counterpart layer. The random layers are the paper's kind of layer on other data (English text
     instead of ImageNet, and text repeats tokens where image patches do not), so their rows cannot
     decide Table 1; MiniLM stands in for BERT-large (another model, n = 64 against 512) and SmolLM2
     for GPT-2 (another decoder, with RoPE instead of learned positions), so their rows cannot decide
-    Table 3. Where the paper reports no verdict the row is info; so is a skipped model."""
+    Table 3. Where the paper reports no verdict the row is info; so is a skipped model. Each judged
+    row is anchored to the text's cell (:func:`row_anchor`)."""
     rows = []
     for model in sorted({layer.split("-")[0] for layer in (skipped or {})}):
         layers = [x for x in skipped if x.startswith(model)]
@@ -644,7 +659,9 @@ def _summary(results: dict[str, LayerTests], skipped: dict | None = None) -> lis
             cannot = _cannot_decide(layer, res.shape[1])
             rows.append(equals(bool(r.holds), verdict == YES, detail, {"fraction": r.fraction},
                                quantity=quantity, paper_value=f"{verdict} ({counterpart})", where=where,
-                               cannot_decide=cannot))
+                               cannot_decide=cannot, anchor=row_anchor(layer, name),
+                               falsifier=f"the test finds {name.replace('_', ' ')} "
+                                         f"{'failing' if verdict == YES else 'holding'} where the text marks {verdict}"))
     return rows
 
 
@@ -794,4 +811,5 @@ def _notes(cfg: AssumptionsConfig, results: dict[str, LayerTests], fig: Figure1,
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Tables 1 and 3, Fig. 1: General Position and Assumptions 1-3 on random layers and MiniLM, "
                     "English text", AssumptionsConfig, run_assumptions,
+                    anchors=(*TABLE1_ANCHORS.values(), ASM3_EMBEDDING, *TABLE3_ANCHORS.values()),
                     cpu_only="the rank tests are float64 SVDs of a few hundred rows, in NumPy"))

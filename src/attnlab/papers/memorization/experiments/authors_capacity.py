@@ -22,6 +22,11 @@ Every failure of a search is a failure within its step budget, so T* is a lower 
 what gradient descent memorizes (printed ">= T"): it decides the comparison with the paper's
 ~550 / ~1300 only where the bound lies above the paper's value and its tolerance; otherwise
 the row is inconclusive. Rows of the two d_v = 64 models are not like for like.
+
+The rows at H = 4 and 8 check App. H's "around T = 550" and "around T = 1300" (ledger
+entries ``apph-550``, ``apph-1300``). A lower bound above the paper's value and its tolerance
+differs with no error in the text (``checks.NO_ERROR``: a measured number against a printed
+one, by another optimizer's protocol; issue 34 takes up the like-for-like run).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Callable
 
 from dataclasses import dataclass
 
-from attnlab.checks import Check, info, near
+from attnlab.checks import NO_ERROR, Check, info, near
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
@@ -45,6 +50,7 @@ from attnlab.runs.rundir import log_metric
 EXPERIMENT_ID = "memorization.authors-capacity"
 PAPER_T = {4: 550, 8: 1300}  # App. H: "around T = 550" (H = 4), "around T = 1300" (H = 8), 300k Adam steps
 PAPER_TOL = 0.1  # "around": +-10% of the paper's value
+ANCHORS = {4: "memorization.apph-550", 8: "memorization.apph-1300"}  # the ledger entries of PAPER_T
 VARIANTS = ("released", "authors-dv64", "plain-dv64")
 LABELS = {
     "released": "the authors' model as released (d_v = 1, query's key masked)",
@@ -152,7 +158,9 @@ def _row(cfg: AuthorsCapacityConfig, variant: str, H: int, r: SearchResult) -> C
     if not cannot and (cfg.d, cfg.n, cfg.n_classes) != (64, 32, 100):
         cannot = f"another size: d={cfg.d}, n={cfg.n}, {cfg.n_classes} classes, not App. H's 64, 32, 100"
     return near(T, paper, PAPER_TOL * paper, detail, values, quantity=quantity, paper_value=f"around {paper}",
-                where="App. H", cannot_decide=cannot)
+                where="App. H", cannot_decide=cannot, anchor=ANCHORS[H], erratum=NO_ERROR,
+                falsifier=f"gradient descent memorizes more than {paper} + {PAPER_TOL:.0%} = "
+                          f"{paper * (1 + PAPER_TOL):g} examples (T* is a lower bound: it can differ upwards only)")
 
 
 def _data(variant: str, H: int, r: SearchResult) -> dict:
@@ -214,4 +222,4 @@ def _notes(cfg: AuthorsCapacityConfig) -> list[str]:
 register_experiment(Experiment(EXPERIMENT_ID,
                     "App. H: largest T memorized by gradient descent on the authors' released model (d_v = 1) "
                     "beside d_v = 64 models and the paper's ~550 (H = 4) / ~1300 (H = 8)",
-                    AuthorsCapacityConfig, run_authors_capacity))
+                    AuthorsCapacityConfig, run_authors_capacity, anchors=tuple(ANCHORS.values())))

@@ -8,8 +8,12 @@ O(H d) bound, with H (d - 1) + 1 (the rank cap of Proposition 5 for contexts who
 tokens have a constant coordinate sum) "a better alternative" than H (n - 1) + 1.
 
 Theorem 1 still applies here (its assumptions hold almost surely), so T* >= H
-(min(n, d_h) - 1) + 1 is checked (a T* at the top of its grid is a lower bound); H (d - 1) + 1
-is shown beside it and the ratio T* / (H (d - 1) + 1) reported. Uniform tokens do not have a constant coordinate
+(min(n, d_h) - 1) + 1 is checked (a T* at the top of its grid is a lower bound) as attnlab's
+own statement (gradient descent reaches the bound; the theorem says such weights exist);
+H (d - 1) + 1 is shown beside it and the ratio T* / (H (d - 1) + 1) reported. The H panel's
+R^2 and monotonicity check App. I.1's "the linearity in H still remains" (ledger entry
+``appi1-linear-heads``; R^2 against §5.2's 0.98, App. I.1 gives no number), inconclusive on a
+model other than the authors'. Uniform tokens do not have a constant coordinate
 sum, so Proposition 5 does not cap rank Z here (FIELD-NOTES: random weights give
 rank Z = H d).
 """
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 
 from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, TwoPanelSettings
 from attnlab.papers.memorization.capacity_report import (
+    another_model,
     bound_info_row,
     bound_rows,
     cells_table,
@@ -36,6 +41,7 @@ from attnlab.checks import Check, info
 from attnlab.results import ExperimentResult
 
 EXPERIMENT_ID = "memorization.general-position"
+LINEAR_H_ANCHOR = "memorization.appi1-linear-heads"  # App. I.1: "the linearity in H still remains"
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,9 @@ def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> Experiment
         where = "App. I.1, Fig. 4"
         summary += bound_rows(cfg, p, H, where)
         # the paper: linearity in H remains (judged against R^2 >= 0.98); in n it weakens (info)
-        summary += [r for r in [r2_row(p, judged=p["swept"] == "H", where=where)] if r]
-        summary += [r for r in [monotone_row(p, judged=p["swept"] != "n", where=where)] if r]
+        text = dict(judged=p["swept"] == "H", where=where, anchor=LINEAR_H_ANCHOR, cannot_decide=another_model(cfg))
+        summary += [r for r in [r2_row(p, **text)] if r]
+        summary += [r for r in [monotone_row(p, **text)] if r]
         summary += [_vs_hd_row(cfg, p), bound_info_row(p)]
         figures += [curves_figure(cfg, cells, p, f"general-position-vs-T-per-{name}.png",
                                   f"Memorization vs T per {tag}, per-example contexts (Fig. 4)"),
@@ -98,4 +105,5 @@ def _notes(cfg: GeneralPositionConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "App. I.1 / Fig. 4: memorization with per-example contexts in general position vs H and n, "
-                    "beside H(n-1)+1 and H(d-1)+1", GeneralPositionConfig, run_general_position))
+                    "beside H(n-1)+1 and H(d-1)+1", GeneralPositionConfig, run_general_position,
+                    anchors=(LINEAR_H_ANCHOR,)))

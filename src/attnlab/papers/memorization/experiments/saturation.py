@@ -43,7 +43,7 @@ import torch
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
-from attnlab.checks import Check, above, at_least, info
+from attnlab.checks import NO_ERROR, Check, above, at_least, info
 from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
 from attnlab.papers.memorization.capacity_search import (
     SearchConfig,
@@ -66,6 +66,8 @@ PAPER_STEPS = 300_000  # App. H: "We train both models for 300,000 optimization 
 GRID_EXAMPLES = 20  # Fig. 3 (a), (d): the first 20 examples
 MAJORITY = 0.5  # Fig. 3's caption: "the majority of heads become saturated"
 ALMOST_ALL = 0.9  # App. H: "almost all examples have at least one non-saturated head" (0.9: our reading)
+MAJORITY_ANCHOR = "memorization.fig3-majority-saturated"  # Fig. 3: "the majority of heads become saturated"
+UNSATURATED_ANCHOR = "memorization.apph-unsaturated-head"  # App. H: "almost all examples have ... non-saturated head"
 MODELS = ("released", "plain")
 MODEL_TEXT = {
     "released": "the authors' model as released (embedding + sinusoidal PE + attention, d_v=1, query's key masked)",
@@ -313,14 +315,18 @@ def _summary(cfg: SaturationConfig, r: SaturationMeasurement) -> list[Check]:
               f"first memorizing step {at_mem.fraction_saturated:.3f}; {MODEL_TEXT[model]}",
               {"at_memorization": at_mem.fraction_saturated, "steps": r.steps},
               quantity=f"fraction of saturated (head, example) pairs, {where}",
-              paper_value="the majority of heads saturated", where=fig.strip(), cannot_decide=cannot),
+              paper_value="the majority of heads saturated", where=fig.strip(), cannot_decide=cannot,
+              anchor=MAJORITY_ANCHOR, erratum=NO_ERROR,
+              falsifier=f"at most half of the H x T (head, example) pairs have max theta > {cfg.threshold}"),
         at_least(r.final.fraction_with_unsaturated, ALMOST_ALL,
                  f"examples with all {H} heads saturated: {int(r.final.heads_histogram[H])} of {T}; at the first "
                  f"memorizing step {at_mem.fraction_with_unsaturated:.3f}; 'almost all' read as >= "
                  f"{ALMOST_ALL:g}",
                  {"at_memorization": at_mem.fraction_with_unsaturated},
                  quantity=f"fraction of examples with at least one unsaturated head, {where}",
-                 paper_value="almost all", where=fig.strip(), cannot_decide=cannot),
+                 paper_value="almost all", where=fig.strip(), cannot_decide=cannot,
+                 anchor=UNSATURATED_ANCHOR, erratum=NO_ERROR,
+                 falsifier=f"more than {1 - ALMOST_ALL:.0%} of the examples have every head saturated"),
     ]
 
 
@@ -393,4 +399,4 @@ def _notes(cfg: SaturationConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 3 (App. H): softmax saturation of the heads of models that memorize, H = 4 and 8",
-                    SaturationConfig, run_saturation))
+                    SaturationConfig, run_saturation, anchors=(MAJORITY_ANCHOR, UNSATURATED_ANCHOR)))
