@@ -16,8 +16,9 @@ that stored JSON alone (:mod:`attnlab.reports`), so a report can always be rebui
 
 A :class:`attnlab.checks.Check` is one line of the paper-versus-measured summary: the
 measured value, the relation and threshold it is judged by, the paper's value and where
-the text states it; its verdict (reproduced, differs, inconclusive, sanity, fail, info)
-is derived from those numbers (:mod:`attnlab.checks`).
+the text states it, and the ledger entry it is anchored to; its verdict (reproduced,
+differs, inconclusive for the text's statements; holds, refuted, inconclusive for
+attnlab's own; sanity, fail, info) is derived from those numbers (:mod:`attnlab.checks`).
 
 Figures are specs (plain data), drawn only when a report is built. Their JSON::
 

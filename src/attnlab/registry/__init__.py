@@ -16,6 +16,11 @@ subfolder is still found; a test pins how many of each every paper has.
   ``run(cfg, run_dir) -> ExperimentResult`` (:mod:`attnlab.results`).
 - A **text error** is an :class:`attnlab.errata.TextError` record: where a text is wrong,
   whose error it is, the witness and what survives (:func:`register_errata`).
+- A paper's **ledger** (:mod:`attnlab.ledger`, ``ledger.toml`` in its package, read by
+  :func:`paper_ledger`) quotes the text's statements. A claim, an experiment's row or a
+  construction speaks for the text only when it is *anchored* to one of them (the claim's
+  ``anchor``, the experiment's and the construction's ``anchors``); registration refuses an
+  anchor that names no entry. :mod:`~attnlab.registry.coverage` lists what checks each entry.
 - A **construction** is a frozen config on :class:`attnlab.config.Config` (its
   parameters) and ``build(params) -> ConstructionResult``: weights in the paper's
   orientation and the check that proves they work.
