@@ -8,7 +8,7 @@ import pytest
 
 from attnlab.cli import app
 
-FLAGS = {"as_json", "resume", "quick", "help", "strict", "dry_run"}  # switches: no value to get wrong
+FLAGS = {"as_json", "resume", "quick", "help", "strict", "dry_run", "verdicts"}  # switches: no value to get wrong
 
 
 def _commands() -> dict:
@@ -41,6 +41,8 @@ def _bad_values(tmp) -> dict[tuple[str, str], list[tuple[list[str], str]]]:
         ("verify", "papers"): [(["verify", "nope"], "unknown paper or claim 'nope'"),
                                (["verify", "selftest"], "'selftest' has no executable claims yet")],
         ("errata", "papers"): [(["errata", "nope"], "unknown paper 'nope'")],
+        ("coverage", "papers"): [(["coverage", "nope"], "unknown paper 'nope'")],
+        ("coverage", "run"): [(["coverage", "logic", "--run", str(tmp / "nothing")], "nothing")],
         ("verify", "seed"): [(["verify", "--seed", "-1"], "--seed " + seed_range),
                              (["verify", "--seed", "x"], "Invalid value for '--seed'"),
                              (["verify", "--seed", "4294967296"], "--seed " + seed_range)],
