@@ -138,3 +138,10 @@ def assert_estimate_holds(m: dict) -> None:
             f"{m['estimated_bytes'] / 2**20:.1f} MiB, {m['estimated_seconds']:.2f} s")
     assert 1 / MEMORY_FACTOR <= mem <= MEMORY_FACTOR, what
     assert 1 / TIME_FACTOR <= time_ <= TIME_FACTOR, what
+
+
+def tally_of(out: str) -> str:
+    """The tally a command ends with (``attnlab.checks.tally_line``), its folded lines joined again."""
+    lines = out.rstrip().splitlines()
+    start = max(i for i, line in enumerate(lines) if re.match(r"\d+ (claims|checks) · ", line))
+    return " · ".join(line.strip() for line in lines[start:])

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import tally_of
+
 VERDICTS = {"reproduced", "differs", "inconclusive", "holds", "refuted", "sanity", "info"}  # never fail or error
 FAST = ["transformer-math.softmax-jacobian", "transformer-math.softmax-jacobian-vanishes"]
 TREE = Path(__file__).resolve().parents[2] / "src" / "attnlab" / "papers"
@@ -41,7 +43,7 @@ def test_verify_table_names_claims_and_counts_verdicts_on_its_last_line(cli):
     code, out, err = cli(["verify", *FAST, "--seed", "3"])
     assert code == 0, err
     assert FAST[0] in out
-    last = out.strip().splitlines()[-1]
+    last = tally_of(out)
     assert re.fullmatch(r"2 claims · the texts: \d reproduced, \d differs( \(\d findings?\))?, \d inconclusive · "
                         r"attnlab's own statements: \d holds, \d refuted, \d inconclusive · \d sanity, 0 fail, \d info",
                         last), last

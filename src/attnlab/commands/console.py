@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -108,6 +109,25 @@ def print_json(obj: Any) -> None:
 
 VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "yellow", "holds": "blue",
                  "refuted": "magenta", "sanity": "cyan", "fail": "bold red", "info": "dim", "error": "bold red"}
+
+
+def print_folded(console: Console, text: str, *, indent: int = 2, separator: str = " ") -> None:
+    """``text`` (no markup) folded to the console's width: lines break at ``separator`` (words by
+    default; " · " keeps the parts of a count whole), continuation lines indented by ``indent``."""
+    width = max(24, console.width)
+    parts, lines, line = text.split(separator), [], ""
+    for part in parts:
+        joined = part if not line else line + separator + part
+        if len(joined) <= width or not line:
+            line = joined
+        else:
+            lines.append(line)
+            line = " " * indent + part
+    lines.append(line)
+    for one in lines:
+        for piece in textwrap.wrap(one, width=width, subsequent_indent=" " * indent, break_long_words=False,
+                                   break_on_hyphens=False) or [""]:
+            console.print(piece, highlight=False, markup=False, soft_wrap=True)
 
 
 def verdict_markup(v: str) -> str:

@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from attnlab.config import build_config, coerce_field, device_memory
 from attnlab.errors import ConfigError
-from attnlab.commands.console import verdict_markup
+from attnlab.commands.console import print_folded, verdict_markup
 from attnlab.estimates import Estimate, fitting_hint, format_bytes, format_seconds, require_fits
 from attnlab.registry import Construction, ConstructionResult, get_construction
 from attnlab.runs.rundir import atomic_write_bytes
@@ -177,7 +177,7 @@ def print_result(console: Console, name: str, result: ConstructionResult, summar
         rows.append(["out", escape(summary["out"])])
     print_table(console, f"attnlab construct {name}", [Col("quantity", "key"), Col("value")], rows)
     for note in result.notes:
-        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+        print_folded(console, f"note: {note}")
 
 
 def dry_run(name: str, settings: Mapping[str, Any]) -> tuple[dict, Estimate]:

@@ -325,6 +325,7 @@ def print_outcome(console: "Console", err_console: "Console", path: Path) -> lis
     from rich.markup import escape
 
     from attnlab.checks import tally_line
+    from attnlab.commands.console import print_folded
     from attnlab.reports.format import outline
 
     o = outline(load_run(path))
@@ -335,5 +336,5 @@ def print_outcome(console: "Console", err_console: "Console", path: Path) -> lis
     for r in o.failures():
         err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
                           + (f" ({escape(r.reason)})" if r.reason else ""))
-    console.print(tally_line(o.tally(), "checks"), highlight=False, soft_wrap=True)
+    print_folded(console, tally_line(o.tally(), "checks"), separator=" · ")
     return [v for v, n in counts.items() for _ in range(n)]

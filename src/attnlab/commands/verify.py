@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from attnlab.checks import NO_ERROR, tally, tally_line
-from attnlab.commands.console import verdict_markup
+from attnlab.commands.console import print_folded, verdict_markup
 from attnlab.registry import ClaimResult
 from attnlab.terminal import Col, fmt, print_table
 
@@ -44,7 +44,7 @@ def print_claims(console: Console, err_console: Console, results: Sequence[Claim
     for r in results:
         if r.error:
             err_console.print(f"[red]{r.claim.id} raised:[/]\n{escape(r.error)}")
-    console.print(tally_line(tally(r.check for r in results), "claims"), highlight=False, soft_wrap=True)
+    print_folded(console, tally_line(tally(r.check for r in results), "claims"), separator=" · ")
 
 
 def _row(r: ClaimResult) -> list[str]:
