@@ -41,8 +41,9 @@ def test_screenshot_of_report_is_not_blank(tmp_path):
     rd.write_env(seed=0, device="cpu")
     fig = line_figure("f.png", "caption", xlabel="t", ylabel="y", xscale="log", yscale="log", title="F",
                       series=[series("n=3", [0.1, 1, 10], [0.5, 0.3, 0.01])])
-    summary = [near(1.0, 1, 0.01, quantity="q", paper_value="1").to_dict(),
-               near(3.0, 2, 0.01, quantity="r", paper_value="2").to_dict()]
+    toy = dict(anchor="transformer-math.toy", falsifier="a value off the paper's", erratum="none")
+    summary = [near(1.0, 1, 0.01, quantity="q", paper_value="1", **toy).to_dict(),
+               near(3.0, 2, 0.01, quantity="r", paper_value="2", **toy).to_dict()]
     rd.write_results({"experiments": {"transformer-math.x": {
         "id": "transformer-math.x", "description": "d", "status": "ok", "seconds": 1.0, "config": {},
         "results": {"summary": summary, "figures": [fig]}}}})
