@@ -24,10 +24,11 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.checks": {"attnlab.errors"},
     "attnlab.errata": {"attnlab.errors"},
     "attnlab.ledger": {"attnlab.errors"},  # each text's statements, quoted: data and its reader
+    "attnlab.deviations": {"attnlab.errors"},  # where an experiment's protocol departs from its text's
     "attnlab.config": {"attnlab.errors"},
     "attnlab.estimates": {"attnlab.errors", "attnlab.config"},
     "attnlab.terminal": set(),  # tables for the command line: rich only
-    "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.runs"},
+    "attnlab.results": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.deviations", "attnlab.runs"},
     # the attention viewer draws a JSON block and nothing else: a leaf that pretrained outputs may show
     "attnlab.reports.viewer": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.results"},
     "attnlab.ops": {"attnlab.errors", "attnlab.config"},
@@ -44,10 +45,12 @@ ALLOWED: dict[str, set[str]] = {
                       "attnlab.runs"},
     "attnlab.sweeps": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.registry", "attnlab.runs"},
     # a report is built from the run directory's files alone: no registry, no paper
-    "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results",
+    "attnlab.reports": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.deviations", "attnlab.config",
+                        "attnlab.results",
                         "attnlab.runs", "attnlab.reports.viewer"},
     # the commands (reproduce, analyze, construct) sit above every library layer, below the command line
-    "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.ledger", "attnlab.config",
+    "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.ledger", "attnlab.deviations",
+                         "attnlab.config",
                          "attnlab.estimates",
                          "attnlab.terminal", "attnlab.results", "attnlab.reports.viewer", "attnlab.ops", "attnlab.nn",
                          "attnlab.data", "attnlab.tasks", "attnlab.training", "attnlab.analysis", "attnlab.pretrained",

@@ -215,6 +215,11 @@ class Check:
     falsifier:     for an anchored row, the result that would have made it differ, in one line
     erratum:       for a row that may differ, the errata record it evidences, or
                    :data:`NO_ERROR` (the statement does not hold, with no error in the text)
+    deviations:    ids of the experiment's deviations from the text's protocol that touch the row
+                   (:mod:`attnlab.deviations`): a text row with one is decided only with a control
+    control:       the same row measured with those deviations removed and giving the same verdict
+                   ("logic.learning with B full, quick scale: differs in 3 of 3 seeds")
+    support:       for a row decided over seeds, how many seeds carry the verdict ("4 of 5 seeds")
     """
 
     quantity: str
@@ -231,8 +236,12 @@ class Check:
     anchor: str = ""
     falsifier: str = ""
     erratum: str = ""
+    deviations: tuple[str, ...] = ()
+    control: str = ""
+    support: str = ""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "deviations", tuple(self.deviations))
         what = f"check {self.quantity!r}"
         if self.role not in ROLES:
             raise ConfigError(f"{what}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
@@ -316,8 +325,16 @@ class Check:
             holds = "sanity"
         if self.role in ("text", "own") and self.cannot_decide:
             return "inconclusive"
+        if self.uncontrolled:
+            return "inconclusive"
         o = self.outcome
         return undecided if o is None else holds if o else breaks
+
+    @property
+    def uncontrolled(self) -> bool:
+        """A text row touched by a deviation from the text's protocol, with no control run without it:
+        the deviation, not the text, could decide it, so it is inconclusive whatever the numbers say."""
+        return self.role == "text" and bool(self.deviations) and not self.control.strip()
 
     @property
     def passed(self) -> bool:
@@ -347,6 +364,10 @@ class Check:
             return ""
         if self.role in ("text", "own") and self.cannot_decide:
             return self.cannot_decide
+        if self.uncontrolled:
+            return (f"deviation{'s' if len(self.deviations) > 1 else ''} from the text's protocol "
+                    f"({', '.join(self.deviations)}) and no control run without "
+                    f"{'them' if len(self.deviations) > 1 else 'it'}")
         b = self.measured
         return f"censored: {b} cannot decide {self.criterion}" + (f" ({b.reason})" if b.reason else "")
 
@@ -356,7 +377,8 @@ class Check:
         core = f"{self.quantity}: {self.measured_text}"
         if self.criterion:
             core += f", required {self.criterion}"
-        out = f"{core} -> {self.verdict}"
+        shown = self.support and self.verdict in ("reproduced", "differs", "holds", "refuted")
+        out = f"{core} -> {self.verdict}" + (f" in {self.support}" if shown else "")
         return out + (f" ({self.reason})" if self.reason else "")
 
     def _interval(self) -> tuple[float, float]:
@@ -390,6 +412,9 @@ class Check:
             "falsifier": self.falsifier,
             "erratum": self.erratum,
             "group": self.group,
+            "deviations": list(self.deviations),
+            "control": self.control,
+            "support": self.support,
         }
 
     @classmethod
@@ -402,7 +427,8 @@ class Check:
             return cls(d.get("quantity", ""), _unjson(m), d.get("relation"), _unjson(d.get("threshold")),
                        d.get("tolerance"), d.get("role", "text"), d.get("paper_value"), d.get("where", ""),
                        d.get("cannot_decide", ""), d.get("detail", ""), dict(d.get("values") or {}),
-                       d.get("anchor", ""), d.get("falsifier", ""), d.get("erratum", ""))
+                       d.get("anchor", ""), d.get("falsifier", ""), d.get("erratum", ""),
+                       tuple(d.get("deviations") or ()), d.get("control", ""), d.get("support", ""))
 
     def with_context(self, **changes: Any) -> "Check":
         """A copy with fields filled in (a claim adds its statement, where and paper value)."""
@@ -413,10 +439,11 @@ class Check:
 def compare(quantity: str, measured: Any, relation: str, threshold: Any, *, tolerance: float | None = None,
             role: str = "text", paper_value: Any = None, where: str = "", cannot_decide: str = "",
             detail: str = "", values: Mapping[str, Any] | None = None, anchor: str = "", falsifier: str = "",
-            erratum: str = "") -> Check:
+            erratum: str = "", deviations: Sequence[str] = (), control: str = "", support: str = "") -> Check:
     """A judged check: ``measured relation threshold`` (see :class:`Check` for every field)."""
     return Check(quantity, _plain(measured), relation, _plain(threshold), tolerance, role, paper_value, where,
-                 cannot_decide, detail, dict(values or {}), anchor, falsifier, erratum)
+                 cannot_decide, detail, dict(values or {}), anchor, falsifier, erratum, tuple(deviations), control,
+                 support)
 
 
 def at_most(measured: Any, threshold: float, detail: str = "", values: Mapping[str, Any] | None = None, *,
@@ -465,31 +492,43 @@ def info(quantity: str, measured: Any, *, paper_value: Any = None, where: str = 
 def across_seeds(quantity: str, per_seed: Sequence[Any], relation: str, threshold: float, *,
                  min_seeds: int = 3, tolerance: float | None = None, paper_value: Any = None, where: str = "",
                  detail: str = "", values: Mapping[str, Any] | None = None, role: str = "text", anchor: str = "",
-                 falsifier: str = "", erratum: str = "") -> Check:
-    """Whether the text's statement holds in *every* seed: the count of seeds where
-    ``value relation threshold`` holds, required to equal the number of seeds.
+                 falsifier: str = "", erratum: str = "", deviations: Sequence[str] = (), control: str = "") -> Check:
+    """Whether the statement ``value relation threshold`` holds across seeds, decided by the majority.
 
-    A text that shows one run states what a run gives; it is reproduced only if every seed
-    gives it, differs otherwise, and is inconclusive with fewer than ``min_seeds`` seeds.
-    The detail lists every seed's value.
+    The rule, for every row decided over seeds: a text that shows one run states what a
+    typical run gives, so the statement is reproduced when it holds in more than half of the
+    seeds and differs when it fails in more than half; the verdict carries its support
+    ("4 of 5 seeds", :attr:`Check.support`). It is inconclusive with fewer than ``min_seeds``
+    seeds, on a tie, and where censored seeds could tip the majority. The measured value is
+    the count of seeds where it holds (a :class:`Bound` over the censored ones), judged
+    ``> seeds / 2``; the detail lists every seed's value.
     """
     per = [compare(quantity, v, relation, threshold, tolerance=tolerance, role="sanity") for v in per_seed]
     held = sum(c.outcome is True for c in per)
-    undecided = sum(c.outcome is None for c in per)
+    failed = sum(c.outcome is False for c in per)
+    undecided = len(per) - held - failed
     n = len(per)
     crit = per[0].criterion if per else f"{relation} {_num(threshold)}"
     seeds_text = f"{held} of {n} seeds satisfy {crit}" + (f", {undecided} censored" if undecided else "")
     listing = ", ".join(fmt_measured(c.measured) for c in per)
-    cannot = ""
+    cannot, support = "", ""
     if n < min_seeds:
-        cannot = f"{n} seed(s), fewer than the {min_seeds} a spread needs"
-    elif undecided and held + undecided == n:
-        cannot = f"{undecided} of {n} seeds censored"
-    return compare(f"{quantity}: seeds satisfying {crit}", held, "==", n, paper_value=paper_value, where=where,
-                   cannot_decide=cannot, role=role, anchor=anchor, falsifier=falsifier, erratum=erratum,
+        cannot = f"{n} seed(s), fewer than the {min_seeds} a majority needs"
+    elif held == failed and not undecided:
+        cannot = f"a tie: {held} of {n} seeds hold, {failed} fail"
+    elif held > n / 2:
+        support = f"{held} of {n} seeds"
+    elif failed > n / 2:
+        support = f"{failed} of {n} seeds"
+    else:
+        cannot = f"no majority: {held} of {n} seeds hold, {failed} fail, {undecided} censored"
+    measured = held if not undecided else Bound(held, held + undecided, f"{undecided} censored seed(s)")
+    return compare(f"{quantity}: seeds satisfying {crit}", measured, ">", n / 2, paper_value=paper_value,
+                   where=where, cannot_decide=cannot, role=role, anchor=anchor, falsifier=falsifier,
+                   erratum=erratum, deviations=deviations, control=control, support=support,
                    detail=f"{seeds_text} (per seed: {listing})" + (f"; {detail}" if detail else ""),
-                   values={"per_seed": [_json(c.measured) for c in per], "held": held, "seeds": n,
-                           **dict(values or {})})
+                   values={"per_seed": [_json(c.measured) for c in per], "held": held, "failed": failed,
+                           "seeds": n, **dict(values or {})})
 
 
 # ---- counting -------------------------------------------------------------------------------
@@ -671,6 +710,12 @@ class LegacyCheck(Check):
     @property
     def verdict(self) -> str:
         return {True: "reproduced", False: "fail", None: "info"}[self.legacy_passed]
+
+    @property
+    def uncontrolled(self) -> bool:
+        """A text row touched by a deviation from the text's protocol, with no control run without it:
+        the deviation, not the text, could decide it, so it is inconclusive whatever the numbers say."""
+        return self.role == "text" and bool(self.deviations) and not self.control.strip()
 
     @property
     def passed(self) -> bool:

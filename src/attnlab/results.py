@@ -12,7 +12,13 @@ that stored JSON alone (:mod:`attnlab.reports`), so a report can always be rebui
         data={raw numbers},
         scalars={name: number},   # one row of a sweep's results table
         interactive=[viewer_data(maps, tokens, ...)],  # attention viewers in report.html
+        deviations=[Deviation(id, kind, what, why, control)],  # where the protocol departs from the text's
     )
+
+``deviations`` lists every way the experiment's protocol departs from its text's
+(:mod:`attnlab.deviations`; an empty list: none), and a summary row names those that touch it:
+such a row is reproduced or differs only with its control run, inconclusive otherwise.
+``None`` means the experiment has not said (an experiment that measures no text's result).
 
 A :class:`attnlab.checks.Check` is one line of the paper-versus-measured summary: the
 measured value, the relation and threshold it is judged by, the paper's value and where
@@ -51,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from attnlab.checks import Check, count_verdicts, legacy_check
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.runs.jsonable import to_jsonable
 
@@ -366,6 +373,7 @@ class ExperimentResult:
     data: dict[str, Any] = field(default_factory=dict)
     scalars: dict[str, Any] = field(default_factory=dict)
     interactive: list[dict[str, Any]] = field(default_factory=list)
+    deviations: list[Deviation] | None = None
 
     def __post_init__(self) -> None:
         for name, items, kind in (("summary", self.summary, Check), ("tables", self.tables, Table),
@@ -378,6 +386,17 @@ class ExperimentResult:
             raise TypeError("ExperimentResult.notes must be strings")
         for block in self.interactive or ():
             check_viewer_data(block)
+        if self.deviations is not None:
+            if any(not isinstance(d, Deviation) for d in self.deviations):
+                raise TypeError("ExperimentResult.deviations holds attnlab.deviations.Deviation records")
+            ids = [d.id for d in self.deviations]
+            if len(set(ids)) != len(ids):
+                raise ConfigError(f"ExperimentResult.deviations: ids must be unique, got {ids}")
+        named = {i for c in self.summary for i in c.deviations}
+        unknown = named - {d.id for d in self.deviations or ()}
+        if unknown:
+            raise ConfigError(f"summary rows name deviations {sorted(unknown)} that ExperimentResult.deviations does "
+                              "not list; add them there (attnlab.deviations.Deviation)")
         try:  # storable: results.json holds all of it as JSON
             to_jsonable(self.to_dict())
         except TypeError as e:
@@ -413,6 +432,8 @@ class ExperimentResult:
             d["scalars"] = dict(self.scalars)
         if self.interactive:
             d["interactive"] = [dict(b) for b in self.interactive]
+        if self.deviations is not None:
+            d["deviations"] = [x.to_dict() for x in self.deviations]
         return d
 
     @classmethod
@@ -439,4 +460,6 @@ class ExperimentResult:
                    tables=[Table(t["title"], t["columns"], t["rows"], t.get("formats")) for t in d.get("tables", [])],
                    figures=[fig(f) for f in d.get("figures", [])], notes=list(d.get("notes", [])),
                    data=dict(d.get("data", {})), scalars=dict(d.get("scalars", {})),
-                   interactive=[dict(b) for b in d.get("interactive", [])])
+                   interactive=[dict(b) for b in d.get("interactive", [])],
+                   deviations=None if d.get("deviations") is None else [Deviation.from_dict(x)
+                                                                         for x in d["deviations"]])

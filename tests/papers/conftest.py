@@ -22,6 +22,9 @@ def assert_storable(res: ExperimentResult) -> dict:
         [c.verdict for c in res.summary]  # the stored numbers give the same verdicts
     assert len({f.file for f in res.figures}) == len(res.figures)
     assert_anchored(res.summary)
+    if any(c.group == "text" for c in res.summary):  # it measures its text: it says how its protocol departs
+        assert res.deviations is not None, "an experiment with text rows lists its deviations (an empty list: none)"
+        assert not [c.quantity for c in res.summary if c.deviations and c.verdict == "differs" and not c.control]
     return stored
 
 

@@ -244,6 +244,22 @@ def env_items(env: dict) -> list[tuple[str, str]]:
             if env.get(k) is not None]
 
 
+def verdict_notes(d: dict) -> list[str]:
+    """What a stored check's verdict carries beside it, in order: its support over seeds ("in 4 of 5
+    seeds"), why it is what it is, the deviations from the text's protocol that touch it, and the
+    control run that clears them."""
+    out = []
+    if d.get("support") and d.get("verdict") in ("reproduced", "differs", "holds", "refuted"):
+        out.append(f"in {d['support']}")
+    if d.get("reason"):
+        out.append(d["reason"])
+    if d.get("deviations") and not d.get("reason", "").startswith("deviation"):
+        out.append("deviation" + ("s" if len(d["deviations"]) > 1 else "") + ": " + ", ".join(d["deviations"]))
+    if d.get("control"):
+        out.append(f"control: {d['control']}")
+    return out
+
+
 def fmt_criterion(c: dict) -> str:
     """A stored check's comparison as text ("<= 1e-12", "-0.5 ± 0.1"), derived from its numbers."""
     return check_from_dict(c).criterion

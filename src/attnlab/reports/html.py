@@ -17,11 +17,14 @@ from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.reports.figures import RenderedFigure
 from attnlab.reports.viewer import viewer_fragment
+from attnlab.deviations import COLUMNS as DEVIATION_COLUMNS
+from attnlab.deviations import table_rows as deviation_rows
 from attnlab.reports.format import (
     Outline,
     Row,
     claim_row,
     summary_checks,
+    verdict_notes,
     config_items,
     env_items,
     experiment_status,
@@ -297,7 +300,8 @@ def _verdict_sections(o: Outline) -> str:
 
 def _own_table(rows: list[Row]) -> str:
     body = [[f'<code class="id">{escape(_short(r.source))}</code>', _txt(r.quantity), _txt(r.measured),
-             _txt(r.criterion), _pill(r.verdict) + (f'<div class="why">{_txt(r.reason)}</div>' if r.reason else ""),
+             _txt(r.criterion), _pill(r.verdict) + "".join(f'<div class="why">{_txt(n)}</div>'
+                                                           for n in verdict_notes(_stored(r))),
              _txt(r.detail)] for r in rows]
     return _table(["where measured", "statement", "measured", "required", "verdict", "detail"], body,
                   ["", "", "num", "num", "", "detail"])
@@ -317,12 +321,17 @@ def _claims(claims: list[dict]) -> str:
         r = claim_row(c)
         rows.append([f'<code class="id">{escape(_short(c["id"]))}</code>', _txt(c.get("where", "")),
                      _txt(c.get("statement", "")), _txt(fmt_paper(c.get("paper_value"))), _txt(r.measured),
-                     _txt(r.criterion), _pill(r.verdict) + (f'<div class="why">{_txt(r.reason)}</div>'
-                                                                 if r.reason else "")])
+                     _txt(r.criterion), _pill(r.verdict) + "".join(
+                         f'<div class="why">{_txt(n)}</div>' for n in verdict_notes(_stored(r)))])
     return ("<h2>Claims</h2><p class=\"lead\">Fast checks of the paper's statements "
             "(<code>attnlab verify</code>), paper value next to the measured number.</p>"
             + _table(["claim", "where", "statement", "paper", "measured", "required", "verdict"], rows,
                      ["", "detail", "", "paper", "num", "num", ""]))
+
+
+def _stored(r: Row) -> dict:
+    """A row's check as stored (what :func:`verdict_notes` reads); a raised check has only its reason."""
+    return r.check.to_dict() if r.check is not None else {"verdict": r.verdict, "reason": r.reason}
 
 
 def _where(r: dict) -> str:
@@ -345,9 +354,17 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
             ["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
             [[_txt(r.get("quantity", "")), _txt(fmt_paper(r.get("paper_value"))),
               _txt(fmt_measured_cell(r)), _txt(r.get("criterion", "")),
-              _pill(r["verdict"]) + (f'<div class="why">{_txt(r["reason"])}</div>' if r.get("reason") else ""),
+              _pill(r["verdict"]) + "".join(f'<div class="why">{_txt(n)}</div>' for n in verdict_notes(r)),
               _where(r), _txt(r.get("detail", ""))] for r in rows],
             ["", "paper", "num", "num", "", "", "detail"]))
+    if res.get("deviations"):
+        out.append("<h3>Deviations from the text's protocol</h3><p class=\"lead\">Where this experiment departs "
+                   "from the text's setup, and why. A row touched by one is reproduced or differs only with a "
+                   "control run without it; otherwise it is inconclusive.</p>")
+        out.append(_table(list(DEVIATION_COLUMNS), [[_txt(c) for c in r] for r in deviation_rows(res["deviations"])],
+                          ["", "", "detail", "detail", "detail"]))
+    elif res.get("summary") and "deviations" in res:
+        out.append('<p class="lead">Deviations from the text\'s protocol: none.</p>')
     for t in res.get("tables", []):
         fmts = t.get("formats") or [None] * len(t["columns"])
         cls = ["num" if f in ("count", "percent", "float", "int") else "" for f in fmts]

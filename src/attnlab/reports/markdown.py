@@ -7,6 +7,8 @@ import json
 from attnlab.checks import Tally
 from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
+from attnlab.deviations import COLUMNS as DEVIATION_COLUMNS
+from attnlab.deviations import table_rows as deviation_rows
 from attnlab.reports.format import (
     Outline,
     Row,
@@ -19,11 +21,17 @@ from attnlab.reports.format import (
     fmt_value,
     row_counts,
     summary_checks,
+    verdict_notes,
 )
 
 _MARK = {"reproduced": "✅ reproduced", "differs": "≠ differs", "inconclusive": "? inconclusive",
          "holds": "◆ holds", "refuted": "≠ refuted", "sanity": "◦ sanity", "fail": "❌ fail", "error": "❌ error",
          "info": "info"}
+
+
+def _notes(d: dict) -> str:
+    notes = verdict_notes(d)
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _cell(text: object) -> str:
@@ -81,8 +89,13 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
         lines += _table(["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
                         [[r.get("quantity", ""), fmt_paper(r.get("paper_value")), fmt_measured_cell(r),
                           r.get("criterion", ""),
-                          _MARK.get(r["verdict"], r["verdict"]) + (f" ({r['reason']})" if r.get("reason") else ""),
+                          _MARK.get(r["verdict"], r["verdict"]) + _notes(r),
                           r.get("where", ""), r.get("detail", "")] for r in summary_checks(e)])
+    if res.get("deviations"):
+        lines += ["**Deviations from the text's protocol** (a row touched by one is decided only with a control "
+                  "run without it)", ""] + _table(list(DEVIATION_COLUMNS), deviation_rows(res["deviations"]))
+    elif res.get("summary") and "deviations" in res:
+        lines += ["Deviations from the text's protocol: none.", ""]
     for t in res.get("tables", []):
         fmts = t.get("formats") or [None] * len(t["columns"])
         lines += [f"**{t.get('title', '')}**", ""]
