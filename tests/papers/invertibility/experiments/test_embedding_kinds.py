@@ -69,3 +69,18 @@ def test_a_capped_case_is_decided_not_censored():
     assert c.verdict == "differs" and (c.measured, c.threshold) == (1, 2)
     assert c.erratum == "invertibility.cap-below-n-to-the-l"  # the missed case is capped: the cap's one record
     assert {r["cert_lower"] for r in res.data["rows"] if r["d"] == 4} == {7}
+    # the miss is the cap's, for every choice: the departures from the proof's setting do not touch the row
+    assert c.deviations == () and {d.id for d in res.deviations} == {"finite-w", "float64-values"}
+
+
+def test_a_miss_the_cap_allows_decides_nothing_about_an_existence_theorem():
+    """Theorem 1 says some W_QK, e and pos make A invertible: one choice (finite w, float64 values) that
+    misses N^L where the cap allows it does not refute it; the row is inconclusive, naming the deviations."""
+    from attnlab.checks import equals
+    from attnlab.papers.invertibility.experiments._common import touched_by
+
+    assert touched_by(False) == ()
+    row = equals(6, 7, anchor="invertibility.theorem-1", falsifier="a case below N^L", erratum="none",
+                 deviations=touched_by(True))
+    assert row.verdict == "inconclusive" and row.outcome is False
+    assert row.reason == "deviations from the text's protocol (finite-w, float64-values) and no control run without them"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from attnlab.analysis.certified_rank import PRECISIONS as CERT_PRECISIONS
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import KINDS, Estimate, svd_flops, total
 from attnlab.papers.invertibility.construction import (
@@ -28,6 +29,30 @@ from attnlab.papers.invertibility.construction import estimate as construction_e
 from attnlab.papers.invertibility.matrix import rank_cap
 from attnlab.papers.invertibility.spectrum import PRECISIONS as HP_PRECISIONS
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
+
+# Theorem 1 states that *some* W_QK^p, e and pos make A invertible. A certified rank N^L exhibits such a
+# choice whatever the choice is, so these departures from the proof's setting cannot turn a case that
+# reaches N^L into one that does not; they touch only a case that misses N^L where the rank cap allows it:
+# another choice (the exact transcendental values, a larger w) might reach it, so such a miss decides nothing.
+FINITE_W = Deviation(
+    "finite-w", "budget", "W_QK^p = w p E_11 at finite w (0.01 to 100) where the proof takes W_11 -> +oo",
+    "a limit cannot be computed; full rank at a finite w exhibits the matrices Theorem 1 says exist",
+    control="the certified rank at a larger w (--set w_grid=...)")
+FLOAT64_VALUES = Deviation(
+    "float64-values", "precision", "the embeddings' float64 values taken as exact, where the proof takes "
+    "transcendental numbers with property (2)",
+    "exact arithmetic on the transcendental numbers is not available; a certified rank of the rounded values "
+    "exhibits an embedding (positive entries) for which A is invertible")
+THEOREM1_DEVIATIONS = (FINITE_W, FLOAT64_VALUES)
+"""The departures of the rank sweeps from the proof's setting; they touch a Theorem 1 row only where a case
+misses N^L although its rank cap allows it (:func:`touched_by`)."""
+
+
+def touched_by(missed_under_cap: bool) -> tuple[str, ...]:
+    """The deviations that touch a Theorem 1 row: none when every case reaches N^L or misses it because
+    the cap 1 + P (N+L-2) < N^L forbids it for every choice; both otherwise."""
+    return tuple(d.id for d in THEOREM1_DEVIATIONS) if missed_under_cap else ()
+
 
 CPU_ONLY = ("float64 SVDs of small dense matrices and Arb ball arithmetic (python-flint), which run on the CPU "
             "only")

@@ -48,6 +48,7 @@ from attnlab.papers.invertibility.expansion import expansion_w
 from attnlab.papers.invertibility.experiments._common import (
     CPU_ONLY,
     SETUP,
+    THEOREM1_DEVIATIONS,
     MeasuredCase,
     case_estimate,
     cert_text,
@@ -58,6 +59,7 @@ from attnlab.papers.invertibility.experiments._common import (
     parse_cases,
     ratio_text,
     sweep_estimates,
+    touched_by,
 )
 from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
@@ -346,7 +348,8 @@ def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
                if undecided else "")),
             quantity="Theorem 1 where the rank cap allows it: cases with certified rank N^L",
             paper_value="A invertible for Pd >= N^k (read N^L)", where="Theorem 1", anchor=THEOREM_1,
-            falsifier="a case with Pd >= N^L and 1 + P (N+L-2) >= N^L whose certified rank is below N^L"),
+            falsifier="a case with Pd >= N^L and 1 + P (N+L-2) >= N^L whose certified rank is below N^L",
+            deviations=touched_by(any(r.cert_lower < r.rows for r in able))),
     ]
     if capped:
         out.append(equals(_count(capped, lambda r: r.rows), len(capped), (
@@ -540,7 +543,7 @@ def run(cfg: ConditioningConfig, run_dir=None) -> ExperimentResult:
     data = measure(cfg, run_dir)
     ws = _w_summary(data, cfg)
     return ExperimentResult(summary=_summary(data, cfg, ws), tables=_tables(data, ws), figures=_figures(data, cfg, ws),
-                            notes=NOTES, data=data.to_dict(ws))
+                            notes=NOTES, data=data.to_dict(ws), deviations=list(THEOREM1_DEVIATIONS))
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

@@ -48,11 +48,13 @@ from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_
 from attnlab.papers.invertibility.experiments._common import (
     CPU_ONLY,
     SETUP,
+    THEOREM1_DEVIATIONS,
     certificate_estimate,
     explicit_embeddings_estimate,
     high_precision_estimate,
     minimal_theorem_heads,
     parse_cases,
+    touched_by,
 )
 from attnlab.papers.invertibility.matrix import (
     attention_matrix,
@@ -328,6 +330,7 @@ def _cert(r: KindCase) -> str:
 def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
     rows = measure(cfg, run_dir)
     return ExperimentResult(summary=_summary(rows), tables=[_table(rows)], figures=_figures(cfg, rows),
+                            deviations=list(THEOREM1_DEVIATIONS),
                             notes=_notes(cfg), data={"rows": [r.to_dict() for r in rows]})
 
 
@@ -358,7 +361,7 @@ def _summary(rows: list[KindCase]) -> list[Check]:
                 summary.append(equals(measured, len(rs), detail, quantity=name + ": cases",
                                       paper_value="A invertible (Theorem 1)", where="Theorem 1", anchor=THEOREM_1,
                                       falsifier="a case with Pd >= N^L whose certified rank is below N^L",
-                                      erratum=erratum))
+                                      erratum=erratum, deviations=touched_by(any(r.cap == r.rows for r in missed))))
             else:
                 why = ("trained embeddings have entries of both signs (property (1) fails)" if emb == "trained" else
                        "Gaussian W_QK is outside the proof's W_QK^p = w_p E_11")
