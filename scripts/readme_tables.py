@@ -188,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n\n".join(parts.values()))
         return 0
     text = README.read_text()
-    for markers, new in parts.items():
-        old = between(text, markers)
-        text = text.replace(f"{markers[0]}\n{old}\n{markers[1]}", f"{markers[0]}\n{new}\n{markers[1]}", 1)
+    for (begin, end), new in parts.items():
+        between(text, (begin, end))  # both markers are there
+        head, rest = text.split(begin, 1)
+        text = f"{head}{begin}\n{new}\n{end}{rest.split(end, 1)[1]}"
     README.write_text(text)
     print("README.md: written")
     return 0
