@@ -73,32 +73,38 @@ def contributions(params: dict[str, torch.Tensor], tokens: torch.Tensor, N: int,
 
 def greedy_r2(c: np.ndarray, Y: np.ndarray) -> tuple[list[int], list[float]]:
     """(order, R^2 after each unit): the units in the order the orthogonal greedy selection keeps them (each step
-    the unit whose contribution, orthogonalised against the constant and the units kept, explains most of the
-    residual) and R^2(K) after each, the read-out refitted on K. ``c``: (T, h) contributions, ``Y``: (T,)
+    the unit whose contribution, orthogonalised against the constant and the units kept so far, explains most of
+    the residual) and R^2(K) after each, the read-out refitted on K. ``c``: (T, h) contributions, ``Y``: (T,)
     targets. A unit whose contribution lies (numerically) in the span already kept is never kept, and the
-    selection stops once R^2 is 1 to rounding."""
+    selection stops once R^2 is 1 to rounding.
+
+    Computed on the h x h Gram matrix of the centred contributions, G = R^t R, and b = R^t y: after keeping K,
+    G_K = G - G_{:K} G_{KK}^-1 G_{K:} and b_K = b - G_{:K} G_{KK}^-1 b_K (Schur complements, one rank-one update
+    per unit kept), unit u explains b_K[u]^2 / G_K[u, u] more of the residual. O(T h^2) for G, then O(h^3)."""
     y = np.asarray(Y, np.float64).reshape(-1)
-    res = y - y.mean()
-    total = float(res @ res)
+    yc = y - y.mean()
+    total = float(yc @ yc)
     R = c - c.mean(0, keepdims=True)  # orthogonal to the constant
-    n0 = np.sum(R * R, axis=0)
+    G, bK = R.T @ R, R.T @ yc
+    n0 = np.diag(G).copy()
     floor = 1e-20 * max(float(n0.max()), 1e-300)
     free = n0 > floor
     order: list[int] = []
     r2: list[float] = []
-    while float(res @ res) > 1e-24 * total:  # stop once the kept units explain Y (to rounding)
-        n2 = np.sum(R * R, axis=0)
+    sse = total
+    while sse > 1e-12 * total:  # stop once the kept units explain Y (to rounding)
+        n2 = np.diag(G)
         usable = free & (n2 > 1e-12 * n0) & (n2 > floor)
         if not usable.any():
             break
-        proj = R.T @ res
-        u = int(np.argmax(np.where(usable, proj * proj / np.maximum(n2, 1e-300), -np.inf)))
-        q = R[:, u] / np.sqrt(n2[u])
-        res = res - q * (q @ res)
-        R = R - np.outer(q, q @ R)
+        u = int(np.argmax(np.where(usable, bK * bK / np.maximum(n2, 1e-300), -np.inf)))
+        g = G[:, u] / G[u, u]
+        sse -= float(bK[u] * bK[u] / G[u, u])
+        bK = bK - g * bK[u]
+        G = G - np.outer(g, G[u, :])
         free[u] = False
         order.append(u)
-        r2.append(1.0 - float(res @ res) / total)
+        r2.append(1.0 - max(sse, 0.0) / total)
     return order, r2
 
 
@@ -114,8 +120,7 @@ def gating(r: np.ndarray, tokens: np.ndarray, N: int) -> dict[str, np.ndarray]:
     mass = np.maximum(r.sum(0), 1e-300)
     out = {}
     for gate, (lab, k) in labels.items():
-        per = np.zeros((k, r.shape[1]))
-        np.add.at(per, lab, r)
+        per = np.eye(k)[lab].T @ r  # (k, h): each value's activation mass
         out[gate] = per.max(0) / mass
     return out
 
