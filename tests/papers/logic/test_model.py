@@ -50,10 +50,18 @@ def test_masks_are_the_access_patterns_and_block_the_gradient():
     A2 = d2["k"].T @ d2["q"]
     assert float(A2[N:].abs().max()) == 0 and float(A2[:, N:].abs().max()) == 0  # categories only
     assert float(d2["v"][:N].abs().max()) == 0 and float(d2["v"][:, :N].abs().max()) == 0  # positions only
-    assert float((d2["B"][:d] - torch.diag(torch.diagonal(d2["B"][:d]))).abs().max()) == 0
+    # system 2 keeps B full: the text restricts k, q, v only and puts in "a matrix B so as to have a compatible
+    # architecture" (§4); B masked to its diagonal is the variant B="diagonal" (it was the default before issue 34)
+    assert torch.equal(d2["B"], p["B"].detach())
+    diag2 = effective(p, masks("2", N, M, B="diagonal"))["B"].detach()
+    assert float((diag2[:d] - torch.diag(torch.diagonal(diag2[:d]))).abs().max()) == 0 and float(diag2[d:].abs().max()) == 0
+    assert float(torch.diagonal(diag2[:d]).abs().min()) > 0
     e3 = {k: t.detach() for k, t in effective(p, masks("3", N, M)).items()}
     A3 = e3["k"].T @ e3["q"]
     assert float(A3[:N].abs().max()) == 0 and float(A3[:, :N].abs().max()) == 0
+    # system 3's B is diagonal ("or no B (third solution)"): with B full it would be system 1, the same masks
+    assert float((e3["B"][:d] - torch.diag(torch.diagonal(e3["B"][:d]))).abs().max()) == 0
+    assert all(torch.equal(masks("3", N, M, B="full")[k], masks("1", N, M)[k]) for k in ("q", "k", "v", "B"))
     tok = torch.as_tensor(random_sequences(N, M, 10, np.random.default_rng(0)))
     predict(e2, tok, N).pow(2).sum().backward()
     assert float(p["v"].grad[:N].abs().max()) == 0 and float(p["v"].grad[N:, N:].abs().max()) > 0
@@ -75,6 +83,8 @@ def test_gauge_directions_do_not_change_the_output():
 def test_bad_inputs():
     with pytest.raises(ConfigError, match="system must be one of"):
         masks("4", 3, 5)
+    with pytest.raises(ConfigError, match="B must be one of full, diagonal"):
+        masks("2", 3, 5, B="none")
     with pytest.raises(ConfigError, match="no ReLU read-out"):
         hand_built_params(solution1_linear(np.arange(3), 5, 10.0))
 

@@ -17,15 +17,19 @@ normalisation sits between H and the feed-forward. ``norm="none"`` drops it (Z =
 hand-built weights of solutions 2 and 3 load exactly (:func:`hand_built_params`: B = I, b = the
 solution's bias, C = the solution's C), which the tests use.
 
-**Access patterns** (§4, the table before §4.1). Each model carries 0/1 masks applied to its
-weights in the forward (so the masked entries get zero gradient and never move):
+**Access patterns** (§4, the table before §4.1, and §4.1: "In these the corresponding attention
+weights k, q, v have access to either positional or input information"). Each model carries 0/1
+masks applied to its weights in the forward (so the masked entries get zero gradient and never move):
 
     system 1   q, k read positions only (A = diag(0, A_PP)); v maps categories to categories;
                B full (h = N^2 rows suffice for solution 1's pair detectors).
     system 2   q, k read categories only (A = diag(A_CC, 0)); v maps positions to positions;
-               B diagonal ("no B needed").
+               B full: solution 2 needs no B, "but we can still put in a matrix B so as to have a
+               compatible architecture for both approaches!" (§4); ``B="diagonal"`` restricts it
+               to its diagonal (the variant attnlab trained before, not the text's).
     system 3   q, k read positions only; v maps categories to categories; B diagonal
-               ("no B (third solution)", eq. 2.32).
+               ("B[N^2 x (N+M)] or no B (third solution)", the table: with B full too, system 3
+               would be system 1, the same masks).
     combined   no mask: q, k, v, B full.
 
 Masking q and k by columns (q = (0 | q_P), k = (0 | k_P)) is the text's Q^t = (0, q) X: then
@@ -64,10 +68,19 @@ def hidden_width(N: int, M: int) -> int:
     return max(N * N, N + M)
 
 
-def masks(system: str, N: int, M: int, *, dtype=torch.float64, device="cpu") -> dict[str, Tensor]:
-    """The 0/1 masks of one system (module docstring): q, k (d x d, by column), v (d x d), B (h x d)."""
+B_MASKS = ("full", "diagonal")
+
+
+def masks(system: str, N: int, M: int, *, B: str | None = None, dtype=torch.float64, device="cpu"
+          ) -> dict[str, Tensor]:
+    """The 0/1 masks of one system (module docstring): q, k (d x d, by column), v (d x d), B (h x d).
+
+    ``B``: None gives each system's own (diagonal for system 3, full for the others); "full" or
+    "diagonal" (B's first d rows masked to I_d, the rest 0) overrides it."""
     if system not in SYSTEMS:
         raise ConfigError(f"system must be one of {', '.join(SYSTEMS)}, got {system!r}")
+    if B is not None and B not in B_MASKS:
+        raise ConfigError(f"B must be one of {', '.join(B_MASKS)}, got {B!r}")
     d, h = N + M, hidden_width(N, M)
     ones = lambda *s: torch.ones(*s, dtype=dtype, device=device)  # noqa: E731
     mq, mv, mB = ones(d, d), ones(d, d), ones(h, d)
@@ -79,7 +92,7 @@ def masks(system: str, N: int, M: int, *, dtype=torch.float64, device="cpu") -> 
         mq[:, N:] = 0  # q, k read categories only
         mv = torch.zeros(d, d, dtype=dtype, device=device)
         mv[N:, N:] = 1  # positions -> positions
-    if system in ("2", "3"):
+    if (B or ("diagonal" if system == "3" else "full")) == "diagonal":
         mB = torch.zeros(h, d, dtype=dtype, device=device)
         mB[:d, :d] = torch.eye(d, dtype=dtype, device=device)
     return {"q": mq, "k": mq.clone(), "v": mv, "B": mB}
