@@ -86,7 +86,8 @@ def query_statistics(d: int, n_keys: int, n_queries: int, *, generator: torch.Ge
     gradient g (what back-propagation hands the logits); each a tensor (n_queries,).
 
     q (m, d), K (m, n_keys, d) and g (m, n_keys) are drawn chunk by chunk in the order of
-    attnlab.analysis.logit_scaling.attention_logit_sweep, whose means these are for Gaussian draws."""
+    attnlab.analysis.logit_scaling.attention_logit_sweep, whose means these are for Gaussian draws; the
+    Jacobians are formed for at most 2^22 / n_keys^2 queries at a time (the same numbers, less memory)."""
     check_int("d", d, 1)
     check_int("n_keys", n_keys, 2)
     check_int("n_queries", n_queries, 1)
@@ -102,7 +103,8 @@ def query_statistics(d: int, n_keys: int, n_queries: int, *, generator: torch.Ge
         for v, zz in (("raw", z), ("scaled", z / math.sqrt(d))):
             parts[f"entropy_{v}"].append(softmax_entropy(zz))
             parts[f"max_prob_{v}"].append(torch.softmax(zz, -1).max(-1).values)
-            parts[f"jacobian_norm_{v}"].append(jacobian_frobenius_norm(zz))
+            step = max(1, CHUNK_ELEMENTS // n_keys ** 2)  # Jacobians (rows, n_keys, n_keys) of 2^22 numbers at most
+            parts[f"jacobian_norm_{v}"] += [jacobian_frobenius_norm(zz[a:a + step]) for a in range(0, m, step)]
             parts[f"gradient_norm_{v}"].append(gradient_norm_through_softmax(zz, g))
     return {k: torch.cat(v).detach() for k, v in parts.items()}
 

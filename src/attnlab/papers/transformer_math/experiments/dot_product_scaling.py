@@ -106,13 +106,13 @@ class DotProductConfig(RunConfig):
         the control run has N = min(control_samples_variance, n_samples_variance) and S =
         min(control_samples_softmax, n_samples_softmax).
         Memory: float64, chunks of 2^22 numbers (attnlab.analysis.logit_scaling): the n_samples_variance
-        dot products, q, k or K of one chunk (at least one row of n_keys x d), and the softmax
-        Jacobians of one chunk's rows (n_keys x n_keys each; diag(s), s s^T and their difference,
-        measured), and the per-query statistics (16 per query): 8 (2 n_samples_variance + 4 max(2^22,
-        n_keys d) + 3 rows n_keys^2 + 16 n_samples_softmax) bytes, rows = min(n_samples_softmax, max(1,
-        2^22 / (n_keys min(dims))))."""
+        dot products, q, k or K of one chunk (at least one row of n_keys x d), the softmax Jacobians
+        of at most 2^22 / n_keys^2 queries at a time (n_keys x n_keys each; diag(s), s s^T and their
+        difference, measured), and the per-query statistics (16 per query): 8 (2 n_samples_variance +
+        4 max(2^22, n_keys d) + 3 rows n_keys^2 + 16 n_samples_softmax) bytes, rows = min(n_samples_softmax,
+        max(1, 2^22 / n_keys^2))."""
         chunk, d = 1 << 22, max(self.dims)
-        rows = min(self.n_samples_softmax, max(1, chunk // (self.n_keys * min(self.dims))))
+        rows = min(self.n_samples_softmax, max(1, chunk // self.n_keys ** 2))
         need = 8 * (2 * self.n_samples_variance + 4 * max(chunk, self.n_keys * d) + 3 * rows * self.n_keys ** 2
                     + 16 * self.n_samples_softmax)
         main = self._run_estimate(need, self.n_samples_variance, self.n_samples_softmax)
