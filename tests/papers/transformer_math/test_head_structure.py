@@ -38,15 +38,29 @@ def test_sigma1_and_shifts():
 def test_sigma2_is_a_normalised_band_with_seeded_dropout():
     B = sigma2(7, 1, 2, normalize=False)
     assert torch.equal(B.bool(), band_mask(7, 1, 2))  # p = 0: the band itself
-    assert torch.equal(sigma2(7, 2, 2, 1.0), torch.eye(7, dtype=torch.float64))  # p = 1: Sigma_1
     P = sigma2(11, 2, 1, 0.4, seed=3)
     assert torch.equal(P, sigma2(11, 2, 1, 0.4, seed=3))
-    assert torch.allclose(P.sum(-1), torch.ones(11, dtype=torch.float64), atol=1e-15)
-    assert bool((P.diagonal() > 0).all()) and bool((P[~band_mask(11, 2, 1)] == 0).all())
+    assert torch.allclose(P.sum(-1), torch.ones(11, dtype=torch.float64), atol=1e-15)  # no empty row
+    assert bool((P[~band_mask(11, 2, 1)] == 0).all())
     counts = (P > 0).sum(-1)
     assert torch.allclose(P[P > 0], (1.0 / counts.double()[:, None]).expand(11, 11)[P > 0], rtol=0, atol=1e-15)
-    with pytest.raises(ConfigError, match=r"p must be a finite number in \[0, 1\]"):
-        sigma2(5, 1, 1, 1.5)
+    with pytest.raises(ConfigError, match=r"p must be a finite number in \[0, 1\)"):
+        sigma2(5, 1, 1, 1.0)  # p = 1 empties every row: the text's p is in (0, 1)
+
+
+def test_sigma2_drops_diagonal_cells_as_the_text_defines_it():
+    """issue 34: "P = dropout(B, p)" exempts no cell of the band, and the thesis's createsintact drops diagonal
+    cells too; attnlab's Sigma_2 used to keep the diagonal. Over 200 draws at p = 0.6 (w = 1, n = 9) a diagonal
+    cell is kept in about 1 - 0.6 = 40% of the rows whose draw is not empty (P(empty row) = 0.6^3 = 22%,
+    redrawn: 0.4 / (1 - 0.216) = 0.51), never in every row."""
+    kept = torch.stack([sigma2(9, 1, 1, 0.6, seed=s).diagonal() > 0 for s in range(200)])
+    assert 0.45 < float(kept[:, 1:-1].double().mean()) < 0.57
+    # the fit searches the diagonal like any band cell: a map that looks at its neighbours, never at itself
+    H = (band_mask(6, 1) & ~torch.eye(6, dtype=torch.bool)).double()
+    H = H / H.sum(-1, keepdim=True)
+    fit = fit_sigma2(H, w_max=1)
+    assert fit.distance == pytest.approx(0.0, abs=1e-15) and fit.params["diagonal_kept"] == 0.0
+    assert (fit.params["w1"], fit.params["w2"]) == (1, 1) and fit.params["p_hat"] == pytest.approx(6 / 16)
 
 
 def test_sigma3_by_hand_and_its_rank():

@@ -5,13 +5,19 @@ Eq. (19) models a head's attention weights as f(P, E~) = I_n P + E~, P in Sigma 
 Sigma_2 u Sigma_3 (eq. 20), E~ "sparse" with |e~_ij| <= eps. The families, as read here:
 
     Sigma_1     {I_n}: every token attends to itself (the text's "positional" heads).
-    Sigma_2(w)  dropout(B, p) for the band B of bandwidths (w1, w2), b_ij = 0 if i > j + w1 or
-                j > i + w2 ("syntactic" heads). B is the band of ones; dropout removes each
-                off-diagonal band entry with probability p, keeps the diagonal (so no row is
-                empty and p = 1 gives Sigma_1) and does not rescale by 1/(1 - p) (a training
-                device; the template is a pattern); each row is then normalised to sum to 1,
-                since P stands for attention weights. p in [0, 1]: the text's (0, 1) without the
-                band (p = 0) and Sigma_1 (p = 1) at its ends.
+    Sigma_2(w)  "P = dropout(B, p), p in (0, 1)" for the band B of bandwidths (w1, w2),
+                b_ij = 0 if i > j + w1 or j > i + w2 ("syntactic" heads; §3.1.2: "start with a
+                multi diagonal matrix and apply a "dropout" to obtain the desired structure").
+                B is the band of ones; dropout removes each band entry with probability p, the
+                diagonal's as any other (the text exempts none, its Fig. 15 drops diagonal
+                cells, and so does the thesis's code: ``createsintact`` drops every cell of the
+                band), and does not rescale by 1/(1 - p) (a training device; the template is a
+                pattern); each row is then normalised to sum to 1, since P stands for attention
+                weights. A row that dropout empties cannot be normalised: no member has one
+                (the thesis's code divides 0 by 0 there and never keeps such a member). So
+                Sigma_2(w1, w2) is every 0/1 pattern inside the band with no empty row, each
+                row divided by its count; Sigma_1 is in it (every off-diagonal cell dropped).
+                p in [0, 1): the band itself (p = 0) at one end.
     Sigma_3     rare-token heads: blocks (t, a, w), rows a..a+w-1 all attend token t, with
                 a <= t < a + w ("token t is attended by w surrounding tokens"); every other row
                 attends itself. The base case is diag(I_{d1}, P_r, I_{d2}), d1 + w + d2 = n.
@@ -55,9 +61,10 @@ for each P, the best E~ is unique), so the distance of H to P + E~ is
 and each fit minimises D over its family exactly: Sigma_1 has one member; the best clamped
 shift (row i -> key clamp(i + k), Voita's +-1 positional heads) by enumerating k; the best
 permutation matrix (eq. 19 with P any permutation) as an assignment problem; Sigma_2 by
-enumerating (w1, w2) <= w_max and, per row, the best support of every size within the band
-(rows separate, and for a support of size k the best one takes the k - 1 band entries whose
-cost changes least, a sort); Sigma_3 by dynamic programming over the rows (blocks are
+enumerating (w1, w2) <= w_max and, per row, the best support of every size k = 1, 2, ... within
+the band, the diagonal a band cell like any other (rows separate, every kept cell of a row of
+support k holds 1/k, so the best support of size k takes the k band cells whose cost changes
+least from the empty row's, a sort; every dropout pattern with no empty row is searched); Sigma_3 by dynamic programming over the rows (blocks are
 disjoint intervals of rows, so the best cover of rows a..n-1 extends the best cover of the
 rest). No random search. Distances are also given divided by 2n, the largest L1 distance
 between row-stochastic matrices, with uniform and random attention as baselines
@@ -108,15 +115,22 @@ def shifted_identity(n: int, k: int) -> Tensor:
 def sigma2(n: int, w1: int, w2: int | None = None, p: float = 0.0, *, seed: int = 0, normalize: bool = True) -> Tensor:
     """dropout(B, p) for the band of bandwidths (w1, w2) (module docstring), (n, n) float64.
 
-    Each off-diagonal band entry is dropped independently with probability p (a seeded draw);
-    the diagonal stays. normalize=True divides each row by its count (row-stochastic),
-    normalize=False returns the 0/1 pattern.
+    Each band entry, the diagonal's included, is dropped independently with probability p (a seeded
+    draw); a row that the draw empties is drawn again, which gives the draws the thesis keeps (its code
+    discards a member with an empty row, and rows are independent). normalize=True divides each row
+    by its count (row-stochastic), normalize=False returns the 0/1 pattern.
     """
-    check_number("p", p, 0.0, 1.0)
+    check_number("p", p, 0.0, 1.0, open_max=True)
+    w2 = w1 if w2 is None else w2
     B = band_mask(n, w1, w2)
     g = torch.Generator().manual_seed(check_seed(seed))
-    keep = (torch.rand(n, n, generator=g, dtype=torch.float64) >= p) | torch.eye(n, dtype=torch.bool)
-    P = (B & keep).to(torch.float64)
+    keep = torch.zeros(n, n, dtype=torch.bool)
+    empty = torch.ones(n, dtype=torch.bool)
+    while bool(empty.any()):
+        draw = (torch.rand(n, n, generator=g, dtype=torch.float64) >= p) & B
+        keep = torch.where(empty[:, None], draw, keep)
+        empty = ~keep.any(-1)
+    P = keep.to(torch.float64)
     return P / P.sum(-1, keepdim=True) if normalize else P
 
 
@@ -227,9 +241,10 @@ def fit_permutation(H, eps: float = 0.0) -> StructureFit:
 
 
 def fit_sigma2(H, eps: float = 0.0, w_max: int = 3) -> StructureFit:
-    """The best member of Sigma_2(w1, w2) over 0 <= w1, w2 <= w_max and every dropout pattern
-    (module docstring); the smallest w1 + w2 (then w1) among the best. params: w1, w2, p_hat (the
-    fraction of off-diagonal band entries dropped), support (row counts)."""
+    """The best member of Sigma_2(w1, w2) over 0 <= w1, w2 <= w_max and every dropout pattern with no
+    empty row, the diagonal's cells dropped like any other (module docstring); the smallest w1 + w2
+    (then w1) among the best. params: w1, w2, p_hat (the fraction of the band's entries dropped),
+    diagonal_kept (the fraction of rows whose diagonal cell is kept)."""
     H = _map(H)
     eps = check_number("eps", eps, 0.0)
     n = H.shape[-1]
@@ -237,7 +252,8 @@ def fit_sigma2(H, eps: float = 0.0, w_max: int = 3) -> StructureFit:
     fits = []
     for w1, w2 in sorted(((a, b) for a in range(w_max + 1) for b in range(w_max + 1)), key=lambda x: (sum(x), x[0])):
         P, dropped, total = _best_band_rows(H, eps, w1, w2)
-        fits.append(_fit("sigma2", H, P, eps, w1=w1, w2=w2, p_hat=dropped / total if total else 0.0))
+        fits.append(_fit("sigma2", H, P, eps, w1=w1, w2=w2, p_hat=dropped / total,
+                         diagonal_kept=float((P.diagonal() > 0).double().mean())))
     return _smallest_best(fits)
 
 
@@ -248,14 +264,16 @@ def _smallest_best(fits: list[StructureFit]) -> StructureFit:
 
 
 def _best_band_rows(H: Tensor, eps: float, w1: int, w2: int) -> tuple[Tensor, int, int]:
+    """The best member of Sigma_2(w1, w2) row by row: (P, band entries dropped, band entries).
+
+    Row i of a member keeps k >= 1 of its m band cells at 1/k each. Against the empty row, keeping
+    cell j changes the row's cost D by delta_j(k) = max(|h_ij - 1/k| - eps, 0) - max(|h_ij| - eps, 0),
+    so the best support of size k is the k cells of smallest delta_j(k) (a sort), and the best row the
+    best k. The diagonal is one of the m cells (offset 0 listed first, so a tie keeps it)."""
     n = H.shape[-1]
-    offs = torch.tensor([o for o in range(-w1, w2 + 1) if o != 0], dtype=torch.int64)  # (m,)
+    offs = torch.tensor([0] + [o for o in range(-w1, w2 + 1) if o != 0], dtype=torch.int64)  # (m,)
     i = torch.arange(n)
     g = (H.abs() - eps).clamp_min(0.0)
-    P = torch.zeros_like(H)
-    if offs.numel() == 0:
-        P = torch.eye(n, dtype=torch.float64)
-        return P, 0, 0
     cols = i[:, None] + offs[None, :]  # (n, m)
     valid = (cols >= 0) & (cols < n)
     colc = cols.clamp(0, n - 1)
@@ -265,24 +283,20 @@ def _best_band_rows(H: Tensor, eps: float, w1: int, w2: int) -> tuple[Tensor, in
     best_cost = torch.full((n,), math.inf, dtype=torch.float64)
     best_k = torch.ones(n, dtype=torch.int64)
     best_order = torch.zeros(n, m, dtype=torch.int64)
-    for k in range(1, m + 2):  # support size, the diagonal included
-        v = 1.0 / k
-        delta = torch.where(valid, (h - v).abs().sub(eps).clamp_min(0.0) - gh, math.inf)  # (n, m)
-        srt, order = delta.sort(-1)
-        extra = srt[:, : k - 1].sum(-1) if k > 1 else torch.zeros(n, dtype=torch.float64)
-        diag = (H.diagonal() - v).abs().sub(eps).clamp_min(0.0) - g.diagonal()
-        cost = diag + extra  # change from the all-zero row; inf when the row has < k - 1 band entries
+    for k in range(1, m + 1):  # support size
+        delta = torch.where(valid, (h - 1.0 / k).abs().sub(eps).clamp_min(0.0) - gh, math.inf)  # (n, m)
+        srt, order = delta.sort(dim=-1, stable=True)
+        cost = srt[:, :k].sum(-1)  # change from the empty row; inf when the row has fewer than k band cells
         better = cost < best_cost - TIE_TOL
         best_cost = torch.where(better, cost, best_cost)
         best_k = torch.where(better, k, best_k)
         best_order = torch.where(better[:, None], order, best_order)
+    P = torch.zeros_like(H)
     for r in range(n):
         k = int(best_k[r])
-        chosen = colc[r, best_order[r, : k - 1]]
-        P[r, r] = 1.0 / k
-        P[r, chosen] = 1.0 / k
+        P[r, colc[r, best_order[r, :k]]] = 1.0 / k
     total = int(valid.sum())
-    return P, total - int((best_k - 1).sum()), total
+    return P, total - int(best_k.sum()), total
 
 
 def fit_sigma3(H, eps: float = 0.0, max_width: int | None = None, max_blocks: int | None = None,

@@ -81,7 +81,10 @@ def test_permutation_assignment(results):
 def test_sigma_fits_exact(results):
     m = results[IDS[5]]
     assert max(m.values["gaps"].values()) <= FLOAT64
-    assert m.values["dropout_patterns"] == 2**14 and m.values["sigma3_members"] == 55
+    # Sigma_2 as the text defines it (issue 34): every dropout pattern of the w <= 2 band, diagonal cells included,
+    # 2^19 of them; the 7 * 15 * 31 * 15 * 7 with no empty row are the members the fit must match
+    assert m.values["dropout_patterns"] == 2**19 and m.values["sigma2_members"] == 7 * 15 * 31 * 15 * 7
+    assert m.values["sigma3_members"] == 55
     assert m.values["sigma3_fit_rank"] < m.values["n"]
 
 

@@ -1,4 +1,4 @@
-"""The thesis's own eight maps (§3.1, §3.1.2): exact distances beside the thesis's 15.7-21.1, "most heads
+"""The thesis's own eight maps (§3.1, §3.1.2): its notebook's distances read as the minimum of eq. (21), "most heads
 diagonal" and "full rank", judged like for like; inconclusive, with the path, when the file is absent."""
 
 import pytest
@@ -20,18 +20,21 @@ def results():
 
 
 @needs_maps
-def test_exact_distances_beside_the_thesis_range(results):
-    """The exact minimum on the crops the thesis fitted lies below its random search on 6 of 8 maps."""
+def test_the_printed_distances_are_not_the_minimum_of_eq_21(results):
+    """issue 34: the notebook's table read as "the minimum distance of eq. (21)". With Sigma_2 as the text defines it
+    (dropout on the diagonal's cells too) the exact minimum is 6.8-17.3 (it was 12.4-19.8 with the diagonal kept),
+    3.8-10.4 below every printed value (15.7-21.1); those members are limits of the notebook's own draws, so the
+    printed values are not the minimum over its family either: refuted, 0 of 8 (it was inconclusive, "neither above
+    nor below", before Sigma_2 followed the text). Still attnlab's own statement: the text prints no distance."""
     r = results[IDS[0]]
     m = r.check
-    # the 15.7-21.1 is printed in the thesis's notebook, not in the text: attnlab's own comparison (issue 33)
-    assert m.verdict == "inconclusive" and m.role == "own" and not m.anchor and not r.claim.anchor
-    assert (m.relation, m.threshold) == ("==", 8)
-    assert "random search over a wider family" in m.cannot_decide  # beside the thesis's numbers, not judged
+    assert m.role == "own" and not m.anchor and not r.claim.anchor  # the numbers are the notebook's, not the text's
+    assert m.verdict == "refuted" and (m.relation, m.threshold) == ("==", 8) and m.measured == 0
     exact = m.values["exact"]
-    assert len(exact) == 8 and m.measured == m.values["inside"] == 2
-    assert min(exact) == pytest.approx(12.41, abs=0.01) and max(exact) == pytest.approx(19.83, abs=0.01)
-    assert all(x < 21.1 for x in exact)  # never above the thesis's largest random-search distance
+    assert min(exact) == pytest.approx(6.81, abs=0.01) and max(exact) == pytest.approx(17.30, abs=0.01)
+    assert m.values["above"] == 8 and all(p - x > 3.7 for p, x in zip(m.values["printed"], exact))
+    assert m.values["notebook_family_closure"] == pytest.approx(exact)  # Sigma_2 alone reaches the minimum
+    assert m.values["best_family"] == ["sigma2"] * 8  # maps 0 and 3 were Sigma_3 with the diagonal kept
     assert m.paper_value.startswith("15.7-21.1") and "validation table" in m.where and "not in the text" in m.where
 
 
@@ -40,7 +43,8 @@ def test_no_thesis_head_is_diagonal(results):
     m = results[IDS[1]].check
     assert m.verdict == "differs" and m.measured == 0.0 and (m.relation, m.threshold) == (">", 0.5)
     assert m.anchor == "transformer-math.most-heads-diagonal" == m.erratum and m.falsifier
-    assert "positional" not in m.values["labels"]
+    # Sigma_2 with the diagonal dropped like any band cell: all eight maps are syntactic (map 0 was rare-token)
+    assert m.values["labels"] == ["syntactic"] * 8
     assert min(m.values["sigma1_normalized"]) > 0.8  # the identity is far from every one of the eight maps
     assert max(m.values["self_argmax"]) <= 0.25  # the token itself carries the largest weight in few rows
     uniform = float(band_mask(16, 2).sum()) / 16**2  # uniform attention's mass within |i - j| <= 2: 0.29

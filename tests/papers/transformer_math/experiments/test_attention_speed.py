@@ -27,6 +27,7 @@ def test_registered_with_presets():
 def test_tiny_run(storable):
     res = run_attention_speed(AttentionSpeedConfig(n=(64, 128), variants=("softmax", "linear"), repeats=1))
     storable(res)
+    assert res.deviations == []  # said: none (issue 34); attnlab's own targets, no text row
     assert [f.file for f in res.figures] == ["attention-time.png", "attention-memory.png"]
     assert res.figures[0].xscale == res.figures[0].yscale == "log"
     assert {s.label for s in res.figures[0].series} == {"sdpa", "softmax", "linear"}

@@ -25,6 +25,7 @@ def result(tmp_path_factory):
 
 def test_schema_and_checks(result, storable):
     stored = storable(result)
+    assert result.deviations == [] and stored["deviations"] == []  # said: none (issue 34); no text row
     assert set(stored) >= {"summary", "tables", "figures", "notes", "data"}
     judged = [c for c in result.summary if c.verdict != "info"]
     # every judged row tests attnlab's code (parity of two paths, Eckart-Young, a proven bound): sanity,

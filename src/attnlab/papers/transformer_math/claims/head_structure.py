@@ -261,8 +261,9 @@ def _sigma3_members(n: int) -> Tensor:
 )
 def _sigma_fits_exact(seed: int) -> Check:
     """|fit - brute force| for each family on H = 0.5 Sigma_3 + 0.5 random (n = 5, eps = 0.02): shifts
-    |k| <= 2, all 120 permutations, all 2^14 dropout patterns of the w <= 2 band, all Sigma_3 members. attnlab's
-    fits against enumeration (sanity); the rank of the Sigma_3 fit is the witness of errata permutation-matrix."""
+    |k| <= 2, all 120 permutations, all 2^19 dropout patterns of the w <= 2 band (the diagonal's cells dropped
+    like any other; the 341,775 with no empty row are members), all Sigma_3 members. attnlab's fits against
+    enumeration (sanity); the rank of the Sigma_3 fit is the witness of errata permutation-matrix."""
     n, eps = 5, 0.02
     g = torch.Generator().manual_seed(seed)
     t = int(torch.randint(1, n - 1, (1,), generator=g))
@@ -273,16 +274,18 @@ def _sigma_fits_exact(seed: int) -> Check:
     perms = torch.tensor(list(itertools.permutations(range(n))))
     brute_perm = float(error_cost(H - torch.nn.functional.one_hot(perms, n).double(), eps).min())
     gaps["permutation"] = abs(fit_permutation(H, eps).distance - brute_perm)
-    off = (band_mask(n, 2) & ~torch.eye(n, dtype=torch.bool)).nonzero()
-    masks = torch.tensor(list(itertools.product([False, True], repeat=len(off))))  # (2^14, 14)
-    P = torch.eye(n, dtype=torch.bool).repeat(len(masks), 1, 1)
-    P[:, off[:, 0], off[:, 1]] = masks
-    P = P.double() / P.sum(-1, keepdim=True)
+    cells = band_mask(n, 2).nonzero()
+    masks = torch.tensor(list(itertools.product([False, True], repeat=len(cells))))  # (2^19, 19)
+    P = torch.zeros(len(masks), n, n, dtype=torch.bool)
+    P[:, cells[:, 0], cells[:, 1]] = masks
+    members = P.any(-1).all(-1)  # no empty row
+    P = P[members].double()
+    P = P / P.sum(-1, keepdim=True)
     brute_s2 = float(error_cost(H - P, eps).min())
     fit2 = fit_sigma2(H, eps, 2)
     gaps["sigma2"] = abs(fit2.distance - brute_s2)
-    members = _sigma3_members(n)
-    brute_s3 = float(error_cost(H - torch.nn.functional.one_hot(members, n).double(), eps).min())
+    s3_members = _sigma3_members(n)
+    brute_s3 = float(error_cost(H - torch.nn.functional.one_hot(s3_members, n).double(), eps).min())
     fit3 = fit_sigma3(H, eps)
     gaps["sigma3"] = abs(fit3.distance - brute_s3)
     worst = max(gaps.values())
@@ -290,7 +293,8 @@ def _sigma_fits_exact(seed: int) -> Check:
     return at_most(worst, 1e-12, f"max |fit - brute force| over 4 families; Sigma_3 fit {fit3.params['blocks']} "
                    f"(planted token {t}, width 3), rank {rank} < n = {n}: not a permutation", role="sanity",
                    values={"gaps": gaps, "sigma2": fit2.params, "sigma3_blocks": fit3.params["blocks"],
-                           "planted_token": t, "sigma3_members": len(members), "dropout_patterns": len(masks),
+                           "planted_token": t, "sigma3_members": len(s3_members), "dropout_patterns": len(masks),
+                           "sigma2_members": int(members.sum()),
                            "sigma3_fit_rank": rank, "n": n})
 
 

@@ -25,6 +25,12 @@ early once both models have reached the threshold (``stop_at_threshold``).
 
 ``attnlab reproduce`` runs this as a sweep over d_head and seeds
 (:func:`reproduce_plan`) and reports :func:`aggregate` of the sweep's rows.
+
+Deviation (:data:`COPY_TASK`): §1.2.3 argues without an experiment, so the model, the task and the
+optimiser are attnlab's. The two rows read at initialisation (entropy, gradient at the logits) are
+also measured with the task removed (random queries and keys of the same width and count, a random
+upstream gradient) and are decided when that control gives their verdict; steps to learn need a
+task, so that row has no control and is inconclusive.
 """
 
 from __future__ import annotations
@@ -41,8 +47,10 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.config import RunConfig, check_bool, check_choice, check_int, check_number, param
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
+from attnlab.papers.transformer_math.query_softmax import query_statistics
 from attnlab.papers.transformer_math.scaling_model import CopyAttention, Measurement, measure
 from attnlab.registry import Experiment, SweepPlan, register_experiment
 from attnlab.checks import NO_ERROR, Bound, Check, above, below, compare, info
@@ -55,6 +63,17 @@ TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against 
 STEP_OPS = 150  # torch ops of one model's step: batch, forward, backward, Adam (fitted to the quick preset)
 EVAL_OPS = 150  # torch ops of one model's held-out measure (loss, accuracy, entropy, per-example gradients)
 VARIANTS = {"scaled": "1/sqrt(d)", "unscaled": "none"}  # name -> scale of attention_logits
+COPY_TASK = Deviation(
+    "copy-task", "data",
+    "one attention head between an embedding and a readout, trained by Adam on attnlab's positional-copy task (n "
+    "context tokens and a query naming a position; the target is the token there); the initial rows read it at "
+    "step 0",
+    "§1.2.3 argues without an experiment: it gives no model, task or optimiser; a task the head can only solve by "
+    "attending isolates the logit scale",
+    control="in the same report: the initial rows with the task removed (queries and n keys with N(0, 1) entries of "
+            "width d_head, a random unit upstream gradient: the softmax at initialisation without the task); steps "
+            "to learn need a task, so that row has no control")
+TASK_FREE_QUERIES = 4096  # queries of the task-free control (query_softmax.query_statistics), seed 0
 SWEEPS = {"quick": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128]}, seeds=3),
           "paper": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128, 256, 512]}, seeds=5)}
 
@@ -370,8 +389,9 @@ def aggregate(rows: list[dict]) -> ExperimentResult:
                   ["d_head", "seeds", "scaled steps", "unscaled steps", "scaled reached", "unscaled reached",
                    "init ||dl/dz|| scaled", "unscaled", "init entropy scaled", "unscaled"], table_rows,
                   ["int", "int", "text", "text", "text", "text", "float", "float", "float", "float"])
+    control = task_free(dims[-1], n)
     return ExperimentResult(
-        summary=_summary(dims, stats, reached, groups, steps, thr), tables=[table],
+        summary=_summary(dims, stats, reached, groups, steps, thr, control), tables=[table], deviations=[COPY_TASK],
         figures=_figures(dims, stats, steps, thr, n),
         notes=[f"One run trains two models from the same init on the same batches (Adam, {steps} steps), "
                "one with c = 1/sqrt(d_head), one with c = 1; d_model is tied to d_head unless set.",
@@ -380,7 +400,18 @@ def aggregate(rows: list[dict]) -> ExperimentResult:
                "||dl/dz||: mean over held-out examples of the norm of the gradient of the example's "
                "loss with respect to its attention logits z (the softmax input)."],
         data={"d_head": dims, "stats": {k: s.to_dict() for k, s in stats.items()}, "reached": reached,
-              "seeds": {d: len(g) for d, g in groups.items()}})
+              "seeds": {d: len(g) for d, g in groups.items()}, "task_free": control})
+
+
+def task_free(d_head: int, n: int) -> dict[str, float]:
+    """The initial rows' ratios unscaled / scaled with the task removed (:data:`COPY_TASK`): the mean over
+    TASK_FREE_QUERIES queries of the softmax entropy and of ||J_s^T g|| (g a random unit upstream gradient)
+    for z_j = q . k_j, q and n keys with N(0, 1) entries of width d_head (what the copy model's q and keys
+    have at initialisation, Var(q . k) = d_head), against z / sqrt(d_head)."""
+    s = query_statistics(d_head, n, TASK_FREE_QUERIES, generator=torch.Generator().manual_seed(0))
+    return {"entropy": float(s["entropy_raw"].mean() / s["entropy_scaled"].mean()),
+            "gradient": float(s["gradient_norm_raw"].mean() / s["gradient_norm_scaled"].mean()),
+            "d_head": d_head, "n": n, "queries": TASK_FREE_QUERIES}
 
 
 WHERE = "§1.2.3 (\"it leads to more stable gradients\")"
@@ -390,14 +421,17 @@ RESCALE = "transformer-math.rescale-dot-products"  # "the vanishing gradient ...
 
 
 def _summary(dims: Sequence[int], stats: dict[str, VariantStats], reached: dict[str, list[int]],
-             groups: dict[int, list[SweepRun]], steps: int, thr: float) -> list[Check]:
+             groups: dict[int, list[SweepRun]], steps: int, thr: float, control: dict[str, float]) -> list[Check]:
     """The text's three effects at the largest d_head, as ratios unscaled / scaled of the means
     over seeds, and whether every scaled run learned within the budget (attnlab's task and
     training must be learnable: a sanity check of attnlab's setup).
 
     A run that never reaches the threshold counts steps + 1, a lower bound; a mean over such runs
     is one too. With every scaled run exact, unscaled / scaled is then a lower bound (it decides
-    "> 1" when the bound does); with a censored scaled run the ratio is not measured."""
+    "> 1" when the bound does); with a censored scaled run the ratio is not measured.
+
+    The task is attnlab's (:data:`COPY_TASK`): the two initial rows carry the task-free ratios of
+    :func:`task_free` as their control when those give the same verdict; the steps row has none."""
     i, d = len(dims) - 1, dims[-1]
     K = len(groups[d])
     sc, un = stats["scaled"], stats["unscaled"]
@@ -411,19 +445,31 @@ def _summary(dims: Sequence[int], stats: dict[str, VariantStats], reached: dict[
         slow = Bound.at_least(slow, f"the unscaled model missed the threshold in {K - reached['unscaled'][i]}/{K} "
                                     f"seeds, counted as {steps + 1} steps")
     runs = sum(len(g) for g in groups.values())
+    free = (f"without the task (N(0, 1) queries and {control['n']} keys of width {control['d_head']}, "
+            f"{control['queries']} queries, a random unit upstream gradient)")
+
+    def controlled(value: float, task_free_value: float, what: str) -> dict:
+        same = (value < 1) == (task_free_value < 1)
+        said = f"{free}: {what} {task_free_value:.3g}, required < 1 -> {'the same' if same else 'another'} verdict"
+        return {"control": said} if same else {"detail": f"mean over {K} seeds; control: {said}"}
+
     return [
         below(ent, 1, quantity=f"initial attention entropy at d_head={d}: unscaled / scaled", where=WHERE,
-              paper_value="softmax saturates without 1/sqrt(k)", detail=f"mean over {K} seeds", anchor=SATURATE,
+              paper_value="softmax saturates without 1/sqrt(k)", anchor=SATURATE, deviations=(COPY_TASK.id,),
               falsifier="the unscaled model's initial attention entropy no lower than the scaled one's (ratio >= 1)",
-              erratum=NO_ERROR),
+              erratum=NO_ERROR, **{"detail": f"mean over {K} seeds",
+                                   **controlled(ent, control["entropy"], "mean entropy unscaled / scaled")}),
         below(grad, 1, quantity=f"initial ||dl/dz|| at d_head={d}: unscaled / scaled", where=WHERE,
-              paper_value="gradient vanishes without 1/sqrt(k)", detail=f"mean over {K} seeds", anchor=RESCALE,
+              paper_value="gradient vanishes without 1/sqrt(k)", anchor=RESCALE, deviations=(COPY_TASK.id,),
               falsifier="the unscaled model's initial gradient at the logits no smaller than the scaled one's "
-                        "(ratio >= 1)", erratum=NO_ERROR),
+                        "(ratio >= 1)", erratum=NO_ERROR,
+              **{"detail": f"mean over {K} seeds",
+                 **controlled(grad, control["gradient"], "mean ||J_s^T g|| unscaled / scaled")}),
         above(slow, 1, quantity=f"mean steps to loss <= {thr:g} at d_head={d}: unscaled / scaled", where=WHERE,
               paper_value="more stable gradients with 1/sqrt(k)", cannot_decide=cannot,
               detail=f"unscaled reached the threshold in {reached['unscaled'][i]}/{K} seeds, scaled in "
-                     f"{reached['scaled'][i]}/{K}", anchor=STABLE,
+                     f"{reached['scaled'][i]}/{K}; learning needs a task, and the task is attnlab's: no control "
+                     "without it", anchor=STABLE, deviations=(COPY_TASK.id,),
               falsifier="the unscaled model learning in no more steps than the scaled one (ratio <= 1)",
               erratum=NO_ERROR),
         compare(f"scaled runs reaching loss <= {thr:g} within {steps} steps", sum(reached["scaled"]), "==", runs,
