@@ -21,8 +21,8 @@ LayerNorm kept in every variant (SAN, SAN+skip, SAN+MLP with the FFN's residual,
 (ii) under attnlab's switches, each part off unless named (SAN, SAN+skip, SAN+MLP, SAN+LN,
 transformer; attnlab's SAN+LN is their SAN). Text: help topics of pydoc_data.topics.
 
-Like for like: their figures are of 12-layer models, MiniLM has 6, so their layer 12 is set
-beside MiniLM's layer 6 (the same relative depth) and their layer l beside MiniLM's l/2;
+MiniLM beside their numbers: their figures are of 12-layer models, MiniLM has 6, so their layer
+12 is set beside MiniLM's layer 6 (the same relative depth) and their layer l beside MiniLM's l/2;
 the models still differ (all-MiniLM-L6-v2 is 384 wide, distilled for sentence embeddings,
 read on pydoc text instead of wiki_bio), so those rows are inconclusive by construction:
 they print the numbers side by side. The statements that do not depend on the model (pure
@@ -71,7 +71,8 @@ first text; SmolLM2 on its first text when measured) in an interactive viewer, e
 map residual r(P) = ||P - 1 mean^T||_{1,inf} / ||P||_{1,inf} (0 when every query attends alike,
 so that the head alone maps any input to rank one) and its mean row entropy (:func:`head_scores`).
 
-Reference numbers (Dong et al.'s figures, read off their published PDFs; BERT-base-cased,
+Reference numbers (Dong et al.'s figures: BERT's read from their vector file,
+:mod:`~attnlab.papers.rank_collapse.dong_figures`; ALBERT's and XLNet's read off the figures; BERT-base-cased,
 ALBERT-base-v2, XLNet-base-cased, 12 layers, 32 wiki_bio sequences of 128 tokens, residual by
 the token mean, LayerNorm kept in every variant): :data:`REFERENCE`.
 """
