@@ -10,6 +10,7 @@ the networks' shapes alone (no weights are read). The networks of
     random       6    12  12  384  32      1536  2   22,565,376   the same architecture, drawn
     attnlab-12   12   12  12  384  32      1536  2   33,212,160   12 blocks and MiniLM's embedding
     smollm2      30   9   3   576  64      1536  3   134,515,008  SmolLM2-135M-Instruct (tied head)
+    bert-base    12   12  12  768  64      3072  2   108,891,648  BertConfig()'s BERT-base, drawn (float32)
 
 (L blocks, H query heads sharing kv key/value heads, width d, FFN width d_ff with m matrices:
 GELU's two, SwiGLU's three). The shapes are :mod:`attnlab.pretrained.sizes`'s.
@@ -21,6 +22,13 @@ the loader's cached float32 dequantized GGUF tensors and its tokenizer), and rea
 GiB for MiniLM, 2.6 GiB for SmolLM2); a drawn network holds its 8 P bytes. Loading takes about
 0.1 us per parameter (2.3 s for MiniLM, 15 s for SmolLM2 on 2 cores), counted as :data:`LOAD_OPS`
 = 2 interpreted operations per parameter (:func:`load_work`).
+
+BERT-base (:mod:`attnlab.papers.rank_collapse.bert_base`) is drawn, not loaded: transformers' float32
+BertModel, its float64 state dict (attnlab's BERT loader) and attnlab's float32 Encoder are held at once,
+:data:`DRAW_PEAK` = 20 bytes per parameter (measured 20.1: 2.0 GiB), and one draw takes about as long
+as loading a checkpoint of its size (8.7 s measured on 2 shared cores: LOAD_OPS per parameter);
+afterwards it holds its 4 P bytes. :func:`bert_base_work` counts rank-collapse.ablations' passes of
+one draw.
 
 One pass of B texts of n tokens through k blocks with every state and every head's map kept
 (``run_model``, ``run_dong``; :func:`states_bytes`, :func:`maps_bytes`, :func:`layer_bytes`,
@@ -98,6 +106,9 @@ RANDOM = dataclasses.replace(MINILM, name="random", resident=8.0, loaded=False)
 ATTNLAB_12 = dataclasses.replace(RANDOM, name="attnlab-12", layers=12, params=33_212_160)
 SMOLLM2 = _net("smollm2", SMOLLM2_SIZE, 134_515_008, 14.0, True)
 NETS = {n.name: n for n in (MINILM, RANDOM, ATTNLAB_12, SMOLLM2)}
+BERT_BASE = Net("bert-base", 12, 12, 12, 768, 64, 3072, 2, 108_891_648, 4.0, False)
+DRAW_PEAK = 20.0  # bytes per parameter while BERT-base is drawn (module docstring)
+F32 = 4  # bytes of a float32
 
 
 def resident_bytes(nets: Sequence[Net]) -> float:
@@ -151,6 +162,25 @@ def state_residuals_work(B: float, n: float, d: float, states: float) -> dict[st
     return {"lapack": lapack, "traffic": 20 * F64 * B * states * n * d, "calls": 30 * TORCH_OP * states}
 
 
+def bert_draw_bytes() -> float:
+    """DRAW_PEAK P: the most one draw of BERT-base holds (module docstring)."""
+    return DRAW_PEAK * BERT_BASE.params
+
+
+def bert_base_work(B: float, n: float, draws: float) -> dict[str, float]:
+    """rank-collapse.ablations' work on BERT-base: per draw, the draw itself (LOAD_OPS per parameter),
+    on the text five passes of 12 blocks (SAN, SAN+skip and the notes' SAN of attention alone; SAN+MLP
+    and the transformer whole) and on random ids three (SAN through 2 blocks, SAN+skip, transformer),
+    and the token-mean residual of every state (about 20 passes over it, 10 torch ops). gemm counted as
+    float64's (float32 runs about twice as fast: an upper bound)."""
+    N, attention = BERT_BASE, dataclasses.replace(BERT_BASE, d_ff=0, ffn_matrices=0)
+    passes = add(scaled(pass_work(attention, B, n), 4), pass_work(attention, B, n, 2),
+                 scaled(pass_work(N, B, n), 3))
+    states = 5 * (N.layers + 1) + 3 + 2 * (N.layers + 1)  # text: 5 passes; random ids: 2 + one of 2 blocks
+    residuals = {"traffic": 20 * F32 * B * states * n * N.d, "calls": 10 * TORCH_OP * states}
+    return scaled(add(passes, residuals, {"python": LOAD_OPS * N.params}), draws)
+
+
 def add(*works: dict[str, float]) -> dict[str, float]:
     """The sum of Estimate keyword dicts."""
     out: dict[str, float] = {}
@@ -191,7 +221,7 @@ def paths_count(L: int, H: int, skip: bool = True) -> float:
     return math.exp(log) if log < 700 else math.inf
 
 
-__all__ = ["ATTNLAB_12", "F64", "LOADING", "LOAD_OPS", "LOAD_PEAK", "LP_BYTES", "LP_WORK", "MINILM", "NETS",
+__all__ = ["ATTNLAB_12", "BERT_BASE", "DRAW_PEAK", "F32", "F64", "bert_base_work", "bert_draw_bytes", "LOADING", "LOAD_OPS", "LOAD_PEAK", "LP_BYTES", "LP_WORK", "MINILM", "NETS",
            "Net", "RANDOM", "SMOLLM2", "TORCH_OP", "add", "by_excess", "layer_bytes", "load_bytes", "load_work",
            "maps_bytes", "pass_work", "paths_count", "resident_bytes", "scaled", "state_residuals_work",
            "states_bytes"]

@@ -323,10 +323,11 @@ def dong_block_pre(block, x: Tensor, variant: str, *, causal: bool | None = None
 
 
 def dong_pass(model: Encoder, X0: Tensor, variant: str, position_ids: Tensor | None = None,
-              layers: int | None = None) -> TransformerOutput:
+              layers: int | None = None, keep_weights: bool = True) -> TransformerOutput:
     """Dong et al.'s surgery ``variant`` on every block of ``model`` from X_0 = ``X0`` (B, n, d):
     :func:`dong_block` for a post-LN block, :func:`dong_block_pre` for a pre-norm one (causal and
-    rotary as the model is), through its first ``layers`` blocks (None: all)."""
+    rotary as the model is), through its first ``layers`` blocks (None: all); every block's
+    attention weights, or none (None in their place) without ``keep_weights``."""
     if variant not in DONG_VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}: choose one of {', '.join(DONG_VARIANTS)}")
     causal = _causal(model)
@@ -338,7 +339,7 @@ def dong_pass(model: Encoder, X0: Tensor, variant: str, position_ids: Tensor | N
             return dong_block(block, X, variant)
         return dong_block_pre(block, X, variant, causal=causal, qkv_transform=rot)
 
-    return _stack_pass(model, X0, position_ids, step, layers)
+    return _stack_pass(model, X0, position_ids, step, layers, weights_at=None if keep_weights else ())
 
 
 def run_dong(model_name: str, model: Encoder, batch: Batch, variant: str,

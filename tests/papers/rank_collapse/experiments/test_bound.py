@@ -39,6 +39,12 @@ def test_bound_tiny(storable):
         assert p["kappa"] == pytest.approx(4 * p["beta"] * p["res0"] ** 2 / 2, rel=FLOAT64)
     assert res.summary[0].verdict == "reproduced" and res.summary[0].measured == 0
     assert res.summary[0].anchor == "rank-collapse.theorem-2-2" and res.summary[0].falsifier
+    # the bound takes the exact composite residual of X, not the notes' token mean (a deviation, declared with why):
+    # decided with its control, the same pairs under the bound from the notes' residual r_0
+    row = res.summary[0]
+    assert [d.id for d in res.deviations] == ["composite-input-residual"] and res.deviations[0].why
+    assert row.deviations == ("composite-input-residual",) and row.values["violations_notes_residual"] == 0
+    assert row.control.startswith("the bound from the notes' residual") and row.control.endswith("-> reproduced")
     # the notes state a bound, not a rate: the 3^l-fit rows are attnlab's own statements (issue 33)
     assert [c.group for c in res.summary if c.verdict != "info"] == ["text"] + ["own"] * (
         sum(c.verdict != "info" for c in res.summary) - 1)

@@ -37,6 +37,26 @@ def test_masks_variants_tiny(storable):
     assert local.verdict == "inconclusive" and "limit in depth" in local.cannot_decide  # 6 layers cannot decide it
     judged = [c for c in res.summary if c.role != "info"]
     assert len(judged) == 8 and all(c.role == "own" and c.group == "own" and not c.anchor for c in judged)
+    # the residual's norm departs from Wu et al.'s (Frobenius): declared, and every judged row names it and its
+    # control, the same row with the Frobenius residual, or is inconclusive
+    assert [d.id for d in res.deviations] == ["composite-norm"] and res.deviations[0].why
+    assert all(c.deviations == ("composite-norm",) for c in judged)
+    assert all(c.control.startswith("the same row with the Frobenius residual") or c.verdict == "inconclusive"
+               for c in judged)
+    frob = res.data["frobenius"]["pretrained"]["SAN"]
+    assert frob["softmax"][-1] < 1e-8 and frob["causal window w=4"][3] > 100 * frob["softmax"][3]
+
+
+def test_a_row_whose_verdict_the_norm_decides_is_inconclusive():
+    from attnlab.checks import above
+    from attnlab.papers.rank_collapse.experiments.masks_variants import _with_control
+
+    row, same, other = (above(x, 0.01, quantity="q", role="own") for x in (0.5, 0.3, 0.001))
+    kept = _with_control(row, same)
+    assert (kept.verdict, kept.deviations) == ("holds", ("composite-norm",)) and "-> holds" in kept.control
+    flipped = _with_control(row, other)
+    assert flipped.verdict == "inconclusive" and flipped.reason.startswith("the norm decides it: holds")
+    assert _with_control(above(0.5, 0.01, quantity="q", role="sanity"), other).verdict == "sanity"  # own rows only
 
 
 @pytest.mark.parametrize("changes, message", [

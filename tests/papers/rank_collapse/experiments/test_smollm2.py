@@ -135,7 +135,8 @@ def test_smollm2_missing_is_skipped_with_a_note(monkeypatch):
     monkeypatch.setattr(low_rank, "smollm2_missing", lambda: message)
     res = ablations.run(ablations.AblationsConfig(texts=1, tokens=8, models=("pretrained", "smollm2"),
                                                   composite_texts=0, composite_tokens=4,
-                                                  composite_models=("pretrained",), composite_variants=("SAN",)))
+                                                  composite_models=("pretrained",), composite_variants=("SAN",),
+                                                  bert_seeds=0))
     row = res.check("SmolLM2-135M-Instruct beside MiniLM")
     assert row.verdict == "info" and row.measured == "skipped" and message in row.detail
     assert "smollm2" not in res.data["curves"] and any(message in n for n in res.notes)

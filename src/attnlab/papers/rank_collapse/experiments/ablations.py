@@ -21,8 +21,8 @@ LayerNorm kept in every variant (SAN, SAN+skip, SAN+MLP with the FFN's residual,
 (ii) under attnlab's switches, each part off unless named (SAN, SAN+skip, SAN+MLP, SAN+LN,
 transformer; attnlab's SAN+LN is their SAN). Text: help topics of pydoc_data.topics.
 
-Like for like: their figures are of 12-layer models, MiniLM has 6, so their layer 12 is set
-beside MiniLM's layer 6 (the same relative depth) and their layer l beside MiniLM's l/2;
+MiniLM beside their numbers: their figures are of 12-layer models, MiniLM has 6, so their layer
+12 is set beside MiniLM's layer 6 (the same relative depth) and their layer l beside MiniLM's l/2;
 the models still differ (all-MiniLM-L6-v2 is 384 wide, distilled for sentence embeddings,
 read on pydoc text instead of wiki_bio), so those rows are inconclusive by construction:
 they print the numbers side by side. The statements that do not depend on the model (pure
@@ -35,6 +35,27 @@ do not state or print: that skip connections stop the collapse and an MLP does n
 numbers of their figures (BERT, ALBERT, XLNet). Those rows are attnlab's own statements (role
 own: attnlab's reading of Dong et al.), holds / refuted, or inconclusive where MiniLM and
 SmolLM2 stand beside BERT (another model).
+
+Dong et al.'s own model at initialisation, like for like (:mod:`~attnlab.papers.rank_collapse.bert_base`):
+BERT-base as ``transformers.BertConfig()`` defines it (12 layers, 12 heads, d = 768), drawn by
+transformers' own initialisation from ``bert_seeds`` seeds and loaded into attnlab's blocks by
+attnlab's BERT loader, cut by their surgery (LayerNorm kept) and run in their float32 on
+``bert_texts`` texts of ``bert_tokens`` tokens. Its X_0, SAN l = 1 and l = 2, SAN+skip l = 12 and
+transformer l = 12 are set beside the same layer of their BERT curves
+(:mod:`~attnlab.papers.rank_collapse.dong_figures`, read from their vector figure), one value per
+draw, decided by the majority of draws (:func:`attnlab.checks.across_seeds`): attnlab's own
+statements (the notes print none of these numbers). Their wiki_bio text is not offline; each of
+those rows is also measured on uniform random token ids (an input with no text), its control: a
+verdict that differs between the two inputs is inconclusive (the input decides it). With fewer
+texts than their 32, a draw whose mean over its texts lies within two standard errors of the
+tolerance's edge is a :class:`~attnlab.checks.Bound` (the text count cannot decide it). MiniLM's
+rows beside BERT's numbers stay "another model".
+
+Deviations from the text's protocol (:func:`deviations`, each with why; a row names those that
+touch it): LayerNorm kept in the SAN (the notes' SAN has none; control: attnlab's SAN, every part
+off, in the same run), pydoc text for wiki_bio, MiniLM and SmolLM2 for BERT, fewer or shorter texts
+than Dong et al.'s 32 x 128, float64 for MiniLM where they ran float32, and one draw per seed for
+the four variants where their notebook draws a new model per variant.
 
 SmolLM2-135M-Instruct (``smollm2``; a causal pre-RMSNorm Llama-family decoder, 30 layers,
 d = 576) is measured beside MiniLM on its own tokens of the same help topics, under attnlab's
@@ -50,7 +71,8 @@ first text; SmolLM2 on its first text when measured) in an interactive viewer, e
 map residual r(P) = ||P - 1 mean^T||_{1,inf} / ||P||_{1,inf} (0 when every query attends alike,
 so that the head alone maps any input to rank one) and its mean row entropy (:func:`head_scores`).
 
-Reference numbers (Dong et al.'s figures, read off their published PDFs; BERT-base-cased,
+Reference numbers (Dong et al.'s figures: BERT's read from their vector file,
+:mod:`~attnlab.papers.rank_collapse.dong_figures`; ALBERT's and XLNet's read off the figures; BERT-base-cased,
 ALBERT-base-v2, XLNet-base-cased, 12 layers, 32 wiki_bio sequences of 128 tokens, residual by
 the token mean, LayerNorm kept in every variant): :data:`REFERENCE`.
 """
@@ -60,18 +82,21 @@ from __future__ import annotations
 from attnlab.runs.rundir import RunDir
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 
 from attnlab.analysis.residuals import composite_norm, relative_residual, residual, spectral_norm
-from attnlab.checks import Bound, Check, above, below, compare, info
+from attnlab.checks import NO_ERROR, Bound, Check, above, across_seeds, below, compare, info
 from attnlab.config import RunConfig, check_int, param
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
-from attnlab.papers.rank_collapse.sizes import (F64, LP_BYTES, LP_WORK, MINILM, NETS, TORCH_OP, add, by_excess,
-                                                layer_bytes, load_bytes, load_work, maps_bytes, pass_work,
-                                                resident_bytes, scaled, state_residuals_work, states_bytes)
+from attnlab.papers.rank_collapse import bert_base, dong_figures
+from attnlab.papers.rank_collapse.sizes import (BERT_BASE, F64, LP_BYTES, LP_WORK, MINILM, NETS, TORCH_OP, add,
+                                                bert_base_work, bert_draw_bytes, by_excess, layer_bytes, load_bytes,
+                                                load_work, maps_bytes, pass_work, resident_bytes, scaled,
+                                                state_residuals_work, states_bytes)
 from attnlab.papers.rank_collapse.stacks import (
     DONG_VARIANTS,
     MINILM_MODELS,
@@ -105,21 +130,30 @@ ANOTHER_DECODER = ("another model: SmolLM2-135M-Instruct (causal decoder, pre-RM
                    "their LayerNorm-kept surgery translated to a pre-norm block")
 
 COMPOSITE_KINDS = ("mean", "composite", "svd")  # on the short sequences ("two" = "mean" in ||.||_{1,inf})
-FIGURE_TOL = 0.05  # reading a value off Dong et al.'s figures
+FIGURE_TOL = 0.05
+"""A value of Dong et al.'s figures, to 0.05 on its 0-1 axis: the precision a reader takes from the figure
+(the values themselves are read from their vector file to ~1e-8, :mod:`~attnlab.papers.rank_collapse.dong_figures`),
+more than three times the spread of their own four random draws at X_0 (0.597 to 0.612)."""
 WHERE = "Dong et al. (2021) Figs. 2-4 (the notes' source, §2.2)"
 ANOTHER_MODEL = ("another model: all-MiniLM-L6-v2 (6 layers, 384 wide, pydoc text) at layer {l} of 6 against "
                  "BERT-base-cased (12 layers, 768 wide, wiki_bio) at layer {L} of 12, the same relative depth")
 
-# Dong et al. (2021), read off paper-plotting/figures/residual_*_vert_croped.pdf (12 layers).
+# Dong et al. (2021), paper-plotting/figures/residual_*_vert_croped.pdf (12 layers): BERT's numbers read from the
+# vector file (dong_figures), ALBERT's and XLNet's read off the figures by eye.
+_INIT, _PRE = dong_figures.BERT_INIT, dong_figures.BERT_PRETRAINED
 REFERENCE = {
-    "random_layer0": "BERT 0.60, ALBERT 0.60-0.65, XLNet 1.0",
-    "random_san_l1": "BERT 0.02, ALBERT 0, XLNet 0",
-    "random_san_l2": "0 from l=2 (all three)",
-    "random_skip_full_last": "l=12, SAN+skip / transformer: BERT 0.45 / 0.35, ALBERT 0.26 / 0.26, XLNet 0.93 / 0.73",
-    "pretrained_layer0": "BERT 0.69, ALBERT 0.90, XLNet 0.71",
-    "pretrained_san_collapse": "~0 by l = 5 (BERT), 6 (ALBERT), 9 (XLNet); BERT 0.04 at l=3",
+    "random_layer0": f"BERT {dong_figures.init_layer0():.3f} (their four draws: "
+                     + " / ".join(f"{c.mean[0]:.3f}" for c in _INIT.values()) + "), ALBERT 0.60-0.65, XLNet 1.0",
+    "random_san_l1": f"BERT {_INIT['SAN'].mean[1]:.4f}, ALBERT 0, XLNet 0",
+    "random_san_l2": f"0 from l=2 (all three; BERT {_INIT['SAN'].mean[2]:.1e}, float32 rounding 1.9e-7 from l=3)",
+    "random_skip_full_last": f"l=12, SAN+skip / transformer: BERT {_INIT['SAN+skip'].mean[12]:.3f} / "
+                             f"{_INIT['transformer'].mean[12]:.3f}, ALBERT 0.26 / 0.26, XLNet 0.93 / 0.73",
+    "pretrained_layer0": f"BERT {_PRE['SAN'].mean[0]:.3f}, ALBERT 0.90, XLNet 0.71",
+    "pretrained_san_collapse": f"~0 by l = 5 (BERT), 6 (ALBERT), 9 (XLNet); BERT {_PRE['SAN'].mean[3]:.3f} at l=3, "
+                               f"{_PRE['SAN'].mean[5]:.4f} at l=5",
     "pretrained_mlp_collapse": "~0 by l = 4 (BERT), 5 (ALBERT), 5 (XLNet)",
-    "pretrained_skip_full_last": "l=12, SAN+skip / transformer: BERT 0.07 / 0.31, ALBERT 0 / 0.56, XLNet 0.10 / 0.52",
+    "pretrained_skip_full_last": f"l=12, SAN+skip / transformer: BERT {_PRE['SAN+skip'].mean[12]:.3f} / "
+                                 f"{_PRE['transformer'].mean[12]:.3f}, ALBERT 0 / 0.56, XLNet 0.10 / 0.52",
 }
 
 
@@ -132,11 +166,13 @@ class AblationsConfig(RunConfig):
 
     PRESETS = {"quick": {"texts": 4, "tokens": 32, "composite_texts": 1, "composite_tokens": 8,
                          "composite_models": ("pretrained",), "composite_variants": ("SAN", "transformer"),
-                         "smollm2_texts": 2, "smollm2_tokens": 32, "smollm2_layers": SMOLLM2_LAYERS},
+                         "smollm2_texts": 2, "smollm2_tokens": 32, "smollm2_layers": SMOLLM2_LAYERS,
+                         "bert_seeds": 3, "bert_texts": 8, "bert_tokens": 128},
                "paper": {"texts": 32, "tokens": 128, "composite_texts": 2, "composite_tokens": 8,
                          "composite_models": ("pretrained", "random"),
                          "composite_variants": tuple(VARIANTS),
-                         "smollm2_texts": 8, "smollm2_tokens": 128, "smollm2_layers": SMOLLM2_LAYERS}}
+                         "smollm2_texts": 8, "smollm2_tokens": 128, "smollm2_layers": SMOLLM2_LAYERS,
+                         "bert_seeds": 5, "bert_texts": 32, "bert_tokens": 128}}
 
     texts: int | None = param(None, "number of texts B (help topics of pydoc_data.topics)")
     tokens: int | None = param(None, "tokens n per text ([CLS] and [SEP] included)")
@@ -148,6 +184,10 @@ class AblationsConfig(RunConfig):
     smollm2_texts: int | None = param(None, "texts for SmolLM2 (its own tokens of the same help topics)")
     smollm2_tokens: int | None = param(None, "tokens per text for SmolLM2")
     smollm2_layers: int | None = param(None, "SmolLM2's leading blocks run (30: all; states X_0..X_k)")
+    bert_seeds: int | None = param(None, "random draws of BERT-base (BertConfig(), transformers' init), seeds "
+                                         "seed .. seed + k - 1 (0: none)")
+    bert_texts: int | None = param(None, "texts per draw for BERT-base (Dong et al.: 32)")
+    bert_tokens: int | None = param(None, "tokens per text for BERT-base (Dong et al.: 128)")
 
     def validate(self) -> None:
         check_int("texts", self.texts, minimum=1)
@@ -157,6 +197,9 @@ class AblationsConfig(RunConfig):
         check_int("smollm2_texts", self.smollm2_texts, minimum=1)
         check_int("smollm2_tokens", self.smollm2_tokens, minimum=3, maximum=8192)
         check_int("smollm2_layers", self.smollm2_layers, minimum=1, maximum=SMOLLM2_LAYERS)
+        check_int("bert_seeds", self.bert_seeds, minimum=0)
+        check_int("bert_texts", self.bert_texts, minimum=1)
+        check_int("bert_tokens", self.bert_tokens, minimum=3, maximum=512)
         for name, values, allowed in (("models", self.models, MODELS),
                                       ("composite_models", self.composite_models, MINILM_MODELS),
                                       ("composite_variants", self.composite_variants, tuple(VARIANTS))):
@@ -187,9 +230,13 @@ class AblationsConfig(RunConfig):
         + 2 M) and the SAN+LN states stay for Dong et al.'s SAN (one S more); 32 B n d the residuals
         of one state. The composite residual: B_c = composite_texts texts of n_c = composite_tokens
         tokens (S_c, M_c, T_c their pass), a linear program of 4400 bytes per entry of its n_c x d
-        matrix, beside the pass of the full batch.
+        matrix, beside the pass of the full batch. BERT-base (``bert_seeds`` draws, B_b = bert_texts
+        texts of n_b = bert_tokens tokens, float32): W + the larger of its draw (DRAW_PEAK P, 20 bytes
+        a parameter) and its 4 P weights with two passes' states 2 x 4 B_b 13 n_b d and one block's
+        temporaries.
 
-        Work: loading each checkpoint (2 interpreted operations per parameter); 9 passes per network
+        Work: loading each checkpoint (2 interpreted operations per parameter); BERT-base's draws and
+        passes (:func:`~attnlab.papers.rank_collapse.sizes.bert_base_work`); 9 passes per network
         (5 switches, 4 of Dong et al.'s variants; gemm, traffic and calls of the sizes module), the
         residuals of every state (an SVD with vectors and two without per matrix), and per composite
         network and variant one short pass and 2 B_c (L + 1) composite residuals of 1200 (n_c d)^2
@@ -225,6 +272,13 @@ class AblationsConfig(RunConfig):
                                       f"beside a pass of {B} texts x {n} tokens",
                                       **scaled(one, len(self.composite_variants)),
                                       lower=("composite_tokens", *by_excess(self, ("tokens", "texts")))))
+        if self.bert_seeds:
+            B, n, N = self.bert_texts, self.bert_tokens, BERT_BASE
+            passes = 4 * N.params + 2 * 4 * B * (N.layers + 1) * n * N.d + layer_bytes(N, B, n) / 2
+            steps.append(Estimate(W + max(bert_draw_bytes(), passes),
+                                  f"bert-base: a draw of BERT-base ({N.params:,} parameters) and its passes of {B} "
+                                  f"texts x {n} tokens, float32", **bert_base_work(B, n, self.bert_seeds),
+                                  lower=by_excess(self, ("bert_texts", "bert_tokens", "bert_seeds"))))
         return total(steps)
 
 
@@ -354,6 +408,7 @@ class Measured:
         skipped: network -> why it was not measured (SmolLM2 without its wheel).
         smollm2_texts, smollm2_tokens, smollm2_layers: SmolLM2's B, n and number of blocks run, as
             configured (also when it was not measured).
+        bert: Dong et al.'s random-init BERT-base per draw (:class:`BertBaseRuns`); None without draws.
     """
 
     curves: dict[str, dict[str, LayerCurves]]
@@ -367,6 +422,7 @@ class Measured:
     smollm2_texts: int
     smollm2_tokens: int
     smollm2_layers: int
+    bert: BertBaseRuns | None = None
 
     def sizes(self, model: str) -> tuple[int, int]:
         """(texts, tokens) of the batch ``model`` was measured on."""
@@ -383,7 +439,69 @@ class Measured:
                 "composite_minus_mean": self.composite_minus_mean, "dong_san_vs_san_ln": self.dong_san_vs_san_ln,
                 "texts": self.texts, "tokens": self.tokens, "skipped": dict(self.skipped),
                 "smollm2": {"texts": self.smollm2_texts, "tokens": self.smollm2_tokens,
-                            "layers": self.smollm2_layers}}
+                            "layers": self.smollm2_layers},
+                "bert": None if self.bert is None else self.bert.to_dict()}
+
+
+BERT_VARIANTS = {"text": {"SAN": None, "SAN+skip": None, "SAN+MLP": None, "transformer": None,
+                          bert_base.NOTES_SAN: None},
+                 "random ids": {"SAN": 2, "SAN+skip": None, "transformer": None}}
+"""What BERT-base runs on each input (:data:`~attnlab.papers.rank_collapse.bert_base.INPUTS`), variant -> the
+blocks it runs through (None: all 12): on the text Dong et al.'s four variants and the notes' SAN (every part
+off); on random ids what the rows set beside their numbers read (SAN at l = 1, 2; SAN+skip and transformer
+at l = 12)."""
+
+
+@dataclass(frozen=True)
+class BertBaseRuns:
+    """Dong et al.'s random-init BERT-base (:mod:`~attnlab.papers.rank_collapse.bert_base`), float32, one
+    draw per seed, under :data:`BERT_VARIANTS`.
+
+    Attributes:
+        seeds: the draws' seeds.
+        curves: input -> variant -> one :class:`Curve` per draw (in the order of ``seeds``): the mean and
+            standard deviation over the texts of the token-mean relative residual r(X_l), l = 0..k.
+        texts, tokens: B and n of each input.
+    """
+
+    seeds: list[int]
+    curves: dict[str, dict[str, list[Curve]]]
+    texts: int
+    tokens: int
+
+    def at(self, kind: str, variant: str, layer: int) -> list[float]:
+        """r(X_layer) on input ``kind`` under ``variant``, mean over the texts, one value per draw."""
+        return [c.mean[layer] for c in self.curves[kind][variant]]
+
+    def spread(self, kind: str, variant: str, layer: int) -> list[float]:
+        """The standard deviation over the texts of r(X_layer), one value per draw."""
+        return [c.std[layer] for c in self.curves[kind][variant]]
+
+    def to_dict(self) -> dict:
+        """The stored form: seeds, texts, tokens, "dtype": "float32", curves as input -> variant -> [per draw
+        {"mean": [...], "std": [...]}]."""
+        return {"seeds": list(self.seeds), "texts": self.texts, "tokens": self.tokens, "dtype": "float32",
+                "curves": {k: {v: [c.to_dict() for c in cs] for v, cs in by.items()}
+                           for k, by in self.curves.items()}}
+
+
+def measure_bert_base(cfg: AblationsConfig, run_dir: RunDir | None = None) -> BertBaseRuns:
+    """``cfg.bert_seeds`` draws of BERT-base (seeds cfg.seed, cfg.seed + 1, ...), each run under
+    :data:`BERT_VARIANTS` on the help topics cfg.seed picks and on random ids drawn from cfg.seed
+    (the same inputs for every draw), one draw held at a time."""
+    ids = {kind: bert_base.input_ids(kind, cfg.bert_texts, cfg.bert_tokens, cfg.seed).to(cfg.device)
+           for kind in BERT_VARIANTS}
+    seeds = [cfg.seed + i for i in range(cfg.bert_seeds)]
+    curves: dict[str, dict[str, list[Curve]]] = {kind: {v: [] for v in vs} for kind, vs in BERT_VARIANTS.items()}
+    for s in seeds:
+        model = bert_base.bert_base_random(s, device=cfg.device)
+        for kind, variants in BERT_VARIANTS.items():
+            for v, layers in variants.items():
+                curves[kind][v].append(Curve(*_per_layer(bert_base.states(model, ids[kind], v, layers), "mean")))
+        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": "bert-base", "seed": s,
+                             "transformer_last_text": curves["text"]["transformer"][-1].mean[-1]})
+        del model
+    return BertBaseRuns(seeds, curves, cfg.bert_texts, cfg.bert_tokens)
 
 
 def _curves(hidden: list[torch.Tensor]) -> LayerCurves:
@@ -505,10 +623,11 @@ def _measure(cfg: AblationsConfig, run_dir: RunDir | None = None) -> tuple[Measu
             dong[m][v] = _curves(out.hidden_states)
             if v == "SAN":
                 same = max(same, max(float((a - b).abs().max()) for a, b in zip(out.hidden_states, ln_only)))
+    bert = measure_bert_base(cfg, run_dir) if cfg.bert_seeds else None
     return Measured(curves=curves, dong=dong, composite=composite, composite_minus_mean=worst_gap,
                     dong_san_vs_san_ln=same, texts=cfg.texts, tokens=cfg.tokens, skipped=skipped,
                     smollm2_texts=cfg.smollm2_texts, smollm2_tokens=cfg.smollm2_tokens,
-                    smollm2_layers=cfg.smollm2_layers), views
+                    smollm2_layers=cfg.smollm2_layers, bert=bert), views
 
 
 def _fmt(x: float) -> str:
@@ -520,69 +639,72 @@ def _layers(ys: list[float]) -> str:
 
 
 def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
-    C, G = data.curves, data.dong
+    C, G, Bb = data.curves, data.dong, data.bert
     out: list[Check] = []
+    minilm_devs = _minilm_deviations(cfg)
 
     def last(table, m, v):
         return table[m][v].last
 
-    # -- the statements that do not depend on the model: judged ------------------------------
-    M = [m for m in G if m in MINILM_MODELS]  # the judged rows: MiniLM's architecture and attnlab's stack
-    if M:
-        san = {m: last(G, m, "SAN") for m in M}
-        out.append(below(max(san.values()), COLLAPSED,
-                         quantity="pure attention loses rank: largest relative residual (token mean) at the last layer "
-                                  "of the SAN, LayerNorm kept (Dong et al.'s surgery), over networks",
-                         paper_value="||res SAN(X)|| -> 0; ~0 from l = 2 (random init), l = 5-9 (pretrained)",
-                         where=f"§2.2; {WHERE}", anchor=SAN_COLLAPSE,
-                         falsifier="a network whose SAN (LayerNorm kept) ends with relative residual >= 0.01 (the "
-                                   "notes' SAN, LayerNorm off, is in the detail)",
-                         detail="; ".join(f"{m}: {_layers(G[m]['SAN'].by_layer)}" for m in M)
-                                + "; LayerNorm off (attnlab's SAN): "
-                                + ", ".join(f"{m} {_fmt(last(C, m, 'SAN'))}" for m in M),
-                         values={"dong_san_last": san, "attnlab_san_last": {m: last(C, m, "SAN") for m in M}}))
-        mlp = {m: last(G, m, "SAN+MLP") for m in M}
+    def bert_last(variant):  # BERT-base's last-layer value on the text, per draw, by name
+        return {} if Bb is None else {f"bert-base seed {s}": y for s, y in zip(Bb.seeds, Bb.at("text", variant, -1))}
+
+    def bert_text(variant):
+        return "" if Bb is None else f"; BERT-base at random init, per draw: {_layers(list(bert_last(variant).values()))}"
+
+    # -- the notes' statement (§2.2): pure attention loses rank, a row of the text -----------
+    M = [m for m in G if m in MINILM_MODELS]  # MiniLM's architecture and attnlab's stack
+    if M or Bb is not None:
+        out.append(_san_collapse_row(data))
+    # -- Dong et al.'s statements that do not depend on the model: attnlab's own --------------
+    if M or Bb is not None:
+        mlp = {m: last(G, m, "SAN+MLP") for m in M} | bert_last("SAN+MLP")
         out.append(below(max(mlp.values()), COLLAPSED,
                          quantity="an MLP without the attention skip does not stop the collapse: largest SAN+MLP "
                                   "relative residual at the last layer, Dong et al.'s surgery, over networks",
-                         paper_value="SAN+MLP ~0 by l = 4 (BERT), 5 (ALBERT, XLNet), pretrained",
+                         paper_value="SAN+MLP ~0 by l = 4 (BERT), 5 (ALBERT, XLNet), pretrained; from l = 2 at "
+                                     "random init (BERT 8.8e-7 at l = 2)",
                          where=WHERE, role="own",
-                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP'].by_layer)}" for m in M)
+                         detail="; ".join(f"{m}: {_layers(G[m]['SAN+MLP'].by_layer)}" for m in M) + bert_text("SAN+MLP")
                                 + "; attnlab's SAN+MLP (no LayerNorm, no FFN skip): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+MLP'))}" for m in M),
                          values={"dong_mlp_last": mlp, "attnlab_mlp_last": {m: last(C, m, "SAN+MLP") for m in M}}))
     mini = [m for m in ("pretrained", "random") if m in G]
-    if mini:
-        skip = {m: last(G, m, "SAN+skip") for m in mini}
+    if mini or Bb is not None:
+        skip = {m: last(G, m, "SAN+skip") for m in mini} | bert_last("SAN+skip")
         out.append(above(min(skip.values()), COLLAPSED,
                          quantity="skip connections stop the collapse: smallest SAN+skip relative residual at the last "
-                                  "layer, Dong et al.'s surgery, MiniLM's architecture (pretrained, random init)",
-                         paper_value="l=12 SAN+skip: 0.45 / 0.26 / 0.93 (random init), 0.07 / 0 / 0.10 (pretrained "
-                                     "BERT / ALBERT / XLNet)",
+                                  "layer, Dong et al.'s surgery, MiniLM's architecture (pretrained, random init) and "
+                                  "BERT-base at random init",
+                         paper_value=f"l=12 SAN+skip: {_INIT['SAN+skip'].mean[12]:.3f} / 0.26 / 0.93 (random init), "
+                                     f"{_PRE['SAN+skip'].mean[12]:.3f} / 0 / 0.10 (pretrained BERT / ALBERT / XLNet)",
                          where=WHERE, role="own",
                          detail="; ".join(f"{m}: {_layers(G[m]['SAN+skip'].by_layer)}" for m in mini)
-                                + "; LayerNorm off (attnlab's SAN+skip): "
+                                + bert_text("SAN+skip") + "; LayerNorm off (attnlab's SAN+skip): "
                                 + ", ".join(f"{m} {_fmt(last(C, m, 'SAN+skip'))}" for m in mini),
                          values={"dong_skip_last": skip}))
+    # -- Dong et al.'s numbers at initialisation, like for like: BERT-base, layer l against layer l
+    if Bb is not None:
+        out.extend(_bert_summary(Bb))
 
     # -- Dong et al.'s numbers beside MiniLM's at the same relative depth: another model -------
     def beside(quantity, model, variant, layer_minilm, layer_bert, ref_value, ref_text):
         ys = G[model][variant].by_layer
         l = min(layer_minilm, len(ys) - 1)
         return compare(quantity, ys[l], "±", ref_value, tolerance=FIGURE_TOL, paper_value=ref_text, where=WHERE,
-                       cannot_decide=ANOTHER_MODEL.format(l=l, L=layer_bert), role="own",
+                       cannot_decide=ANOTHER_MODEL.format(l=l, L=layer_bert), role="own", deviations=minilm_devs,
                        detail=f"MiniLM per layer: {_layers(ys)}"
                               + ("" if variant == "transformer" else f"; attnlab's {variant} (LayerNorm off): "
                                  f"{_layers(C[model][variant].by_layer)}"),
                        values={"minilm_by_layer": ys, "minilm_layer": l, "bert_layer": layer_bert})
 
-    for m, ref in (("pretrained", {"l0": (0.69, REFERENCE["pretrained_layer0"]),
-                                   "skip": (0.07, REFERENCE["pretrained_skip_full_last"]),
-                                   "full": (0.31, REFERENCE["pretrained_skip_full_last"])}),
-                   ("random", {"l0": (0.60, REFERENCE["random_layer0"]),
-                               "skip": (0.45, REFERENCE["random_skip_full_last"]),
-                               "full": (0.35, REFERENCE["random_skip_full_last"]),
-                               "l2": (0.0, REFERENCE["random_san_l2"])})):
+    for m, ref in (("pretrained", {"l0": (_PRE["SAN"].mean[0], REFERENCE["pretrained_layer0"]),
+                                   "skip": (_PRE["SAN+skip"].mean[12], REFERENCE["pretrained_skip_full_last"]),
+                                   "full": (_PRE["transformer"].mean[12], REFERENCE["pretrained_skip_full_last"])}),
+                   ("random", {"l0": (dong_figures.init_layer0(), REFERENCE["random_layer0"]),
+                               "skip": (_INIT["SAN+skip"].mean[12], REFERENCE["random_skip_full_last"]),
+                               "full": (_INIT["transformer"].mean[12], REFERENCE["random_skip_full_last"]),
+                               "l2": (_INIT["SAN"].mean[2], REFERENCE["random_san_l2"])})):
         if m not in G:
             continue
         what = "pretrained" if m == "pretrained" else "random init"
@@ -603,7 +725,7 @@ def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
                                f"drops below {COLLAPSED:g}, vs BERT's",
                                Bound.at_least(1.0, "not below it within MiniLM's 6 layers") if first is None
                                else first / 6, "±", bert_l / 12, tolerance=1 / 12,
-                               paper_value=REFERENCE[ref], where=WHERE, role="own",
+                               paper_value=REFERENCE[ref], where=WHERE, role="own", deviations=minilm_devs,
                                cannot_decide="another model: all-MiniLM-L6-v2 (6 layers, 384 wide, pydoc text) against "
                                              "BERT-base-cased (12 layers, 768 wide, wiki_bio), depth counted as l/L",
                                detail=f"MiniLM: l = {first} of 6; BERT: l ~ {bert_l} of 12; per layer {_layers(ys)}",
@@ -634,8 +756,172 @@ def _summary(data: Measured, cfg: AblationsConfig) -> list[Check]:
     return out
 
 
+def _san_collapse_row(data: Measured) -> Check:
+    """The notes' ||res SAN(X)||_{1,inf} -> 0 (§2.2) on every network's SAN with LayerNorm kept (Dong et al.'s
+    surgery: MiniLM's architecture, attnlab-12, BERT-base's draws on the text), decided with its control: the
+    same networks' SAN with every part off (LayerNorm too), the notes' own SAN, giving the same verdict."""
+    G, C, Bb = data.dong, data.curves, data.bert
+    M = [m for m in G if m in MINILM_MODELS]
+    kept = {m: G[m]["SAN"].last for m in M}
+    off = {m: C[m]["SAN"].last for m in M}
+    if Bb is not None:
+        for s, k, o in zip(Bb.seeds, Bb.at("text", "SAN", -1), Bb.at("text", bert_base.NOTES_SAN, -1)):
+            kept[f"bert-base seed {s}"], off[f"bert-base seed {s}"] = k, o
+    worst, worst_off = max(kept.values()), max(off.values())
+    control = ""
+    if (worst < COLLAPSED) == (worst_off < COLLAPSED):
+        control = (f"the notes' SAN (every part off, LayerNorm too) on the same networks and inputs, this run: largest "
+                   f"last-layer relative residual {_fmt(worst_off)} -> {'reproduced' if worst_off < COLLAPSED else 'differs'}")
+    per = [f"{m}: {_layers(G[m]['SAN'].by_layer)}" for m in M]
+    if Bb is not None:
+        per.append("BERT-base at random init, l = 12 per draw: " + _layers(Bb.at("text", "SAN", -1)))
+    return below(worst, COLLAPSED,
+                 quantity="pure attention loses rank: largest relative residual (token mean) at the last layer of the "
+                          "SAN, LayerNorm kept (Dong et al.'s surgery), over networks",
+                 paper_value="||res SAN(X)|| -> 0; ~0 from l = 2 (random init), l = 5-9 (pretrained)",
+                 where=f"§2.2; {WHERE}", anchor=SAN_COLLAPSE, erratum=NO_ERROR,
+                 falsifier="a network whose SAN (LayerNorm kept) ends with relative residual >= 0.01, its control (the "
+                           "notes' SAN, LayerNorm off) agreeing",
+                 deviations=("layernorm-kept",), control=control,
+                 detail="; ".join(per) + "; every part off (the notes' SAN), last layer: "
+                        + ", ".join(f"{m} {_fmt(v)}" for m, v in off.items()),
+                 values={"dong_san_last": kept, "attnlab_san_last": off})
+
+
+BERT_POINTS = (  # (what, variant, layer l, Dong et al.'s r(X_l), as they show it)
+    ("relative residual of X_0 (the embedding output)", "SAN", 0, dong_figures.init_layer0(),
+     REFERENCE["random_layer0"]),
+    ("SAN (LayerNorm kept) relative residual at layer 1 of 12", "SAN", 1, _INIT["SAN"].mean[1],
+     f"{_INIT['SAN'].mean[1]:.4f} (± {_INIT['SAN'].std[1]:.4f} over their 32 sequences)"),
+    ("SAN (LayerNorm kept) relative residual at layer 2 of 12", "SAN", 2, _INIT["SAN"].mean[2],
+     f"0 on the figure ({_INIT['SAN'].mean[2]:.1e}; float32 rounding, 1.9e-7, from l = 3)"),
+    ("SAN+skip (LayerNorm kept) relative residual at layer 12 of 12", "SAN+skip", 12, _INIT["SAN+skip"].mean[12],
+     f"{_INIT['SAN+skip'].mean[12]:.4f} (± {_INIT['SAN+skip'].std[12]:.4f} over their 32 sequences)"),
+    ("transformer relative residual at layer 12 of 12", "transformer", 12, _INIT["transformer"].mean[12],
+     f"{_INIT['transformer'].mean[12]:.4f} (± {_INIT['transformer'].std[12]:.4f} over their 32 sequences)"),
+)
+"""The rows of Dong et al.'s BERT at initialization set beside BERT-base's draws, layer l against layer l."""
+WHERE_INIT = f"{dong_figures.SOURCE}, 'BERT at initialization'"
+
+
+def _draw_value(mean: float, std: float, texts: int, ref: float) -> float | Bound:
+    """One draw's r(X_l): its mean over the texts, or, with fewer texts than Dong et al.'s 32, a Bound of
+    mean ± 2 standard errors (std / sqrt(texts)) where that interval straddles an edge of ref ± FIGURE_TOL:
+    more texts could put it on either side, so the text count cannot decide the draw."""
+    if texts >= dong_figures.SEQUENCES:
+        return mean
+    half = 2 * std / math.sqrt(texts)
+    if any(mean - half < edge < mean + half for edge in (ref - FIGURE_TOL, ref + FIGURE_TOL)):
+        return Bound(mean - half, mean + half, f"the mean over {texts} texts ± 2 standard errors straddles an edge of "
+                                               f"{ref:.3g} ± {FIGURE_TOL:g}")
+    return mean
+
+
+def _controlled(main: Check, ctrl: Check) -> Check:
+    """``main`` (the row on the text) keeps a decided verdict only where ``ctrl`` (the same row on random token
+    ids, an input with no text) gives the same one; otherwise it is inconclusive: the input decides it."""
+    if main.verdict not in ("holds", "refuted"):
+        return main
+    if ctrl.verdict == main.verdict:
+        return replace(main, control=f"the same row on random token ids (an input with no text), the same draws: "
+                                     f"{ctrl.verdict} in {ctrl.support}; wiki_bio itself is not offline")
+    other = f"{ctrl.verdict} in {ctrl.support}" if ctrl.support else f"{ctrl.verdict} ({ctrl.reason})"
+    return replace(main, cannot_decide=f"the input decides it: {main.verdict} in {main.support} on pydoc text, "
+                                       f"{other} on random token ids; Dong et al.'s wiki_bio is not offline")
+
+
+def _bert_summary(Bb: BertBaseRuns) -> list[Check]:
+    """Dong et al.'s BERT at initialization against BERT-base's draws (:data:`BERT_POINTS`), one value per draw,
+    decided by the majority of draws, with random token ids as the control of the text (:func:`_controlled`)."""
+    out = []
+    short = (Bb.texts, Bb.tokens) != (dong_figures.SEQUENCES, dong_figures.TOKENS)
+    devs = ("pydoc-text",) + (("bert-texts",) if short else ())
+    for what, v, l, ref, shown in BERT_POINTS:
+        per = {kind: [_draw_value(m, sd, Bb.texts, ref) for m, sd in zip(Bb.at(kind, v, l), Bb.spread(kind, v, l))]
+               for kind in bert_base.INPUTS}
+        quantity = f"random-init BERT-base (BertConfig(), transformers' draw): {what}, vs Dong et al.'s BERT, same layer"
+        main = across_seeds(quantity, per["text"], "±", ref, tolerance=FIGURE_TOL, role="own", paper_value=shown,
+                            where=WHERE_INIT, deviations=devs,
+                            detail=f"pydoc text; on random token ids: {_layers(Bb.at('random ids', v, l))}; "
+                                   f"{Bb.texts} texts of {Bb.tokens} tokens per draw, float32, draws (seeds) "
+                                   f"{', '.join(map(str, Bb.seeds))}",
+                            values={"layer": l, "dong": ref, "text": Bb.at("text", v, l),
+                                    "random_ids": Bb.at("random ids", v, l), "seeds": list(Bb.seeds)})
+        ctrl = across_seeds(quantity, per["random ids"], "±", ref, tolerance=FIGURE_TOL, role="own")
+        out.append(_controlled(main, ctrl))
+    return out
+
+
+def _minilm_deviations(cfg: AblationsConfig) -> tuple[str, ...]:
+    """The deviations that touch the rows setting MiniLM beside Dong et al.'s BERT (:func:`deviations`)."""
+    short = (cfg.texts, cfg.tokens) != (dong_figures.SEQUENCES, dong_figures.TOKENS)
+    return ("minilm-for-bert", "pydoc-text", "float64") + (("minilm-sizes",) if short else ())
+
+
+def deviations(cfg: AblationsConfig, data: Measured) -> list[Deviation]:
+    """How this run's protocol departs from the text's (the notes' SAN) and from Dong et al.'s (the source of the
+    numbers its rows set beside), each with why and its control; only those that apply to what was measured."""
+    minilm = any(m in data.dong for m in MINILM_MODELS)
+    out = [Deviation("layernorm-kept", "architecture",
+                     "the text row's SAN is Dong et al.'s, LayerNorm kept (z = LN_1(MHA(x))); the notes' SAN, "
+                     "SA_L o ... o SA_1 (§2.1), has no LayerNorm",
+                     "the row measures the networks as Dong et al., the notes' source, cut them",
+                     control="attnlab's SAN, every part off (the notes' SAN), on the same networks and inputs, in "
+                             "the same run"),
+           Deviation("pydoc-text", "data",
+                     "help topics of Python's pydoc_data.topics tokenized by all-MiniLM-L6-v2's WordPiece tokenizer "
+                     "(bert-base-uncased's vocabulary, BertConfig()'s), against Dong et al.'s first 32 wiki_bio test "
+                     "biographies tokenized by bert-base-cased's",
+                     "wiki_bio and bert-base-cased's tokenizer are not on this machine (nothing is downloaded)",
+                     control="BERT-base's rows: the same rows on uniform random token ids (an input with no text), "
+                             "the same draws; a verdict that differs between the two inputs is inconclusive")]
+    if minilm:
+        out.append(Deviation("minilm-for-bert", "model",
+                             "all-MiniLM-L6-v2 (6 layers, d = 384, a sentence-embedding distillation), pretrained and "
+                             "at BERT's initialisation, and attnlab's 12-layer stack, set beside Dong et al.'s "
+                             "BERT-base (12 layers, d = 768): MiniLM's layer l beside BERT's 2l",
+                             "no pretrained BERT-base checkpoint is offline; MiniLM is the BERT-family checkpoint "
+                             "attnlab ships",
+                             control="at random initialisation, BERT-base itself (bert_seeds draws: the rows "
+                                     "'random-init BERT-base'); pretrained, none offline: those rows are inconclusive"))
+        if (cfg.texts, cfg.tokens) != (dong_figures.SEQUENCES, dong_figures.TOKENS):
+            out.append(Deviation("minilm-sizes", "size",
+                                 f"MiniLM and attnlab-12 on {cfg.texts} texts of {cfg.tokens} tokens, against Dong et "
+                                 f"al.'s {dong_figures.SEQUENCES} of {dong_figures.TOKENS}",
+                                 "a smaller run than the paper scale", control="--scale paper"))
+    if minilm or "smollm2" in data.dong:
+        out.append(Deviation("float64", "precision",
+                             "MiniLM, attnlab-12 and SmolLM2 run in float64, against Dong et al.'s float32 (BERT-base "
+                             "runs in float32)",
+                             "a collapsed state is then seen down to ~1e-16, not float32's ~1e-7"))
+    if "smollm2" in data.dong:
+        out.append(Deviation("smollm2-for-bert", "model",
+                             "SmolLM2-135M-Instruct (a causal pre-RMSNorm decoder, 30 layers, d = 576), Dong et al.'s "
+                             "surgery translated to pre-norm blocks, set beside their BERT-base",
+                             "a second pretrained model beside MiniLM, causal; no pretrained BERT-base is offline"))
+    if data.bert is not None:
+        out.append(Deviation("one-draw-per-variant", "model",
+                             "one random draw of BERT-base per seed, cut four ways; Dong et al.'s notebook draws a new "
+                             "model for each variant (their four X_0 differ: 0.597 to 0.612)",
+                             "the variants of one draw then differ by the surgery alone; each variant's curve is "
+                             "distributed as theirs, and every row reads one variant, so it touches no row"))
+        if (data.bert.texts, data.bert.tokens) != (dong_figures.SEQUENCES, dong_figures.TOKENS):
+            out.append(Deviation("bert-texts", "size",
+                                 f"BERT-base on {data.bert.texts} texts of {data.bert.tokens} tokens per draw, against "
+                                 f"Dong et al.'s {dong_figures.SEQUENCES} of {dong_figures.TOKENS}",
+                                 "a smaller run than the paper scale: a draw's mean over 8 texts has a standard error "
+                                 "of about 0.005 (their band: 0.009 to 0.015 per sequence), a tenth of the 0.05 "
+                                 "tolerance",
+                                 control="--scale paper; meanwhile a draw within two standard errors of the "
+                                         "tolerance's edge is a bound, so the text count cannot decide a row"))
+    return out
+
+
 def _overflow_text(c: LayerCurves) -> str:
     return "" if c.overflow is None else f" (overflow from layer {c.overflow}: entries above 1e100)"
+
+
+SMOLLM2_DEVIATIONS = ("smollm2-for-bert", "pydoc-text", "float64")  # what touches SmolLM2's rows beside Dong et al.'s
 
 
 def _smollm2_summary(data: Measured) -> list[Check]:
@@ -653,10 +939,11 @@ def _smollm2_summary(data: Measured) -> list[Check]:
     sizes = f"{data.smollm2_texts} texts of {data.smollm2_tokens} tokens, layers 0..{L} of {SMOLLM2_LAYERS}"
 
     def judged(variant, relation, quantity, paper_value, *, role="own", anchor="", falsifier="",
-               cannot_decide=ANOTHER_DECODER):
+               cannot_decide=ANOTHER_DECODER, deviations=SMOLLM2_DEVIATIONS):
         ys = S[variant].by_layer
         return compare(f"SmolLM2: {quantity}", ys[-1], relation, COLLAPSED, paper_value=paper_value, where=WHERE,
                        role=role, anchor=anchor, falsifier=falsifier, cannot_decide=cannot_decide,
+                       deviations=deviations,
                        detail=f"pre-norm surgery {variant}, per layer: {_layers(ys)}{_overflow_text(S[variant])}; "
                               f"{sizes}; attnlab's {variant}: {_layers(A[variant].by_layer)}"
                               f"{_overflow_text(A[variant])}",
@@ -665,14 +952,16 @@ def _smollm2_summary(data: Measured) -> list[Check]:
     out.append(judged("SAN", "<", f"pure attention (z = MHA(N_1(x)), norm kept) relative residual at layer {L}",
                       "||res SAN(X)|| -> 0; ~0 from l = 5-9 (pretrained BERT, ALBERT, XLNet)",
                       role="text", anchor=SAN_COLLAPSE, falsifier="SmolLM2's SAN ending with relative residual >= 0.01",
-                      cannot_decide=ANOTHER_DECODER + "; the notes' SAN has no causal mask and no norm"))
+                      cannot_decide=ANOTHER_DECODER + "; the notes' SAN has no causal mask and no norm",
+                      deviations=("layernorm-kept",)))
     out.append(judged("SAN+MLP", "<", f"SAN+MLP (u = MHA(N_1(x)), z = u + FFN(N_2(u))) relative residual at layer {L}",
                       REFERENCE["pretrained_mlp_collapse"]))
     out.append(judged("SAN+skip", ">", f"SAN+skip (z = x + MHA(N_1(x))) relative residual at layer {L}",
                       REFERENCE["pretrained_skip_full_last"]))
     full = S["transformer"].by_layer
     out.append(compare(f"SmolLM2: transformer relative residual at layer {L} of {SMOLLM2_LAYERS} vs BERT's 12 of 12",
-                       full[-1], "±", 0.31, tolerance=FIGURE_TOL, paper_value=REFERENCE["pretrained_skip_full_last"],
+                       full[-1], "±", _PRE["transformer"].mean[12], tolerance=FIGURE_TOL,
+                       paper_value=REFERENCE["pretrained_skip_full_last"], deviations=SMOLLM2_DEVIATIONS,
                        where=WHERE, role="own", cannot_decide=ANOTHER_DECODER + f"; layer {L} of {SMOLLM2_LAYERS}",
                        detail=f"per layer: {_layers(full)}; {sizes}", values={"by_layer": full}))
     out.append(info("SmolLM2: relative residual at the last layer under attnlab's switches (each part off unless "
@@ -782,6 +1071,8 @@ def _figures(data: Measured, cfg: AblationsConfig) -> list:
             "pre-norm streams, MiniLM's LayerNorm outputs; neither model is Dong et al.'s.",
             series=lines, xlabel="relative depth l/L", ylabel="relative residual", yscale="log",
             title="MiniLM and SmolLM2, Dong et al.'s surgery"))
+    if data.bert is not None:
+        figs.extend(_bert_figures(data.bert))
     comp = {m: vs for m, vs in data.composite.items() if vs}
     if comp:
         lines, kstyle = [], {"mean": "solid", "composite": "dashed", "svd": "dotted"}
@@ -799,6 +1090,35 @@ def _figures(data: Measured, cfg: AblationsConfig) -> list:
             "and can be smaller than both.",
             series=lines, xlabel="layer l", ylabel="relative residual", yscale="log",
             title="Three residual definitions"))
+    return figs
+
+
+def _bert_figures(Bb: BertBaseRuns) -> list:
+    """Per input, BERT-base's curves per draw (solid) beside Dong et al.'s BERT at initialization (dashed), on
+    their linear axis."""
+    figs = []
+    styles = ("solid", "dotted", "dashdot")
+    for kind, variants in BERT_VARIANTS.items():
+        lines = [series(f"Dong et al.: {v}", list(range(13)), list(_INIT[v].mean), color=_DONG_COLORS[v],
+                        style="dashed", marker=False) for v in DONG_VARIANTS if v in variants]
+        for v in variants:
+            color = _DONG_COLORS.get(v, PALETTE[0])
+            for i, (s, c) in enumerate(zip(Bb.seeds, Bb.curves[kind][v])):
+                lines.append(series(f"{v}, seed {s}", list(range(len(c.mean))), c.mean, color=color,
+                                    style=styles[i % 3], marker=False))
+        name = "text" if kind == "text" else "random-ids"
+        figs.append(line_figure(
+            f"ablation-bert-base-{name}.png",
+            f"Random-init BERT-base (transformers.BertConfig(): 12 layers, 12 heads, d = 768; transformers' own "
+            f"initialisation, N(0, 0.02^2); float32) on {Bb.texts} "
+            + ("help topics" if kind == "text" else "sequences of uniform random token ids (no text)")
+            + f" of {Bb.tokens} tokens: relative residual (token mean, ||.||_{{1,inf}}) per layer, mean over the texts, "
+            f"one line per draw (seeds {', '.join(map(str, Bb.seeds))}), under Dong et al.'s surgery (LayerNorm kept)"
+            + (" and the notes' SAN (every part off)" if kind == "text" else "")
+            + ". Dashed: Dong et al.'s BERT at initialization (32 wiki_bio sequences of 128 tokens), read from their "
+            "vector figure. Layer l against layer l.",
+            series=lines, xlabel="layer l", ylabel="relative residual",
+            title=f"BERT-base at random init, {kind}"))
     return figs
 
 
@@ -848,7 +1168,28 @@ def _tables(data: Measured) -> list[Table]:
                             "layer k beside SmolLM2's layer 5k (empty: a layer not run, or past a float64 overflow)",
                             ["surgery", "model", "ablation", *(f"l/L={k}/6" for k in range(7))],
                             depth_rows, ["text"] * 3 + ["float"] * 7))
+    if data.bert is not None:
+        tables.append(_bert_table(data.bert))
     return tables  # the errata table is the report's own (results.json "errata")
+
+
+BERT_TABLE_LAYERS = (0, 1, 2, 3, 6, 9, 12)
+
+
+def _bert_table(Bb: BertBaseRuns) -> Table:
+    """BERT-base's r(X_l) per input, variant and draw beside Dong et al.'s curve (one row each)."""
+    rows = [["Dong et al. (wiki_bio, 32 x 128)", v, "their draw", *(_INIT[v].mean[l] for l in BERT_TABLE_LAYERS)]
+            for v in DONG_VARIANTS]
+    for kind, variants in BERT_VARIANTS.items():
+        for v in variants:
+            for s, c in zip(Bb.seeds, Bb.curves[kind][v]):
+                rows.append([kind, v, str(s), *(c.mean[l] if l < len(c.mean) else None for l in BERT_TABLE_LAYERS)])
+    return Table(f"Random-init BERT-base (transformers.BertConfig(), transformers' initialisation, float32) under Dong et "
+                 f"al.'s surgery (LayerNorm kept) and the notes' SAN (every part off), one row per draw (seed), on "
+                 f"{Bb.texts} texts of {Bb.tokens} tokens: relative residual (token mean, ||.||_{{1,inf}}), mean over "
+                 "the texts, beside Dong et al.'s BERT at initialization (read from their vector figure); empty: a "
+                 "layer not run", ["input", "variant", "draw", *(f"l={l}" for l in BERT_TABLE_LAYERS)], rows,
+                 ["text"] * 3 + ["float"] * len(BERT_TABLE_LAYERS))
 
 
 NOTES = [
@@ -867,6 +1208,11 @@ NOTES = [
     "all-MiniLM-L6-v2 (6 layers, 384 wide, a sentence-embedding distillation of MiniLM) on Python's help text, "
     "the same architecture at BERT's random init, and a 12-layer attnlab stack. Rows beside their numbers are "
     "therefore inconclusive and set MiniLM's layer l beside their 2l.",
+    "BERT-base at random initialisation is Dong et al.'s own model: transformers.BertConfig()'s BERT-base (their "
+    "bert-base-cased config but for the vocabulary), drawn by transformers' own initialisation and loaded into "
+    "attnlab's blocks by attnlab's BERT loader, run in their float32; its rows are decided layer l against layer l, "
+    "one value per draw, by the majority of draws. Their text (wiki_bio) is not offline: every such row is also "
+    "measured on random token ids, and a row whose verdict differs between the two inputs is inconclusive.",
     "Collapse here reaches float64 rounding (relative residual ~1e-16) within 2-4 layers of pure attention; "
     "Dong et al.'s float32 curves show it as 0.",
 ]
@@ -895,7 +1241,7 @@ def run(cfg: AblationsConfig, run_dir=None) -> ExperimentResult:
     if "smollm2" in data.skipped:
         notes.append(f"SmolLM2 was not measured ({data.skipped['smollm2']}); its rows and figures are left out.")
     return ExperimentResult(summary=_summary(data, cfg), tables=_tables(data), figures=_figures(data, cfg),
-                            notes=notes, data=data.to_dict(), interactive=views)
+                            notes=notes, data=data.to_dict(), interactive=views, deviations=deviations(cfg, data))
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

