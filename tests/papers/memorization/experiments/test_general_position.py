@@ -27,6 +27,7 @@ def test_tiny_general_position_run():
     # App. I.1's "the linearity in H still remains": the H panel's monotonicity, anchored, another model
     (mono,) = [r for r in res.summary if r.quantity.startswith("adjacent H values")]
     assert (mono.anchor, mono.verdict) == ("memorization.appi1-linear-heads", "inconclusive")
+    assert mono.deviations == ("another-model", "optimizer", "step-budget", "size") and mono.control == ""
     assert res.figures[1].series[-1].y == [8, 15]  # H (d - 1) + 1 beside the bound
 
 

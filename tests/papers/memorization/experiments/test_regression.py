@@ -35,6 +35,7 @@ def test_tiny_regression_run_reuses_the_shared_cell():
     # Fig. 5's "monotonicity with H and n", on eqs. (1)-(6) on the raw tokens: another model, inconclusive
     mono = [r for r in res.summary if r.quantity.startswith("adjacent ")]
     assert len(mono) == 2 and {(r.anchor, r.verdict) for r in mono} == {("memorization.fig5-caption", "inconclusive")}
+    assert {r.deviations[0] for r in mono} == {"another-model"}
     assert res.figures[0].yscale == "log" and len(res.figures) == 4
     assert res.tables[0].columns[6] == "mean final MSE"
 
