@@ -23,10 +23,12 @@ def test_one_T_axis_for_every_head_size():
     assert cfg.T_grid(2, 32, 8) == [15, 63, 126, 189, 252]  # plus its own bound 2 (8 - 1) + 1
 
 
-def test_tiny_run_gives_a_cell_per_head_size_and_T_and_bounds_where_censored():
+def test_tiny_run_gives_a_cell_per_head_size_and_T_and_bounds_where_censored(storable):
     cfg = HeadSizeConfig(d=8, n=4, H=1, d_h_grid=(2, 8), T_factors=(1.0,), steps=150, lr=2e-2, warmup=10,
                          replicates=1, eval_every=10)
     res = run_head_size(cfg)
+    storable(res)  # it lists its deviations; a touched row names them
+    assert [d.id for d in res.deviations] == ["another-model", "optimizer", "step-budget", "size"]
     p = res.data["panel"]
     assert p["values"] == [2, 8] and p["bound"] == [2, 4]  # H (min(n, d_h) - 1) + 1
     cells = res.data["cells"]
