@@ -157,8 +157,8 @@ def deviations(cfg: AuthorsCapacityConfig) -> list[Deviation]:
     """How the search departs from App. H's protocol: full-batch Adam at a higher rate (optimizer)
     within a step budget per attempt (budget), the d_v = 64 variants (model), another size (size)."""
     control = "; ".join(control_command(H) for H in PAPER_T if H in cfg.H_grid) or control_command(4)
-    cost = ("a search trains 9 to 14 attempts per H, and one training of the authors' protocol at T = 550 is rated "
-            "at up to 8.4 h on 2 CPU cores (its dry run)")
+    cost = ("a search trains 9 to 14 attempts per H, and one training of the authors' protocol (300,000 minibatch "
+            "steps) takes hours on a CPU (the control's --dry-run prints its estimate)")
     out = [
         Deviation("full-batch-adam", "optimizer",
                   f"full-batch Adam, peak lr {cfg.lr:g} (an attempt that ends below 50% accuracy retried once at half "

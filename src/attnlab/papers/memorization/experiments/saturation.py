@@ -285,8 +285,8 @@ def deviations(cfg: SaturationConfig) -> list[Deviation]:
     out = [Deviation("full-batch-adam", "optimizer",
                      f"full-batch Adam, peak lr {cfg.lr:g}, {cfg.warmup} warmup steps then cosine decay over "
                      f"{cfg.max_steps:,} steps; App. A/H: Adam lr 1e-3, batch 256, warmup + cosine",
-                     "full batch at a higher rate memorizes in hundreds of steps; the authors' protocol takes up to "
-                     "8.4 h per model on 2 CPU cores", control="")]
+                     "full batch at a higher rate memorizes in hundreds of steps; the authors' protocol (300,000 "
+                     "minibatch steps) takes hours per model on a CPU", control="")]
     if cfg.min_steps < PAPER_STEPS:
         out.append(Deviation("step-budget", "budget",
                              f"a model stops at its first memorizing step >= {cfg.min_steps:,} (at most "
