@@ -37,7 +37,8 @@ EXPERIMENTS = {  # experiment -> the ledger entries its anchored rows check
                                  "memorization.table1-rand-vit", "memorization.asm3-embedding",
                                  "memorization.table3-general-position", "memorization.table3-assumption1",
                                  "memorization.table3-assumption2"},
-    "memorization.training-options": set(),  # descriptive rows only
+    # descriptive rows, and on the released model at App. H's T the like-for-like row of App. H's number
+    "memorization.training-options": {"memorization.apph-550", "memorization.apph-1300"},
 }
 
 

@@ -29,6 +29,7 @@ from torch import Tensor
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, ClassVar
 
 import numpy as np
@@ -39,6 +40,7 @@ from attnlab.config import RunConfig, check_choice, check_int, check_ints, check
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
 from attnlab.papers.memorization.authors_model import (
+    AUTHORS_RELEASED,
     authors_loss,
     authors_metrics,
     authors_regression_loss,
@@ -58,7 +60,10 @@ from attnlab.runs.threads import num_threads
 from attnlab.training import WarmupCosine, train_batched
 
 OPTIMIZERS = ("adam", "lbfgs")
-MODELS = ("plain", "authors")  # eqs. (1)-(6) on the raw tokens | §5.2's embedding + PE + attention
+# eqs. (1)-(6) on the raw tokens | §5.2's embedding + PE + attention with d_v = d_h and the query attending to
+# itself | the same as the authors released it (AUTHORS_RELEASED: d_v = 1, the query's own key masked)
+MODELS = ("plain", "authors", "released")
+EMBEDDED = ("authors", "released")  # the models with the embedding layer and positional encoding
 # App. A: Adam lr 1e-3, batch 256, linear warmup + cosine decay, >= 50k steps and >= 500 epochs.
 # The warmup length is not stated; 5% of the steps is our choice.
 AUTHORS_PROTOCOL = {"optimizer": "adam", "lr": 1e-3, "batch": 256, "steps": 50_000, "warmup": 2_500,
@@ -98,8 +103,9 @@ class CapacitySettings(RunConfig):
     T_factors: tuple[float, ...] | None = param(
         None, "data-set sizes as multiples of the bound H (min(n, d_h) - 1) + 1 of each model size")
     optimizer: str = param("adam", "adam or lbfgs")
-    model: str = param("plain", "plain (eqs. (1)-(6) on the raw tokens) or authors (§5.2: linear embedding + "
-                                "sinusoidal PE + attention, read out at the query token)")
+    model: str = param("plain", "plain (eqs. (1)-(6) on the raw tokens), authors (§5.2: linear embedding + "
+                                "sinusoidal PE + attention, read out at the query token, d_v = d_h) or released "
+                                "(the same as the authors released it: d_v = 1, the query's own key masked)")
     steps: int | None = param(None, "training steps (L-BFGS: steps of up to 20 iterations)")
     lr: float | None = param(None, "peak learning rate (L-BFGS: the constant rate)")
     warmup: int | None = param(None, "linear warmup steps before the cosine decay")
@@ -128,6 +134,8 @@ class CapacitySettings(RunConfig):
             self.normalise("batch", None)
         if self.d_h is None:
             self.normalise("d_h", self.d)
+        if self.model in EMBEDDED and self.d % 2:
+            raise ConfigError(f"model={self.model} adds sinusoidal positions, which need an even d, got d={self.d}")
         for name, minimum in (("d", 1), ("n", 2), ("d_h", 1), ("n_classes", 2), ("steps", 1), ("warmup", 0),
                               ("min_epochs", 0), ("replicates", 1), ("eval_every", 1), ("threads", 1)):
             check_int(name, getattr(self, name), minimum)
@@ -175,7 +183,18 @@ class CapacitySettings(RunConfig):
             return metrics["mse"] <= self.mse_tol
         return metrics["accuracy"] >= 1.0
 
+    @property
+    def d_v(self) -> int:
+        """Values per head: 1 for the released model (AUTHORS_RELEASED), d_h otherwise (per point: None)."""
+        return AUTHORS_RELEASED["d_v"] if self.model == "released" else None
+
     def describe_model(self) -> str:
+        if self.model == "released":
+            return ("The model is the authors' as released (§5.2, model=released; github.com/smahdavi4/"
+                    "attention-memorization, src/attn_models.py, BaselineAttention): a linear embedding of the raw "
+                    "tokens, sinusoidal positional encoding, one attention layer with d_v = 1 per head and the "
+                    "query's own key masked, logits / sqrt(d), read out at the query token "
+                    "(attnlab.papers.memorization.authors_model).")
         if self.model == "authors":
             return ("The model is the authors' architecture (§5.2, model=authors): a linear embedding of the raw "
                     "tokens, sinusoidal positional encoding, one attention layer read out at the query token "
@@ -298,12 +317,13 @@ def cell_estimate(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> Es
     the time is an upper bound (a cell that memorizes early takes less)."""
     R, shared = cfg.replicates, cfg.CONTEXT == "shared"
     d_out = 1 if cfg.TASK == "regression" else cfg.n_classes
-    need = training_bytes(R, T, H, n, cfg.d, d_h, d_out, shared_context=shared, embedded=cfg.model == "authors",
+    embedded = cfg.model in EMBEDDED
+    need = training_bytes(R, T, H, n, cfg.d, d_h, d_out, shared_context=shared, embedded=embedded,
                           lbfgs=cfg.optimizer == "lbfgs")
     steps = cfg.steps_for(T)
     work = training_work(R, T, H, n, cfg.d, d_h, d_out, steps=steps, batch=cfg.batch,
-                         evals=max(1, steps // cfg.eval_every), shared_context=shared,
-                         embedded=cfg.model == "authors", optimizer=cfg.optimizer)
+                         evals=max(1, steps // cfg.eval_every), shared_context=shared, embedded=embedded,
+                         d_v=cfg.d_v, optimizer=cfg.optimizer)
     what = (f"a cell of {R} models at H = {H}, n = {n}, d_h = {d_h}, T = {T}, "
             f"{'one context' if shared else 'a context per example'}, float32")
     return Estimate(need, what, **work, lower=("T_factors", "replicates"), time_bound=STEP_BUDGET)
@@ -380,10 +400,12 @@ def _train_cell(cfg: CapacitySettings, H: int, n: int, d_h: int, T: int) -> Cell
                                             .generate_state(1)[0]))
     regression = cfg.TASK == "regression"
     d_out = 1 if regression else cfg.n_classes
-    if cfg.model == "authors":
-        params = init_authors_model(cfg.replicates, cfg.d, cfg.d, n, H, d_h, d_out, gen)
-        loss_fn = authors_regression_loss if regression else authors_loss
-        metrics_fn = _with_mse(authors_regression_metrics) if regression else authors_metrics
+    if cfg.model in EMBEDDED:
+        params = init_authors_model(cfg.replicates, cfg.d, cfg.d, n, H, d_h, d_out, gen, d_v=cfg.d_v)
+        keys = {"keys": AUTHORS_RELEASED["keys"]} if cfg.model == "released" else {}  # "all" otherwise
+        loss_fn = partial(authors_regression_loss if regression else authors_loss, **keys)
+        metrics_fn = partial(authors_regression_metrics if regression else authors_metrics, **keys)
+        metrics_fn = _with_mse(metrics_fn) if regression else metrics_fn
     else:
         params = init_attention_classifier(cfg.replicates, cfg.d, n, H, d_h, d_out, gen)
         loss_fn = regression_loss if regression else classifier_loss

@@ -17,8 +17,9 @@ guaranteed that if a memorizing solution exists, GD would be able to find it"). 
 bound" (role own: holds / refuted), never a reproduction of the theorem. The rows that compare
 with what §5.2 and the captions of Fig. 2, 4 and 5 say of the trained models (the R^2 >= 0.98
 of Fig. 2(a), "monotonically with n", ...) are anchored to those sentences
-(:mod:`attnlab.ledger`); measured on a model other than the authors' (:func:`another_model`)
-they cannot decide them and are inconclusive.
+(:mod:`attnlab.ledger`); where the experiment departs from the text's protocol (:func:`deviations`:
+another model than the authors' released one, another optimizer, a smaller step budget, other
+sizes) those rows name the deviations and are inconclusive without a control run.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 
 from attnlab.checks import NO_ERROR, Bound, Censored, Check, at_least, compare, equals, info, uncensored
+from attnlab.deviations import Deviation
 from attnlab.papers.memorization.capacity_cells import Cell, largest_memorized, linear_fit, run_points
 from attnlab.papers.memorization.model import memorization_bound, theorem1_bound
 from attnlab.results import PALETTE, LineFigure, Series, Table, line_figure, series
@@ -39,19 +41,74 @@ GD_REACHES_BOUND = ("attnlab's statement, not the text's: gradient descent reach
 
 
 def another_model(cfg) -> str:
-    """Why a row measured on ``cfg.model`` cannot decide what the text says of its trained models.
+    """What the model of ``cfg.model`` is, where it is not the authors' model as released ("" where it is).
 
     §5.2 trains "an embedding layer, positional encoding, and an Attention layer"; the authors'
     released model has d_v = 1 per head and masks the query's own key
-    (:data:`attnlab.papers.memorization.authors_model.AUTHORS_RELEASED`). Neither model of the
-    capacity cells is that one: ``plain`` is eqs. (1)-(6) on the raw tokens with d_v = d_h, and
-    ``authors`` has the embedding and positions but d_v = d_h and the query attending to itself.
+    (:data:`attnlab.papers.memorization.authors_model.AUTHORS_RELEASED`; ``model="released"``).
+    ``plain`` is eqs. (1)-(6) on the raw tokens with d_v = d_h, and ``authors`` has the embedding
+    and positions but d_v = d_h and the query attending to itself.
     """
+    if cfg.model == "released":
+        return ""
     if cfg.model == "authors":
         return ("another model: the authors' architecture with d_v = d_h and the query attending to itself, not "
                 "the released one (d_v = 1, the query's own key masked)")
     return ("another model: eqs. (1)-(6) on the raw tokens with d_v = d_h, not §5.2's embedding + positional "
             "encoding + attention as the authors released it (d_v = 1)")
+
+
+SIZE_FIELDS = ("d", "n", "d_h", "n_classes", "H", "H_grid", "n_grid", "d_h_grid")  # what the text's figures fix
+TEXT_PROTOCOL = "Adam, lr 1e-3, batch 256, linear warmup + cosine decay (App. A)"
+
+
+def deviations(cfg) -> list[Deviation]:
+    """How a capacity experiment's protocol departs from the text's (App. A and the figures, as the
+    experiment's ``paper`` preset writes them: :data:`~attnlab.papers.memorization.capacity_cells.AUTHORS_PROTOCOL`
+    and the text's grids): another model than the released one, another optimizer, a smaller step
+    budget, other sizes. The text's rows of the experiment name every one (:func:`deviation_ids`); the
+    own rows (gradient descent against Theorem 1's bound) are about attnlab's setup and name none."""
+    text = type(cfg).PRESETS["paper"]
+    out = []
+    model = another_model(cfg)
+    if model:
+        out.append(Deviation("another-model", "model", model.removeprefix("another model: "),
+                             "the plain model trains without the embedding's d x d products; model=released is the "
+                             "authors' model", control="--set model=released"))
+    if (cfg.optimizer, cfg.lr, cfg.batch) != (text["optimizer"], text["lr"], text["batch"]):
+        out.append(Deviation("optimizer", "optimizer", f"{cfg.describe_training()}; the text: {TEXT_PROTOCOL}",
+                             "the quick scale's full-batch steps at a higher rate train in minutes on a CPU",
+                             control="--scale paper"))
+    if cfg.steps < text["steps"] or cfg.min_epochs < text["min_epochs"]:
+        out.append(Deviation("step-budget", "budget",
+                             f"{cfg.steps:,} steps (at least {cfg.min_epochs} epochs); the text: at least "
+                             f"{text['steps']:,} steps and {text['min_epochs']} epochs",
+                             "the text's budget takes GPU hours (the dry run of --scale paper)",
+                             control="--scale paper"))
+    def stated(k):  # the text's value: the paper preset's, else the field's default (d_h None: d_h = d)
+        v = text[k] if k in text else type(cfg).__dataclass_fields__[k].default
+        return stated("d") if k == "d_h" and v is None else v
+
+    sizes = {k: (getattr(cfg, k), stated(k)) for k in SIZE_FIELDS if hasattr(cfg, k)}
+    other = {k: v for k, (v, t) in sizes.items() if t is not None and tuple(_seq(v)) != tuple(_seq(t))}
+    if other:
+        out.append(Deviation("size", "size", ", ".join(f"{k}={_text(v)} (the text: {_text(sizes[k][1])})"
+                                                        for k, v in other.items()),
+                             "smaller models and grids that train in minutes", control="--scale paper"))
+    return out
+
+
+def deviation_ids(cfg) -> tuple[str, ...]:
+    """The ids of :func:`deviations`: every one touches the text's rows of a capacity experiment."""
+    return tuple(d.id for d in deviations(cfg))
+
+
+def _seq(v):
+    return v if isinstance(v, (list, tuple)) else (v,)
+
+
+def _text(v) -> str:
+    return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
 
 
 def _join(*reasons: str) -> str:
@@ -123,18 +180,19 @@ def bound_info_row(p: dict) -> Check:
 
 
 def r2_row(p: dict, judged: bool = True, where: str = "§5.2, Fig. 2(a)", *, anchor: str = "",
-           cannot_decide: str = "") -> Check | None:
+           cannot_decide: str = "", deviations: tuple[str, ...] = ()) -> Check | None:
     """R^2 of T* = a v + b against the paper's >= 0.98 (needs >= 3 values). A fit over a grid with a
     censored T* measures nothing: the row is then inconclusive and names the censored point.
 
-    A judged row is the text's (anchored to ``anchor``, the sentence it checks); ``cannot_decide``
-    says why it cannot decide that sentence although it was measured (another model)."""
+    A judged row is the text's (anchored to ``anchor``, the sentence it checks); ``deviations`` names the
+    experiment's departures from the text's protocol (:func:`deviation_ids`), which leave it inconclusive
+    without a control run; ``cannot_decide`` says why else it cannot decide the sentence."""
     if len(p["values"]) < 3:
         return None
     Ts = largest_T(p)
     listing = ", ".join(f"{p['swept']}={v}: {t}" for v, t in zip(p["values"], Ts))
     quantity = f"R^2 of the linear fit of largest T memorized vs {p['swept']}"
-    text = dict(anchor=anchor, erratum=NO_ERROR,
+    text = dict(anchor=anchor, erratum=NO_ERROR, deviations=deviations,
                 falsifier=f"the least-squares line of T* against {p['swept']} fits with R^2 below {PAPER_R2}")
     try:
         exact = uncensored(Ts, f"the fit of T* against {p['swept']}")
@@ -154,12 +212,12 @@ def r2_row(p: dict, judged: bool = True, where: str = "§5.2, Fig. 2(a)", *, anc
 
 
 def monotone_row(p: dict, judged: bool = True, where: str = "", *, anchor: str = "",
-                 cannot_decide: str = "") -> Check | None:
+                 cannot_decide: str = "", deviations: tuple[str, ...] = ()) -> Check | None:
     """T* non-decreasing in the swept value (§5.2: "memorization increases monotonically with n"):
     the number of adjacent values where T* decreases, required to be 0. A pair with a censored
     T* decreases for sure only where the bounds say so; otherwise the count is a bound.
 
-    A judged row is the text's (anchored to ``anchor``); ``cannot_decide`` as in :func:`r2_row`."""
+    A judged row is the text's (anchored to ``anchor``); ``deviations``, ``cannot_decide`` as in :func:`r2_row`."""
     if len(p["values"]) < 2:
         return None
     Ts = largest_T(p)
@@ -182,6 +240,7 @@ def monotone_row(p: dict, judged: bool = True, where: str = "", *, anchor: str =
                     detail=detail)
     return equals(measured, 0, detail, quantity=quantity, where=where or _where(p),
                   paper_value="monotone increase", cannot_decide=cannot_decide, anchor=anchor, erratum=NO_ERROR,
+                  deviations=deviations,
                   falsifier=f"T* decreases from one {p['swept'].split(' ')[0]} of the grid to the next")
 
 

@@ -485,6 +485,25 @@ class SearchResult:
         return Bound.at_least(self.largest_success, why)
 
 
+    def best_accuracy(self) -> dict[int, float]:
+        """The highest final training accuracy any attempt reached at each T tried (a superseded
+        attempt, stopped because a larger T of its round memorized, says nothing and is left out)."""
+        out: dict[int, float] = {}
+        for a in self.attempts:
+            if a.outcome != "superseded":
+                out[a.T] = max(out.get(a.T, 0.0), 1.0 if a.memorized else a.accuracy)
+        return dict(sorted(out.items()))
+
+    def largest_inversion(self) -> tuple[int, float, int, float] | None:
+        """(T_a, acc_a, T_b, acc_b) with T_a < T_b and the largest rise acc_b - acc_a > 0 of
+        :meth:`best_accuracy`; None where the accuracy never rises with T. A rise means that the
+        attempt at T_a did not fail for want of capacity (a larger data set got further): its
+        failure is the optimizer's, within the budget."""
+        acc = list(self.best_accuracy().items())
+        pairs = [(ta, aa, tb, ab) for i, (ta, aa) in enumerate(acc) for tb, ab in acc[i + 1:] if ab > aa]
+        return max(pairs, key=lambda p: p[3] - p[1], default=None)
+
+
 def _next_candidates(lo: int, hi: int | None, k: int, growth: float, T_limit: int) -> list[int]:
     """The next round's T: above lo by powers of growth while no failure is known (bracketing),
     else k points cutting (lo, hi) into k + 1 equal parts (bisection for k = 1)."""

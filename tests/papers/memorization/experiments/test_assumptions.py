@@ -73,7 +73,10 @@ def test_report_parts(result, tmp_path):
     assert (a1.verdict, a1.outcome, a1.threshold) == ("inconclusive", True, False)  # ✗ in Table 1 and here
     gp = by_q["general position holds: attention"]
     assert (gp.verdict, gp.outcome, gp.measured, gp.threshold) == ("inconclusive", False, True, False)  # ✗ / ✓
-    assert "ImageNet" in gp.cannot_decide and "ImageNet" in gp.reason
+    # the deviation "text-for-imagenet" (data) touches every Table 1 row, with no control: inconclusive
+    assert gp.deviations == ("text-for-imagenet",) and not gp.cannot_decide and "text-for-imagenet" in gp.reason
+    (dev,) = res.deviations
+    assert (dev.id, dev.kind, dev.control) == ("text-for-imagenet", "data", "") and "ImageNet" in dev.what
     assert by_q["assumption3 holds: attention"].verdict == "info"  # Table 1 reports none
     # each judged row is anchored to the cell of the text it compares with
     assert (a1.anchor, gp.anchor) == ("memorization.table1-embedding", "memorization.table1-rand-attention")
@@ -157,6 +160,7 @@ def test_minilm_rows_cannot_decide_bert_and_unreported_cells_are_info():
         LayerTests,
         RandomizedRank,
         _summary,
+        deviations,
     )
 
     def r(holds):
@@ -172,7 +176,9 @@ def test_minilm_rows_cannot_decide_bert_and_unreported_cells_are_info():
     rows = _summary({"minilm-L1": res})
     # Table 3 (BERT-large, n = 512): GP ✗, A1 ✗, A2 ✓, A3 not reported
     assert [row.verdict for row in rows] == ["inconclusive", "inconclusive", "inconclusive", "info"]
-    assert all("all-MiniLM-L6-v2" in row.cannot_decide for row in rows[:3])
+    assert all(row.deviations == ("minilm-for-bert",) for row in rows[:3])
+    (dev,) = deviations({"minilm-L1": res})
+    assert dev.kind == "model" and "all-MiniLM-L6-v2" in dev.what and "n=9" in dev.what
     assert rows[1].measured is True and rows[1].threshold is False  # A1 holds here, fails in Table 3
     # Table 3's rows (one per assumption, its BERT and GPT2 columns) are the ledger entries they check
     assert [row.anchor for row in rows] == ["memorization.table3-general-position", "memorization.table3-assumption1",
@@ -286,7 +292,8 @@ def test_smollm2_rows_never_reproduce_gpt2(smollm2):
     for row in rows:
         assert row.where == "Table 3, App. J" and "GPT2" in row.paper_value
         if row.verdict == "inconclusive":
-            assert row.cannot_decide.startswith("another model: ") and "GPT-2" in row.cannot_decide
+            assert row.deviations == ("smollm2-for-gpt2",)
+    assert "GPT-2" in {d.id: d for d in res.deviations}["smollm2-for-gpt2"].what
     by_q = {row.quantity.split(" (")[0]: row for row in rows}
     a2 = by_q["assumption2 holds: smollm2-L0"]  # GPT-2 ✓ (learned positions), SmolLM2 ✗ (none)
     assert (a2.measured, a2.threshold, a2.outcome) == (False, True, False)

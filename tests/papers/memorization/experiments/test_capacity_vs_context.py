@@ -27,9 +27,12 @@ def test_tiny_context_run(tmp_path):
     # gradient descent reaching Theorem 1's existence bound is attnlab's statement (was reproduced)
     assert (bound.role, bound.verdict) == ("own", "holds")
     mono = rows["adjacent n values where the largest T memorized decreases"]
-    # §5.2's "monotonically with n", on eqs. (1)-(6) without the authors' embedding: another model
+    # §5.2's "monotonically with n", on eqs. (1)-(6) without the authors' embedding: the deviation "another model"
+    # (with the tiny run's optimizer, budget and sizes) and no control run without them
     assert (mono.anchor, mono.verdict) == ("memorization.fig2-observed", "inconclusive")
-    assert mono.reason.startswith("another model")
+    assert mono.deviations == ("another-model", "optimizer", "step-budget", "size")
+    assert mono.reason.startswith("deviations from the text's protocol (another-model")
+    assert [d.id for d in res.deviations] == list(mono.deviations)
     assert [f.file for f in res.figures] == ["memorization-vs-T-per-context.png",
                                             "memorization-capacity-vs-context.png"]
     assert res.figures[0].series[1].x == [7, 14]

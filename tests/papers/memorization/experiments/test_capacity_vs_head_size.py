@@ -23,10 +23,12 @@ def test_one_T_axis_for_every_head_size():
     assert cfg.T_grid(2, 32, 8) == [15, 63, 126, 189, 252]  # plus its own bound 2 (8 - 1) + 1
 
 
-def test_tiny_run_gives_a_cell_per_head_size_and_T_and_bounds_where_censored():
+def test_tiny_run_gives_a_cell_per_head_size_and_T_and_bounds_where_censored(storable):
     cfg = HeadSizeConfig(d=8, n=4, H=1, d_h_grid=(2, 8), T_factors=(1.0,), steps=150, lr=2e-2, warmup=10,
                          replicates=1, eval_every=10)
     res = run_head_size(cfg)
+    storable(res)  # it lists its deviations; a touched row names them
+    assert [d.id for d in res.deviations] == ["another-model", "optimizer", "step-budget", "size"]
     p = res.data["panel"]
     assert p["values"] == [2, 8] and p["bound"] == [2, 4]  # H (min(n, d_h) - 1) + 1
     cells = res.data["cells"]
@@ -52,10 +54,11 @@ def test_flat_beyond_n_and_monotone_rows_by_hand(panel_cells):
     rows = flat_beyond_n(cfg, cells, p)
     # d_h = 8: (14 - 10) / 10 = +40% <= 50%; d_h = 16: +60% > 50%
     assert [r.outcome for r in rows] == [True, False]
-    # §5.2's "no benefit beyond d_h > n", measured on eqs. (1)-(6) on the raw tokens (d_v = d_h): another
-    # model than the authors', so the rows cannot decide the text's sentence (they were reproduced / differs)
+    # §5.2's "no benefit beyond d_h > n", measured on eqs. (1)-(6) on the raw tokens (d_v = d_h): the deviation
+    # "another model" (and others), so the rows cannot decide the text's sentence (they were reproduced / differs)
     assert [r.verdict for r in rows] == ["inconclusive", "inconclusive"]
-    assert {r.anchor for r in rows} == {FLAT_ANCHOR} and all(r.reason.startswith("another model") for r in rows)
+    assert {r.anchor for r in rows} == {FLAT_ANCHOR}
+    assert all(r.deviations[0] == "another-model" and r.reason.startswith("deviations") for r in rows)
     assert abs(rows[0].measured - 0.4) < 1e-15 and abs(rows[1].measured - 0.6) < 1e-15
     assert rows[0].threshold == 0.5 and rows[0].relation == "<="
     # accuracy at the T both trained on: none in common here

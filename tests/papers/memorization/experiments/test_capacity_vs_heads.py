@@ -34,7 +34,7 @@ def test_registered_and_quick_preset():
 def test_tiny_run_memorizes_small_T(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_capacity(CapacityConfig(**TINY), rd)
-    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data", "deviations"}
     data = res.data
     assert data["H"] == [1, 2] and data["bound"] == [4, 7]  # H (4 - 1) + 1
     cells = {(c["H"], c["T"]): c for c in data["cells"]}
@@ -71,8 +71,38 @@ def test_authors_model_option_memorizes_at_the_bound():
                                                                                 "T_factors": (1.0,)})).notes)
 
 
+def test_released_model_option_is_the_authors_model_as_released(monkeypatch):
+    """model="released" trains the authors' model as released (d_v = 1 per head, the query's own key masked):
+    the cell's parameters have one value dimension per head and its loss masks the query's key, and nothing
+    departs from the text's model (no "another-model" deviation). (At d = 8 its one value per head learns slowly:
+    T = 4 at H = 1 is memorized by one replicate of two in 300 steps, so memorization is not asserted here.)"""
+    import attnlab.papers.memorization.capacity_cells as cells_mod
+
+    cfg = CapacityConfig(**{**TINY, "H_grid": (1,), "T_factors": (1.0,), "steps": 40}, model="released")
+    seen = {}
+    real = cells_mod.train_batched
+
+    def spy(loss_fn, params, *args, **kw):
+        seen.update(loss=loss_fn, metrics=kw["metrics_fn"], W_V=tuple(params["W_V"].shape))
+        return real(loss_fn, params, *args, **kw)
+
+    monkeypatch.setattr(cells_mod, "train_batched", spy)
+    res = run_capacity(cfg)
+    assert seen["W_V"] == (2, 1, 8, 1)  # (replicates, H, d, d_v = 1)
+    assert seen["loss"].keywords == {"keys": "context"} and seen["metrics"].keywords == {"keys": "context"}
+    (cell,) = res.data["cells"]
+    assert (cell["H"], cell["T"]) == (1, 4) and all(0.0 <= a <= 1.0 for a in cell["final_accuracy"])
+    assert any("model=released" in note for note in res.notes)
+    assert "another-model" not in [d.id for d in res.deviations]
+    # the work of a cell counts d_v = 1 values per head: less than the d_v = d_h model's
+    heavy = cells_mod.cell_estimate(CapacityConfig(**TINY, model="authors"), 2, 4, 8, 14)
+    light = cells_mod.cell_estimate(CapacityConfig(**TINY, model="released"), 2, 4, 8, 14)
+    assert light.gemm < heavy.gemm
+
+
 @pytest.mark.parametrize("bad, message", [
-    (dict(model="bert"), "model must be one of plain, authors"),
+    (dict(model="bert"), "model must be one of plain, authors, released"),
+    (dict(model="released", d=7), "model=released adds sinusoidal positions, which need an even d, got d=7"),
     (dict(H_grid=(0, 2)), "H_grid must be a non-empty list of integers >= 1, got (0, 2)"),
     (dict(H_grid=(2, 2)), "H_grid must list distinct head counts"),
     (dict(T_factors=(1.0, -2.0)), "every factor in T_factors must be a finite number in (0, inf), got -2.0"),

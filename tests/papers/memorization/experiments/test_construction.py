@@ -24,8 +24,10 @@ def test_registered_and_presets():
     assert ConstructionConfig(H_shared=(4, 1, 4)).H_shared == (1, 4)  # sorted, duplicates dropped
 
 
-def test_tiny_run_passes_every_row():
+def test_tiny_run_passes_every_row(storable):
     out = run_construction(ConstructionConfig(**TINY))
+    storable(out)
+    assert out.deviations == []  # the proof's weights on data that meets Assumptions 1-2: no departure
     builds = out.data["builds"]
     assert [(b["H"], b["context"]) for b in builds] == [(1, "shared"), (3, "shared"), (2, "per-example"),
                                                         (2, "shared"), (2, "shared")]

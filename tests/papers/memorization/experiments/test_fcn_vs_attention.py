@@ -26,28 +26,73 @@ def test_registered_and_presets():
     assert (paper.d, paper.n, paper.m) == (64, 32, 15)  # 33344 attention parameters; 2114 per hidden unit
 
 
-def test_tiny_run(tmp_path):
+def test_tiny_run(tmp_path, storable):
     rd = RunDir.create(tmp_path / "run")
     res = run_fcn_vs_attention(FCNvsAttentionConfig(**TINY), rd)
-    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data", "deviations"}
+    assert res.deviations == []  # Proposition 3 is about every weight set: no protocol of the text to depart from
+    storable(res)
     data = res.data
     assert (data["m"], data["P_attention"], data["P_fcn"]) == (3, 65, 52)
     assert (data["proposition3_bound"], data["homogeneity_bound"], data["theorem1_bound"]) == (13, 10, 3)
     small, big = data["cells"]
     assert small["T"] == 3 and small["fcn_residual"] <= 1e-8 and small["attention_residual"] <= 1e-8
     assert big["T"] == 30 and big["fcn_residual"] >= 1e-2  # above Proposition 3's bound
+    level = data["memorized_level"]  # the widest gap lies between the fits at T = 3 and the failed FCN at T = 30
+    assert max(small["fcn_residual"], small["attention_residual"]) <= level["level"] < 1e-2 <= big["fcn_residual"]
     assert data["largest_T_memorized"]["fcn"] == 3
-    fcn, attention, _ = res.summary
+    assert data["neighbours"]["fcn"] == {"T": 3, "residual": small["fcn_residual"], "next_T": 30,
+                                         "next_residual": big["fcn_residual"]}
+    fcn, attention, level_row, _ = res.summary
     # the FCN's T* is what training found within its budget: a lower bound of what the network memorizes
     # (T = 30 failed, which shows no such thing about every weight set), so T* >= 3 cannot decide
     # Proposition 3's T <= 13 (was reproduced on T* = 3 read as exact); only T* > 13 could differ
     assert (fcn.anchor, fcn.role, fcn.verdict) == ("memorization.proposition-3", "text", "inconclusive")
     assert fcn.measured_text == ">= 3" and fcn.threshold == 13 and "T=30 was not memorized" in fcn.reason
+    assert "next grid T = 30: residual" in fcn.detail  # T* is reported with its neighbour
     # the attention layer reaching Theorem 1's existence bound is attnlab's own statement (was reproduced)
-    assert (attention.anchor, attention.role, attention.verdict) == ("", "own", "holds")
-    assert [row.verdict for row in res.summary] == ["inconclusive", "holds", "info"]
+    assert (attention.anchor, attention.role) == ("", "own")
+    assert level_row.verdict == "info" and level_row.measured == level["level"]
+    assert [row.verdict for row in res.summary[2:]] == ["info", "info"]
     assert res.figures[0].yscale == "log" and res.figures[0].series[2].x == [13, 13]
     assert len(res.tables[0].rows) == 2 and len(rd.read_metrics()) == 2
+
+
+def _paper_cells():
+    """The best residuals of the committed paper-scale run (results/paper-scale/memorization), T = 64 ... 768."""
+    from attnlab.papers.memorization.experiments.fcn_vs_attention import FitCell
+
+    fcn = [5.58e-10, 2.48e-9, 1.28e-8, 8.52e-7, 0.1269, 0.3127, 0.3627]
+    att = [1.55e-9, 1.91e-9, 4.49e-9, 5.24e-9, 1.66e-8, 9.24e-9, 1.25e-8]
+    return [FitCell(T, f, a, [f], [a]) for T, f, a in zip((64, 125, 250, 375, 511, 640, 768), fcn, att)]
+
+
+def test_the_text_size_rows_report_t_star_with_its_neighbours_and_a_bound_at_the_top():
+    """Issue 34: with the level in the residuals' gap (9.2e-5), the FCN breaks between T = 375 (8.5e-7) and
+    T = 511 (0.127), next to the bound 496 (was T* = 125 at 1e-8), and the attention layer memorizes the whole
+    grid: T* >= 768, a lower bound at the grid's top (was 640, an artefact of 1e-8 against 1.7e-8 at 511)."""
+    from attnlab.papers.memorization.experiments.fcn_vs_attention import _summary, largest, memorization_level
+
+    cfg = FCNvsAttentionConfig(scale="paper")
+    cells = _paper_cells()
+    level = memorization_level(cells)
+    assert 8.52e-7 < level.level < 0.1269 and level.level == pytest.approx(9.23e-5, rel=1e-2)
+    best = {"fcn": largest(cells, lambda c: c.fcn_residual, level),
+            "attention": largest(cells, lambda c: c.attention_residual, level)}
+    assert (best["fcn"].T, best["fcn"].next_T, best["fcn"].next_residual) == (375, 511, 0.1269)
+    assert (best["attention"].T, best["attention"].next_T) == (768, None)
+    sizes = {"m": 15, "P_fcn": 31711, "P_attention": 33344, "proposition3_bound": 511.0, "homogeneity_bound": 496.0,
+             "theorem1_bound": 125}
+    fcn, attention, level_row, _ = _summary(cfg, sizes, best, level)
+    # a lower bound 375 below Proposition 3's 511 cannot decide an upper bound
+    assert (fcn.measured_text, fcn.verdict) == (">= 375", "inconclusive")
+    assert "T=511 was not memorized within the training budget (residual 0.13)" in fcn.reason
+    assert "T* = 375 (residual 8.5e-07); next grid T = 511: residual 0.13" in fcn.detail
+    assert fcn.values["homogeneity_bound"] == 496.0
+    # the top of the grid memorized: a lower bound, which still decides T* >= 125 (attnlab's own statement)
+    assert (attention.measured_text, attention.verdict) == (">= 768", "holds")
+    assert "the top of the grid" in attention.detail
+    assert level_row.values["decades"] == pytest.approx(4.07, abs=0.01)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -73,8 +118,17 @@ def test_a_trained_fcn_beyond_the_bound_would_differ():
     """The FCN row can differ: memorizing weights found above Proposition 3's bound refute it."""
     from attnlab.papers.memorization.experiments.fcn_vs_attention import _summary
 
+    from attnlab.papers.memorization.experiments.fcn_vs_attention import LargestT
+    from attnlab.papers.memorization.residual_gap import gap_threshold
+
     cfg = FCNvsAttentionConfig(**TINY)
     sizes = {"m": 3, "P_fcn": 52, "P_attention": 65, "proposition3_bound": 13, "homogeneity_bound": 10,
              "theorem1_bound": 3}
-    fcn = _summary(cfg, sizes, {"fcn": 30, "attention": 3})[0]
+    level = gap_threshold([1e-10, 1e-9, 0.2])
+    best = {"fcn": LargestT(30, 1e-10, None, None), "attention": LargestT(3, 1e-9, 30, 0.2)}
+    fcn, attention = _summary(cfg, sizes, best, level)[:2]
     assert (fcn.measured_text, fcn.verdict) == (">= 30", "differs")
+    assert (attention.measured, attention.verdict) == (3, "holds")
+    # residuals with no clear gap say nothing about which T were memorized: both rows inconclusive
+    blurred = gap_threshold([10.0 ** -k for k in range(2, 13)])
+    assert [r.verdict for r in _summary(cfg, sizes, best, blurred)[:2]] == ["inconclusive", "inconclusive"]

@@ -15,6 +15,9 @@ def test_tiny_general_position_run():
     cfg = GeneralPositionConfig(H_grid=(1, 2), H=1, n_grid=(), T_factors=(1.0,), **TRAIN)
     assert cfg.n_grid == () and cfg.CONTEXT == "per-example"
     res = run_general_position(cfg)
+    # it lists its deviations, and every text row names them (inconclusive: no control run)
+    assert {r.verdict for r in res.summary if r.deviations} == {"inconclusive"}
+    assert [d.id for d in res.deviations] == ["another-model", "optimizer", "step-budget", "size"]
     (p,) = res.data["panels"]  # empty n_grid: no n panel
     assert p["bound"] == [4, 7] and p["largest_T_memorized"] == [4, 7]
     ratio = next(r for r in res.summary if r.quantity.startswith("T* / (H(d-1)+1)"))
@@ -27,6 +30,7 @@ def test_tiny_general_position_run():
     # App. I.1's "the linearity in H still remains": the H panel's monotonicity, anchored, another model
     (mono,) = [r for r in res.summary if r.quantity.startswith("adjacent H values")]
     assert (mono.anchor, mono.verdict) == ("memorization.appi1-linear-heads", "inconclusive")
+    assert mono.deviations == ("another-model", "optimizer", "step-budget", "size") and mono.control == ""
     assert res.figures[1].series[-1].y == [8, 15]  # H (d - 1) + 1 beside the bound
 
 

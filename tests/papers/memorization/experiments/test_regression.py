@@ -16,6 +16,9 @@ def test_tiny_regression_run_reuses_the_shared_cell():
     # takes gradient descent far longer than a test may (test_losses.py trains one)
     cfg = RegressionConfig(H_grid=(1, 2), H=2, n_grid=(2, 4), T_factors=(0.5,), mse_tol=1e-2, **TRAIN)
     res = run_regression(cfg)
+    # it lists its deviations, and every text row names them (inconclusive: no control run)
+    assert {r.verdict for r in res.summary if r.deviations} == {"inconclusive"}
+    assert [d.id for d in res.deviations] == ["another-model", "optimizer", "step-budget", "size"]
     cells = res.data["cells"]
     # H panel (1, 4), (2, 4) and n panel (2, 2), (2, 4): the point (H=2, n=4) is trained once;
     # T = round(bound / 2) with bounds 4, 7, 3
@@ -35,6 +38,7 @@ def test_tiny_regression_run_reuses_the_shared_cell():
     # Fig. 5's "monotonicity with H and n", on eqs. (1)-(6) on the raw tokens: another model, inconclusive
     mono = [r for r in res.summary if r.quantity.startswith("adjacent ")]
     assert len(mono) == 2 and {(r.anchor, r.verdict) for r in mono} == {("memorization.fig5-caption", "inconclusive")}
+    assert {r.deviations[0] for r in mono} == {"another-model"}
     assert res.figures[0].yscale == "log" and len(res.figures) == 4
     assert res.tables[0].columns[6] == "mean final MSE"
 

@@ -60,10 +60,12 @@ TINY = dict(H_grid=(2,), Ts=(12,), released_Ts=(12,), d=8, n=4, n_classes=10, ma
             warmup=10)
 
 
-def test_tiny_run(tmp_path):
+def test_tiny_run(tmp_path, storable):
     rd = RunDir.create(tmp_path / "run")
     res = run_saturation(SaturationConfig(**TINY), rd)
-    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data", "deviations"}
+    storable(res)
+    assert [d.id for d in res.deviations] == ["full-batch-adam", "step-budget", "plain-model", "size", "another-t"]
     assert len(rd.read_metrics()) == 2
     released, plain = res.data["per_H"]  # both models, the released one first
     assert (released["model"], plain["model"]) == ("released", "plain")
@@ -76,9 +78,9 @@ def test_tiny_run(tmp_path):
         assert r["at_memorization"]["fraction_saturated"] == frac
     rows = res.summary
     assert len(rows) == 6 and [c.verdict for c in rows[::3]] == ["info", "info"]  # memorized: descriptive
-    # H = 2, d = 8, n = 4 at T = 12: not the text's measurement
+    # H = 2, d = 8, n = 4 at T = 12 by full-batch Adam: deviations from App. H's run, no control
     assert [c.verdict for c in rows[1:3]] == ["inconclusive", "inconclusive"]
-    assert "another size" in rows[1].cannot_decide
+    assert rows[1].deviations == ("full-batch-adam", "step-budget", "size", "another-t") and not rows[1].cannot_decide
     # at the searched maximal T the released model's rows are compared with the text's reading of Fig. 3, and
     # judged only at App. H's sizes and 300k steps: this tiny model (H = 2, d = 8, n = 4) cannot decide it ...
     res = run_saturation(SaturationConfig(**{**TINY, "released_Ts": (0,)}))
@@ -87,7 +89,7 @@ def test_tiny_run(tmp_path):
     assert released["searched"] and released["T"] >= 7 and not plain["searched"]
     majority, almost_all = rows[1], rows[2]
     assert majority.relation == ">" and majority.threshold == 0.5 and majority.verdict == "inconclusive"
-    assert majority.cannot_decide.startswith("another size: H=2, d=8, n=4")
+    assert majority.deviations == ("full-batch-adam", "step-budget", "size")  # searched: the T is no deviation
     assert majority.measured == released["fraction_saturated"]
     assert almost_all.relation == ">=" and almost_all.threshold == 0.9
     assert almost_all.measured == released["fraction_with_unsaturated"]
@@ -95,9 +97,9 @@ def test_tiny_run(tmp_path):
     assert (majority.anchor, almost_all.anchor) == ("memorization.fig3-majority-saturated",
                                                     "memorization.apph-unsaturated-head")
     assert [c.anchor for c in rows[4:6]] == [majority.anchor, almost_all.anchor]
-    # ... the plain model's cannot decide them: it is not the authors' model
+    # ... the plain model's cannot decide them: it is not the authors' model (the deviation "plain-model")
     assert [c.verdict for c in rows[4:6]] == ["inconclusive", "inconclusive"]
-    assert all("another model" in c.cannot_decide for c in rows[4:6])
+    assert all("plain-model" in c.deviations for c in rows[4:6])
     assert len(res.figures) == 6 and len({f.file for f in res.figures}) == 6  # one set per model
     assert len(res.tables) == 2 and len(res.tables[0].rows) == min(20, released["T"])
     assert len(res.tables[1].rows) == 12
@@ -111,6 +113,20 @@ def test_a_model_that_did_not_memorize_cannot_decide(tmp_path):
     assert not r["memorized"]
     assert [c.verdict for c in res.summary] == ["info", "inconclusive", "inconclusive"]
     assert "did not memorize" in res.summary[1].cannot_decide
+
+
+def test_app_h_size_and_t_leave_only_the_optimizer_and_the_budget():
+    """Issue 34: at App. H's sizes and T the released model's rows are touched by the full-batch optimizer and
+    the budget only (was "trained N steps, not 300,000" as free text); the quick preset's T = 250 at H = 4 is a
+    T of its own (App. H: 550)."""
+    from attnlab.papers.memorization.experiments.saturation import deviations
+
+    quick = {d.id: d for d in deviations(SaturationConfig())}
+    assert list(quick) == ["full-batch-adam", "step-budget", "plain-model", "another-t"]
+    assert quick["another-t"].what.startswith("the released model at T=250 (H=4), 550 (H=8); App. H")
+    assert quick["step-budget"].control == "--set min_steps=300000 --set max_steps=300000"
+    paper = [d.id for d in deviations(SaturationConfig(scale="paper", models=("released",)))]
+    assert paper == ["full-batch-adam", "step-budget"]
 
 
 def test_registered_and_presets():

@@ -12,7 +12,10 @@ from attnlab.registry import get_experiment
 from attnlab.papers.memorization.experiments.training_options import (
     EXPERIMENT_ID,
     OPTIONS,
+    OptionRun,
     TrainingOptionsConfig,
+    app_h_row,
+    deviations,
     run_training_options,
 )
 from attnlab.runs.rundir import RunDir
@@ -41,7 +44,8 @@ def test_registered_and_presets():
 def test_tiny_run_has_every_option(tmp_path):
     rd = RunDir.create(tmp_path / "run")
     res = run_training_options(TrainingOptionsConfig(**TINY), rd)
-    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data"}
+    assert set(res.to_dict()) == {"summary", "tables", "figures", "notes", "data", "deviations"}
+    assert [d.id for d in res.deviations] == ["another-model", "size", "optimizer", "step-budget"]
     runs = {r["option"]: r for r in res.data["runs"]}
     assert list(runs) == list(OPTIONS) and res.data["bound"] == 7 and res.data["batch"] == 8
     table = res.tables[0]
@@ -70,6 +74,36 @@ def test_tiny_run_has_every_option(tmp_path):
     assert res.figures[0].file == "memorization-training-options.png"
     assert len(res.figures[0].series) == len(OPTIONS)
     assert len(rd.read_metrics()) == len(OPTIONS)
+
+
+def _authors_run(final_accuracy: float, steps_to_100: int) -> OptionRun:
+    return OptionRun(steps_to_100=[steps_to_100], wall_s=1.0, final_accuracy=[final_accuracy], initial_accuracy=[0.01],
+                     curve_t=[0.0], curve_acc=[0.01], option="authors", models=1)
+
+
+@pytest.mark.parametrize("H, T, accuracy, verdict", [
+    (4, 550, 1.0, "reproduced"),   # App. H: T = 550 memorized at H = 4 after 300k steps
+    (8, 1300, 0.97, "differs"),    # the text's protocol, like for like, short of 100%: App. H's T not memorized
+])
+def test_the_released_model_at_app_h_t_under_the_authors_protocol_decides_app_h(H, T, accuracy, verdict):
+    """Issue 34: the like-for-like control of authors-capacity's App. H rows. With the released model (d_v = 1,
+    the query's key masked), App. H's size and T, and the paper preset (Adam lr 1e-3, batch 256, 300,000
+    steps), the authors' option departs from nothing and its row is decided."""
+    cfg = TrainingOptionsConfig(scale="paper", options=("authors",), d_v=1, keys="context", H=H, T=T)
+    assert deviations(cfg) == []
+    row = app_h_row(cfg, _authors_run(accuracy, 120_000 if accuracy == 1.0 else -1))
+    assert (row.verdict, row.anchor, row.deviations) == (verdict, f"memorization.apph-{T}", ())
+    assert row.paper_value == f"T={T} memorized after 300,000 steps" and row.falsifier
+
+
+def test_a_shorter_budget_or_the_default_model_is_a_deviation():
+    """Fewer steps than App. H's 300,000 (or the d_v = d_h model) touch the row: inconclusive without a control,
+    however the run ends."""
+    short = TrainingOptionsConfig(scale="paper", options=("authors",), d_v=1, keys="context", steps=50_000)
+    assert [d.id for d in deviations(short)] == ["step-budget"]
+    row = app_h_row(short, _authors_run(1.0, 40_000))
+    assert (row.verdict, row.deviations, row.outcome) == ("inconclusive", ("step-budget",), True)
+    assert [d.id for d in deviations(TrainingOptionsConfig(scale="paper"))] == ["another-model"]
 
 
 def test_subset_of_options_full_batch(tmp_path):

@@ -54,6 +54,7 @@ from attnlab.analysis.kruskal import (
     kruskal_rank_estimate,
 )
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.estimates import Estimate, qr_flops, svd_flops, total
 from attnlab.papers.memorization.assumptions import assumption1_test, assumption2_test, assumption3_test
@@ -599,7 +600,7 @@ def run_assumptions(cfg: AssumptionsConfig, run_dir=None) -> ExperimentResult:
         results[layer] = res
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "layer": layer, **res.to_dict()})
     fig = figure1_estimates(cfg)
-    return ExperimentResult(summary=_summary(results, skipped),
+    return ExperimentResult(summary=_summary(results, skipped), deviations=deviations(results),
                             tables=[_table_ours(cfg, results), _table_paper(results)],
                             figures=_figures(cfg, fig), notes=_notes(cfg, results, fig, skipped),
                             data={"layers": {layer: res.to_dict() for layer, res in results.items()},
@@ -610,16 +611,37 @@ def _mark(holds: bool) -> str:
     return YES if holds else NO
 
 
-def _cannot_decide(layer: str, n: int) -> str:
-    """Why a measured row cannot decide its paper cell (see :func:`_summary`)."""
-    if layer.startswith("minilm"):
-        return ("another model: all-MiniLM-L6-v2 (d=384, learned positions, n="
-                f"{n}) on Python's documentation against BERT-large on Wikipedia (n=512)")
-    if layer.startswith("smollm2"):
-        which = ("SmolLM2 architecture re-initialised (N(0, 0.02) matrices)" if "random" in layer else SMOLLM2)
-        return (f"another model: {which} (Llama-family decoder, d=576, RoPE and no position vector in X_0, "
-                f"n={n}) on Python's documentation against GPT-2 (d=768, learned positions) on Wikipedia")
-    return "other data: a random layer of the paper's kind on English text against ViT on ImageNet"
+def deviation_id(layer: str) -> str:
+    """The deviation from the text's measurement that a row of ``layer`` makes (:func:`deviations`)."""
+    return ("minilm-for-bert" if layer.startswith("minilm") else "smollm2-for-gpt2" if layer.startswith("smollm2")
+            else "text-for-imagenet")
+
+
+def deviations(results: dict[str, "LayerTests"]) -> list[Deviation]:
+    """How the measured layers depart from Table 1's and Table 3's: the paper's kinds of random layer on
+    English text instead of ViT on ImageNet (data); all-MiniLM-L6-v2 on Python's documentation instead of
+    BERT-large on Wikipedia, SmolLM2 instead of GPT-2 (model). None has a control: the text's models and
+    data are not available offline."""
+    shapes = {deviation_id(layer): res.shape for layer, res in results.items()}
+    records = {
+        "text-for-imagenet": lambda shape: Deviation(
+            "text-for-imagenet", "data",
+            f"random layers of Table 1's kinds (embedding + sinusoidal PE, attention, transformer) on English text "
+            f"(T={shape[0]} contexts of n={shape[1]} tokens, d={shape[2]}); Table 1: ViT's layers on ImageNet "
+            "patches (text repeats tokens, image patches do not)", "ImageNet and the paper's ViT are not offline"),
+        "minilm-for-bert": lambda shape: Deviation(
+            "minilm-for-bert", "model",
+            f"all-MiniLM-L6-v2 (d=384, learned positions, n={shape[1]}; trained, and its architecture "
+            "re-initialised for the random columns) on Python's documentation; Table 3: "
+            "BERT-large on Wikipedia (n=512)", "BERT-large and the paper's Wikipedia sample are not offline"),
+        "smollm2-for-gpt2": lambda shape: Deviation(
+            "smollm2-for-gpt2", "model",
+            f"{SMOLLM2} (Llama-family decoder, d=576, RoPE and no position vector in X_0, n={shape[1]}; trained, "
+            "and its architecture re-initialised with N(0, 0.02) matrices for the random columns) on Python's "
+            "documentation; Table 3: GPT-2 (d=768, learned positions) on Wikipedia",
+            "GPT-2 and the paper's Wikipedia sample are not offline"),
+    }
+    return [records[i](shape) for i, shape in shapes.items()]
 
 
 def row_anchor(layer: str, check: str) -> str:
@@ -656,10 +678,9 @@ def _summary(results: dict[str, LayerTests], skipped: dict | None = None) -> lis
                 continue
             # Whether a context is in general position depends on the data as well as the layer
             # (English text repeats tokens, image patches do not): text cannot decide ImageNet's cells.
-            cannot = _cannot_decide(layer, res.shape[1])
             rows.append(equals(bool(r.holds), verdict == YES, detail, {"fraction": r.fraction},
                                quantity=quantity, paper_value=f"{verdict} ({counterpart})", where=where,
-                               cannot_decide=cannot, anchor=row_anchor(layer, name),
+                               deviations=(deviation_id(layer),), anchor=row_anchor(layer, name),
                                falsifier=f"the test finds {name.replace('_', ' ')} "
                                          f"{'failing' if verdict == YES else 'holding'} where the text marks {verdict}"))
     return rows

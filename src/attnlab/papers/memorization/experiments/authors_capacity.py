@@ -19,14 +19,19 @@ Three models are searched, each with :func:`attnlab.papers.memorization.capacity
   text's equations, as in memorization.capacity-vs-heads and memorization.saturation).
 
 Every failure of a search is a failure within its step budget, so T* is a lower bound of
-what gradient descent memorizes (printed ">= T"): it decides the comparison with the paper's
-~550 / ~1300 only where the bound lies above the paper's value and its tolerance; otherwise
-the row is inconclusive. Rows of the two d_v = 64 models are not like for like.
+what gradient descent memorizes (printed ">= T"), never a capacity; the attempts are not even
+monotone in T (at the paper's scale, H = 4: T = 960 reached 99% where T = 410 reached 2.7%),
+and an info row per search shows the largest such rise.
 
 The rows at H = 4 and 8 check App. H's "around T = 550" and "around T = 1300" (ledger
-entries ``apph-550``, ``apph-1300``). A lower bound above the paper's value and its tolerance
-differs with no error in the text (``checks.NO_ERROR``: a measured number against a printed
-one, by another optimizer's protocol; issue 34 takes up the like-for-like run).
+entries ``apph-550``, ``apph-1300``). App. H's numbers are what the authors' protocol found
+(Adam, lr 1e-3, batch 256, warmup + cosine, 300k steps); the search's full-batch Adam at lr
+1e-2 within 20,000 steps per attempt departs from it (:func:`deviations`), so those rows are
+decided only by a control run with the text's protocol, which the search is not:
+``memorization.training-options`` runs it on the released model at the paper's T (the commands
+are in the deviations' control). Without it they are inconclusive, the deviations as reason.
+What the search does decide is attnlab's own statement about its optimizer: that full-batch Adam
+memorizes more than the paper's number (T* / paper above 1 + the tolerance; role own).
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ from typing import Callable
 
 from dataclasses import dataclass
 
-from attnlab.checks import NO_ERROR, Check, info, near
+from attnlab.checks import NO_ERROR, Bound, Check, above, info, near
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
 from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED
@@ -57,11 +63,20 @@ LABELS = {
     "authors-dv64": "the authors' model with d_v = d_h",
     "plain-dv64": "eqs. (1)-(6) on the raw tokens, d_v = d_h",
 }
-NOT_LIKE_FOR_LIKE = {
-    "authors-dv64": "another model: d_v = d_h values per head, the released model has d_v = 1",
-    "plain-dv64": "another model: eqs. (1)-(6) on the raw tokens with d_v = d_h, without the released model's "
-                  "embedding, positions and d_v = 1",
+ANOTHER_MODEL = {  # the deviation each d_v = 64 variant makes: (what it is, against the released model)
+    "authors-dv64": "the authors' model with d_v = d_h = 64 values per head; the released model has d_v = 1",
+    "plain-dv64": "eqs. (1)-(6) on the raw tokens with d_v = d_h = 64, without the released model's embedding, "
+                  "positions and d_v = 1",
 }
+PAPER_PROTOCOL = "Adam, lr 1e-3, batch 256, linear warmup + cosine decay, 300,000 steps (App. A, App. H)"
+
+
+def control_command(H: int) -> str:
+    """The like-for-like run of App. H's number at H: the authors' protocol (memorization.training-options,
+    option "authors", its paper preset: 300,000 steps) on the released model (d_v = 1, the query's key
+    masked) at the paper's T."""
+    return (f"attnlab reproduce memorization --scale paper --only training-options --set options=authors "
+            f"--set d_v=1 --set keys=context --set H={H} --set T={PAPER_T[H]}")
 
 
 @dataclass(frozen=True)
@@ -126,10 +141,45 @@ def run_authors_capacity(cfg: AuthorsCapacityConfig, run_dir=None) -> Experiment
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "variant": variant, "H": H,
                                  "largest_success": r.largest_success, "smallest_failure": r.smallest_failure,
                                  "attempts": len(r.attempts), "seconds": round(r.seconds, 2)})
+    summary = []
+    for v, H, r in found:
+        summary.append(_row(cfg, v, H, r))
+        if v == "released" and H in PAPER_T:
+            summary.append(_ratio_row(cfg, H, r))
+        summary += [x for x in [_failures_row(cfg, v, H, r)] if x]
     return ExperimentResult(
-        summary=[_row(cfg, v, H, r) for v, H, r in found], tables=[_table(cfg, found)],
-        figures=[_figure(cfg, found)], notes=_notes(cfg),
-        data={"searches": [_data(v, H, r) for v, H, r in found], "paper_T": PAPER_T, "paper_tolerance": PAPER_TOL})
+        summary=summary, tables=[_table(cfg, found)], figures=[_figure(cfg, found)], notes=_notes(cfg),
+        data={"searches": [_data(v, H, r) for v, H, r in found], "paper_T": PAPER_T, "paper_tolerance": PAPER_TOL},
+        deviations=deviations(cfg))
+
+
+def deviations(cfg: AuthorsCapacityConfig) -> list[Deviation]:
+    """How the search departs from App. H's protocol: full-batch Adam at a higher rate (optimizer)
+    within a step budget per attempt (budget), the d_v = 64 variants (model), another size (size)."""
+    control = "; ".join(control_command(H) for H in PAPER_T if H in cfg.H_grid) or control_command(4)
+    cost = ("a search trains 9 to 14 attempts per H, and one training of the authors' protocol (300,000 minibatch "
+            "steps) takes hours on a CPU (the control's --dry-run prints its estimate)")
+    out = [
+        Deviation("full-batch-adam", "optimizer",
+                  f"full-batch Adam, peak lr {cfg.lr:g} (an attempt that ends below 50% accuracy retried once at half "
+                  f"the rate), {cfg.warmup} warmup steps then cosine decay over each attempt; the text: "
+                  f"{PAPER_PROTOCOL}", cost, control=control),
+        Deviation("step-budget", "budget",
+                  f"{cfg.max_steps:,} updates per attempt; App. H trains 300,000", cost, control=control),
+    ]
+    out += [Deviation(f"{v}-model", "model", ANOTHER_MODEL[v],
+                      "measures what the released model's single value dimension per head costs", control="")
+            for v in cfg.variants if v in ANOTHER_MODEL]
+    if (cfg.d, cfg.n, cfg.n_classes) != (64, 32, 100):
+        out.append(Deviation("size", "size", f"d={cfg.d}, n={cfg.n}, {cfg.n_classes} classes; App. H: d=64, n=32, "
+                                             "100 classes", "a smaller problem (tests)", control=""))
+    return out
+
+
+def _protocol_deviations(cfg: AuthorsCapacityConfig, variant: str) -> tuple[str, ...]:
+    """The deviations that touch the row of ``variant`` (every one of :func:`deviations` that applies)."""
+    ids = ["full-batch-adam", "step-budget"] + ([f"{variant}-model"] if variant in ANOTHER_MODEL else [])
+    return tuple(ids + (["size"] if (cfg.d, cfg.n, cfg.n_classes) != (64, 32, 100) else []))
 
 
 def _say_round(search: str) -> Callable[..., None]:
@@ -144,6 +194,8 @@ def _say_round(search: str) -> Callable[..., None]:
 
 
 def _row(cfg: AuthorsCapacityConfig, variant: str, H: int, r: SearchResult) -> Check:
+    """T* against App. H's "around T = 550 / 1300" (text), touched by the search's deviations from the
+    authors' protocol: inconclusive without the control run (:func:`control_command`)."""
     T = r.capacity
     quantity = f"largest T memorized, {LABELS[variant]}, H={H} (d={cfg.d}, n={cfg.n}, d_h={cfg.d})"
     detail = (f"{len(r.attempts)} attempts, full-batch Adam, peak lr {cfg.lr:g}, {cfg.max_steps} steps each; "
@@ -154,13 +206,45 @@ def _row(cfg: AuthorsCapacityConfig, variant: str, H: int, r: SearchResult) -> C
     if H not in PAPER_T:
         return info(quantity, T, where="App. H", detail=detail, values=values)
     paper = PAPER_T[H]
-    cannot = NOT_LIKE_FOR_LIKE.get(variant, "")
-    if not cannot and (cfg.d, cfg.n, cfg.n_classes) != (64, 32, 100):
-        cannot = f"another size: d={cfg.d}, n={cfg.n}, {cfg.n_classes} classes, not App. H's 64, 32, 100"
     return near(T, paper, PAPER_TOL * paper, detail, values, quantity=quantity, paper_value=f"around {paper}",
-                where="App. H", cannot_decide=cannot, anchor=ANCHORS[H], erratum=NO_ERROR,
+                where="App. H", deviations=_protocol_deviations(cfg, variant), anchor=ANCHORS[H], erratum=NO_ERROR,
                 falsifier=f"gradient descent memorizes more than {paper} + {PAPER_TOL:.0%} = "
                           f"{paper * (1 + PAPER_TOL):g} examples (T* is a lower bound: it can differ upwards only)")
+
+
+def _ratio_row(cfg: AuthorsCapacityConfig, H: int, r: SearchResult) -> Check:
+    """attnlab's own statement: full-batch Adam (this search's protocol) memorizes more than App. H's
+    number on the released model, T* / paper > 1 + PAPER_TOL; T* is a lower bound, so the ratio is one
+    (at the paper's scale, H = 8: >= 1779 / 1300 = 1.37, which holds)."""
+    paper = PAPER_T[H]
+    ratio = Bound.at_least(r.largest_success / paper, r.capacity.reason)
+    return above(ratio, 1 + PAPER_TOL,
+                 f"T* {r.capacity} of full-batch Adam, peak lr {cfg.lr:g}, {cfg.max_steps:,} steps per attempt, "
+                 f"against App. H's ~{paper} after 300,000 steps of Adam at lr 1e-3, batch 256; a statement about "
+                 "the optimizer, not a verdict on the text's number",
+                 {"largest_success": r.largest_success, "paper": paper},
+                 quantity=f"T* of full-batch Adam over App. H's T = {paper}, the released model, H={H}",
+                 where="App. H", role="own")
+
+
+def _failures_row(cfg: AuthorsCapacityConfig, variant: str, H: int, r: SearchResult) -> Check | None:
+    """The attempts that ended short of 100% within the budget (info): each is a failure of the
+    optimizer within max_steps, a bound, never a capacity; where a larger T got further than a
+    smaller one, the attempts are not monotone in T and the row says so."""
+    failed = {T: acc for T, acc in r.best_accuracy().items() if acc < 1.0}
+    if not failed:
+        return None
+    inversion = r.largest_inversion()
+    listing = ", ".join(f"T={T}: {acc:.1%}" for T, acc in failed.items())
+    monotone = ("the final accuracy never rises with T" if inversion is None else
+                f"not monotone in T: T={inversion[2]} reached {inversion[3]:.2%} where T={inversion[0]} reached "
+                f"{inversion[1]:.2%}")
+    return info(f"attempts short of 100% within the {cfg.max_steps:,}-step budget, {LABELS[variant]}, H={H}",
+                len(failed), where="App. H",
+                detail=f"best final accuracy per T: {listing}; {monotone}. Each is a failure of full-batch Adam "
+                       "within its budget: a bound on what more steps or another protocol reach, never a capacity",
+                values={"failed": {str(T): acc for T, acc in failed.items()},
+                        "inversion": list(inversion) if inversion else None})
 
 
 def _data(variant: str, H: int, r: SearchResult) -> dict:
@@ -211,11 +295,15 @@ def _notes(cfg: AuthorsCapacityConfig) -> list[str]:
         ("The paper trains with Adam, lr 1e-3, batch 256, for 300k steps; the search here trains full-batch "
          f"Adam, peak lr {cfg.lr:g}, {cfg.warmup} warmup steps and cosine decay over {cfg.max_steps} steps per "
          "attempt, and an attempt that ends below 50% accuracy is retried once at half the rate. Its T* is a "
-         "lower bound of what gradient descent memorizes on each model; whether more steps or the paper's "
-         "minibatches reach further is not measured here."),
+         "lower bound of what this optimizer memorizes on each model within its budget, never a capacity: every "
+         "failure is a failure within the budget, and the attempts need not be monotone in T. Whether the "
+         "paper's protocol reaches App. H's numbers is the control run of the deviations (memorization."
+         "training-options with the authors' option on the released model at the paper's T, 300k steps), "
+         "which this search does not make: App. H's rows stay inconclusive without it, and the search decides "
+         "only attnlab's own statement on full-batch Adam (T* against the paper's number)."),
         (f"'Around' is read as +-{PAPER_TOL:.0%} of the paper's value. The two d_v = 64 models show how much "
          "of the capacity the released model's single value dimension per head costs; they are not the "
-         "paper's model, so their rows cannot decide the paper's numbers."),
+         "paper's model (a deviation of kind model), so their rows cannot decide the paper's numbers."),
     ]
 
 

@@ -12,8 +12,8 @@ Theorem 1 still applies here (its assumptions hold almost surely), so T* >= H
 own statement (gradient descent reaches the bound; the theorem says such weights exist);
 H (d - 1) + 1 is shown beside it and the ratio T* / (H (d - 1) + 1) reported. The H panel's
 R^2 and monotonicity check App. I.1's "the linearity in H still remains" (ledger entry
-``appi1-linear-heads``; R^2 against §5.2's 0.98, App. I.1 gives no number), inconclusive on a
-model other than the authors'. Uniform tokens do not have a constant coordinate
+``appi1-linear-heads``; R^2 against §5.2's 0.98, App. I.1 gives no number), inconclusive where
+the experiment departs from the text's protocol (capacity_report.deviations) without a control. Uniform tokens do not have a constant coordinate
 sum, so Proposition 5 does not cap rank Z here (FIELD-NOTES: random weights give
 rank Z = H d).
 """
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, TwoPanelSettings
 from attnlab.papers.memorization.capacity_report import (
-    another_model,
+    deviation_ids,
+    deviations,
     bound_info_row,
     bound_rows,
     cells_table,
@@ -76,7 +77,7 @@ def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> Experiment
         where = "App. I.1, Fig. 4"
         summary += bound_rows(cfg, p, H, where)
         # the paper: linearity in H remains (judged against R^2 >= 0.98); in n it weakens (info)
-        text = dict(judged=p["swept"] == "H", where=where, anchor=LINEAR_H_ANCHOR, cannot_decide=another_model(cfg))
+        text = dict(judged=p["swept"] == "H", where=where, anchor=LINEAR_H_ANCHOR, deviations=deviation_ids(cfg))
         summary += [r for r in [r2_row(p, **text)] if r]
         summary += [r for r in [monotone_row(p, **text)] if r]
         summary += [_vs_hd_row(cfg, p), bound_info_row(p)]
@@ -86,7 +87,8 @@ def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> Experiment
                                    f"Largest T memorized vs {tag}, per-example contexts (Fig. 4)",
                                    extra=general_position_series(p, cfg.d))]
     return ExperimentResult(summary=summary, tables=[cells_table(cfg, cells)], figures=figures,
-                            notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panels": panels})
+                            notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panels": panels},
+                            deviations=deviations(cfg))
 
 
 def _notes(cfg: GeneralPositionConfig) -> list[str]:

@@ -13,7 +13,8 @@ Theorem 1 is a statement about exact interpolation of real labels (the proof bui
 W_V, W_O, W_D solving Z W = y); T* >= H (min(n, d_h) - 1) + 1 is attnlab's own statement
 (gradient descent reaches the bound, to ``mse_tol``), not the theorem's. The paper claims
 monotonicity in H and n for regression too (Fig. 5 caption, ledger entry ``fig5-caption``):
-those rows are the text's, inconclusive on a model other than the authors'.
+those rows are the text's, inconclusive where the experiment departs from the text's protocol
+(capacity_report.deviations) without a control.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 from attnlab.config import check_number, param
 from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, TwoPanelSettings
 from attnlab.papers.memorization.capacity_report import (
-    another_model,
+    deviation_ids,
+    deviations,
     bound_info_row,
     bound_rows,
     cells_table,
@@ -69,7 +71,7 @@ def run_regression(cfg: RegressionConfig, run_dir=None) -> ExperimentResult:
     for p, H, tag in zip(panels, (cfg.H_grid[0], cfg.H), ("a", "b")):
         name = {"H": "heads", "n": "context"}[p["swept"]]
         where = f"§5.2 and Fig. 5({tag})"
-        monotone = monotone_row(p, where=where, anchor=MONOTONE_ANCHOR, cannot_decide=another_model(cfg))
+        monotone = monotone_row(p, where=where, anchor=MONOTONE_ANCHOR, deviations=deviation_ids(cfg))
         summary += bound_rows(cfg, p, H, where) + [r for r in [monotone] if r]
         if p["swept"] == "H":
             summary += [r for r in [r2_row(p, judged=False, where=where)] if r]
@@ -79,7 +81,8 @@ def run_regression(cfg: RegressionConfig, run_dir=None) -> ExperimentResult:
                     largest_figure(cfg, p, f"regression-capacity-vs-{name}.png",
                                    f"Largest T with train MSE <= {cfg.mse_tol:g} vs {p['swept']} (Fig. 5({tag}))")]
     return ExperimentResult(summary=summary, tables=[cells_table(cfg, cells)], figures=figures,
-                            notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panels": panels})
+                            notes=_notes(cfg), data={"cells": [c.to_dict() for c in cells], "panels": panels},
+                            deviations=deviations(cfg))
 
 
 def _notes(cfg: RegressionConfig) -> list[str]:
