@@ -34,7 +34,7 @@ EXPECTED = {
     "logic": (17, 1, 1),
     "memorization": (8, 11, 1),
     "rank-collapse": (17, 5, 0),
-    "transformer-math": (29, 7, 0),
+    "transformer-math": (29, 8, 0),
 }
 
 

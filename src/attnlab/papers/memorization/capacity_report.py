@@ -103,11 +103,11 @@ def deviation_ids(cfg) -> tuple[str, ...]:
     return tuple(d.id for d in deviations(cfg))
 
 
-def _seq(v):
+def _seq(v: object) -> tuple | list:
     return v if isinstance(v, (list, tuple)) else (v,)
 
 
-def _text(v) -> str:
+def _text(v: object) -> str:
     return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
 
 

@@ -42,7 +42,7 @@ from attnlab.papers.transformer_math.thesis_search import (
     notebook_search,
 )
 from attnlab.registry import Experiment, register_experiment
-from attnlab.results import PALETTE, ExperimentResult, Table, line_figure, series
+from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "transformer-math.thesis-search"
@@ -157,7 +157,7 @@ def _sd(x: list[float]) -> float:
     return math.sqrt(sum((v - m) ** 2 for v in x) / (len(x) - 1))
 
 
-def _table(cfg: ThesisSearchConfig, per_map: list[list[float]], fits) -> Table:
+def _table(cfg: ThesisSearchConfig, per_map: list[list[float]], fits: list) -> Table:
     body = []
     for i, (p, out, f) in enumerate(zip(NOTEBOOK_TABLE, per_map, fits)):
         m, s = sum(out) / len(out), _sd(out)
@@ -171,7 +171,7 @@ def _table(cfg: ThesisSearchConfig, per_map: list[list[float]], fits) -> Table:
                  ["int"] + ["float"] * 10 + ["text"])
 
 
-def _figure(cfg: ThesisSearchConfig, per_map: list[list[float]], fits):
+def _figure(cfg: ThesisSearchConfig, per_map: list[list[float]], fits: list) -> LineFigure:
     x = list(range(len(per_map)))
     return line_figure(
         "thesis-search.png",
