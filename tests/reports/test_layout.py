@@ -175,3 +175,21 @@ def test_fixtures_round_trip(tmp_path):
     (src / "config.json").write_text(json.dumps(files["config.json"]))
     with pytest.raises(ValueError, match="quick runs"):
         fixtures.write_fixture(src, tmp_path / "c.json.gz")
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_stored_experiment_with_text_rows_lists_its_deviations(paper):
+    """The stored quick run: each experiment that decides a text's row lists its deviations (an empty
+    list: none), and every row it decides (reproduced or differs) that a deviation touches names its
+    control run; an uncontrolled one is inconclusive (issue's rule, attnlab.checks.Check)."""
+    stored = fixtures.read_fixture(fixtures.fixture_path(paper))["results.json"]
+    for name, exp in stored["experiments"].items():
+        res = exp["results"]
+        rows = res.get("summary", [])
+        if any(r.get("role") == "text" for r in rows):
+            assert res.get("deviations") is not None, f"{name}: no deviations list"
+        declared = {d["id"] for d in res.get("deviations") or []}
+        for r in rows:
+            assert set(r.get("deviations") or ()) <= declared, (name, r["quantity"])
+            if r.get("deviations") and r.get("verdict") in ("reproduced", "differs"):
+                assert r.get("control"), f"{name}: {r['quantity']} is decided without its control"
