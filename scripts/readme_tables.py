@@ -148,8 +148,20 @@ def paper_scale_lines() -> list[str]:
         results = json.loads((run / "results.json").read_text())
         config = json.loads((run / "config.json").read_text())
         t = _outline(results, config).tally()
-        lines.append(f"- `results/paper-scale/{run.name}/`: {_counts(t)}.")
+        stale = undeclared(results)
+        lines.append(f"- `results/paper-scale/{run.name}/`: {_counts(t)}."
+                     + (f" Stored before experiments declared their deviations ({', '.join(stale)}): a row such a "
+                        "deviation touches keeps the verdict of the code that ran; re-run it for the current rules."
+                        if stale else ""))
     return lines
+
+
+def undeclared(results: dict) -> list[str]:
+    """The experiments of a stored run that decide text rows but list no deviations (stored by code
+    that did not declare them), by id."""
+    return [name for name, e in results.get("experiments", {}).items()
+            if any(r.get("role") == "text" for r in (e.get("results") or {}).get("summary", []))
+            and (e.get("results") or {}).get("deviations") is None]
 
 
 def findings() -> str:
