@@ -1,6 +1,6 @@
-"""Check that a report.html fits the page in headless Chromium: no table or figure cut at the edge.
+"""Check that a report.html fits the page in headless Chromium, and prints whole.
 
-    python scripts/check_report_layout.py RUN_DIR/report.html [--width 1400]
+    python scripts/check_report_layout.py RUN_DIR/report.html [--width 1400] [--print] [--scrolling]
 
 The report is copied into a temporary directory with a small measuring script added to the
 copy (the report itself is left as it is and gains no reference to anything). Chromium opens
@@ -8,18 +8,31 @@ the copy with a fresh profile and every network feature off, at a window ``--wid
 wide; after the page has loaded and its own scripts have run, the measuring script records
 
 * ``page``: the document is wider than the viewport (the page scrolls sideways);
-* ``table``: a table wider than its container (a scrollbar inside ``.table-wrap`` counts: the
-  table has to fit without horizontal scrolling), or reaching past the viewport;
+* ``table``: a table wider than its box where that box does not scroll, or scrolls with no cue,
+  or reaching past the viewport;
 * ``cell``: a table cell whose content is wider than the cell (drawn over its neighbour);
-* ``split-number``: a number in a table cell broken across two lines;
+* ``split-number`` / ``split-id``: a number in a table cell, or an id (``code.id``), broken across
+  two lines;
 * ``figure``: an ``img``, ``canvas``, ``svg`` or ``figure`` wider than its container or the
-  viewport;
-* ``scroll``: any other box that scrolls sideways or clips (its content is cut at its edge);
+  viewport, outside a box that scrolls;
+* ``small-text``: text under 9 px: the page's (computed font size), or a figure's, whose
+  ``data-text-px`` gives its smallest text in the image's own pixels, scaled as the image is shown;
+* ``scroll``: any other box that scrolls sideways with no cue, or clips (its content is cut);
 * ``console``: an uncaught script error or a ``console.error`` message;
 
 each with the heading, table title or figure caption it belongs to and by how many pixels it
-is too wide. The results come back through ``--dump-dom``; console errors also through
-Chromium's log (``--enable-logging=stderr``), which sees errors the page's own handlers do not.
+is too wide. A box that scrolls sideways with a cue is allowed on screen and listed apart
+(``--scrolling``): the cue is shading at its edges that moves with the content (background
+layers attached ``scroll`` under covers attached ``local``, as report.html draws them) or an
+overlay drawn by its ``::before``/``::after``.
+
+``--print`` checks the page as printed: its print rules apply (``@media print`` read as
+``@media all``) in a viewport of :data:`PRINT_WIDTH` px with no scrollbar; then every box
+that scrolls, sideways or down, is cut (cue or not), content of a closed ``<details>`` that
+is not shown is ``hidden``, and figure text is not judged (a figure shrinks to the paper).
+
+The results come back through ``--dump-dom``; console errors also through Chromium's log
+(``--enable-logging=stderr``), which sees errors the page's own handlers do not.
 
 Prints one line per offender and exits 1 if there is any, 0 if the page fits; 2 with one line
 on stderr if the report or Chromium is missing or Chromium fails.
