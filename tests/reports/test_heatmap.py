@@ -68,3 +68,20 @@ def test_bad_panels_are_one_line_errors():
         heatmap_panel("ragged", [[1.0, 2.0], [3.0]])
     with pytest.raises(ConfigError, match="2 x labels for 3 columns"):
         heatmap_panel("labels", [[1.0, 2.0, 3.0]], xlabels=["a", "b"])
+
+
+def test_the_head_labels_of_a_12_x_6_grid_are_legible_one_row_wide(tmp_path):
+    """The grid of 72 heads spans the report's row: shown ROW_PX wide (an 800 px window), its panel titles
+    and colour bar ticks (7 pt, its smallest text) are >= 9 CSS pixels; long titles wrap at spaces."""
+    from attnlab.reports.figures import LEGIBLE_PX, ROW_PX, spans_row
+
+    spec = _grid()
+    assert spans_row(spec.to_dict())
+    out = render(spec, tmp_path)
+    w, _ = out.size_px
+    shown = out.text_px * ROW_PX / w
+    assert 9.0 <= shown and shown == pytest.approx(LEGIBLE_PX, abs=0.6)  # as large as 12 panels allow
+    long = heatmap_figure("t.png", "c", ncols=8, panels=[heatmap_panel(f"map {i}: syntactic, d 12.{i}", torch.eye(4))
+                                                         for i in range(8)])
+    out = render(long, tmp_path)
+    assert out.text_px * ROW_PX / out.size_px[0] >= 9.0

@@ -80,7 +80,8 @@ def run_dir(tmp_path_factory):
 
 
 def _html(run_dir):
-    return (run_dir / "report.html").read_text()
+    """report.html with its numbers' unbreakable spans taken out (``<span class="n">0.5</span>`` -> ``0.5``)."""
+    return re.sub(r'<span class="n">([^<]*)</span>', r"\1", (run_dir / "report.html").read_text())
 
 
 def _md(run_dir):
@@ -187,7 +188,7 @@ def test_a_run_stored_before_verdicts_still_reports(tmp_path):
 
 
 def test_rebuild_is_deterministic(run_dir):
-    html, md = _html(run_dir), _md(run_dir)
+    html, md = (run_dir / "report.html").read_text(), _md(run_dir)
     assert [p.read_text() for p in build_report(run_dir)] == [html, md]
 
 
@@ -207,14 +208,19 @@ def test_fmt_count_units():
 def test_cells_keep_signed_numbers_whole_and_wide_tables_are_marked():
     from attnlab.reports.html import WIDE_COLUMNS, _table, _txt
 
-    # a line may break after the dash of "e-16" or "-0.5": those numbers go in one unbreakable span;
-    # ranges and names ("2-3", "GPT-2") and unsigned numbers stay plain text, and text is escaped
+    # a line may break after the dash of "e-16" or "-0.5", and a narrow window breaks long words anywhere:
+    # every number of two or more characters (with its unit) and every option goes in one unbreakable
+    # span; a range or a name ("11-12", "GPT-2", "X_1") is not a signed number, a trailing comma not
+    # part of one, and text is escaped
     assert _txt("off by 2.2e-16, lower -5.5e-04 <x>") == (
         'off by <span class="n">2.2e-16</span>, lower <span class="n">-5.5e-04</span> &lt;x&gt;')
-    assert _txt("GPT-2 1.5B, Figs. 11-12, rank(1e-2) 0.5 & 3%") == (
-        'GPT-2 1.5B, Figs. 11-12, rank(<span class="n">1e-2</span>) 0.5 &amp; 3%')
+    assert _txt("GPT-2 1.5B, Figs. 11-12, rank(1e-2) 0.5 & 3% of X_1, 7") == (
+        'GPT-2 <span class="n">1.5B</span>, Figs. <span class="n">11</span>-<span class="n">12</span>, '
+        'rank(<span class="n">1e-2</span>) <span class="n">0.5</span> &amp; <span class="n">3%</span> of X_1, 7')
+    assert _txt("--scale paper decides") == '<span class="n">--scale</span> paper decides'
     # a dotted name may break after its dots; a decimal point never
-    assert _txt("measured by paper.claim-1 at 0.25") == "measured by paper.<wbr>claim-1 at 0.25"
+    assert _txt("measured by paper.claim-1 at 0.25") == 'measured by paper.<wbr>claim-1 at <span class="n">0.25</span>'
+
     narrow = _table(["a", "b c d e f"], [["1", "a long text of more than twenty-four characters"]], ["num", "num"])
     assert narrow.startswith('<div class="table-wrap"><table><thead><tr><th>a</th><th>b c d e f</th>')
     # a header of words over shorter cells wraps

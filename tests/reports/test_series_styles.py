@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from attnlab.reports.figures import LEGEND_INSIDE, MARKERS, series_style
 from attnlab.results import PALETTE
 
@@ -104,3 +106,33 @@ def test_many_bins_do_not_overlap_their_labels(tmp_path):
     boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
     assert len(boxes) <= figures.MAX_BAR_LABELS
     assert all(a.x1 <= b.x0 + 1 for a, b in zip(boxes, boxes[1:]))  # left to right, no overlap
+
+
+def test_one_group_of_bars_has_no_legend_and_two_groups_have_one(tmp_path):
+    """A legend that names the only group repeats the axis label; with two groups it tells them apart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnlab.results import bar_figure
+
+    one = bar_figure("one.png", "c", categories=["a", "b"], groups=[{"label": "heads", "values": [1, 2]}],
+                     ylabel="heads")
+    assert _drawn_axes(one, tmp_path).get_legend() is None
+    two = bar_figure("two.png", "c", categories=["a", "b"], ylabel="heads",
+                     groups=[{"label": "x", "values": [1, 2]}, {"label": "y", "values": [2, 1]}])
+    assert [t.get_text() for t in _drawn_axes(two, tmp_path).get_legend().get_texts()] == ["x", "y"]
+
+
+def test_every_text_of_a_line_figure_is_legible_half_a_row_wide(tmp_path):
+    """Shown HALF_PX wide (two figures side by side in a 1000 px window), the smallest text of a line figure
+    with a crowded legend and category labels is >= 9 CSS pixels: 10 pt at 110 dpi in a 704 px PNG."""
+    from attnlab.reports import figures
+    from attnlab.results import line_figure, series
+
+    spec = line_figure("l.png", "c", xlabel="case", ylabel="y", xticklabels=["(2,4,4)", "(4,2,4)", "(3,3,4)"],
+                       series=[series(f"variant-{i}", [0, 1, 2], [i, i + 1, i + 2]) for i in range(9)])
+    out = figures.render(spec, tmp_path)
+    assert out.size_px == (704, 440)
+    assert out.text_px == pytest.approx(10 * 110 / 72, rel=1e-9)
+    assert out.text_px * figures.HALF_PX / out.size_px[0] >= 9.0
+    assert out.legible_width(9.0) == 415 <= figures.HALF_PX  # ceil(704 * 9 / 15.28)

@@ -9,7 +9,7 @@ can always be rebuilt from ``results.json`` alone. The spec schema is in
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import base64
 import io
@@ -23,12 +23,36 @@ from attnlab.results import PALETTE, check_figure_file
 _STYLES = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-.", "points": "none"}
 
 
+# Where report.html shows a figure (:func:`spans_row`): a heatmap of several panels spans the row, every
+# other figure takes half of it in a wide window and the whole row below 1000 px. Each figure is drawn
+# so that its smallest text is at least LEGIBLE_PX CSS pixels at the narrowest width it gets there.
+ROW_PX = 720  # a row of the page in a window 800 px wide
+HALF_PX = 430  # half a row in a window 1000 px wide (two figures side by side)
+LEGIBLE_PX = 9.5  # the layout check asks for 9 px; half a pixel for rounding
+MIN_TEXT_PT = 10  # the smallest text of a line or bar figure (6.4 in wide: 9.5 px at HALF_PX)
+
+
 @dataclass(frozen=True)
 class RenderedFigure:
+    """A drawn figure: the PNG's path, its caption and title, the PNG as base64, its size in pixels and
+    the height of its smallest text in the PNG's pixels (``text_px``): shown ``w`` CSS pixels wide, that
+    text is ``text_px * w / size_px[0]`` pixels high."""
+
     path: Path  # figures/<file> inside the run directory
     caption: str
     title: str
     png_base64: str
+    size_px: tuple[int, int] = (0, 0)
+    text_px: float = 0.0
+
+    def legible_width(self, px: float = 9.0) -> int:
+        """The narrowest width (CSS pixels) at which the figure's smallest text is still ``px`` high."""
+        return math.ceil(self.size_px[0] * px / self.text_px) if self.text_px else 0
+
+
+def spans_row(spec: dict) -> bool:
+    """A heatmap of several panels spans the report's row: its panels need the width to be read."""
+    return spec.get("kind") == "heatmap" and len(spec.get("panels", [])) > 1
 
 
 def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigure:
@@ -50,12 +74,14 @@ def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigur
     if spec["kind"] == "heatmap":
         fig = _draw_heatmap(plt, spec)
     else:
-        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110, layout="constrained")
-        drawers[spec["kind"]](ax, spec)
-        _style_axes(ax, spec)
+        with plt.rc_context(_TEXT_SIZES):
+            fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110, layout="constrained")
+            drawers[spec["kind"]](ax, spec)
+            _style_axes(ax, spec)
     try:
         buf = io.BytesIO()
-        fig.savefig(buf, format="png")
+        fig.savefig(buf, format="png", dpi=fig.dpi)  # a heatmap's own dpi (savefig's default: the first one)
+        text_px = _smallest_text(fig) * fig.dpi / 72
     finally:
         plt.close(fig)
     data = buf.getvalue()
@@ -65,7 +91,25 @@ def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigur
     path = figures_dir / name
     atomic_write_bytes(path, data)
     return RenderedFigure(path, spec.get("caption", ""), spec.get("title", ""),
-                          base64.b64encode(data).decode("ascii"))
+                          base64.b64encode(data).decode("ascii"), _png_size(data), text_px)
+
+
+def _smallest_text(fig: Any) -> float:
+    """The font size (points) of the smallest visible, non-empty text of the drawn ``fig``."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=0.0)
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) in pixels, from the PNG's IHDR chunk."""
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+# Every text of a line or bar figure, whatever the local matplotlibrc says (see MIN_TEXT_PT).
+_TEXT_SIZES = {"font.size": MIN_TEXT_PT, "axes.labelsize": MIN_TEXT_PT, "xtick.labelsize": MIN_TEXT_PT,
+               "ytick.labelsize": MIN_TEXT_PT, "legend.fontsize": MIN_TEXT_PT, "axes.titlesize": 11}
 
 
 def _num(v: Any) -> float:
@@ -78,8 +122,8 @@ def _num(v: Any) -> float:
 
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")  # 7 markers against 8 colours: 56 distinct pairs
-LEGEND_INSIDE = 4
-MAX_BAR_LABELS = 14  # category labels a 6.4-inch bar figure shows before they would overlap  # more series than this: the legend goes outside the axes, never over the data
+LEGEND_INSIDE = 4  # more series than this: the legend goes outside the axes, never over the data
+MAX_BAR_LABELS = 14  # category labels a 6.4-inch bar figure shows before they would overlap
 
 
 def series_style(i: int) -> tuple[str, str]:
@@ -107,7 +151,7 @@ def _draw_line(ax: Any, spec: dict) -> None:
     ax.set_xlabel(spec.get("xlabel", ""))
     if spec.get("xticklabels"):
         labels = spec["xticklabels"]
-        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
         ax.minorticks_off()
 
 
@@ -134,8 +178,7 @@ def _draw_bar(ax: Any, spec: dict) -> None:
         ax.bar(xs, [0 if math.isnan(v) else v for v in vals], width * 0.92,
                color=PALETTE[i % len(PALETTE)], label=g["label"])
     step = max(1, math.ceil(len(cats) / MAX_BAR_LABELS))  # many bins: label every step-th, never overlapping
-    ax.set_xticks(range(0, len(cats), step), cats[::step], rotation=20 if len(cats) <= 8 else 45, ha="right",
-                  fontsize=8 if len(cats) <= MAX_BAR_LABELS else 7)
+    ax.set_xticks(range(0, len(cats), step), cats[::step], rotation=20 if len(cats) <= 8 else 45, ha="right")
     ax.set_yscale(spec.get("yscale", "linear"))
 
 
@@ -146,9 +189,10 @@ _PAD = 3 * _PT  # the gap between neighbouring decorations (matplotlib's constra
 def _draw_heatmap(plt: Any, spec: dict) -> Any:
     """A grid of panels with one shared colour scale and one colour bar.
 
-    Panels without tick labels are small (about 1.25 in each, enough for a 12 x 6
-    grid of attention maps); a panel with tick labels gets 0.16 in per label so
-    that every token can be read.
+    Panels without tick labels are as small as keeps the figure's text legible where the
+    report shows it (:func:`_panel_side`: about 0.5 in each for a 12 x 6 grid of attention
+    maps, drawn at a higher dpi); a panel with tick labels gets 0.16 in per label so that
+    every token can be read.
 
     The layout is computed here, not by matplotlib's constrained layout (which measures
     every axis of every panel twice, about a second for a 72-panel grid): every panel
@@ -165,12 +209,7 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
     vmin = _num(spec["vmin"]) if spec.get("vmin") is not None else float(finite.min(initial=0.0))
     vmax = _num(spec["vmax"]) if spec.get("vmax") is not None else float(finite.max(initial=1.0))
     labelled = any(p.get("xlabels") or p.get("ylabels") for p in panels)
-    if labelled:
-        side = max(3.0, 0.16 * max(max(m.shape) for m in mats))
-    else:
-        side = 1.25 if len(panels) > 1 else 4.0
-    width, height = side * ncols + 1.2, side * nrows + 0.6 + 0.4 * bool(spec.get("title"))
-    fig = plt.figure(figsize=(width, height), dpi=110)
+    fig = plt.figure(figsize=(1.0, 1.0), dpi=110)  # sized below, once the panel titles are measured
     renderer = fig.canvas.get_renderer()
     title_size = 7 if not labelled else 10
 
@@ -183,6 +222,16 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
         fig.texts.clear()
         return w, h
 
+    # panel titles wrap at spaces to the panel's width; a panel is never narrower than a title's longest word
+    words = [w for p in panels for w in _wrap(p.get("title", ""), 0.0, lambda t: 1.0).split("\n")]
+    side = _panel_side(spec, mats, ncols, extent(words, title_size)[0] if words else 0.0)
+    titles = [_wrap(p.get("title", ""), side - 4 * _PAD, lambda t: extent([t], title_size)[0]) for p in panels]
+    top = extent(titles, title_size)[1] + 2 * _PT if any(titles) else 0.0
+    width, height = side * ncols + 1.2, (side + top) * nrows + 0.6 + 0.4 * bool(spec.get("title"))
+    # a grid that spans the row is drawn >= 1600 px wide: each panel keeps the pixels of its map
+    fig.set_size_inches(width, height)
+    fig.set_dpi(max(110.0, 1600 / width) if spans_row(spec) else 110.0)
+    renderer = fig.canvas.get_renderer()  # measures at the new dpi
     tick = 3.5 * _PT + 3.5 * _PT  # major tick length + tick label pad
     ylabels = [t for p in panels for t in (p.get("ylabels") or [])]
     xlabels = [t for p in panels for t in (p.get("xlabels") or [])]
@@ -192,8 +241,6 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
         left += extent([spec["ylabel"]], 8, 90)[0] + 4 * _PT
     if spec.get("xlabel"):
         bottom += extent([spec["xlabel"]], 8)[1] + 4 * _PT
-    titles = [p.get("title", "") for p in panels]
-    top = extent(titles, title_size)[1] + 2 * _PT if any(titles) else 0.0
     head = extent([spec["title"]], 11)[1] + 2 * _PT if spec.get("title") else 0.0
     # the colour bar: shrink x the grid's height, 1/20 of that wide, its tick labels and label to the right
     bar = 0.0
@@ -218,7 +265,7 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
         m = mats[k]
         image = ax.imshow(m, cmap=spec.get("cmap", "viridis"), vmin=vmin, vmax=vmax, aspect="auto",
                           interpolation="nearest")
-        ax.set_title(p.get("title", ""), fontsize=title_size, pad=2)
+        ax.set_title(titles[k], fontsize=title_size, pad=2)
         if p.get("xlabels"):
             ax.set_xticks(range(m.shape[1]), p["xlabels"], rotation=90, fontsize=7)
         else:
@@ -244,6 +291,41 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
     return fig
 
 
+HEATMAP_TEXT_PT = 7  # tick labels, and the titles of unlabelled panels: the smallest text of a heatmap
+LABEL_SLOT = 0.16  # inches per tick label of a labelled panel (a 7 pt token with room around it)
+
+
+def _panel_side(spec: dict, mats: Sequence[Any], ncols: int, word_width: float) -> float:
+    """The side (inches) of one panel: a labelled panel gets :data:`LABEL_SLOT` per label (2 in at least);
+    unlabelled panels are as large as lets the figure's 7 pt text stay :data:`LEGIBLE_PX` high where
+    the report shows it (:data:`ROW_PX` for a grid that spans the row, :data:`HALF_PX` otherwise) -
+    1.25 in at most, and never narrower than the longest word of a title (``word_width``, inches)."""
+    if any(p.get("xlabels") or p.get("ylabels") for p in spec["panels"]):
+        return max(2.0, LABEL_SLOT * max(max(m.shape) for m in mats))
+    shown = ROW_PX if spans_row(spec) else HALF_PX
+    fits = HEATMAP_TEXT_PT * shown / (72 * LEGIBLE_PX)  # the widest figure (in) whose 7 pt text is legible
+    largest = 1.25 if len(spec["panels"]) > 1 else 4.0
+    return max(min(largest, (fits - 1.2) / ncols), word_width + 4 * _PAD)
+
+
+def _wrap(title: str, width: float, measure: Callable[[str], float]) -> str:
+    """``title`` broken at spaces into lines no wider than ``width`` (inches, as ``measure`` gives them);
+    a word of one or two characters stays with the next ("d 12.4", "(w ≤ 3)") unless it ends a clause."""
+    words: list[str] = []
+    for word in title.split():
+        if words and len(words[-1].rsplit(" ", 1)[-1]) <= 2 and words[-1][-1] not in ":;,.":
+            words[-1] += f" {word}"
+        else:
+            words.append(word)
+    lines: list[str] = []
+    for word in words:
+        if lines and measure(f"{lines[-1]} {word}") <= width:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
 def _style_axes(ax: Any, spec: dict) -> None:
     ax.set_ylabel(spec.get("ylabel", ""))
     if spec.get("title"):
@@ -254,7 +336,9 @@ def _style_axes(ax: Any, spec: dict) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     handles = ax.get_legend_handles_labels()[0]
+    if spec["kind"] == "bar" and len(spec["groups"]) == 1:
+        return  # one group of bars: the axis label says what they are, a legend would repeat it
     if handles and len(handles) > LEGEND_INSIDE:  # beside the axes, outside the data
-        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     elif handles:
-        ax.legend(fontsize=8, frameon=False)
+        ax.legend(frameon=False)

@@ -15,7 +15,7 @@ from html import escape
 from attnlab.checks import Tally
 from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
-from attnlab.reports.figures import RenderedFigure
+from attnlab.reports.figures import RenderedFigure, spans_row
 from attnlab.reports.viewer import viewer_fragment
 from attnlab.deviations import COLUMNS as DEVIATION_COLUMNS
 from attnlab.deviations import table_rows as deviation_rows
@@ -62,7 +62,15 @@ code { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-si
 .card h3 { margin-top:2px; }
 dl.kv { display:grid; grid-template-columns:max-content 1fr; gap:4px 16px; margin:0; font-size:14px; }
 dl.kv dt { color:var(--muted); } dl.kv dd { margin:0; overflow-wrap:anywhere; }
-.table-wrap { overflow-x:auto; background:var(--card); border:1px solid var(--line); border-radius:10px; }
+.table-wrap { overflow-x:auto; border:1px solid var(--line); border-radius:10px; }
+/* a box that scrolls sideways shades the edge it hides content behind: the shadows stay at the box's
+   edges, the covers (the card's colour) move with the content and hide a shadow where nothing is hidden */
+.table-wrap, .fig-scroll {
+  background: linear-gradient(to right, var(--card) 40%, rgba(255,255,255,0)) left center / 40px 100% no-repeat local,
+              linear-gradient(to left, var(--card) 40%, rgba(255,255,255,0)) right center / 40px 100% no-repeat local,
+              radial-gradient(farthest-side at 0 50%, rgba(16,24,40,.45), rgba(16,24,40,0)) left center / 24px 100% no-repeat scroll,
+              radial-gradient(farthest-side at 100% 50%, rgba(16,24,40,.45), rgba(16,24,40,0)) right center / 24px 100% no-repeat scroll,
+              var(--card); }
 .table-wrap.wide { width:max-content; min-width:100%; max-width:calc(100vw - 48px);
                    position:relative; left:50%; transform:translateX(-50%); }
 table { border-collapse:collapse; width:100%; font-size:14px; }
@@ -70,10 +78,10 @@ table { border-collapse:collapse; width:100%; font-size:14px; }
 th, td { text-align:left; padding:8px 12px; border-bottom:1px solid var(--line); vertical-align:top;
          overflow-wrap:break-word; }
 .wide th, .wide td { padding:6px 8px; }
-th { background:#f0f3f7; font-weight:600; color:#344054; white-space:nowrap; }
+th { background:rgba(67,105,155,.08); font-weight:600; color:#344054; white-space:nowrap; }
 .wide th, th.wrap { white-space:normal; }
 tr:last-child td { border-bottom:none; }
-tbody tr:nth-child(even) td { background:#fafbfc; }
+tbody tr:nth-child(even) td { background:rgba(5,55,105,.02); }
 td.num { font-variant-numeric:tabular-nums; white-space:nowrap; text-align:right; }
 td.num.long { white-space:normal; text-align:left; }
 span.n { white-space:nowrap; }
@@ -99,7 +107,10 @@ section.verdicts p.lead b { color:var(--ink); }
 .figs { display:grid; grid-template-columns:repeat(2, minmax(0, 1fr)); gap:18px; margin-top:8px; }
 figure { margin:0; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:12px; }
 figure.wide { grid-column:1 / -1; }
-figure img { width:100%; height:auto; display:block; }
+.fig-scroll { overflow-x:auto; }
+/* at most its own size, at least as wide as keeps its smallest text 9 px (its style's min-width): where the
+   row is narrower, it scrolls; multiplied onto the box, the edge's shadow shows on the white figure */
+figure img { max-width:100%; height:auto; display:block; margin:0 auto; mix-blend-mode:multiply; }
 figcaption { font-size:13px; color:var(--muted); margin-top:8px; }
 figcaption b { color:var(--ink); }
 .note { border-left:3px solid var(--accent); background:#eef4fb; padding:8px 14px; border-radius:0 8px 8px 0;
@@ -109,7 +120,33 @@ summary { cursor:pointer; color:var(--accent); }
 pre { background:#0f172a; color:#e2e8f0; padding:12px 14px; border-radius:8px; overflow-x:auto; font-size:12.5px;
       white-space:pre-wrap; overflow-wrap:anywhere; }
 footer { margin-top:48px; color:var(--muted); font-size:13px; text-align:center; }
-@media (max-width:760px) { .cards { grid-template-columns:1fr; } .figs { grid-template-columns:1fr; } }
+@media (max-width:999px) {
+  main, header.top .inner { padding-left:16px; padding-right:16px; }
+  .figs { grid-template-columns:minmax(0, 1fr); }
+  th { white-space:normal; }
+  th, td { padding:6px 8px; }
+  td:not(.num) { overflow-wrap:anywhere; }  /* a long formula or path wraps; numbers and ids stay whole */
+}
+@media (max-width:760px) { .cards { grid-template-columns:1fr; } }
+/* on paper nothing scrolls: every table and figure fits the page's width, closed details open */
+@media print {
+  body { background:#fff; font-size:12px; }
+  header.top { -webkit-print-color-adjust:exact; print-color-adjust:exact; padding:14px 0; }
+  main { max-width:none; padding:0; }
+  .table-wrap, .fig-scroll, pre { overflow:visible; background:none; }
+  .table-wrap.wide { width:auto; max-width:none; left:auto; transform:none; }
+  table, .wide table { font-size:10px; }
+  table code { font-size:.95em; }
+  th, td, .wide th, .wide td { padding:3px 4px; white-space:normal; }
+  td:not(.num) { overflow-wrap:anywhere; }
+  td.num { white-space:normal; }
+  figure img { min-width:0 !important; max-width:100%; mix-blend-mode:normal; }
+  figure, tr, .note, .card, pre { break-inside:avoid; }
+  h2, h3, h4 { break-after:avoid; }
+  details::details-content { content-visibility:visible; display:block; }
+  summary { color:var(--muted); }
+  .attnlab-viewer .av-grid, .attnlab-viewer .av-text { overflow:visible !important; max-height:none !important; }
+}
 """
 
 
@@ -122,12 +159,16 @@ def _pill(status: str) -> str:
     return f'<span class="pill {escape(status)}">{escape(status)}</span>'
 
 
-# A number with a sign or an exponent ("-0.5", "2.2e-16"): browsers may start a new line after
-# its dash, so it is kept in one piece. A dash after a letter, digit or bracket is a range or a
-# name ("2-3", "GPT-2"), where a line may break.
-_NUMBER = re.compile(r"(?<![\w.)\]])[-+\u2212]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:[eE][-+\u2212]?\d+)?%?")
-_SIGN = re.compile(r"[-+\u2212]")
+# A number of two or more characters ("0.5", "-0.5", "2.2e-16", "1.5B", "3%") and a command-line option
+# ("--scale"): kept in one piece. Browsers may start a new line after a dash, and a narrow window breaks
+# long words anywhere (CSS below); a number or option never. A dash after a letter, digit or bracket is a
+# range or a name ("2-3", "GPT-2"), where a line may break.
+_WHOLE = re.compile(r"(?<![\w.)\]-])--?[A-Za-z][\w-]*"
+                    r"|(?<![\w.)\]])[-+\u2212]?(?:\d(?:[\d,]*\d)?(?:\.\d+)?|\.\d+)(?:[eE][-+\u2212]?\d+)?(?:%|[A-Za-z]{1,2}\b)?")
 
+# The smallest text a reader is asked to read, in CSS pixels: a figure is never shown so narrow that its
+# smallest text is smaller (its box scrolls instead).
+LEGIBLE_TEXT_PX = 9.0
 # Tables with at least this many columns are set smaller and may grow past the text column up to
 # the viewport's width (a sweep's parameters and measures side by side).
 WIDE_COLUMNS = 9
@@ -140,15 +181,15 @@ _NAME_DOT = re.compile(r"(?<=[A-Za-z_])\.(?=[A-Za-z])")
 
 
 def _txt(s: object) -> str:
-    """Escaped text for a table cell, with every signed number or exponent in one unbreakable piece
-    and a line-break opportunity after each dot of a dotted name."""
+    """Escaped text for a table cell, with every number of two or more characters and every option in
+    one unbreakable piece (:data:`_WHOLE`) and a line-break opportunity after each dot of a dotted name."""
     text, out, at = str(s), [], 0
 
     def words(t: str) -> str:
         return _NAME_DOT.sub(".<wbr>", escape(t))
 
-    for m in _NUMBER.finditer(text):
-        if _SIGN.search(m.group(0)):
+    for m in _WHOLE.finditer(text):
+        if len(m.group(0)) > 1:
             out += [words(text[at:m.start()]), f'<span class="n">{escape(m.group(0))}</span>']
             at = m.end()
     return "".join(out) + words(text[at:])
@@ -224,6 +265,16 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
     parts.append("<footer>Generated by attnlab from the stored results of this run directory "
                  "(<code>attnlab report RUN_DIR</code> rebuilds it).</footer></main></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _img(f: RenderedFigure) -> str:
+    """The figure's <img>: shown at most at its own size, never narrower than keeps its smallest text
+    :data:`LEGIBLE_TEXT_PX` high (its box scrolls there); ``data-text-px`` is that text's height in the
+    PNG's pixels (the layout check reads it)."""
+    w, h = f.size_px
+    size = f' width="{w}" height="{h}" style="min-width:{f.legible_width(LEGIBLE_TEXT_PX)}px"' if w else ""
+    return (f'<img alt="{escape(f.title or f.path.name)}"{size} data-text-px="{f.text_px:.2f}" '
+            f'src="data:image/png;base64,{f.png_base64}">')
 
 
 def _kicker(o: Outline) -> str:
@@ -376,10 +427,8 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
     if figs:
         out.append('<h3>Figures</h3><div class="figs">')
         for s, f in zip(specs, figs):
-            # a heatmap grid spans the page: its panels need the width to be read
-            wide = ' class="wide"' if s.get("kind") == "heatmap" and len(s.get("panels", [])) > 1 else ""
-            out.append(f'<figure{wide}><img alt="{escape(f.title or f.path.name)}" '
-                       f'src="data:image/png;base64,{f.png_base64}">'
+            wide = ' class="wide"' if spans_row(s) else ""
+            out.append(f'<figure{wide}><div class="fig-scroll">{_img(f)}</div>'
                        f"<figcaption><b>{escape(f.title)}.</b> {escape(f.caption)} "
                        f"<code>figures/{escape(f.path.name)}</code></figcaption></figure>")
         out.append("</div>")
