@@ -140,3 +140,15 @@ def test_a_claim_that_could_not_run_says_so_and_nothing_else(cli, monkeypatch, t
     assert "../shared" not in out + err
     assert tally_of(out).startswith("3 claims · the texts: 0 reproduced, 0 differs, 2 inconclusive · attnlab's own "
                                     "statements: 0 holds, 0 refuted, 1 inconclusive"), tally_of(out)
+
+
+def test_ctrl_c_in_a_command_says_it_stopped(cli, monkeypatch):
+    """Ctrl-C in a command without a run to resume: one line saying which command stopped, exit status 130."""
+    import attnlab.registry
+
+    def interrupted(names):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(attnlab.registry, "select_claims", interrupted)
+    code, out, err = cli(["verify", "transformer-math"])
+    assert (code, out, err) == (130, "", "attnlab: verify stopped (Ctrl-C)\n")
