@@ -6,9 +6,10 @@ Every command prints one line on stderr and exits with status 2 on bad input
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 from typer.core import TyperCommand
@@ -175,12 +176,13 @@ def reproduce(
     The report opens with the count of each verdict and the rows where the measurements
     differ from the text. Exit status 1 if an experiment raised or a check failed (a bug
     in attnlab); with --strict also if any row differs from the text, refutes attnlab's own
-    statement or is inconclusive.
+    statement or is inconclusive; 130 on Ctrl-C, which prints the run directory, the
+    experiments it keeps and the command that resumes the run (--out DIR --resume).
     --dry-run builds every config as the run would (sizes beyond the machine are refused,
     exit 2) and prints what each experiment is estimated to need, then exits 0.
     """
     from attnlab.checks import exit_status
-    from attnlab.commands.reproduce import print_outcome
+    from attnlab.commands.reproduce import RunInterrupted, print_outcome
     from attnlab.commands.reproduce import reproduce as run_reproduce
 
     if as_json and not dry_run:
@@ -197,15 +199,20 @@ def reproduce(
     if resume:
         _check_resume(out, "config.json", "run")
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
-    with progress_bar() as progress:
-        task = progress.add_task("starting", total=None)
+    try:
+        with progress_bar() as progress:
+            task = progress.add_task("starting", total=None)
 
-        def on_progress(what: str, done: int, total: int) -> None:
-            progress.update(task, description=what, completed=done, total=total)
+            def on_progress(what: str, done: int, total: int) -> None:
+                progress.update(task, description=what, completed=done, total=total)
 
-        path = run_reproduce(papers, scale=scale, out=out, seed=seed, device=device,
-                             argv=argv, resume=resume, progress=on_progress,
-                             settings=_key_values(set_ or [], "--set", "smollm2=true"), only=only)
+            path = run_reproduce(papers, scale=scale, out=out, seed=seed, device=device,
+                                 argv=argv, resume=resume, progress=on_progress,
+                                 settings=_key_values(set_ or [], "--set", "smollm2=true"), only=only)
+    except RunInterrupted as e:  # what is kept and the command that resumes it
+        for line in e.lines():
+            err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(130)
     if exit_status(print_outcome(console, err_console, path), strict=strict):
         raise typer.Exit(1)
 
@@ -528,8 +535,24 @@ def _unwrapped(doc: str | None) -> str | None:
     return "\n\n".join(paragraphs)
 
 
+def _stops_on_ctrl_c(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+    """``callback`` that, on Ctrl-C, says that ``attnlab NAME`` stopped and exits with status 130 (typer
+    would exit silently). reproduce and sweep say first what they keep and how to resume."""
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except KeyboardInterrupt:
+            err_console.print(f"attnlab: {name} stopped (Ctrl-C)", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(130)
+
+    return run
+
+
 for _command in app.registered_commands:
     _command.help = _command.help or _unwrapped(_command.callback.__doc__)
+    _command.callback = _stops_on_ctrl_c(_command.name or _command.callback.__name__, _command.callback)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ that fit beside the key columns, and each group prints as its own table with the
 (titled "(continued)"), so that no id wraps and no number is cut. A table whose rows are mostly
 prose (``stack=True``: claims with their statements) prints instead one block per row when it does
 not fit: the keys and numbers on the first line(s) as ``name value`` pairs that break only between
-pairs, then each text field indented, folded at word boundaries.
+pairs, then each text field indented, folded at word boundaries, its name once before its first line.
 """
 
 from __future__ import annotations
@@ -139,9 +139,10 @@ def print_stacked(console, title: str, columns: Sequence[Col], rows: Sequence[Se
             if c.kind == "text" and cell and cell != "-":
                 from rich.padding import Padding
 
-                for part in str(cell).split("\n"):
-                    text = Text.from_markup(f"[dim]{escape(c.name)}:[/] " + part)
-                    console.print(Padding(text, (0, 0, 0, 2), expand=False), highlight=False)
+                # the field's name once; its further lines (notes below a statement) indented under it
+                for k, part in enumerate(str(cell).split("\n")):
+                    text = Text.from_markup((f"[dim]{escape(c.name)}:[/] " if k == 0 else "") + part)
+                    console.print(Padding(text, (0, 0, 0, 2 if k == 0 else 4), expand=False), highlight=False)
 
 
 def print_table(console, title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]], *, keys: int = 1,

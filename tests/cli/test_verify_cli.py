@@ -104,3 +104,51 @@ def test_bad_input_is_one_line_exit_2_no_traceback(cli_error, args, expected):
 def test_help_on_every_command(cli, cmd):
     code, out, _ = cli([*cmd, "--help"])
     assert code == 0 and "Usage" in out
+
+
+def test_a_claim_that_could_not_run_says_so_and_nothing_else(cli, monkeypatch, tmp_path, claim_cache):
+    """The thesis's maps named by $ATTNLAB_THESIS_MAPS but absent: each of the three rows gives its id, its
+    verdict, its statement once and why it did not run; no measured value, no criterion, no paper value."""
+    import io
+
+    from rich.console import Console
+
+    import attnlab.cli as cli_module
+    from attnlab.papers.transformer_math import thesis_maps
+    from attnlab.registry import Claim
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(thesis_maps.THESIS_MAPS_ENV, "absent.npz")
+    monkeypatch.setattr(thesis_maps, "_FITS", {})
+    monkeypatch.setattr(Claim, "run", lambda self, seed=0: claim_cache.run(self, seed))  # afresh, not cached
+    buf = io.StringIO()
+    monkeypatch.setattr(cli_module, "console", Console(file=buf, width=80, color_system=None))
+    code, _, err = cli(["verify", "transformer-math.head-thesis*"])
+    out = buf.getvalue()
+    assert code == 0, err
+    why = ("not run: the thesis's attention maps are not at absent.npz, which ATTNLAB_THESIS_MAPS names: point it at "
+           "a copy of conti-thesis-attention-maps.npz, or unset it to read the copy shipped with attnlab")
+    blocks = re.split(r"\n\n(?=transformer-math\.)", out)
+    ids = ["full-rank", "most-diagonal", "distances"]
+    for name in ids:
+        block = next(b for b in blocks if b.startswith(f"transformer-math.head-thesis-{name} "))
+        lines = block.split("\n")
+        assert lines[0] == f"transformer-math.head-thesis-{name}  inconclusive", lines[0]
+        text = " ".join(" ".join(lines[1:]).split())
+        assert text.count("statement:") == 1 and text.startswith("statement: ") and why in text, text
+        assert "measured" not in text and "required" not in text and "paper:" not in text and ">=" not in text
+    assert "../shared" not in out + err
+    assert tally_of(out).startswith("3 claims · the texts: 0 reproduced, 0 differs, 2 inconclusive · attnlab's own "
+                                    "statements: 0 holds, 0 refuted, 1 inconclusive"), tally_of(out)
+
+
+def test_ctrl_c_in_a_command_says_it_stopped(cli, monkeypatch):
+    """Ctrl-C in a command without a run to resume: one line saying which command stopped, exit status 130."""
+    import attnlab.registry
+
+    def interrupted(names):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(attnlab.registry, "select_claims", interrupted)
+    code, out, err = cli(["verify", "transformer-math"])
+    assert (code, out, err) == (130, "", "attnlab: verify stopped (Ctrl-C)\n")

@@ -102,8 +102,10 @@ def test_reproduce_writes_a_full_run(fake, tmp_path):
 
 def test_interrupted_run_keeps_finished_work_and_resumes(fake, tmp_path):
     fake["b"] = Experiment("toy.b", "B", _Cfg, _interrupt)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(runner.RunInterrupted) as stop:
         runner.reproduce("toy", out=tmp_path / "r")
+    assert (stop.value.finished, stop.value.running) == (["toy.a"], "toy.b")
+    assert stop.value.resume == f"attnlab reproduce toy --out {tmp_path / 'r'} --resume"
     res = json.loads((tmp_path / "r" / "results.json").read_text())
     assert list(res["experiments"]) == ["toy.a"]
     assert not [p for p in (tmp_path / "r").iterdir() if p.name.endswith(".tmp")]
@@ -115,6 +117,45 @@ def test_interrupted_run_keeps_finished_work_and_resumes(fake, tmp_path):
     assert CALLS == ["b"]  # a was finished
     cfg = json.loads((tmp_path / "r" / "config.json").read_text())
     assert cfg["resumed"][0]["argv"] == ["again"]
+
+
+def test_ctrl_c_says_what_is_kept_and_the_command_that_resumes(fake, tmp_path, cli):
+    """Ctrl-C inside an experiment: exit status 130, three lines on stderr (that the run stopped, what is kept,
+    the command that resumes it), nothing on stdout; the printed command, run as given, finishes the run."""
+    import shlex
+
+    out = tmp_path / "my run"
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _interrupt)
+    code, stdout, err = cli(["reproduce", "toy", "--out", str(out), "--seed", "3"])
+    resume = f"attnlab reproduce toy --out '{out}' --resume --seed 3"
+    assert code == 130 and stdout == "" and err.splitlines() == [
+        "attnlab: reproduce stopped (Ctrl-C) during toy.b",
+        f"kept: {out}, with 1 of 2 experiments finished (toy.a); resuming runs toy.b, the claims, the report",
+        f"resume: {resume}"], err
+    assert list(json.loads((out / "results.json").read_text())["experiments"]) == ["toy.a"]
+    fake["b"] = Experiment("toy.b", "B", _Cfg, _ok("b"))
+    CALLS.clear()
+    code, stdout, err = cli(shlex.split(resume)[1:])
+    assert code == 0 and CALLS == ["b"] and f"run directory: {out}" in " ".join(stdout.split()), err
+    assert (out / "report.html").is_file()
+
+
+def test_an_interrupted_sweep_keeps_its_runs_and_a_stop_in_the_report_reruns_the_report_only(tmp_path):
+    (tmp_path / "sweeps" / "toy.b").mkdir(parents=True)
+    stop = runner.RunInterrupted(tmp_path, ["toy.a"], ["toy.a", "toy.b"], "toy.b", "attnlab reproduce toy ...")
+    assert isinstance(stop, KeyboardInterrupt) and stop.lines()[1] == (
+        f"kept: {tmp_path}, with 1 of 2 experiments finished (toy.a) and the finished runs of toy.b's sweep "
+        "(sweeps/toy.b/); resuming runs toy.b, the claims, the report")
+    stop = runner.RunInterrupted(tmp_path, ["toy.a"], ["toy.a"], "report", "x")
+    assert stop.lines()[:2] == ["attnlab: reproduce stopped (Ctrl-C) during report",
+                                f"kept: {tmp_path}, with 1 of 1 experiment finished (toy.a); resuming runs the report"]
+
+
+def test_the_resume_command_repeats_every_option_a_resumed_run_must_match(tmp_path):
+    cmd = runner.resume_command(["logic", "toy"], tmp_path / "a b", scale="paper", seed=7, device="cuda:1",
+                                settings={"smollm2": "true", "cases": "2;3"}, only=["logic.learning"])
+    assert cmd == (f"attnlab reproduce logic toy --out '{tmp_path / 'a b'}' --resume --scale paper --seed 7 "
+                   "--device cuda:1 --set smollm2=true --set 'cases=2;3' --only logic.learning")
 
 
 def test_failing_experiment_is_recorded_and_rerun_on_resume(fake, tmp_path):

@@ -87,9 +87,12 @@ class PlainProgress:
 
 def progress_bar(disable: bool = False) -> "Progress | PlainProgress":
     """A transient progress bar on stderr (runs done/total, elapsed, ETA); off a terminal, one
-    plain line per step (:class:`PlainProgress`), unless ``ATTNLAB_PROGRESS=0``."""
-    if not disable and not err_console.is_terminal and os.environ.get(PROGRESS_ENV, "1") != "0":
-        return PlainProgress()
+    plain line per step (:class:`PlainProgress`), unless ``ATTNLAB_PROGRESS=0`` (then nothing: a bar
+    off a terminal would still end with an empty line)."""
+    if not err_console.is_terminal:
+        if not disable and os.environ.get(PROGRESS_ENV, "1") != "0":
+            return PlainProgress()
+        disable = True
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -16,6 +16,10 @@ Order of work, chosen so that an interrupted run keeps what it finished:
 4. run the papers' claims (fast checks) and store them beside the experiments, with the
    papers' text errors (:mod:`attnlab.errata`);
 5. build report.html and report.md from the stored results.
+
+Ctrl-C once the run directory exists raises :class:`RunInterrupted` (a KeyboardInterrupt): it
+names the directory, the experiments it keeps finished, what was running, and the exact
+``attnlab reproduce ... --resume`` command that continues the run.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from attnlab.config import Config
 from attnlab.sweeps.spec import SweepSpec
 
 import dataclasses
+import shlex
 import time
 import traceback
 from pathlib import Path
@@ -123,6 +128,50 @@ class RunPath(type(Path())):
         return report_frame(self / REPORT_HTML)
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`reproduce` once its run directory exists.
+
+    path: the run directory; finished: the experiments stored there as finished (status "ok");
+    experiments: every experiment of the run, in order; running: what was running when it stopped
+    (an experiment id, "claims" or "report"); resume: the command that continues the run."""
+
+    def __init__(self, path: Path, finished: list[str], experiments: list[str], running: str, resume: str):
+        super().__init__(f"reproduce stopped during {running}; resume with: {resume}")
+        self.path, self.finished, self.experiments = Path(path), finished, experiments
+        self.running, self.resume = running, resume
+
+    def lines(self) -> list[str]:
+        """What the command line prints: that the run stopped, what is kept, how to resume."""
+        k, n = len(self.finished), len(self.experiments)
+        left = [i for i in self.experiments if i not in self.finished]
+        kept = f"{self.path}, with {k} of {n} experiment{'s' if n != 1 else ''} finished"
+        kept += f" ({', '.join(self.finished)})" if self.finished else ""
+        if self.running in self.experiments and (self.path / SWEEPS_DIR / self.running).is_dir():
+            kept += f" and the finished runs of {self.running}'s sweep ({SWEEPS_DIR}/{self.running}/)"
+        again = ", ".join(left + ["the claims", "the report"] if self.running != "report" else ["the report"])
+        return [f"attnlab: reproduce stopped (Ctrl-C) during {self.running}",
+                f"kept: {kept}; resuming runs {again}",
+                f"resume: {self.resume}"]
+
+
+def resume_command(papers: Sequence[str], path: Path, *, scale: str, seed: int, device: str,
+                   settings: Mapping[str, Any] | None, only: Sequence[str] | None) -> str:
+    """The ``attnlab reproduce`` command that continues the run in ``path`` with the options it was started
+    with (a resumed run must match them), quoted for a POSIX shell."""
+    argv = ["attnlab", "reproduce", *papers, "--out", str(path), "--resume"]
+    if scale != "quick":
+        argv += ["--scale", scale]
+    if seed != 0:
+        argv += ["--seed", str(seed)]
+    if device != "cpu":
+        argv += ["--device", device]
+    for key, value in (settings or {}).items():
+        argv += ["--set", f"{key}={value}"]
+    for name in only or ():
+        argv += ["--only", name]
+    return " ".join(shlex.quote(a) for a in argv)
+
+
 def default_out(papers: Sequence[str]) -> Path:
     return default_run_dir(*papers)
 
@@ -182,39 +231,48 @@ def reproduce(
     rd = RunDir.create(out if out is not None else default_out(papers), resume=resume)
     results = _prepare(rd, config, list(argv or []), resume)
     rd.write_env(seed=seed, device=device)
-    total = len(exps) + 1
-    for i, e in enumerate(exps):
+    running = "claims"  # what a Ctrl-C stops: an experiment's id, "claims" or "report"
+    try:
+        total = len(exps) + 1
+        for i, e in enumerate(exps):
+            running = e.id
+            if progress:
+                progress(e.id, i, total)
+            done = results["experiments"].get(e.id)
+            if resume and done and done.get("status") == "ok":
+                continue
+            if e.id in specs:
+                def on_sweep(done: int, n: int, _e=e, _i=i) -> None:
+                    if progress:
+                        progress(f"{_e.id} ({done}/{n} runs)", _i, total)
+
+                sweep = dict(executor=sweep_executor, workers=sweep_workers, device=device, progress=on_sweep)
+                results["experiments"][e.id] = _run_sweep(e, specs[e.id], rd, seed, sweep)
+            else:
+                def on_step(text: str, _e=e, _i=i) -> None:
+                    if progress:
+                        progress(f"{_e.id}: {text}", _i, total)
+
+                with progress_sink(on_step if progress else None):
+                    results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
+            rd.write_results(results)
+        running = "claims"
         if progress:
-            progress(e.id, i, total)
-        done = results["experiments"].get(e.id)
-        if resume and done and done.get("status") == "ok":
-            continue
-        if e.id in specs:
-            def on_sweep(done: int, n: int, _e=e, _i=i) -> None:
-                if progress:
-                    progress(f"{_e.id} ({done}/{n} runs)", _i, total)
-
-            sweep = dict(executor=sweep_executor, workers=sweep_workers, device=device, progress=on_sweep)
-            results["experiments"][e.id] = _run_sweep(e, specs[e.id], rd, seed, sweep)
-        else:
-            def on_step(text: str, _e=e, _i=i) -> None:
-                if progress:
-                    progress(f"{_e.id}: {text}", _i, total)
-
-            with progress_sink(on_step if progress else None):
-                results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
+            progress("claims", len(exps), total)
+        if not (resume and results.get("claims")):
+            results["claims"] = _run_claims(papers, seed)
+        results["errata"] = _errata(papers)
         rd.write_results(results)
-    if progress:
-        progress("claims", len(exps), total)
-    if not (resume and results.get("claims")):
-        results["claims"] = _run_claims(papers, seed)
-    results["errata"] = _errata(papers)
-    rd.write_results(results)
-    if progress:
-        progress("report", total, total)
-    from attnlab.reports import build_report
+        running = "report"
+        if progress:
+            progress("report", total, total)
+        from attnlab.reports import build_report
 
-    build_report(rd.path)
+        build_report(rd.path)
+    except KeyboardInterrupt:
+        finished = [i for i, r in results["experiments"].items() if r.get("status") == "ok"]
+        raise RunInterrupted(rd.path, finished, [e.id for e in exps], running, resume_command(
+            papers, rd.path, scale=scale, seed=seed, device=device, settings=settings, only=only)) from None
     return RunPath(rd.path)
 
 

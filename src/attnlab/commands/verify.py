@@ -1,6 +1,7 @@
 """`attnlab verify`'s tables: the texts' statements, attnlab's own statements, and the sanity and
-descriptive rows, each row a claim (id, verdict, measured, required, statement, the paper's value);
-the raised checks' tracebacks on stderr; and the tally (:func:`attnlab.checks.tally_line`)."""
+descriptive rows, each row a claim (id, verdict, measured, required, statement, the paper's value), or,
+for a claim whose inputs are absent, its id, verdict, statement and why it did not run; the raised
+checks' tracebacks on stderr; and the tally (:func:`attnlab.checks.tally_line`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.markup import escape
 
-from attnlab.checks import NO_ERROR, tally, tally_line
+from attnlab.checks import NO_ERROR, Bound, tally, tally_line
 from attnlab.commands.console import print_folded, verdict_markup
 from attnlab.registry import ClaimResult
 from attnlab.terminal import Col, fmt, print_table
@@ -47,7 +48,23 @@ def print_claims(console: Console, err_console: Console, results: Sequence[Claim
     print_folded(console, tally_line(tally(r.check for r in results), "claims"), separator=" · ")
 
 
+NOT_MEASURED = "not measured"
+"""The reason of the Bound a check measures when its inputs are absent (``Bound.at_least(0, "not measured")``)."""
+
+
+def not_run(r: ClaimResult) -> str:
+    """Why the claim's check could not run (its inputs are absent), or "" when it measured something."""
+    m = r.check
+    if m is None or not isinstance(m.measured, Bound) or m.measured.reason != NOT_MEASURED:
+        return ""
+    return m.cannot_decide or m.detail.removeprefix(NOT_MEASURED + ": ") or NOT_MEASURED
+
+
 def _row(r: ClaimResult) -> list[str]:
+    why = not_run(r)
+    if why:  # no measurement, no criterion, no paper value: what the claim states and why it did not run
+        return [f"[bold]{escape(r.claim.id)}[/]", verdict_markup(r.verdict), "", "",
+                f"[dim]{escape(r.claim.statement)}[/]\n[yellow]{escape('not run: ' + why)}[/]", ""]
     m = r.check
     notes = []
     if m is not None and m.reason:

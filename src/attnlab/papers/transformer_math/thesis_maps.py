@@ -25,10 +25,10 @@ Here the same crops are fitted exactly (:mod:`attnlab.papers.transformer_math.he
 - the author's norm and rank: the Frobenius norm and the rank of each padded map as saved
   (:func:`padded_statistics`).
 
-The file is read from ``$ATTNLAB_THESIS_MAPS`` or, by default, from ``../shared/data/`` beside
-the repository (:data:`DEFAULT_PATH`); it is not copied into the package (its README gives no
-licence). Without it :func:`load_thesis_maps` raises :class:`ThesisMapsAbsent`, and the
-claims and the experiment that use it say so instead of measuring.
+The maps ship with attnlab as package data (:data:`DEFAULT_PATH`, ``data/`` beside this module, with
+their provenance and licence in ``data/README.md``); ``$ATTNLAB_THESIS_MAPS`` names another copy to
+read instead. Where the file named is absent :func:`load_thesis_maps` raises
+:class:`ThesisMapsAbsent`, and the claims and the experiment that use it say so instead of measuring.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ from attnlab.checks import Bound, Check, compare
 from attnlab.papers.transformer_math.thesis_search import NOTEBOOK_TABLE
 
 THESIS_MAPS_ENV = "ATTNLAB_THESIS_MAPS"
-DEFAULT_PATH = Path(__file__).resolve().parents[4].parent / "shared" / "data" / "conti-thesis-attention-maps.npz"
-"""../shared/data/conti-thesis-attention-maps.npz from the repository root."""
+DATA_DIR = Path(__file__).resolve().parent / "data"
+DEFAULT_PATH = DATA_DIR / "conti-thesis-attention-maps.npz"
+"""The copy shipped as package data (provenance and licence: ``data/README.md`` beside it)."""
 CROP = 16
 THESIS_RANGE = (15.7, 21.1)
 """The thesis's per-map random-search distances (w = 3, two rare tokens), on its 16 x 16 crops."""
@@ -61,16 +62,32 @@ class ThesisMapsAbsent(FileNotFoundError):
 
 
 def thesis_maps_path() -> Path:
+    """The file the maps are read from: ``$ATTNLAB_THESIS_MAPS`` if set, else the shipped copy."""
     return Path(os.environ.get(THESIS_MAPS_ENV) or DEFAULT_PATH)
+
+
+def absent_message(p: Path) -> str:
+    """Why the maps at ``p`` cannot be read, and what to change."""
+    if os.environ.get(THESIS_MAPS_ENV) and p == thesis_maps_path():
+        return (f"the thesis's attention maps are not at {p}, which {THESIS_MAPS_ENV} names: point it at a copy "
+                "of conti-thesis-attention-maps.npz, or unset it to read the copy shipped with attnlab")
+    if p == DEFAULT_PATH:
+        return (f"the thesis's attention maps are not at {p}, where attnlab ships them: reinstall attnlab, or set "
+                f"{THESIS_MAPS_ENV} to a copy of conti-thesis-attention-maps.npz")
+    return f"the thesis's attention maps are not at {p}: give the path of conti-thesis-attention-maps.npz"
+
+
+def _existing(path: str | Path | None) -> Path:
+    """``path`` (default :func:`thesis_maps_path`) if it is a file; :class:`ThesisMapsAbsent` otherwise."""
+    p = Path(path) if path is not None else thesis_maps_path()
+    if not p.is_file():
+        raise ThesisMapsAbsent(absent_message(p))
+    return p
 
 
 def load_thesis_maps(path: str | Path | None = None) -> Tensor:
     """The eight 16 x 16 crops ``maps[:, :16, :16]`` as saved (float64, rows not renormalised)."""
-    p = Path(path) if path is not None else thesis_maps_path()
-    if not p.is_file():
-        raise ThesisMapsAbsent(f"the thesis's attention maps are not at {p} (set {THESIS_MAPS_ENV} to the .npz "
-                               "of ../shared/data/README.md)")
-    with np.load(p) as f:
+    with np.load(_existing(path)) as f:
         maps = np.asarray(f["maps"], dtype=np.float64)
     return torch.from_numpy(maps[:, :CROP, :CROP].copy())
 
@@ -78,11 +95,7 @@ def load_thesis_maps(path: str | Path | None = None) -> Tensor:
 def padded_statistics(path: str | Path | None = None) -> list[tuple[float, int]]:
     """(Frobenius norm, rank at float32 precision) of each saved map as a whole, padding included: what the
     author's notebook computes with ``np.linalg.norm`` and ``np.linalg.matrix_rank`` (350 x 350 maps)."""
-    p = Path(path) if path is not None else thesis_maps_path()
-    if not p.is_file():
-        raise ThesisMapsAbsent(f"the thesis's attention maps are not at {p} (set {THESIS_MAPS_ENV} to the .npz "
-                               "of ../shared/data/README.md)")
-    with np.load(p) as f:
+    with np.load(_existing(path)) as f:
         maps = torch.from_numpy(np.asarray(f["maps"], dtype=np.float64))
     return [(float(torch.linalg.matrix_norm(H)), float32_rank(H)[0]) for H in maps]
 
@@ -312,7 +325,7 @@ def full_rank_check(fits: list[ThesisMapFit] | None, why: str = "") -> Check:
                           "padded_rank": [f.padded_rank for f in fits]})
 
 
-__all__ = ["CROP", "DEFAULT_PATH", "THESIS_ANCHORS", "THESIS_CLAIMS", "THESIS_MAPS_ENV", "THESIS_RANGE",
-           "THESIS_SIGMA", "ThesisMapFit", "ThesisMapsAbsent", "diagonal_check", "distance_check", "fit_thesis_maps",
-           "float32_rank", "full_rank_check", "load_thesis_maps", "padded_statistics", "renormalised", "thesis_fits",
-           "thesis_maps_path"]
+__all__ = ["CROP", "DATA_DIR", "DEFAULT_PATH", "THESIS_ANCHORS", "THESIS_CLAIMS", "THESIS_MAPS_ENV", "THESIS_RANGE",
+           "THESIS_SIGMA", "ThesisMapFit", "ThesisMapsAbsent", "absent_message", "diagonal_check", "distance_check",
+           "fit_thesis_maps", "float32_rank", "full_rank_check", "load_thesis_maps", "padded_statistics",
+           "renormalised", "thesis_fits", "thesis_maps_path"]

@@ -4,15 +4,11 @@ eq. (21), two rows, two verdicts (issue 34); both attnlab's own statements (the 
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math import thesis_maps
 from attnlab.papers.transformer_math.experiments.thesis_search import ThesisSearchConfig, run
 from attnlab.papers.transformer_math.thesis_search import NOTEBOOK_TABLE
 
-needs_maps = pytest.mark.skipif(not thesis_maps.thesis_maps_path().is_file(),
-                                reason=f"the thesis's maps are not at {thesis_maps.thesis_maps_path()}")
 
 
-@needs_maps
 @pytest.mark.slow  # the exact fits of the eight maps take 5-20 s on 2 cores (once per process, shared with the claims)
 def test_two_readings_of_the_table_tiny(storable):
     res = run(ThesisSearchConfig(n_attempts=1, repetitions=3, seed=2))
@@ -32,7 +28,6 @@ def test_two_readings_of_the_table_tiny(storable):
     assert res.figures[0].file == "thesis-search.png"
 
 
-@needs_maps
 @pytest.mark.slow
 def test_the_notebooks_search_gives_its_printed_values_but_not_the_minimum():
     """Measured (notebook constants, 5 re-runs, seed 0): 7 of 8 printed values lie within 3 sd of the re-runs' mean;

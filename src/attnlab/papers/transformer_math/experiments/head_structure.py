@@ -1399,7 +1399,7 @@ def _notes(cfg: HeadStructureConfig, corpus: Any, sizes: tuple[int, ...], pre: l
         f"sits at d_Sigma / 2n = {base['causal'].uniform['sigma']:.3f} (bidirectional: "
         f"{base['bidirectional'].uniform['sigma']:.3f}), so a causal head is compared with causal uniform and "
         "causal random attention.",
-        f"The thesis's maps: {thesis_maps_path()} (../shared/data/README.md: eight maps of its 8-head model, "
+        f"The thesis's maps: {thesis_maps_path()} (eight maps of its 8-head model, "
         "captured with dropout on). Distances are taken on the 16 x 16 crops as saved, as the thesis did "
         "(rows sum to 0.23-1.11); labels, rank and norm on the crops with rows renormalised. The verdicts on "
         "them are the claims transformer-math.head-thesis-distances, -most-diagonal and -full-rank "

@@ -52,8 +52,8 @@ MEMBER_CALLS = 0.7  # small calls' worth of time per member drawn and compared w
 # of 119,790 members took 75 s on 2 cores at load 12-14, small calls at 5556/s there)
 REPOSITORY_MAPS = Deviation(
     "repository-maps", "data",
-    "the eight maps of the repository's code experiments/matrix_list.pkl (../shared/data), cropped [:16, :16] as the "
-    "notebook crops them",
+    "the eight maps of the repository's code experiments/matrix_list.pkl (shipped with attnlab as "
+    "conti-thesis-attention-maps.npz), cropped [:16, :16] as the notebook crops them",
     "the notebook loaded its copy from its author's Google Drive (/content/drive/MyDrive/Transformer/"
     "matrix_list.pkl), which is not public; nothing says the two files differ")
 SHARED_MEMBERS = Deviation(
