@@ -336,7 +336,10 @@ def test_reproduce_quick_runs_the_scaling_sweep_into_the_report(tmp_path, monkey
     res = entry["results"]
     assert res["data"]["d_head"] == [16, 64] and res["data"]["seeds"] == {"16": 1, "64": 1}
     # measured: see the test module of the experiment (that the scaled runs train is a check of attnlab's setup)
-    assert {r["verdict"] for r in res["summary"]} == {"reproduced", "sanity"}
+    # the steps to learn are measured on the copy task, a deviation with no control: inconclusive
+    steps = [r for r in res["summary"] if r["quantity"].startswith("mean steps to loss")]
+    assert len(steps) == 1 and steps[0]["verdict"] == "inconclusive" and "copy-task" in steps[0]["reason"]
+    assert {r["verdict"] for r in res["summary"] if r not in steps} == {"reproduced", "sanity"}
     assert res["data"]["reached"]["scaled"] == [1, 1]
     figures = {"scaling-steps-to-threshold.png", "scaling-initial-gradient.png", "scaling-initial-entropy.png"}
     assert {p.name for p in (out / "figures").iterdir()} == figures
