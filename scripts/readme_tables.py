@@ -136,7 +136,7 @@ def paper_findings(paper: str, results: dict, config: dict) -> list[str]:
                                                           for why, n in undecided.most_common()) + ".")
     refuted = [r for r in o.own() if r.verdict == "refuted"]
     if refuted:
-        lines.append("  - attnlab's own statements refuted: " + "; ".join(_short(r.quantity, 120) for r in refuted)
+        lines.append("  - attnlab's own statements refuted: " + "; ".join(_short(r.quantity, 160, stops=";") for r in refuted)
                      + ".")
     return lines
 
