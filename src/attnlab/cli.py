@@ -13,7 +13,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperCommand
 
-from attnlab.commands.console import console, err_console, print_json, progress_bar
+from attnlab.commands.console import console, err_console, print_json, progress_bar, say
 from attnlab.config import check_device, check_int, check_seed
 from attnlab.errors import AttnlabError, ConfigError
 
@@ -34,7 +34,7 @@ def _version(value: bool) -> None:
             v = version("attnlab")
         except PackageNotFoundError:  # run from a source tree that is not installed
             v = "unknown (not installed)"
-        console.print(f"attnlab {v}", highlight=False)
+        say(console, f"attnlab {v}")
         raise typer.Exit()
 
 
@@ -228,8 +228,8 @@ def report(
     from attnlab.reports import build_report
 
     html_path, md_path = build_report(run_dir)
-    console.print(f"report: {html_path}", highlight=False)
-    console.print(f"report: {md_path}", highlight=False)
+    say(console, f"report: {html_path}")
+    say(console, f"report: {md_path}")
 
 
 def _key_values(options: list[str], flag: str, example: str) -> dict[str, str]:
@@ -298,8 +298,7 @@ def sweep(
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
 
     def on_failure(run_id: str, error: str, log: Path) -> None:
-        err_console.print(f"run {run_id} failed: {error} (log: {log})", highlight=False, markup=False,
-                          soft_wrap=True)
+        say(err_console, f"run {run_id} failed: {error} (log: {log})")
 
     try:
         with progress_bar(disable=as_json) as progress:
@@ -369,7 +368,7 @@ def bench(
         return
     print_bench(console, result)
     if out_dir is not None:
-        console.print(f"results: {out_dir / 'bench.json'}", highlight=False, soft_wrap=True)
+        say(console, f"results: {out_dir / 'bench.json'}")
 
 
 @app.command()
@@ -504,9 +503,7 @@ def _check_resume(out: Optional[str], marker: str, what: str) -> None:
 
 
 def _one_line_error(message: str) -> None:
-    err_console.print(
-        "attnlab: error: " + " ".join(message.split()), highlight=False, markup=False, soft_wrap=True
-    )
+    say(err_console, "attnlab: error: " + " ".join(message.split()))
     sys.exit(2)
 
 
