@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperCommand
 
 from attnlab.commands.console import console, err_console, print_json, progress_bar, say
-from attnlab.config import check_device, check_int, check_seed
+from attnlab.config import check_device, check_int, check_seed, shorten_numbers
 from attnlab.errors import AttnlabError, ConfigError
 
 app = typer.Typer(
@@ -503,7 +503,8 @@ def _check_resume(out: Optional[str], marker: str, what: str) -> None:
 
 
 def _one_line_error(message: str) -> None:
-    say(err_console, "attnlab: error: " + " ".join(message.split()))
+    """The error on one line, numbers of thousands of digits shortened, and exit status 2."""
+    say(err_console, "attnlab: error: " + shorten_numbers(" ".join(message.split())))
     sys.exit(2)
 
 

@@ -52,10 +52,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from attnlab.config import device_memory
+from attnlab.config import FULL_DIGITS, device_memory, format_int, shorten_numbers
 from attnlab.errors import AttnlabError, ConfigError
 
 GiB = 2 ** 30
+BIG_DIGITS = 9  # sizes and durations of 10^9 units and more print in scientific form
 ANNOUNCE_SECONDS = 10.0  # commands say the estimate on stderr before work estimated to take longer
 KINDS = ("gemm", "lapack", "traffic", "arb", "python", "calls")
 
@@ -155,7 +156,10 @@ class Estimate:
 
 
 def format_bytes(n: float) -> str:
-    """Bytes as "512 KiB", "3.4 MiB", "2.3 GiB" (two significant figures and more)."""
+    """Bytes as "512 KiB", "3.4 MiB", "2.3 GiB", "1,182,558 GiB" (two significant figures and more),
+    and in scientific form from 10^9 GiB ("4.44e+35 GiB"), however large ``n`` is."""
+    if n >= 10 ** BIG_DIGITS * GiB:
+        return f"{format_int(int(n) // GiB, full_digits=BIG_DIGITS)} GiB"
     for unit, size in (("GiB", GiB), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if n >= size:
             v = n / size
@@ -164,7 +168,7 @@ def format_bytes(n: float) -> str:
 
 
 def format_seconds(s: float) -> str:
-    """Seconds as "0.3 s", "40 s", "12 min", "3.5 h", "9 days"."""
+    """Seconds as "0.3 s", "40 s", "12 min", "3.5 h", "9 days", "1.23e+12 days"."""
     if s < 10:
         return f"{s:.1f} s"
     if s < 600:
@@ -173,7 +177,8 @@ def format_seconds(s: float) -> str:
         return f"{s / 60:.0f} min"
     if s < 3 * 86400:
         return f"{s / 3600:.1f} h"
-    return f"{s / 86400:,.0f} days"
+    days = s / 86400
+    return f"{days:,.0f} days" if days < 10 ** BIG_DIGITS else f"{days:.2e} days"
 
 
 # ---- refusing what does not fit ------------------------------------------------------------
@@ -186,7 +191,8 @@ def require_fits(estimate: Estimate, what: str, *, device: str = "cpu", availabl
     if available is None or estimate.peak_bytes <= available:
         return
     hint = change or estimate.change or (f"lower {' or '.join(estimate.lower)}" if estimate.lower else "")
-    raise ConfigError(f"{what} needs about {format_bytes(estimate.peak_bytes)} of memory ({estimate.what}); "
+    raise ConfigError(f"{what} needs about {format_bytes(estimate.peak_bytes)} of memory "
+                      f"({shorten_numbers(estimate.what, FULL_DIGITS)}); "
                       f"{device} has {format_bytes(available)}" + (f": {hint}" if hint else ""))
 
 

@@ -123,13 +123,14 @@ def writable(out: str | Path) -> Path:
 
 def _settings_text(params: Any) -> str:
     """"H=100000 n=32": the parameters that differ from their defaults, as --set writes them."""
-    from attnlab.config import format_value
+    from attnlab.config import format_value, shown
 
     try:
         defaults = type(params)()
     except Exception:  # a parameter without a default: every value is said
         defaults = None
-    return " ".join(f"{f.name}={format_value(getattr(params, f.name))}" for f in dataclasses.fields(params)
+    return " ".join(f"{f.name}={shown(format_value(getattr(params, f.name)), quote=False)}"
+                    for f in dataclasses.fields(params)
                     if defaults is None or getattr(params, f.name) != getattr(defaults, f.name))
 
 
