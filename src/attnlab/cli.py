@@ -192,8 +192,7 @@ def reproduce(
                                    settings=_key_values(set_ or [], "--set", "smollm2=true"), only=only),
                     f"attnlab reproduce {' '.join(papers)} --scale {scale} --dry-run (nothing run)", as_json)
         return
-    if out is not None:
-        _check_out_path(out, "--out")
+    _check_out_path(out, "--out", default="runs")
     if resume:
         _check_resume(out, "config.json", "run")
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
@@ -225,7 +224,13 @@ def report(
     run_dir: str = typer.Argument(..., help="A run directory written by `attnlab reproduce`."),
 ) -> None:
     """Rebuild report.html and report.md of RUN_DIR from its stored results."""
+    from pathlib import Path
+
     from attnlab.reports import build_report
+    from attnlab.runs.rundir import CONFIG, check_writable
+
+    if (Path(run_dir) / CONFIG).is_file():  # a run directory: its reports must be writable before rebuilding
+        check_writable(run_dir, "RUN_DIR")
 
     html_path, md_path = build_report(run_dir)
     say(console, f"report: {html_path}")
@@ -279,8 +284,7 @@ def sweep(
     from attnlab.commands.sweep import print_sweep_table
     from attnlab.sweeps import SweepInterrupted, SweepSpec, describe, run_sweep
 
-    if out is not None:
-        _check_out_path(out, "--out")
+    _check_out_path(out, "--out", default=None if dry_run else "runs")
     if resume:
         _check_resume(out, "sweep.json", "sweep")
     base = _key_values(set_ or [], "--set", "x=1.5")
@@ -404,8 +408,7 @@ def analyze(
     from attnlab.commands.analyze import analyze as run_analyze
     from attnlab.commands.analyze import print_analysis
 
-    if out is not None:
-        _check_out_path(out, "--out")
+    _check_out_path(out, "--out", default="runs")
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     with progress_bar(disable=as_json) as progress:
         task = progress.add_task("analyze", total=None)
@@ -458,7 +461,7 @@ def construct(
     from attnlab.registry import get_construction
     from attnlab.commands.console import announce_estimate
     from attnlab.commands.construct import construct as run_construct
-    from attnlab.commands.construct import construction_flags, print_dry_run, print_result
+    from attnlab.commands.construct import construction_flags, print_dry_run, print_result, writable
     from attnlab.commands.construct import dry_run as construct_dry_run
 
     c = get_construction(name)
@@ -469,6 +472,7 @@ def construct(
         settings[key] = value
     if out is not None:
         _check_out_path(out, "--out")
+        writable(out)
     if dry_run:
         summary, est = construct_dry_run(name, settings)
         if as_json:
@@ -485,10 +489,19 @@ def construct(
         raise typer.Exit(1)
 
 
-def _check_out_path(out: str, flag: str) -> None:
-    """Refuse an empty --out before any work starts (the commands check the rest)."""
+def _check_out_path(out: Optional[str], flag: str, default: str | None = None) -> None:
+    """Refuse, before any work starts, an empty --out or one where nothing can be written (when --out
+    is not given, the ``default`` folder, e.g. runs/ in the working directory); the commands check the
+    rest (a file given for a directory, a run already there)."""
+    from attnlab.runs.rundir import check_writable
+
+    if out is None:
+        if default is not None:
+            check_writable(default, flag)
+        return
     if not out.strip():
         raise ConfigError(f"{flag} is empty; give a path")
+    check_writable(out, flag)
 
 
 def _check_resume(out: Optional[str], marker: str, what: str) -> None:

@@ -28,7 +28,7 @@ from attnlab.errors import ConfigError
 from attnlab.commands.console import print_folded, verdict_markup
 from attnlab.estimates import Estimate, fitting_hint, format_bytes, format_seconds, require_fits
 from attnlab.registry import Construction, ConstructionResult, get_construction
-from attnlab.runs.rundir import atomic_write_bytes
+from attnlab.runs.rundir import atomic_write_bytes, check_writable
 from attnlab.terminal import Col, fmt, print_table
 
 
@@ -86,8 +86,8 @@ def construct(name: str, settings: Mapping[str, Any] | None = None, *,
     Returns (construction, params, result, summary) where ``summary`` is what
     ``--json`` prints: the parameters, the check's values, verdict, notes and ``out``.
     """
-    c, params, est = estimate(name, settings)
     target = writable(out) if out is not None else None
+    c, params, est = estimate(name, settings)
     check_fits(c, params, est)
     if est is not None and on_estimate is not None:
         on_estimate(est)
@@ -112,13 +112,14 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def writable(out: str | Path) -> Path:
-    """``out`` as a Path if a file can be written there; ConfigError saying what to change."""
+    """``out`` as a Path if a file can be written there (its directory exists and takes a new file);
+    ConfigError saying what to change. Checked before anything is estimated or built."""
     path = Path(out)
     if path.is_dir():
         raise ConfigError(f"--out {out} is a directory; give a file path such as {path / 'weights.npz'}")
     if not path.parent.is_dir():
         raise ConfigError(f"--out {out}: directory {path.parent} does not exist; create it or give another path")
-    return path
+    return check_writable(path, what="file path")
 
 
 def _settings_text(params: Any) -> str:
