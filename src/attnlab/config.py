@@ -200,8 +200,14 @@ def check_fits(what: str, need_bytes: float, *, device: str = "cpu", change: str
     both sizes and ``change`` (what to lower)."""
     available = device_memory(device) if available is None else available
     if available is not None and need_bytes > available:
-        raise ConfigError(f"{what} needs at least {need_bytes / 2**30:.1f} GiB on {device}; it has "
-                          f"{available / 2**30:.1f} GiB: {change}")
+        raise ConfigError(f"{what} needs at least {_gib(need_bytes)} GiB on {device}; it has "
+                          f"{_gib(available)} GiB: {change}")
+
+
+def _gib(n: float) -> str:
+    """Bytes in GiB for a message: "152.6", and "1.40e+05" from a million GiB on."""
+    g = n / 2 ** 30
+    return f"{g:.1f}" if g < 1e6 else f"{g:.2e}"
 
 
 def check_device(device: Any, name: str = "device") -> str:
