@@ -455,7 +455,7 @@ def construct(
     Before building, the memory and time are estimated from the parameters: parameters
     that need more memory than the machine has are refused (exit 2, with the size and the
     largest value that fits), and an estimate over 10 s is said on stderr
-    ("estimated: 2.3 GiB, about 40 s on this machine"). --dry-run prints the estimate
+    ("estimated: 2.3 GiB, about 40 s on one core of this machine"). --dry-run prints the estimate
     (with --json, as JSON) and exits 0 without building.
     """
     from attnlab.registry import get_construction

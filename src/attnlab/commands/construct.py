@@ -26,7 +26,7 @@ from rich.markup import escape
 from attnlab.config import build_config, coerce_field, device_memory
 from attnlab.errors import ConfigError
 from attnlab.commands.console import print_folded, verdict_markup
-from attnlab.estimates import Estimate, fitting_hint, format_bytes, format_seconds, require_fits
+from attnlab.estimates import ONE_CORE, Estimate, fitting_hint, format_bytes, format_seconds, require_fits
 from attnlab.registry import Construction, ConstructionResult, get_construction
 from attnlab.runs.rundir import atomic_write_bytes, check_writable
 from attnlab.terminal import Col, fmt, print_table
@@ -194,7 +194,7 @@ def print_dry_run(console: Console, name: str, summary: dict, est: Estimate) -> 
     """The dry run's table: peak memory, time, what dominates, the machine's memory, whether it fits."""
     available = summary["memory_available"]
     rows = [["peak memory", escape(format_bytes(est.peak_bytes))],
-            ["time", escape(f"about {format_seconds(est.seconds)} on this machine")],
+            ["time", escape(f"about {format_seconds(est.seconds)} on {ONE_CORE}")],
             ["dominated by", escape(est.what)],
             ["machine memory", escape(format_bytes(available)) if available is not None else "unknown"],
             ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]
