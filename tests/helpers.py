@@ -18,13 +18,12 @@ def run_cli(argv: list[str], columns: int = 120) -> subprocess.CompletedProcess:
     import contextlib
     import io
 
-    from rich.console import Console
-
     import attnlab.cli as cli
+    from attnlab.commands.console import make_console
 
     out, err = io.StringIO(), io.StringIO()
     saved = cli.console
-    cli.console = Console(width=columns)  # writes to whatever sys.stdout is at the time
+    cli.console = make_console(width=columns)  # writes to whatever sys.stdout is at the time
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = exit_status(argv)

@@ -14,8 +14,8 @@ from typing import Any, Callable, Optional
 import typer
 from typer.core import TyperCommand
 
-from attnlab.commands.console import console, err_console, print_json, progress_bar
-from attnlab.config import check_device, check_int, check_seed
+from attnlab.commands.console import console, err_console, print_json, progress_bar, say
+from attnlab.config import check_device, check_int, check_seed, shorten_numbers
 from attnlab.errors import AttnlabError, ConfigError
 
 app = typer.Typer(
@@ -35,7 +35,7 @@ def _version(value: bool) -> None:
             v = version("attnlab")
         except PackageNotFoundError:  # run from a source tree that is not installed
             v = "unknown (not installed)"
-        console.print(f"attnlab {v}", highlight=False)
+        say(console, f"attnlab {v}")
         raise typer.Exit()
 
 
@@ -194,8 +194,7 @@ def reproduce(
                                    settings=_key_values(set_ or [], "--set", "smollm2=true"), only=only),
                     f"attnlab reproduce {' '.join(papers)} --scale {scale} --dry-run (nothing run)", as_json)
         return
-    if out is not None:
-        _check_out_path(out, "--out")
+    _check_out_path(out, "--out", default="runs")
     if resume:
         _check_resume(out, "config.json", "run")
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
@@ -232,11 +231,17 @@ def report(
     run_dir: str = typer.Argument(..., help="A run directory written by `attnlab reproduce`."),
 ) -> None:
     """Rebuild report.html and report.md of RUN_DIR from its stored results."""
+    from pathlib import Path
+
     from attnlab.reports import build_report
+    from attnlab.runs.rundir import CONFIG, check_writable
+
+    if (Path(run_dir) / CONFIG).is_file():  # a run directory: its reports must be writable before rebuilding
+        check_writable(run_dir, "RUN_DIR")
 
     html_path, md_path = build_report(run_dir)
-    console.print(f"report: {html_path}", highlight=False)
-    console.print(f"report: {md_path}", highlight=False)
+    say(console, f"report: {html_path}")
+    say(console, f"report: {md_path}")
 
 
 def _key_values(options: list[str], flag: str, example: str) -> dict[str, str]:
@@ -286,8 +291,7 @@ def sweep(
     from attnlab.commands.sweep import print_sweep_table
     from attnlab.sweeps import SweepInterrupted, SweepSpec, describe, run_sweep
 
-    if out is not None:
-        _check_out_path(out, "--out")
+    _check_out_path(out, "--out", default=None if dry_run else "runs")
     if resume:
         _check_resume(out, "sweep.json", "sweep")
     base = _key_values(set_ or [], "--set", "x=1.5")
@@ -305,8 +309,7 @@ def sweep(
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
 
     def on_failure(run_id: str, error: str, log: Path) -> None:
-        err_console.print(f"run {run_id} failed: {error} (log: {log})", highlight=False, markup=False,
-                          soft_wrap=True)
+        say(err_console, f"run {run_id} failed: {error} (log: {log})")
 
     try:
         with progress_bar(disable=as_json) as progress:
@@ -376,7 +379,7 @@ def bench(
         return
     print_bench(console, result)
     if out_dir is not None:
-        console.print(f"results: {out_dir / 'bench.json'}", highlight=False, soft_wrap=True)
+        say(console, f"results: {out_dir / 'bench.json'}")
 
 
 @app.command()
@@ -412,8 +415,7 @@ def analyze(
     from attnlab.commands.analyze import analyze as run_analyze
     from attnlab.commands.analyze import print_analysis
 
-    if out is not None:
-        _check_out_path(out, "--out")
+    _check_out_path(out, "--out", default="runs")
     argv = ["attnlab", *sys.argv[1:]] if sys.argv and sys.argv[0] else []
     with progress_bar(disable=as_json) as progress:
         task = progress.add_task("analyze", total=None)
@@ -460,13 +462,13 @@ def construct(
     Before building, the memory and time are estimated from the parameters: parameters
     that need more memory than the machine has are refused (exit 2, with the size and the
     largest value that fits), and an estimate over 10 s is said on stderr
-    ("estimated: 2.3 GiB, about 40 s on this machine"). --dry-run prints the estimate
+    ("estimated: 2.3 GiB, about 40 s on one core of this machine"). --dry-run prints the estimate
     (with --json, as JSON) and exits 0 without building.
     """
     from attnlab.registry import get_construction
     from attnlab.commands.console import announce_estimate
     from attnlab.commands.construct import construct as run_construct
-    from attnlab.commands.construct import construction_flags, print_dry_run, print_result
+    from attnlab.commands.construct import construction_flags, print_dry_run, print_result, writable
     from attnlab.commands.construct import dry_run as construct_dry_run
 
     c = get_construction(name)
@@ -477,6 +479,7 @@ def construct(
         settings[key] = value
     if out is not None:
         _check_out_path(out, "--out")
+        writable(out)
     if dry_run:
         summary, est = construct_dry_run(name, settings)
         if as_json:
@@ -493,10 +496,19 @@ def construct(
         raise typer.Exit(1)
 
 
-def _check_out_path(out: str, flag: str) -> None:
-    """Refuse an empty --out before any work starts (the commands check the rest)."""
+def _check_out_path(out: Optional[str], flag: str, default: str | None = None) -> None:
+    """Refuse, before any work starts, an empty --out or one where nothing can be written (when --out
+    is not given, the ``default`` folder, e.g. runs/ in the working directory); the commands check the
+    rest (a file given for a directory, a run already there)."""
+    from attnlab.runs.rundir import check_writable
+
+    if out is None:
+        if default is not None:
+            check_writable(default, flag)
+        return
     if not out.strip():
         raise ConfigError(f"{flag} is empty; give a path")
+    check_writable(out, flag)
 
 
 def _check_resume(out: Optional[str], marker: str, what: str) -> None:
@@ -511,9 +523,8 @@ def _check_resume(out: Optional[str], marker: str, what: str) -> None:
 
 
 def _one_line_error(message: str) -> None:
-    err_console.print(
-        "attnlab: error: " + " ".join(message.split()), highlight=False, markup=False, soft_wrap=True
-    )
+    """The error on one line, numbers of thousands of digits shortened, and exit status 2."""
+    say(err_console, "attnlab: error: " + shorten_numbers(" ".join(message.split())))
     sys.exit(2)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -42,19 +43,91 @@ SEED_LIMIT = 2**32  # NumPy's legacy seed takes 0 <= seed < 2**32
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
+# ---- values in messages: big numbers in scientific form, never thousands of digits -----------
+FULL_DIGITS = 12  # integers up to this many digits print in full; longer ones in scientific form
+LONG_TEXT = 200  # text longer than this is cut in a message (with its length)
+LONG_NUMBER = 24  # numbers longer than this in any error line are shortened (a path's digits stay)
+
+
+def format_int(n: int, full_digits: int = FULL_DIGITS) -> str:
+    """An integer for a message: in full up to ``full_digits`` digits ("10000"), else in scientific
+    form with three significant digits, truncated ("1.00e+3000"); never thousands of digits, and never
+    Python's error for converting a huge int to text.
+
+    >>> format_int(4096), format_int(10 ** 3000), format_int(-123456789012345)
+    ('4096', '1.00e+3000', '-1.23e+14')
+    """
+    m = abs(n)
+    if m < 10 ** full_digits:
+        return str(n)
+    e = int(math.log10(m))
+    lead = m // 10 ** (e - 2)  # three leading digits; log10's rounding can be one off either way
+    while lead >= 1000:
+        e, lead = e + 1, m // 10 ** (e - 1)
+    while lead < 100:
+        e, lead = e - 1, m // 10 ** (e - 3)
+    return f"{'-' if n < 0 else ''}{lead // 100}.{lead % 100:02d}e+{e}"
+
+
+def format_power(base: int, exponent: int) -> str:
+    """``base ** exponent`` (both >= 1) for a message, without computing it when it is huge:
+    :func:`format_int` of the power, the mantissa from logarithms beyond FULL_DIGITS digits.
+
+    >>> format_power(10, 4), format_power(1000, 1000), format_power(10 ** 6, 10 ** 9)
+    ('10000', '1.00e+3000', '1.00e+6000000000')
+    """
+    digits = exponent * math.log10(base)
+    if digits < FULL_DIGITS + 1:
+        return format_int(base ** exponent)
+    e = math.floor(digits)
+    mantissa = math.floor(10 ** (digits - e + 2) + 1e-9) / 100  # truncated, as format_int
+    if mantissa >= 10:
+        e, mantissa = e + 1, mantissa / 10
+    return f"{mantissa:.2f}e+{e}"
+
+
+def power_exceeds(base: int, exponent: int, limit: int) -> bool:
+    """``base ** exponent > limit`` (base, exponent >= 1), in constant time when the power is huge."""
+    if exponent * math.log2(base) > math.log2(limit) + 1:
+        return True
+    return base ** exponent > limit
+
+
+def shorten_numbers(text: str, digits: int = LONG_NUMBER) -> str:
+    """``text`` with every number of more than ``digits`` digits (one computed from a user's huge
+    value, e.g. a matrix's size in an estimate) in :func:`format_int`'s scientific form.
+
+    >>> shorten_numbers("A (8 x " + "9" * 30 + ")")
+    'A (8 x 9.99e+29)'
+    """
+    return re.sub(r"(?<![\w.])\d{%d,}(?![\w.])" % (digits + 1),
+                  lambda m: format_int(int(m.group()), full_digits=digits), text)
+
+
+def shown(v: Any, *, quote: bool = True) -> str:
+    """``v`` as a message shows it: ``repr`` (``str`` with ``quote=False``), with integers in
+    :func:`format_int`'s form and text longer than LONG_TEXT cut to its start and its length."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return format_int(v)
+    if isinstance(v, str) and len(v) > LONG_TEXT:
+        start = repr(v[:40]) if quote else v[:40]
+        return f"{start}... ({len(v):,} characters)"
+    return repr(v) if quote else str(v)
+
+
 # ---- checks: one message per rule -----------------------------------------------------
 def check_int(name: str, v: Any, minimum: int | None = None, maximum: int | None = None) -> int:
     """``v`` if it is an int (not a bool) in [minimum, maximum]; else ConfigError naming ``name``."""
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"{name} must be an integer{_range(minimum, maximum)}, got {v!r}")
+        raise ConfigError(f"{name} must be an integer{_range(minimum, maximum)}, got {shown(v)}")
     if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
-        raise ConfigError(f"{name} must be an integer{_range(minimum, maximum)}, got {v!r}")
+        raise ConfigError(f"{name} must be an integer{_range(minimum, maximum)}, got {shown(v)}")
     return v
 
 
 def check_ints(name: str, values: Any, minimum: int | None = None) -> tuple[int, ...]:
     """A non-empty tuple of ints >= minimum (a list, tuple or other iterable is accepted)."""
-    message = f"{name} must be a non-empty list of integers{_range(minimum, None)}, got {values!r}"
+    message = f"{name} must be a non-empty list of integers{_range(minimum, None)}, got {shown(values)}"
     try:
         values = tuple(values)
     except TypeError:
@@ -72,24 +145,24 @@ def check_number(name: str, v: Any, minimum: float | None = None, maximum: float
     hi = "" if maximum is None else f"{maximum:g}" + (")" if open_max else "]")
     where = f" in {lo or '(-inf'}, {hi or 'inf)'}" if (lo or hi) else ""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ConfigError(f"{name} must be a finite number{where}, got {v!r}")
+        raise ConfigError(f"{name} must be a finite number{where}, got {shown(v)}")
     if minimum is not None and (v <= minimum if open_min else v < minimum):
-        raise ConfigError(f"{name} must be a finite number{where}, got {v!r}")
+        raise ConfigError(f"{name} must be a finite number{where}, got {shown(v)}")
     if maximum is not None and (v >= maximum if open_max else v > maximum):
-        raise ConfigError(f"{name} must be a finite number{where}, got {v!r}")
+        raise ConfigError(f"{name} must be a finite number{where}, got {shown(v)}")
     return float(v)
 
 
 def check_choice(name: str, v: Any, choices: Sequence[Any]) -> Any:
     """``v`` if it is one of ``choices``."""
     if v not in choices:
-        raise ConfigError(f"{name} must be one of {', '.join(map(str, choices))}, got {v!r}")
+        raise ConfigError(f"{name} must be one of {', '.join(map(str, choices))}, got {shown(v)}")
     return v
 
 
 def check_bool(name: str, v: Any) -> bool:
     if not isinstance(v, bool):
-        raise ConfigError(f"{name} must be true or false, got {v!r}")
+        raise ConfigError(f"{name} must be true or false, got {shown(v)}")
     return v
 
 
@@ -127,8 +200,14 @@ def check_fits(what: str, need_bytes: float, *, device: str = "cpu", change: str
     both sizes and ``change`` (what to lower)."""
     available = device_memory(device) if available is None else available
     if available is not None and need_bytes > available:
-        raise ConfigError(f"{what} needs at least {need_bytes / 2**30:.1f} GiB on {device}; it has "
-                          f"{available / 2**30:.1f} GiB: {change}")
+        raise ConfigError(f"{what} needs at least {_gib(need_bytes)} GiB on {device}; it has "
+                          f"{_gib(available)} GiB: {change}")
+
+
+def _gib(n: float) -> str:
+    """Bytes in GiB for a message: "152.6", and "1.40e+05" from a million GiB on."""
+    g = n / 2 ** 30
+    return f"{g:.1f}" if g < 1e6 else f"{g:.2e}"
 
 
 def check_device(device: Any, name: str = "device") -> str:
@@ -366,12 +445,12 @@ def coerce_field(owner: str, config_cls: type, key: str, value: Any, flag: str =
     try:
         return coerce(value, types_[key])
     except ValueError as e:
-        raise ConfigError(f"{flag} {key}={value}: {e} for {key} ({type_name(types_[key])})") from None
+        raise ConfigError(f"{flag} {key}={shown(value, quote=False)}: {e} for {key} ({type_name(types_[key])})") from None
 
 
 def build_config(config_cls: type, values: Mapping[str, Any], *, what: str = "") -> Any:
     """``config_cls(**values)``; any failure becomes a ConfigError that names the values."""
-    where = what or ("config " + " ".join(f"{k}={format_value(v)}" for k, v in values.items())
+    where = what or ("config " + " ".join(f"{k}={shown(format_value(v), quote=False)}" for k, v in values.items())
                      if values else "the default config")
     try:
         return config_cls(**values)

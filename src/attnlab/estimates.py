@@ -37,9 +37,13 @@ best of five after a warm-up call, about 0.2 s in all): a 512 x 512 float64 prod
 (R_lapack = qr_flops(512, 256, q=True) / t), a copy of 32 MiB (R_mem = 64 MiB / t), a
 96 x 96 arb_mat product at 256 bits (R_arb = 2 * 96^3 / t), a Python loop of 2000
 multiply-adds of arb balls at 256 bits (R_python = 4000 / t) and the SVD of a 32 x 64 matrix
-(R_calls = 1 / t). The estimate is therefore in seconds on this machine, under its present
-load, with the present number of BLAS threads; where other processes share the cores,
-small calls slow down more than large products, and the time is less certain.
+(R_calls = 1 / t). Every timing runs on one thread (BLAS limited to one): one core's speed is
+stable when other processes share the cores, where the machine's multi-threaded speed is not
+(a QR of 512 x 256 on two OpenBLAS threads measured from 2.7e7 to 2.5e9 flop/s in six runs on
+two loaded cores, against 7.8e9 to 8.6e9 on one thread), and an estimate that moved 100x between
+identical runs told nothing. The estimate is therefore the time on one core of this machine
+(:meth:`Estimate.describe` says so): more threads shorten it on an idle machine, and contention
+for the cores can lengthen it.
 What each construction counts, and how close it comes to what it measures, its own
 ``estimate`` says.
 """
@@ -52,10 +56,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from attnlab.config import device_memory
+from attnlab.config import FULL_DIGITS, device_memory, format_int, shorten_numbers
 from attnlab.errors import AttnlabError, ConfigError
 
 GiB = 2 ** 30
+BIG_DIGITS = 9  # sizes and durations of 10^9 units and more print in scientific form
+ONE_CORE = "one core of this machine"  # where the estimated time holds (the rates are one thread's)
 ANNOUNCE_SECONDS = 10.0  # commands say the estimate on stderr before work estimated to take longer
 KINDS = ("gemm", "lapack", "traffic", "arb", "python", "calls")
 
@@ -140,9 +146,10 @@ class Estimate:
         require_fits(self, what, device=device, available=available, change=change)
 
     def describe(self) -> str:
-        """"2.3 GiB, about 40 s on this machine" ("at most" where the time is a bound)."""
+        """"2.3 GiB, about 40 s on one core of this machine" ("at most" where the time is a bound): the
+        rates are one core's (module docstring)."""
         when = "at most" if self.time_bound else "about"
-        return f"{format_bytes(self.peak_bytes)}, {when} {format_seconds(self.seconds)} on this machine"
+        return f"{format_bytes(self.peak_bytes)}, {when} {format_seconds(self.seconds)} on {ONE_CORE}"
 
     def to_dict(self) -> dict[str, Any]:
         """The estimate as JSON values (seconds measured against this machine's rates)."""
@@ -155,7 +162,10 @@ class Estimate:
 
 
 def format_bytes(n: float) -> str:
-    """Bytes as "512 KiB", "3.4 MiB", "2.3 GiB" (two significant figures and more)."""
+    """Bytes as "512 KiB", "3.4 MiB", "2.3 GiB", "1,182,558 GiB" (two significant figures and more),
+    and in scientific form from 10^9 GiB ("4.44e+35 GiB"), however large ``n`` is."""
+    if n >= 10 ** BIG_DIGITS * GiB:
+        return f"{format_int(int(n) // GiB, full_digits=BIG_DIGITS)} GiB"
     for unit, size in (("GiB", GiB), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if n >= size:
             v = n / size
@@ -164,7 +174,7 @@ def format_bytes(n: float) -> str:
 
 
 def format_seconds(s: float) -> str:
-    """Seconds as "0.3 s", "40 s", "12 min", "3.5 h", "9 days"."""
+    """Seconds as "0.3 s", "40 s", "12 min", "3.5 h", "9 days", "1.23e+12 days"."""
     if s < 10:
         return f"{s:.1f} s"
     if s < 600:
@@ -173,7 +183,8 @@ def format_seconds(s: float) -> str:
         return f"{s / 60:.0f} min"
     if s < 3 * 86400:
         return f"{s / 3600:.1f} h"
-    return f"{s / 86400:,.0f} days"
+    days = s / 86400
+    return f"{days:,.0f} days" if days < 10 ** BIG_DIGITS else f"{days:.2e} days"
 
 
 # ---- refusing what does not fit ------------------------------------------------------------
@@ -186,7 +197,8 @@ def require_fits(estimate: Estimate, what: str, *, device: str = "cpu", availabl
     if available is None or estimate.peak_bytes <= available:
         return
     hint = change or estimate.change or (f"lower {' or '.join(estimate.lower)}" if estimate.lower else "")
-    raise ConfigError(f"{what} needs about {format_bytes(estimate.peak_bytes)} of memory ({estimate.what}); "
+    raise ConfigError(f"{what} needs about {format_bytes(estimate.peak_bytes)} of memory "
+                      f"({shorten_numbers(estimate.what, FULL_DIGITS)}); "
                       f"{device} has {format_bytes(available)}" + (f": {hint}" if hint else ""))
 
 
@@ -240,14 +252,18 @@ def rates() -> dict[str, float]:
 
 
 def _timed(fn: Callable[[], Any], repeats: int = 5) -> float:
-    """The best of ``repeats`` timings of ``fn()`` after one untimed call (page faults, thread
-    start-up): on shared cores single timings scatter by 10x, their minimum much less."""
-    fn()
-    best = math.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
+    """The best of ``repeats`` timings of ``fn()`` on one BLAS thread, after one untimed call (page
+    faults): on shared cores single timings scatter by 10x, their minimum much less, and a
+    multi-threaded kernel's by 100x (module docstring)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
         fn()
-        best = min(best, time.perf_counter() - t)
+        best = math.inf
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t)
     return max(best, 1e-9)
 
 
@@ -365,5 +381,5 @@ def total(parts: Sequence[Estimate], what: str | None = None) -> Estimate:
                     timed=sum(p.timed for p in parts))
 
 
-__all__ = ["ANNOUNCE_SECONDS", "Estimate", "GPU_RATES", "GiB", "KINDS", "REFERENCE_GPU", "fitting_hint",
+__all__ = ["ANNOUNCE_SECONDS", "Estimate", "ONE_CORE", "GPU_RATES", "GiB", "KINDS", "REFERENCE_GPU", "fitting_hint",
            "format_bytes", "format_seconds", "gpu_seconds", "largest_fitting", "matmul_flops", "qr_flops", "rate", "rates", "require_fits", "svd_flops", "total"]

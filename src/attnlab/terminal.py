@@ -57,7 +57,7 @@ def fmt(x) -> str:
 
 def cell_width(cell: str) -> int:
     """The printed width of a cell's widest line (rich markup removed)."""
-    return max((Text.from_markup(line).cell_len for line in str(cell).split("\n")), default=0)
+    return max((Text.from_markup(line, emoji=False).cell_len for line in str(cell).split("\n")), default=0)
 
 
 def _header_word(name: str) -> int:
@@ -141,13 +141,14 @@ def print_stacked(console, title: str, columns: Sequence[Col], rows: Sequence[Se
 
                 # the field's name once; its further lines (notes below a statement) indented under it
                 for k, part in enumerate(str(cell).split("\n")):
-                    text = Text.from_markup((f"[dim]{escape(c.name)}:[/] " if k == 0 else "") + part)
+                    text = Text.from_markup((f"[dim]{escape(c.name)}:[/] " if k == 0 else "") + part, emoji=False)
                     console.print(Padding(text, (0, 0, 0, 2 if k == 0 else 4), expand=False), highlight=False)
 
 
 def print_table(console, title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]], *, keys: int = 1,
                 stack: bool = False, **table_kwargs) -> None:
-    """Print ``rows`` (cells as rich markup strings, escaped by the caller) under ``columns``, split into as
+    """Print ``rows`` (cells as rich markup strings, escaped by the caller; the title and the column names
+    print as plain text) under ``columns``, split into as
     many tables as the console's width needs (module docstring); every column gets an explicit width
     (:func:`widths`), so nothing a key or number column holds is ever cut."""
     rows = [list(r) for r in rows]
@@ -161,11 +162,11 @@ def print_table(console, title: str, columns: Sequence[Col], rows: Sequence[Sequ
     for g, idx in enumerate(layout(columns, rows, console.width, keys)):
         cols = [columns[i] for i in idx]
         sub = [[r[i] for i in idx] for r in rows]
-        t = Table(title=title if g == 0 else f"{title} (continued)", **table_kwargs)
+        t = Table(title=Text(title if g == 0 else f"{title} (continued)", style="table.title"), **table_kwargs)
         for c, w in zip(cols, widths(cols, sub, console.width)):
             # a key or number column never wraps its cells; its header breaks between words instead
             header = c.name if c.kind == "text" else "\n".join(textwrap.wrap(c.name, w)) or c.name
-            t.add_column(header, no_wrap=c.kind != "text", overflow="fold", width=w,
+            t.add_column(Text(header, style="table.header"), no_wrap=c.kind != "text", overflow="fold", width=w,
                          justify="right" if c.kind == "number" else "left")
         for r in sub:
             t.add_row(*r)

@@ -86,7 +86,7 @@ def test_dry_run_prints_the_estimate_and_builds_nothing(cli, tmp_path, no_build,
     assert d["estimate"]["seconds"] > 0
     code, stdout, _ = cli(["construct", name, *SMALL[name], "--dry-run"])
     assert code == 0
-    for words in ("peak memory", "on this machine", "dominated by", "machine memory", "fits", "yes"):
+    for words in ("peak memory", "on one core of this machine", "dominated by", "machine memory", "fits", "yes"):
         assert words in stdout
 
 
@@ -106,7 +106,7 @@ def test_a_long_estimate_is_said_on_stderr_before_the_build(cli, monkeypatch):
     monkeypatch.setattr(estimates, "ANNOUNCE_SECONDS", 0.0)  # every build counts as long
     code, stdout, err = cli(["construct", "memorization", *SMALL["memorization"]])
     assert code == 0 and "verdict" in stdout
-    assert err.startswith("estimated: ") and err.strip().endswith(" on this machine") and len(err.splitlines()) == 1
+    assert err.startswith("estimated: ") and err.strip().endswith(" on one core of this machine") and len(err.splitlines()) == 1
     monkeypatch.setattr(estimates, "ANNOUNCE_SECONDS", 1e9)  # nothing is that long
     code, _, err = cli(["construct", "memorization", *SMALL["memorization"]])
     assert code == 0 and err == ""

@@ -102,7 +102,7 @@ def test_bad_scale(capsys, tmp_path):
 def test_unwritable_out(capsys, tmp_path):
     (tmp_path / "file").write_text("x")
     code = exit_status(["reproduce", "transformer-math", "--out", str(tmp_path / "file" / "run")])
-    _one_error_line(capsys, code, "cannot write to", "writable --out")
+    _one_error_line(capsys, code, "cannot write to --out", "Not a directory; choose a writable directory")
 
 
 def test_out_is_a_foreign_directory(capsys, tmp_path):

@@ -24,8 +24,18 @@ from attnlab import estimates
 from attnlab.estimates import Estimate
 from attnlab.runs.progress import hms
 
-console = Console()
-err_console = Console(stderr=True)
+
+
+def make_console(**kwargs: Any) -> Console:
+    """A console for the commands: emoji codes off, so that a user's ``2:x:4`` prints as typed (rich's
+    default turns ``:x:`` into an emoji even with markup off); markup stays on for the verdict colours,
+    so every user value in a markup string goes through :func:`rich.markup.escape`, and plain lines
+    go through :func:`say`."""
+    return Console(emoji=False, **kwargs)
+
+
+console = make_console()
+err_console = make_console(stderr=True)
 
 PROGRESS_ENV = "ATTNLAB_PROGRESS"  # "0": no progress lines off a terminal, no announced estimates
 
@@ -94,7 +104,7 @@ def progress_bar(disable: bool = False) -> "Progress | PlainProgress":
             return PlainProgress()
         disable = True
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -114,6 +124,12 @@ VERDICT_STYLE = {"reproduced": "green", "differs": "magenta", "inconclusive": "y
                  "refuted": "magenta", "sanity": "cyan", "fail": "bold red", "info": "dim", "error": "bold red"}
 
 
+def say(console: Console, text: str) -> None:
+    """One plain line (paths, counts, user values): no markup, no emoji, no highlighting, never wrapped
+    by rich (the terminal folds it), so that what the user typed prints as typed."""
+    console.print(text, highlight=False, markup=False, emoji=False, soft_wrap=True)
+
+
 def print_folded(console: Console, text: str, *, indent: int = 2, separator: str = " ") -> None:
     """``text`` (no markup) folded to the console's width: lines break at ``separator`` (words by
     default; " · " keeps the parts of a count whole), continuation lines indented by ``indent``."""
@@ -130,7 +146,7 @@ def print_folded(console: Console, text: str, *, indent: int = 2, separator: str
     for one in lines:
         for piece in textwrap.wrap(one, width=width, subsequent_indent=" " * indent, break_long_words=False,
                                    break_on_hyphens=False) or [""]:
-            console.print(piece, highlight=False, markup=False, soft_wrap=True)
+            say(console, piece)
 
 
 def verdict_markup(v: str) -> str:
@@ -142,4 +158,4 @@ def announce_estimate(estimate: Estimate) -> None:
     """Say the estimate on stderr before work estimated to take longer than estimates.ANNOUNCE_SECONDS
     (read at the call; not with ATTNLAB_PROGRESS=0, which keeps stderr to errors)."""
     if estimate.seconds > estimates.ANNOUNCE_SECONDS and os.environ.get(PROGRESS_ENV, "1") != "0":
-        err_console.print(f"estimated: {estimate.describe()}", highlight=False, markup=False, soft_wrap=True)
+        say(err_console, f"estimated: {estimate.describe()}")

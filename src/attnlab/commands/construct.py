@@ -26,9 +26,9 @@ from rich.markup import escape
 from attnlab.config import build_config, coerce_field, device_memory
 from attnlab.errors import ConfigError
 from attnlab.commands.console import print_folded, verdict_markup
-from attnlab.estimates import Estimate, fitting_hint, format_bytes, format_seconds, require_fits
+from attnlab.estimates import ONE_CORE, Estimate, fitting_hint, format_bytes, format_seconds, require_fits
 from attnlab.registry import Construction, ConstructionResult, get_construction
-from attnlab.runs.rundir import atomic_write_bytes
+from attnlab.runs.rundir import atomic_write_bytes, check_writable
 from attnlab.terminal import Col, fmt, print_table
 
 
@@ -86,8 +86,8 @@ def construct(name: str, settings: Mapping[str, Any] | None = None, *,
     Returns (construction, params, result, summary) where ``summary`` is what
     ``--json`` prints: the parameters, the check's values, verdict, notes and ``out``.
     """
-    c, params, est = estimate(name, settings)
     target = writable(out) if out is not None else None
+    c, params, est = estimate(name, settings)
     check_fits(c, params, est)
     if est is not None and on_estimate is not None:
         on_estimate(est)
@@ -112,24 +112,26 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def writable(out: str | Path) -> Path:
-    """``out`` as a Path if a file can be written there; ConfigError saying what to change."""
+    """``out`` as a Path if a file can be written there (its directory exists and takes a new file);
+    ConfigError saying what to change. Checked before anything is estimated or built."""
     path = Path(out)
     if path.is_dir():
         raise ConfigError(f"--out {out} is a directory; give a file path such as {path / 'weights.npz'}")
     if not path.parent.is_dir():
         raise ConfigError(f"--out {out}: directory {path.parent} does not exist; create it or give another path")
-    return path
+    return check_writable(path, what="file path")
 
 
 def _settings_text(params: Any) -> str:
     """"H=100000 n=32": the parameters that differ from their defaults, as --set writes them."""
-    from attnlab.config import format_value
+    from attnlab.config import format_value, shown
 
     try:
         defaults = type(params)()
     except Exception:  # a parameter without a default: every value is said
         defaults = None
-    return " ".join(f"{f.name}={format_value(getattr(params, f.name))}" for f in dataclasses.fields(params)
+    return " ".join(f"{f.name}={shown(format_value(getattr(params, f.name)), quote=False)}"
+                    for f in dataclasses.fields(params)
                     if defaults is None or getattr(params, f.name) != getattr(defaults, f.name))
 
 
@@ -192,7 +194,7 @@ def print_dry_run(console: Console, name: str, summary: dict, est: Estimate) -> 
     """The dry run's table: peak memory, time, what dominates, the machine's memory, whether it fits."""
     available = summary["memory_available"]
     rows = [["peak memory", escape(format_bytes(est.peak_bytes))],
-            ["time", escape(f"about {format_seconds(est.seconds)} on this machine")],
+            ["time", escape(f"about {format_seconds(est.seconds)} on {ONE_CORE}")],
             ["dominated by", escape(est.what)],
             ["machine memory", escape(format_bytes(available)) if available is not None else "unknown"],
             ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from attnlab.checks import Check
+from attnlab.commands.console import say
 from attnlab.registry import ClaimResult, get_paper, papers, select_claims
 from attnlab.registry.coverage import PaperCoverage, paper_coverage
 from attnlab.results import check_from_dict
@@ -101,7 +102,7 @@ def print_coverage(console: Console, results: Sequence[Coverage], *, ran_claims:
         print_table(console, f"{p.paper}: the text's statements and what checks them",
                     [Col("entry", "key"), Col("where"), Col("kind"), Col("quote"), Col("read as"), Col("checked by")],
                     rows, stack=True)
-        console.print(f"{p.paper}: {p.line()}", highlight=False)
+        say(console, f"{p.paper}: {p.line()}")
     if not ran_claims:
         console.print("claims not run (--no-verdicts); experiments' verdicts come from --run DIR", highlight=False)
     elif run_dir is None:

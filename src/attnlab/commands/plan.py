@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 from rich.markup import escape
 
 from attnlab.config import cpu_cores, device_memory
-from attnlab.estimates import Estimate, format_bytes, format_seconds, gpu_seconds, total
+from attnlab.estimates import ONE_CORE, Estimate, format_bytes, format_seconds, gpu_seconds, total
 from attnlab.registry import Experiment
 from attnlab.terminal import Col, print_table
 
@@ -98,14 +98,14 @@ class Plan:
         return None if available is None else self.peak_bytes <= available
 
     def summary(self) -> str:
-        """"peak 3.2 GiB, about 6.3 min on this machine (cpu has 23.5 GiB)"; "at least" where a time is missing."""
+        """"peak 3.2 GiB, about 6.3 min on one core of this machine (cpu has 23.5 GiB)"; "at least" where a time is missing."""
         available = device_memory(self.device)
         has = f"{self.device} has {format_bytes(available)}" if available is not None else "memory unknown"
         if self.complete:
-            when = (f"at most {format_seconds(self.seconds)} on this machine (budgets; runs stop earlier)"
-                    if self.bounded else f"about {format_seconds(self.seconds)} on this machine")
+            when = (f"at most {format_seconds(self.seconds)} on {ONE_CORE} (budgets; runs stop earlier)"
+                    if self.bounded else f"about {format_seconds(self.seconds)} on {ONE_CORE}")
         elif self.seconds > 0:
-            when = f"at least {format_seconds(self.seconds)} on this machine (some times not counted)"
+            when = f"at least {format_seconds(self.seconds)} on {ONE_CORE} (some times not counted)"
         else:
             when = "time not counted"
         return f"peak {format_bytes(self.peak_bytes)}, {when} ({has})"

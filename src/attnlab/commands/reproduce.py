@@ -383,14 +383,14 @@ def print_outcome(console: "Console", err_console: "Console", path: Path) -> lis
     from rich.markup import escape
 
     from attnlab.checks import tally_line
-    from attnlab.commands.console import print_folded
+    from attnlab.commands.console import print_folded, say
     from attnlab.reports.format import outline
 
     o = outline(load_run(path))
     counts = o.verdict_counts()
-    console.print(f"run directory: {path}", highlight=False)
-    console.print(f"report: {path / 'report.html'}", highlight=False)
-    console.print(f"report: {path / 'report.md'}", highlight=False)
+    say(console, f"run directory: {path}")
+    say(console, f"report: {path / 'report.html'}")
+    say(console, f"report: {path / 'report.md'}")
     for r in o.failures():
         err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
                           + (f" ({escape(r.reason)})" if r.reason else ""))

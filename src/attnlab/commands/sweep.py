@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from attnlab.commands.console import say
 from attnlab.terminal import Col, fmt, print_table
 
 
@@ -22,6 +23,6 @@ def print_sweep_table(console, result) -> None:
                 [Col(c, "key" if c == "run_id" else "number") for c in cols],
                 [[("[green]ok[/]" if r["status"] == "ok" else "[red]failed[/]") if c == "status"
                   else escape(cell[c][i]) for c in cols] for i, r in enumerate(rows)])
-    console.print(f"table: {result.table_path}", highlight=False, soft_wrap=True)
+    say(console, f"table: {result.table_path}")
     console.print(f"{result.n_ok} ok, {result.n_failed} failed, {result.n_skipped} skipped (finished before)",
                   highlight=False, soft_wrap=True)

@@ -42,6 +42,7 @@ import torch
 from torch import Tensor
 
 from attnlab.errors import ConfigError
+from attnlab.ops.memory import check_dense_fits
 from attnlab.ops.softmax import AttentionOutput, Scale, check_qkv, resolve_scale
 
 
@@ -136,6 +137,8 @@ def linformer_attention(
     can be compared entry by entry with exact softmax weights.
     """
     check_qkv(q, k, v)
+    if return_weights:
+        check_dense_fits(q, k, v, copies=1, what="linformer_attention(return_weights=True): the weights")
     _check_projections(E, F, k.shape[-2], q.dtype, q.device)
     c = resolve_scale(scale, q.shape[-1])
     K_bar = E @ k  # (..., k', d_k)

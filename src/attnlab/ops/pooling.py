@@ -31,6 +31,7 @@ from torch import Tensor
 
 from attnlab.errors import UnknownNameError
 from attnlab.ops.masks import combine_masks, reject_finite_additive
+from attnlab.ops.memory import check_dense_fits
 from attnlab.ops.softmax import AttentionOutput, batch_shape, check_qkv, masked_softmax
 
 Similarity = Callable[[Tensor, Tensor], Tensor]
@@ -103,6 +104,8 @@ def attention_pooling(
     Returns weights f(q_j, k_i)/C_j (or f itself when ``normalize=False``).
     """
     check_qkv(q, k, v)
+    check_dense_fits(q, k, v, copies=1, what="attention_pooling: the similarities",
+                     change="lower n (the similarities are formed whether or not they are returned)")
     f = get_similarity(f) if isinstance(f, str) else f
     allowed, additive = combine_masks(
         q.shape[-2], k.shape[-2], batch_shape=batch_shape(q, k, v),

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from attnlab.ops.masks import combine_masks
+from attnlab.ops.memory import check_dense_fits
 from attnlab.ops.softmax import AttentionOutput, Scale, check_qkv, empty_attention, resolve_scale
 
 
@@ -39,6 +40,8 @@ def reference_attention(
     check_qkv(q, k, v)
     if (empty := empty_attention(q, k, v, return_weights=True)) is not None:
         return empty
+    check_dense_fits(q, k, v, copies=3, what="reference_attention: the mask, the offsets and the weights",
+                     change="lower n (the reference holds every weight in float64)")
     n_q, n_k = q.shape[-2], k.shape[-2]
     c = resolve_scale(scale, q.shape[-1])
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])

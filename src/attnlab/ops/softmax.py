@@ -40,6 +40,7 @@ from torch import Tensor
 from attnlab.errors import ConfigError
 from attnlab.ops.fused import fused_attention
 from attnlab.ops.masks import check_key_padding_mask, combine_masks, resolve_causal
+from attnlab.ops.memory import check_dense_fits
 
 Scale = Union[str, float, None]
 SCALE_NAMES = ("1/sqrt(d)", "1/d", "none")
@@ -216,6 +217,8 @@ def _softmax(q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None, causal: bo
             key_padding_mask = key_padding_mask.to(q.device)
         return AttentionOutput(fused_attention(q, k, v, scale=c, alignment=alignment,
                                                key_padding_mask=key_padding_mask))
+    if return_weights:
+        check_dense_fits(q, k, v, copies=2, what="softmax_attention(return_weights=True): the logits and the weights P")
     allowed, additive = combine_masks(
         n_q,
         n_k,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from attnlab.ops.masks import combine_masks, reject_finite_additive
+from attnlab.ops.memory import check_dense_fits
 from attnlab.ops.softmax import AttentionOutput, Scale, batch_shape, check_qkv, resolve_scale
 
 
@@ -36,6 +37,8 @@ def unnormalized_attention(
     are no logits to shift).
     """
     check_qkv(q, k, v)
+    check_dense_fits(q, k, v, copies=1, what="unnormalized_attention: the weights Q K^T",
+                     change="lower n (the weights are formed whether or not they are returned)")
     n_q, n_k = q.shape[-2], k.shape[-2]
     allowed, additive = combine_masks(
         n_q,

@@ -20,6 +20,7 @@ drops a torn last line (a line cut short by a kill).
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import platform
@@ -222,6 +223,29 @@ def log_metric(run_dir: "RunDir | None", record: dict) -> None:
     (an experiment called from Python)."""
     if run_dir is not None:
         run_dir.append_metric(record)
+
+
+def check_writable(out: str | os.PathLike, flag: str = "--out", what: str = "directory") -> Path:
+    """``out`` (a file or directory to be written, existing or not) as a Path, if its nearest existing
+    directory takes a new file; else ConfigError in one line, "cannot write to --out X: why; choose a
+    writable ``what``" (a read-only or virtual file system such as /proc, no permission, a file where
+    a directory must be). Checked before any work; creates nothing that outlives the call (a probe
+    file, removed at once)."""
+    path = Path(out)
+    here = path.absolute()
+    if not here.is_dir():
+        here = here.parent
+    while not here.exists():
+        here = here.parent
+    try:
+        if not here.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        fd, probe = tempfile.mkstemp(dir=here, prefix=".write-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ConfigError(f"cannot write to {flag} {out}: {e.strerror or e}; choose a writable {what}") from None
+    return path
 
 
 def writable_dir(out: str | os.PathLike, flag: str = "--out") -> Path:

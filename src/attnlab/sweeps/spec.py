@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnlab.config import build_config as _build, check_int, check_seed, coerce_field, format_value
+from attnlab.config import build_config as _build, check_int, check_seed, coerce_field, format_value, shown
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment
 from attnlab.runs.jsonable import to_jsonable
@@ -104,7 +104,7 @@ def build_config(exp: Experiment, overrides: dict[str, Any], seed: int, device: 
 def _describe(overrides: dict) -> str:
     if not overrides:
         return "the default config"
-    return "config " + " ".join(f"{k}={format_value(v)}" for k, v in overrides.items())
+    return "config " + " ".join(f"{k}={shown(format_value(v), quote=False)}" for k, v in overrides.items())
 
 
 def expand(exp: Experiment, spec: SweepSpec, device: str = "cpu") -> list[RunPlan]:

@@ -66,6 +66,7 @@ def print_analysis(console: "Console", result: Analysis) -> None:
     the run directory, heads.json and the report are."""
     from rich.markup import escape
 
+    from attnlab.commands.console import say
     from attnlab.terminal import Col, print_table
 
     p, counts = result.payload, result.payload["counts"]
@@ -74,9 +75,9 @@ def print_analysis(console: "Console", result: Analysis) -> None:
                 [Col("criteria", "key"), Col("label", "key"), Col("heads", "number")],
                 [[framework, escape(label), str(n)] for framework, labels in counts.items()
                  for label, n in labels.items()], keys=2)
-    console.print(f"run directory: {result.path}", highlight=False, soft_wrap=True)
-    console.print(f"per-head numbers: {result.path / HEADS_JSON}", highlight=False, soft_wrap=True)
-    console.print(f"report: {result.path / REPORT_HTML}", highlight=False, soft_wrap=True)
+    say(console, f"run directory: {result.path}")
+    say(console, f"per-head numbers: {result.path / HEADS_JSON}")
+    say(console, f"report: {result.path / REPORT_HTML}")
 
 
 # ---- the command -------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from torch import Tensor
 
 from attnlab.errors import ConfigError
 from attnlab.ops.diagnostics import Diagnostics
+from attnlab.ops.memory import check_dense_fits
 from attnlab.ops.linear.features import FeatureMap, feature_map as get_feature_map
 from attnlab.ops.linear.forms import (
     causal_chunked_form,
@@ -123,6 +124,10 @@ def _run(q: Tensor, k: Tensor, v: Tensor, fmap: FeatureMap, causal: bool, mask: 
     check_qkv(q, k, v)
     if (empty := empty_attention(q, k, v, return_weights)) is not None:
         return empty
+    if return_weights or form == "quadratic":
+        check_dense_fits(q, k, v, copies=1, what=f"linear attention ({form} form, return_weights={return_weights}): "
+                                                 "the kernel matrix", change="lower n, or use an O(n) form without "
+                                                                             "return_weights")
     n_q, n_k = q.shape[-2], k.shape[-2]
     alignment = resolve_causal(causal, n_q, n_k)
     _check_options(chunk_size, eps, form, mask, alignment)

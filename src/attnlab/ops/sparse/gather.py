@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from attnlab.errors import ConfigError
+from attnlab.ops.memory import check_dense_fits
 from attnlab.ops.softmax import (
     AttentionOutput,
     Scale,
@@ -62,6 +63,8 @@ def graph_attention(
         graphs.py return canonical lists, so the default checks only dtype and range
     """
     check_qkv(q, k, v)
+    if return_weights:
+        check_dense_fits(q, k, v, copies=1, what="graph_attention(return_weights=True): the dense weights")
     n_q, n_k = q.shape[-2], k.shape[-2]
     check_graph(neighbors, n_k)
     if neighbors.shape[-2] != n_q:

@@ -61,7 +61,8 @@ import numpy as np
 
 from attnlab.analysis.certified_rank import DET_MAX, RankCertificate, certified_rank
 from attnlab.checks import Bound, equals, info
-from attnlab.config import Config, check_bool, check_choice, check_int, check_number, check_seed, param
+from attnlab.config import (Config, check_bool, check_choice, check_int, check_number, check_seed, format_power, param,
+                            power_exceeds)
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, svd_flops
 from attnlab.papers.invertibility.anchors import THEOREM_1
@@ -108,8 +109,8 @@ class InvertibilityParams(Config):
         check_bool("positions", self.positions)
         check_bool("certify", self.certify)
         check_seed(self.seed)
-        if self.N ** self.L > MAX_ROWS:
-            raise ConfigError(f"N^L = {self.N ** self.L} rows exceeds {MAX_ROWS}; lower N or L")
+        if power_exceeds(self.N, self.L, MAX_ROWS):
+            raise ConfigError(f"N^L = {format_power(self.N, self.L)} rows exceeds {MAX_ROWS}; lower N or L")
 
     @property
     def heads(self) -> int:

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from attnlab.config import format_power, power_exceeds
 from attnlab.errors import ConfigError
 
 MAX_ROWS = 1 << 14  # N^L beyond this is refused: the matrix is dense
@@ -45,8 +46,8 @@ MAX_ROWS = 1 << 14  # N^L beyond this is refused: the matrix is dense
 
 def sequences(N: int, L: int) -> np.ndarray:
     """All N^L sequences (N^L, L), 0-based, in the row order of A (lexicographic)."""
-    if N ** L > MAX_ROWS:
-        raise ConfigError(f"N^L = {N}^{L} = {N ** L} rows exceeds {MAX_ROWS}; lower N or L")
+    if power_exceeds(N, L, MAX_ROWS):
+        raise ConfigError(f"N^L = {N}^{L} = {format_power(N, L)} rows exceeds {MAX_ROWS}; lower N or L")
     return np.array(list(itertools.product(range(N), repeat=L)), dtype=np.int64).reshape(N ** L, L)
 
 
