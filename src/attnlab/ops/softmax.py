@@ -112,17 +112,42 @@ def check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
     if not (q.dtype == k.dtype == v.dtype):
         raise ConfigError(f"q, k, v dtypes differ: {q.dtype}, {k.dtype}, {v.dtype}")
     if q.device.type == "cpu" and q.numel() and k.numel():
-        for name, x in (("q", q), ("k", k), ("v", v)):
-            bad = x.numel() - int(torch.isfinite(x).sum()) if x.numel() else 0
-            if bad:
-                raise ConfigError(f"{name} holds {bad} non-finite value(s) (NaN or inf): attention of non-finite "
-                                  "inputs is undefined; find where they come from")
-        if q.dtype != torch.float64:
-            bound = float(q.detach().abs().amax()) * float(k.detach().abs().amax()) * q.shape[-1]
-            top = torch.finfo(q.dtype).max
-            if bound > top:
-                raise ConfigError(f"the logits q . k can overflow {q.dtype} (max |q| max |k| d_k = {bound:.3g} > "
-                                  f"{top:.3g}): scale the inputs down or use float64")
+        check_values(q, k, v)
+
+
+def _extremes(x: Tensor) -> tuple[float, float]:
+    """(min x, max x) in one pass over x, no copy; NaN anywhere makes both NaN, inf shows as ±inf."""
+    lo, hi = torch.aminmax(x.detach())
+    return float(lo), float(hi)
+
+
+def check_values(q: Tensor, k: Tensor, v: Tensor) -> None:
+    """The value half of :func:`check_qkv`: every entry finite, and (below float64) no logit q . k beyond
+    the dtype's largest value. One read of each tensor (``torch.aminmax``: min and max in a single pass,
+    no copy, NaN propagating), from which both tests follow:
+
+        finite(x)  <=>  min x and max x are finite
+        |q . k| <= max|q| max|k| d_k,   max|x| = max(-min x, max x)
+
+    so the checks cost three memory-bound reductions, a few per cent of the O(n^2 d) kernel at n >= 512
+    (benchmarks/bench_input_checks.py). Only when a tensor fails is it read again, to count its
+    non-finite entries for the message."""
+    top: dict[str, float] = {}
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not x.numel():
+            continue
+        lo, hi = _extremes(x)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            bad = x.numel() - int(torch.isfinite(x).sum())
+            raise ConfigError(f"{name} holds {bad} non-finite value(s) (NaN or inf): attention of non-finite "
+                              "inputs is undefined; find where they come from")
+        top[name] = max(-lo, hi)
+    if q.dtype != torch.float64:
+        bound = top["q"] * top["k"] * q.shape[-1]
+        largest = torch.finfo(q.dtype).max
+        if bound > largest:
+            raise ConfigError(f"the logits q . k can overflow {q.dtype} (max |q| max |k| d_k = {bound:.3g} > "
+                              f"{largest:.3g}): scale the inputs down or use float64")
 
 
 def empty_attention(q: Tensor, k: Tensor, v: Tensor, return_weights: bool = False) -> AttentionOutput | None:
@@ -275,19 +300,24 @@ def _fused(
     q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, additive: Tensor | None, c: float
 ) -> Tensor:
     """PyTorch's fused kernel given a dense mask (``mask=``), with attnlab's fully-masked-row
-    semantics: the mask is expanded to (..., n_q, n_k), as the kernel needs."""
+    semantics. The mask keeps its own (broadcastable) shape: expanding it over the batch and heads
+    would cost a pass over B H n_q n_k entries and slow the kernel down (a (1, 8, n, n) mask costs
+    the kernel ~1.5x a shared (n, n) one on CPU, benchmarks/bench_input_checks.py). Rows with no
+    allowed key are opened, so the kernel never divides 0 by 0, and their output set to 0; on the
+    CPU this happens only when such a row exists."""
     if allowed is None and additive is None:
         return F.scaled_dot_product_attention(q, k, v, scale=c)
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    n_q, n_k = q.shape[-2], k.shape[-2]
     empty = None
     if allowed is not None:
-        allowed = allowed.expand(*batch, n_q, n_k)
-        empty = ~allowed.any(dim=-1, keepdim=True)  # (..., n_q, 1)
-        # Open empty rows so the kernel never divides 0 by 0, then zero them.
-        allowed = allowed | empty
+        empty = ~allowed.any(dim=-1, keepdim=True)  # (..., n_q, 1) in the mask's own batch shape
+        if allowed.device.type == "cpu" and not bool(empty.any()):
+            empty = None
+        else:
+            allowed = allowed | empty
     if additive is not None:
-        attn_mask = additive.to(q.dtype).masked_fill(~allowed, float("-inf"))
+        attn_mask = additive.to(q.dtype)
+        if allowed is not None:
+            attn_mask = torch.where(allowed, attn_mask, float("-inf"))
         if empty is not None:
             attn_mask = attn_mask.masked_fill(empty, 0.0)
     else:
