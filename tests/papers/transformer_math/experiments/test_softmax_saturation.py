@@ -5,7 +5,11 @@ import math
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.experiments.softmax_saturation import SaturationConfig, run_softmax_saturation
+from attnlab.papers.transformer_math.experiments.softmax_saturation import (
+    SaturationConfig,
+    _summary,
+    run_softmax_saturation,
+)
 from attnlab.runs.rundir import RunDir
 
 
@@ -43,6 +47,22 @@ def test_presets_fill_the_config():
     assert SaturationConfig().n_values == (3, 11, 64)
     assert SaturationConfig(scale="paper").n_samples == 4000
     assert SaturationConfig(n_samples=5).n_samples == 5  # explicit values win over the preset
+
+
+
+def test_a_control_that_disagrees_leaves_the_row_inconclusive_and_says_so():
+    """The main run's curve falls past t = 10 while the uniform control's rises once: the control was run, its
+    verdict is shown, and the row is inconclusive because the control disagrees (not for want of a control)."""
+    ts = [1.0, 10.0, 100.0, 1000.0]
+    falling, rising = [0.5, 0.3, 0.1, 0.01], [0.5, 0.3, 0.1, 0.2]
+    curve = {"jacobian_norm": falling, "gradient_norm": falling, "one_hot_limit": [0.01] * 4,
+             "uniform_limit": 0.5, "max_prob": [0.5, 0.9, 0.99, 0.999]}
+    row = _summary(ts, {5: curve}, {5: {"jacobian_norm": rising}}, SaturationConfig(control_samples=8))[0]
+    assert row.measured == 0 and row.verdict == "inconclusive"
+    assert row.control.startswith("uniform logits, 8 draws: 1 increases -> another verdict")
+    assert row.reason == "the control without the deviations gives another verdict (uniform logits, 8 draws)"
+    agreeing = _summary(ts, {5: curve}, {5: {"jacobian_norm": falling}}, SaturationConfig(control_samples=8))[0]
+    assert agreeing.verdict == "reproduced" and agreeing.reason == ""
 
 
 @pytest.mark.parametrize("make, message", [
