@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from attnlab.checks import NO_ERROR, Bound, Check, anchored, across_seeds, equals
+from attnlab.checks import CONTROL_DISAGREES, NO_ERROR, Bound, Check, anchored, across_seeds, equals
 from attnlab.deviations import Deviation, table_rows
 from attnlab.errors import ConfigError
 from attnlab.results import ExperimentResult
@@ -38,6 +38,20 @@ def test_a_row_touched_by_a_deviation_is_decided_only_with_its_control(measured,
     assert equals(measured, 1, role="own", deviations=("diagonal-b",)).verdict in ("holds", "refuted")
     back = Check.from_dict(json.loads(json.dumps(bare.to_dict())))
     assert (back.deviations, back.verdict) == (("diagonal-b",), "inconclusive")
+
+
+@pytest.mark.parametrize("measured, verdict", [(2, "differs"), (1, "reproduced")])
+def test_a_control_that_disagrees_is_shown_and_leaves_the_row_inconclusive(measured, verdict):
+    """with_control: a control that agrees decides the row; one that gives another verdict is kept on the row
+    (what ran and what it gave), and the row is inconclusive because of it, not for want of a control."""
+    row = equals(measured, 1, deviations=("diagonal-b",), **TOY)
+    said = "B full, quick scale: 1 -> another verdict"
+    agreeing, disagreeing = row.with_control("B full: same verdict", agrees=True), row.with_control(said, agrees=False)
+    assert (agreeing.verdict, agreeing.reason) == (verdict, "")
+    assert (disagreeing.verdict, disagreeing.control) == ("inconclusive", said)
+    assert disagreeing.reason == CONTROL_DISAGREES == "its control without the deviations gives another verdict"
+    back = Check.from_dict(json.loads(json.dumps(disagreeing.to_dict())))
+    assert (back.verdict, back.reason, back.control) == ("inconclusive", CONTROL_DISAGREES, said)
 
 
 def test_an_experiment_declares_the_deviations_its_rows_name():

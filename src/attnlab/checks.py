@@ -189,6 +189,10 @@ def uncensored(values: Iterable[Any], what: str = "a fit") -> list[float]:
 
 
 # ---- the check ------------------------------------------------------------------------------
+CONTROL_DISAGREES = "its control without the deviations gives another verdict"
+"""Why a text row whose control run disagrees with it is inconclusive (:meth:`Check.with_control`)."""
+
+
 @dataclass(frozen=True)
 class Check:
     """One measured statement and its verdict.
@@ -433,6 +437,14 @@ class Check:
     def with_context(self, **changes: Any) -> "Check":
         """A copy with fields filled in (a claim adds its statement, where and paper value)."""
         return replace(self, **changes)
+
+    def with_control(self, control: str, *, agrees: bool) -> "Check":
+        """This row with its control run (:attr:`control`: what ran without the deviations and what it gave).
+        A control that gives another verdict is shown all the same, and the row is inconclusive for that
+        reason (:data:`CONTROL_DISAGREES`), not for want of a control."""
+        if agrees:
+            return replace(self, control=control)
+        return replace(self, control=control, cannot_decide=self.cannot_decide or CONTROL_DISAGREES)
 
 
 # ---- constructors ---------------------------------------------------------------------------

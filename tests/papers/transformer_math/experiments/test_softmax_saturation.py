@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from attnlab.checks import CONTROL_DISAGREES
 from attnlab.errors import ConfigError
 from attnlab.papers.transformer_math.experiments.softmax_saturation import (
     SaturationConfig,
@@ -60,7 +61,7 @@ def test_a_control_that_disagrees_leaves_the_row_inconclusive_and_says_so():
     row = _summary(ts, {5: curve}, {5: {"jacobian_norm": rising}}, SaturationConfig(control_samples=8))[0]
     assert row.measured == 0 and row.verdict == "inconclusive"
     assert row.control.startswith("uniform logits, 8 draws: 1 increases -> another verdict")
-    assert row.reason == "the control without the deviations gives another verdict (uniform logits, 8 draws)"
+    assert row.reason == CONTROL_DISAGREES == "its control without the deviations gives another verdict"
     agreeing = _summary(ts, {5: curve}, {5: {"jacobian_norm": falling}}, SaturationConfig(control_samples=8))[0]
     assert agreeing.verdict == "reproduced" and agreeing.reason == ""
 

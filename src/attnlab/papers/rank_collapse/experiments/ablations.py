@@ -768,10 +768,8 @@ def _san_collapse_row(data: Measured) -> Check:
         for s, k, o in zip(Bb.seeds, Bb.at("text", "SAN", -1), Bb.at("text", bert_base.NOTES_SAN, -1)):
             kept[f"bert-base seed {s}"], off[f"bert-base seed {s}"] = k, o
     worst, worst_off = max(kept.values()), max(off.values())
-    control = ""
-    if (worst < COLLAPSED) == (worst_off < COLLAPSED):
-        control = (f"the notes' SAN (every part off, LayerNorm too) on the same networks and inputs, this run: largest "
-                   f"last-layer relative residual {_fmt(worst_off)} -> {'reproduced' if worst_off < COLLAPSED else 'differs'}")
+    control = (f"the notes' SAN (every part off, LayerNorm too) on the same networks and inputs, this run: largest "
+               f"last-layer relative residual {_fmt(worst_off)} -> {'reproduced' if worst_off < COLLAPSED else 'differs'}")
     per = [f"{m}: {_layers(G[m]['SAN'].by_layer)}" for m in M]
     if Bb is not None:
         per.append("BERT-base at random init, l = 12 per draw: " + _layers(Bb.at("text", "SAN", -1)))
@@ -782,10 +780,11 @@ def _san_collapse_row(data: Measured) -> Check:
                  where=f"§2.2; {WHERE}", anchor=SAN_COLLAPSE, erratum=NO_ERROR,
                  falsifier="a network whose SAN (LayerNorm kept) ends with relative residual >= 0.01, its control (the "
                            "notes' SAN, LayerNorm off) agreeing",
-                 deviations=("layernorm-kept",), control=control,
+                 deviations=("layernorm-kept",),
                  detail="; ".join(per) + "; every part off (the notes' SAN), last layer: "
                         + ", ".join(f"{m} {_fmt(v)}" for m, v in off.items()),
-                 values={"dong_san_last": kept, "attnlab_san_last": off})
+                 values={"dong_san_last": kept, "attnlab_san_last": off}
+                 ).with_control(control, agrees=(worst < COLLAPSED) == (worst_off < COLLAPSED))
 
 
 BERT_POINTS = (  # (what, variant, layer l, Dong et al.'s r(X_l), as they show it)

@@ -319,8 +319,7 @@ def _bound_checks(cfg: BoundConfig, points: list[BoundPoint]) -> list[Check]:
              for p in points for L, (m, ok) in enumerate(zip(p.log10_measured, p.resolved), start=1) if ok]
     notes_violations = sum(gap < -1e-9 for gap in notes)
     control = (f"the bound from the notes' residual (token mean, ||res X|| = r_0), same SANs: {notes_violations} "
-               f"violations -> {'reproduced' if notes_violations == 0 else 'differs'}"
-               if (notes_violations == 0) == (violations == 0) else "")
+               f"violations -> {'reproduced' if notes_violations == 0 else 'differs'}")
     nonvac = _nonvacuous(points)
     useful = [b - m for p in nonvac for b, m, ok in zip(p.log10_bound, p.log10_measured, p.resolved) if ok]
     return [
@@ -328,13 +327,14 @@ def _bound_checks(cfg: BoundConfig, points: list[BoundPoint]) -> list[Check]:
                paper_value="never (an upper bound)", where=WHERE, anchor=THEOREM_22,
                falsifier="a (layer, SAN) pair above float64 rounding whose measured residual exceeds the bound "
                          "(log10 gap below -1e-9)",
-               deviations=("composite-input-residual",), control=control,
+               deviations=("composite-input-residual",),
                detail=f"{len(gaps)} pairs ({rounding} more at float64 rounding, < {FLOOR:g} ||X_l||, left out); "
                       f"{len(points)} SANs (d={cfg.d_model}, d_qk={cfg.d_qk}, n={cfg.tokens}, L={cfg.layers}); "
                       "bound from the exact composite residual of X (the smallest), output measured by the token "
                       "mean (the notes' residual, >= the composite one): the strictest pairing",
                values={"pairs": len(gaps), "at_rounding": rounding, "sans": len(points),
-                       "violations_notes_residual": notes_violations}),
+                       "violations_notes_residual": notes_violations}
+               ).with_control(control, agrees=(notes_violations == 0) == (violations == 0)),
         info("SANs whose bound at L=1 is below the input residual (non-vacuous)", len(nonvac),
              paper_value="needs kappa = 4 beta ||res X||^2 / sqrt(d_qk) < 1", where=WHERE,
              detail=f"of {len(points)}; largest kappa among them: "

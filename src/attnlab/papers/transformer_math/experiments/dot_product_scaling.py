@@ -243,13 +243,11 @@ def _rows(cfg: DotProductConfig, var: dict, queries: dict, slope: float, n_var: 
 
 
 def _controlled(row: Check, controls: list[tuple[str, Check]]) -> Check:
-    """``row`` with its control (:class:`Check.control`) when every control run gives its verdict; else
-    without one (so inconclusive), the controls' verdicts in the detail."""
+    """``row`` with its controls (:meth:`Check.with_control`): decided when every control run gives its
+    verdict, else inconclusive because a control disagrees."""
     said = "; ".join(f"{what}: {c.measured_text}, required {c.criterion} -> "
                      f"{'the same verdict' if c.outcome is row.outcome else 'another verdict'}" for what, c in controls)
-    if all(c.outcome is row.outcome for _, c in controls):
-        return row.with_context(control=said)
-    return row.with_context(detail=f"{row.detail}; controls: {said}")
+    return row.with_control(said, agrees=all(c.outcome is row.outcome for _, c in controls))
 
 
 def _summary(cfg: DotProductConfig, var: dict, soft: dict, queries: dict, slope: float, control: tuple) -> list[Check]:
