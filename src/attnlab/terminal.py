@@ -130,7 +130,7 @@ def widths(columns: Sequence[Col], rows: Sequence[Sequence[str]], width: int) ->
     return out
 
 
-def print_folded(console, text: Text, first: int, rest: int) -> None:
+def print_hanging(console, text: Text, first: int, rest: int) -> None:
     """``text`` folded at word boundaries to the console's width, its first line indented by ``first``
     and every further line by ``rest`` (>= ``first``: a hanging indent); no line ends in spaces."""
     head = text.wrap(console, max(console.width - first, TEXT_MIN))[0]  # the first line, at its own width
@@ -147,7 +147,7 @@ def print_stacked(console, title: str, columns: Sequence[Col], rows: Sequence[Se
     every line after a block's first indented under it."""
     from rich.markup import escape
 
-    print_folded(console, Text(title, style="bold"), 0, STEP)
+    print_hanging(console, Text(title, style="bold"), 0, STEP)
     width = console.width
     for r in rows:
         console.print("", highlight=False)
@@ -174,11 +174,11 @@ def print_stacked(console, title: str, columns: Sequence[Col], rows: Sequence[Se
             if c.items:  # the name alone, then one item a line under it
                 console.print(" " * STEP + label, highlight=False, soft_wrap=True)
                 for part in parts:
-                    print_folded(console, Text.from_markup(part, emoji=False), 2 * STEP, 3 * STEP)
+                    print_hanging(console, Text.from_markup(part, emoji=False), 2 * STEP, 3 * STEP)
             else:  # the name before the first line; the cell's further lines (notes) one step deeper
                 for k, part in enumerate(parts):
                     text = Text.from_markup((label + " " if k == 0 else "") + part, emoji=False)
-                    print_folded(console, text, STEP * (k > 0) + STEP, STEP * (k > 0) + 2 * STEP)
+                    print_hanging(console, text, STEP * (k > 0) + STEP, STEP * (k > 0) + 2 * STEP)
     console.print("", highlight=False)
 
 
