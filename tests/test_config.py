@@ -118,8 +118,11 @@ def test_plain_config_runs_validate_and_param_documents_fields():
 
 def test_text_values_name_the_flag_the_field_and_the_type():
     assert coerce_field("toy", _Toy, "n", "5") == 5
-    with pytest.raises(ConfigError, match=r"--set n=abc: expected int \| None for n \(int \| None\)"):
+    with pytest.raises(ConfigError, match=r"^--set n=abc: expected an integer or none for n$"):
         coerce_field("toy", _Toy, "n", "abc")
+    with pytest.raises(ConfigError, match=r"^--set widths=3,x: expected integers separated by commas \(e\.g\. "
+                                          r"3,11,64\) or none for widths$"):
+        coerce_field("toy", _Toy, "widths", "3,x")
     with pytest.raises(ConfigError, match="toy has no config field 'm'; fields: scale, seed, device, n, widths, rate"):
         coerce_field("toy", _Toy, "m", "1")
     with pytest.raises(ConfigError, match="seed is set by --seed"):
@@ -128,10 +131,27 @@ def test_text_values_name_the_flag_the_field_and_the_type():
         build_config(_Toy, {"n": 0}, what="construct toy")
 
 
+@pytest.mark.parametrize("tp, words", [
+    (int, "an integer"), (float, "a number"), (bool, "true or false"), (str, "text"),
+    (int | None, "an integer or none"), (tuple[int, ...], "integers separated by commas (e.g. 3,11,64)"),
+    (tuple[int, ...] | None, "integers separated by commas (e.g. 3,11,64) or none"),
+    (tuple[str, ...], "names separated by commas (e.g. a,b)"),
+    (list[float], "numbers separated by commas (e.g. 0.5,0.25)"),
+    (tuple[float, str], "2 values separated by commas (a number, text)"),
+    (Literal["quick", "paper"], "one of quick, paper"),
+])
+def test_types_are_named_in_words(tp, words):
+    from attnlab.config import plain_type
+
+    assert plain_type(tp) == words
+    assert not any(c in plain_type(tp) for c in "[]|")
+
+
 @pytest.mark.parametrize("text, tp, expected", [
     ("3", int, 3), (" -7 ", int, -7), ("0.5", float, 0.5), ("1e-3", float, 1e-3), ("4", float, 4.0),
     ("true", bool, True), ("False", bool, False), ("1", bool, True), ("0", bool, False), ("YES", bool, True),
-    ("abc", str, "abc"), ("3;11;64", tuple[int, ...], (3, 11, 64)), ("", tuple[int, ...], ()),
+    ("abc", str, "abc"), ("3;11;64", tuple[int, ...], (3, 11, 64)), ("3,11,64", tuple[int, ...], (3, 11, 64)),
+    (" 3, 11 ", tuple[int, ...], (3, 11)), ("", tuple[int, ...], ()), ("1,2", tuple[int, ...] | None, (1, 2)),
     ("7", tuple[int, ...], (7,)), ("none", tuple[int, ...] | None, None), ("2;3", tuple[int, ...] | None, (2, 3)),
     ("1.5;x", tuple[float, str], (1.5, "x")), ("0.5;0.25", list[float], [0.5, 0.25]),
     ("paper", Literal["quick", "paper"], "paper"), ("null", int | None, None), ("5", int | None, 5),

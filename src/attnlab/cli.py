@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperCommand
 
 from attnlab.commands.console import console, err_console, print_json, progress_bar, say
+from attnlab.commands.plain_help import PlainCommand, PlainGroup
 from attnlab.config import check_device, check_int, check_seed, shorten_numbers
 from attnlab.errors import AttnlabError, ConfigError
 
@@ -24,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=PlainGroup,
 )
 
 
@@ -50,7 +52,8 @@ def _root(
 @app.command()
 def verify(
     papers: Optional[list[str]] = typer.Argument(
-        None, help="Paper short names, claim ids, id prefixes or globs such as '*.theorem1*' (default: all)."
+        None, metavar="name or id",
+        help="Paper short names, claim ids, id prefixes or globs such as '*.theorem1*' (default: all)."
     ),
     seed: int = typer.Option(0, help="Seed for the inputs every check draws (0 <= seed < 2**32)."),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
@@ -89,7 +92,7 @@ def verify(
 
 @app.command()
 def errata(
-    papers: Optional[list[str]] = typer.Argument(None, help="Paper short names (default: all)."),
+    papers: Optional[list[str]] = typer.Argument(None, metavar="name", help="Paper short names (default: all)."),
     as_json: bool = typer.Option(False, "--json", help="Print the records as JSON."),
 ) -> None:
     """List the errors found in the texts: where, what the text says, what is right, whose
@@ -110,9 +113,10 @@ def errata(
 
 @app.command()
 def coverage(
-    papers: Optional[list[str]] = typer.Argument(None, help="Paper short names (default: all)."),
-    run: Optional[str] = typer.Option(None, "--run", help="A run directory of `attnlab reproduce`: its "
-                                                          "experiments' rows and verdicts."),
+    papers: Optional[list[str]] = typer.Argument(None, metavar="name", help="Paper short names (default: all)."),
+    run: Optional[str] = typer.Option(None, "--run", metavar="folder",
+                                      help="A run directory of `attnlab reproduce`: its experiments' rows and "
+                                           "verdicts."),
     verdicts: bool = typer.Option(True, "--verdicts/--no-verdicts", help="Run the anchored claims (seconds) "
                                                                          "for their verdicts."),
     as_json: bool = typer.Option(False, "--json", help="Print the ledgers as JSON."),
@@ -153,23 +157,27 @@ def list_(
 
 @app.command()
 def reproduce(
-    papers: list[str] = typer.Argument(..., help="Paper short names (`attnlab list` shows them)."),
-    scale: str = typer.Option("quick", help="quick (minutes on a laptop CPU) or paper (the paper's sizes)."),
-    out: Optional[str] = typer.Option(None, help="Run directory (default runs/<paper>-<UTC time>)."),
+    papers: list[str] = typer.Argument(..., metavar="name", help="Paper short names (`attnlab list` shows them)."),
+    scale: str = typer.Option("quick", metavar="name",
+                              help="quick (minutes on a laptop CPU) or paper (the paper's sizes)."),
+    out: Optional[str] = typer.Option(None, metavar="folder",
+                                      help="Run directory (default runs/<paper>-<UTC time>)."),
     seed: int = typer.Option(0, help="Seed for every random draw (0 <= seed < 2**32)."),
-    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
+    device: str = typer.Option("cpu", metavar="name", help="cpu, cuda or cuda:N."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out, skipping finished experiments."),
     strict: bool = typer.Option(False, "--strict", help="Also exit 1 on differs, refuted and inconclusive "
                                                         "verdicts."),
     set_: Optional[list[str]] = typer.Option(
-        None, "--set", help="key=value: a config value for every experiment with that field, replacing the "
-                            "scale's preset (repeatable), e.g. --set smollm2=true. Tuples: 3;11;64."),
+        None, "--set", metavar="key=value",
+        help="A config value for every experiment with that field, replacing the scale's preset (repeatable), "
+             "e.g. --set smollm2=true. Lists: 3,11,64 (or 3;11;64)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print each experiment's estimated memory and time; "
                                                           "run and write nothing."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: the estimates as JSON."),
     only: Optional[list[str]] = typer.Option(
-        None, "--only", help="Run only this experiment of the paper (repeatable), e.g. --only construction; "
-                             "the claims run as always."),
+        None, "--only", metavar="name",
+        help="Run only this experiment of the paper (repeatable), e.g. --only construction; the claims run as "
+             "always."),
 ) -> None:
     """Run a paper's experiments into a run directory with an HTML and a Markdown report.
 
@@ -228,7 +236,7 @@ def _print_plan(plan: Any, title: str, as_json: bool) -> None:
 
 @app.command()
 def report(
-    run_dir: str = typer.Argument(..., help="A run directory written by `attnlab reproduce`."),
+    run_dir: str = typer.Argument(..., metavar="folder", help="A run directory written by `attnlab reproduce`."),
 ) -> None:
     """Rebuild report.html and report.md of RUN_DIR from its stored results."""
     from pathlib import Path
@@ -261,19 +269,25 @@ def _key_values(options: list[str], flag: str, example: str) -> dict[str, str]:
 
 @app.command()
 def sweep(
-    experiment: str = typer.Argument(..., help="A registered experiment id (`attnlab list` shows them)."),
+    experiment: str = typer.Argument(..., metavar="id",
+                                     help="A registered experiment id (`attnlab list` shows them)."),
     set_: Optional[list[str]] = typer.Option(
-        None, "--set", help="key=value: a fixed config value (repeatable). Tuples: 3;11;64. Bools: true/false."),
+        None, "--set", metavar="key=value",
+        help="A fixed config value (repeatable). Lists: 3,11,64 (or 3;11;64). Bools: true/false."),
     grid: Optional[list[str]] = typer.Option(
-        None, "--grid", help="key=v1,v2,...: values to sweep (repeatable; the Cartesian product runs)."),
+        None, "--grid", metavar="key=v1,v2,...",
+        help="Values to sweep, separated by commas (repeatable; the Cartesian product runs). A list as one value: "
+             "3;11;64."),
     seeds: int = typer.Option(1, "--seeds", help="K seeds per grid point: --seed, --seed+1, ..., --seed+K-1."),
     seed: int = typer.Option(0, "--seed", help="The first seed (0 <= seed < 2**32)."),
-    out: Optional[str] = typer.Option(None, help="Sweep directory (default runs/sweep-<experiment>-<UTC time>)."),
+    out: Optional[str] = typer.Option(None, metavar="folder",
+                                      help="Sweep directory (default runs/sweep-<experiment>-<UTC time>)."),
     resume: bool = typer.Option(False, "--resume", help="Continue the sweep in --out, skipping finished runs."),
     workers: Optional[int] = typer.Option(None, help="Parallel runs (default min(cores, runs))."),
-    executor: str = typer.Option("process", help="inline, process or dask (a LocalCluster)."),
-    scheduler: Optional[str] = typer.Option(None, help="Dask scheduler address tcp://host:port (shared filesystem)."),
-    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
+    executor: str = typer.Option("process", metavar="name", help="inline, process or dask (a LocalCluster)."),
+    scheduler: Optional[str] = typer.Option(None, metavar="address",
+                                            help="Dask scheduler address tcp://host:port (shared filesystem)."),
+    device: str = typer.Option("cpu", metavar="name", help="cpu, cuda or cuda:N."),
     as_json: bool = typer.Option(False, "--json", help="Print counts and rows as JSON."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the runs' estimated memory and time; run and "
                                                           "write nothing."),
@@ -333,16 +347,18 @@ def sweep(
 @app.command()
 def bench(
     n: Optional[str] = typer.Option(
-        None, "--n", help="Comma-separated sequence lengths (default 512,...,16384; --quick: 512,...,4096)."),
+        None, "--n", metavar="n1,n2,...",
+        help="Comma-separated sequence lengths (default 512,...,16384; --quick: 512,...,4096)."),
     variant: Optional[list[str]] = typer.Option(
-        None, "--variant", help="A variant to time (repeatable; default all). Fused SDPA is always timed."),
-    dtype: str = typer.Option("float32", help="float32, float64 or bfloat16."),
-    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
+        None, "--variant", metavar="name",
+        help="A variant to time (repeatable; default all). Fused SDPA is always timed."),
+    dtype: str = typer.Option("float32", metavar="name", help="float32, float64 or bfloat16."),
+    device: str = typer.Option("cpu", metavar="name", help="cpu, cuda or cuda:N."),
     threads: Optional[int] = typer.Option(None, help="torch threads (default: torch's choice)."),
     repeats: int = typer.Option(5, help="Timed calls per measurement (median and IQR reported)."),
     quick: bool = typer.Option(False, "--quick", help="n = 512..4096, 3 repeats (1 to 3 minutes)."),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
-    out: Optional[str] = typer.Option(None, help="Directory for bench.json and bench-time.png."),
+    out: Optional[str] = typer.Option(None, metavar="folder", help="Directory for bench.json and bench-time.png."),
 ) -> None:
     """Time and size every attention variant against PyTorch's fused SDPA, in one run.
 
@@ -384,22 +400,25 @@ def bench(
 
 @app.command()
 def analyze(
-    model: str = typer.Option("minilm", help="minilm (shipped all-MiniLM-L6-v2), smollm2 (shipped "
-                                             "SmolLM2-135M-Instruct), a checkpoint directory (BERT family, GPT-2, "
-                                             "Llama, Qwen2, Mistral: config.json, weights, tokenizer files) or a "
-                                             "Llama GGUF file."),
-    text: Optional[str] = typer.Option(None, help="A UTF-8 text file (default: the English of pydoc_data.topics)."),
+    model: str = typer.Option("minilm", metavar="name or path",
+                              help="minilm (shipped all-MiniLM-L6-v2), smollm2 (shipped SmolLM2-135M-Instruct), "
+                                   "a checkpoint directory (BERT family, GPT-2, Llama, Qwen2, Mistral: config.json, "
+                                   "weights, tokenizer files) or a Llama GGUF file."),
+    text: Optional[str] = typer.Option(None, metavar="file",
+                                       help="A UTF-8 text file (default: the English of pydoc_data.topics)."),
     max_tokens: int = typer.Option(128, "--max-tokens", help="Tokens per segment, special tokens included "
                                                              "(2 to the model's positions)."),
     segments: int = typer.Option(8, help="Segments analysed, evenly spaced through the text; numbers are "
                                          "averaged over them."),
-    dtype: str = typer.Option("float32", help="float32 or float64 (the model's weights and activations)."),
-    out: Optional[str] = typer.Option(None, help="A new run directory (default runs/analyze-<model>-<UTC time>)."),
-    device: str = typer.Option("cpu", help="cpu, cuda or cuda:N."),
+    dtype: str = typer.Option("float32", metavar="name",
+                              help="float32 or float64 (the model's weights and activations)."),
+    out: Optional[str] = typer.Option(None, metavar="folder",
+                                      help="A new run directory (default runs/analyze-<model>-<UTC time>)."),
+    device: str = typer.Option("cpu", metavar="name", help="cpu, cuda or cuda:N."),
     as_json: bool = typer.Option(False, "--json", help="Print the per-head numbers as JSON (also in heads.json)."),
-    ablate: str = typer.Option("top", help="Head ablations (models with an output head): top (first-order for "
-                                           "every head, exact for the 6 largest), all (exact for every head; "
-                                           "minutes), none."),
+    ablate: str = typer.Option("top", metavar="name",
+                               help="Head ablations (models with an output head): top (first-order for every "
+                                    "head, exact for the 6 largest), all (exact for every head; minutes), none."),
 ) -> None:
     """Classify every attention head of a model on real text, with the published criteria side by side.
 
@@ -429,7 +448,7 @@ def analyze(
     print_analysis(console, result)
 
 
-class _ConstructCommand(TyperCommand):
+class _ConstructCommand(PlainCommand):
     """`attnlab construct --help` ends with every registered construction and its parameters."""
 
     def format_help(self, ctx, formatter) -> None:
@@ -442,10 +461,12 @@ class _ConstructCommand(TyperCommand):
 @app.command(cls=_ConstructCommand, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def construct(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="A registered construction (`attnlab list` shows them)."),
+    name: str = typer.Argument(..., metavar="name", help="A registered construction (`attnlab list` shows them)."),
     set_: Optional[list[str]] = typer.Option(
-        None, "--set", help="key=value: a parameter of the construction (repeatable). Tuples: 3;11;64."),
-    out: Optional[str] = typer.Option(None, "--out", help="Save the weights and their data to this .npz file."),
+        None, "--set", metavar="key=value",
+        help="A parameter of the construction (repeatable). Lists: 3,11,64 (or 3;11;64)."),
+    out: Optional[str] = typer.Option(None, "--out", metavar="file",
+                                      help="Save the weights and their data to this .npz file."),
     as_json: bool = typer.Option(False, "--json", help="Print the parameters and the check as JSON."),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Print the estimated memory and time and whether they fit; build nothing."),
@@ -563,6 +584,8 @@ def _stops_on_ctrl_c(name: str, callback: Callable[..., Any]) -> Callable[..., A
 
 for _command in app.registered_commands:
     _command.help = _command.help or _unwrapped(_command.callback.__doc__)
+    if _command.cls in (None, TyperCommand):  # typer's default: --help names every value in words instead
+        _command.cls = PlainCommand
     _command.callback = _stops_on_ctrl_c(_command.name or _command.callback.__name__, _command.callback)
 
 

@@ -21,9 +21,12 @@ with the type annotation of the field they set (:func:`coerce`):
     int            "3"                 float   "0.5", "1e-3", "inf"
     bool           true/false/1/0/yes/no (any case)
     str            as written          X | None   "none" or "null" gives None
-    tuple[T, ...]  "3;11;64" (";" between items, since "," separates grid values;
-                   "" is the empty tuple); list[T] the same
+    tuple[T, ...]  "3,11,64" or "3;11;64" ("" is the empty tuple; in ``--grid``, where ","
+                   separates the grid's values, ";"); list[T] the same
     Literal[...]   one of the listed values
+
+and a message names the type in words (:func:`plain_type`: "integers separated by commas (e.g.
+3,11,64) or none"), never as Python writes it.
 """
 
 from __future__ import annotations
@@ -340,7 +343,36 @@ def field_types(config_cls: type) -> dict[str, Any]:
 
 
 def type_name(tp: Any) -> str:
+    """``tp`` as Python writes it ("tuple[int, ...] | None"), for JSON and the docs (messages: :func:`plain_type`)."""
     return getattr(tp, "__name__", None) if isinstance(tp, type) else str(tp).replace("typing.", "")
+
+
+_WORDS = {int: ("an integer", "integers"), float: ("a number", "numbers"), str: ("text", "names"),
+          bool: ("true or false", "true/false values")}  # a value, and several
+LIST_EXAMPLE = {int: "3,11,64", float: "0.5,0.25", bool: "true,false", str: "a,b"}
+
+
+def plain_type(tp: Any, plural: bool = False) -> str:
+    """``tp`` in the words a message gives what a value must be.
+
+    >>> plain_type(int), plain_type(float | None), plain_type(tuple[int, ...] | None)
+    ('an integer', 'a number or none', 'integers separated by commas (e.g. 3,11,64) or none')
+    """
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        words = " or ".join(plain_type(a, plural) for a in args if a is not type(None))
+        return words + (" or none" if type(None) in args else "")
+    if origin is typing.Literal:
+        return ("values among " if plural else "one of ") + ", ".join(map(str, args))
+    if origin in (tuple, list):
+        if origin is tuple and args and args[-1] is not Ellipsis:  # tuple[A, B]: a fixed number of items
+            return f"{len(args)} values separated by commas ({', '.join(plain_type(a) for a in args)})"
+        item = args[0] if args else Any
+        example = f" (e.g. {LIST_EXAMPLE[item]})" if item in LIST_EXAMPLE else ""
+        return f"{plain_type(item, plural=True)} separated by commas{example}"
+    if tp in _WORDS:
+        return _WORDS[tp][plural]
+    return "values" if plural else "a value"
 
 
 def coerce(value: Any, tp: Any) -> Any:
@@ -359,7 +391,7 @@ def coerce(value: Any, tp: Any) -> Any:
                 return coerce(value, a)
             except ValueError:
                 continue
-        raise ValueError(f"expected {type_name(tp)}")
+        raise ValueError(f"expected {plain_type(tp)}")
     if origin is typing.Literal:
         for a in args:
             try:
@@ -406,22 +438,29 @@ def _coerce_bool(value: Any) -> bool:
 
 
 def _coerce_sequence(value: Any, origin: type, args: tuple) -> Any:
+    """A tuple or list from text whose items are separated by "," or ";" (module docstring), or from a
+    Python sequence; ValueError in :func:`plain_type`'s words when an item does not fit."""
+    expected = ValueError(f"expected {plain_type(origin[args] if args else origin)}")
     if isinstance(value, str):
-        items = [v.strip() for v in value.split(";")] if value.strip() else []
+        items = [v.strip() for v in re.split("[,;]", value)] if value.strip() else []
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:
-        raise ValueError("expected items separated by ';', e.g. 3;11;64")
-    if origin is tuple and args and args[-1] is not Ellipsis:  # fixed length tuple[A, B]
-        if len(items) != len(args):
-            raise ValueError(f"expected {len(args)} items separated by ';'")
-        return tuple(coerce(v, a) for v, a in zip(items, args))
-    item_tp = args[0] if args else Any
-    return origin(coerce(v, item_tp) for v in items)
+        raise expected
+    try:
+        if origin is tuple and args and args[-1] is not Ellipsis:  # fixed length tuple[A, B]
+            if len(items) != len(args):
+                raise expected
+            return tuple(coerce(v, a) for v, a in zip(items, args))
+        item_tp = args[0] if args else Any
+        return origin(coerce(v, item_tp) for v in items)
+    except ValueError:
+        raise expected from None
 
 
 def format_value(value: Any) -> Any:
-    """A config value as one table cell: sequences as "a;b;c" (the --set syntax)."""
+    """A config value as one table cell: sequences as "a;b;c" (what --set and --grid both read, and a CSV
+    cell keeps whole)."""
     if isinstance(value, (list, tuple)):
         return ";".join(str(format_value(v)) for v in value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -445,7 +484,7 @@ def coerce_field(owner: str, config_cls: type, key: str, value: Any, flag: str =
     try:
         return coerce(value, types_[key])
     except ValueError as e:
-        raise ConfigError(f"{flag} {key}={shown(value, quote=False)}: {e} for {key} ({type_name(types_[key])})") from None
+        raise ConfigError(f"{flag} {key}={shown(value, quote=False)}: {e} for {key}") from None
 
 
 def build_config(config_cls: type, values: Mapping[str, Any], *, what: str = "") -> Any:

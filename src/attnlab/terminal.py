@@ -13,8 +13,21 @@ it prints as one; otherwise the columns after the key columns are dealt, in orde
 that fit beside the key columns, and each group prints as its own table with the keys repeated
 (titled "(continued)"), so that no id wraps and no number is cut. A table whose rows are mostly
 prose (``stack=True``: claims with their statements) prints instead one block per row when it does
-not fit: the keys and numbers on the first line(s) as ``name value`` pairs that break only between
-pairs, then each text field indented, folded at word boundaries, its name once before its first line.
+not fit, every line after a block's first indented under it, so that only a new row starts at
+column 0::
+
+    invertibility.minimal-heads  differs  measured 3
+      required == 6                                      pairs that did not fit on the first line
+      statement: the fewest heads giving rank N^L is     a text field: its name once, folded at
+        P = ceil(N^L / d): rank A <= Pd makes it ...     words, its further lines one step deeper
+        finding: errata invertibility.cap-below-...      a cell's next line (a note) under it
+      parameters:                                        an ``items`` column: its name alone,
+        N=2: number of tokens N                          one item (a line of the cell) per line
+        P=-: number of single-head modules P (default:
+          the fewest the proved rank cap allows)
+
+The keys and numbers print as ``name value`` pairs that break only between pairs. No line ends in
+spaces.
 """
 
 from __future__ import annotations
@@ -29,17 +42,20 @@ from rich.text import Text
 
 TEXT_MIN = 16
 STACK_TEXT_MIN = 32  # a prose table (stack=True) stacks rather than squeeze its text below this
+STEP = 2  # a stacked block's indentation step (module docstring)
 KINDS = ("key", "number", "text")
 
 
 @dataclass(frozen=True)
 class Col:
     """A column: ``name`` (its header), ``kind`` (module docstring), ``min_width`` (a floor for a text
-    column, e.g. the longest id inside a cell that also holds prose)."""
+    column, e.g. the longest id inside a cell that also holds prose), ``items`` (a text column whose cells
+    list one item a line, e.g. parameters: stacked, its name stands alone above the items)."""
 
     name: str
     kind: str = "text"
     min_width: int = 0
+    items: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -114,35 +130,56 @@ def widths(columns: Sequence[Col], rows: Sequence[Sequence[str]], width: int) ->
     return out
 
 
+def print_hanging(console, text: Text, first: int, rest: int) -> None:
+    """``text`` folded at word boundaries to the console's width, its first line indented by ``first``
+    and every further line by ``rest`` (>= ``first``: a hanging indent); no line ends in spaces."""
+    head = text.wrap(console, max(console.width - first, TEXT_MIN))[0]  # the first line, at its own width
+    start = len(head.plain)
+    start += len(text.plain[start:]) - len(text.plain[start:].lstrip())  # the break's spaces end no line
+    lines = [head, *(text[start:].wrap(console, max(console.width - rest, TEXT_MIN)) if start < len(text) else [])]
+    for k, line in enumerate(lines):
+        line.rstrip()
+        console.print(Text(" " * (first if k == 0 else rest)) + line, highlight=False, soft_wrap=True)
+
+
 def print_stacked(console, title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]]) -> None:
-    """One block per row (module docstring): keys and numbers as pairs on the first lines, text fields below."""
+    """One block per row (module docstring): keys and numbers as pairs on the first lines, text fields below,
+    every line after a block's first indented under it."""
     from rich.markup import escape
 
-    console.print(f"[bold]{escape(title)}[/]", highlight=False)
+    print_hanging(console, Text(title, style="bold"), 0, STEP)
     width = console.width
     for r in rows:
         console.print("", highlight=False)
-        line, length = [], 0
+        lines: list[list[str]] = [[]]
+        length = 0
         for c, cell in zip(columns, r):
             if c.kind == "text" or not cell:
                 continue
             pair = cell if c.kind == "key" else f"[dim]{escape(c.name)}[/] {cell}"
             size = cell_width(pair)
-            if line and length + 2 + size > width:
-                console.print("  ".join(line), highlight=False, soft_wrap=True)
-                line, length = [], 0
-            line.append(pair)
-            length += size + (2 if len(line) > 1 else 0)
-        if line:
-            console.print("  ".join(line), highlight=False, soft_wrap=True)
+            if lines[-1] and length + 2 + size > width:  # the next line, indented under the first
+                lines.append([])
+                length = STEP
+            length += size + (2 if lines[-1] else 0)
+            lines[-1].append(pair)
+        for k, line in enumerate(lines):
+            if line:
+                console.print(" " * (STEP if k else 0) + "  ".join(line), highlight=False, soft_wrap=True)
         for c, cell in zip(columns, r):
-            if c.kind == "text" and cell and cell != "-":
-                from rich.padding import Padding
-
-                # the field's name once; its further lines (notes below a statement) indented under it
-                for k, part in enumerate(str(cell).split("\n")):
-                    text = Text.from_markup((f"[dim]{escape(c.name)}:[/] " if k == 0 else "") + part, emoji=False)
-                    console.print(Padding(text, (0, 0, 0, 2 if k == 0 else 4), expand=False), highlight=False)
+            if c.kind != "text" or not cell or cell == "-":
+                continue
+            label = f"[dim]{escape(c.name)}:[/]"
+            parts = str(cell).split("\n")
+            if c.items:  # the name alone, then one item a line under it
+                console.print(" " * STEP + label, highlight=False, soft_wrap=True)
+                for part in parts:
+                    print_hanging(console, Text.from_markup(part, emoji=False), 2 * STEP, 3 * STEP)
+            else:  # the name before the first line; the cell's further lines (notes) one step deeper
+                for k, part in enumerate(parts):
+                    text = Text.from_markup((label + " " if k == 0 else "") + part, emoji=False)
+                    print_hanging(console, text, STEP * (k > 0) + STEP, STEP * (k > 0) + 2 * STEP)
+    console.print("", highlight=False)
 
 
 def print_table(console, title: str, columns: Sequence[Col], rows: Sequence[Sequence[str]], *, keys: int = 1,

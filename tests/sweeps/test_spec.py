@@ -45,7 +45,7 @@ def test_run_id_is_sha256_of_sorted_json_and_stable():
 
 @pytest.mark.parametrize("kwargs, needles", [
     (dict(base={"bogus": "1"}), ["--set bogus", "no config field 'bogus'", "fields: scale, x, n, fail, sleep"]),
-    (dict(grid={"n": ["3", "abc"]}), ["--grid n=abc", "expected an integer", "(int)"]),
+    (dict(grid={"n": ["3", "abc"]}), ["--grid n=abc: expected an integer for n"]),
     (dict(grid={"n": ["3", "0"]}), ["n=0", "n must be an integer >= 1"]),
     (dict(base={"sleep": "-1"}), ["sleep=-1.0", "sleep must be a finite number in [0, 60]"]),
     (dict(base={"fail": "perhaps"}), ["--set fail=perhaps", "true or false"]),

@@ -10,4 +10,5 @@ layers) and below the command line (:mod:`attnlab.cli`), which parses arguments 
 - :mod:`attnlab.commands.sweep`     a sweep's table
 - :mod:`attnlab.commands.bench`     the benchmark's tables and files
 - :mod:`attnlab.commands.console`   the consoles, the progress display, JSON on stdout, verdict colours
+- :mod:`attnlab.commands.plain_help` ``--help`` that names every value in words
 """

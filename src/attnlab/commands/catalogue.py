@@ -51,7 +51,7 @@ def print_catalogue(console: Console) -> None:
                 [[escape(e.id), escape(e.description + ("" if e.in_reproduce else " (sweep only)"))]
                  for e in experiments])
     print_table(console, "constructions (attnlab construct NAME --set key=value ... --out FILE.npz)",
-                [Col("name", "key"), Col("description"), Col("parameters")],
+                [Col("name", "key"), Col("description"), Col("parameters", items=True)],
                 [[escape(c.name), escape(c.description), escape(parameters_text(c.params_cls))]
                  for c in constructions], stack=True)
 

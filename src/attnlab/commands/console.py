@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import textwrap
-from typing import Any
+from typing import Any, Iterable
 
 from rich.console import Console
 from rich.progress import (
@@ -24,14 +25,35 @@ from attnlab import estimates
 from attnlab.estimates import Estimate
 from attnlab.runs.progress import hms
 
+# spaces (and tabs) at the end of a line, before the style codes that may close it
+_TRAILING_SPACE = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)(?=\n)")
+
+
+def strip_trailing_spaces(text: str) -> str:
+    """``text`` with no line ending in spaces; a style code that closes a line (``ESC[0m``) stays.
+
+    >>> strip_trailing_spaces("a  \\nb\\x1b[1m c \\x1b[0m\\n")
+    'a\\nb\\x1b[1m c\\x1b[0m\\n'
+    """
+    return _TRAILING_SPACE.sub(r"\1", text)
+
+
+class TrimmedConsole(Console):
+    """A rich console whose lines never end in spaces: rich pads a table's centred title, a padded
+    block and a wrapped paragraph to the full width, which a pipe, a log file or a copy-paste keeps.
+    The text rich renders for each print is trimmed line by line before it is written (on a
+    terminal too, where the padding shows nothing)."""
+
+    def _render_buffer(self, buffer: Iterable[Any]) -> str:
+        return strip_trailing_spaces(super()._render_buffer(buffer))
 
 
 def make_console(**kwargs: Any) -> Console:
     """A console for the commands: emoji codes off, so that a user's ``2:x:4`` prints as typed (rich's
     default turns ``:x:`` into an emoji even with markup off); markup stays on for the verdict colours,
     so every user value in a markup string goes through :func:`rich.markup.escape`, and plain lines
-    go through :func:`say`."""
-    return Console(emoji=False, **kwargs)
+    go through :func:`say`; no line ends in spaces (:class:`TrimmedConsole`)."""
+    return TrimmedConsole(emoji=False, **kwargs)
 
 
 console = make_console()

@@ -100,7 +100,7 @@ def print_coverage(console: Console, results: Sequence[Coverage], *, ran_claims:
             rows.append([escape(s.id.split(".", 1)[1]), escape(s.where), escape(s.kind), f"[dim]{escape(s.quote)}[/]",
                          f"[yellow]{escape(s.note)}[/]" if s.note else "-", checked])
         print_table(console, f"{p.paper}: the text's statements and what checks them",
-                    [Col("entry", "key"), Col("where"), Col("kind"), Col("quote"), Col("read as"), Col("checked by")],
+                    [Col("entry", "key"), Col("where"), Col("kind"), Col("quote"), Col("read as"), Col("checked by", items=True)],
                     rows, stack=True)
         say(console, f"{p.paper}: {p.line()}")
     if not ran_claims:

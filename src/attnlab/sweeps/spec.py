@@ -9,8 +9,8 @@ Every config is built (so validated by its ``__post_init__``) before any run sta
 
 Values written as text (``--set key=value``, ``--grid key=v1,v2``) are converted
 with the type annotation of the config field they set, by the one conversion
-every command uses (:func:`attnlab.config.coerce`: "3;11;64" for tuples, true/false
-for bools, "none" for None). Values given from Python are checked against the same
+every command uses (:func:`attnlab.config.coerce`: "3,11,64" or "3;11;64" for tuples, and
+"3;11;64" inside ``--grid``, whose commas separate its values; true/false for bools, "none" for None). Values given from Python are checked against the same
 annotations (an int is accepted where a float is expected; a list where a tuple is).
 
 The run id is the first 12 hex digits of SHA-256 over the sorted JSON of

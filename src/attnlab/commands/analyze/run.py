@@ -43,6 +43,14 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 Progress = Callable[[str, int, int], None]
+"""``progress(what, done, total)``: the step starting now and how many of ``total`` steps are done."""
+
+
+def progress_steps(segments: int) -> int:
+    """The steps :func:`analyze` ticks through, counted before its first tick (the total never changes):
+    loading the model, each of the ``segments`` asked for, the ablations, the repeated random tokens and
+    the report. A text with fewer segments counts the ones it lacks as done."""
+    return segments + 4
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,9 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     device = check_device(device, "--device")
     source, sentences = read_text(text)
     path = check_out(out) if out is not None else default_out(str(model))
-    if progress:
-        progress("loading the model", 0, segments + 2)
+    total = progress_steps(segments)
+    tick: Progress = progress or (lambda what, done, total: None)
+    tick("loading the model", 0, total)
     if not Path(str(model)).expanduser().exists() and str(model).lower() not in SHIPPED:
         raise ConfigError(f"--model {model}: no shipped model has that name and no such directory exists; use "
                           f"{' or '.join(sorted(SHIPPED))}, or a checkpoint directory (config.json and weights)")
@@ -126,11 +135,9 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
                                       "prefix": prompts.prefix, "suffix": prompts.suffix, "seed": prompts.seed}})
     frequencies = Counter(t for ids in segs.input_ids for t in ids)
     specials = special_tokens(pm.tokenizer)
-    total = len(segs.input_ids) + 5
     per_segment, first = [], None
     for b, A, hidden in segment_maps(pm, segs, hidden=True):
-        if progress:
-            progress(f"segment {b + 1}/{len(segs.input_ids)}", b + 1, total)
+        tick(f"segment {b + 1}/{len(segs.input_ids)}", 1 + b, total)
         per_segment.append(analyse_segment(
             A, segs.input_ids[b], segs.tokens[b], None if segs.token_type_ids is None else segs.token_type_ids[b],
             causal=causal, specials=specials, frequencies=frequencies))
@@ -140,11 +147,10 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     avg = average(per_segment)
     cis = ev.intervals(per_segment, [k for k in per_segment[0] if not k.startswith("chance:")])
     avg.update(ev.weights(pm))
-    done = len(segs.input_ids) + 1
-    ablations = ev.run_ablations(pm, segs.input_ids, ablate, progress=(lambda what: progress(what, done, total))
-                                 if progress else None)
-    if progress:
-        progress("repeated random tokens", len(segs.input_ids) + 2, total)
+    done = 1 + segments  # the model and every segment asked for
+    tick("ablations", done, total)
+    ablations = ev.run_ablations(pm, segs.input_ids, ablate, progress=lambda what: tick(what, done, total))
+    tick("repeated random tokens", done + 1, total)
     L, H = avg["entropy"].shape
     nan = torch.full((L, H), float("nan"), dtype=torch.float64)
     rep = repeated_scores(pm, prompts, causal) if prompts is not None else {
@@ -162,10 +168,10 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
                                          f"segments of {source}",
         "config": config, "status": "ok", "results": result.to_dict(),
         "seconds": round(time.perf_counter() - start, 3), "finished": utc_now()}}})
-    if progress:
-        progress("report", len(segs.input_ids) + 3, total)
+    tick("report", done + 2, total)
     from attnlab.reports import build_report
 
     build_report(rd.path)
+    tick("done", total, total)
     return Analysis(rd.path, to_jsonable(payload))  # as heads.json holds it: NaN as "nan"
 
