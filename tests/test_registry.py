@@ -60,6 +60,7 @@ def test_every_paper_folder_is_registered_by_its_own_package_and_counted():
 
 
 def test_every_object_lives_in_its_papers_package_and_experiment_files_are_named_by_id():
+    """Every experiment's entry point is ``run`` in ``<paper>/experiments/<name>.py``."""
     for c in all_claims():
         home = papers()[c.paper].package
         if home.startswith("attnlab.papers."):
@@ -68,6 +69,7 @@ def test_every_object_lives_in_its_papers_package_and_experiment_files_are_named
         home = papers()[e.paper].package
         if home.startswith("attnlab.papers."):
             assert e.run.__module__ == f"{home}.experiments.{e.id.split('.', 1)[1].replace('-', '_')}", e.id
+            assert e.run.__name__ == "run", f"{e.id}: the entry point is named {e.run.__name__}, not run"
             assert issubclass(e.config_cls, RunConfig)
     for c in all_constructions():
         assert c.build.__module__.startswith(papers()[c.paper].package + "."), c.name

@@ -16,7 +16,7 @@ from attnlab.papers.memorization.experiments.assumptions import (
     LAYERS,
     AssumptionsConfig,
     assumption_tests,
-    run_assumptions,
+    run as run_assumptions,
 )
 from attnlab.registry import get_experiment
 from tolerances import FLOAT64, RANK_RTOL, SVD_RATIO

@@ -17,7 +17,7 @@ from attnlab.papers.memorization.experiments.authors_capacity import (
     _ratio_row,
     _row,
     deviations,
-    run_authors_capacity,
+    run as run_authors_capacity,
 )
 from attnlab.registry import get_experiment
 from attnlab.runs.progress import progress_sink

@@ -6,7 +6,7 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.papers.memorization.experiments.capacity_vs_context import ContextConfig, run_context
+from attnlab.papers.memorization.experiments.capacity_vs_context import ContextConfig, run as run_context
 
 # tiny: d = 8, T a small multiple of the bound, few steps; every cell trains in about a second
 TRAIN = dict(d=8, n=4, steps=150, lr=2e-2, warmup=10, replicates=2, eval_every=10)

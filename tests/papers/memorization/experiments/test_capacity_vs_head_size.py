@@ -13,7 +13,7 @@ from attnlab.papers.memorization.experiments.capacity_vs_head_size import (
     MONOTONE_ANCHOR,
     HeadSizeConfig,
     flat_beyond_n,
-    run_head_size,
+    run as run_head_size,
 )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
-from attnlab.papers.memorization.experiments.capacity_vs_heads import EXPERIMENT_ID, CapacityConfig, run_capacity
+from attnlab.papers.memorization.experiments.capacity_vs_heads import EXPERIMENT_ID, CapacityConfig, run as run_capacity
 from attnlab.runs.rundir import RunDir
 
 TINY = dict(d=8, n=4, n_classes=10, H_grid=(1, 2), T_factors=(1.0, 2.0), steps=150, lr=2e-2, warmup=10,

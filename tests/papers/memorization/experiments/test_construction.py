@@ -8,7 +8,7 @@ from attnlab.papers.memorization.experiments.construction import (
     EXPERIMENT_ID,
     ConstructionConfig,
     build_one,
-    run_construction,
+    run as run_construction,
 )
 from attnlab.registry import get_experiment
 

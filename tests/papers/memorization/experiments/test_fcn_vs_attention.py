@@ -9,7 +9,7 @@ from attnlab.registry import get_experiment
 from attnlab.papers.memorization.experiments.fcn_vs_attention import (
     EXPERIMENT_ID,
     FCNvsAttentionConfig,
-    run_fcn_vs_attention,
+    run as run_fcn_vs_attention,
 )
 from attnlab.runs.rundir import RunDir
 

@@ -6,7 +6,7 @@ import pytest
 
 from attnlab.cli import main
 from attnlab.errors import ConfigError
-from attnlab.papers.memorization.experiments.regression import RegressionConfig, run_regression
+from attnlab.papers.memorization.experiments.regression import RegressionConfig, run as run_regression
 
 TRAIN = dict(d=8, n=4, steps=150, lr=2e-2, warmup=10, replicates=2, eval_every=10)
 

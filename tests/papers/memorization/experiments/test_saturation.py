@@ -13,7 +13,7 @@ from attnlab.papers.memorization.experiments.saturation import (
     EXPERIMENT_ID,
     SaturationConfig,
     max_theta_edges,
-    run_saturation,
+    run as run_saturation,
     saturation_stats,
 )
 from attnlab.runs.rundir import RunDir

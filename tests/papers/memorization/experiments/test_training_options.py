@@ -16,7 +16,7 @@ from attnlab.papers.memorization.experiments.training_options import (
     TrainingOptionsConfig,
     app_h_row,
     deviations,
-    run_training_options,
+    run as run_training_options,
 )
 from attnlab.runs.rundir import RunDir
 

@@ -9,7 +9,7 @@ from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.papers.transformer_math.experiments.attention_speed import (
     EXPERIMENT_ID,
     AttentionSpeedConfig,
-    run_attention_speed,
+    run as run_attention_speed,
 )
 from attnlab.registry import get_experiment
 

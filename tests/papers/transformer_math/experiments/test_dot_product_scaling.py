@@ -5,7 +5,7 @@ import math
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.experiments.dot_product_scaling import DotProductConfig, run_dot_product_scaling
+from attnlab.papers.transformer_math.experiments.dot_product_scaling import DotProductConfig, run as run_dot_product_scaling
 from tolerances import FLOAT64
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.transformer_math.experiments.parameter_counts import ParameterCountsConfig, run_parameter_counts
+from attnlab.papers.transformer_math.experiments.parameter_counts import ParameterCountsConfig, run as run_parameter_counts
 
 
 def test_parameter_counts(storable):

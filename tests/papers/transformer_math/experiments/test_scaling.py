@@ -13,7 +13,7 @@ from attnlab.papers.transformer_math.experiments.scaling import (
     ScalingConfig,
     aggregate,
     reproduce_plan,
-    run_scaling,
+    run as run_scaling,
 )
 from attnlab.registry import SweepPlan, get_experiment
 from attnlab.runs.rundir import RunDir

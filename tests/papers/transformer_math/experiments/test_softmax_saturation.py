@@ -9,7 +9,7 @@ from attnlab.errors import ConfigError
 from attnlab.papers.transformer_math.experiments.softmax_saturation import (
     SaturationConfig,
     _summary,
-    run_softmax_saturation,
+    run as run_softmax_saturation,
 )
 from attnlab.runs.rundir import RunDir
 

@@ -593,7 +593,7 @@ def figure1_estimates(cfg: AssumptionsConfig) -> Figure1:
 # --------------------------------------------------------------------------------------
 # the experiment
 # --------------------------------------------------------------------------------------
-def run_assumptions(cfg: AssumptionsConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: AssumptionsConfig, run_dir=None) -> ExperimentResult:
     results, skipped = {}, {}
     for i, (layer, E, e, tokens) in enumerate(_layer_outputs(cfg, skipped)):
         res = dataclasses.replace(assumption_tests(E, e, cfg, seed=cfg.seed + 10 * i), tokens=tokens)
@@ -831,6 +831,6 @@ def _notes(cfg: AssumptionsConfig, results: dict[str, LayerTests], fig: Figure1,
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Tables 1 and 3, Fig. 1: General Position and Assumptions 1-3 on random layers and MiniLM, "
-                    "English text", AssumptionsConfig, run_assumptions,
+                    "English text", AssumptionsConfig, run,
                     anchors=(*TABLE1_ANCHORS.values(), ASM3_EMBEDDING, *TABLE3_ANCHORS.values()),
                     cpu_only="the rank tests are float64 SVDs of a few hundred rows, in NumPy"))

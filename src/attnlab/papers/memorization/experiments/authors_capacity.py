@@ -130,7 +130,7 @@ class AuthorsCapacityConfig(RunConfig):
                             T_limit=self.T_limit, device=self.device, **kind)
 
 
-def run_authors_capacity(cfg: AuthorsCapacityConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: AuthorsCapacityConfig, run_dir=None) -> ExperimentResult:
     found: list[tuple[str, int, SearchResult]] = []
     searches = Steps("capacity searches", len(cfg.H_grid) * len(cfg.variants))
     for H in cfg.H_grid:
@@ -310,4 +310,4 @@ def _notes(cfg: AuthorsCapacityConfig) -> list[str]:
 register_experiment(Experiment(EXPERIMENT_ID,
                     "App. H: largest T memorized by gradient descent on the authors' released model (d_v = 1) "
                     "beside d_v = 64 models and the paper's ~550 (H = 4) / ~1300 (H = 8)",
-                    AuthorsCapacityConfig, run_authors_capacity, anchors=tuple(ANCHORS.values())))
+                    AuthorsCapacityConfig, run, anchors=tuple(ANCHORS.values())))

@@ -73,7 +73,7 @@ class ContextConfig(CapacitySettings):
         return panel_points("n", self.n_grid, self.H, self.n, self.d_h)
 
 
-def run_context(cfg: ContextConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: ContextConfig, run_dir=None) -> ExperimentResult:
     cells = run_points(cfg, panel_points("n", cfg.n_grid, cfg.H, cfg.n, cfg.d_h), run_dir, EXPERIMENT_ID)
     p = panel(cfg, cells, "n", cfg.n_grid, cfg.H)
     monotone = monotone_row(p, anchor=MONOTONE_ANCHOR, deviations=deviation_ids(cfg))
@@ -102,4 +102,4 @@ def _notes(cfg: ContextConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 2(b): largest data set memorized by gradient descent vs context size n, beside "
-                    "Theorem 1's bound", ContextConfig, run_context, anchors=(MONOTONE_ANCHOR,)))
+                    "Theorem 1's bound", ContextConfig, run, anchors=(MONOTONE_ANCHOR,)))

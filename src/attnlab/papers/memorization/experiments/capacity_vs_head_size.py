@@ -129,7 +129,7 @@ def flat_beyond_n(cfg: HeadSizeConfig, cells: list[Cell], p: dict) -> list[Check
     return rows
 
 
-def run_head_size(cfg: HeadSizeConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: HeadSizeConfig, run_dir=None) -> ExperimentResult:
     points = panel_points("d_h", cfg.d_h_grid, cfg.H, cfg.n, cfg.d_h)
     cells = run_points(cfg, points, run_dir, EXPERIMENT_ID)
     p = panel(cfg, cells, "d_h", cfg.d_h_grid, cfg.H)
@@ -164,5 +164,5 @@ def _notes(cfg: HeadSizeConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 2(c): largest data set memorized by gradient descent vs head size d_h (no gain "
-                    "beyond d_h > n), beside Theorem 1's bound", HeadSizeConfig, run_head_size,
+                    "beyond d_h > n), beside Theorem 1's bound", HeadSizeConfig, run,
                     anchors=(MONOTONE_ANCHOR, FLAT_ANCHOR)))

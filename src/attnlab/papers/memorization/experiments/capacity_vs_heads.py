@@ -87,7 +87,7 @@ class CapacityConfig(CapacitySettings):
         return [(H, self.n, self.d_h) for H in self.H_grid]
 
 
-def run_capacity(cfg: CapacityConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: CapacityConfig, run_dir=None) -> ExperimentResult:
     points = cfg.points()
     cells = run_points(cfg, points, run_dir, EXPERIMENT_ID)
     p = panel(cfg, cells, "H", cfg.H_grid, cfg.H_grid[0])
@@ -128,4 +128,4 @@ def _notes(cfg: CapacityConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 2(a): largest data set memorized by gradient descent vs heads H, beside Theorem 1's bound",
-                    CapacityConfig, run_capacity, anchors=(R2_ANCHOR,)))
+                    CapacityConfig, run, anchors=(R2_ANCHOR,)))

@@ -141,7 +141,7 @@ def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,
                  bound_name=w.bound_name, seconds=seconds)
 
 
-def run_construction(cfg: ConstructionConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: ConstructionConfig, run_dir=None) -> ExperimentResult:
     rows = []
     plan = [(H, True, {}) for H in cfg.H_shared] + [(H, False, {}) for H in cfg.H_per_example]
     plan += [(cfg.H_labels, True, {"n_classes": cfg.n_classes}), (cfg.H_labels, True, {"d_out": 4})]
@@ -255,5 +255,5 @@ def _notes(cfg: ConstructionConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Theorem 1's weights at d=64, n=32 for H up to 20: rank Z, sigma_min, c and label error",
-                    ConstructionConfig, run_construction, anchors=(THEOREM1,),
+                    ConstructionConfig, run, anchors=(THEOREM1,),
                     cpu_only="Theorem 1's construction is float64 linear algebra in NumPy"))

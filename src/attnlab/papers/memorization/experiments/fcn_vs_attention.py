@@ -196,7 +196,7 @@ def largest(cells: list[FitCell], residual: Callable[[FitCell], float], level: G
                     above[0].T if above else None, residual(above[0]) if above else None)
 
 
-def run_fcn_vs_attention(cfg: FCNvsAttentionConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: FCNvsAttentionConfig, run_dir=None) -> ExperimentResult:
     cells = []
     for T in cfg.T_grid:
         cells.append(train_cell(cfg, T))
@@ -320,6 +320,6 @@ def _notes(cfg: FCNvsAttentionConfig, sizes: dict) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Prop. 3: trained ReLU FCN vs attention of matched size, final residual against T beside both bounds",
-                    FCNvsAttentionConfig, run_fcn_vs_attention, anchors=(PROPOSITION3,),
+                    FCNvsAttentionConfig, run, anchors=(PROPOSITION3,),
                     cpu_only="Proposition 3's networks are small float64 problems trained by L-BFGS, "
                              "where a GPU adds kernel launches and no speed"))

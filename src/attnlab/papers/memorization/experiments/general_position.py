@@ -69,7 +69,7 @@ def _vs_hd_row(cfg: GeneralPositionConfig, p: dict) -> Check:
                 detail=f"{p['swept']} = {p['values']}; H(d-1)+1 = {hd}")
 
 
-def run_general_position(cfg: GeneralPositionConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: GeneralPositionConfig, run_dir=None) -> ExperimentResult:
     cells, panels = run_h_and_n_panels(cfg, run_dir, EXPERIMENT_ID)
     summary, figures = [], []
     for p, H, tag in zip(panels, (cfg.H_grid[0], cfg.H), ("H", "n")):
@@ -107,5 +107,5 @@ def _notes(cfg: GeneralPositionConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "App. I.1 / Fig. 4: memorization with per-example contexts in general position vs H and n, "
-                    "beside H(n-1)+1 and H(d-1)+1", GeneralPositionConfig, run_general_position,
+                    "beside H(n-1)+1 and H(d-1)+1", GeneralPositionConfig, run,
                     anchors=(LINEAR_H_ANCHOR,)))

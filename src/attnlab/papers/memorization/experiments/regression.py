@@ -65,7 +65,7 @@ class RegressionConfig(TwoPanelSettings):
         check_number("mse_tol", self.mse_tol, 0, open_min=True)
 
 
-def run_regression(cfg: RegressionConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: RegressionConfig, run_dir=None) -> ExperimentResult:
     cells, panels = run_h_and_n_panels(cfg, run_dir, EXPERIMENT_ID)
     summary, figures = [], []
     for p, H, tag in zip(panels, (cfg.H_grid[0], cfg.H), ("a", "b")):
@@ -103,4 +103,4 @@ def _notes(cfg: RegressionConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 5: train MSE of real-valued labels vs T per H and per n, and the largest T fitted "
-                    "beside Theorem 1's bound", RegressionConfig, run_regression, anchors=(MONOTONE_ANCHOR,)))
+                    "beside Theorem 1's bound", RegressionConfig, run, anchors=(MONOTONE_ANCHOR,)))

@@ -261,7 +261,7 @@ def measure_H(cfg: SaturationConfig, H: int, T: int, model: str = "plain") -> Sa
         final=stats({k: v[:1] for k, v in run.params.items()}))
 
 
-def run_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
     per_H = []
     for model in cfg.models:
         for H, T in zip(cfg.H_grid, cfg.T_for(model)):
@@ -439,4 +439,4 @@ def _notes(cfg: SaturationConfig) -> list[str]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Fig. 3 (App. H): softmax saturation of the heads of models that memorize, H = 4 and 8",
-                    SaturationConfig, run_saturation, anchors=(MAJORITY_ANCHOR, UNSATURATED_ANCHOR)))
+                    SaturationConfig, run, anchors=(MAJORITY_ANCHOR, UNSATURATED_ANCHOR)))

@@ -337,7 +337,7 @@ def _warm_up(cfg: TrainingOptionsConfig) -> None:
         train_once(cfg, [0], model="authors", optimizer="lbfgs", lr=1.0, steps=1, batch=None)
 
 
-def run_training_options(cfg: TrainingOptionsConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: TrainingOptionsConfig, run_dir=None) -> ExperimentResult:
     _warm_up(cfg)
     runs = []
     for option in cfg.options:
@@ -487,4 +487,4 @@ def _notes(cfg: TrainingOptionsConfig, runs: list[OptionRun]) -> list[str]:
 register_experiment(Experiment(EXPERIMENT_ID,
                     "Training options for memorization: the authors' protocol and model vs full-batch Adam, "
                     "L-BFGS and batched replicates, steps and wall time to 100% train accuracy",
-                    TrainingOptionsConfig, run_training_options, anchors=tuple(ANCHORS.values())))
+                    TrainingOptionsConfig, run, anchors=tuple(ANCHORS.values())))

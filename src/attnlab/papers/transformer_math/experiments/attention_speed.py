@@ -68,7 +68,7 @@ class AttentionSpeedConfig(RunConfig):
                            threads=self.threads, seed=self.seed, device=self.device)
 
 
-def run_attention_speed(cfg: AttentionSpeedConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: AttentionSpeedConfig, run_dir=None) -> ExperimentResult:
     result = run_bench(cfg.bench_config()).to_dict()
     rows = result["rows"]
     for r in rows:
@@ -124,4 +124,4 @@ def _target_check(t: dict, scale: str) -> Check:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "§2.1: forward time and peak memory of sparse, linear and low-rank attention vs fused SDPA",
-                    AttentionSpeedConfig, run_attention_speed))
+                    AttentionSpeedConfig, run))

@@ -134,7 +134,7 @@ class DotProductConfig(RunConfig):
                         change="lower n_keys, dims or n_samples_variance")
 
 
-def run_dot_product_scaling(cfg: DotProductConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: DotProductConfig, run_dir=None) -> ExperimentResult:
     var, soft, queries = measure(cfg, run_dir)
     ctl_var, ctl_soft, ctl_queries = measure(cfg, None, control=True)
     slope = loglog_slope(var["dims"], var["var_raw"])  # of log Var(q.k) against log d
@@ -327,4 +327,4 @@ def _figures(cfg: DotProductConfig, var: dict[str, list], soft: dict[str, list],
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3: Var(q.k) = d, and 1/sqrt(d) keeps the softmax of attention logits unsaturated",
-                    DotProductConfig, run_dot_product_scaling, anchors=(GROW, RESCALE, DOMINATES)))
+                    DotProductConfig, run, anchors=(GROW, RESCALE, DOMINATES)))

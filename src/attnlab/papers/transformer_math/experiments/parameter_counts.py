@@ -26,7 +26,7 @@ class ParameterCountsConfig(RunConfig):
         check_number("rel_tol", self.rel_tol, 0, 1, open_min=True, open_max=True)
 
 
-def run_parameter_counts(cfg: ParameterCountsConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: ParameterCountsConfig, run_dir=None) -> ExperimentResult:
     rows = table1_rows()
     summary, table_rows = [], []
     for r in rows:
@@ -64,4 +64,4 @@ def run_parameter_counts(cfg: ParameterCountsConfig, run_dir=None) -> Experiment
 
 
 register_experiment(Experiment(EXPERIMENT_ID, "Table 1: parameter counts of six LLMs, paper vs computed from hyper-parameters",
-                    ParameterCountsConfig, run_parameter_counts, anchors=tuple(ANCHORS.values())))
+                    ParameterCountsConfig, run, anchors=tuple(ANCHORS.values())))

@@ -247,7 +247,7 @@ def scalars_of(cfg: ScalingConfig, history: dict[str, History]) -> dict[str, flo
     return out
 
 
-def run_scaling(cfg: ScalingConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: ScalingConfig, run_dir=None) -> ExperimentResult:
     """One sweep run: one d_head, one seed, both models; its scalars are one row of the sweep."""
     history = train_pair(cfg, run_dir)
     per = {k: variant_scalars(cfg, h) for k, h in history.items()}
@@ -520,5 +520,5 @@ def _figures(dims: Sequence[int], stats: dict[str, VariantStats], steps: int, th
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3 by training: steps to learn positional copy with and without 1/sqrt(d_head)",
-                    ScalingConfig, run_scaling, reproduce_sweep=reproduce_plan, aggregate=aggregate,
+                    ScalingConfig, run, reproduce_sweep=reproduce_plan, aggregate=aggregate,
                     anchors=(STABLE, SATURATE, RESCALE)))

@@ -85,7 +85,7 @@ class SaturationConfig(RunConfig):
                         change="lower the largest n_values or n_samples")
 
 
-def run_softmax_saturation(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: SaturationConfig, run_dir=None) -> ExperimentResult:
     ts, curves = measure(cfg, run_dir)
     _, control = measure(cfg, None, control=True)
     return ExperimentResult(summary=_summary(ts, curves, control, cfg), figures=_figures(ts, curves),
@@ -188,4 +188,4 @@ def _figures(ts: list[float], curves: dict[int, dict]) -> list[Figure]:
 
 register_experiment(Experiment(EXPERIMENT_ID,
                     "§1.2.3: the softmax Jacobian norm vanishes as the logits are scaled up",
-                    SaturationConfig, run_softmax_saturation, anchors=(SATURATE,)))
+                    SaturationConfig, run, anchors=(SATURATE,)))
