@@ -366,7 +366,8 @@ def bench(
     device and dtype (measured in the same run), peak memory of one forward, and the
     ratio to the fused call that computes the same thing (plain, causal or key-padded
     SDPA); then the crossover n per variant and the targets at n = 8192 with
-    pass/fail. SDPA's backends (flash, memory-efficient, math) are timed one by one
+    pass/fail (a memory slope is measured in 3 to 9 repeats until its verdict is
+    stable, else "inconclusive: noisy"). SDPA's backends (flash, memory-efficient, math) are timed one by one
     where they run. Variants that materialise n x n are
     skipped above n = 8192. The full run (n up to 16384) takes 5 to 15 minutes on
     2 cores (FlexAttention compiles once per n); --quick 1 to 3. Exit status 0

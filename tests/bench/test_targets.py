@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from attnlab.bench.targets import crossover, evaluate_targets, loglog_slope, memory_slopes
+from attnlab.bench.stability import loglog_slope
+from attnlab.bench.targets import crossover, evaluate_targets, memory_slopes
 from tolerances import FLOAT64
 
 

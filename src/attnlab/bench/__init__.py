@@ -5,7 +5,8 @@ timing.py    warm-up, repeats, median and IQR, thread count, gc between repeats
 memory.py    peak memory of one forward (resident-set high-water mark)
 ceiling.py   the matmul GFLOP/s ceiling, measured in the same run
 flops.py     analytic FLOPs per variant (formulas in its docstring)
-run.py       the sweep over n, rows with ratios to fused SDPA
+run.py       the sweep over n, rows with ratios to fused SDPA, memory repeated until its verdict is stable
+stability.py a memory slope's verdict from repeated rounds: decided, or "inconclusive: noisy"
 targets.py   crossover n per variant, memory slopes, the targets
 report.py    table rows and figure specs of a result
 """

@@ -4,9 +4,16 @@ For each n: q, k, v of shape (B=1, H=8, n, d_head=64), drawn from a seeded
 generator in the requested dtype; the matmul ceiling (ceiling.py) is measured
 first in the same run. For each variant: build (outside the timing), time one
 forward (timing.py), measure the peak memory of one forward (memory.py), count
-its FLOPs (flops.py). Rows carry the median and quartiles in ms, GFLOP/s, % of
-the ceiling, the peak in MiB and ``ratio`` = time / time of fused SDPA of the
-same causality at the same n (< 1: faster than the fused kernel).
+its FLOPs (flops.py). Rows carry the median and quartiles in ms (no quartiles from one
+repeat: no spread is known), GFLOP/s, % of the ceiling, the peak in MiB and ``ratio`` =
+time / time of fused SDPA of the same causality at the same n (< 1: faster than the
+fused kernel).
+
+The memory targets judge a log-log slope over n, which one peak per n leaves to the
+allocator's noise: after the sweep, the variants those targets judge are measured again,
+one round (one peak per n) at a time, until their slope's verdict is decided or the
+rounds run out (stability.py); ``peak_mb_rounds`` holds every round and ``peak_mb`` their
+median.
 
 Variants that materialise n x n matrices (``explicit``) are skipped above
 ``max_explicit_n`` (memory: at n = 16384, 8 heads, float32 one n x n tensor is
@@ -20,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
+import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -29,6 +37,8 @@ import torch
 from attnlab.bench.ceiling import matmul_ceiling
 from attnlab.bench.memory import peak_memory
 from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
+from attnlab.bench.stability import MAX_ROUNDS, peak_rounds, wants_rounds
+from attnlab.bench.targets import crossovers, evaluate_targets, memory_slopes, memory_target_variants, memory_verdicts
 from attnlab.bench.timing import time_call
 from attnlab.config import (Config, check_choice, check_device, check_fits, check_int, check_ints, check_seed,
                             device_memory)
@@ -97,8 +107,6 @@ class BenchResult:
     rows: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        from attnlab.bench.targets import crossovers, evaluate_targets, memory_slopes
-
         return {"config": self.config, "env": self.env, "ceiling": self.ceiling, "rows": self.rows,
                 "crossovers": crossovers(self.rows), "memory_slopes": memory_slopes(self.rows),
                 "targets": evaluate_targets(self.rows)}
@@ -165,6 +173,8 @@ def run_bench(cfg: BenchConfig, progress: Progress | None = None) -> BenchResult
                 result.rows.append(row)
             del q, k, v
         _add_ratios(result.rows)
+        if cfg.memory:
+            settle_memory(cfg, result.rows, progress)
     result.env["load_average_1m_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return result
 
@@ -185,6 +195,50 @@ def _compile_cache_room(sizes: int) -> Iterator[None]:
         setattr(dynamo.config, name, before)
 
 
+def settle_memory(cfg: BenchConfig, rows: list[dict], progress: Progress | None = None) -> None:
+    """More rounds of peak memory for the variants the memory targets judge, one round (every n) at a
+    time, while :func:`attnlab.bench.stability.wants_rounds` asks for one (module docstring). Each
+    round rebuilds the variant on the same seeded q, k, v and calls it once before measuring, as the
+    sweep measured after timing. A variant that raises keeps the rounds it has."""
+    judged = list(dict.fromkeys(sum(memory_target_variants(rows).values(), [])))
+    dropped: set[str] = set()
+    for extra in range(1, MAX_ROUNDS):
+        verdicts = memory_verdicts(rows, [k for k in judged if k not in dropped])
+        names = [k for k, v in verdicts.items()
+                 if wants_rounds(v) and min(len(peak_rounds(r)) for r in _ok_rows(rows, k)) < MAX_ROUNDS]
+        if not names:
+            return
+        done, total = 0, len(names) * len(cfg.n)
+        for n in cfg.n:
+            q, k, v = make_qkv(cfg, n)
+            for name in names:
+                done += 1
+                row = next((r for r in _ok_rows(rows, name) if r["n"] == n), None)
+                if row is None or name in dropped:
+                    continue
+                if progress:
+                    progress(f"memory round {extra + 1} (at most {MAX_ROUNDS}): {name} n={n}", done, total)
+                try:
+                    fn = VARIANTS[name].build(q, k, v, BuildContext(seed=cfg.seed))
+                    fn()
+                    peak = peak_memory(fn, device=cfg.device).mb
+                except Exception:  # a variant failing must not end the benchmark
+                    dropped.add(name)
+                    continue
+                row["peak_mb_rounds"] = [*peak_rounds(row), peak]
+                row["peak_mb"] = _median(row["peak_mb_rounds"])
+            del q, k, v
+
+
+def _ok_rows(rows: list[dict], name: str) -> list[dict]:
+    return [r for r in rows if r["variant"] == name and r["status"] == "ok"]
+
+
+def _median(xs: list[float | None]) -> float | None:
+    known = [x for x in xs if x is not None]
+    return statistics.median(known) if known else None
+
+
 def _config_dict(cfg: BenchConfig) -> dict:
     d = dataclasses.asdict(cfg)
     d["variants"] = list(cfg.variant_names)
@@ -197,7 +251,8 @@ def measure_variant(var, q, k, v, cfg: BenchConfig, threads: int, ceiling_gflops
     row = {"variant": var.name, "n": n, "causal": var.causal, "order": var.order, "reference": var.reference,
            "masked": var.masked,
            "status": "ok", "note": "", "time_ms": None, "q1_ms": None, "q3_ms": None, "first_call_ms": None,
-           "gflop": None, "gflops": None, "pct_ceiling": None, "peak_mb": None, "ratio": None}
+           "gflop": None, "gflops": None, "pct_ceiling": None, "peak_mb": None, "peak_mb_rounds": None,
+           "ratio": None}
     if var.explicit and n > cfg.max_explicit_n:
         return {**row, "status": "skipped",
                 "note": f"materialises n x n: skipped above n = {cfg.max_explicit_n} (memory)"}
@@ -214,10 +269,13 @@ def measure_variant(var, q, k, v, cfg: BenchConfig, threads: int, ceiling_gflops
         return {**row, "status": "failed", "note": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
     flop = var.flops(_shape(q), ctx)
     gflops = flop / t.median_s / 1e9
-    return {**row, "time_ms": 1e3 * t.median_s, "q1_ms": 1e3 * t.q1_s, "q3_ms": 1e3 * t.q3_s,
+    spread = len(t.times) > 1  # one repeat has no quartiles
+    return {**row, "time_ms": 1e3 * t.median_s, "q1_ms": 1e3 * t.q1_s if spread else None,
+            "q3_ms": 1e3 * t.q3_s if spread else None,
             "first_call_ms": 1e3 * t.first_call_s, "gflop": flop / 1e9, "gflops": gflops,
             "pct_ceiling": 100 * gflops / ceiling_gflops,
-            "peak_mb": mem.mb if mem is not None else None}
+            "peak_mb": mem.mb if mem is not None else None,
+            "peak_mb_rounds": [mem.mb] if mem is not None else None}
 
 
 def _add_ratios(rows: list[dict]) -> None:

@@ -6,7 +6,10 @@ linearly in (log n, log r) between the last measured n with r >= 1 and the next 
 "faster throughout" when r < 1 at every n, "slower throughout" when r >= 1 at the largest.
 
 Memory slope: the least-squares slope of log(peak) against log(n) over the measured n
-(1: linear in n, 2: quadratic).
+(1: linear in n, 2: quadratic), measured in rounds and decided from their median and spread,
+or declared noise ("inconclusive: noisy"): stability.py. A memory target fails when one of
+its variants' slopes is decided above the limit, is noisy when none is and one is undecided,
+and says how many rounds (repeats) decided it.
 
 Targets, evaluated at n = TARGET_N (not measured there: status "not measured"):
   causal-linear-speedup   time(sdpa-causal) / time(linear-causal)          >= 5
@@ -19,9 +22,10 @@ Targets, evaluated at n = TARGET_N (not measured there: status "not measured"):
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
-import math
+from attnlab.bench.stability import NOISY, SlopeVerdict, round_slopes, slope_verdict
 
 TARGET_N = 8192
 SLOPE_LIMIT = 1.2
@@ -59,22 +63,23 @@ def crossovers(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def loglog_slope(xs: list[float], ys: list[float]) -> float | None:
-    """Least-squares slope of log y against log x (None with fewer than 2 points)."""
-    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y is not None and y > 0]
-    if len({p[0] for p in pts}) < 2:
-        return None
-    mx = sum(p[0] for p in pts) / len(pts)
-    my = sum(p[1] for p in pts) / len(pts)
-    return sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
-
-
 def memory_slopes(rows: list[dict]) -> dict[str, float | None]:
-    out = {}
-    for name in dict.fromkeys(r["variant"] for r in rows):
-        ok = [r for r in _ok(rows) if r["variant"] == name and r["peak_mb"]]
-        out[name] = loglog_slope([r["n"] for r in ok], [r["peak_mb"] for r in ok])
-    return out
+    """Every variant's memory slope: the median of its rounds' slopes (None: not measured)."""
+    return {name: slope_verdict(round_slopes(rows, name), SLOPE_LIMIT).median
+            for name in dict.fromkeys(r["variant"] for r in rows)}
+
+
+def memory_verdicts(rows: list[dict], names: Sequence[str]) -> dict[str, SlopeVerdict]:
+    """The slope verdict (stability.py) of each of ``names`` that has a slope."""
+    out = {name: slope_verdict(round_slopes(rows, name), SLOPE_LIMIT) for name in names}
+    return {name: v for name, v in out.items() if v.status != "not measured"}
+
+
+def memory_target_variants(rows: list[dict]) -> dict[str, list[str]]:
+    """The variants each memory target judges: the O(n) ones and the masked exact paths."""
+    names = list(dict.fromkeys(r["variant"] for r in rows))
+    return {"linear-memory": [k for k in names if any(r["variant"] == k and r["order"] == "linear" for r in rows)],
+            "masked-exact-memory": [k for k in names if any(r["variant"] == k and r.get("masked") for r in rows)]}
 
 
 def _time(rows: list[dict], name: str, n: int) -> float | None:
@@ -90,7 +95,25 @@ def _target(name: str, statement: str, measured: Any, relation: str, limit: floa
     else:
         status = "pass" if (measured >= limit if relation == ">=" else measured <= limit) else "FAIL"
     return {"target": name, "statement": statement, "measured": measured, "relation": relation,
-            "limit": limit, "status": status, "detail": detail}
+            "limit": limit, "status": status, "detail": detail, "repeats": None}
+
+
+def _memory_target(name: str, statement: str, verdicts: dict[str, SlopeVerdict]) -> dict:
+    """A slope target: FAIL when a variant is decided above the limit, noisy when one is undecided, else
+    pass; measured: the largest median slope; detail: the rounds that decided it and every slope."""
+    target = _target(name, statement, None, "<=", SLOPE_LIMIT)
+    if not verdicts:
+        return target
+    statuses = {v.status for v in verdicts.values()}
+    status = "FAIL" if "FAIL" in statuses else NOISY if NOISY in statuses else "pass"
+    rounds = [v.rounds for v in verdicts.values()]
+    repeats = (f"{rounds[0]} memory repeat" + "s" * (rounds[0] != 1) if len(set(rounds)) == 1
+               else f"{min(rounds)}-{max(rounds)} memory repeats")
+    slopes = ", ".join(f"{k} {v.median:.2f}" + ("" if v.decided else f" (noisy: {min(v.slopes):.2f}-"
+                                                  f"{max(v.slopes):.2f})") for k, v in verdicts.items())
+    return {**target, "measured": max(v.median for v in verdicts.values()), "status": status,
+            "repeats": max(rounds), "detail": f"decided by {repeats}; {slopes}" if status != NOISY
+            else f"noisy after {repeats}; {slopes}"}
 
 
 def _speedup(rows: Sequence[dict], ref: str, fast: str, n: int) -> float | None:
@@ -99,22 +122,18 @@ def _speedup(rows: Sequence[dict], ref: str, fast: str, n: int) -> float | None:
 
 
 def evaluate_targets(rows: list[dict], n: int = TARGET_N) -> list[dict]:
-    """The targets of the module docstring, each with status pass/FAIL/not measured."""
+    """The targets of the module docstring, each with status pass/FAIL/not measured (a memory target
+    also "inconclusive: noisy", and ``repeats``: the most rounds one of its variants took)."""
     lin = _speedup(rows, "sdpa-causal", "linear-causal", n)
     windows = {w: _speedup(rows, "sdpa", w, n) for w in WINDOW_VARIANTS}
     best = max((w for w in windows if windows[w]), key=lambda w: windows[w], default=None)
     exact = _time(rows, "softmax", n), _time(rows, "sdpa", n)
     overhead = exact[0] / exact[1] if all(exact) else None
-    all_slopes = memory_slopes(rows)
-    slopes = {k: s for k, s in all_slopes.items()
-              if s is not None and any(r["variant"] == k and r["order"] == "linear" for r in rows)}
-    worst = max(slopes, key=slopes.get, default=None)
     masked = list(dict.fromkeys(r["variant"] for r in rows if r.get("masked")))
     masked_ratios = {m: r["ratio"] for m in masked for r in _ok(rows)
                      if r["variant"] == m and r["n"] == n and r["ratio"]}
     worst_ratio = max(masked_ratios, key=masked_ratios.get, default=None)
-    masked_slopes = {m: all_slopes[m] for m in masked if all_slopes.get(m) is not None}
-    worst_slope = max(masked_slopes, key=masked_slopes.get, default=None)
+    judged = memory_target_variants(rows)
     return [
         _target("causal-linear-speedup", f"n={n}: causal linear attention >= 5x faster than fused causal softmax",
                 lin, ">=", 5.0),
@@ -127,11 +146,10 @@ def evaluate_targets(rows: list[dict], n: int = TARGET_N) -> list[dict]:
                 f"n={n}: every masked exact path (causal, padding, both) within 1.2x of its fused reference",
                 masked_ratios[worst_ratio] if worst_ratio else None, "<=", 1.2,
                 ", ".join(f"{k} {x:.3g}x" for k, x in masked_ratios.items())),
-        _target("linear-memory", f"peak memory of the O(n) variants linear in n (log-log slope <= {SLOPE_LIMIT})",
-                slopes[worst] if worst else None, "<=", SLOPE_LIMIT,
-                ", ".join(f"{k} {s:.2f}" for k, s in slopes.items())),
-        _target("masked-exact-memory",
-                f"peak memory of the masked exact paths linear in n (log-log slope <= {SLOPE_LIMIT})",
-                masked_slopes[worst_slope] if worst_slope else None, "<=", SLOPE_LIMIT,
-                ", ".join(f"{k} {s:.2f}" for k, s in masked_slopes.items())),
+        _memory_target("linear-memory",
+                       f"peak memory of the O(n) variants linear in n (log-log slope <= {SLOPE_LIMIT})",
+                       memory_verdicts(rows, judged["linear-memory"])),
+        _memory_target("masked-exact-memory",
+                       f"peak memory of the masked exact paths linear in n (log-log slope <= {SLOPE_LIMIT})",
+                       memory_verdicts(rows, judged["masked-exact-memory"])),
     ]

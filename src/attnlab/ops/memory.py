@@ -6,6 +6,11 @@ n = 200000 that is 149 GiB in float32 for one head: :func:`check_dense_fits` say
 (a ConfigError, what to change) instead of the allocator's error after minutes of swapping. Only
 the CPU (physical memory) and CUDA (free memory) are checked; other devices allocate lazily or
 report no memory.
+
+Operators whose large tensors are not (n_q, n_k) count them themselves and call
+:func:`check_bytes_fit`: the gather paths (neighbour rows of K and V gathered per query,
+O(n_q w d)), the banded window (its (n_q, B + 2h) band mask) and the dense weights a sparse
+operator scatters when asked for them.
 """
 
 from __future__ import annotations
@@ -43,6 +48,19 @@ def check_dense_fits(q: Tensor, k: Tensor, v: Tensor, *, copies: int, what: str,
         return
     need = copies * math.prod(shape) * q.dtype.itemsize
     dims = " x ".join(map(str, shape))
-    check_fits(f"{what}, {copies} x ({dims}) {str(q.dtype).removeprefix('torch.')},", need,
-               device=str(q.device), available=available,
-               change=change)
+    check_bytes_fit(q.device, need, what=f"{what}, {copies} x ({dims}) {dtype_name(q.dtype)},", change=change,
+                    available=available)
+
+
+def check_bytes_fit(device: torch.device, need: int, *, what: str, change: str,
+                    available: int | None = None) -> None:
+    """ConfigError before any allocation when ``need`` bytes (``what``: the tensors counted, with their
+    sizes) exceed the memory of ``device`` (``available`` bytes, default
+    :func:`attnlab.config.device_memory`); devices outside CHECKED_DEVICES are not checked."""
+    if device.type in CHECKED_DEVICES:
+        check_fits(what, need, device=str(device), available=available, change=change)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """A dtype as a message writes it: "float32"."""
+    return str(dtype).removeprefix("torch.")

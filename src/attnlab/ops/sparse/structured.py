@@ -9,6 +9,8 @@ classes, each an undilated window), the extra logits from gathering only the e
 extra keys of each row (random keys, global columns). Global rows are dense
 softmax rows against their mask, O(g n). Time and memory O(n (B + 2 half + e) d),
 linear in n. Equal to the dense masked softmax in value and gradient (float64, 1e-12).
+With return_weights the dense (..., n, n) weights are scattered into one tensor, in place,
+after a check that it fits (attnlab.ops.memory), made before the pattern is built.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnlab.errors import ConfigError
+from attnlab.ops.memory import check_dense_fits
 from attnlab.ops.softmax import (
     AttentionOutput,
     Scale,
@@ -135,6 +138,12 @@ def _window_logits(p: SparsePattern, q: Tensor, k: Tensor) -> tuple[Tensor, Tens
     return logits, allowed, keys, apply
 
 
+def _check_weights_fit(q: Tensor, k: Tensor, v: Tensor, caller: str) -> None:
+    """ConfigError before the pattern or anything dense is built when the (..., n, n) weights cannot fit."""
+    check_dense_fits(q, k, v, copies=1, what=f"{caller}(return_weights=True): the dense weights",
+                     change="lower n, or drop return_weights (without them memory grows linearly in n)")
+
+
 def pattern_attention(
     q: Tensor, k: Tensor, v: Tensor, pattern: SparsePattern, *, scale: Scale = "1/sqrt(d)", return_weights: bool = False
 ) -> AttentionOutput:
@@ -147,6 +156,8 @@ def pattern_attention(
     n = pattern.n
     if q.shape[-2] != n or k.shape[-2] != n:
         raise ConfigError(f"the pattern is for n={n} tokens, got n_q={q.shape[-2]}, n_k={k.shape[-2]}: build it for this n")
+    if return_weights:
+        _check_weights_fit(q, k, v, "pattern_attention")
     if pattern.heads is not None and (q.ndim < 3 or batch_shape(q, k, v)[-1] != pattern.heads):
         raise ConfigError(f"the pattern has one dilation per head: q, k, v must be (..., {pattern.heads}, n, d)")
     c = resolve_scale(scale, q.shape[-1])
@@ -177,8 +188,9 @@ def pattern_attention(
         cols = torch.where(valid_e, idx_e, n)
         if L:
             cols = torch.cat([keys_w.expand(*batch, n, L), cols], dim=-1)
-        weights = q.new_zeros(*batch, n, n + 1).scatter(-1, cols, P.masked_fill(~allowed, 0.0))[..., :n]
-        weights = weights.index_copy(-2, g, glob.weights)
+        # in place: one dense tensor is held (column n collects the padding), the global rows copied into it
+        weights = q.new_zeros(*batch, n, n + 1).scatter_(-1, cols, P.masked_fill(~allowed, 0.0))[..., :n]
+        weights.index_copy_(-2, g, glob.weights)
     return AttentionOutput(out, weights)
 
 
@@ -190,6 +202,8 @@ def bigbird_attention(
     check_qkv(q, k, v)
     if (empty := empty_attention(q, k, v, return_weights)) is not None:
         return empty
+    if return_weights:
+        _check_weights_fit(q, k, v, "bigbird_attention")
     p = bigbird_pattern(q.shape[-2], g=g, w=w, r=r, seed=seed, causal=bool(causal))
     return pattern_attention(q, k, v, p, scale=scale, return_weights=return_weights)
 
@@ -202,6 +216,8 @@ def longformer_attention(
     check_qkv(q, k, v)
     if (empty := empty_attention(q, k, v, return_weights)) is not None:
         return empty
+    if return_weights:
+        _check_weights_fit(q, k, v, "longformer_attention")
     dil = list(dilation) if isinstance(dilation, (list, tuple)) else dilation
     p = longformer_pattern(q.shape[-2], w=w, dilation=dil, global_tokens=tuple(global_tokens), causal=bool(causal))
     return pattern_attention(q, k, v, p, scale=scale, return_weights=return_weights)

@@ -18,9 +18,20 @@ Backends, all equal to the dense masked computation:
   used instead (the weights are dense anyway).
 * ``"flex"``: torch.nn.attention.flex_attention with a block mask (flex.py).
 * ``"dense"``: softmax_attention with the (n_q, n_k) window mask: the reference.
+
+Memory is checked before anything is allocated (attnlab.ops.memory). The banded path
+holds the band mask of every residue class, (rows, L) in the dtype with its boolean
+layout, rows = the class's queries rounded up to blocks of B, L = B + 2h (B + h causal):
+O(n_q w), cached after it is first built, so counted on the first call for these sizes
+only; and per call K and V padded once (the blocks are views of them) and the output.
+The weights path first builds the (n_q, w_max) int64 neighbour lists, then gathers
+(gather.py's count).
 """
 
 from __future__ import annotations
+
+import math
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -37,7 +48,8 @@ from attnlab.ops.softmax import (
     resolve_scale,
     softmax_attention,
 )
-from attnlab.ops.sparse.gather import graph_attention
+from attnlab.ops.memory import check_bytes_fit, dtype_name
+from attnlab.ops.sparse.gather import check_gather_fits, gather_bytes, graph_attention
 from attnlab.ops.sparse.graphs import canonical
 from attnlab.ops.tables import table_cache
 
@@ -96,6 +108,7 @@ def sliding_window_attention(
     if return_weights:
         if backend == "flex":
             raise ConfigError("the flex backend never forms the weights: use backend='gather' or 'dense'")
+        _check_neighbors_fit(q, k, v, w, is_causal)
         nbrs = window_neighbors(n_q, n_k, w, dilation, is_causal, off)
         return graph_attention(q, k, v, nbrs, scale=scale, return_weights=True)
     c = resolve_scale(scale, q.shape[-1])
@@ -103,7 +116,73 @@ def sliding_window_attention(
         from attnlab.ops.sparse.flex import flex_window_attention
 
         return AttentionOutput(flex_window_attention(q, k, v, w // 2, dilation, is_causal, off, c))
+    _check_band_fits(n_q, n_k, w // 2, is_causal, off, dilation, q.dtype, q.device)
+    _check_padded_fits(q, k, v, w // 2, is_causal, off, dilation)
     return AttentionOutput(_dilated_banded(q, k, v, w // 2, dilation, is_causal, off, c))
+
+
+def _residue_classes(n_q: int, n_k: int, dilation: int, off: int) -> list[tuple[int, int, int]]:
+    """(r, i0, off_r) of each residue class mod ``dilation`` that has queries and keys: its first key r, its
+    first query i0 (p(i0) = r mod dilation) and the offset of its undilated window (module docstring)."""
+    if dilation == 1:
+        return [(0, 0, off)]
+    out = []
+    for r in range(dilation):
+        i0 = (r - off) % dilation
+        if i0 < n_q and r < n_k:
+            # query a of the class sits at p = i0 + off + dilation a; key b of the class is j = r + dilation b
+            out.append((r, i0, (i0 + off - r) // dilation))
+    return out
+
+
+def _class_sizes(n_q: int, n_k: int, half: int, causal: bool, off: int,
+                 dilation: int) -> dict[tuple[int, int, int], tuple[int, int, int]]:
+    """{(queries, keys, offset): (rows, L, T)} over the residue classes' banded calls: query rows padded to
+    blocks, keys per block, padded keys (_banded). Classes of equal sizes share one band layout."""
+    out = {}
+    for r, i0, off_r in _residue_classes(n_q, n_k, dilation, off):
+        m_q, m_k = len(range(i0, n_q, dilation)), len(range(r, n_k, dilation))
+        B = max(1, min(BLOCK, m_q))
+        nb, L = -(-m_q // B), B + half + (0 if causal else half)
+        out[m_q, m_k, off_r] = (nb * B, L, (nb - 1) * B + L)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _check_band_fits(n_q: int, n_k: int, half: int, causal: bool, off: int, dilation: int, dtype: torch.dtype,
+                     device: torch.device) -> None:
+    """ConfigError when the band layouts of the residue classes (_band_layout, one per distinct size) cannot
+    fit on ``device``. Cached when it passes: the layouts are built and cached right after, so a later call
+    with these sizes does not count them again (on CUDA they are then part of the memory in use)."""
+    sizes = _class_sizes(n_q, n_k, half, causal, off, dilation).values()
+    rows, L = sum(s[0] for s in sizes), max(s[1] for s in sizes)
+    # built on the host, a boolean of the same shape beside it at the peak, then copied to the device
+    need = sum(r * l_ for r, l_, _ in sizes) * (dtype.itemsize + (device.type == "cpu"))
+    check_bytes_fit(device, need, what=f"sliding_window_attention(backend='gather'): the band mask, {rows} x {L} "
+                    f"{dtype_name(dtype)}" + (" and bool" if device.type == "cpu" else "") + ",",
+                    change=f"lower w (the mask is n_q x (B + w), B = {BLOCK}), or use backend='flex'")
+
+
+def _check_padded_fits(q: Tensor, k: Tensor, v: Tensor, half: int, causal: bool, off: int, dilation: int) -> None:
+    """ConfigError when K and V padded for one residue class's blocks, and the output, cannot fit (per call:
+    with a broadcast batch these are larger than k and v themselves)."""
+    n_q, n_k, d_k, d_v = q.shape[-2], k.shape[-2], k.shape[-1], v.shape[-1]
+    P = math.prod(batch_shape(q, k, v))
+    T = max(s[2] for s in _class_sizes(n_q, n_k, half, causal, off, dilation).values())
+    need = P * (T * (d_k + d_v) + n_q * d_v) * q.element_size()
+    check_bytes_fit(q.device, need, what=f"sliding_window_attention(backend='gather'): K and V padded into blocks, "
+                    f"{P} x {T} x ({d_k} + {d_v}), and the output, {dtype_name(q.dtype)},",
+                    change="lower n or the batch")
+
+
+def _check_neighbors_fit(q: Tensor, k: Tensor, v: Tensor, w: int, causal: bool) -> None:
+    """ConfigError before the weights path builds its (n_q, w_max) int64 neighbour lists and gathers over them
+    (gather.py's count), when the two cannot fit."""
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    w_max = w // 2 + (0 if causal else w // 2) + 1
+    batch = batch_shape(q, k, v)
+    need = n_q * w_max * 8 + gather_bytes(batch, n_q, n_k, w_max, q.shape[-1], v.shape[-1], q.element_size(), True)
+    check_gather_fits(q, need, batch, w_max, return_weights=True, caller="sliding_window_attention")
 
 
 def _dilated_banded(q: Tensor, k: Tensor, v: Tensor, half: int, dilation: tuple[int, ...], causal: bool, off: int, c: float) -> Tensor:
@@ -113,12 +192,7 @@ def _dilated_banded(q: Tensor, k: Tensor, v: Tensor, half: int, dilation: tuple[
     if dilation == 1:
         return _banded(q, k, v, half, causal, off, c)
     out = q.new_zeros(*batch, q.shape[-2], v.shape[-1])
-    for r in range(dilation):
-        i0 = (r - off) % dilation  # first query with p(i) = r mod dilation
-        if i0 >= q.shape[-2] or r >= k.shape[-2]:
-            continue
-        # query a of the class sits at p = i0 + off + dilation a; key b of the class is j = r + dilation b
-        off_r = (i0 + off - r) // dilation
+    for r, i0, off_r in _residue_classes(q.shape[-2], k.shape[-2], dilation, off):
         out[..., i0::dilation, :] = _banded(
             q[..., i0::dilation, :], k[..., r::dilation, :], v[..., r::dilation, :], half, causal, off_r, c
         )
@@ -172,7 +246,10 @@ def _band_layout(n_q: int, n_k: int, half: int, causal: bool, off: int, B: int, 
     t = torch.arange(L)[None, :]
     allowed = ((t >= a) & (t <= a + half + hi))[None] & valid[:, None, :]  # (nb, B, L)
     empty = ~allowed.any(dim=-1, keepdim=True)  # (nb, B, 1): opened below, zeroed after (no 0/0)
-    bias = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~(allowed | empty), float("-inf"))
+    # in place: at the peak the (nb, B, L) bias and one boolean of that shape, as window.py's check counts
+    blocked = allowed.logical_or_(empty).logical_not_()
+    bias = torch.zeros(blocked.shape, dtype=dtype).masked_fill_(blocked, float("-inf"))
+    del allowed, blocked
     return bias.to(device), (empty.to(device) if has_empty else None)
 
 
