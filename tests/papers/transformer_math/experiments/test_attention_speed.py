@@ -50,3 +50,18 @@ def test_config_errors(kwargs, message):
 def test_cuda_is_refused_only_where_it_is_missing():
     with pytest.raises(ConfigError, match="CUDA is not available on this machine; use cpu"):
         AttentionSpeedConfig(device="cuda")
+
+
+@pytest.mark.parametrize("scale, status, says", [
+    ("paper", "pass", "attnlab's target <= 1.2 (met)"),
+    ("paper", "FAIL", "attnlab's target <= 1.2 (missed)"),
+    ("paper", "inconclusive: noisy", "attnlab's target <= 1.2, not decided: the repeated measurement is noise"),
+    ("quick", "pass", "attnlab's target <= 1.2, indicative at quick sizes"),
+])
+def test_a_target_row_says_met_missed_or_noise_at_paper_scale(scale, status, says):
+    from attnlab.papers.transformer_math.experiments.attention_speed import _target_check
+
+    t = {"relation": "<=", "limit": 1.2, "status": status, "detail": "decided by 3 memory repeats", "statement": "s",
+         "measured": 1.05, "target": "linear-memory"}
+    row = _target_check(t, scale)
+    assert row.verdict == "info" and row.detail.startswith(says) and row.detail.endswith("decided by 3 memory repeats")
