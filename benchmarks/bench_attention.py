@@ -4,7 +4,7 @@ that computes the same thing (SDPA plain, causal, or with a key-padding mask).
 Run by hand (not a test):  .venv/bin/python benchmarks/bench_attention.py [--quick] [--repeats R]
 
 Workload: q, k, v of shape (B=1, H=8, n, d_head=64), float32, n = 512 ... 16384
-(--quick: 512 ... 4096), every variant of attnlab.bench.registry (fused SDPA plain,
+(--quick: 512 ... 4096), every variant of attnlab.bench.variants (fused SDPA plain,
 causal and key-padded, compiled FlexAttention, attnlab's softmax path with and without
 weights and with causal, key-padding and causal + key-padding masks,
 sliding window w=256 by gather and by FlexAttention, BigBird and Longformer graphs,

@@ -419,7 +419,7 @@ def _cat_operands(entry, q, k) -> tuple[tuple, dict]:
 def test_every_catalogue_entry_is_tested_and_benchmarked():
     """A new catalogue entry fails here until the conformance suite runs an operator of it (an
     OperatorEntry with ``variant`` = its name) and ``attnlab bench`` times it or says why not."""
-    from attnlab.bench.registry import UNTIMED, VARIANTS
+    from attnlab.bench.variants import UNTIMED, VARIANTS
 
     names = set(CATALOGUE)
     conformed = {e.variant for e in OPERATORS if e.variant is not None}

@@ -11,7 +11,7 @@ targets.py   crossover n per variant, memory slopes, the targets
 report.py    table rows and figure specs of a result
 """
 
-from attnlab.bench.registry import VARIANTS, Variant, get_variant
+from attnlab.bench.variants import VARIANTS, Variant, get_variant
 from attnlab.bench.run import PRESETS, BenchConfig, BenchResult, parse_n_list, run_bench
 
 __all__ = ["PRESETS", "VARIANTS", "BenchConfig", "BenchResult", "Variant", "get_variant", "parse_n_list",

@@ -36,7 +36,7 @@ import torch
 
 from attnlab.bench.ceiling import matmul_ceiling
 from attnlab.bench.memory import peak_memory
-from attnlab.bench.registry import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
+from attnlab.bench.variants import VARIANTS, BuildContext, Skipped, Unavailable, _shape, get_variant
 from attnlab.bench.stability import MAX_ROUNDS, peak_rounds, wants_rounds
 from attnlab.bench.targets import crossovers, evaluate_targets, memory_slopes, memory_target_variants, memory_verdicts
 from attnlab.bench.timing import time_call

@@ -3,7 +3,7 @@
 A variant is one function of (Q, K, V) computed by one operator of :mod:`attnlab.ops`.
 Its entry (:class:`AttentionVariant`) says what it computes, against what it is exact,
 which inputs it takes and how many FLOPs a forward pass costs. Everything that lists
-variants reads this table: the benchmark (``attnlab bench``, :mod:`attnlab.bench.registry`),
+variants reads this table: the benchmark (``attnlab bench``, :mod:`attnlab.bench.variants`),
 the conformance suite (tests/ops/test_conformance.py) and the experiments that compare
 variants. Shapes and symbols, for every entry:
 

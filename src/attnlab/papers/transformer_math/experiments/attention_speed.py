@@ -3,7 +3,7 @@ of §2.1 (sparse 2.1.1, linear 2.1.2, low-rank 2.1.3) against PyTorch's fused so
 
 The §2.1 claim is about cost: sparse, linear and low-rank attention replace the
 O(n^2) of softmax(Q K^T) V by O(n). Here that is measured, not assumed: forward time
-and peak memory of every variant of :mod:`attnlab.bench.registry` against n, beside
+and peak memory of every variant of :mod:`attnlab.bench.variants` against n, beside
 fused SDPA (``F.scaled_dot_product_attention``) measured in the same run, with the
 crossover n where each variant becomes faster and the targets of
 :mod:`attnlab.bench.targets`. The measuring is :mod:`attnlab.bench`; this module only
@@ -50,7 +50,7 @@ class AttentionSpeedConfig(RunConfig):
                "paper": {"n": (512, 1024, 2048, 4096, 8192, 16384), "variants": (), "repeats": 5}}
 
     n: tuple[int, ...] | None = param(None, "sequence lengths n")
-    variants: tuple[str, ...] | None = param(None, "variants of attnlab.bench.registry (empty: all)")
+    variants: tuple[str, ...] | None = param(None, "variants of attnlab.bench.variants (empty: all)")
     repeats: int | None = param(None, "timed calls per (variant, n)")
     threads: int | None = param(None, "torch threads (None: torch's default)")
 
