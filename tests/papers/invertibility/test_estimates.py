@@ -22,7 +22,7 @@ from attnlab.papers.invertibility.experiments import _common
 from attnlab.papers.invertibility.experiments.conditioning import ConditioningConfig
 from attnlab.papers.invertibility.experiments.embedding_kinds import EmbeddingKindsConfig
 from attnlab.papers.invertibility.experiments.proof_notes import ProofNotesConfig
-from attnlab.papers.invertibility.experiments.recovery import RecoveryConfig, case_estimate, measure_case
+from attnlab.papers.invertibility.experiments.recovery import RecoveryConfig, measure_recovery, recovery_estimate
 
 CONFIGS = (ConditioningConfig, EmbeddingKindsConfig, ProofNotesConfig, RecoveryConfig)
 
@@ -127,12 +127,12 @@ def test_recovery_estimate_tracks_the_traced_peak():
     numpy's allocations traced by tracemalloc peak at 10.6 MiB; the estimate's arrays (its peak less
     BASE_BYTES, which tracemalloc does not see) are 12.5 MiB. Within 0.75x to 1.5x."""
     cfg = RecoveryConfig(cases=("2:8:8",), w_values=(1.0,), levels=(1e-8, 1e-2, 10.0), draws=1, hp_max_rows=0)
-    measure_case(2, 3, 2, 1.0, cfg, np.random.default_rng(0))  # imports and first calls outside the trace
+    measure_recovery(2, 3, 2, 1.0, cfg, np.random.default_rng(0))  # imports and first calls outside the trace
     tracemalloc.start()
     try:
-        measure_case(2, 8, 8, 1.0, cfg, np.random.default_rng(0))
+        measure_recovery(2, 8, 8, 1.0, cfg, np.random.default_rng(0))
         traced = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    estimated = case_estimate(2, 8, 8, 1.0, cfg).peak_bytes - BASE_BYTES
+    estimated = recovery_estimate(2, 8, 8, 1.0, cfg).peak_bytes - BASE_BYTES
     assert 0.75 <= estimated / traced <= 1.5, (estimated / 2 ** 20, traced / 2 ** 20)

@@ -92,20 +92,20 @@ class RecoveryConfig(RunConfig):
         check_int("hp_max_rows", self.hp_max_rows, minimum=0, maximum=1024)
 
     def estimate(self) -> Estimate:
-        """Every (N, L, d) of cases and w of w_values as :func:`measure_case` measures it
-        (:func:`case_estimate`), one after another, and SETUP once:
+        """Every (N, L, d) of cases and w of w_values as :func:`measure_recovery` measures it
+        (:func:`recovery_estimate`), one after another, and SETUP once:
 
-            peak = max over the cases of case_estimate(N, L, d, w)
+            peak = max over the cases of recovery_estimate(N, L, d, w)
             work = sum over the cases of their work (each ~ (len(levels) + 1) draws 4 N^2L P d flops)
 
         lower: cases, then hp_max_rows where the high-precision sigma_min holds the peak."""
-        parts = [SETUP] + [case_estimate(N, L, d, w, self) for N, L, d in parse_cases("cases", self.cases, 3)
+        parts = [SETUP] + [recovery_estimate(N, L, d, w, self) for N, L, d in parse_cases("cases", self.cases, 3)
                            for w in self.w_values]
         return total(parts)
 
 
-def case_estimate(N: int, L: int, d: int, w: float, cfg: RecoveryConfig) -> Estimate:
-    """Peak memory and work of :func:`measure_case`, with T = N^L rows, P = ceil(T / d) heads,
+def recovery_estimate(N: int, L: int, d: int, w: float, cfg: RecoveryConfig) -> Estimate:
+    """Peak memory and work of :func:`measure_recovery`, with T = N^L rows, P = ceil(T / d) heads,
     c = P d columns, m = min(T, c), l = len(levels) + 1 noise levels (0 added), D = draws and
     b = min(T, 512) rows per chunk of the nearest-row search (:func:`nearest_estimate`):
 
@@ -157,7 +157,7 @@ def case_estimate(N: int, L: int, d: int, w: float, cfg: RecoveryConfig) -> Esti
 
 @dataclass(frozen=True)
 class RecoveryCase:
-    """One (N, L, d) and w decoded from noisy rows by :func:`measure_case`. Noise levels are
+    """One (N, L, d) and w decoded from noisy rows by :func:`measure_recovery`. Noise levels are
     relative, ||n|| / ||A(t)||; error rates are shares of wrongly decoded sequences; logarithms are
     base 10 of singular values of A. None means "not computed" unless the entry says otherwise.
 
@@ -210,7 +210,7 @@ class RecoveryCase:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-def measure_case(N: int, L: int, d: int, w: float, cfg: RecoveryConfig, rng: np.random.Generator) -> RecoveryCase:
+def measure_recovery(N: int, L: int, d: int, w: float, cfg: RecoveryConfig, rng: np.random.Generator) -> RecoveryCase:
     """A of (N, L, d) at scale w, its sigma_min and row separation, and both decoders' error rates
     at every noise level (module docstring)."""
     P = minimal_theorem_heads(N, L, d)
@@ -255,7 +255,7 @@ def measure(cfg: RecoveryConfig, run_dir=None) -> list[RecoveryCase]:
     rows = []
     for N, L, d in parse_cases("cases", cfg.cases, 3):
         for w in cfg.w_values:
-            r = measure_case(N, L, d, w, cfg, rng)
+            r = measure_recovery(N, L, d, w, cfg, rng)
             rows.append(r)
             log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "w": w,
                                  "cross_nearest": r.cross_nearest, "cross_least_squares": r.cross_least_squares})
