@@ -16,7 +16,7 @@ from attnlab.commands.console import console as stdout_console
 from attnlab.commands.console import err_console as stderr_console
 from attnlab.commands.console import print_folded, print_json, progress_bar, verdict_markup
 from attnlab.config import check_seed
-from attnlab.registry import ClaimResult, select_claims
+from attnlab.registry import ClaimResult
 from attnlab.terminal import Col, fmt, print_table
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class VerifyOutcome:
 
 def run_verify(options: VerifyOptions) -> VerifyOutcome:
     """Run the chosen claims at the seed, with a progress display unless JSON is asked for."""
+    from attnlab.registry import select_claims  # looked up at each call, so that a test can replace it
+
     check_seed(options.seed, "--seed")
     claims = select_claims(options.papers)
     results = []
