@@ -72,9 +72,10 @@ def table(run: Callable | None = None) -> str:
 # ---- the findings ------------------------------------------------------------------------------
 def _outline(results: dict, config: dict):
     from attnlab.reports.format import Outline
+    from attnlab.runs.entry import entries
 
     return Outline(title="", run_name="", date="", config=config, env={},
-                   experiments=list((results.get("experiments") or {}).values()),
+                   experiments=list(entries(results).values()),
                    claims=list(results.get("claims") or []), errata=list(results.get("errata") or []))
 
 
@@ -159,9 +160,10 @@ def paper_scale_lines() -> list[str]:
 def undeclared(results: dict) -> list[str]:
     """The experiments of a stored run that decide text rows but list no deviations (stored by code
     that did not declare them), by id."""
-    return [name for name, e in results.get("experiments", {}).items()
-            if any(r.get("role") == "text" for r in (e.get("results") or {}).get("summary", []))
-            and (e.get("results") or {}).get("deviations") is None]
+    from attnlab.runs.entry import entries
+
+    return [name for name, e in entries(results).items()
+            if any(r.get("role") == "text" for r in e.summary) and (e.results or {}).get("deviations") is None]
 
 
 def findings() -> str:

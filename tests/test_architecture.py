@@ -187,3 +187,50 @@ def test_no_import_cycles():
     finally:
         sys.setrecursionlimit(limit)
     assert not cycles, f"import cycles: {cycles}"
+
+
+# ---- the command seam: cli.py parses, calls, prints and exits; the verbs live in attnlab.commands -------
+CLI_LINES = 300  # cli.py, blank lines and docstrings counted
+COMMAND_FUNCTION_LINES = 60  # any function in attnlab.commands: it fits on a screen
+
+
+def _long_functions(path: Path, limit: int) -> list[str]:
+    """name:line (length) of each function or method in ``path`` longer than ``limit`` lines, decorators
+    not counted (``end_lineno - lineno + 1``)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            n = node.end_lineno - node.lineno + 1
+            if n > limit:
+                out.append(f"{path.name}:{node.lineno} {node.name} ({n} lines)")
+    return out
+
+
+def test_the_command_line_stays_a_table_of_options():
+    n = len((SRC / "attnlab" / "cli.py").read_text().splitlines())
+    assert n <= CLI_LINES, f"cli.py has {n} lines (at most {CLI_LINES}): move what a verb does to attnlab.commands"
+
+
+def test_no_function_in_the_commands_is_longer_than_a_screen():
+    long = [f for path in sorted((SRC / "attnlab" / "commands").rglob("*.py"))
+            for f in _long_functions(path, COMMAND_FUNCTION_LINES)]
+    assert not long, f"split into named steps (at most {COMMAND_FUNCTION_LINES} lines): {long}"
+
+
+def test_the_ceiling_counts_a_function_of_61_lines_and_not_one_of_60(tmp_path):
+    def source(name: str, body_lines: int) -> str:
+        return f"def {name}():\n" + "".join(f"    x{i} = {i}\n" for i in range(body_lines)) + "\n\n"
+
+    (tmp_path / "long.py").write_text(source("f", COMMAND_FUNCTION_LINES) + source("g", COMMAND_FUNCTION_LINES - 1))
+    assert _long_functions(tmp_path / "long.py", COMMAND_FUNCTION_LINES) == ["long.py:1 f (61 lines)"]
+
+
+def test_every_verb_has_its_run_and_print_in_the_commands():
+    """Each command of the command line calls ``run_<verb>`` and prints with a ``print_<verb>``."""
+    from attnlab.cli import app
+
+    tree = ast.parse((SRC / "attnlab" / "cli.py").read_text())
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    for command in app.registered_commands:
+        verb = command.name or command.callback.__name__
+        assert f"run_{verb}" in called, f"`attnlab {verb}` does not call run_{verb}"

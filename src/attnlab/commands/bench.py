@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,6 +22,75 @@ def bench_out_dir(out: str | None):
     from attnlab.runs.rundir import writable_dir
 
     return None if out is None else writable_dir(out)
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`attnlab bench`'s options: the sequence lengths (text, e.g. "512,1024"; None: the preset), the
+    variants (None: all), dtype, device, threads, timed calls per measurement, ``quick`` (the short preset,
+    3 repeats), JSON output, and the folder for bench.json and its figure."""
+
+    n: str | None = None
+    variants: Sequence[str] | None = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    threads: int | None = None
+    repeats: int = 5
+    quick: bool = False
+    as_json: bool = False
+    out: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    """The benchmark's result (bench.json's content) and the folder it was written to; the exit status is
+    0 whether or not the targets pass."""
+
+    options: BenchOptions
+    result: dict
+    out_dir: Path | None = None
+    exit_status: int = 0
+
+
+def run_bench(options: BenchOptions) -> BenchOutcome:
+    """--out checked before any timing, then every variant timed (with a progress display) and the result
+    written to --out."""
+    from attnlab.bench import PRESETS, BenchConfig, parse_n_list
+    from attnlab.bench import run_bench as time_variants
+    from attnlab.commands.console import progress_bar
+    from attnlab.commands.options import check_out_path
+    from attnlab.config import check_device, check_int
+
+    o = options
+    check_int("--repeats", o.repeats, minimum=1)
+    if o.threads is not None:
+        check_int("--threads", o.threads, minimum=1)
+    if o.out is not None:
+        check_out_path(o.out, "--out")
+    ns = parse_n_list(o.n) if o.n is not None else PRESETS["quick" if o.quick else "full"]
+    cfg = BenchConfig(n=ns, variants=tuple(o.variants) if o.variants else None, dtype=o.dtype, threads=o.threads,
+                      repeats=3 if o.quick and o.repeats == 5 else o.repeats, device=check_device(o.device, "--device"))
+    out_dir = bench_out_dir(o.out)
+    with progress_bar(disable=o.as_json) as progress:
+        task = progress.add_task("bench", total=None)
+        result = time_variants(cfg, progress=lambda what, done, total: progress.update(
+            task, description=what, completed=done, total=total)).to_dict()
+    if out_dir is not None:
+        write_bench(out_dir, result)
+    return BenchOutcome(o, result, out_dir)
+
+
+def print_bench_run(outcome: BenchOutcome, console: Console | None = None, err_console: Console | None = None) -> None:
+    """The result as JSON, or as the tables of :func:`print_bench` and where bench.json is."""
+    from attnlab.commands import console as consoles
+
+    console = console or consoles.console
+    if outcome.options.as_json:
+        consoles.print_json(outcome.result)
+        return
+    print_bench(console, outcome.result)
+    if outcome.out_dir is not None:
+        consoles.say(console, f"results: {outcome.out_dir / 'bench.json'}")
 
 
 def write_bench(out_dir, result: dict) -> None:

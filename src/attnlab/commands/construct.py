@@ -1,4 +1,5 @@
-"""``attnlab construct NAME``: build a registered construction, check it, save it.
+"""``attnlab construct NAME``: build a registered construction, check it, save it (:func:`run_construct`,
+:func:`print_construct`).
 
 Parameters arrive as text (``--set key=value``) or Python values and go through the
 one conversion and validation path (:mod:`attnlab.config`); ``--out`` is checked
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from rich.console import Console
@@ -200,3 +202,68 @@ def print_dry_run(console: Console, name: str, summary: dict, est: Estimate) -> 
             ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]
     print_table(console, f"attnlab construct {name} --dry-run (nothing built)",
                 [Col("quantity", "key"), Col("value")], rows)
+
+
+@dataclass(frozen=True)
+class ConstructOptions:
+    """`attnlab construct`'s options: the construction, its ``--set key=value`` texts and the
+    ``--NAME VALUE`` flags left after parsing (``extra``), the .npz to write, JSON output, and ``dry_run``:
+    estimate and print, build nothing."""
+
+    name: str
+    set_: Sequence[str] = ()
+    extra: Sequence[str] = ()
+    out: str | None = None
+    as_json: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class ConstructOutcome:
+    """The built construction's result and summary (what ``--json`` prints), or the dry run's summary and
+    estimate; the exit status is 1 when the check fails."""
+
+    options: ConstructOptions
+    summary: dict
+    result: ConstructionResult | None = None
+    estimate: Estimate | None = None
+    exit_status: int = 0
+
+
+def run_construct(options: ConstructOptions) -> ConstructOutcome:
+    """The parameters from ``--set`` and the flags (a key given both ways is refused), --out checked, then
+    the dry run's estimate or the construction built, checked and saved."""
+    from attnlab.commands.console import announce_estimate
+    from attnlab.commands.options import check_out_path, key_values
+
+    o = options
+    c = get_construction(o.name)
+    settings = key_values(o.set_, "--set", "H=8")
+    for key, value in construction_flags(c, list(o.extra)).items():
+        if key in settings:
+            raise ConfigError(f"{key} is given twice (as --set {key}=... and as a flag); give it once")
+        settings[key] = value
+    if o.out is not None:
+        check_out_path(o.out, "--out")
+        writable(o.out)
+    if o.dry_run:
+        summary, est = dry_run(o.name, settings)
+        return ConstructOutcome(o, summary, estimate=est)
+    _, _, result, summary = construct(o.name, settings, out=o.out, on_estimate=announce_estimate)
+    return ConstructOutcome(o, summary, result=result, exit_status=1 if result.check.verdict == "fail" else 0)
+
+
+def print_construct(outcome: ConstructOutcome, console: Console | None = None,
+                    err_console: Console | None = None) -> None:
+    """The summary as JSON, or the dry run's table (:func:`print_dry_run`), or the result's
+    (:func:`print_result`)."""
+    from attnlab.commands import console as consoles
+
+    console = console or consoles.console
+    o = outcome.options
+    if o.as_json:
+        consoles.print_json(outcome.summary)
+    elif outcome.estimate is not None:
+        print_dry_run(console, o.name, outcome.summary, outcome.estimate)
+    else:
+        print_result(console, o.name, outcome.result, outcome.summary)

@@ -15,10 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from attnlab.checks import Check
-from attnlab.commands.console import say
+from attnlab.commands.console import console as stdout_console
+from attnlab.commands.console import print_json, progress_bar, say
 from attnlab.registry import ClaimResult, get_paper, papers, select_claims
 from attnlab.registry.coverage import PaperCoverage, paper_coverage
 from attnlab.results import check_from_dict
+from attnlab.runs.entry import ExperimentEntry, entries
 from attnlab.terminal import Col, print_table
 
 
@@ -48,7 +50,51 @@ class Coverage:
         return d
 
 
-def coverage(names: Sequence[str] | None, *, claims: bool = True, run_experiments: dict | None = None,
+@dataclass(frozen=True)
+class CoverageOptions:
+    """The papers (None: all), a run directory whose experiments' verdicts to show, whether to run the
+    anchored claims for theirs, and whether to print JSON."""
+
+    papers: Sequence[str] | None = None
+    run: str | None = None
+    verdicts: bool = True
+    as_json: bool = False
+
+
+@dataclass(frozen=True)
+class CoverageOutcome:
+    """Each paper's coverage; printing the ledgers always exits 0."""
+
+    options: CoverageOptions
+    results: list[Coverage]
+    exit_status: int = 0
+
+
+def run_coverage(options: CoverageOptions) -> CoverageOutcome:
+    """The ledgers with the verdicts of the claims (when run) and of the run directory's experiments."""
+    experiments = None
+    if options.run is not None:
+        from attnlab.runs.rundir import load_run
+
+        experiments = entries(load_run(options.run).results)
+    with progress_bar(disable=options.as_json or not options.verdicts) as progress:
+        task = progress.add_task("running the anchored claims", total=None)
+        results = coverage(options.papers, claims=options.verdicts, run_experiments=experiments,
+                           on_claim=lambda cid: progress.update(task, description=cid))
+    return CoverageOutcome(options, results)
+
+
+def print_coverage(outcome: CoverageOutcome, console: Console = stdout_console,
+                   err_console: Console | None = None) -> None:
+    """The ledgers as JSON, or as the tables of :func:`print_ledgers`."""
+    if outcome.options.as_json:
+        print_json([c.to_dict() for c in outcome.results])
+    else:
+        print_ledgers(console, outcome.results, ran_claims=outcome.options.verdicts, run_dir=outcome.options.run)
+
+
+def coverage(names: Sequence[str] | None, *, claims: bool = True,
+             run_experiments: dict[str, ExperimentEntry] | None = None,
              on_claim: Callable[[str], None] | None = None, seed: int = 0) -> list[Coverage]:
     """Coverage of ``names`` (every paper when empty); with ``claims`` the anchored claims are run,
     and ``run_experiments`` (a run directory's experiments, by id) gives the experiment rows."""
@@ -70,7 +116,7 @@ def coverage(names: Sequence[str] | None, *, claims: bool = True, run_experiment
         for exp_id, entry in (run_experiments or {}).items():
             if not exp_id.startswith(name + "."):
                 continue
-            for row in (entry.get("results") or {}).get("summary", []):
+            for row in entry.summary:
                 check: Check = check_from_dict(row)
                 if check.anchor:
                     verdicts.setdefault(check.anchor, []).append(RowVerdict(exp_id, check.verdict, check.quantity))
@@ -78,7 +124,7 @@ def coverage(names: Sequence[str] | None, *, claims: bool = True, run_experiment
     return out
 
 
-def print_coverage(console: Console, results: Sequence[Coverage], *, ran_claims: bool, run_dir: str | None) -> None:
+def print_ledgers(console: Console, results: Sequence[Coverage], *, ran_claims: bool, run_dir: str | None) -> None:
     """One table per paper (entry, where, quote, what checks it with verdicts, or the reason), then
     its counts."""
     for cov in results:
@@ -117,4 +163,5 @@ def _verdicts(rows: Sequence[RowVerdict]) -> str:
     return ", ".join(f"{n} {v}" if n > 1 or len(rows) > 1 else v for v, n in counts.items())
 
 
-__all__ = ["Coverage", "RowVerdict", "coverage", "print_coverage"]
+__all__ = ["Coverage", "CoverageOptions", "CoverageOutcome", "RowVerdict", "coverage", "print_coverage", "print_ledgers",
+           "run_coverage"]

@@ -79,3 +79,32 @@ class PlainGroup(TyperGroup):
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         return plain(super().get_params(ctx))
+
+
+def unwrapped(doc: str | None) -> str | None:
+    """A docstring as flowing paragraphs: the source's hard line breaks joined, so that
+    ``--help`` wraps it at the terminal's width without orphan words; list items
+    (``- ...``) and indented lines keep their own lines."""
+    if not doc:
+        return doc
+    import inspect
+
+    paragraphs = []
+    for par in inspect.cleandoc(doc).split("\n\n"):
+        lines = par.splitlines()
+        if any(line.lstrip().startswith("- ") or line.startswith(" ") for line in lines):
+            paragraphs.append(par)
+        else:
+            paragraphs.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
+class ConstructHelp(PlainCommand):
+    """`attnlab construct --help`, which ends with every registered construction and its parameters."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help(ctx, formatter)
+        from attnlab.commands.catalogue import print_construction_help
+        from attnlab.commands.console import console
+
+        print_construction_help(console)

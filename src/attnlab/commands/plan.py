@@ -25,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from rich.console import Console
 from rich.markup import escape
 
 from attnlab.config import cpu_cores, device_memory
@@ -179,3 +180,13 @@ def print_plan(console, plan: Plan, title: str) -> None:
                                  Col("time", "number"), Col("one GPU, rated", "number"), Col("dominated by")], rows)
     console.print(("fits: " if plan.fits() is not False else "does not fit: ") + plan.summary(),
                   highlight=False, markup=False, soft_wrap=True)
+
+
+def print_plan_or_json(console: Console, plan: Plan, title: str, as_json: bool) -> None:
+    """A dry run's plan: as JSON, or as the table of :func:`print_plan`."""
+    from attnlab.commands.console import print_json
+
+    if as_json:
+        print_json(plan.to_dict())
+    else:
+        print_plan(console, plan, title)

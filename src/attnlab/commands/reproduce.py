@@ -31,20 +31,20 @@ import dataclasses
 import shlex
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from attnlab.config import SCALES, build_config, check_choice, check_device, check_seed, coerce_field, field_types
 from attnlab.errors import ConfigError
 from attnlab.registry import Experiment, all_experiments, get_paper
 from attnlab.results import ExperimentResult
+from attnlab.runs.entry import TRACEBACK_LIMIT, ExperimentEntry, SweepCounts, entries
 from attnlab.runs.jsonable import to_jsonable
 from attnlab.runs.progress import progress_sink
 from attnlab.runs.rundir import REPORT_HTML, RunDir, default_run_dir, load_run, utc_now
 from attnlab.runs.seeds import seed_everything
 
-if TYPE_CHECKING:
-    from rich.console import Console
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
 SWEEPS_DIR = "sweeps"
@@ -229,51 +229,86 @@ def reproduce(
         "sweeps": {i: sp.to_json() for i, sp in specs.items()},
     }
     rd = RunDir.create(out if out is not None else default_out(papers), resume=resume)
-    results = _prepare(rd, config, list(argv or []), resume)
+    stored = _prepare(rd, config, list(argv or []), resume)
     rd.write_env(seed=seed, device=device)
-    running = "claims"  # what a Ctrl-C stops: an experiment's id, "claims" or "report"
+    run = _Run(rd, stored, entries(stored), seed, resume, _Ticker(progress, len(exps) + 1))
     try:
-        total = len(exps) + 1
         for i, e in enumerate(exps):
-            running = e.id
-            if progress:
-                progress(e.id, i, total)
-            done = results["experiments"].get(e.id)
-            if resume and done and done.get("status") == "ok":
-                continue
-            if e.id in specs:
-                def on_sweep(done: int, n: int, _e=e, _i=i) -> None:
-                    if progress:
-                        progress(f"{_e.id} ({done}/{n} runs)", _i, total)
-
-                sweep = dict(executor=sweep_executor, workers=sweep_workers, device=device, progress=on_sweep)
-                results["experiments"][e.id] = _run_sweep(e, specs[e.id], rd, seed, sweep)
-            else:
-                def on_step(text: str, _e=e, _i=i) -> None:
-                    if progress:
-                        progress(f"{_e.id}: {text}", _i, total)
-
-                with progress_sink(on_step if progress else None):
-                    results["experiments"][e.id] = _run_one(e, configs[e.id], rd, seed)
-            rd.write_results(results)
-        running = "claims"
-        if progress:
-            progress("claims", len(exps), total)
-        if not (resume and results.get("claims")):
-            results["claims"] = _run_claims(papers, seed)
-        results["errata"] = _errata(papers)
-        rd.write_results(results)
-        running = "report"
-        if progress:
-            progress("report", total, total)
-        from attnlab.reports import build_report
-
-        build_report(rd.path)
+            run.experiment(e, i, configs[e.id], specs.get(e.id),
+                           {"executor": sweep_executor, "workers": sweep_workers, "device": device})
+        run.claims_and_report(papers, len(exps))
     except KeyboardInterrupt:
-        finished = [i for i, r in results["experiments"].items() if r.get("status") == "ok"]
-        raise RunInterrupted(rd.path, finished, [e.id for e in exps], running, resume_command(
+        finished = [i for i, entry in run.entries.items() if entry.ok]
+        raise RunInterrupted(rd.path, finished, [e.id for e in exps], run.ticker.running, resume_command(
             papers, rd.path, scale=scale, seed=seed, device=device, settings=settings, only=only)) from None
     return RunPath(rd.path)
+
+
+@dataclass
+class _Ticker:
+    """What the run is doing (``running``: what a Ctrl-C stops, an experiment's id, "claims" or "report")
+    and the progress callback told of each step, ``progress(what, done, total)``."""
+
+    progress: Progress | None
+    total: int
+    running: str = "claims"
+
+    def __call__(self, what: str, done: int) -> None:
+        if self.progress:
+            self.progress(what, done, self.total)
+
+
+@dataclass
+class _Run:
+    """Steps 3 to 5 of the module docstring on one run directory: the stored results.json (``stored``)
+    with its experiments' entries, rewritten after each experiment."""
+
+    rd: RunDir
+    stored: dict
+    entries: dict[str, ExperimentEntry]
+    seed: int
+    resume: bool
+    ticker: _Ticker
+
+    def experiment(self, e: Experiment, i: int, cfg: Config, spec: SweepSpec | None, sweep: dict) -> None:
+        """Run the ``i``-th experiment (as a sweep when it has a ``spec``) unless a resumed run holds it
+        finished; store its entry."""
+        self.ticker.running = e.id
+        self.ticker(e.id, i)
+        done = self.entries.get(e.id)
+        if self.resume and done is not None and done.ok:
+            return
+        if spec is not None:
+            def on_sweep(finished: int, n: int) -> None:
+                self.ticker(f"{e.id} ({finished}/{n} runs)", i)
+
+            self.entries[e.id] = _run_sweep(e, spec, self.rd, self.seed, {**sweep, "progress": on_sweep})
+        else:
+            def on_step(text: str) -> None:
+                self.ticker(f"{e.id}: {text}", i)
+
+            with progress_sink(on_step if self.ticker.progress else None):
+                self.entries[e.id] = _run_one(e, cfg, self.rd, self.seed)
+        self.write()
+
+    def claims_and_report(self, papers: list[str], n_experiments: int) -> None:
+        """The papers' claims (kept from a resumed run that has them) and text errors, then the reports."""
+        self.ticker.running = "claims"
+        self.ticker("claims", n_experiments)
+        if not (self.resume and self.stored.get("claims")):
+            self.stored["claims"] = _run_claims(papers, self.seed)
+        self.stored["errata"] = _errata(papers)
+        self.write()
+        self.ticker.running = "report"
+        self.ticker("report", self.ticker.total)
+        from attnlab.reports import build_report
+
+        build_report(self.rd.path)
+
+    def write(self) -> None:
+        """Rewrite results.json (atomically) with every entry."""
+        self.stored["experiments"] = {i: entry.to_dict() for i, entry in self.entries.items()}
+        self.rd.write_results(self.stored)
 
 
 def _prepare(rd: RunDir, config: dict, argv: list[str], resume: bool) -> dict:
@@ -297,54 +332,53 @@ def _prepare(rd: RunDir, config: dict, argv: list[str], resume: bool) -> dict:
     return results
 
 
-def _run_one(e: Experiment, cfg: Config, rd: RunDir, seed: int) -> dict:
-    seed_everything(seed)
-    entry = {"id": e.id, "paper": e.paper, "description": e.description,
-             "config": dataclasses.asdict(cfg), "seed": seed, "started": utc_now()}
-    rd.append_metric({"event": "start", "experiment": e.id, "at": entry["started"]})
-    start = time.perf_counter()
-    try:
-        entry["results"] = stored_result(e, e.run(cfg, rd), device_note(e, rd))
-        entry["status"] = "ok"
-    except Exception:  # recorded and reported; --resume runs it again
-        entry["status"] = "error"
-        entry["error"] = traceback.format_exc(limit=6)
-    return _finish(entry, e, rd, start)
-
-
-def _finish(entry: dict, e: Experiment, rd: RunDir, start: float) -> dict:
-    """Stamp the time taken and the finish, and log it to metrics.jsonl."""
-    entry["seconds"] = round(time.perf_counter() - start, 3)
-    entry["finished"] = utc_now()
-    rd.append_metric({"event": "finish", "experiment": e.id, "status": entry["status"],
-                      "seconds": entry["seconds"]})
+def _started(e: Experiment, rd: RunDir, seed: int, config: dict, sweep_dir: str | None = None) -> ExperimentEntry:
+    """The entry of ``e`` as it starts, logged to metrics.jsonl."""
+    entry = ExperimentEntry(e.id, e.description, config, paper=e.paper, seed=seed, sweep_dir=sweep_dir,
+                            started=utc_now())
+    rd.append_metric({"event": "start", "experiment": e.id, **({"sweep": sweep_dir} if sweep_dir else {}),
+                      "at": entry.started})
     return entry
 
 
-def _run_sweep(e: Experiment, spec: SweepSpec, rd: RunDir, seed: int, options: dict) -> dict:
+def _run_one(e: Experiment, cfg: Config, rd: RunDir, seed: int) -> ExperimentEntry:
+    """Seed every generator, run ``e`` at ``cfg`` and return its entry (status "error" if it raised)."""
+    seed_everything(seed)
+    entry = _started(e, rd, seed, dataclasses.asdict(cfg))
+    start = time.perf_counter()
+    try:
+        entry = entry.succeeded(start, stored_result(e, e.run(cfg, rd), device_note(e, rd)))
+    except Exception:  # recorded and reported; --resume runs it again
+        entry = entry.failed(start, traceback.format_exc(limit=TRACEBACK_LIMIT))
+    return _logged(entry, rd)
+
+
+def _logged(entry: ExperimentEntry, rd: RunDir) -> ExperimentEntry:
+    """``entry``, its finish logged to metrics.jsonl."""
+    rd.append_metric({"event": "finish", "experiment": entry.id, "status": entry.status, "seconds": entry.seconds})
+    return entry
+
+
+def _run_sweep(e: Experiment, spec: SweepSpec, rd: RunDir, seed: int, options: dict) -> ExperimentEntry:
     """Run (or resume) ``spec`` into <run>/sweeps/<id>/ and store ``e.aggregate(rows)``."""
     from attnlab.sweeps.engine import run_sweep
 
     rel = f"{SWEEPS_DIR}/{e.id}"
-    entry = {"id": e.id, "paper": e.paper, "description": e.description, "config": spec.to_json(),
-             "seed": seed, "sweep_dir": rel, "started": utc_now()}
-    rd.append_metric({"event": "start", "experiment": e.id, "sweep": rel, "at": entry["started"]})
+    entry = _started(e, rd, seed, spec.to_json(), sweep_dir=rel)
     start = time.perf_counter()
     try:
         result = run_sweep(spec, rd.path / rel, resume=True, argv=[], **options)
-        entry["sweep"] = {"table": f"{rel}/{result.table_path.name}", "ok": result.n_ok,
-                          "failed": result.n_failed, "skipped": result.n_skipped}
+        entry = dataclasses.replace(entry, sweep=SweepCounts(f"{rel}/{result.table_path.name}", result.n_ok,
+                                                             result.n_failed, result.n_skipped))
         if result.n_failed:
             raise RuntimeError(f"{result.n_failed} of {len(result.rows)} sweep runs failed; their logs are in "
                                f"{rel}/runs/<run_id>/log.txt; `attnlab reproduce --resume` reruns them")
-        entry["results"] = stored_result(e, e.aggregate(result.rows), device_note(e, rd))
-        entry["status"] = "ok"
+        entry = entry.succeeded(start, stored_result(e, e.aggregate(result.rows), device_note(e, rd)))
     # Recorded and reported; --resume runs it again. Ctrl-C (SweepInterrupted) is not an
     # Exception: it stops reproduce and keeps the finished runs.
     except Exception:
-        entry["status"] = "error"
-        entry["error"] = traceback.format_exc(limit=6)
-    return _finish(entry, e, rd, start)
+        entry = entry.failed(start, traceback.format_exc(limit=TRACEBACK_LIMIT))
+    return _logged(entry, rd)
 
 
 def stored_result(e: Experiment, result: ExperimentResult, note: str | None = None) -> dict:
@@ -374,25 +408,3 @@ def _run_claims(papers: Sequence[str], seed: int) -> list[dict]:
     from attnlab.registry import all_claims
 
     return [c.run(seed).to_dict() for c in all_claims() if c.paper in papers]
-
-
-def print_outcome(console: "Console", err_console: "Console", path: Path) -> list[str]:
-    """Where the run directory and its reports are, each row that failed (on ``err_console``) and the
-    tally of the verdicts (:func:`attnlab.checks.tally_line`); returns every row's verdict (for the
-    exit status)."""
-    from rich.markup import escape
-
-    from attnlab.checks import tally_line
-    from attnlab.commands.console import print_folded, say
-    from attnlab.reports.format import outline
-
-    o = outline(load_run(path))
-    counts = o.verdict_counts()
-    say(console, f"run directory: {path}")
-    say(console, f"report: {path / 'report.html'}")
-    say(console, f"report: {path / 'report.md'}")
-    for r in o.failures():
-        err_console.print(f"[red]{escape(r.source)}: {escape(r.quantity)} -> {r.verdict}[/]"
-                          + (f" ({escape(r.reason)})" if r.reason else ""))
-    print_folded(console, tally_line(o.tally(), "checks"), separator=" · ")
-    return [v for v, n in counts.items() for _ in range(n)]

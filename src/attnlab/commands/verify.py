@@ -1,19 +1,65 @@
-"""`attnlab verify`'s tables: the texts' statements, attnlab's own statements, and the sanity and
+"""`attnlab verify`: the claims run (:func:`run_verify`) and their tables (:func:`print_verify`): the texts' statements, attnlab's own statements, and the sanity and
 descriptive rows, each row a claim (id, verdict, measured, required, statement, the paper's value), or,
 for a claim whose inputs are absent, its id, verdict, statement and why it did not run; the raised
 checks' tracebacks on stderr; and the tally (:func:`attnlab.checks.tally_line`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 
-from attnlab.checks import NO_ERROR, Bound, tally, tally_line
-from attnlab.commands.console import print_folded, verdict_markup
+from attnlab.checks import NO_ERROR, Bound, exit_status, tally, tally_line
+from attnlab.commands.console import console as stdout_console
+from attnlab.commands.console import err_console as stderr_console
+from attnlab.commands.console import print_folded, print_json, progress_bar, verdict_markup
+from attnlab.config import check_seed
 from attnlab.registry import ClaimResult
 from attnlab.terminal import Col, fmt, print_table
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """`attnlab verify`'s options: the claims (paper names, ids, prefixes or globs; None: all), the seed of
+    their inputs, JSON instead of tables, and whether differs, refuted and inconclusive also exit 1."""
+
+    papers: Sequence[str] | None = None
+    seed: int = 0
+    as_json: bool = False
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class VerifyOutcome:
+    """The claims' results, in order, and the exit status they give (1 when one fails or raises)."""
+
+    options: VerifyOptions
+    results: list[ClaimResult]
+    exit_status: int
+
+
+def run_verify(options: VerifyOptions) -> VerifyOutcome:
+    """Run the chosen claims at the seed, with a progress display unless JSON is asked for."""
+    from attnlab.registry import select_claims  # looked up at each call, so that a test can replace it
+
+    check_seed(options.seed, "--seed")
+    claims = select_claims(options.papers)
+    results = []
+    with progress_bar(disable=options.as_json) as progress:
+        for c in progress.track(claims, description="verifying claims"):
+            results.append(c.run(options.seed))
+    return VerifyOutcome(options, results, exit_status([r.verdict for r in results], strict=options.strict))
+
+
+def print_verify(outcome: VerifyOutcome, console: Console = stdout_console,
+                 err_console: Console = stderr_console) -> None:
+    """The results as JSON, or as the tables of :func:`print_claims`."""
+    if outcome.options.as_json:
+        print_json([r.to_dict() for r in outcome.results])
+    else:
+        print_claims(console, err_console, outcome.results, outcome.options.seed)
+
 
 SECTIONS = (
     ("text", "the texts' statements (anchored to their ledgers)"),

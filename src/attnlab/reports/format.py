@@ -8,6 +8,7 @@ from functools import cached_property
 
 from attnlab.checks import JUDGED, NO_ERROR, Check, Tally, count_verdicts, finding, tally
 from attnlab.results import check_from_dict
+from attnlab.runs.entry import ExperimentEntry, entries
 
 
 def fmt_count(x: float) -> str:
@@ -119,7 +120,7 @@ class Outline:
     date: str
     config: dict
     env: dict
-    experiments: list[dict] = field(default_factory=list)  # results.json entries, in run order
+    experiments: list[ExperimentEntry] = field(default_factory=list)  # results.json entries, in run order
     claims: list[dict] = field(default_factory=list)
     errata: list[dict] = field(default_factory=list)       # TextError records of the run's papers
 
@@ -128,19 +129,19 @@ class Outline:
         """Every claim and every summary line of every experiment, verdicts derived again (once)."""
         out = [claim_row(c) for c in self.claims]
         for e in self.experiments:
-            out += [summary_row(e["id"], r) for r in summary_checks(e)]
+            out += [summary_row(e.id, r) for r in summary_checks(e)]
         return out
 
     def verdict_counts(self) -> dict[str, int]:
         """{verdict: count} over claims and experiment summaries; "error" counts what raised."""
         counts = count_verdicts(r.verdict for r in self.rows)
-        counts["error"] += sum(e.get("status") != "ok" for e in self.experiments)
+        counts["error"] += sum(not e.ok for e in self.experiments)
         return counts
 
     def tally(self) -> Tally:
         """The rows counted by group (the texts' rows, attnlab's own statements, the rest) with the
         differs rows as distinct findings; experiments that raised count as errors."""
-        raised = sum(e.get("status") != "ok" for e in self.experiments)
+        raised = sum(not e.ok for e in self.experiments)
         return tally([r.check for r in self.rows] + [None] * raised)
 
     def differs(self) -> list[Row]:
@@ -168,9 +169,9 @@ class Outline:
         return [r for r in self.rows if r.verdict in ("fail", "error")]
 
 
-def summary_checks(entry: dict) -> list[dict]:
+def summary_checks(entry: ExperimentEntry) -> list[dict]:
     """An experiment's stored summary rows, each with its verdict derived from its numbers."""
-    return [check_from_dict(r).to_dict() | {"values": {}} for r in (entry.get("results") or {}).get("summary", [])]
+    return [check_from_dict(r).to_dict() | {"values": {}} for r in entry.summary]
 
 
 def claim_row(c: dict) -> Row:
@@ -200,16 +201,16 @@ def outline(run) -> Outline:
         date=run.env.get("date") or run.config.get("created") or "",
         config=run.config,
         env=run.env,
-        experiments=list((run.results.get("experiments") or {}).values()),
+        experiments=list(entries(run.results).values()),
         claims=list(run.results.get("claims") or []),
         errata=list(run.results.get("errata") or []),
     )
 
 
-def experiment_status(entry: dict) -> str:
+def experiment_status(entry: ExperimentEntry) -> str:
     """One word for an experiment: "error" if it raised, else its most serious verdict
     (fail, differs, refuted, inconclusive, reproduced, holds, sanity, info, in that order)."""
-    if entry.get("status") != "ok":
+    if not entry.ok:
         return "error"
     verdicts = {r["verdict"] for r in summary_checks(entry)}
     for v in ("fail", "differs", "refuted", "inconclusive", "reproduced", "holds", "sanity"):
@@ -218,7 +219,7 @@ def experiment_status(entry: dict) -> str:
     return "info"
 
 
-def row_counts(entry: dict) -> str:
+def row_counts(entry: ExperimentEntry) -> str:
     """"3 reproduced · 1 differs" for an experiment's judged summary lines ("–" if none is judged)."""
     counts = count_verdicts(r["verdict"] for r in summary_checks(entry))
     parts = [f"{counts[v]} {v}" for v in JUDGED if counts[v]]

@@ -17,6 +17,7 @@ from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.reports.figures import RenderedFigure, spans_row
 from attnlab.reports.viewer import viewer_fragment
+from attnlab.runs.entry import ExperimentEntry
 from attnlab.deviations import COLUMNS as DEVIATION_COLUMNS
 from attnlab.deviations import table_rows as deviation_rows
 from attnlab.reports.format import (
@@ -253,8 +254,8 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
         parts.append("<h2>Summary</h2>")
         parts.append(_table(
             ["experiment", "what it measures", "verdicts", "most serious", "time"],
-            [[f'<code class="id">{escape(_short(e["id"]))}</code>', _txt(e.get("description", "")), _txt(row_counts(e)),
-              _pill(experiment_status(e)), _txt(fmt_value(e.get("seconds"))) + " s"] for e in o.experiments],
+            [[f'<code class="id">{escape(_short(e.id))}</code>', _txt(e.description), _txt(row_counts(e)),
+              _pill(experiment_status(e)), _txt(fmt_value(e.seconds)) + " s"] for e in o.experiments],
             ["", "detail", "num", "", "num"]))
     if o.claims:
         parts.append(_claims(o.claims))
@@ -391,14 +392,14 @@ def _where(r: dict) -> str:
     return _txt(r.get("where", "")) + (f'<div class="why"><code>{escape(anchor)}</code></div>' if anchor else "")
 
 
-def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
+def _experiment(e: ExperimentEntry, figures: dict[tuple[str, str], RenderedFigure]) -> str:
     status = experiment_status(e)
-    out = [f'<section><h2><span class="id">{escape(e["id"])}</span> {_pill(status)}</h2>',
-           f'<p class="lead">{escape(e.get("description", ""))} · {escape(fmt_value(e.get("seconds")))} s</p>']
-    if e.get("status") != "ok":
-        out.append(f"<pre>{escape(e.get('error') or '')}</pre></section>")
+    out = [f'<section><h2><span class="id">{escape(e.id)}</span> {_pill(status)}</h2>',
+           f'<p class="lead">{escape(e.description)} · {escape(fmt_value(e.seconds))} s</p>']
+    if not e.ok:
+        out.append(f"<pre>{escape(e.error or '')}</pre></section>")
         return "".join(out)
-    res = e.get("results") or {}
+    res = e.results or {}
     if res.get("summary"):
         rows = summary_checks(e)
         out.append(_table(
@@ -422,8 +423,8 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
         out.append(f"<h3>{escape(t.get('title', ''))}</h3>")
         out.append(_table(t["columns"], [[_txt(fmt_value(v, f)) for v, f in zip(row, fmts)] for row in t["rows"]],
                           cls))
-    specs = [s for s in res.get("figures", []) if (e["id"], s["file"]) in figures]
-    figs = [figures[(e["id"], s["file"])] for s in specs]
+    specs = [s for s in res.get("figures", []) if (e.id, s["file"]) in figures]
+    figs = [figures[(e.id, s["file"])] for s in specs]
     if figs:
         out.append('<h3>Figures</h3><div class="figs">')
         for s, f in zip(specs, figs):
@@ -435,11 +436,11 @@ def _experiment(e: dict, figures: dict[tuple[str, str], RenderedFigure]) -> str:
     blocks = res.get("interactive") or []
     if blocks:
         out.append("<h3>Interactive view</h3>")
-        slug = re.sub(r"[^A-Za-z0-9_-]", "-", e["id"])
+        slug = re.sub(r"[^A-Za-z0-9_-]", "-", e.id)
         out += [viewer_fragment(b, uid=f"attnlab-viewer-{slug}-{i}") for i, b in enumerate(blocks)]
     out += [f'<div class="note">{escape(n)}</div>' for n in res.get("notes", [])]
     if not any(res.get(k) for k in ("summary", "tables", "figures", "interactive")):
         out.append(f"<pre>{escape(json.dumps(res, indent=2)[:4000])}</pre>")
-    out.append(f"<details><summary>config</summary><pre>{escape(json.dumps(e.get('config', {}), indent=2))}"
+    out.append(f"<details><summary>config</summary><pre>{escape(json.dumps(e.config, indent=2))}"
                "</pre></details></section>")
     return "".join(out)

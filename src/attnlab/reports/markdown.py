@@ -9,6 +9,7 @@ from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.deviations import COLUMNS as DEVIATION_COLUMNS
 from attnlab.deviations import table_rows as deviation_rows
+from attnlab.runs.entry import ExperimentEntry
 from attnlab.reports.format import (
     Outline,
     Row,
@@ -59,7 +60,7 @@ def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
     if o.experiments:
         lines += ["## Summary", ""]
         lines += _table(["experiment", "verdicts", "most serious", "seconds"],
-                        [[e["id"], row_counts(e), _MARK[experiment_status(e)], fmt_value(e.get("seconds"))]
+                        [[e.id, row_counts(e), _MARK[experiment_status(e)], fmt_value(e.seconds)]
                          for e in o.experiments])
     if o.claims:
         lines += ["## Claims", ""]
@@ -79,12 +80,12 @@ def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
-    lines = [f"## {e['id']}", "", e.get("description", ""), "",
-             f"Most serious verdict: {_MARK[experiment_status(e)]} · {fmt_value(e.get('seconds'))} s", ""]
-    if e.get("status") != "ok":
-        return lines + ["```", (e.get("error") or "").rstrip(), "```", ""]
-    res = e.get("results") or {}
+def _experiment(e: ExperimentEntry, figures: dict[tuple[str, str], str]) -> list[str]:
+    lines = [f"## {e.id}", "", e.description, "",
+             f"Most serious verdict: {_MARK[experiment_status(e)]} · {fmt_value(e.seconds)} s", ""]
+    if not e.ok:
+        return lines + ["```", (e.error or "").rstrip(), "```", ""]
+    res = e.results or {}
     if res.get("summary"):
         lines += _table(["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
                         [[r.get("quantity", ""), fmt_paper(r.get("paper_value")), fmt_measured_cell(r),
@@ -101,8 +102,8 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
         lines += [f"**{t.get('title', '')}**", ""]
         lines += _table(t["columns"], [[fmt_value(v, f) for v, f in zip(row, fmts)] for row in t["rows"]])
     for spec in res.get("figures", []):
-        if (e["id"], spec["file"]) in figures:
-            lines += [f"![{spec.get('title') or spec['file']}]({figures[(e['id'], spec['file'])]})", "",
+        if (e.id, spec["file"]) in figures:
+            lines += [f"![{spec.get('title') or spec['file']}]({figures[(e.id, spec['file'])]})", "",
                       f"*Figure: {spec.get('caption', '')}*", ""]
     for b in res.get("interactive", []):
         lines += [f"*Interactive view{': ' + b['title'] if b.get('title') else ''}: open report.html to pick a layer "
@@ -114,7 +115,7 @@ def _experiment(e: dict, figures: dict[tuple[str, str], str]) -> list[str]:
     if not any(res.get(k) for k in ("summary", "tables", "figures", "interactive")):
         lines += ["```json", json.dumps(res, indent=2)[:4000], "```", ""]
     lines += ["<details><summary>config</summary>", "", "```json",
-              json.dumps(e.get("config", {}), indent=2), "```", "", "</details>", ""]
+              json.dumps(e.config, indent=2), "```", "", "</details>", ""]
     return lines
 
 

@@ -61,7 +61,8 @@ averaged over documents, then compared with the thresholds):
 
 The package:
 
-- :mod:`~attnlab.commands.analyze.run`      :func:`analyze`, the command, and its result :class:`Analysis`
+- :mod:`~attnlab.commands.analyze.run`      :func:`analyze`, the command, and its result :class:`Analysis`;
+                                            the verb's :func:`run_analyze` and :func:`print_analyze`
 - :mod:`~attnlab.commands.analyze.text`     the text read and cut into segments, the repeated-random-token
                                             prompts, the model's attention maps
 - :mod:`~attnlab.commands.analyze.evidence` the evidence beside the patterns: sinks, direct logit attribution,
@@ -78,9 +79,13 @@ from attnlab.commands.analyze.run import (
     MAX_SEGMENTS,
     SEGMENTS_JSON,
     Analysis,
+    AnalyzeOptions,
+    AnalyzeOutcome,
     analyze,
     print_analysis,
+    print_analyze,
+    run_analyze,
 )
 
-__all__ = ["analyze", "Analysis", "print_analysis", "DEFAULT_MAX_TOKENS", "DEFAULT_SEGMENTS", "MAX_SEGMENTS", "DTYPES", "HEADS_JSON",
-           "SEGMENTS_JSON"]
+__all__ = ["analyze", "Analysis", "AnalyzeOptions", "AnalyzeOutcome", "print_analysis", "print_analyze", "run_analyze",
+           "DEFAULT_MAX_TOKENS", "DEFAULT_SEGMENTS", "MAX_SEGMENTS", "DTYPES", "HEADS_JSON", "SEGMENTS_JSON"]

@@ -109,14 +109,48 @@ def _lookup(d: dict, key: str) -> Any:
 EVIDENCE = ("sink", "sink_norm", "dla", "copying", "copying_positive_fraction", "qk_norm", "ov_norm")
 
 
-def _payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, specials: dict, avg: dict, labels: dict,
-             prompts: RepeatedPrompts | None, cis: dict | None = None, ablations: dict | None=None, induction: dict | None=None) -> dict:
+def heads_payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, specials: dict, avg: dict,
+                  labels: dict, prompts: RepeatedPrompts | None, cis: dict | None = None,
+                  ablations: dict | None = None, induction: dict | None = None) -> dict:
+    """heads.json: the model, every head's row (:func:`_head_rows`), the label counts, the criteria with
+    their chance levels, the repeated-random-token prompts, the ablations and the notes."""
+    L, H = avg["entropy"].shape
+    n_heads, n_kv = ev.grouping(pm)
+    heads = _head_rows(avg, labels, cis or {}, n_heads // n_kv, ablations, induction)
+    chance = _chance(avg)
+    chance["sink"] = avg["chance:sink"].reshape(-1)[0].item()
+    crit = [{**r, "chance": None if r["score"] is None else _lookup(chance, r["score"])} for r in criteria()]
+    repeated = None if prompts is None else {
+        "prompts": int(prompts.input_ids.shape[0]), "half": prompts.half, "length": prompts.length,
+        "prefix": pm.tokenizer.convert_ids_to_tokens(prompts.prefix),
+        "suffix": pm.tokenizer.convert_ids_to_tokens(prompts.suffix), "seed": prompts.seed,
+        "perfect_head": prompts.perfect(), "chance": {k: chance[f"tl_repeated_{k}"] for k in TL_KINDS}}
+    ablation = None if ablations is None else {
+        "tokens": ablations.tokens, "segments": ablations.segments, "kinds": list(ev.KINDS),
+        "exact_heads": [list(t) for t in sorted(ablations.exact["zero"])], "base_loss": ablations.base_loss.mean().item(),
+        "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top")}
+    notes = (_reading_notes(config, segs, causal) + _repeated_notes(config, prompts, repeated, causal)
+             + _input_notes(segs, specials, chance) + _evidence_notes(pm, chance, causal, n_heads, n_kv)
+             + _ablation_notes(pm, ablations, ablation, induction))
+    induction_info = None if induction is None else {
+        "heads": [list(t) for t in sorted(induction.exact["zero"])], "prompts": induction.segments,
+        "scored_predictions": induction.tokens, "base_loss": induction.base_loss.mean().item(),
+        "seconds": round(induction.seconds, 1)}
+    return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
+            "causal": causal, "layers": L, "heads_per_layer": H, "kv_heads_per_layer": n_kv,
+            "ablation": ablation, "induction_ablation": induction_info, "segments": len(segs.input_ids),
+            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
+            "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
+            "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,
+            "counts": _counts(heads), "notes": notes, "heads": heads}
+
+
+def _head_rows(avg: dict, labels: dict, cis: dict, group: int, ablations: dict | None,
+               induction: dict | None) -> list[dict]:
+    """One row per head, layer by layer: its averaged numbers, its labels under each criteria, its evidence
+    and intervals, and its ablations where they ran (``group``: query heads per key/value head)."""
     clark, kov, voita = labels["clark"], labels["kovaleva"], labels["voita"]
     L, H = avg["entropy"].shape
-    cis = cis or {}
-    n_heads, n_kv = ev.grouping(pm)
-    group = n_heads // n_kv
-    present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
     heads = []
     for l in range(L):
         for h in range(H):
@@ -140,6 +174,11 @@ def _payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, sp
             if induction is not None and (l, h) in induction.exact["zero"]:
                 x["induction_ablation"] = ev.head_ablation_rows(induction, l, h)
             heads.append(x)
+    return heads
+
+
+def _counts(heads: list[dict]) -> dict:
+    """How many heads each criteria gives each label (heads.json "counts")."""
     counts = {"clark": {name: sum(name in x["clark"] for x in heads) for name in
                         ("broad", "previous", "next", "special:[CLS]", "special:[SEP]", "special:punctuation")},
               "kovaleva": {p: sum(x["kovaleva"] == p for x in heads) for p in KOVALEVA_PATTERNS},
@@ -149,15 +188,12 @@ def _payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, sp
                         "no role": sum(not x["voita"] for x in heads)}}
     counts["clark"]["special (any)"] = sum(any(c.startswith("special") for c in x["clark"]) for x in heads)
     counts["clark"]["no label"] = sum(not x["clark"] for x in heads)
-    chance = _chance(avg)
-    chance["sink"] = avg["chance:sink"].reshape(-1)[0].item()
-    crit = [{**r, "chance": None if r["score"] is None else _lookup(chance, r["score"])} for r in criteria()]
-    repeated = None if prompts is None else {
-        "prompts": int(prompts.input_ids.shape[0]), "half": prompts.half, "length": prompts.length,
-        "prefix": pm.tokenizer.convert_ids_to_tokens(prompts.prefix),
-        "suffix": pm.tokenizer.convert_ids_to_tokens(prompts.suffix), "seed": prompts.seed,
-        "perfect_head": prompts.perfect(), "chance": {k: chance[f"tl_repeated_{k}"] for k in TL_KINDS}}
-    notes = [
+    return counts
+
+
+def _reading_notes(config: dict, segs: Segments, causal: bool) -> list[str]:
+    """How to read every number: averaging, chance levels, where the thresholds come from, the text scores."""
+    return [
         f"Layers and heads are numbered from 0. Every number is the mean over {len(segs.input_ids)} segments "
         f"of at most {config['max_tokens']} tokens (of {segs.documents} documents the text gave, evenly spaced), "
         "each segment analysed on its own; labels are decided on those means.",
@@ -176,26 +212,36 @@ def _payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, sp
         "scores 1) on the natural text, where repeated tokens are few: descriptive only, and not TransformerLens' "
         "numbers, which the TL columns give.",
     ]
-    if prompts is not None:
-        n, s_ = prompts.length, prompts.half
-        perfect = prompts.perfect()
-        notes.append(
-            f"{TL_REPEATED}: TransformerLens' detect_head definitions (\"mul\", no exclusions, its lower-triangular "
-            f"patterns) on {repeated['prompts']} prompts {' '.join(repeated['prefix'])} r r "
-            f"{' '.join(repeated['suffix'])}, r = {s_} distinct random tokens (n = {n}), averaged over the prompts "
-            f"as detect_head averages a list. Every row counts, so a perfect head scores "
-            f"{perfect['previous_token']:.3f} = (n-1)/n (previous-token) and {perfect['induction']:.3f} = s/n "
-            f"(duplicate-token, induction); uniform attention scores "
-            + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + ".")
-        if not causal:
-            notes.append("This model is bidirectional; TransformerLens' head detector asserts lower-triangular "
-                         "patterns (it scores decoder models only), so here each of its scores is the share of all "
-                         "attention, later keys included, that lands on the earlier target: attention from the "
-                         "first copy forward to the second, the same pairs read the other way, counts against "
-                         "the head.")
-    else:
-        notes.append(f"--max-tokens {config['max_tokens']} leaves no room for a repeated random token, so the "
-                     f"{TL_REPEATED} scores are not computed (NaN).")
+
+
+def _repeated_notes(config: dict, prompts: RepeatedPrompts | None, repeated: dict | None, causal: bool) -> list[str]:
+    """What TransformerLens' scores on the repeated random tokens are, or why they are absent."""
+    if prompts is None:
+        return [f"--max-tokens {config['max_tokens']} leaves no room for a repeated random token, so the "
+                f"{TL_REPEATED} scores are not computed (NaN)."]
+    n, s_ = prompts.length, prompts.half
+    perfect = prompts.perfect()
+    notes = [
+        f"{TL_REPEATED}: TransformerLens' detect_head definitions (\"mul\", no exclusions, its lower-triangular "
+        f"patterns) on {repeated['prompts']} prompts {' '.join(repeated['prefix'])} r r "
+        f"{' '.join(repeated['suffix'])}, r = {s_} distinct random tokens (n = {n}), averaged over the prompts "
+        f"as detect_head averages a list. Every row counts, so a perfect head scores "
+        f"{perfect['previous_token']:.3f} = (n-1)/n (previous-token) and {perfect['induction']:.3f} = s/n "
+        f"(duplicate-token, induction); uniform attention scores "
+        + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + "."]
+    if not causal:
+        notes.append("This model is bidirectional; TransformerLens' head detector asserts lower-triangular "
+                     "patterns (it scores decoder models only), so here each of its scores is the share of all "
+                     "attention, later keys included, that lands on the earlier target: attention from the "
+                     "first copy forward to the second, the same pairs read the other way, counts against "
+                     "the head.")
+    return notes
+
+
+def _input_notes(segs: Segments, specials: dict, chance: dict) -> list[str]:
+    """What the analysed inputs lack or how they were cut: special tokens, sentence pairs, long sentences."""
+    present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
+    notes = []
     for k, ok in present.items():
         if not ok:
             notes.append(f"The analysed text holds no {k} token of this tokenizer ({specials[k] or 'it has none'}): "
@@ -214,35 +260,44 @@ def _payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, sp
     if not segs.pairs:
         notes.append("Inputs are single sequences (no sentence pairs for this model), so Kovaleva's block pattern "
                      "is undefined (NaN) and never assigned.")
-    notes.append(
+    return notes
+
+
+def _evidence_notes(pm: PretrainedModel, chance: dict, causal: bool, n_heads: int, n_kv: int) -> list[str]:
+    """How the evidence beside the patterns is measured: sinks, copying scores, grouped-query heads."""
+    notes = [
         f"Attention sinks: the mean weight on the first token is compared with uniform attention under the model's "
         f"mask ({chance['sink']:.3f} here: "
         + ("mean_i 1/(i+1), the causal baseline" if causal else "1/n, the bidirectional baseline")
         + "); the value-weighted share (Kobayashi et al. 2020) is the share of the vector norm a query receives "
         "from the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O||: a head that rests on a first token "
-        "with a small value vector moves little from it.")
-    notes.append("Copying score (Elhage et al. 2021): sum lambda / sum |lambda| over the eigenvalues of the full OV "
-                 "circuit W_E diag(gamma_1) W_V W_O diag(gamma_f) W_U, computed from its d_v x d_v equivalent; 1 for "
-                 "a head that copies the attended token to the output, -1 for one that suppresses it."
-                 + ("" if getattr(pm.model, "lm_head", "none") != "none" else
-                    " This model has no output head, so W_U is W_E's transpose (a tied readout)."))
+        "with a small value vector moves little from it.",
+        "Copying score (Elhage et al. 2021): sum lambda / sum |lambda| over the eigenvalues of the full OV "
+        "circuit W_E diag(gamma_1) W_V W_O diag(gamma_f) W_U, computed from its d_v x d_v equivalent; 1 for "
+        "a head that copies the attended token to the output, -1 for one that suppresses it."
+        + ("" if getattr(pm.model, "lm_head", "none") != "none" else
+           " This model has no output head, so W_U is W_E's transpose (a tied readout)."),
+    ]
     if n_kv != n_heads:
+        group = n_heads // n_kv
         notes.append(f"Grouped-query attention: {n_heads} query heads share {n_kv} key/value heads per layer; "
                      f"heads h of one group (kv_head = h // {group}) read the same keys and values.")
-    ablation = None
+    return notes
+
+
+def _ablation_notes(pm: PretrainedModel, ablations: dict | None, ablation: dict | None,
+                    induction: dict | None) -> list[str]:
+    """How the head ablations and the induction heads' ablations were measured, or why there are none."""
+    notes = []
     if ablations is not None:
-        top = sorted(ablations.exact["zero"])
-        ablation = {"tokens": ablations.tokens, "segments": ablations.segments, "kinds": list(ev.KINDS),
-                    "exact_heads": [list(t) for t in top], "base_loss": ablations.base_loss.mean().item(),
-                    "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top")}
         notes.append(
             f"Ablations: the change in next-token loss (nats per token) when a head's output z_h = P_h V_h is set "
             f"to zero, to its mean over every segment and position, or to the next segment's (resample), on "
             f"{ablations.segments} segments of their first {ablations.tokens} tokens (clean loss "
             f"{ablation['base_loss']:.3f}); 95% Student-t intervals over segments. Every head has the first-order "
             f"estimate (attribution patching: one backward pass); "
-            + (f"the {len(top)} heads with the largest estimated effect are measured exactly (re-run from their layer)"
-               if ablation["mode"] == "top" else "every head is measured exactly")
+            + (f"the {len(ablation['exact_heads'])} heads with the largest estimated effect are measured exactly "
+               "(re-run from their layer)" if ablation["mode"] == "top" else "every head is measured exactly")
             + "; the 'measured' field of each head says which. A positive change means the head helps predict the text.")
     if induction is not None:
         notes.append(
@@ -253,15 +308,4 @@ def _payload(config: dict, pm: PretrainedModel, segs: Segments, causal: bool, sp
             "with 95% intervals over prompts.")
     if getattr(pm.model, "lm_head", "none") == "none":
         notes.append("No ablations: this model has no output head, so there is no next-token loss to measure.")
-    induction_info = None if induction is None else {
-        "heads": [list(t) for t in sorted(induction.exact["zero"])], "prompts": induction.segments,
-        "scored_predictions": induction.tokens, "base_loss": induction.base_loss.mean().item(),
-        "seconds": round(induction.seconds, 1)}
-    return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
-            "causal": causal, "layers": L, "heads_per_layer": H, "kv_heads_per_layer": n_kv,
-            "ablation": ablation, "induction_ablation": induction_info, "segments": len(segs.input_ids),
-            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
-            "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
-            "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,
-            "counts": counts, "notes": notes, "heads": heads}
-
+    return notes

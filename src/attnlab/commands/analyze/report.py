@@ -39,7 +39,9 @@ def _labels_text(x: dict) -> tuple[str, str]:
     return ", ".join(x["clark"]) or "–", ", ".join(x["voita"]) or "–"
 
 
-def _result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> ExperimentResult:
+def analysis_result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> ExperimentResult:
+    """results.json's analysis of heads.json's ``payload``: the summary, tables, figures and the attention
+    viewer of segment 0's maps ``first`` (L, H, n, n)."""
     heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
     causal, chance = payload["causal"], payload["chance"]
     rows = []
@@ -340,6 +342,12 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
                 series(f"broad threshold ({BROAD_ENTROPY_NATS:g})", layers, [BROAD_ENTROPY_NATS] * L, style="dashed",
                        marker=False)],
         xlabel="layer", ylabel="entropy (nats)", title="Attention entropy")
+    return [grid, zoom, stats, entropy, *_label_bars(payload)]
+
+
+def _label_bars(payload: dict) -> list:
+    """How many heads carry each label of Clark et al., Kovaleva et al. and Voita et al., as bar figures."""
+    L, H = payload["layers"], payload["heads_per_layer"]
     counts = payload["counts"]
     clark_keys = ("broad", "previous", "next", "special (any)", "no label")
     voita = counts["voita"]
@@ -358,5 +366,5 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
                                                          voita["rare-token"], voita["no role"]]}],
                    ylabel="heads", title="Voita et al. roles"),
     ]
-    return [grid, zoom, stats, entropy, *bars]
+    return bars
 

@@ -16,8 +16,8 @@ import torch
 
 from attnlab.analysis.heads.summary import TL_KINDS, analyse_segment, average, decide
 from attnlab.commands.analyze import evidence as ev
-from attnlab.commands.analyze.payload import _payload
-from attnlab.commands.analyze.report import _result
+from attnlab.commands.analyze.payload import heads_payload
+from attnlab.commands.analyze.report import analysis_result
 from attnlab.commands.analyze.text import (
     check_out,
     default_out,
@@ -30,6 +30,7 @@ from attnlab.commands.analyze.text import (
 )
 from attnlab.config import check_choice, check_device, check_int
 from attnlab.errors import ConfigError
+from attnlab.runs.entry import ExperimentEntry
 from attnlab.runs.jsonable import to_jsonable
 from attnlab.runs.rundir import REPORT_HTML, RunDir, utc_now
 
@@ -41,6 +42,10 @@ HEADS_JSON, SEGMENTS_JSON = "heads.json", "segments.json"
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from attnlab.commands.analyze.text import RepeatedPrompts, Segments
+    from attnlab.pretrained import PretrainedModel
+    from attnlab.results import ExperimentResult
 
 Progress = Callable[[str, int, int], None]
 """``progress(what, done, total)``: the step starting now and how many of ``total`` steps are done."""
@@ -88,6 +93,59 @@ def print_analysis(console: "Console", result: Analysis) -> None:
     say(console, f"report: {result.path / REPORT_HTML}")
 
 
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """`attnlab analyze`'s options, as :func:`analyze` takes them, and whether to print heads.json's payload
+    as JSON."""
+
+    model: str = "minilm"
+    text: str | None = None
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    segments: int = DEFAULT_SEGMENTS
+    dtype: str = "float32"
+    out: str | None = None
+    device: str = "cpu"
+    as_json: bool = False
+    ablate: str = "top"
+
+
+@dataclass(frozen=True)
+class AnalyzeOutcome:
+    """The analysis (run directory and payload); analyze exits 0 once it has written its run directory."""
+
+    options: AnalyzeOptions
+    analysis: Analysis
+    exit_status: int = 0
+
+
+def run_analyze(options: AnalyzeOptions) -> AnalyzeOutcome:
+    """--out checked, then the analysis with a progress display unless JSON is asked for."""
+    from attnlab.commands.console import progress_bar
+    from attnlab.commands.options import check_out_path, command_argv
+
+    o = options
+    check_out_path(o.out, "--out", default="runs")
+    argv = command_argv()
+    with progress_bar(disable=o.as_json) as progress:
+        task = progress.add_task("analyze", total=None)
+        result = analyze(o.model, text=o.text, max_tokens=o.max_tokens, segments=o.segments, out=o.out,
+                         device=o.device, dtype=o.dtype, argv=argv, ablate=o.ablate,
+                         progress=lambda what, done, total: progress.update(
+                             task, description=what, completed=done, total=total))
+    return AnalyzeOutcome(o, result)
+
+
+def print_analyze(outcome: AnalyzeOutcome, console: "Console | None" = None,
+                  err_console: "Console | None" = None) -> None:
+    """heads.json's payload as JSON, or the label counts and where the files are (:func:`print_analysis`)."""
+    from attnlab.commands import console as consoles
+
+    if outcome.options.as_json:
+        consoles.print_json(outcome.analysis.payload)
+    else:
+        print_analysis(console or consoles.console, outcome.analysis)
+
+
 # ---- the command -------------------------------------------------------------------------------
 def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
             segments: int = DEFAULT_SEGMENTS, out: str | Path | None = None, device: str = "cpu",
@@ -95,29 +153,14 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
             progress: Progress | None = None, ablate: str = "top") -> Analysis:
     """Analyse every head of ``model`` on ``text`` into a run directory (module docstring); return it
     with the per-head payload that heads.json and ``attnlab analyze --json`` hold."""
-    from attnlab.pretrained import load_pretrained
-    from attnlab.pretrained.loader import SHIPPED
-
     start = time.perf_counter()
-    check_int("--max-tokens", max_tokens, 2)
-    check_int("--segments", segments, 1, MAX_SEGMENTS)
-    check_choice("--dtype", dtype, DTYPES)
-    ev.check_ablate(ablate)
-    device = check_device(device, "--device")
+    device = _checked_options(max_tokens, segments, dtype, ablate, device)
     source, sentences = read_text(text)
     path = check_out(out) if out is not None else default_out(str(model))
     total = progress_steps(segments)
     tick: Progress = progress or (lambda what, done, total: None)
     tick("loading the model", 0, total)
-    if not Path(str(model)).expanduser().exists() and str(model).lower() not in SHIPPED:
-        raise ConfigError(f"--model {model}: no shipped model has that name and no such directory exists; use "
-                          f"{' or '.join(sorted(SHIPPED))}, or a checkpoint directory (config.json and weights)")
-    pm = load_pretrained(model, dtype=dtype, device=device)
-    if pm.tokenizer is None:
-        raise ConfigError(f"{pm.path} has no usable tokenizer ({pm.tokenizer_error}): analyze feeds text, so the "
-                          "checkpoint directory needs its tokenizer files")
-    limit = pm.architecture.max_len - pm.architecture.position_offset
-    check_int(f"--max-tokens (this model has {limit} positions)", max_tokens, 2, limit)
+    pm = _load_model(model, dtype, device, max_tokens)
     segs = make_segments(pm, sentences, max_tokens, segments)
     causal = bool(pm.model.causal)
     config = {"command": "analyze", "title": f"Attention heads of {Path(str(model)).name}",
@@ -128,16 +171,71 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     rd.write_config(config, list(argv or []))
     rd.write_env(seed=0, device=device)
     prompts = repeated_prompts(pm, max_tokens)
+    _write_segments(rd, segs, prompts)
+    specials = special_tokens(pm.tokenizer)
+    avg, cis, first = _segment_numbers(pm, segs, causal, specials, lambda what, b: tick(what, 1 + b, total))
+    done = 1 + segments  # the model and every segment asked for
+    tick("ablations", done, total)
+    ablations = ev.run_ablations(pm, segs.input_ids, ablate, progress=lambda what: tick(what, done, total))
+    tick("repeated random tokens", done + 1, total)
+    avg.update(_repeated_numbers(pm, prompts, causal, avg["entropy"].shape))
+    induction = ev.induction_ablations(pm, prompts, avg["tl_repeated_induction"], ablate)
+    labels = decide(avg)
+    payload = heads_payload(config, pm, segs, causal, specials, avg, labels, prompts, cis, ablations, induction)
+    rd.write_json(HEADS_JSON, payload)
+    _write_results(rd, config, analysis_result(payload, avg, first, segs), causal, len(segs.input_ids), start)
+    tick("report", done + 2, total)
+    from attnlab.reports import build_report
+
+    build_report(rd.path)
+    tick("done", total, total)
+    return Analysis(rd.path, to_jsonable(payload))  # as heads.json holds it: NaN as "nan"
+
+
+def _checked_options(max_tokens: int, segments: int, dtype: str, ablate: str, device: str) -> str:
+    """Refuse bad options before anything is read or loaded; the device, normalised."""
+    check_int("--max-tokens", max_tokens, 2)
+    check_int("--segments", segments, 1, MAX_SEGMENTS)
+    check_choice("--dtype", dtype, DTYPES)
+    ev.check_ablate(ablate)
+    return check_device(device, "--device")
+
+
+def _load_model(model: str | Path, dtype: str, device: str, max_tokens: int) -> "PretrainedModel":
+    """The model by its shipped name or checkpoint path, with a tokenizer and at least ``max_tokens``
+    positions (a ConfigError that says what to change otherwise)."""
+    from attnlab.pretrained import load_pretrained
+    from attnlab.pretrained.loader import SHIPPED
+
+    if not Path(str(model)).expanduser().exists() and str(model).lower() not in SHIPPED:
+        raise ConfigError(f"--model {model}: no shipped model has that name and no such directory exists; use "
+                          f"{' or '.join(sorted(SHIPPED))}, or a checkpoint directory (config.json and weights)")
+    pm = load_pretrained(model, dtype=dtype, device=device)
+    if pm.tokenizer is None:
+        raise ConfigError(f"{pm.path} has no usable tokenizer ({pm.tokenizer_error}): analyze feeds text, so the "
+                          "checkpoint directory needs its tokenizer files")
+    limit = pm.architecture.max_len - pm.architecture.position_offset
+    check_int(f"--max-tokens (this model has {limit} positions)", max_tokens, 2, limit)
+    return pm
+
+
+def _write_segments(rd: RunDir, segs: "Segments", prompts: "RepeatedPrompts | None") -> None:
+    """segments.json: the token ids fed, the repeated-random-token prompts included."""
     rd.write_json(SEGMENTS_JSON, {"input_ids": segs.input_ids, "token_type_ids": segs.token_type_ids,
                                   "tokens": segs.tokens, "labels": segs.labels, "pairs": segs.pairs,
                                   "repeated_random_tokens": None if prompts is None else {
                                       "input_ids": prompts.input_ids.tolist(), "half": prompts.half,
                                       "prefix": prompts.prefix, "suffix": prompts.suffix, "seed": prompts.seed}})
+
+
+def _segment_numbers(pm: "PretrainedModel", segs: "Segments", causal: bool, specials: dict,
+                     tick: Callable[[str, int], None]) -> tuple[dict, dict, torch.Tensor | None]:
+    """(every number averaged over the segments, with the weights' own; their intervals over the
+    segments; segment 0's maps A (L, H, n, n)); ``tick(what, b)`` as segment b starts."""
     frequencies = Counter(t for ids in segs.input_ids for t in ids)
-    specials = special_tokens(pm.tokenizer)
     per_segment, first = [], None
     for b, A, hidden in segment_maps(pm, segs, hidden=True):
-        tick(f"segment {b + 1}/{len(segs.input_ids)}", 1 + b, total)
+        tick(f"segment {b + 1}/{len(segs.input_ids)}", b)
         per_segment.append(analyse_segment(
             A, segs.input_ids[b], segs.tokens[b], None if segs.token_type_ids is None else segs.token_type_ids[b],
             causal=causal, specials=specials, frequencies=frequencies))
@@ -147,31 +245,24 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     avg = average(per_segment)
     cis = ev.intervals(per_segment, [k for k in per_segment[0] if not k.startswith("chance:")])
     avg.update(ev.weights(pm))
-    done = 1 + segments  # the model and every segment asked for
-    tick("ablations", done, total)
-    ablations = ev.run_ablations(pm, segs.input_ids, ablate, progress=lambda what: tick(what, done, total))
-    tick("repeated random tokens", done + 1, total)
-    L, H = avg["entropy"].shape
-    nan = torch.full((L, H), float("nan"), dtype=torch.float64)
+    return avg, cis, first
+
+
+def _repeated_numbers(pm: "PretrainedModel", prompts: "RepeatedPrompts | None", causal: bool,
+                      shape: tuple[int, int]) -> dict:
+    """TransformerLens' scores on the repeated random tokens (NaN where the model has no prompts), keyed
+    tl_repeated_<kind> and chance:tl_repeated_<kind>."""
+    nan = torch.full(shape, float("nan"), dtype=torch.float64)  # (L, H)
     rep = repeated_scores(pm, prompts, causal) if prompts is not None else {
         **{k: nan for k in TL_KINDS}, **{f"chance:{k}": nan[:1, :1] for k in TL_KINDS}}
-    avg.update({f"tl_repeated_{k}" if not k.startswith("chance:") else f"chance:tl_repeated_{k[7:]}": v
-                for k, v in rep.items()})
-    induction = ev.induction_ablations(pm, prompts, avg["tl_repeated_induction"], ablate)
-    labels = decide(avg)
-    payload = _payload(config, pm, segs, causal, specials, avg, labels, prompts, cis, ablations, induction)
-    rd.write_json(HEADS_JSON, payload)
-    result = _result(payload, avg, first, segs)
-    rd.write_results({"experiments": {"analyze": {
-        "id": "analyze", "description": f"every head of {config['model']} ({config['model_type']}, "
-                                         f"{'causal' if causal else 'bidirectional'}) on {len(segs.input_ids)} "
-                                         f"segments of {source}",
-        "config": config, "status": "ok", "results": result.to_dict(),
-        "seconds": round(time.perf_counter() - start, 3), "finished": utc_now()}}})
-    tick("report", done + 2, total)
-    from attnlab.reports import build_report
+    return {f"tl_repeated_{k}" if not k.startswith("chance:") else f"chance:tl_repeated_{k[7:]}": v
+            for k, v in rep.items()}
 
-    build_report(rd.path)
-    tick("done", total, total)
-    return Analysis(rd.path, to_jsonable(payload))  # as heads.json holds it: NaN as "nan"
 
+def _write_results(rd: RunDir, config: dict, result: "ExperimentResult", causal: bool, n_segments: int,
+                   start: float) -> None:
+    """results.json: the analysis as one experiment's entry, which the report reads."""
+    entry = ExperimentEntry("analyze", f"every head of {config['model']} ({config['model_type']}, "
+                                       f"{'causal' if causal else 'bidirectional'}) on {n_segments} "
+                                       f"segments of {config['text']}", config)
+    rd.write_results({"experiments": {"analyze": entry.succeeded(start, result.to_dict()).to_dict()}})
