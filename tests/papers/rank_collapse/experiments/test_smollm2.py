@@ -105,7 +105,7 @@ def test_smollm2_states_and_relative_residual_at_layer_0():
 
 @pytest.mark.slow  # loads SmolLM2 (~10 s)
 def test_smollm2_maps_one_layer_at_a_time_and_energy_ranks():
-    from attnlab.papers.rank_collapse.experiments.low_rank import spectrum_stats
+    from attnlab.papers.rank_collapse.attention_spectrum import spectrum_stats
     from attnlab.papers.rank_collapse.stacks import build_model, long_texts, smollm2_attention_maps, text_batch
 
     n = 24
