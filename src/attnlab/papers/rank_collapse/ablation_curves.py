@@ -58,7 +58,7 @@ class Curve:
 
 @dataclass(frozen=True)
 class LayerCurves:
-    """The relative residual per layer of one network under one ablation (:func:`_curves`),
+    """The relative residual per layer of one network under one ablation (:func:`layer_curves`),
     under each residual of the states X_0..X_L it ran through.
 
     Attributes:
@@ -126,15 +126,15 @@ class CompositeCurves:
 
 @dataclass(frozen=True)
 class Measured:
-    """What :func:`measure` returns: the relative residual per layer of every network measured,
-    under every ablation.
+    """What :func:`~attnlab.papers.rank_collapse.experiments.ablations.measure` returns: the relative
+    residual per layer of every network measured, under every ablation.
 
     Attributes:
-        curves: network -> ablation of :data:`VARIANTS` (attnlab's switches, each part off unless
-            named) -> its :class:`LayerCurves`; networks in the order of ``models``, a skipped one
-            left out.
-        dong: network -> ablation of :data:`DONG_VARIANTS` (Dong et al.'s surgery, LayerNorm kept)
-            -> its :class:`LayerCurves`.
+        curves: network -> ablation of :data:`~attnlab.papers.rank_collapse.stacks.VARIANTS` (attnlab's
+            switches, each part off unless named) -> its :class:`LayerCurves`; networks in the order of
+            ``models``, a skipped one left out.
+        dong: network -> ablation of :data:`~attnlab.papers.rank_collapse.stacks.DONG_VARIANTS` (Dong et
+            al.'s surgery, LayerNorm kept) -> its :class:`LayerCurves`.
         composite: network -> ablation -> :class:`CompositeCurves` on the short sequences; {} for a
             network measured without them (not in ``composite_models``, or ``composite_texts`` = 0).
         composite_minus_mean: the largest of 0 and, over the short states and texts,

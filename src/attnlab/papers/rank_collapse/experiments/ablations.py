@@ -244,9 +244,9 @@ class AblationsConfig(RunConfig):
 
 
 def measure(cfg: AblationsConfig, run_dir: RunDir | None = None) -> Measured:
-    """The curves (:class:`Measured`): ``curves[model][variant]`` the relative residual per layer
-    under attnlab's switches, ``dong[model][variant]`` the same under Dong et al.'s surgery,
-    ``composite[model][variant]`` on the short sequences (mean, composite, svd), and the largest
+    """The curves (:class:`~attnlab.papers.rank_collapse.ablation_curves.Measured`): ``curves[model][variant]``
+    the relative residual per layer under attnlab's switches, ``dong[model][variant]`` the same under Dong et
+    al.'s surgery, ``composite[model][variant]`` on the short sequences (mean, composite, svd), and the largest
     |Dong SAN - attnlab SAN+LN| over every state (the same network, two code paths)."""
     return _measure(cfg, run_dir)[0]
 
