@@ -16,7 +16,8 @@ from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse.experiments.ablations import AblationsConfig
 from attnlab.papers.rank_collapse.experiments.low_rank import LowRankConfig
 from attnlab.papers.rank_collapse.experiments.masks_variants import MasksVariantsConfig
-from attnlab.papers.rank_collapse.experiments.path_lengths import PathLengthsConfig, stack_estimate
+from attnlab.papers.rank_collapse.experiments.path_lengths import PathLengthsConfig
+from attnlab.papers.rank_collapse.path_shares import stack_estimate
 from attnlab.papers.rank_collapse.sizes import paths_count
 from attnlab.registry import all_experiments
 
@@ -127,7 +128,7 @@ def test_an_estimate_by_hand():
 
 _MEASURE = """
 import sys, torch
-from attnlab.papers.rank_collapse.experiments.path_lengths import PathLengthsConfig, exact_stack
+from attnlab.papers.rank_collapse.path_shares import exact_stack
 
 def status(key):
     with open("/proc/self/status") as f:
@@ -136,8 +137,7 @@ def status(key):
 L, H, d, n = (int(x) for x in sys.argv[1:5])
 torch.set_num_threads(1)
 def run(tokens):
-    cfg = PathLengthsConfig(stacks=(f"{L}:{H}",), d_model=d, stack_tokens=tokens, texts=1, tokens=8, path_samples=1)
-    exact_stack(L, H, cfg, torch.Generator().manual_seed(0))
+    exact_stack(L, H, d, tokens, torch.Generator().manual_seed(0))
 run(16)  # pages in the code the step runs
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # the peak (VmHWM) restarts from what is resident now

@@ -30,10 +30,15 @@ def single_head_layer(X: Tensor, W_Q: Tensor, W_K: Tensor, W_V: Tensor) -> Tenso
     return torch.softmax(A, dim=-1) @ X @ W_V
 
 
+def layer_beta(W_Q: Tensor, W_K: Tensor, W_V: Tensor) -> Tensor:
+    """beta = ||W_QK||_1 ||W_V||_{1,inf}, W_QK = W_Q W_K^T (Theorem 2.2's hypothesis on one layer);
+    W_Q, W_K (..., d, d_qk), W_V (..., d, d) (the value-output product), shape (...)."""
+    return l1_norm(W_Q @ W_K.transpose(-1, -2)) * composite_norm(W_V)
+
+
 def layer_constant(W_Q: Tensor, W_K: Tensor, W_V: Tensor) -> Tensor:
-    """c = 4 beta / sqrt(d_qk), beta = ||W_Q W_K^T||_1 ||W_V||_{1,inf} (Theorem 2.2)."""
-    beta = l1_norm(W_Q @ W_K.transpose(-1, -2)) * composite_norm(W_V)
-    return 4 * beta / math.sqrt(W_Q.shape[-1])
+    """c = 4 beta / sqrt(d_qk), beta = ||W_Q W_K^T||_1 ||W_V||_{1,inf} (Theorem 2.2; :func:`layer_beta`)."""
+    return 4 * layer_beta(W_Q, W_K, W_V) / math.sqrt(W_Q.shape[-1])
 
 
 def log_theorem22_bound(c: float, res0: float, L: int) -> float:

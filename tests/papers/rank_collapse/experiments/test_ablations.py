@@ -135,8 +135,8 @@ def test_smollm2_rows_whose_statement_each_is(storable):
     ||res SAN(X)|| -> 0 (anchored, inconclusive: a causal pre-norm decoder); its SAN+MLP, SAN+skip
     and transformer rows set it beside Dong et al.'s figures, which the notes do not print: attnlab's
     own statements, inconclusive (another model), never a row of the text (issue 33)."""
-    from attnlab.papers.rank_collapse.experiments.ablations import (LayerCurves, Curve, Measured,
-                                                                    _smollm2_summary, deviations)
+    from attnlab.papers.rank_collapse.ablation_curves import Curve, LayerCurves, Measured
+    from attnlab.papers.rank_collapse.ablation_rows import deviations, smollm2_summary
     from attnlab.papers.rank_collapse.stacks import DONG_VARIANTS, VARIANTS
     from attnlab.results import ExperimentResult
 
@@ -150,8 +150,8 @@ def test_smollm2_rows_whose_statement_each_is(storable):
                     dong={"smollm2": {v: curves(ends[v]) for v in DONG_VARIANTS}}, composite={},
                     composite_minus_mean=0.0, dong_san_vs_san_ln=0.0, texts=1, tokens=8, skipped={},
                     smollm2_texts=1, smollm2_tokens=8, smollm2_layers=2)
-    rows = _smollm2_summary(data)
-    declared = deviations(AblationsConfig(models=("smollm2",), composite_models=(), bert_seeds=0), data)
+    rows = smollm2_summary(data)
+    declared = deviations(data)
     assert [d.id for d in declared] == ["layernorm-kept", "pydoc-text", "float64", "smollm2-for-bert"]
     storable(ExperimentResult(summary=rows, deviations=declared))  # anchored rows name a declared entry, a falsifier
     judged = [c for c in rows if c.role != "info"]

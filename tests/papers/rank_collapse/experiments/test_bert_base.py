@@ -9,9 +9,8 @@ import torch
 
 from attnlab.errors import ConfigError
 from attnlab.papers.rank_collapse import bert_base, dong_figures
-from attnlab.papers.rank_collapse.experiments.ablations import (
-    FIGURE_TOL, AblationsConfig, BertBaseRuns, Curve, LayerCurves, Measured, _bert_summary, _san_collapse_row,
-    deviations)
+from attnlab.papers.rank_collapse.ablation_curves import BertBaseRuns, Curve, LayerCurves, Measured
+from attnlab.papers.rank_collapse.ablation_rows import FIGURE_TOL, bert_summary, deviations, san_collapse_row
 from attnlab.papers.rank_collapse.stacks import DONG_VARIANTS, VARIANTS
 from tolerances import FLOAT64
 
@@ -114,7 +113,7 @@ def test_bert_rows_are_own_statements_decided_by_the_draws_with_random_ids_as_co
     random[("SAN", 0)] = [0.54, 0.60, 0.60]  # holds 2 of 3, as the text
     random[("SAN+skip", 12)] = [0.43, 0.37, 0.375]  # refuted 2 of 3: the text holds 2 of 3
     random[("transformer", 12)] = [0.39, 0.42, 0.41]  # refuted 2 of 3, as the text (3 of 3)
-    rows = _bert_summary(_runs(AGREE, random))
+    rows = bert_summary(_runs(AGREE, random))
     x0, l1, l2, skip, full = rows
     assert all(c.role == "own" and not c.anchor and c.deviations == ("pydoc-text",) for c in rows)  # 32 texts
     assert (x0.verdict, x0.support) == ("holds", "2 of 3 seeds") and "holds in 2 of 3 seeds" in x0.control
@@ -133,7 +132,7 @@ def test_fewer_texts_make_a_draw_near_the_edge_a_bound():
     Bound: the text count cannot decide it. 0.39 with a per-text spread of 0.02 over 8 texts (2 SE = 0.014)
     straddles 0.4489 - 0.05 = 0.3989."""
     ref = dong_figures.BERT_INIT["SAN+skip"].mean[12]
-    rows = _bert_summary(_runs(AGREE, AGREE, texts=8, std=0.02))
+    rows = bert_summary(_runs(AGREE, AGREE, texts=8, std=0.02))
     skip = rows[3]
     assert skip.deviations == ("pydoc-text", "bert-texts")
     seeds = skip.values["per_seed"]
@@ -147,11 +146,12 @@ def _curves(last: float) -> LayerCurves:
     return LayerCurves(c, c, c, None)
 
 
-def _measured(dong_san: float, notes_san: float, bert: BertBaseRuns | None = None) -> Measured:
+def _measured(dong_san: float, notes_san: float, bert: BertBaseRuns | None = None, texts: int = 2,
+              tokens: int = 8) -> Measured:
     ends = {v: 0.3 for v in VARIANTS} | {"SAN": notes_san}
     return Measured(curves={"random": {v: _curves(ends[v]) for v in VARIANTS}},
                     dong={"random": {v: _curves(dong_san if v == "SAN" else 0.3) for v in DONG_VARIANTS}},
-                    composite={}, composite_minus_mean=0.0, dong_san_vs_san_ln=0.0, texts=2, tokens=8, skipped={},
+                    composite={}, composite_minus_mean=0.0, dong_san_vs_san_ln=0.0, texts=texts, tokens=tokens, skipped={},
                     smollm2_texts=1, smollm2_tokens=8, smollm2_layers=2, bert=bert)
 
 
@@ -163,7 +163,7 @@ def _measured(dong_san: float, notes_san: float, bert: BertBaseRuns | None = Non
 def test_the_text_row_is_decided_only_with_its_control(dong_san, notes_san, verdict):
     """The notes' ||res SAN(X)|| -> 0 is measured on Dong et al.'s SAN (LayerNorm kept); the notes' SAN has no
     LayerNorm, so the row is decided only where the notes' own SAN (every part off) gives the same verdict."""
-    row = _san_collapse_row(_measured(dong_san, notes_san))
+    row = san_collapse_row(_measured(dong_san, notes_san))
     assert row.deviations == ("layernorm-kept",) and row.anchor == "rank-collapse.san-collapse"
     assert row.verdict == verdict
     assert row.control.startswith("the notes' SAN (every part off, LayerNorm too)")
@@ -172,7 +172,7 @@ def test_the_text_row_is_decided_only_with_its_control(dong_san, notes_san, verd
 
 def test_the_text_row_includes_bert_bases_draws():
     runs = _runs({("SAN", 12): [1e-7, 2e-7, 0.5]}, {("SAN", 12): [1e-7, 1e-7, 1e-7]})
-    row = _san_collapse_row(_measured(1e-9, 1e-12, runs))
+    row = san_collapse_row(_measured(1e-9, 1e-12, runs))
     assert row.values["dong_san_last"]["bert-base seed 2"] == 0.5 and row.verdict == "differs"  # one draw suffices
     assert "BERT-base at random init" in row.detail
 
@@ -181,10 +181,9 @@ def test_deviations_follow_the_run():
     """Each deviation is declared only where it applies: the sizes only below Dong et al.'s 32 x 128, BERT-base's
     only with draws, SmolLM2's only when it was measured."""
     data = _measured(1e-9, 1e-12, _runs(AGREE, AGREE, texts=8))
-    ids = [d.id for d in deviations(AblationsConfig(models=("random",), composite_models=("random",)), data)]
+    ids = [d.id for d in deviations(data)]
     assert ids == ["layernorm-kept", "pydoc-text", "minilm-for-bert", "minilm-sizes", "float64",
                    "one-draw-per-variant", "bert-texts"]
-    full = AblationsConfig(models=("random",), composite_models=("random",), texts=32, tokens=128)
-    ids = [d.id for d in deviations(full, _measured(1e-9, 1e-12, _runs(AGREE, AGREE, texts=32)))]
+    ids = [d.id for d in deviations(_measured(1e-9, 1e-12, _runs(AGREE, AGREE, texts=32), texts=32, tokens=128))]
     assert "minilm-sizes" not in ids and "bert-texts" not in ids
-    assert "bert-texts" not in [d.id for d in deviations(full, _measured(1e-9, 1e-12))]
+    assert "bert-texts" not in [d.id for d in deviations(_measured(1e-9, 1e-12, texts=32, tokens=128))]

@@ -1,31 +1,13 @@
-"""rank-collapse.bound at a tiny config: the bound never below the measurement, the 3^L fit."""
+"""rank-collapse.bound at a tiny config: the bound never below the measurement, the 3^L fit (the fit and the
+bound themselves: test_doubly_exponential.py, test_bound_measure.py)."""
 
 import math
 
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.experiments.bound import FLOOR, BoundConfig, fit_doubly_exponential, log10_bound, run
-from tolerances import FLOAT64, FLOAT64_LONG
-
-
-def test_log10_bound_matches_the_formula():
-    beta, d, r = 0.3, 4, 0.5
-    for L in (1, 2, 3):
-        direct = (4 * beta / math.sqrt(d)) ** ((3**L - 1) / 2) * r ** (3**L)
-        assert log10_bound(L, beta, d, r) == pytest.approx(math.log10(direct), rel=FLOAT64)
-    assert log10_bound(1, beta, d, r, heads=12) == pytest.approx(math.log10(4 * 12 * beta / 2 * r**3), rel=FLOAT64)
-
-
-def test_fit_recovers_doubly_exponential_and_exponential_decay():
-    f = fit_doubly_exponential([10.0 ** (-0.5 * 3**l) for l in range(4)])
-    assert f.triple_slope == pytest.approx(-0.5, rel=FLOAT64_LONG)
-    assert f.triple_r2 == pytest.approx(1, abs=FLOAT64)
-    assert f.linear_r2 < 0.95
-    g = fit_doubly_exponential([10.0 ** (-2 * l) for l in range(5)])
-    assert g.linear_slope == pytest.approx(-2, rel=FLOAT64_LONG) and g.linear_r2 > g.triple_r2
-    assert fit_doubly_exponential([1.0, 1e-20, 1e-30]).points == 1  # rounding-level points are dropped
-    assert FLOOR == 1e-13
+from attnlab.papers.rank_collapse.experiments.bound import BoundConfig, run
+from tolerances import FLOAT64
 
 
 def test_bound_tiny(storable):

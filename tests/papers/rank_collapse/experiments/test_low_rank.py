@@ -1,23 +1,10 @@
-"""rank-collapse.low-rank at a tiny config, and the spectrum statistics on known matrices."""
-
-import math
+"""rank-collapse.low-rank at a tiny config (the spectrum statistics on known matrices: test_attention_spectrum.py)."""
 
 import pytest
-import torch
 
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.experiments.low_rank import LowRankConfig, run, spectrum_stats
+from attnlab.papers.rank_collapse.experiments.low_rank import LowRankConfig, run
 from tolerances import FLOAT64
-
-
-def test_spectrum_stats_of_known_matrices():
-    n = 20
-    uniform = spectrum_stats(torch.full((1, n, n), 1.0 / n, dtype=torch.float64))  # rank one
-    assert uniform.k90.item() == 1 and uniform.numerical_rank.item() == 1
-    assert uniform.stable_rank.item() == pytest.approx(1, abs=FLOAT64)
-    eye = spectrum_stats(torch.eye(n, dtype=torch.float64)[None])  # flat spectrum
-    assert eye.k90.item() == math.ceil(0.9 * n) and eye.k99.item() == n
-    assert eye.numerical_rank.item() == n and eye.stable_rank.item() == pytest.approx(n, rel=FLOAT64)
 
 
 def test_low_rank_tiny(storable):

@@ -1,21 +1,10 @@
-"""rank-collapse.masks-variants at a tiny config: the block replica, masks slow the collapse."""
+"""rank-collapse.masks-variants at a tiny config: masks slow the collapse (the block replica and the attentions:
+test_attention_variants.py)."""
 
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.nn.block import BlockParts
-from attnlab.papers.rank_collapse.experiments.masks_variants import MasksVariantsConfig, _softmax_variant, forward, run
-from attnlab.papers.rank_collapse.stacks import VARIANTS, build_model, long_texts, run_model, text_batch
-from tolerances import FLOAT64
-
-
-def test_forward_with_softmax_is_the_model():
-    batch = text_batch(long_texts(1, 12, 0), 12)
-    model = build_model("pretrained", 0)
-    for full, parts in ((True, BlockParts()), (False, VARIANTS["SAN"])):
-        mine = forward(model, batch.X0, _softmax_variant, full)
-        ref = run_model("pretrained", model, batch, parts).hidden_states
-        assert max(float((a - b).abs().max()) for a, b in zip(mine, ref)) <= FLOAT64
+from attnlab.papers.rank_collapse.experiments.masks_variants import MasksVariantsConfig, run
 
 
 def test_masks_variants_tiny(storable):

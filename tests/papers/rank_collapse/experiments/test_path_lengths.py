@@ -1,19 +1,12 @@
-"""rank-collapse.path-lengths at a tiny config: exact shares, counts, the linearised MiniLM."""
+"""rank-collapse.path-lengths at a tiny config: exact shares, counts, the linearised MiniLM (the measurements
+themselves: test_path_shares.py)."""
 
 
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.rank_collapse.experiments.path_lengths import PathLengthsConfig, count_shares, run
+from attnlab.papers.rank_collapse.experiments.path_lengths import PathLengthsConfig, run
 from tolerances import FLOAT64, FLOAT64_LONG
-
-
-def test_count_shares_are_the_binomial_law():
-    bert = count_shares(12, 12)
-    assert sum(bert) == pytest.approx(1, abs=1e-15)
-    assert bert[12] == pytest.approx((12 / 13) ** 12, rel=1e-15) and bert[11] == pytest.approx(bert[12], rel=1e-15)
-    assert bert[12] == pytest.approx(0.3827, abs=1e-4)  # Dong et al.'s figure reads 0.38
-    assert count_shares(2, 1) == [0.25, 0.5, 0.25]
 
 
 def test_path_lengths_tiny(storable):

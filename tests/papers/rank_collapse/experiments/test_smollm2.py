@@ -80,7 +80,7 @@ def test_pre_norm_dong_surgery_equals_the_formulas():
 
 @pytest.mark.slow  # loads SmolLM2 (~10 s)
 def test_smollm2_states_and_relative_residual_at_layer_0():
-    from attnlab.papers.rank_collapse.experiments.ablations import _curves
+    from attnlab.papers.rank_collapse.ablation_curves import layer_curves
     from attnlab.papers.rank_collapse.stacks import build_model, long_texts, smollm2, text_batch
 
     batch = text_batch(long_texts(2, 16, 0, model="smollm2"), 16, model="smollm2")
@@ -97,7 +97,7 @@ def test_smollm2_states_and_relative_residual_at_layer_0():
         return torch.sqrt(A.abs().sum(-2).amax(-1) * A.abs().sum(-1).amax(-1))
 
     direct = float((composite(R) / composite(X)).mean())
-    assert _curves(out.hidden_states).token_mean.mean[0] == pytest.approx(direct, rel=FLOAT64)
+    assert layer_curves(out.hidden_states).token_mean.mean[0] == pytest.approx(direct, rel=FLOAT64)
     # a truncated run gives the first states of the full one
     short = run_model("smollm2", model, batch, layers=3)
     assert len(short.hidden_states) == 4 and torch.equal(short.hidden_states[3], out.hidden_states[3])
@@ -105,7 +105,7 @@ def test_smollm2_states_and_relative_residual_at_layer_0():
 
 @pytest.mark.slow  # loads SmolLM2 (~10 s)
 def test_smollm2_maps_one_layer_at_a_time_and_energy_ranks():
-    from attnlab.papers.rank_collapse.experiments.low_rank import spectrum_stats
+    from attnlab.papers.rank_collapse.attention_spectrum import spectrum_stats
     from attnlab.papers.rank_collapse.stacks import build_model, long_texts, smollm2_attention_maps, text_batch
 
     n = 24
@@ -146,7 +146,8 @@ def test_smollm2_missing_is_skipped_with_a_note(monkeypatch):
 
 @pytest.mark.slow  # loads SmolLM2 (~10 s)
 def test_smollm2_viewer_block_and_a_stream_that_overflows_stops_there():
-    from attnlab.papers.rank_collapse.experiments.ablations import _curves, attention_view
+    from attnlab.papers.rank_collapse.ablation_curves import layer_curves
+    from attnlab.papers.rank_collapse.ablation_views import attention_view
     from attnlab.papers.rank_collapse.stacks import build_model, long_texts, smollm2, text_batch
 
     batch = text_batch(long_texts(1, 8, 0, model="smollm2"), 8, model="smollm2")
@@ -168,4 +169,4 @@ def test_smollm2_viewer_block_and_a_stream_that_overflows_stops_there():
     k = len(out.hidden_states)
     assert k < 31 and not bool(torch.isfinite(out.hidden_states[-1]).all())
     assert all(bool(torch.isfinite(X).all()) for X in out.hidden_states[:-1])
-    assert _curves(out.hidden_states).overflow <= k - 1
+    assert layer_curves(out.hidden_states).overflow <= k - 1

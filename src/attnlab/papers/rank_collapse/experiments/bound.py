@@ -41,31 +41,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
-from attnlab.analysis.path_decomposition import random_san
-from attnlab.analysis.regression import linear_fit
-from attnlab.analysis.residuals import composite_norm, l1_norm, relative_residual, residual
+from attnlab.checks import Check, compare, equals, info
 from attnlab.config import RunConfig, check_int, check_number, param
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
-from attnlab.ops.multihead import ov_circuit, qk_circuit
-from attnlab.ops.softmax import softmax_attention
-from attnlab.papers.rank_collapse.single_head_san import log_theorem22_bound
+from attnlab.papers.rank_collapse.bound_measure import (BoundPoint, MiniLMSan, bound_point, log10_bound, minilm_san,
+                                                        nonvacuous, san_residuals)
+from attnlab.papers.rank_collapse.doubly_exponential import FLOOR
 from attnlab.papers.rank_collapse.sizes import (LOAD_OPS, LP_WORK, MINILM, RANDOM, TORCH_OP, add, load_work,
                                                 pass_work, scaled)
-from attnlab.papers.rank_collapse.stacks import long_texts, VARIANTS, build_model, run_model, text_batch
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import Check, compare, equals, info
-from attnlab.deviations import Deviation
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
 from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "rank-collapse.bound"
-SAN_LAYER_OPS = 60  # torch ops of one layer of _one_san (circuits, norms, attention, residuals)
-FLOOR = 1e-13  # relative residuals below this are float64 rounding, left out of the fits
+SAN_LAYER_OPS = 60  # torch ops of one layer of san_residuals (circuits, norms, attention, residuals)
 WHERE = "§2.2, Theorem 2.2"
 THEOREM_22 = "rank-collapse.theorem-2-2"  # the ledger entry of the bound
 DEVIATIONS = [Deviation(
@@ -130,156 +125,9 @@ class BoundConfig(RunConfig):
                         change="lower d_model, d_qk or tokens")
 
 
-def log10_bound(L: int, beta: float, d_qk: int, res0: float, heads: int = 1) -> float:
-    """log10 of (4 H beta / sqrt(d_qk))^{(3^L - 1)/2} res0^{3^L} (H = 1: Theorem 2.2;
-    :func:`attnlab.papers.rank_collapse.single_head_san.log_theorem22_bound`)."""
-    return log_theorem22_bound(4 * heads * beta / math.sqrt(d_qk), res0, L) / math.log(10)
-
-
-@dataclass(frozen=True)
-class DoublyExponentialFit:
-    """Least squares of log10 y_l on 3^l (doubly exponential decay) and on l (exponential), l from 0."""
-
-    points: int  # layers l with y_l > FLOOR, the points fitted
-    triple_slope: float | None  # slope of log10 y_l against 3^l (None: fewer than 3 points)
-    triple_r2: float | None  # R^2 of that fit (1 where every y is equal; None: fewer than 3 points)
-    linear_slope: float | None  # slope of log10 y_l against l (None: fewer than 3 points)
-    linear_r2: float | None  # R^2 of that fit (as triple_r2)
-
-    def to_dict(self) -> dict:
-        """The stored fit (a point's or a network's ``fit``, a summary line's values)."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class SanResiduals:
-    """One random single-head SAN of L layers on one input X = X_0."""
-
-    beta: float  # max over l of ||W_QK,l||_1 ||W_l||_{1,inf}
-    res0: float  # ||res X||_{1,inf}, the exact composite residual of the input
-    res: list[float]  # (L,): ||res X_l||_{1,inf}, token-mean residual of layer l's output, l = 1..L
-    resolved: list[bool]  # (L,): res_l above float64 rounding (> FLOOR ||X_l||_{1,inf})
-
-
-@dataclass(frozen=True)
-class BoundPoint:
-    """Theorem 2.2 on one random SAN: its weight scale and input residual, the measurement and the bound."""
-
-    scale: float  # s, the factor on W_Q, W_K, W_V, W_O
-    r0: float  # r_0 = ||res_mean X||_{1,inf}, the input residual asked for
-    beta: float  # max over l of ||W_QK,l||_1 ||W_l||_{1,inf}
-    res0: float  # ||res X||_{1,inf}, the exact composite residual of the input
-    res: list[float]  # (L,): token-mean residual ||res X_l||_{1,inf}, l = 1..L
-    resolved: list[bool]  # (L,): res_l above float64 rounding
-    kappa: float  # 4 beta ||res X||^2 / sqrt(d_qk); the bound shrinks with L only if kappa < 1
-    log10_bound: list[float]  # (L,): log10 of (4 beta / sqrt(d_qk))^{(3^l - 1)/2} ||res X||^{3^l}
-    log10_measured: list[float]  # (L,): log10 res_l (floored at 1e-300)
-    fit: DoublyExponentialFit  # of res0, res_1, ..., res_L
-
-    def to_dict(self) -> dict:
-        """The stored point (``data["points"]``)."""
-        return {"scale": self.scale, "r0": self.r0, "beta": self.beta, "res0": self.res0, "res": self.res,
-                "resolved": self.resolved, "kappa": self.kappa, "log10_bound": self.log10_bound,
-                "log10_measured": self.log10_measured, "fit": self.fit.to_dict()}
-
-
-@dataclass(frozen=True)
-class MiniLMSan:
-    """Pure attention (SAN) in all-MiniLM-L6-v2 against the multi-head form of Theorem 2.2."""
-
-    relative: list[float]  # (L + 1,): ||res X_l|| / ||X_l|| (token mean, 1,inf), mean over texts, l = 0..L
-    absolute: list[float]  # (L + 1,): ||res X_l||_{1,inf} (token mean), mean over texts
-    beta: float  # max over layers and heads of ||W_QK||_1 ||W_OV||_{1,inf}
-    H: int  # heads per layer
-    d_qk: int  # query/key width of a head
-    res0: float  # ||res X_0||_{1,inf} (token mean), max over texts
-    log10_bound: list[float]  # (L,): log10 of (4 H beta / sqrt(d_qk))^{(3^l - 1)/2} res0^{3^l}, l = 1..L
-    fit: DoublyExponentialFit  # of ``relative``
-
-    def to_dict(self) -> dict:
-        """The stored network (``data["minilm"][network]``)."""
-        return {"relative": self.relative, "absolute": self.absolute, "beta": self.beta, "H": self.H,
-                "d_qk": self.d_qk, "res0": self.res0, "log10_bound": self.log10_bound, "fit": self.fit.to_dict()}
-
-
-def _slope_r2(x: list[float], y: list[float]) -> tuple[float | None, float | None]:
-    """Slope and R^2 of the least-squares line of y on x; None, None with fewer than 3 points."""
-    if len(x) < 3:
-        return None, None
-    fit = linear_fit(x, y)
-    return fit.slope, 1.0 if math.isnan(fit.r2) else fit.r2
-
-
-def fit_doubly_exponential(ys: list[float]) -> DoublyExponentialFit:
-    """Least squares of log10 y_l on 3^l and on l over the points above :data:`FLOOR` (l from 0).
-
-    Slope and R^2 of each fit and how many points were used (None values with < 3 points).
-    """
-    pts = [(l, math.log10(y)) for l, y in enumerate(ys) if y > FLOOR]
-    logs = [v for _, v in pts]
-    triple_slope, triple_r2 = _slope_r2([3.0**l for l, _ in pts], logs)
-    linear_slope, linear_r2 = _slope_r2([float(l) for l, _ in pts], logs)
-    return DoublyExponentialFit(points=len(pts), triple_slope=triple_slope, triple_r2=triple_r2,
-                                linear_slope=linear_slope, linear_r2=linear_r2)
-
-
-def _one_san(cfg: BoundConfig, s: float, r0: float, g: torch.Generator) -> SanResiduals:
-    """One random single-head SAN and input: beta, ||res X|| (composite) and ||res X_l|| (mean) per layer."""
-    d, n = cfg.d_model, cfg.tokens
-    layers = random_san(cfg.layers, 1, d, cfg.d_qk, d, g)
-    x = torch.randn(d, generator=g, dtype=torch.float64)
-    R = torch.randn(n, d, generator=g, dtype=torch.float64)
-    R = R - R.mean(0)
-    X = (x + r0 * R / composite_norm(R)).to(cfg.device)
-    betas, res, full = [], [], []
-    for ly in layers:
-        WQ, WK, WV, WO = (t.to(cfg.device) * s for t in (ly.W_Q, ly.W_K, ly.W_V, ly.W_O))
-        W_QK, W = qk_circuit(WQ, WK)[0], ov_circuit(WV, WO)[0]  # (d, d) each
-        betas.append(float(l1_norm(W_QK) * composite_norm(W)))
-        P = softmax_attention(X @ WQ[0], X @ WK[0], X @ WV[0], return_weights=True).weights  # biases: shift only
-        X = P @ X @ W
-        res.append(float(residual(X, "mean").norm))
-        full.append(float(composite_norm(X)))
-    return SanResiduals(beta=max(betas), res0=float(residual(
-        (x + r0 * R / composite_norm(R)).to(cfg.device), "composite").norm), res=res,
-        resolved=[r > FLOOR * f for r, f in zip(res, full)])
-
-
-def _bound_point(cfg: BoundConfig, s: float, r0: float, o: SanResiduals) -> BoundPoint:
-    """One SAN's measurement beside Theorem 2.2's bound at every depth L = 1..cfg.layers."""
-    return BoundPoint(scale=s, r0=r0, beta=o.beta, res0=o.res0, res=o.res, resolved=o.resolved,
-                      kappa=4 * o.beta * o.res0 ** 2 / math.sqrt(cfg.d_qk),
-                      log10_bound=[log10_bound(L, o.beta, cfg.d_qk, o.res0) for L in range(1, cfg.layers + 1)],
-                      log10_measured=[math.log10(max(r, 1e-300)) for r in o.res],
-                      fit=fit_doubly_exponential([o.res0, *o.res]))
-
-
-def _minilm(cfg: BoundConfig) -> dict[str, MiniLMSan]:
-    """Network ("pretrained", "random") -> its SAN's residuals, beta and bound."""
-    batch = text_batch(long_texts(cfg.minilm_texts, cfg.minilm_tokens, cfg.seed), cfg.minilm_tokens, cfg.device)
-    out = {}
-    for m in ("pretrained", "random"):
-        model = build_model(m, cfg.seed, cfg.device)
-        hidden = run_model(m, model, batch, VARIANTS["SAN"]).hidden_states
-        rel = [float(relative_residual(h, "mean").mean()) for h in hidden]
-        absolute = [float(residual(h, "mean").norm.mean()) for h in hidden]
-        blocks = model.blocks
-        with torch.no_grad():
-            beta = max(float((l1_norm(b.attn.qk_circuit()) * composite_norm(b.attn.ov_circuit())).max())
-                       for b in blocks)
-        H, d_qk = blocks[0].attn.n_heads, blocks[0].attn.d_head
-        # the token-mean residual is >= the exact composite one, which is also in the tens
-        # (claim rank-collapse.input-residual; 10 s per 8 x 384 matrix, so not recomputed here)
-        res0 = float(residual(hidden[0], "mean").norm.max())
-        out[m] = MiniLMSan(relative=rel, absolute=absolute, beta=beta, H=H, d_qk=d_qk, res0=res0,
-                           log10_bound=[log10_bound(L, beta, d_qk, res0, H) for L in range(1, len(blocks) + 1)],
-                           fit=fit_doubly_exponential(rel))
-    return out
-
-
 def run(cfg: BoundConfig, run_dir: RunDir | None = None) -> ExperimentResult:
     points = measure_points(cfg, run_dir)
-    mini = _minilm(cfg)
+    mini = minilm_san(cfg.minilm_texts, cfg.minilm_tokens, cfg.seed, cfg.device)
     return ExperimentResult(summary=_summary(cfg, points, mini), tables=_tables(cfg, points),
                             figures=_figures(cfg, points, mini), notes=list(NOTES), deviations=list(DEVIATIONS),
                             data={"points": [p.to_dict() for p in points],
@@ -293,14 +141,10 @@ def measure_points(cfg: BoundConfig, run_dir: RunDir | None = None) -> list[Boun
     for s in cfg.weight_scales:
         for r0 in cfg.input_residuals:
             for _ in range(cfg.draws):
-                points.append(_bound_point(cfg, s, r0, _one_san(cfg, s, r0, g)))
+                o = san_residuals(cfg.layers, cfg.d_model, cfg.d_qk, cfg.tokens, s, r0, g, cfg.device)
+                points.append(bound_point(s, r0, o, cfg.d_qk))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "weight_scale": s, "points": len(points)})
     return points
-
-
-def _nonvacuous(points: list[BoundPoint]) -> list[BoundPoint]:
-    """The SANs whose bound at L=1 is below their input residual."""
-    return [p for p in points if p.log10_bound[0] < math.log10(p.res0)]
 
 
 def _summary(cfg: BoundConfig, points: list[BoundPoint], mini: dict[str, MiniLMSan]) -> list[Check]:
@@ -320,7 +164,7 @@ def _bound_checks(cfg: BoundConfig, points: list[BoundPoint]) -> list[Check]:
     notes_violations = sum(gap < -1e-9 for gap in notes)
     control = (f"the bound from the notes' residual (token mean, ||res X|| = r_0), same SANs: {notes_violations} "
                f"violations -> {'reproduced' if notes_violations == 0 else 'differs'}")
-    nonvac = _nonvacuous(points)
+    nonvac = nonvacuous(points)
     useful = [b - m for p in nonvac for b, m, ok in zip(p.log10_bound, p.log10_measured, p.resolved) if ok]
     return [
         equals(violations, 0, quantity="(layer, SAN) pairs where the measured residual exceeds the bound",
@@ -361,7 +205,7 @@ def _rate_checks(points: list[BoundPoint], mini: dict[str, MiniLMSan]) -> list[C
             values=f.to_dict()) if f.triple_r2 is not None else info(
             f"{what}, SAN: layers above float64 rounding", f.points, where=WHERE,
             detail="fewer than 3: no fit of the rate"))
-    nonvac = _nonvacuous(points)
+    nonvac = nonvacuous(points)
     inside = [p.fit for p in nonvac if p.fit.triple_r2 is not None]
     outside = [p.fit for p in points if p not in nonvac and p.fit.triple_r2 is not None]
     if inside:

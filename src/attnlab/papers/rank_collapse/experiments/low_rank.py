@@ -38,33 +38,32 @@ Whose statements: the rows here describe the spectra (info) or test attnlab's sk
 error shrinks with k' for every matrix). The notes' statements are judged by the claims
 rank-collapse.low-rank-log-n (Theorem 2.3) and rank-collapse.minilm-attention-spectrum ("rank
 Theta(log n . log n) ... in any self-attention layer").
+
+The measurements live in :mod:`~attnlab.papers.rank_collapse.attention_spectrum`, the figures in
+:mod:`~attnlab.papers.rank_collapse.spectrum_figures`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
-from attnlab.analysis.approximation import projection_action_errors
+from attnlab.checks import Check, equals, info
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, matmul_flops, svd_flops, total
+from attnlab.papers.rank_collapse.attention_spectrum import (MiniLMRow, SmolLM2Row, SpectrumRow, k_needed, measure_n,
+                                                             measure_smollm2)
 from attnlab.papers.rank_collapse.sizes import (F64, MINILM, SMOLLM2, TORCH_OP, add, by_excess, layer_bytes,
                                                 load_bytes, load_work, maps_bytes, pass_work, resident_bytes, scaled,
                                                 states_bytes)
-from attnlab.papers.rank_collapse.stacks import (
-    build_model,
-    long_texts,
-    run_model,
-    smollm2_attention_maps,
-    smollm2_missing,
-    text_batch,
-)
+from attnlab.papers.rank_collapse.spectrum_figures import (beside_figure, layer_text, projection_figure, ranks_figure,
+                                                           spectrum_figure)
+from attnlab.papers.rank_collapse.stacks import smollm2_missing
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import Check, equals, info
-from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
+from attnlab.results import ExperimentResult, Figure, Table
 from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "rank-collapse.low-rank"
@@ -168,149 +167,6 @@ class LowRankConfig(RunConfig):
         return total(steps)
 
 
-def _k_reaching(c: torch.Tensor, level: float) -> torch.Tensor:
-    """Fewest leading entries whose share c (cumulative, (..., n), ending at 1) reaches ``level``."""
-    return (c < level - 1e-12).sum(-1) + 1
-
-
-@dataclass(frozen=True)
-class SpectrumStats:
-    """Spectrum statistics of m attention matrices P (m = the product of P's leading dimensions)."""
-
-    k90: torch.Tensor  # (m,) float64: fewest sigma_i with sum_{i<=k} sigma_i >= 0.9 sum_i sigma_i
-    k99: torch.Tensor  # (m,) float64: the same at 99%
-    k90_energy: torch.Tensor  # (m,) float64: fewest sigma_i with sum_{i<=k} sigma_i^2 >= 0.9 sum_i sigma_i^2
-    k99_energy: torch.Tensor  # (m,) float64: the same at 99%
-    stable_rank: torch.Tensor  # (m,) float64: ||P||_F^2 / ||P||_2^2
-    numerical_rank: torch.Tensor  # (m,) float64: #{sigma_i > n eps sigma_1}, eps = 2^-52
-    cumulative: list[float]  # (n,): mean over the m matrices of sum_{i<=k} sigma_i / sum_i sigma_i
-
-    @classmethod
-    def concat(cls, stats: list[SpectrumStats]) -> SpectrumStats:
-        """The statistics of all matrices of ``stats`` (same n): per-matrix values joined, the mean
-        cumulative spectrum averaged over the parts."""
-        cat = lambda part: torch.cat([part(s) for s in stats])  # noqa: E731
-        return cls(k90=cat(lambda s: s.k90), k99=cat(lambda s: s.k99), k90_energy=cat(lambda s: s.k90_energy),
-                   k99_energy=cat(lambda s: s.k99_energy), stable_rank=cat(lambda s: s.stable_rank),
-                   numerical_rank=cat(lambda s: s.numerical_rank),
-                   cumulative=torch.tensor([s.cumulative for s in stats], dtype=torch.float64).mean(0).tolist())
-
-
-@dataclass(frozen=True)
-class SpectrumRow:
-    """One model's attention spectrum at one n: medians over its m matrices unless said otherwise."""
-
-    n: int  # sequence length n (tokens; P is n x n)
-    matrices: int  # m, the attention matrices measured (layers x heads x texts)
-    k90: float  # median k_90 of sigma
-    k99: float  # median k_99 of sigma
-    k90_energy: float  # median k_90 of sigma^2
-    k99_energy: float  # median k_99 of sigma^2
-    stable_rank: float  # median ||P||_F^2 / ||P||_2^2
-    numerical_rank: float  # median #{sigma_i > n eps sigma_1}
-    k90_q90: float  # 90th percentile of k_90 over the matrices
-    k99_max: float  # largest k_99 over the matrices
-    full_rank_share: float  # share of the matrices with numerical rank n
-    cumulative: list[float]  # (n,): mean normalised cumulative spectrum sum_{i<=k} sigma_i / sum_i sigma_i
-
-    def to_dict(self) -> dict:
-        """The stored row (``data["rows"]``, ``data["smollm2"]``): every field by name, in declaration order."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class MiniLMRow(SpectrumRow):
-    """MiniLM's spectrum at one n with Theorem 2.3's errors on w = one column of the head's values."""
-
-    projection_error: list[float]  # (len k_values,): median ||P R^T R w - P w|| / ||P w|| per k'
-    svd_error: list[float]  # (len k_values,): median ||P_k' w - P w|| / ||P w||, P_k' the truncated SVD
-
-
-@dataclass(frozen=True)
-class SmolLM2Row(SpectrumRow):
-    """SmolLM2's spectrum at one n (causal maps; no projection errors)."""
-
-    k99_energy_max: float  # largest k_99 of sigma^2 over the matrices
-
-
-def spectrum_stats(P: torch.Tensor) -> SpectrumStats:
-    """Per matrix of P (..., n, n): k_90, k_99 (sigma and sigma^2), stable and numerical rank; and the
-    mean normalised cumulative spectrum (n,)."""
-    s = torch.linalg.svdvals(P.to(torch.float64))  # (..., n)
-    n = s.shape[-1]
-    cum = s.cumsum(-1) / s.sum(-1, keepdim=True)
-    cum2 = (s**2).cumsum(-1) / (s**2).sum(-1, keepdim=True)
-    tol = n * torch.finfo(torch.float64).eps * s[..., :1]
-    flat = lambda t: t.reshape(-1).to(torch.float64)  # noqa: E731
-    return SpectrumStats(k90=flat(_k_reaching(cum, 0.9)), k99=flat(_k_reaching(cum, 0.99)),
-                         k90_energy=flat(_k_reaching(cum2, 0.9)), k99_energy=flat(_k_reaching(cum2, 0.99)),
-                         stable_rank=flat((s**2).sum(-1) / s[..., 0] ** 2), numerical_rank=flat((s > tol).sum(-1)),
-                         cumulative=cum.reshape(-1, n).mean(0).tolist())
-
-
-def _median(t: torch.Tensor) -> float:
-    return float(t.median())
-
-
-def _full_rank_share(st: SpectrumStats, n: int) -> float:
-    """Share of the matrices whose numerical rank is n."""
-    return float((st.numerical_rank == n).to(torch.float64).mean())
-
-
-def measure_n(cfg: LowRankConfig, n: int, g: torch.Generator, g_device: torch.Generator) -> MiniLMRow:
-    """One n: ``g`` (CPU) picks the value columns, ``g_device`` (on cfg.device) draws every R."""
-    batch = text_batch(long_texts(cfg.texts, n, cfg.seed), n, cfg.device)
-    model = build_model("pretrained", cfg.seed, cfg.device)
-    out = run_model("pretrained", model, batch)
-    P = torch.stack(out.attentions)  # (L, B, H, n, n)
-    st = spectrum_stats(P)
-    errs, svd_errs = [], []
-    ks = list(cfg.k_values)
-    U, S, Vh = torch.linalg.svd(P, full_matrices=False)
-    for l, block in enumerate(model.blocks):
-        with torch.no_grad():
-            V = torch.einsum("bnd,hdv->bhnv", out.hidden_states[l], block.attn.W_V) + block.attn.b_V[:, None, :]
-        for b in range(P.shape[1]):
-            for h in range(P.shape[2]):
-                j = int(torch.randint(V.shape[-1], (1,), generator=g))
-                w = V[b, h, :, j]
-                e = projection_action_errors(P[l, b, h], w, ks, draws=cfg.draws, generator=g_device)  # (k, draws)
-                errs.append(e.median(-1).values)
-                Pw = P[l, b, h] @ w
-                Pk_w = [U[l, b, h, :, :k] @ (S[l, b, h, :k] * (Vh[l, b, h, :k] @ w)) for k in ks]  # P_k w
-                svd_errs.append(torch.stack([(x - Pw).norm() / Pw.norm() for x in Pk_w]))
-    E, Es = torch.stack(errs), torch.stack(svd_errs)  # (matrices, k)
-    return MiniLMRow(n=n, matrices=int(E.shape[0]), k90=_median(st.k90), k99=_median(st.k99),
-                     k90_energy=_median(st.k90_energy), k99_energy=_median(st.k99_energy),
-                     stable_rank=_median(st.stable_rank), numerical_rank=_median(st.numerical_rank),
-                     k90_q90=float(st.k90.quantile(0.9)), k99_max=float(st.k99.max()),
-                     full_rank_share=_full_rank_share(st, n), cumulative=st.cumulative,
-                     projection_error=E.median(0).values.tolist(), svd_error=Es.median(0).values.tolist())
-
-
-def measure_smollm2(cfg: LowRankConfig, n: int) -> SmolLM2Row:
-    """Spectrum statistics of SmolLM2's maps at one n: every head of ``cfg.smollm2_layers``, each text
-    run alone and each layer's maps reduced to numbers before the next layer is computed."""
-    stats = []
-    for text in long_texts(cfg.smollm2_texts, n, cfg.seed, model="smollm2"):
-        batch = text_batch([text], n, cfg.device, model="smollm2")
-        for _, P in smollm2_attention_maps(batch, cfg.smollm2_layers, cfg.device):
-            stats.append(spectrum_stats(P))
-            del P
-    st = SpectrumStats.concat(stats)
-    return SmolLM2Row(n=n, matrices=int(st.k90.numel()), k90=_median(st.k90), k99=_median(st.k99),
-                      k90_energy=_median(st.k90_energy), k99_energy=_median(st.k99_energy),
-                      stable_rank=_median(st.stable_rank), numerical_rank=_median(st.numerical_rank),
-                      k90_q90=float(st.k90.quantile(0.9)), k99_max=float(st.k99.max()),
-                      k99_energy_max=float(st.k99_energy.max()), full_rank_share=_full_rank_share(st, n),
-                      cumulative=st.cumulative)
-
-
-def _k_needed(row: MiniLMRow, ks: list[int], eps: float) -> int | None:
-    """Smallest k' whose median Theorem 2.3 error is <= eps (None: none of ``ks``)."""
-    return next((k for k, e in zip(ks, row.projection_error) if e <= eps), None)
-
-
 def run(cfg: LowRankConfig, run_dir: RunDir | None = None) -> ExperimentResult:
     rows = measure_minilm(cfg, run_dir)
     smol, skipped = measure_smollm2_rows(cfg, run_dir)
@@ -322,26 +178,28 @@ def run(cfg: LowRankConfig, run_dir: RunDir | None = None) -> ExperimentResult:
 
 
 def measure_minilm(cfg: LowRankConfig, run_dir: RunDir | None = None) -> list[MiniLMRow]:
-    """MiniLM's row at every n of cfg.n_values (:func:`measure_n`), the generators seeded once for all."""
+    """MiniLM's row at every n of cfg.n_values (:func:`~attnlab.papers.rank_collapse.attention_spectrum.measure_n`),
+    the generators seeded once for all."""
     g = torch.Generator().manual_seed(cfg.seed)
     g_device = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     rows = []
     for n in cfg.n_values:
-        rows.append(measure_n(cfg, n, g, g_device))
+        rows.append(measure_n(n, cfg.texts, cfg.seed, cfg.k_values, cfg.draws, g, g_device, cfg.device))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "n": n, "k90": rows[-1].k90, "k99": rows[-1].k99})
     return rows
 
 
 def measure_smollm2_rows(cfg: LowRankConfig,
                          run_dir: RunDir | None = None) -> tuple[list[SmolLM2Row], str | None]:
-    """SmolLM2's row at every n of cfg.smollm2_n_values (:func:`measure_smollm2`), and why it was skipped
-    (None: measured, or no n asked for)."""
+    """SmolLM2's row at every n of cfg.smollm2_n_values
+    (:func:`~attnlab.papers.rank_collapse.attention_spectrum.measure_smollm2`), and why it was skipped (None:
+    measured, or no n asked for)."""
     smol, skipped = [], None
     if cfg.smollm2_n_values:
         skipped = smollm2_missing()
         if skipped is None:
             for n in cfg.smollm2_n_values:
-                smol.append(measure_smollm2(cfg, n))
+                smol.append(measure_smollm2(n, cfg.smollm2_texts, cfg.seed, cfg.smollm2_layers, cfg.device))
                 log_metric(run_dir, {"experiment": EXPERIMENT_ID, "model": "smollm2", "n": n,
                                      "k90_energy": smol[-1].k90_energy, "k99_energy": smol[-1].k99_energy})
     return smol, skipped
@@ -378,7 +236,7 @@ def _projection_checks(cfg: LowRankConfig, rows: list[MiniLMRow]) -> list[Check]
     ks = list(cfg.k_values)
     dec = all(r.projection_error[-1] < r.projection_error[0] for r in rows)
     svd_better = all(s <= p + 1e-12 for r in rows for s, p in zip(r.svd_error, r.projection_error))
-    needed = [_k_needed(r, ks, cfg.eps) for r in rows]
+    needed = [k_needed(r, ks, cfg.eps) for r in rows]
     return [
         # sanity, not the text: E ||P R^T R w - P w||^2 = (||P||_F^2 ||w||^2 + ||P w||^2) / k' for every P and
         # w, so the error shrinks with k' whatever the matrix (claim rank-collapse.minilm-projection)
@@ -398,62 +256,10 @@ def _projection_checks(cfg: LowRankConfig, rows: list[MiniLMRow]) -> list[Check]
 
 def _figures(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> list[Figure]:
     """MiniLM's spectrum, its ranks against n and Theorem 2.3's errors; SmolLM2's ranks beside MiniLM's if measured."""
-    figs = [_spectrum_figure(cfg, rows), _ranks_figure(rows), _projection_figure(cfg, rows)]
+    figs = [spectrum_figure(rows, cfg.texts), ranks_figure(rows), projection_figure(rows, cfg.k_values, cfg.draws)]
     if smol:
-        figs.append(_beside_figure(cfg, rows, smol))
+        figs.append(beside_figure(rows, smol, cfg.texts, cfg.smollm2_texts, cfg.smollm2_layers))
     return figs
-
-
-def _spectrum_figure(cfg: LowRankConfig, rows: list[MiniLMRow]) -> Figure:
-    """The mean normalised cumulative spectrum of MiniLM's maps, one curve per n."""
-    return line_figure(
-        "lowrank-spectrum.png",
-        "Normalised cumulative singular values sum_{i<=k} sigma_i / sum_i sigma_i of all-MiniLM-L6-v2's "
-        f"attention matrices (mean over 6 layers x 12 heads x {cfg.texts} texts), one curve per n "
-        "(Linformer's spectrum figure, here for MiniLM on pydoc text).",
-        series=[series(f"n={r.n}", list(range(1, r.n + 1)), r.cumulative, color=PALETTE[i],
-                       marker=False) for i, r in enumerate(rows)],
-        xlabel="k (singular value index)", ylabel="cumulative share of sum sigma", xscale="log",
-        title="Spectrum of real attention matrices")
-
-
-def _ranks_figure(rows: list[MiniLMRow]) -> Figure:
-    """MiniLM's median ranks against n, beside c ln n and c (ln n)^2 through the first k_90."""
-    first, nn = rows[0], [r.n for r in rows]
-    c1 = first.k90 / math.log(nn[0])
-    c2 = first.k90 / math.log(nn[0]) ** 2
-    return line_figure(
-        "lowrank-ranks-vs-n.png",
-        "Median over MiniLM's attention matrices of k_90 and k_99 (fewest singular values reaching "
-        "90% / 99% of sum sigma), the stable rank and the numerical rank (sigma > n eps sigma_1), "
-        "against n; dashed: c ln n and c (ln n)^2 through the first k_90 point (the notes' "
-        "'Theta(log n)' and 'Theta(log n log n)').",
-        series=[series("k_90", nn, [r.k90 for r in rows], color=PALETTE[0]),
-                series("k_99", nn, [r.k99 for r in rows], color=PALETTE[1]),
-                series("stable rank", nn, [r.stable_rank for r in rows], color=PALETTE[2]),
-                series("numerical rank", nn, [r.numerical_rank for r in rows], color=PALETTE[3]),
-                series("c ln n", nn, [c1 * math.log(n) for n in nn], style="dashed", marker=False,
-                       color=PALETTE[6]),
-                series("c (ln n)^2", nn, [c2 * math.log(n) ** 2 for n in nn], style="dotted",
-                       marker=False, color=PALETTE[6])],
-        xlabel="n (tokens)", ylabel="rank", xscale="log", yscale="log",
-        title="Measured ranks vs log n")
-
-
-def _projection_figure(cfg: LowRankConfig, rows: list[MiniLMRow]) -> Figure:
-    """Theorem 2.3's error and the truncated SVD's against k', one pair of curves per n."""
-    ks = list(cfg.k_values)
-    return line_figure(
-        "lowrank-projection-error.png",
-        "Theorem 2.3 on MiniLM's attention matrices: median over matrices (of the median over "
-        f"{cfg.draws} draws of R) of ||P R^T R w - P w|| / ||P w||, w a column of the head's values "
-        "(solid), and of the best rank-k' approximation's error on the same w (dashed), against k'.",
-        series=[series(f"P R^T R, n={r.n}", ks, r.projection_error, color=PALETTE[i])
-                for i, r in enumerate(rows)]
-        + [series(f"SVD rank k', n={r.n}", ks, [max(e, 1e-17) for e in r.svd_error],
-                  style="dashed", marker=False, color=PALETTE[i]) for i, r in enumerate(rows)],
-        xlabel="k'", ylabel="relative error", xscale="log", yscale="log",
-        title="Random projection vs truncated SVD")
 
 
 def _tables(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> list[Table]:
@@ -471,7 +277,7 @@ def _tables(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -
     if smol:
         tables.append(Table(
             "Spectrum of SmolLM2-135M-Instruct's causal attention maps (medians over the measured layers' 9 heads "
-            f"and {cfg.smollm2_texts} text(s); layers {_layer_text(cfg.smollm2_layers)}) beside MiniLM's",
+            f"and {cfg.smollm2_texts} text(s); layers {layer_text(cfg.smollm2_layers)}) beside MiniLM's",
             ["model", "n", "matrices", "k_90", "k_99", "k_90 (sigma^2)", "k_99 (sigma^2)", "max k_99 (sigma^2)",
              "stable rank", "numerical rank", "full-rank share", "ln n"],
             [[m, r.n, r.matrices, r.k90, r.k99, r.k90_energy, r.k99_energy,
@@ -502,15 +308,10 @@ def _notes(cfg: LowRankConfig, smol: list[SmolLM2Row], skipped: str | None) -> l
                      "so a small energy rank says the spectrum is concentrated, not that P is singular; the numerical "
                      "rank (sigma > n eps sigma_1) can still fall below n where a head puts almost no weight on the "
                      "diagonal. Measured heads: all 9 query heads (3 key/value groups) of layers "
-                     f"{_layer_text(cfg.smollm2_layers)}.")
+                     f"{layer_text(cfg.smollm2_layers)}.")
     if skipped is not None:
         notes.append(f"SmolLM2 was not measured ({skipped}); only MiniLM's maps are.")
     return notes
-
-
-def _layer_text(layers: list[int]) -> str:
-    layers = list(layers)
-    return "0-29 (all)" if layers == list(range(30)) else ", ".join(map(str, layers))
 
 
 def _energy_ranks(r: SpectrumRow) -> dict[str, float]:
@@ -526,7 +327,7 @@ def _smollm2_summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolL
     if not smol:
         return []
     a, b, m = smol[0], smol[-1], rows[-1]
-    heads = f"9 heads x layers {_layer_text(cfg.smollm2_layers)} x {cfg.smollm2_texts} text(s)"
+    heads = f"9 heads x layers {layer_text(cfg.smollm2_layers)} x {cfg.smollm2_texts} text(s)"
     return [
         info(f"SmolLM2: median k_90 / k_99 of sigma^2 (energy) at n={b.n}; MiniLM's at n={m.n}",
              f"{b.k90_energy:g} / {b.k99_energy:g}; MiniLM {m.k90_energy:g} / {m.k99_energy:g}",
@@ -543,25 +344,6 @@ def _smollm2_summary(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolL
                     f"{(math.log(b.n) / math.log(a.n)) ** 2:.2f}, n ratio {b.n / a.n:.0f}; per n: "
                     + ", ".join(f"n={r.n}: {r.k90_energy:g} / {r.k99_energy:g}" for r in smol)),
     ]
-
-
-def _beside_figure(cfg: LowRankConfig, rows: list[MiniLMRow], smol: list[SmolLM2Row]) -> Figure:
-    """MiniLM's and SmolLM2's median ranks of sigma and sigma^2 against n."""
-    lines = []
-    for name, rs, style in (("MiniLM", rows, "solid"), ("SmolLM2", smol, "dashed")):
-        nn = [r.n for r in rs]
-        ranks = (("k_90", [r.k90 for r in rs]), ("k_99", [r.k99 for r in rs]),
-                 ("k_90 (sigma^2)", [r.k90_energy for r in rs]), ("k_99 (sigma^2)", [r.k99_energy for r in rs]))
-        for i, (label, values) in enumerate(ranks):
-            lines.append(series(f"{name}: {label}", nn, values, color=PALETTE[i], style=style))
-    return line_figure(
-        "lowrank-minilm-vs-smollm2.png",
-        "Median energy ranks of real attention maps against n: fewest singular values reaching 90% / 99% of "
-        "sum sigma (k_90, k_99) and of sum sigma^2 (energy), all-MiniLM-L6-v2 (solid: 6 layers x 12 heads, "
-        f"{cfg.texts} texts, n <= 512) and SmolLM2-135M-Instruct (dashed: causal, 9 heads x layers "
-        f"{_layer_text(cfg.smollm2_layers)}, {cfg.smollm2_texts} text(s), n up to {max(r.n for r in smol)}).",
-        series=lines, xlabel="n (tokens)", ylabel="rank", xscale="log", yscale="log",
-        title="Energy ranks: MiniLM and SmolLM2")
 
 
 register_experiment(Experiment(EXPERIMENT_ID,

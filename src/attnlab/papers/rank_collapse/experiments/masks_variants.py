@@ -27,6 +27,8 @@ connected mask, local masks slowing it) and Dong et al.'s (skip connections keep
 in no text in scope, so every judged row is attnlab's own statement, its reading of those
 papers (role own: holds / refuted / inconclusive), never a reproduction.
 
+The attentions and the block replica live in :mod:`~attnlab.papers.rank_collapse.attention_variants`.
+
 Deviation (:data:`DEVIATIONS`): the residual here is the relative one in ||.||_{1,inf}, the notes'
 norm, where Wu et al. measure the Frobenius norm of the same residual matrix. Every judged row is
 also computed with ||X - 1 mean^T||_F / ||X||_F on the same states (its control): a row whose
@@ -39,43 +41,22 @@ and entries of both signs, so no collapse theorem covers it.
 
 from __future__ import annotations
 
-from torch import Tensor
-from attnlab.ops.softmax import AttentionOutput
-
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
 
-from attnlab.analysis.residuals import relative_residual, residual
+from attnlab.analysis.residuals import relative_residual
+from attnlab.checks import Check, above, below, info
 from attnlab.config import RunConfig, check_int, param
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
-from attnlab.ops.catalogue import CATALOGUE
-from attnlab.ops.lowrank import linformer_projections
-from attnlab.ops.multihead import multi_head_attention
-from attnlab.ops.sparse import graph_to_mask
-from attnlab.papers.rank_collapse.sizes import (
-    ATTNLAB_12,
-    F64,
-    LOADING,
-    MINILM,
-    TORCH_OP,
-    TRAFFIC_MAPS,
-    TRAFFIC_STATES,
-    add,
-    by_excess,
-    load_bytes,
-    load_work,
-    resident_bytes,
-    scaled,
-    states_bytes,
-)
+from attnlab.papers.rank_collapse.attention_variants import forward, frobenius_residual, variants
+from attnlab.papers.rank_collapse.sizes import (ATTNLAB_12, F64, LOADING, MINILM, TORCH_OP, TRAFFIC_MAPS,
+                                                TRAFFIC_STATES, add, by_excess, load_bytes, load_work, resident_bytes,
+                                                scaled, states_bytes)
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, text_batch
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import Check, above, below, info
-from attnlab.deviations import Deviation
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
 from attnlab.runs.rundir import RunDir, log_metric
 
@@ -168,87 +149,6 @@ class MasksVariantsConfig(RunConfig):
         return total(steps)
 
 
-def _softmax_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool = False,
-                     scale: str | float = "1/sqrt(d)", mask: Tensor | None = None,
-                     causal: bool | None = None) -> AttentionOutput:
-    return CATALOGUE["softmax"](q, k, v, mask=mask, causal=causal, scale=scale, return_weights=return_weights)
-
-
-def _linear_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool = False,
-                    scale: str | float = "1/sqrt(d)", variant: str = "linear",
-                    generator: torch.Generator | None = None, num_features: int | None = None) -> AttentionOutput:
-    # the kernel replaces exp(c q.k); FAVOR+ builds c = 1/sqrt(d_head) into its features
-    return CATALOGUE[variant](q, k, v, generator=generator, num_features=num_features, return_weights=return_weights)
-
-
-def _linformer_variant(q: Tensor, k: Tensor, v: Tensor, *, return_weights: bool = False,
-                       scale: str | float = "1/sqrt(d)", E: Tensor | None = None,
-                       F: Tensor | None = None) -> AttentionOutput:
-    return CATALOGUE["linformer"](q, k, v, E, F, scale=scale, return_weights=return_weights)
-
-
-def _window_mask(n: int, w: int, causal: bool) -> torch.Tensor:
-    """(n, n) bool: the catalogue window's graph as a mask, |i - j| <= w // 2 (and j <= i if causal)."""
-    return graph_to_mask(CATALOGUE["window"].graph(n, w, causal=causal), n)
-
-
-@dataclass(frozen=True)
-class AttentionVariants:
-    """The seven attentions of one network, each (q, k, v, *, return_weights, scale) -> AttentionOutput."""
-
-    w: int  # sliding window w: |i - j| <= w // 2
-    m: int  # FAVOR+'s random features
-    k_prime: int  # Linformer's projected length k'
-    softmax: Callable[..., AttentionOutput]  # softmax(c Q K^T) V, every pair
-    causal: Callable[..., AttentionOutput]  # softmax with j <= i
-    window: Callable[..., AttentionOutput]  # softmax with |i - j| <= w // 2
-    causal_window: Callable[..., AttentionOutput]  # softmax with 0 <= i - j <= w // 2
-    linear: Callable[..., AttentionOutput]  # phi(Q) (phi(K)^T V) / phi(Q) phi(K)^T 1, phi = elu + 1
-    favor: Callable[..., AttentionOutput]  # the same with m positive random features (FAVOR+)
-    linformer: Callable[..., AttentionOutput]  # softmax(c Q (E K)^T) (F V), E, F fixed k' x n draws
-
-    def named(self) -> dict[str, Callable[..., AttentionOutput]]:
-        """Label -> attention, in the order of the figures, tables and stored curves."""
-        return {"softmax": self.softmax, "causal": self.causal, f"window w={self.w}": self.window,
-                f"causal window w={self.w}": self.causal_window, "linear elu+1": self.linear,
-                f"FAVOR+ m={self.m}": self.favor, f"Linformer k'={self.k_prime}": self.linformer}
-
-
-def variants(cfg: MasksVariantsConfig, n: int, g: torch.Generator, device: str) -> AttentionVariants:
-    """The attentions for one network: catalogue entries softmax (unmasked, causal, and under the
-    window's mask), linear (elu+1), favor+ and linformer (E, F drawn from ``g`` now, FAVOR+'s features
-    from ``g`` at every call)."""
-    w = cfg.window
-    E, F = linformer_projections(cfg.linformer_k, n, generator=g, device=device)
-    return AttentionVariants(
-        w=w, m=cfg.favor_features, k_prime=cfg.linformer_k,
-        softmax=_softmax_variant,
-        causal=functools.partial(_softmax_variant, causal=True),
-        window=functools.partial(_softmax_variant, mask=_window_mask(n, w, False).to(device)),
-        causal_window=functools.partial(_softmax_variant, mask=_window_mask(n, w, True).to(device)),
-        linear=functools.partial(_linear_variant, variant="linear"),
-        favor=functools.partial(_linear_variant, variant="favor+", generator=g, num_features=cfg.favor_features),
-        linformer=functools.partial(_linformer_variant, E=E, F=F),
-    )
-
-
-def forward(model, X: torch.Tensor, attention, full: bool) -> list[torch.Tensor]:
-    """X_0 = X, X_l = block l with ``attention`` (module docstring); full: the post-LN block, else SAN."""
-    hidden = [X]
-    with torch.no_grad():
-        for block in model.blocks:
-            a = block.attn
-            A = multi_head_attention(X, X, a.W_Q, a.W_K, a.W_V, a.W_O, a.b_Q, a.b_K, a.b_V, a.b_O,
-                                     attention=attention, scale=a.scale).output
-            if full:
-                u = block.norm1(X + A)
-                X = block.norm2(u + block.ffn(u))
-            else:
-                X = A
-            hidden.append(X)
-    return hidden
-
-
 def _layers(ys: list[float]) -> str:
     """The residuals of the layers, joined by arrows."""
     return " -> ".join(f"{y:.2g}" for y in ys)
@@ -263,17 +163,14 @@ def run(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> ExperimentRe
 
 def measure(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> Curves:
     """The relative residual per layer (token mean, ||.||_{1,inf}, mean over texts) of every network, block and
-    attention, in the order of NETWORKS, CONFIGS and :meth:`AttentionVariants.named`."""
+    attention, in the order of NETWORKS, CONFIGS and
+    :meth:`~attnlab.papers.rank_collapse.attention_variants.AttentionVariants.named`."""
     return measure_both(cfg, run_dir)[0]
 
 
-def frobenius_residual(X: Tensor) -> Tensor:
-    """||X - 1 mean^T||_F / ||X||_F (...): Wu et al.'s residual mu(X), relative to the state's size."""
-    return torch.linalg.matrix_norm(residual(X, "mean").matrix) / torch.linalg.matrix_norm(X)
-
-
 def measure_both(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> tuple[Curves, Curves]:
-    """:func:`measure`'s curves, and the same states' Frobenius residual (:func:`frobenius_residual`,
+    """:func:`measure`'s curves, and the same states' Frobenius residual
+    (:func:`~attnlab.papers.rank_collapse.attention_variants.frobenius_residual`,
     mean over texts), the control of :data:`DEVIATIONS`."""
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     batch = text_batch(long_texts(cfg.texts, cfg.tokens, cfg.seed), cfg.tokens, cfg.device)
@@ -281,7 +178,7 @@ def measure_both(cfg: MasksVariantsConfig, run_dir: RunDir | None = None) -> tup
     frobenius: Curves = {}
     for net in NETWORKS:
         model = build_model(net, cfg.seed, cfg.device)
-        fns = variants(cfg, cfg.tokens, g, cfg.device).named()
+        fns = variants(cfg.window, cfg.favor_features, cfg.linformer_k, cfg.tokens, g, cfg.device).named()
         for conf in CONFIGS:
             for name, fn in fns.items():
                 hidden = forward(model, batch.X0, fn, conf == "transformer")
