@@ -146,15 +146,20 @@ class Hooked(nn.Module):
         """(logits or Z as :meth:`run_with_hooks`, cache): the cache maps each selected hook point's name
         (default: every one) to the tensor it saw, shapes as the module docstring. The tensors are the pass's
         own: attached to the graph when gradients are enabled (``torch.enable_grad()``), else plain."""
-        cache: dict[str, Tensor] = {}
-
-        def keep(x: Tensor, name: str) -> None:
-            cache[name] = x
-
-        names = _matches(names_filter, list(self.hook_points()))
-        with self.hooks([(n, keep) for n in names]):
+        fwd_hooks, cache = cache_hooks(list(self.hook_points()), names_filter)
+        with self.hooks(fwd_hooks):
             out = _result(self(tokens, **forward_kwargs))
         return out, cache
+
+
+def cache_hooks(names: list[str], names_filter: NameFilter = None) -> tuple[list[tuple[str, HookFn]], dict[str, Tensor]]:
+    """Hooks that record what the selected points of ``names`` see, and the dict they fill (name -> tensor)."""
+    cache: dict[str, Tensor] = {}
+
+    def keep(x: Tensor, name: str) -> None:
+        cache[name] = x
+
+    return [(n, keep) for n in _matches(names_filter, names)], cache
 
 
 def _result(out: Any) -> Tensor:
