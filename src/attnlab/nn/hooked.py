@@ -98,8 +98,7 @@ class Hooked(nn.Module):
     :class:`~attnlab.nn.transformer.TransformerOutput` (module docstring)."""
 
     def hook_points(self) -> dict[str, HookPoint]:
-        """Every hook point by TransformerLens name, in the order a forward pass reaches them; attnlab
-        module paths (``blocks.0.ffn.hook_post``) are accepted wherever a name is."""
+        """Every hook point by TransformerLens name (:data:`TL_NAMES`), in the order a pass reaches them."""
         points = {}
         for path, m in self.named_modules():
             if isinstance(m, HookPoint):
@@ -108,12 +107,8 @@ class Hooked(nn.Module):
         return {n: points[n] for n in sorted(points, key=_forward_order)}
 
     def _resolve(self, name: str | Callable[[str], bool]) -> list[HookPoint]:
-        """The points a name, an attnlab module path, or a predicate on names selects."""
+        """The points a name or a predicate on names selects."""
         points = self.hook_points()
-        if isinstance(name, str) and name not in points:
-            aliases = {path: p for path, p in self.named_modules() if isinstance(p, HookPoint)}
-            if name in aliases:
-                return [aliases[name]]
         return [points[n] for n in _matches(name, list(points))]
 
     @contextlib.contextmanager

@@ -17,8 +17,9 @@ already starts with it; False adds nothing beyond what the tokenizer adds itself
 
     SmolLM2 (Llama family)  BOS "<|im_start|>" (id 1, the GGUF tokenizer's bos_token; its add_bos_token is
                             false, so the tokenizer alone adds none): prepended by default, as
-                            TransformerLens does for every model with an output head
-    GPT-2                   BOS "<|endoftext|>" (its bos_token): prepended by default
+                            TransformerLens does for its decoders
+    GPT-2                   BOS "<|endoftext|>" (its bos_token): prepended by default (every causal stack
+                            whose tokenizer has a bos_token)
     MiniLM (BERT family)    the tokenizer adds "[CLS]" ... "[SEP]" itself and has no bos_token: nothing is
                             prepended by default, and prepend_bos=True is refused
 """
@@ -106,7 +107,7 @@ class Workbench:
         tok = self._tokenizer()
         bos = getattr(tok, "bos_token_id", None)
         if prepend_bos is None:
-            return bos if self.model.lm_head != "none" else None
+            return bos if self.model.causal else None
         if not isinstance(prepend_bos, bool):
             raise ConfigError(f"prepend_bos must be True, False or None (the model's convention), got {prepend_bos!r}")
         if prepend_bos and bos is None:
