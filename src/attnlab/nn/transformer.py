@@ -177,6 +177,7 @@ class Encoder(_Stack):
         self.W_U = nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model)) if lm_head == "separate" else None
         if parts is not None:
             self.set_parts(parts)
+        self.hook_points()  # every point knows its name from the start
 
     def unembedding(self) -> Tensor | None:
         """W_U (d, l) of the output head: W_E^T when tied, None without a head."""
@@ -281,6 +282,7 @@ class Decoder(_Stack):
         self.P_out = None if tie_embeddings else nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model))
         if parts is not None:
             self.set_parts(parts)
+        self.hook_points()
 
     def output_projection(self) -> Tensor:
         """P_out in R^{d x l} (W_E^T when tied)."""
