@@ -84,12 +84,14 @@ def _matches(names_filter: NameFilter, names: list[str]) -> list[str]:
     if callable(names_filter):
         return [n for n in names if names_filter(n)]
     wanted = [names_filter] if isinstance(names_filter, str) else list(names_filter)
+    known = set(names)
     for w in wanted:
-        if w not in names:
+        if w not in known:
             close = difflib.get_close_matches(str(w), names, n=3)
             raise ConfigError(f"no hook point {w!r} on this model"
                               + (f": did you mean {', '.join(close)}?" if close else
                                  f"; names look like {names[1] if len(names) > 1 else names[0]}"))
+    wanted = set(wanted)
     return [n for n in names if n in wanted]
 
 
@@ -106,20 +108,17 @@ class Hooked(nn.Module):
                 points[m.name] = m
         return {n: points[n] for n in sorted(points, key=_forward_order)}
 
-    def _resolve(self, name: str | Callable[[str], bool]) -> list[HookPoint]:
-        """The points a name or a predicate on names selects."""
-        points = self.hook_points()
-        return [points[n] for n in _matches(name, list(points))]
-
     @contextlib.contextmanager
     def hooks(self, fwd_hooks: FwdHooks = ()) -> Iterator["Hooked"]:
         """``with model.hooks([(name, fn), ...]):`` attaches every fn (a name may be a predicate on names)
         and detaches exactly those on exit, whether the block ends or raises."""
         removers: list[Callable[[], None]] = []
+        points = self.hook_points()
+        names = list(points)
         try:
             for name, fn in fwd_hooks:
-                for point in self._resolve(name):
-                    removers.append(point.add_hook(fn))
+                for n in ([name] if isinstance(name, str) and name in points else _matches(name, names)):
+                    removers.append(points[n].add_hook(fn))
             yield self
         finally:
             for remove in reversed(removers):
