@@ -228,7 +228,8 @@ class MultiHeadAttention(nn.Module):
         if self.hook_attn_scores.fns or self.hook_pattern.fns:
             if name != "softmax":
                 raise ConfigError(f"hook_attn_scores and hook_pattern need softmax attention; this pass runs {name!r}")
-            heads = softmax_heads_exposed(q, k, v, scores_map=self.hook_attn_scores, pattern_map=self.hook_pattern,
+            S, P = self.hook_attn_scores, self.hook_pattern
+            heads = softmax_heads_exposed(q, k, v, scores_map=S if S.fns else None, pattern_map=P if P.fns else None,
                                           **kw)
         else:
             heads = attend_heads(q, k, v, attention=ATTENTIONS[name], return_weights=return_weights, **kw)
