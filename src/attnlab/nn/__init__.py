@@ -4,6 +4,8 @@ from attnlab.nn.activations import ACTIVATIONS, resolve_activation
 from attnlab.nn.attention import MultiHeadAttention, merge_heads, split_heads
 from attnlab.nn.block import BlockConfig, BlockOutput, BlockParts, DecoderBlock, FeedForward, TransformerBlock
 from attnlab.nn.embedding import Embedding
+from attnlab.nn.hooked import TL_NAMES, Hooked
+from attnlab.nn.hooks import HookPoint
 from attnlab.nn.layernorm import LayerNorm, layer_norm_paper
 from attnlab.nn.positional import (
     LearnedPositionalEmbedding,
@@ -28,12 +30,15 @@ __all__ = [
     "EncoderDecoder",
     "EncoderDecoderOutput",
     "FeedForward",
+    "HookPoint",
+    "Hooked",
     "LayerNorm",
     "LearnedPositionalEmbedding",
     "MultiHeadAttention",
     "QKVTransform",
     "RoPE",
     "SinusoidalPositionalEncoding",
+    "TL_NAMES",
     "TransformerBlock",
     "TransformerOutput",
     "frequencies",

@@ -13,6 +13,25 @@ attention (query head h reads key/value head h // (H / H_kv), :mod:`attnlab.ops.
 A ``qkv_transform`` passed to :meth:`MultiHeadAttention.forward` acts on the projected queries,
 keys and values (the rotary embedding: :class:`attnlab.nn.positional.QKVTransform`).
 
+Hook points (:class:`attnlab.nn.hooks.HookPoint`; TransformerLens' names and orientation, B batch,
+n positions, H query heads, H_kv key/value heads):
+
+    hook_q            (B, n_q, H, d_head)     X W_Q,h + b_Q,h, before any qkv_transform
+    hook_k            (B, n_k, H_kv, d_head)  Y W_K,g + b_K,g, per key/value head (grouped-query: H_kv < H)
+    hook_v            (B, n_k, H_kv, d_v)     Y W_V,g + b_V,g
+    hook_rot_q        (B, n_q, H, d_head)     the queries after the qkv_transform (RoPE); = hook_q without one
+    hook_rot_k        (B, n_k, H_kv, d_head)  the keys after the qkv_transform
+    hook_attn_scores  (B, H, n_q, n_k)        c q_h k_g(h)^T + M, masked pairs -inf
+    hook_pattern      (B, H, n_q, n_k)        P_h = softmax(scores)
+    hook_z            (B, n_q, H, d_v)        z_h = P_h v_g(h), before W_O
+
+As in TransformerLens, hook_q and hook_k come before the rotary embedding and hook_rot_q, hook_rot_k
+after it. With no hook attached, :meth:`MultiHeadAttention.forward` is
+:func:`attnlab.ops.multihead.multi_head_attention` unchanged (the fused kernel unless weights are asked
+for); hooks on q, k, v or z keep the fused kernel; only a hook on the scores or the pattern takes the
+explicit path (:func:`attnlab.ops.multihead.softmax_heads_exposed`). A hook's tensor is a view in
+the orientation above; a replacement is turned back into attnlab's (B, H, n, d) layout.
+
 Scale: eq. (5)/(6) print softmax(Q K^T / k), while §1.2.3 motivates 1/sqrt(k)
 and eq. (10) uses it; the default is c = 1/sqrt(d_head), "1/d" gives the
 literal eq. (5).
@@ -32,11 +51,14 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.ops.multihead import QKVMap, multi_head_attention, ov_circuit, qk_circuit
+from attnlab.nn.hooks import HookPoint
+from attnlab.ops.multihead import (QKVMap, attend_heads, check_inputs, combine_heads, multi_head_attention, ov_circuit,
+                                   project, qk_circuit, softmax_heads_exposed)
 from attnlab.ops.softmax import AttentionOutput, Scale, resolve_scale, softmax_attention
 from attnlab.ops.unnormalized import unnormalized_attention
 
 ATTENTIONS = {"softmax": softmax_attention, "unnormalized": unnormalized_attention}
+HOOK_POINTS = ("hook_q", "hook_k", "hook_v", "hook_rot_q", "hook_rot_k", "hook_attn_scores", "hook_pattern", "hook_z")
 
 
 def split_heads(
@@ -117,7 +139,6 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
         self.n_kv_heads = H_kv
         self.scale, self.attention = scale, attention
-        self.head_transform = None  # z (..., H, n, d_v) -> z' before W_O: reads or replaces heads (ablations)
         self.W_Q = nn.Parameter(torch.empty(H, d_model, d_head))
         self.W_K = nn.Parameter(torch.empty(H_kv, d_model, d_head))
         self.W_V = nn.Parameter(torch.empty(H_kv, d_model, d_v))
@@ -129,6 +150,8 @@ class MultiHeadAttention(nn.Module):
             self.b_O = nn.Parameter(torch.zeros(d_model))
         else:
             self.b_Q = self.b_K = self.b_V = self.b_O = None
+        for point in HOOK_POINTS:  # module docstring
+            setattr(self, point, HookPoint())
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -189,20 +212,29 @@ class MultiHeadAttention(nn.Module):
         name = self.attention if attention is None else attention
         if name not in ATTENTIONS:
             raise UnknownNameError(f"unknown attention {name!r}: choose one of {', '.join(ATTENTIONS)}")
-        return multi_head_attention(
-            x_q,
-            x_q if x_kv is None else x_kv,
-            self.W_Q, self.W_K, self.W_V, self.W_O,
-            self.b_Q, self.b_K, self.b_V, self.b_O,
-            attention=ATTENTIONS[name],
-            return_weights=return_weights,
-            mask=mask,
-            causal=causal,
-            key_padding_mask=key_padding_mask,
-            scale=self.scale,
-            qkv_transform=qkv_transform,
-            head_transform=self.head_transform,
-        )
+        kw = dict(mask=mask, causal=causal, key_padding_mask=key_padding_mask, scale=self.scale)
+        x_kv = x_q if x_kv is None else x_kv
+        weights = (self.W_Q, self.W_K, self.W_V, self.W_O, self.b_Q, self.b_K, self.b_V, self.b_O)
+        if not any(getattr(self, p).fns for p in HOOK_POINTS):
+            return multi_head_attention(x_q, x_kv, *weights, attention=ATTENTIONS[name], return_weights=return_weights,
+                                        qkv_transform=qkv_transform, **kw)
+        check_inputs(x_q, x_kv, *weights[:4])
+        q = _heads(self.hook_q, project(x_q, self.W_Q, self.b_Q))  # (..., H, n_q, d_head)
+        k = _heads(self.hook_k, project(x_kv, self.W_K, self.b_K))  # (..., H_kv, n_k, d_head)
+        v = _heads(self.hook_v, project(x_kv, self.W_V, self.b_V))  # (..., H_kv, n_k, d_v)
+        if qkv_transform is not None:
+            q, k, v = qkv_transform(q, k, v)
+        q, k = _heads(self.hook_rot_q, q), _heads(self.hook_rot_k, k)
+        if self.hook_attn_scores.fns or self.hook_pattern.fns:
+            if name != "softmax":
+                raise ConfigError(f"hook_attn_scores and hook_pattern need softmax attention; this pass runs {name!r}")
+            S, P = self.hook_attn_scores, self.hook_pattern
+            heads = softmax_heads_exposed(q, k, v, scores_map=S if S.fns else None, pattern_map=P if P.fns else None,
+                                          **kw)
+        else:
+            heads = attend_heads(q, k, v, attention=ATTENTIONS[name], return_weights=return_weights, **kw)
+        z = _heads(self.hook_z, heads.output)  # (..., H, n_q, d_v)
+        return AttentionOutput(combine_heads(z, self.W_O, self.b_O), heads.weights if return_weights else None)
 
     def extra_repr(self) -> str:
         return (
@@ -211,3 +243,9 @@ class MultiHeadAttention(nn.Module):
             + f", d_head={self.d_head}, d_v={self.d_v}, "
             f"bias={self.b_O is not None}, scale={self.scale!r}, attention={self.attention!r}"
         )
+
+
+def _heads(point: HookPoint, x: Tensor) -> Tensor:
+    """x (..., H, n, d) through ``point`` shown as (..., n, H, d), TransformerLens' orientation; x itself
+    when nothing is attached."""
+    return point(x.transpose(-3, -2)).transpose(-3, -2) if point.fns else x

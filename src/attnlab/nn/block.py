@@ -43,6 +43,20 @@ collapses to rank one (rank-collapse notes, "pure attention"). The decoder block
 the same rule for its three sublayers (mlp off removes the third).
 
 Dropout is optional and 0.0 by default, so every forward is deterministic.
+
+Hook points of :class:`TransformerBlock` (:class:`attnlab.nn.hooks.HookPoint`, TransformerLens' names;
+every one (B, n, d_model) but hook_post (B, n, d_ff)), with A the attention sublayer's output
+(after W_O, b_O and dropout) and F the FFN's:
+
+    hook_resid_pre    x, the stream entering the block
+    hook_attn_out     A
+    hook_resid_mid    pre-LN: u = S(x) + A;  post-LN: u = N_1(S(x) + A) (the stream entering the FFN)
+    ffn.hook_post     phi(u' W_1 + b_1) (gated: phi(u' W_g + b_g) * (u' W_1 + b_1)), u' the FFN's input
+    hook_mlp_out      F
+    hook_resid_post   z, the block's output (the next block's hook_resid_pre)
+
+With mlp off, hook_post and hook_mlp_out are not reached and resid_post = resid_mid. The attention's
+own points are ``attn.hook_q`` ... ``attn.hook_z`` (:mod:`attnlab.nn.attention`).
 """
 
 from __future__ import annotations
@@ -56,11 +70,13 @@ from attnlab.config import check_bool
 from attnlab.errors import ConfigError, UnknownNameError
 from attnlab.nn.activations import resolve_activation
 from attnlab.nn.attention import ATTENTIONS, MultiHeadAttention
+from attnlab.nn.hooks import HookPoint
 from attnlab.nn.layernorm import NORM_VARIANTS, LayerNorm
 from attnlab.ops.multihead import QKVMap
 from attnlab.ops.softmax import Scale
 
 NORM_POSITIONS = ("post", "pre")
+BLOCK_HOOK_POINTS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
 
 
 class FeedForward(nn.Module):
@@ -82,13 +98,14 @@ class FeedForward(nn.Module):
         self.b_1 = nn.Parameter(torch.zeros(d_ff)) if bias else None
         self.b_2 = nn.Parameter(torch.zeros(d_model)) if bias else None
         self.dropout = nn.Dropout(dropout)
+        self.hook_post = HookPoint()  # phi(u W_1 + b_1), (..., n, d_ff)
 
     def forward(self, u: Tensor) -> Tensor:
         """u: (..., n, d_model) -> (..., n, d_model)."""
         h = u @ self.W_1  # (..., n, d_ff)
         if self.b_1 is not None:
             h = h + self.b_1
-        z = self.dropout(self.phi(h)) @ self.W_2  # (..., n, d_model)
+        z = self.dropout(self.hook_post(self.phi(h))) @ self.W_2  # (..., n, d_model)
         return z if self.b_2 is None else z + self.b_2
 
     def extra_repr(self) -> str:
@@ -115,13 +132,14 @@ class GatedFeedForward(nn.Module):
         self.b_1 = nn.Parameter(torch.zeros(d_ff)) if bias else None
         self.b_2 = nn.Parameter(torch.zeros(d_model)) if bias else None
         self.dropout = nn.Dropout(dropout)
+        self.hook_post = HookPoint()  # phi(u W_g + b_g) * (u W_1 + b_1), (..., n, d_ff)
 
     def forward(self, u: Tensor) -> Tensor:
         """u: (..., n, d_model) -> (..., n, d_model)."""
         g, h = u @ self.W_g, u @ self.W_1  # (..., n, d_ff)
         if self.b_g is not None:
             g, h = g + self.b_g, h + self.b_1
-        z = self.dropout(self.phi(g) * h) @ self.W_2
+        z = self.dropout(self.hook_post(self.phi(g) * h)) @ self.W_2
         return z if self.b_2 is None else z + self.b_2
 
     def extra_repr(self) -> str:
@@ -282,6 +300,8 @@ class TransformerBlock(_Switchable):
         self.norm1 = LayerNorm(d_model, c.norm, c.eps)
         self.norm2 = LayerNorm(d_model, c.norm, c.eps)
         self.dropout = nn.Dropout(c.dropout)
+        for point in BLOCK_HOOK_POINTS:  # module docstring
+            setattr(self, point, HookPoint())
 
     def forward(
         self,
@@ -304,15 +324,19 @@ class TransformerBlock(_Switchable):
                             return_weights=return_weights, attention=self._attention_name(),
                             qkv_transform=qkv_transform)
             weights.append(res.weights)
-            return self.dropout(res.output)
+            return self.hook_attn_out(self.dropout(res.output))
 
+        def mlp(h: Tensor) -> Tensor:
+            return self.hook_mlp_out(self.dropout(self.ffn(h)))
+
+        x = self.hook_resid_pre(x)
         if self.norm_position == "post":
-            u = self._norm(self.norm1, self._skip(x) + mha(x))
-            z = self._norm(self.norm2, self._skip(u) + self.dropout(self.ffn(u))) if self.parts.mlp else u
+            u = self.hook_resid_mid(self._norm(self.norm1, self._skip(x) + mha(x)))
+            z = self._norm(self.norm2, self._skip(u) + mlp(u)) if self.parts.mlp else u
         else:
-            u = self._skip(x) + mha(self._norm(self.norm1, x))
-            z = self._skip(u) + self.dropout(self.ffn(self._norm(self.norm2, u))) if self.parts.mlp else u
-        return BlockOutput(z, weights[0])
+            u = self.hook_resid_mid(self._skip(x) + mha(self._norm(self.norm1, x)))
+            z = self._skip(u) + mlp(self._norm(self.norm2, u)) if self.parts.mlp else u
+        return BlockOutput(self.hook_resid_post(z), weights[0])
 
 
 class DecoderBlock(_Switchable):

@@ -27,6 +27,10 @@ vector and every block applies the pass's map T_p (q, k, v) -> (R(p) q, R(p) k, 
 per pass from the position ids. An output head (``lm_head``) turns Z into next-token
 logits Z W_U, W_U (d, l): tied (W_U = W_E^T, GPT-2, SmolLM2) or its own matrix.
 
+Hook points with TransformerLens' names (:mod:`attnlab.nn.hooked`: the names, shapes and
+``run_with_hooks`` / ``run_with_cache``): an Encoder's ``hook_embed`` sees X_0 and ``hook_normalized``
+(TL's ``ln_final.hook_normalized``) Z, before the output head; every block and attention has its own.
+
 Parts of every block can be switched off per layer (:class:`attnlab.nn.block.BlockParts`):
 ``parts=`` at construction or :meth:`Encoder.set_parts` later, one BlockParts for every
 layer or a sequence of L.
@@ -45,6 +49,8 @@ from attnlab.config import check_bool
 from attnlab.errors import ConfigError
 from attnlab.nn.block import BlockConfig, BlockParts, DecoderBlock, TransformerBlock
 from attnlab.nn.embedding import Embedding
+from attnlab.nn.hooked import Hooked
+from attnlab.nn.hooks import HookPoint
 from attnlab.nn.layernorm import LayerNorm
 from attnlab.ops.multihead import project
 from attnlab.nn.positional import QKVTransform
@@ -101,8 +107,8 @@ def _check_block(block: BlockConfig) -> BlockConfig:
 LM_HEADS = ("none", "tied", "separate")
 
 
-class _Stack(nn.Module):
-    """Per-layer :class:`BlockParts` of ``self.blocks``."""
+class _Stack(Hooked):
+    """Per-layer :class:`BlockParts` of ``self.blocks``, and named hooks (:class:`attnlab.nn.hooked.Hooked`)."""
 
     blocks: nn.ModuleList
 
@@ -165,10 +171,13 @@ class Encoder(_Stack):
                                norm=embedding_norm, eps=block.eps)
         self.blocks = nn.ModuleList(TransformerBlock(d_model, n_heads, d_ff, block) for _ in range(n_layers))
         self.final_norm = _final_norm(d_model, block)
+        self.hook_embed = HookPoint()  # X_0 (B, n, d)
+        self.hook_normalized = HookPoint()  # Z (B, n, d): TransformerLens' ln_final.hook_normalized
         self.lm_head = lm_head
         self.W_U = nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model)) if lm_head == "separate" else None
         if parts is not None:
             self.set_parts(parts)
+        self.hook_points()  # every point knows its name from the start
 
     def unembedding(self) -> Tensor | None:
         """W_U (d, l) of the output head: W_E^T when tied, None without a head."""
@@ -220,6 +229,7 @@ class Encoder(_Stack):
         Z W_U when the stack has an output head.
         ``position_ids`` (B, n) feed the ``qkv_transform`` (default 0, ..., n-1)."""
         _flags(output_hidden_states, output_attentions)
+        X = self.hook_embed(X)
         hidden, attentions = [X], []
         f = self._qkv_map(X, position_ids)
         for block in self.blocks:
@@ -230,7 +240,7 @@ class Encoder(_Stack):
                 attentions.append(res.weights)
             if output_hidden_states:
                 hidden.append(X)
-        Z = X if self.final_norm is None else self.final_norm(X)
+        Z = self.hook_normalized(X if self.final_norm is None else self.final_norm(X))
         W_U = self.unembedding()
         return TransformerOutput(Z, hidden if output_hidden_states else None,
                                  attentions if output_attentions else None,
@@ -272,6 +282,7 @@ class Decoder(_Stack):
         self.P_out = None if tie_embeddings else nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model))
         if parts is not None:
             self.set_parts(parts)
+        self.hook_points()
 
     def output_projection(self) -> Tensor:
         """P_out in R^{d x l} (W_E^T when tied)."""

@@ -57,7 +57,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnlab.config import check_choice, check_device, check_int
+from attnlab.config import check_bool, check_choice, check_device, check_int
 from attnlab.errors import ConfigError
 from attnlab.nn.transformer import Encoder, TransformerOutput
 from attnlab.ops.masks import check_key_padding_mask
@@ -68,6 +68,7 @@ from attnlab.pretrained.gguf import read_gguf, smollm2_path
 from attnlab.pretrained.labels import token_labels
 from attnlab.pretrained.minilm import minilm_model_dir
 from attnlab.pretrained.output import PretrainedOutput
+from attnlab.pretrained.workbench import Workbench
 
 FAMILIES = {**{t: bert for t in bert.MODEL_TYPES}, **{t: gpt2 for t in gpt2.MODEL_TYPES},
             **{t: llama for t in llama.MODEL_TYPES}}
@@ -97,10 +98,11 @@ class Encoded:
 
 
 @dataclass
-class PretrainedModel:
+class PretrainedModel(Workbench):
     """model: the attnlab Encoder (eval mode); tokenizer: transformers' tokenizer or None;
     architecture: the config.json numbers; path: the checkpoint directory; name: the shipped model's
-    name, else the directory's (or GGUF file's) name."""
+    name, else the directory's (or GGUF file's) name. Named hooks, ``run_with_cache``, ``run_with_hooks``,
+    ``to_tokens`` and ``to_str_tokens``: :mod:`attnlab.pretrained.workbench`."""
 
     model: Encoder
     tokenizer: Any
@@ -157,10 +159,11 @@ class PretrainedModel:
 
     def forward(self, input_ids: Tensor, key_padding_mask: Tensor | None = None, *,
                 token_type_ids: Tensor | None = None, position_ids: Tensor | None = None,
-                output_hidden_states: bool = True, output_attentions: bool = True) -> TransformerOutput:
+                output_hidden_states: bool = True, output_attentions: bool = True,
+                grad: bool = False) -> TransformerOutput:
         """The attnlab model on token ids (B, n); positions from ``key_padding_mask`` when not given.
 
-        Runs without gradients; call ``self.model`` directly to differentiate through it.
+        Runs without gradients unless ``grad=True``.
         """
         limit = self.architecture.max_len - self.architecture.position_offset
         if input_ids.ndim == 2 and input_ids.shape[-1] > limit:
@@ -169,7 +172,7 @@ class PretrainedModel:
         if position_ids is None:
             pad = key_padding_mask if key_padding_mask is not None else torch.zeros_like(input_ids, dtype=torch.bool)
             position_ids = self.position_ids(pad)
-        with torch.no_grad():
+        with torch.set_grad_enabled(check_bool("grad", grad)):
             return self.model(input_ids, key_padding_mask, token_type_ids=token_type_ids, position_ids=position_ids,
                               output_hidden_states=output_hidden_states, output_attentions=output_attentions)
 

@@ -16,7 +16,10 @@ confidence interval over segments (:func:`~attnlab.analysis.heads.intervals.mean
 A positive Delta means the head helps predict the text.
 
 Exact ablations re-run the model from the residual stream entering layer l (the layers below
-are untouched by the replacement), one forward pass of L - l layers per head and kind.
+are untouched by the replacement), one forward pass of L - l layers per head and kind. Every
+replacement and every read of z goes through the stack's ``blocks.{l}.attn.hook_z`` (z in
+TransformerLens' orientation (S, m, H, d_v)) inside ``model.hooks(...)``, which detaches it on exit,
+also on error (:mod:`attnlab.nn.hooked`).
 :func:`ablation_estimates` gives every head's first-order estimate from one forward and one
 backward pass (attribution patching; Syed, Rager & Conmy 2023, "Attribution Patching Outperforms
 Automated Circuit Discovery"):
@@ -30,15 +33,14 @@ any chosen heads exactly; the two are reported side by side.
 
 from __future__ import annotations
 
-from attnlab.nn.transformer import Encoder
-
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor
 
 from attnlab.errors import ConfigError
+from attnlab.nn.transformer import Encoder
 
 KINDS = ("zero", "mean", "resample")
 
@@ -82,18 +84,18 @@ def _rotary(model: Encoder, input_ids: Tensor) -> Any:
     return model.qkv_map(torch.arange(input_ids.shape[-1], device=input_ids.device)[None], model.embed.W_E.dtype)
 
 
-def _run_from(model: Encoder, X: Tensor, layer: int, rot: Any, hooks: dict[int, Callable] | None = None) -> Tensor:
-    """Blocks layer..L-1 on the residual X entering ``layer``, then the final norm -> Z (S, m, d)."""
-    hooks = hooks or {}
+def _run_from(model: Encoder, X: Tensor, layer: int, rot: Any) -> Tensor:
+    """Blocks layer..L-1 on the residual X entering ``layer``, then the final norm -> Z (S, m, d); the hooks
+    attached to the model act as in a full pass."""
     causal = model.causal or None
-    for l in range(layer, len(model.blocks)):
-        block = model.blocks[l]
-        block.attn.head_transform = hooks.get(l)
-        try:
-            X = block(X, causal=causal, qkv_transform=rot).output
-        finally:
-            block.attn.head_transform = None
+    for block in model.blocks[layer:]:
+        X = block(X, causal=causal, qkv_transform=rot).output
     return X if model.final_norm is None else model.final_norm(X)
+
+
+def _hook_z(layer: int) -> str:
+    """The name of block ``layer``'s head outputs z (TransformerLens' name)."""
+    return f"blocks.{layer}.attn.hook_z"
 
 
 def _loss(model: Encoder, Z: Tensor, input_ids: Tensor, scored: Tensor | None) -> Tensor:
@@ -111,19 +113,13 @@ def baseline(model, input_ids: Tensor, scored: Tensor | None = None) -> Baseline
     if input_ids.ndim != 2 or input_ids.shape[0] < 2 or input_ids.shape[1] < 2:
         raise ConfigError(f"ablations need at least 2 segments of at least 2 tokens, shape (S, m); got "
                           f"{tuple(input_ids.shape)}")
-    zs: list[Tensor] = []
     residuals: list[Tensor] = []
-    with torch.no_grad():
-        X = model.embed(input_ids)
-        rot = _rotary(model, input_ids)
-        for block in model.blocks:
-            residuals.append(X)
-            block.attn.head_transform = lambda z: (zs.append(z), z)[1]
-            try:
-                X = block(X, causal=model.causal or None, qkv_transform=rot).output
-            finally:
-                block.attn.head_transform = None
-        Z = X if model.final_norm is None else model.final_norm(X)
+    zs: list[Tensor] = []
+    L = len(model.blocks)
+    record = ([(f"blocks.{l}.hook_resid_pre", lambda x, name: residuals.append(x)) for l in range(L)]
+              + [(_hook_z(l), lambda z, name: zs.append(z.transpose(-3, -2))) for l in range(L)])  # (S, H, m, d_v)
+    with torch.no_grad(), model.hooks(record):
+        Z = _run_from(model, model.embed(input_ids), 0, _rotary(model, input_ids))
         loss = _loss(model, Z, input_ids, scored)
     z = torch.stack(zs)  # (L, S, H, m, d_v)
     return Baseline(input_ids, loss, residuals, z, z.mean(dim=(1, 3)), scored)
@@ -155,12 +151,13 @@ def exact_ablations(model, base: Baseline, heads: Sequence[tuple[int, int]], kin
             for kind in kinds:
                 new = _replacement(base, l, kind, fraction)[:, h]
 
-                def hook(z, h=h, new=new):
-                    z = z.clone()
-                    z[:, h] = new
+                def hook(z: Tensor, name: str, h: int = h, new: Tensor = new) -> Tensor:
+                    z = z.clone()  # (S, m, H, d_v)
+                    z[:, :, h] = new
                     return z
 
-                Z = _run_from(model, base.residuals[l], l, rot, {l: hook})
+                with model.hooks([(_hook_z(l), hook)]):
+                    Z = _run_from(model, base.residuals[l], l, rot)
                 out[kind][(l, h)] = _loss(model, Z, base.input_ids, base.scored) - base.loss
     return out
 
@@ -173,22 +170,22 @@ def ablation_estimates(model, base: Baseline, kinds: Sequence[str] = KINDS, *, f
     rot = _rotary(model, base.input_ids)
     kept: list[Tensor] = []
 
-    def keep(z):
-        z.retain_grad()
+    def keep(z: Tensor, name: str) -> None:
+        z.retain_grad()  # (S, m, H, d_v), a view of the pass's z
         kept.append(z)
-        return z
 
     flags = [p.requires_grad for p in model.parameters()]
     model.requires_grad_(False)
     try:
         with torch.enable_grad():
             X = base.residuals[0].detach().clone().requires_grad_(True)
-            Z = _run_from(model, X, 0, rot, dict.fromkeys(range(len(model.blocks)), keep))
+            with model.hooks([(_hook_z(l), keep) for l in range(len(model.blocks))]):
+                Z = _run_from(model, X, 0, rot)
             _loss(model, Z, base.input_ids, base.scored).sum().backward()
     finally:
         for p, f in zip(model.parameters(), flags):
             p.requires_grad_(f)
-    grads = [z.grad for z in kept]  # L x (S, H, m, d_v): d loss_s / d z (segments are independent)
+    grads = [z.grad.transpose(-3, -2) for z in kept]  # L x (S, H, m, d_v): d loss_s / d z (segments independent)
     out = {}
     for kind in kinds:
         rows = []
