@@ -139,6 +139,10 @@ def test_every_experiment_is_run_at_a_tiny_size_by_its_own_test_module(exp):
     parts = exp.run.__module__.split(".")
     path = Path(__file__).parent.joinpath(*parts[1:-1], f"test_{parts[-1]}.py")
     assert path.is_file(), f"{exp.id}: no {path.relative_to(Path(__file__).parent)}"
+    tree = ast.parse(path.read_text())
     called = {n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", None)
-              for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)}
-    assert exp.run.__name__ in called, f"{exp.id}: {path.name} never calls {exp.run.__name__}"
+              for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    names = {exp.run.__name__} | {a.asname for n in ast.walk(tree)  # `from <module> import run as run_x`
+                                  if isinstance(n, ast.ImportFrom) and n.module == exp.run.__module__
+                                  for a in n.names if a.name == exp.run.__name__ and a.asname}
+    assert names & called, f"{exp.id}: {path.name} never calls {exp.run.__name__}"
