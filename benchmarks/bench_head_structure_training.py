@@ -63,7 +63,7 @@ def old_step(model, opt, b: Batch) -> tuple[float, int]:
 
 
 def data():
-    """The paper preset's training pairs and vocabularies, split as ``head_structure._translation`` splits them."""
+    """The paper preset's training pairs and vocabularies, split as ``translation_heads.fit_translation_heads`` splits them."""
     corpus = load_parallel_corpus(CFG.corpus, n_pairs=CFG.n_pairs, max_words=CFG.max_words, seed=CFG.seed)
     pairs = list(corpus.pairs)
     order = np.random.default_rng(CFG.seed).permutation(len(pairs))

@@ -6,8 +6,9 @@ import torch
 
 from attnlab.errors import ConfigError
 
-from attnlab.papers.transformer_math.experiments.head_structure import HeadStructureConfig, _train_models
+from attnlab.papers.transformer_math.experiments.head_structure import HeadStructureConfig
 from attnlab.papers.transformer_math.translation_corpus import Vocabulary, synthetic_pairs
+from attnlab.papers.transformer_math.translation_heads import train_models
 from attnlab.papers.transformer_math.translation_model import (
     adam,
     batch_loss,
@@ -139,8 +140,8 @@ def test_the_models_are_the_same_trained_side_by_side(data):
     train, held, sv, tv = data
     cfg = HeadStructureConfig(corpus="synthetic", n_pairs=400, max_words=20, vocab_size=200, heads=(1, 2),
                               d_model=16, d_ff=32, epochs=2, lr=1e-2, batch_size=16, n_eval=2, minilm=False)
-    one = _train_models(cfg.replace(workers=1), train, held, sv, tv)
-    two = _train_models(cfg.replace(workers=2), train, held, sv, tv)
+    one = train_models(cfg.replace(workers=1), train, held, sv, tv)
+    two = train_models(cfg.replace(workers=2), train, held, sv, tv)
     for a, b in zip(one, two):
         assert a.n_heads == b.n_heads and a.epoch_losses == b.epoch_losses and a.heldout_loss == b.heldout_loss
         assert all(torch.equal(p, q) for p, q in zip(a.model.parameters(), b.model.parameters()))

@@ -24,7 +24,9 @@ so the column stays numeric and a mean over seeds is a lower bound. Training sto
 early once both models have reached the threshold (``stop_at_threshold``).
 
 ``attnlab reproduce`` runs this as a sweep over d_head and seeds
-(:func:`reproduce_plan`) and reports :func:`aggregate` of the sweep's rows.
+(:func:`reproduce_plan`) and reports :func:`aggregate` of the sweep's rows. The pair's training and its
+numbers live in :mod:`attnlab.papers.transformer_math.scaling_training`, the sweep's rows read back and
+summarised over seeds, and the task-free control, in :mod:`attnlab.papers.transformer_math.scaling_sweep`.
 
 Deviation (:data:`COPY_TASK`): §1.2.3 argues without an experiment, so the model, the task and the
 optimiser are attnlab's. The two rows read at initialisation (entropy, gradient at the logits) are
@@ -35,34 +37,25 @@ task, so that row has no control and is inconclusive.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
-import copy
-import dataclasses
 import math
 from dataclasses import dataclass
-
-import numpy as np
-import torch
-import torch.nn.functional as F
+from typing import Any, Callable, Sequence
 
 from attnlab.config import RunConfig, check_bool, check_choice, check_int, check_number, param
 from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
-from attnlab.papers.transformer_math.query_softmax import query_statistics
-from attnlab.papers.transformer_math.scaling_model import CopyAttention, Measurement, measure
+from attnlab.papers.transformer_math.scaling_sweep import Stat, SweepRun, VariantStats, by_d_head, task_free
+from attnlab.papers.transformer_math.scaling_training import VARIANTS, scalars_of, train_pair, variant_scalars
 from attnlab.registry import Experiment, SweepPlan, register_experiment
 from attnlab.checks import NO_ERROR, Bound, Check, above, below, compare, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Series, Table, line_figure, series
-from attnlab.runs.rundir import log_metric
-from attnlab.tasks import copy_batch
+from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "transformer-math.scaling"
 TORCH_OP = 0.1  # one torch op on small tensors, in small calls (~20 us against the 32 x 64 SVD's ~0.2 ms)
 STEP_OPS = 150  # torch ops of one model's step: batch, forward, backward, Adam (fitted to the quick preset)
 EVAL_OPS = 150  # torch ops of one model's held-out measure (loss, accuracy, entropy, per-example gradients)
-VARIANTS = {"scaled": "1/sqrt(d)", "unscaled": "none"}  # name -> scale of attention_logits
 COPY_TASK = Deviation(
     "copy-task", "data",
     "one attention head between an embedding and a readout, trained by Adam on attnlab's positional-copy task (n "
@@ -73,7 +66,6 @@ COPY_TASK = Deviation(
     control="in the same report: the initial rows with the task removed (queries and n keys with N(0, 1) entries of "
             "width d_head, a random unit upstream gradient: the softmax at initialisation without the task); steps "
             "to learn need a task, so that row has no control")
-TASK_FREE_QUERIES = 4096  # queries of the task-free control (query_softmax.query_statistics), seed 0
 SWEEPS = {"quick": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128]}, seeds=3),
           "paper": SweepPlan(grid={"d_head": [8, 16, 32, 64, 128, 256, 512]}, seeds=5)}
 
@@ -137,119 +129,11 @@ class ScalingConfig(RunConfig):
                         time_bound="the step budget: training stops at the loss threshold")
 
 
-def _generators(seed: int, device: str) -> list[torch.Generator]:
-    """Independent generators for init (CPU), training data and held-out data."""
-    states = np.random.SeedSequence(seed).spawn(3)
-    devices = ("cpu", device, device)
-    return [torch.Generator(device=d).manual_seed(int(s.generate_state(1)[0])) for s, d in zip(states, devices)]
 
 
-@dataclass(frozen=True)
-class History:
-    """One model's held-out :func:`measure` over training, one entry per evaluated step (E of them)."""
-
-    step: tuple[int, ...]  # (E,) the evaluated steps: 0, every eval_every, the last
-    loss: tuple[float, ...]  # (E,) mean held-out cross-entropy
-    accuracy: tuple[float, ...]  # (E,) held-out accuracy
-    entropy: tuple[float, ...]  # (E,) mean attention entropy H(a), log n uniform, 0 one-hot
-    grad_norm: tuple[float, ...]  # (E,) mean ||dl_i/dz_i|| through the softmax
-
-    @classmethod
-    def of(cls, records: Sequence[tuple[int, Measurement]]) -> "History":
-        """The history of (step, measurement) pairs in the order they were taken."""
-        return cls(step=tuple(s for s, _ in records), loss=tuple(m.loss for _, m in records),
-                   accuracy=tuple(m.accuracy for _, m in records), entropy=tuple(m.entropy for _, m in records),
-                   grad_norm=tuple(m.grad_norm for _, m in records))
-
-    def to_dict(self) -> dict[str, list]:
-        """{"step", "loss", "accuracy", "entropy", "grad_norm"}: lists, as results.json stores them."""
-        return {"step": list(self.step), "loss": list(self.loss), "accuracy": list(self.accuracy),
-                "entropy": list(self.entropy), "grad_norm": list(self.grad_norm)}
-
-
-def train_pair(cfg: ScalingConfig, run_dir=None) -> dict[str, History]:
-    """Train the scaled and the unscaled model (same init, same batches) with Adam.
-
-    Returns {variant: History} (variant: "scaled", "unscaled"): the held-out :func:`measure` at
-    step 0, every ``eval_every`` steps and at the last step, each also streamed to ``run_dir``'s
-    metrics.jsonl.
-    """
-    g_init, g_data, g_eval = _generators(cfg.seed, cfg.device)
-    first = CopyAttention(V=cfg.V, n=cfg.n, d_model=cfg.d_model, d_head=cfg.d_head, scale=VARIANTS["scaled"],
-                          logit_init_scale=cfg.logit_init_scale, generator=g_init).to(cfg.device)
-    models = {"scaled": first, "unscaled": copy.deepcopy(first)}
-    models["unscaled"].scale = VARIANTS["unscaled"]
-    opts = {k: torch.optim.Adam(m.parameters(), lr=cfg.lr) for k, m in models.items()}
-    held_out = copy_batch(cfg.eval_batch, cfg.n, cfg.V, generator=g_eval)
-    records: dict[str, list[tuple[int, Measurement]]] = {k: [] for k in models}
-
-    def evaluate(step: int) -> None:
-        for k, m in models.items():
-            rec = measure(m, held_out)
-            records[k].append((step, rec))
-            log_metric(run_dir, {"experiment": EXPERIMENT_ID, "d_head": cfg.d_head, "seed": cfg.seed,
-                                 "variant": k, "step": step, **rec.to_dict()})
-
-    evaluate(0)
-    step = 0
-    while step < cfg.steps and not (cfg.stop_at_threshold and _both_reached(records, cfg.loss_threshold)):
-        step += 1
-        b = copy_batch(cfg.batch, cfg.n, cfg.V, generator=g_data)  # shared by both models
-        for k, m in models.items():
-            loss = F.cross_entropy(m(b), b.targets)
-            opts[k].zero_grad(set_to_none=True)
-            loss.backward()
-            opts[k].step()
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            evaluate(step)
-    return {k: History.of(r) for k, r in records.items()}
-
-
-def _both_reached(records: dict[str, list[tuple[int, Measurement]]], threshold: float) -> bool:
-    return all(min(m.loss for _, m in r) <= threshold for r in records.values())
-
-
-@dataclass(frozen=True)
-class VariantScalars:
-    """One model's numbers of one run; the sweep row holds each as the column ``{variant}_{field}``."""
-
-    steps_to_threshold: int  # first evaluated step with held-out loss <= loss_threshold; steps + 1 if never
-    reached_threshold: bool  # whether that step exists within the budget
-    final_loss: float  # held-out loss at the last evaluated step
-    final_accuracy: float  # held-out accuracy at the last evaluated step
-    initial_loss: float  # held-out loss at step 0
-    initial_entropy: float  # mean attention entropy H(a) at step 0
-    final_entropy: float  # mean attention entropy H(a) at the last evaluated step
-    initial_grad_norm: float  # mean ||dl/dz|| at step 0
-    final_grad_norm: float  # mean ||dl/dz|| at the last evaluated step
-
-    def to_dict(self, variant: str) -> dict[str, float | int | bool]:
-        """The sweep-row columns {f"{variant}_{field}": value}, fields in declaration order."""
-        return {f"{variant}_{f.name}": getattr(self, f.name) for f in dataclasses.fields(self)}
-
-
-def variant_scalars(cfg: ScalingConfig, h: History) -> VariantScalars:
-    """One model's :class:`VariantScalars` from its history (module docstring for steps_to_threshold)."""
-    hit = [s for s, loss in zip(h.step, h.loss) if loss <= cfg.loss_threshold]
-    return VariantScalars(steps_to_threshold=hit[0] if hit else cfg.steps + 1, reached_threshold=bool(hit),
-                          final_loss=h.loss[-1], final_accuracy=h.accuracy[-1], initial_loss=h.loss[0],
-                          initial_entropy=h.entropy[0], final_entropy=h.entropy[-1],
-                          initial_grad_norm=h.grad_norm[0], final_grad_norm=h.grad_norm[-1])
-
-
-def scalars_of(cfg: ScalingConfig, history: dict[str, History]) -> dict[str, float | int | bool]:
-    """The run's scalars, one row of the sweep table: every variant's :class:`VariantScalars` as
-    ``{variant}_{field}`` columns, and max_entropy = log n (uniform attention over n keys)."""
-    out: dict[str, float | int | bool] = {}
-    for k, h in history.items():
-        out.update(variant_scalars(cfg, h).to_dict(k))
-    out["max_entropy"] = math.log(cfg.n)  # uniform attention over n keys
-    return out
-
-
-def run(cfg: ScalingConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: ScalingConfig, run_dir: RunDir | None = None) -> ExperimentResult:
     """One sweep run: one d_head, one seed, both models; its scalars are one row of the sweep."""
-    history = train_pair(cfg, run_dir)
+    history = train_pair(cfg, lambda rec: log_metric(run_dir, {"experiment": EXPERIMENT_ID, **rec}))
     per = {k: variant_scalars(cfg, h) for k, h in history.items()}
     sc = scalars_of(cfg, history)
     colors = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
@@ -275,100 +159,11 @@ def reproduce_plan(scale: str) -> SweepPlan:
     return SWEEPS[check_choice("scale", scale, tuple(SWEEPS))]
 
 
-# --------------------------------------------------------------------------------------
-# The sweep's rows -> the report (no maths: means, ranges and ratios of stored numbers)
-# --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class VariantRow:
-    """One model's columns of a sweep row that the report reads (``{variant}_{field}``, :class:`VariantScalars`)."""
-
-    steps_to_threshold: float  # steps to held-out loss <= loss_threshold (steps + 1: never)
-    reached_threshold: bool  # whether the threshold was reached within the budget
-    initial_grad_norm: float  # mean ||dl/dz|| at step 0
-    initial_entropy: float  # mean attention entropy H(a) at step 0
-    final_loss: float  # held-out loss at the last evaluated step
 
 
-@dataclass(frozen=True)
-class SweepRun:
-    """One finished run of the sweep (a table row with status "ok"): its d_head, budget, threshold and
-    context length, and each model's :class:`VariantRow`."""
-
-    d_head: int
-    steps: int  # the step budget
-    loss_threshold: float
-    n: int  # context length (log n: uniform attention entropy)
-    scaled: VariantRow  # c = 1/sqrt(d_head)
-    unscaled: VariantRow  # c = 1
-
-    @classmethod
-    def of(cls, row: dict) -> "SweepRun":
-        """The run of one stored sweep row."""
-        def variant(k: str) -> VariantRow:
-            return VariantRow(**{f.name: row[f"{k}_{f.name}"] for f in dataclasses.fields(VariantRow)})
-
-        return cls(d_head=int(row["d_head"]), steps=int(row["steps"]), loss_threshold=float(row["loss_threshold"]),
-                   n=int(row["n"]), scaled=variant("scaled"), unscaled=variant("unscaled"))
-
-    def variant(self, k: str) -> VariantRow:
-        """The row of the model ``k`` of :data:`VARIANTS`."""
-        return {"scaled": self.scaled, "unscaled": self.unscaled}[k]
-
-
-def _by_d_head(rows: list[dict]) -> dict[int, list[SweepRun]]:
-    """The finished runs of the sweep's rows, grouped by d_head (ascending)."""
-    groups: dict[int, list[SweepRun]] = {}
-    for r in rows:
-        if r.get("status") == "ok":
-            run = SweepRun.of(r)
-            groups.setdefault(run.d_head, []).append(run)
-    return dict(sorted(groups.items()))
-
-
-@dataclass(frozen=True)
-class Stat:
-    """Mean, smallest and largest of one number over the seeds of one d_head."""
-
-    mean: float
-    min: float
-    max: float
-
-    def to_dict(self) -> dict[str, float]:
-        """{"mean", "min", "max"}, as results.json stores it."""
-        return dataclasses.asdict(self)
-
-
-def _stat(values: Sequence[float]) -> Stat:
-    x = np.array([float(v) for v in values])
-    return Stat(mean=float(x.mean()), min=float(x.min()), max=float(x.max()))
-
-
-@dataclass(frozen=True)
-class VariantStats:
-    """One model's :class:`Stat` over seeds, one per d_head of the sweep (D of them)."""
-
-    steps_to_threshold: list[Stat]  # (D,) steps to held-out loss <= loss_threshold
-    initial_grad_norm: list[Stat]  # (D,) mean ||dl/dz|| at step 0
-    initial_entropy: list[Stat]  # (D,) mean attention entropy H(a) at step 0
-    final_loss: list[Stat]  # (D,) held-out loss at the last evaluated step
-
-    @classmethod
-    def of(cls, groups: Sequence[Sequence[SweepRun]], k: str) -> "VariantStats":
-        """The stats of model ``k`` over each group of runs (one group per d_head)."""
-        rows = [[r.variant(k) for r in g] for g in groups]
-        return cls(steps_to_threshold=[_stat([v.steps_to_threshold for v in g]) for g in rows],
-                   initial_grad_norm=[_stat([v.initial_grad_norm for v in g]) for g in rows],
-                   initial_entropy=[_stat([v.initial_entropy for v in g]) for g in rows],
-                   final_loss=[_stat([v.final_loss for v in g]) for g in rows])
-
-    def to_dict(self) -> dict[str, list[dict[str, float]]]:
-        """{field: [Stat.to_dict() per d_head]}, as results.json stores it."""
-        return {f.name: [s.to_dict() for s in getattr(self, f.name)] for f in dataclasses.fields(self)}
-
-
-def aggregate(rows: list[dict]) -> ExperimentResult:
+def aggregate(rows: list[dict[str, Any]]) -> ExperimentResult:
     """Summary rows, a per-d_head table and three figures from the sweep's table rows."""
-    groups = _by_d_head(rows)
+    groups = by_d_head(rows)
     if not groups:
         raise ConfigError("the scaling sweep has no finished run to aggregate; rerun with --resume")
     dims = list(groups)
@@ -401,17 +196,6 @@ def aggregate(rows: list[dict]) -> ExperimentResult:
                "loss with respect to its attention logits z (the softmax input)."],
         data={"d_head": dims, "stats": {k: s.to_dict() for k, s in stats.items()}, "reached": reached,
               "seeds": {d: len(g) for d, g in groups.items()}, "task_free": control})
-
-
-def task_free(d_head: int, n: int) -> dict[str, float]:
-    """The initial rows' ratios unscaled / scaled with the task removed (:data:`COPY_TASK`): the mean over
-    TASK_FREE_QUERIES queries of the softmax entropy and of ||J_s^T g|| (g a random unit upstream gradient)
-    for z_j = q . k_j, q and n keys with N(0, 1) entries of width d_head (what the copy model's q and keys
-    have at initialisation, Var(q . k) = d_head), against z / sqrt(d_head)."""
-    s = query_statistics(d_head, n, TASK_FREE_QUERIES, generator=torch.Generator().manual_seed(0))
-    return {"entropy": float(s["entropy_raw"].mean() / s["entropy_scaled"].mean()),
-            "gradient": float(s["gradient_norm_raw"].mean() / s["gradient_norm_scaled"].mean()),
-            "d_head": d_head, "n": n, "queries": TASK_FREE_QUERIES}
 
 
 WHERE = "§1.2.3 (\"it leads to more stable gradients\")"
@@ -479,6 +263,7 @@ def _summary(dims: Sequence[int], stats: dict[str, VariantStats], reached: dict[
 
 
 def _figures(dims: Sequence[int], stats: dict[str, VariantStats], steps: int, thr: float, n: int) -> list[LineFigure]:
+    """Steps to the threshold, the initial gradient at the logits and the initial entropy against d_head."""
     color = {"scaled": PALETTE[0], "unscaled": PALETTE[1]}
     label = {"scaled": "c = 1/sqrt(d_head)", "unscaled": "c = 1"}
 
