@@ -247,8 +247,6 @@ NOT_YET_SPLIT = {  # experiment modules still above the ceiling, each with its s
     "memorization/experiments/training_options.py": 490,
     "memorization/experiments/assumptions.py": 836,
     "logic/experiments/learning.py": 1129,
-    "transformer_math/experiments/scaling.py": 524,
-    "transformer_math/experiments/head_structure.py": 1501,
 }
 
 
