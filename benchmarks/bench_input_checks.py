@@ -18,8 +18,11 @@ q, k, v of shape (B, H, n, d) = (1, 8, n, 64), float32, CPU, for n in 512, 1024,
 
 Each quantity is timed ``--repeats`` times, the quantities interleaved round by round so that a
 change of load hits them alike; the table gives medians and the ratios of medians from the same
-run. The 1-minute load average is recorded before and after. Writes
-benchmarks/results/input-checks-cpu.json and .md. About a minute on 2 quiet cores.
+run. torch runs on ``--threads`` threads (default 1) and the clock is the process's CPU time
+(``time.process_time``): on one thread that is the work a call does, which another job on the
+machine barely changes, where wall time on a loaded machine measures the other job too
+(``--clock wall`` for wall time). The 1-minute load average is recorded before and after. Writes
+benchmarks/results/input-checks-cpu.json and .md. About a minute on 2 cores.
 """
 
 from __future__ import annotations
@@ -61,16 +64,18 @@ def band_mask(n: int, width: int, generator: torch.Generator) -> torch.Tensor:
     return (band & keep) | torch.eye(n, dtype=torch.bool)
 
 
-def median_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median seconds per call of each function, timed round-robin (one untimed call each first)."""
+def median_times(fns: dict[str, Callable[[], object]], repeats: int,
+                 clock: Callable[[], float] = time.process_time) -> dict[str, float]:
+    """Median seconds per call of each function by ``clock``, timed round-robin (one untimed call each
+    first)."""
     for f in fns.values():
         f()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, f in fns.items():
-            start = time.perf_counter()
+            start = clock()
             f()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -90,9 +95,13 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--sizes", default="512,1024,2048")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: CPU time is then the work)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--note", default="", help="A sentence on the conditions (e.g. another job holding a core).")
     a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    clock = time.process_time if a.clock == "cpu" else time.perf_counter
     g = torch.Generator().manual_seed(0)
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
@@ -107,13 +116,14 @@ def main(argv: list[str] | None = None) -> dict:
             "exact_causal": lambda: softmax_attention(q, k, v, causal=True),
             "sdpa_masked": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
             "exact_masked": lambda: softmax_attention(q, k, v, mask=mask),
-        }, a.repeats)
+        }, a.repeats, clock)
         rows.append({"n": n, **{f"{name}_ms": 1e3 * s for name, s in t.items()},
                      "checks_share": t["checks"] / t["exact_causal"],
                      "checks_before_share": t["checks_before"] / (t["sdpa_causal"] + t["checks_before"]),
                      "causal_ratio": t["exact_causal"] / t["sdpa_causal"],
                      "masked_ratio": t["exact_masked"] / t["sdpa_masked"]})
     result = {"machine": machine(), "shape": "(1, 8, n, 64) float32", "repeats": a.repeats,
+              "clock": "CPU time of the process" if a.clock == "cpu" else "wall time",
               "load_before": load_before, "load_after": os.getloadavg()[0],
               "seconds": time.perf_counter() - start, "note": a.note, "rows": rows,
               "goal_checks_share": GOAL_CHECKS, "goal_masked_ratio": GOAL_MASKED,
@@ -132,7 +142,8 @@ def markdown(r: dict) -> str:
         "# Input checks of the exact path against the fused kernel",
         "",
         f"Machine: {r['machine']}; 1-minute load {r['load_before']:.2f} -> {r['load_after']:.2f}; "
-        f"{r['seconds']:.0f} s in all. q, k, v {r['shape']}; median of {r['repeats']} interleaved calls each. "
+        f"{r['seconds']:.0f} s in all. q, k, v {r['shape']}; median {r['clock']} of {r['repeats']} interleaved "
+        "calls each. "
         "Produced by benchmarks/bench_input_checks.py.",
     ]
     if r["note"]:
