@@ -50,7 +50,7 @@ class PatchingResult:
 
 def patch_resid_pre(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric, *,
                     layers: Sequence[int] | None = None, include_final: bool = False, position: int | None = -1,
-                    chunk_size: int = 64) -> PatchingResult:
+                    chunk_size: int = 32) -> PatchingResult:
     """The stream entering block l at position p patched, for every layer l (default: all) and position:
     grid (layer, position); ``include_final`` adds a last row for the last block's hook_resid_post."""
     L = len(stack_of(model).blocks)
@@ -62,7 +62,7 @@ def patch_resid_pre(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric
 
 def patch_attn_out(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric, *,
                    layers: Sequence[int] | None = None, position: int | None = -1,
-                   chunk_size: int = 64) -> PatchingResult:
+                   chunk_size: int = 32) -> PatchingResult:
     """Block l's attention output sum_h z_h W_O,h + b_O at position p patched: grid (layer, position)."""
     names = [f"blocks.{l}.hook_attn_out" for l in _layers(layers, len(stack_of(model).blocks))]
     return _by_position(model, clean, corrupted, metric, names, position, chunk_size)
@@ -70,7 +70,7 @@ def patch_attn_out(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric,
 
 def patch_heads(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric, *, activation: str = "z",
                 by_position: bool = False, layers: Sequence[int] | None = None, position: int | None = -1,
-                chunk_size: int = 64) -> PatchingResult:
+                chunk_size: int = 32) -> PatchingResult:
     """One head's ``activation`` patched: "z" (z_h = P_h v_g(h), the head's output before W_O), "q", "k",
     "v" (k and v per key/value head under grouped-query attention) or "pattern" (P_h); at every position,
     grid (layer, head), or with ``by_position`` at one position (one row of P_h for the pattern),

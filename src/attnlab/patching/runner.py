@@ -95,7 +95,7 @@ def baseline(model: Any, clean: Tensor, corrupted: Tensor, points: Sequence[str]
 
 
 def patched_values(model: Any, base: Baseline, variants: Sequence[Variant], metric: Metric, *,
-                   position: int | None = -1, chunk_size: int = 64) -> Tensor:
+                   position: int | None = -1, chunk_size: int = 32) -> Tensor:
     """The metric of each variant's patched run (P,), ``chunk_size`` variants per forward (module docstring)."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ConfigError(f"chunk_size must be a positive integer, got {chunk_size!r}")
@@ -120,7 +120,7 @@ def patched_values(model: Any, base: Baseline, variants: Sequence[Variant], metr
 
 
 def patch(model: Any, clean: Tensor, corrupted: Tensor, variants: Sequence[Variant], metric: Metric, *,
-          position: int | None = -1, chunk_size: int = 64) -> PatchedValues:
+          position: int | None = -1, chunk_size: int = 32) -> PatchedValues:
     """The metric of each variant (a sequence of Sites) patched from ``clean`` into ``corrupted``, batched
     (module docstring); an empty variant is the corrupted run itself."""
     points = {s.point for v in variants for s in v}
