@@ -12,7 +12,8 @@ runs, float32, timed end to end (``attnlab.patching.patch_resid_pre``: the clean
 the batched patched passes), wall and process CPU time, for each torch thread count and chunk size given.
 The unbatched route, one whole forward pass per cell with one hook (``run_with_hooks``), is timed on
 ``--loop-cells`` cells and scaled to the 465 cells for the ratio; the batched cells are compared with them.
-The goal: the grid in <= 30 s on 2 cores. The 1-minute load average is recorded before and after.
+The goal: the grid in <= 30 s on 2 cores. The head-output grid (``patch_heads``, hook_z, 30 x 9) is
+timed once at the first thread count. The 1-minute load average is recorded before and after.
 Writes benchmarks/results/patching-cpu.json and .md.
 """
 
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from attnlab.patching import LogitDiff, patch_resid_pre
+from attnlab.patching import LogitDiff, patch_heads, patch_resid_pre
 from attnlab.pretrained import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,6 +79,8 @@ def main() -> dict:
             print(f"grid {tuple(res.grid.shape)}: {t} thread(s), chunk {chunk}: {wall:.1f} s wall, {cpu:.1f} s CPU",
                   flush=True)
     torch.set_num_threads(threads[0])
+    heads, heads_wall, heads_cpu = _timed(lambda: patch_heads(pm, clean, corrupted, metric, activation="z"))
+    print(f"heads {tuple(heads.grid.shape)}: {heads_wall:.1f} s wall", flush=True)
     _, cache = pm.run_with_cache(clean, names_filter=list(res.hook_names))
     cells = [(30, 14), (29, 10), (20, 12), (15, 10), (5, 10), (0, 10)][:args.loop_cells]
     loop, errs = [], []
@@ -96,7 +99,8 @@ def main() -> dict:
               "ratio_loop_to_best_grid_wall": per_cell * n_cells / best,
               "max_abs_grid_minus_loop_float32": max(errs), "clean": res.clean, "corrupted": res.corrupted,
               "recovered": {"layer0_pos10": res.recovered[0, 10].item(), "final_pos14": res.recovered[30, 14].item()},
-              "model_load_s": load_s, "load_1min_before_after": load, "note": args.note, "torch": torch.__version__,
+              "heads_z_grid_shape": list(heads.grid.shape), "heads_z_wall_s": heads_wall, "heads_z_cpu_s": heads_cpu,
+              "heads_z_threads": threads[0], "model_load_s": load_s, "load_1min_before_after": load, "note": args.note, "torch": torch.__version__,
               "cpu_count": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor()}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "patching-cpu.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -112,7 +116,10 @@ def main() -> dict:
               f"the grid: {per_cell * n_cells / best:.1f}x the best batched wall time. Batched cells against those "
               f"passes: max |difference| {max(errs):.1e} (float32). Clean logit difference {res.clean:.3f}, corrupted "
               f"{res.corrupted:.3f}; recovered fraction 1 at layer 0 position 10 ({res.recovered[0, 10]:.4f}) and "
-              f"at the final stream's last position ({res.recovered[30, 14]:.4f})."]
+              f"at the final stream's last position ({res.recovered[30, 14]:.4f}).", "",
+              f"Head outputs (hook_z, one head at every position, {heads.grid.shape[0]} x {heads.grid.shape[1]} = "
+              f"{heads.grid.numel()} patched runs, {threads[0]} thread(s), chunk 32): {heads_wall:.1f} s wall "
+              f"({heads_cpu:.1f} s CPU)."]
     (OUT / "patching-cpu.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return result
