@@ -39,6 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     "attnlab.analysis": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.training"},
     "attnlab.pretrained": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn", "attnlab.data",
                            "attnlab.reports.viewer"},
+    # activation patching on the hook points of any attnlab stack (a PretrainedModel is passed in, not imported)
+    "attnlab.patching": {"attnlab.errors", "attnlab.config", "attnlab.ops", "attnlab.nn"},
     "attnlab.registry": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.ledger", "attnlab.config",
                          "attnlab.results", "attnlab.runs"},
     "attnlab.bench": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.config", "attnlab.results", "attnlab.ops",
@@ -54,7 +56,7 @@ ALLOWED: dict[str, set[str]] = {
                          "attnlab.estimates",
                          "attnlab.terminal", "attnlab.results", "attnlab.reports.viewer", "attnlab.ops", "attnlab.nn",
                          "attnlab.data", "attnlab.tasks", "attnlab.training", "attnlab.analysis", "attnlab.pretrained",
-                         "attnlab.registry", "attnlab.bench", "attnlab.runs", "attnlab.sweeps", "attnlab.reports"},
+                         "attnlab.patching", "attnlab.registry", "attnlab.bench", "attnlab.runs", "attnlab.sweeps", "attnlab.reports"},
 }
 TOP = {"attnlab", "attnlab.cli", "attnlab.__main__"}  # the package root and the command line may import any layer
 

@@ -5,6 +5,7 @@ A paper-agnostic library at the bottom and one package per paper on top:
 - ``ops``, ``nn``: attention operators (a float64 reference among them) and modules
 - ``analysis``, ``training``, ``data``, ``tasks``, ``pretrained``: measurements, batched
   training, text that ships offline, synthetic tasks, real checkpoints
+- ``patching``: activation patching on the hook points, batched, with its metrics
 - ``registry``, ``config``, ``results``: claims, experiments and constructions, their
   configs and one validation path, typed results
 - ``runs``, ``sweeps``, ``reports``, ``bench``: run directories, grids of runs,
@@ -22,7 +23,7 @@ __version__ = "0.1.0"
 # AttributeError at once and imports nothing (``from attnlab import estimates`` then imports
 # the submodule, and ``import attnlab.cli`` stays free of torch); tests/test_package.py checks
 # the tables against the modules' ``__all__``.
-_PACKAGES = ("ops", "nn", "analysis", "training", "data", "tasks", "pretrained", "registry", "config", "results",
+_PACKAGES = ("ops", "nn", "analysis", "training", "data", "tasks", "pretrained", "patching", "registry", "config", "results",
              "checks", "errata", "deviations", "estimates", "ledger", "terminal", "runs", "sweeps", "reports",
              "bench", "papers", "commands", "cli", "errors")
 _OPERATORS = {
