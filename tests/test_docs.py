@@ -137,3 +137,21 @@ def test_the_paper_scale_runs_have_a_page_with_their_reports(site):
     for name in runs:
         assert f'href="{name}/report.html"' in page, name
         assert (site / "paper-scale" / name / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_patching_tutorial_ran_in_the_build(site):
+    """tutorials/patching.md is executed at build time: its printed numbers are this build's. The IOI prompt
+    (15 tokens with BOS) gives SmolLM2 a positive logit difference " Mary" - " John" clean and a negative one
+    corrupted, the final stream patched recovers it exactly, and the three figures exist."""
+    import html as html_lib
+    import re
+
+    page = html_lib.unescape(re.sub(r"<[^>]+>", "", _page(site, "tutorials", "patching")))
+    assert "torch.Size([1, 15]) torch.Size([1, 15])" in page
+    m = re.search(r"logit difference: clean (-?\d+\.\d+), corrupted (-?\d+\.\d+)", page)
+    assert m and float(m.group(1)) > 1 and float(m.group(2)) < -1, m
+    final = re.search(r"layer 30: at the name ([+-]\d\.\d\d), at the last position ([+-]\d\.\d\d)", page)
+    assert final and abs(float(final.group(2)) - 1) <= 0.005 and abs(float(final.group(1))) <= 0.005
+    assert "grid (31, 15) in" in page and "largest drops of the logit difference: L" in page
+    for name in ("ioi-resid.png", "ioi-heads.png", "facts-resid.png"):
+        assert (site / "tutorials" / name).stat().st_size > 10_000, name
