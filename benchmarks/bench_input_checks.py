@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.ops.softmax import check_values, softmax_attention
+from bench_cli_startup import machine as host
 
 RESULTS = Path(__file__).parent / "results"
 GOAL_CHECKS = 0.05
@@ -80,15 +80,8 @@ def median_times(fns: dict[str, Callable[[], object]], repeats: int,
 
 
 def machine() -> str:
-    """The CPU model, its cores, torch's threads and version."""
-    model = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.startswith("model name")]
-        model = names[0] if names else model
-    return (f"{model}, {os.cpu_count()} cores, torch {torch.__version__} with {torch.get_num_threads()} "
-            f"threads, Python {platform.python_version()}")
+    """The CPU, its cores, the OS and Python (:func:`bench_cli_startup.machine`), torch and its threads."""
+    return f"{host()}, torch {torch.__version__}, torch threads: {torch.get_num_threads()}"
 
 
 def main(argv: list[str] | None = None) -> dict:
