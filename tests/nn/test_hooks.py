@@ -189,3 +189,19 @@ def test_bad_names_and_hooks(model):
         HookPoint().add_hook(3)
     with pytest.raises(ConfigError, match="did you mean blocks.0.mlp.hook_post"):  # TransformerLens' names only
         model.run_with_cache(_ids(), ["blocks.0.ffn.hook_post"])
+
+
+def test_encode_resumes_from_a_cached_stream_and_reads_logits_at_one_position():
+    """encode(resid_pre of block l, start=l) ends where the whole pass ends (float64, <= 1e-12);
+    logits_at=p gives the whole pass's logits at p; a start beyond the blocks is one line."""
+    m, ids = _llama(), _ids()
+    with torch.no_grad():
+        whole = m(ids)
+        _, cache = m.run_with_cache(ids)
+        for l in (0, 1, L):
+            X = cache[f"blocks.{l}.hook_resid_pre"] if l < L else cache[f"blocks.{L - 1}.hook_resid_post"]
+            resumed = m.encode(X, start=l, logits_at=-1)
+            assert torch.allclose(resumed.output, whole.output, rtol=0, atol=1e-12), l
+            assert torch.allclose(resumed.logits, whole.logits[:, -1], rtol=0, atol=1e-12), l
+    with pytest.raises(ConfigError, match=f"start must be a block index 0..{L}, got {L + 1}"):
+        m.encode(cache["blocks.0.hook_resid_pre"], start=L + 1)

@@ -222,17 +222,22 @@ class Encoder(_Stack):
     def encode(
         self, X: Tensor, key_padding_mask: Tensor | None = None, *,
         output_hidden_states: bool = False, output_attentions: bool = False,
-        position_ids: Tensor | None = None,
+        position_ids: Tensor | None = None, start: int = 0, logits_at: int | None = None,
     ) -> TransformerOutput:
         """Position-aware embeddings X (B, n, d) -> a :class:`TransformerOutput`: Z (B, n, d), the
         intermediates ``output_hidden_states`` and ``output_attentions`` ask for, and ``logits``
         Z W_U when the stack has an output head.
-        ``position_ids`` (B, n) feed the ``qkv_transform`` (default 0, ..., n-1)."""
+        ``position_ids`` (B, n) feed the ``qkv_transform`` (default 0, ..., n-1).
+        ``start``: X is the stream entering block ``start`` (0 <= start <= L; ``hook_embed`` runs for
+        start = 0 only), so a pass can resume from a cached stream (:mod:`attnlab.patching`).
+        ``logits_at``: the logits at that position only, (B, l), instead of (B, n, l)."""
         _flags(output_hidden_states, output_attentions)
-        X = self.hook_embed(X)
+        if not 0 <= start <= len(self.blocks):
+            raise ConfigError(f"start must be a block index 0..{len(self.blocks)}, got {start}")
+        X = self.hook_embed(X) if start == 0 else X
         hidden, attentions = [X], []
         f = self._qkv_map(X, position_ids)
-        for block in self.blocks:
+        for block in self.blocks[start:]:
             res = block(X, causal=self.causal or None, key_padding_mask=key_padding_mask,
                         return_weights=output_attentions, qkv_transform=f)
             X = res.output
@@ -242,9 +247,10 @@ class Encoder(_Stack):
                 hidden.append(X)
         Z = self.hook_normalized(X if self.final_norm is None else self.final_norm(X))
         W_U = self.unembedding()
+        read = Z if logits_at is None else Z[:, logits_at]
         return TransformerOutput(Z, hidden if output_hidden_states else None,
                                  attentions if output_attentions else None,
-                                 logits=None if W_U is None else Z @ W_U)
+                                 logits=None if W_U is None else read @ W_U)
 
     def forward(
         self, tokens: Tensor, key_padding_mask: Tensor | None = None, *,

@@ -150,14 +150,11 @@ def _patched_pass(stack: Encoder, base: Baseline, variants: list[tuple[Site, ...
     hooks = [(name, _writer(mask, base.clean_cache[name])) for name, mask in masks.items()]
     X = base.corrupted_cache[f"blocks.{start}.hook_resid_pre" if start < L else f"blocks.{L - 1}.hook_resid_post"]
     X = X.expand(P, *X.shape[1:])  # (P, n, d_model)
-    with stack.hooks(hooks):  # Encoder.encode from block `start`; tests/patching hold the two equal
-        f = stack.qkv_map(torch.arange(X.shape[1], device=X.device)[None], X.dtype)
-        for block in stack.blocks[start:]:
-            X = block(X, causal=stack.causal or None, qkv_transform=f).output
-        Z = stack.hook_normalized(X if stack.final_norm is None else stack.final_norm(X))  # (P, n, d_model)
-    Z = Z if position is None else Z[:, position]
-    W_U = stack.unembedding()
-    return Z if W_U is None else Z @ W_U
+    with stack.hooks(hooks):
+        out = stack.encode(X, start=start, logits_at=position)  # Z (P, n, d_model)
+    if out.logits is not None:
+        return out.logits
+    return out.output if position is None else out.output[:, position]
 
 
 def _writer(mask: Tensor, clean: Tensor) -> Any:
