@@ -301,8 +301,8 @@ def _fused(
 ) -> Tensor:
     """PyTorch's fused kernel given a dense mask (``mask=``), with attnlab's fully-masked-row
     semantics. The mask keeps its own (broadcastable) shape: expanding it over the batch and heads
-    would cost a pass over B H n_q n_k entries and slow the kernel down (a (1, 8, n, n) mask costs
-    the kernel ~1.5x a shared (n, n) one on CPU, benchmarks/bench_input_checks.py). Rows with no
+    would cost a pass over B H n_q n_k entries and slow the kernel down (measured once on 2 loaded
+    cores: SDPA given a (1, 8, 1024, 1024) mask 96 ms, given the shared (1024, 1024) one 60 ms). Rows with no
     allowed key are opened, so the kernel never divides 0 by 0, and their output set to 0; on the
     CPU this happens only when such a row exists."""
     if allowed is None and additive is None:
