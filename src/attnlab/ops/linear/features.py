@@ -54,7 +54,8 @@ def gaussian_features(
     orthogonal: bool = True,
     batch: tuple[int, ...] = (),
 ) -> Tensor:
-    """Random projection W: (*batch, m, d), every row marginally N(0, I_d), float64.
+    """Random projection W: (*batch, m, d), every row marginally N(0, I_d), float64, on the
+    generator's device (a CUDA generator draws on its GPU).
 
     orthogonal: rows come in blocks of min(d, m) orthonormal directions (QR of a
     Gaussian d x d matrix), each row then scaled by the norm of an independent
@@ -62,15 +63,16 @@ def gaussian_features(
     """
     if d < 1 or m < 1:
         raise ConfigError(f"random features need d >= 1 and m >= 1, got d={d}, m={m}")
+    draw = dict(generator=generator, dtype=torch.float64, device=generator.device)
     if not orthogonal:
-        return torch.randn(*batch, m, d, generator=generator, dtype=torch.float64)
+        return torch.randn(*batch, m, d, **draw)
     blocks = math.ceil(m / d)
-    G = torch.randn(*batch, blocks, d, d, generator=generator, dtype=torch.float64)
+    G = torch.randn(*batch, blocks, d, d, **draw)
     Qm, R = torch.linalg.qr(G)  # Qm: (*batch, blocks, d, d), orthonormal columns
     # Fix the sign ambiguity of QR so Qm is Haar distributed.
     Qm = Qm * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1)).unsqueeze(-2)
     rows = Qm.transpose(-2, -1).reshape(*batch, blocks * d, d)[..., :m, :]  # (*batch, m, d)
-    norms = torch.randn(*batch, m, d, generator=generator, dtype=torch.float64).norm(dim=-1)
+    norms = torch.randn(*batch, m, d, **draw).norm(dim=-1)
     return rows * norms.unsqueeze(-1)
 
 

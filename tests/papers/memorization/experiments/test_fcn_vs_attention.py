@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from attnlab.errors import ConfigError
 from attnlab.registry import get_experiment
@@ -100,13 +101,21 @@ def test_the_text_size_rows_report_t_star_with_its_neighbours_and_a_bound_at_the
     (dict(T_grid=(1, 5)), "T_grid must be a non-empty list of integers >= 2"),
     (dict(restarts=0), "restarts must be an integer >= 1"),
     (dict(H=1, d=8, n=4, d_h=1), "fewer than an FCN with one hidden unit"),
-    # without CUDA the framework refuses "cuda" first; with it, the experiment does (CPU only)
-    (dict(device="cuda"), "use (device 'cpu'|cpu)"),
+    # without CUDA the framework refuses "cuda"; with it, the experiment runs on the CPU (test below)
+    pytest.param(dict(device="cuda"), "CUDA is not available on this machine; use cpu",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal without CUDA")),
     (dict(scale="huge"), "scale must be one of"),
 ])
 def test_bad_config(bad, message):
     with pytest.raises(ConfigError, match=message):
         FCNvsAttentionConfig(**bad)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_run_trains_it_on_the_cpu():
+    assert FCNvsAttentionConfig(device="cuda").device == "cuda"  # accepted, not refused
+    device, note = get_experiment(EXPERIMENT_ID).run_device("cuda")
+    assert device == "cpu" and note.startswith("Ran on the CPU inside a cuda run: Proposition 3's networks")
 
 
 def test_bad_config_via_the_cli(cli_error, tmp_path):

@@ -1125,5 +1125,5 @@ register_experiment(Experiment(EXPERIMENT_ID,
                     "§4: restricted systems and the combined model in four flavours trained by L-BFGS; Figs. 1-2 "
                     "and which mechanism the free model uses",
                     LearningConfig, run,
-                    anchors=("logic.flavour-best", "logic.lean-1-3-better", "logic.fig1-scaled-qtrue",
-                             "logic.combination")))
+                    anchors=("logic.flavour-best", "logic.lean-1-3-better", "logic.fig1-scaled-qtrue", "logic.combination"),
+                    cpu_only="its members are small float64 problems whose L-BFGS line searches read the loss on the host"))
