@@ -55,7 +55,8 @@ def test_names_are_transformerlens_names_in_pass_order(model):
     assert names == expected
     assert tl_name("blocks.12.ffn.hook_post") == "blocks.12.mlp.hook_post" and tl_name("hook_normalized") == \
         "ln_final.hook_normalized" and tl_name("blocks.3.attn.hook_z") == "blocks.3.attn.hook_z"
-    assert set(TL_NAMES) == {"blocks.{l}.mlp.hook_post", "ln_final.hook_normalized"}
+    assert set(TL_NAMES) == {"blocks.{l}.mlp.hook_post", "ln_final.hook_normalized",
+                             *(f"blocks.{{l}}.{p}" for p in PER_BLOCK if p.startswith("attn."))}  # a Decoder's self_attn
 
 
 def test_cache_shapes(model):

@@ -57,6 +57,22 @@ every one (B, n, d_model) but hook_post (B, n, d_ff)), with A the attention subl
 
 With mlp off, hook_post and hook_mlp_out are not reached and resid_post = resid_mid. The attention's
 own points are ``attn.hook_q`` ... ``attn.hook_z`` (:mod:`attnlab.nn.attention`).
+
+Hook points of :class:`DecoderBlock`, with C the cross-attention sublayer's output (the names of
+TransformerLens' encoder-decoder block; the self-attention module is ``self_attn``, whose points carry
+TransformerLens' names ``attn.hook_*``, :data:`attnlab.nn.hooked.TL_NAMES`):
+
+    hook_resid_pre        x
+    hook_attn_out         A, the masked self-attention's output
+    hook_resid_mid        pre-LN: u = S(x) + A;  post-LN: u = N_1(S(x) + A)
+    hook_cross_attn_out   C, the cross-attention's output (queries from u, keys and values from Z)
+    hook_resid_mid_cross  pre-LN: v = S(u) + C;  post-LN: v = N_2(S(u) + C) (the stream entering the FFN)
+    ffn.hook_post         as above
+    hook_mlp_out          F
+    hook_resid_post       z
+
+The cross-attention's own points are ``cross_attn.hook_q`` ... ``cross_attn.hook_z``, with n_k the
+encoder's positions.
 """
 
 from __future__ import annotations
@@ -77,6 +93,8 @@ from attnlab.ops.softmax import Scale
 
 NORM_POSITIONS = ("post", "pre")
 BLOCK_HOOK_POINTS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post")
+DECODER_BLOCK_HOOK_POINTS = ("hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_cross_attn_out",
+                             "hook_resid_mid_cross", "hook_mlp_out", "hook_resid_post")
 
 
 class FeedForward(nn.Module):
@@ -360,6 +378,8 @@ class DecoderBlock(_Switchable):
         self.norm2 = LayerNorm(d_model, c.norm, c.eps)
         self.norm3 = LayerNorm(d_model, c.norm, c.eps)
         self.dropout = nn.Dropout(c.dropout)
+        for point in DECODER_BLOCK_HOOK_POINTS:  # module docstring
+            setattr(self, point, HookPoint())
 
     def forward(
         self,
@@ -382,21 +402,25 @@ class DecoderBlock(_Switchable):
             res = self.self_attn(h, causal=True, key_padding_mask=tgt_key_padding_mask,
                                  return_weights=return_weights, attention=name)
             weights["self"] = res.weights
-            return self.dropout(res.output)
+            return self.hook_attn_out(self.dropout(res.output))
 
         def cross_mha(h: Tensor) -> Tensor:  # queries from the decoder, keys/values from Z
             res = self.cross_attn(h, Z, key_padding_mask=memory_key_padding_mask,
                                   return_weights=return_weights, attention=name)
             weights["cross"] = res.weights
-            return self.dropout(res.output)
+            return self.hook_cross_attn_out(self.dropout(res.output))
+
+        def mlp(h: Tensor) -> Tensor:
+            return self.hook_mlp_out(self.dropout(self.ffn(h)))
 
         S, N = self._skip, self._norm
+        x = self.hook_resid_pre(x)
         if self.norm_position == "post":
-            u = N(self.norm1, S(x) + self_mha(x))
-            v = N(self.norm2, S(u) + cross_mha(u))
-            z = N(self.norm3, S(v) + self.dropout(self.ffn(v))) if self.parts.mlp else v
+            u = self.hook_resid_mid(N(self.norm1, S(x) + self_mha(x)))
+            v = self.hook_resid_mid_cross(N(self.norm2, S(u) + cross_mha(u)))
+            z = N(self.norm3, S(v) + mlp(v)) if self.parts.mlp else v
         else:
-            u = S(x) + self_mha(N(self.norm1, x))
-            v = S(u) + cross_mha(N(self.norm2, u))
-            z = S(v) + self.dropout(self.ffn(N(self.norm3, v))) if self.parts.mlp else v
-        return BlockOutput(z, weights["self"], weights["cross"])
+            u = self.hook_resid_mid(S(x) + self_mha(N(self.norm1, x)))
+            v = self.hook_resid_mid_cross(S(u) + cross_mha(N(self.norm2, u)))
+            z = S(v) + mlp(N(self.norm3, v)) if self.parts.mlp else v
+        return BlockOutput(self.hook_resid_post(z), weights["self"], weights["cross"])

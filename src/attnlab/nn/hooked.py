@@ -27,6 +27,27 @@ attnlab's module tree differs, :data:`TL_NAMES` maps the TL name to the module p
     ln_final.hook_normalized      (B, n, d_model)   Z, the final LayerNorm's output (pre-LN stacks); on a
                                                     post-LN stack (BERT), which has none, Z = X_L
 
+The encoder-decoder's :class:`attnlab.nn.Decoder` carries the same points with the same names and
+shapes (n the target positions; its self-attention module is ``self_attn``, named ``attn`` as in TL),
+and in every block a second attention, the cross-attention to the encoder output Z (n_src positions),
+with the names of TL's encoder-decoder (T5) block:
+
+    hook_embed                    (B, n, d_model)   the target embeddings entering block 0
+    blocks.{l}.hook_resid_pre ... blocks.{l}.hook_resid_mid     as above (self-attention masked j > i)
+    blocks.{l}.cross_attn.hook_q  (B, n, H, d_head) queries from the decoder stream (hook_rot_q: the same,
+                                                    a Decoder has no rotary positions)
+    blocks.{l}.cross_attn.hook_k  (B, n_src, H_kv, d_head)  keys Z W_K,g + b_K,g (hook_rot_k: the same)
+    blocks.{l}.cross_attn.hook_v  (B, n_src, H_kv, d_v)     values Z W_V,g + b_V,g
+    blocks.{l}.cross_attn.hook_attn_scores  (B, H, n, n_src)  masked only where Z is padding
+    blocks.{l}.cross_attn.hook_pattern      (B, H, n, n_src)  C_h, the cross-attention weights
+    blocks.{l}.cross_attn.hook_z  (B, n, H, d_v)    z_h = C_h v_g(h)
+    blocks.{l}.hook_cross_attn_out  (B, n, d_model) the cross-attention's output sum_h z_h W_O,h + b_O
+    blocks.{l}.hook_resid_mid_cross (B, n, d_model) pre-LN: resid_mid + cross_attn_out; post-LN (the
+                                                    text): LN_2(resid_mid + cross_attn_out), the FFN's input
+    blocks.{l}.mlp.hook_post ... ln_final.hook_normalized       as above (Y, before P_out)
+
+A Decoder's pass needs Z: ``decoder.run_with_cache(tokens, Z=Z)``, keywords as ``Decoder.forward``.
+
 A hook is ``fn(tensor, name) -> None or a replacement`` (:mod:`attnlab.nn.hooks`). Only hooks on
 hook_attn_scores or hook_pattern make the attention leave the fused kernel; with no hook attached the
 forward is the one without hooks. :class:`Hooked` gives a stack ``hook_points``, ``hooks`` (a context
@@ -44,16 +65,18 @@ from typing import Any, Union
 from torch import Tensor, nn
 
 from attnlab.errors import ConfigError
+from attnlab.nn.attention import HOOK_POINTS as ATTENTION_HOOK_POINTS
 from attnlab.nn.hooks import HookFn, HookPoint
 
 TL_NAMES: dict[str, str] = {  # TransformerLens name -> attnlab module path, where they differ
     "blocks.{l}.mlp.hook_post": "blocks.{l}.ffn.hook_post",
     "ln_final.hook_normalized": "hook_normalized",
+    **{f"blocks.{{l}}.attn.{p}": f"blocks.{{l}}.self_attn.{p}" for p in ATTENTION_HOOK_POINTS},  # a Decoder's
 }
 _FROM_PATH = {path: tl for tl, path in TL_NAMES.items()}
 _LAYER = re.compile(r"^blocks\.(\d+)\.")
-_BLOCK_ORDER = ("hook_resid_pre", "attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_rot_q", "attn.hook_rot_k",
-                "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z", "hook_attn_out", "hook_resid_mid",
+_BLOCK_ORDER = ("hook_resid_pre", *(f"attn.{p}" for p in ATTENTION_HOOK_POINTS), "hook_attn_out", "hook_resid_mid",
+                *(f"cross_attn.{p}" for p in ATTENTION_HOOK_POINTS), "hook_cross_attn_out", "hook_resid_mid_cross",
                 "mlp.hook_post", "hook_mlp_out", "hook_resid_post")
 
 NameFilter = Union[str, Sequence[str], Callable[[str], bool], None]

@@ -29,7 +29,8 @@ logits Z W_U, W_U (d, l): tied (W_U = W_E^T, GPT-2, SmolLM2) or its own matrix.
 
 Hook points with TransformerLens' names (:mod:`attnlab.nn.hooked`: the names, shapes and
 ``run_with_hooks`` / ``run_with_cache``): an Encoder's ``hook_embed`` sees X_0 and ``hook_normalized``
-(TL's ``ln_final.hook_normalized``) Z, before the output head; every block and attention has its own.
+(TL's ``ln_final.hook_normalized``) Z, before the output head; a Decoder's the target embeddings and Y,
+before P_out; every block and attention has its own (a decoder block: self- and cross-attention).
 
 Parts of every block can be switched off per layer (:class:`attnlab.nn.block.BlockParts`):
 ``parts=`` at construction or :meth:`Encoder.set_parts` later, one BlockParts for every
@@ -269,7 +270,10 @@ class Encoder(_Stack):
 
 class Decoder(_Stack):
     """Embedding + PE, L DecoderBlocks, output projection P_out (d x l); ``block`` configures every
-    DecoderBlock (:class:`~attnlab.nn.block.BlockConfig`), the other keywords as :class:`Encoder`."""
+    DecoderBlock (:class:`~attnlab.nn.block.BlockConfig`), the other keywords as :class:`Encoder`.
+
+    Hook points as an Encoder's, with a cross-attention in every block (:mod:`attnlab.nn.hooked`); the
+    pass needs the encoder output: ``decoder.run_with_cache(tokens, Z=Z)`` -> (logits, cache)."""
 
     def __init__(
         self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
@@ -284,6 +288,8 @@ class Decoder(_Stack):
                                dropout=block.dropout)
         self.blocks = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff, block) for _ in range(n_layers))
         self.final_norm = _final_norm(d_model, block)
+        self.hook_embed = HookPoint()  # the target embeddings (B, n', d)
+        self.hook_normalized = HookPoint()  # Y (B, n', d): TransformerLens' ln_final.hook_normalized
         self.tie_embeddings = tie_embeddings
         self.P_out = None if tie_embeddings else nn.Parameter(torch.randn(d_model, vocab_size) / math.sqrt(d_model))
         if parts is not None:
@@ -310,6 +316,7 @@ class Decoder(_Stack):
         if logits_at is not None and (logits_at.dtype != torch.bool or logits_at.shape != X.shape[:2]):
             raise ConfigError(f"logits_at must be a boolean mask of shape {tuple(X.shape[:2])} (batch, target "
                               f"positions), got {logits_at.dtype} {tuple(logits_at.shape)}")
+        X = self.hook_embed(X)
         hidden, attentions, cross = [X], [], []
         for block in self.blocks:
             res = block(X, Z, tgt_key_padding_mask=tgt_key_padding_mask,
@@ -320,7 +327,7 @@ class Decoder(_Stack):
                 cross.append(res.cross_weights)
             if output_hidden_states:
                 hidden.append(X)
-        Y = X if self.final_norm is None else self.final_norm(X)
+        Y = self.hook_normalized(X if self.final_norm is None else self.final_norm(X))
         logits = (Y if logits_at is None else Y[logits_at]) @ self.output_projection()  # (B, n', l) or (N, l)
         return TransformerOutput(Y, hidden if output_hidden_states else None, attentions if output_attentions else None,
                                  cross if output_attentions else None, logits)
