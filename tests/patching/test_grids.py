@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
-from attnlab.patching import LogitDiff, Site, patch, patch_attn_out, patch_heads, patch_resid_pre
+from attnlab.patching import LogitDiff, Site, patch, patch_attn_out, patch_heads, patch_mlp_out, patch_resid_pre
 from attnlab.patching.sites import axes_of
 from attnlab.pretrained import load_pretrained
 from tolerances import FLOAT64_LONG
@@ -94,8 +94,20 @@ def test_the_attention_output_grid_equals_a_loop(smollm2):
     assert _loop_error(pm, clean, corrupted, metric, res, sites) <= FLOAT64_LONG
 
 
-@pytest.mark.parametrize("activation, by_position", [("z", False), ("z", True), ("q", False), ("k", False),
-                                                     ("v", True), ("pattern", False), ("pattern", True)])
+@pytest.mark.slow
+def test_the_mlp_output_grid_equals_a_loop(smollm2):
+    pm, clean, corrupted, metric = smollm2
+    res = patch_mlp_out(pm, clean, corrupted, metric, layers=[0, 2])
+    assert res.hook_names == ("blocks.0.hook_mlp_out", "blocks.2.hook_mlp_out") and res.grid.shape == (2, 15)
+    sites = [((i, p), Site(name, p)) for i, name in enumerate(res.hook_names) for p in CHECKED]
+    assert _loop_error(pm, clean, corrupted, metric, res, sites) <= FLOAT64_LONG
+    assert res.recovered[:, :10].abs().max().item() <= FLOAT64_LONG  # before the corrupted token (causal)
+
+
+@pytest.mark.parametrize("activation, by_position", [
+    ("z", False), ("z", True), ("q", False), ("k", False), ("v", True), ("pattern", False), ("pattern", True),
+    pytest.param("attn_scores", False, marks=pytest.mark.slow), pytest.param("attn_scores", True, marks=pytest.mark.slow),
+    pytest.param("k", True, marks=pytest.mark.slow), pytest.param("q", True, marks=pytest.mark.slow)])
 def test_head_patching_equals_a_loop(smollm2, activation, by_position):
     pm, clean, corrupted, metric = smollm2
     res = patch_heads(pm, clean, corrupted, metric, activation=activation, by_position=by_position, layers=[1],
@@ -121,6 +133,20 @@ def test_minilm_grids_equal_a_loop(minilm):
     assert abs(whole.values[0].item() - whole.clean) <= FLOAT64_LONG * max(1, abs(whole.clean))
 
 
+@pytest.mark.slow
+def test_minilm_mlp_output_and_score_rows_equal_a_loop(minilm):
+    """Post-LN, no causal mask: every position can matter, so every checked cell is compared."""
+    pm, clean, corrupted, metric = minilm
+    n = clean.shape[1]
+    mlp = patch_mlp_out(pm, clean, corrupted, metric, layers=[1, 5])
+    sites = [((i, p), Site(name, p)) for i, name in enumerate(mlp.hook_names) for p in range(n)]
+    assert _loop_error(pm, clean, corrupted, metric, mlp, sites) <= FLOAT64_LONG
+    rows = patch_heads(pm, clean, corrupted, metric, activation="attn_scores", by_position=True, layers=[2])
+    assert rows.grid.shape == (1, 12, n)
+    sites = [((0, h, p), Site(rows.hook_names[0], p, h)) for h in (0, 5, 11) for p in range(n)]
+    assert _loop_error(pm, clean, corrupted, metric, rows, sites) <= FLOAT64_LONG
+
+
 def test_bad_input_is_a_one_line_error(smollm2):
     pm, clean, corrupted, metric = smollm2
     longer = pm.to_tokens(CORRUPTED + " her")
@@ -134,5 +160,5 @@ def test_bad_input_is_a_one_line_error(smollm2):
         patch(pm, clean, corrupted, [[Site("blocks.1.hook_attn_out", 3, 2)]], metric)
     with pytest.raises(ConfigError, match="head 9 is outside the 9 heads"):
         patch(pm, clean, corrupted, [[Site("blocks.1.attn.hook_z", None, 9)]], metric)
-    with pytest.raises(ConfigError, match="activation must be one of z, q, k, v, pattern"):
+    with pytest.raises(ConfigError, match="activation must be one of z, q, k, v, attn_scores, pattern"):
         patch_heads(pm, clean, corrupted, metric, activation="o")

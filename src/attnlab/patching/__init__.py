@@ -7,8 +7,9 @@
     res = patch_resid_pre(pm, clean, corrupted, metric)         # grid (layer, position)
     res.recovered                                               # (patched - corrupted) / (clean - corrupted)
 
-- :mod:`~attnlab.patching.grids`: ``patch_resid_pre``, ``patch_attn_out``, ``patch_heads`` (z, q, k, v,
-  pattern; per head or per head and position) returning a :class:`PatchingResult`
+- :mod:`~attnlab.patching.grids`: ``patch_resid_pre``, ``patch_attn_out``, ``patch_mlp_out`` (layer x
+  position), ``patch_heads`` (z, q, k, v, attn_scores, pattern; per head, or per head and position: a
+  query row for the scores and the pattern; k and v per key/value head) returning a :class:`PatchingResult`
 - :mod:`~attnlab.patching.runner`: ``patch`` for any set of :class:`Site` per run, and how runs are batched
 - :mod:`~attnlab.patching.metrics`: ``LogitDiff``, ``recovered_fraction``
 - :mod:`~attnlab.patching.components`: ``stack_head_results`` (z_h W_O,h per head), ``decompose_resid``
@@ -19,11 +20,12 @@ second torch thread can make it several times slower (``torch.set_num_threads(1)
 """
 
 from attnlab.patching.components import Components, decompose_resid, stack_head_results
-from attnlab.patching.grids import HEAD_POINTS, PatchingResult, patch_attn_out, patch_heads, patch_resid_pre
+from attnlab.patching.grids import (HEAD_POINTS, PatchingResult, patch_attn_out, patch_heads, patch_mlp_out,
+                                    patch_resid_pre)
 from attnlab.patching.metrics import LogitDiff, Metric, recovered_fraction
 from attnlab.patching.runner import Baseline, PatchedValues, baseline, patch, patched_values
 from attnlab.patching.sites import Site
 
 __all__ = ["Baseline", "Components", "HEAD_POINTS", "LogitDiff", "Metric", "PatchedValues", "PatchingResult", "Site",
-           "baseline", "decompose_resid", "patch", "patch_attn_out", "patch_heads", "patch_resid_pre", "patched_values",
-           "recovered_fraction", "stack_head_results"]
+           "baseline", "decompose_resid", "patch", "patch_attn_out", "patch_heads", "patch_mlp_out", "patch_resid_pre",
+           "patched_values", "recovered_fraction", "stack_head_results"]

@@ -2,10 +2,15 @@
 
     patch_resid_pre   blocks.{l}.hook_resid_pre at one position        grid (layer, position)
     patch_attn_out    blocks.{l}.hook_attn_out at one position         grid (layer, position)
-    patch_heads       blocks.{l}.attn.hook_{z,q,k,v,pattern}, one head at every position
+    patch_mlp_out     blocks.{l}.hook_mlp_out at one position          grid (layer, position)
+    patch_heads       blocks.{l}.attn.hook_{z,q,k,v,attn_scores,pattern}, one head at every position
                                                                        grid (layer, head)
-                      ... with by_position=True, one head at one position
-                                                                       grid (layer, head, position)
+                      ... with by_position=True, one head at one position (for attn_scores and
+                      pattern: one query row)                          grid (layer, head, position)
+
+q, k and v are the projections before any rotary embedding (hook_q, hook_k, hook_v; patching one at
+position p is patching it after RoPE, which rotates both runs' vectors at p alike); k and v have one
+head per key/value head under grouped-query attention (SmolLM2: 3 for 9 query heads).
 
 Each cell is the metric of the corrupted prompt with that one site carrying the clean run's value
 (:mod:`attnlab.patching.runner`, which runs the cells in batches). A :class:`PatchingResult` holds the grid,
@@ -27,7 +32,7 @@ from attnlab.patching.runner import baseline, patched_values, stack_of, token_pa
 from attnlab.patching.sites import Site, axes_of
 
 HEAD_POINTS = {"z": "attn.hook_z", "q": "attn.hook_q", "k": "attn.hook_k", "v": "attn.hook_v",
-               "pattern": "attn.hook_pattern"}
+               "attn_scores": "attn.hook_attn_scores", "pattern": "attn.hook_pattern"}
 
 
 @dataclass(frozen=True)
@@ -68,13 +73,21 @@ def patch_attn_out(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric,
     return _by_position(model, clean, corrupted, metric, names, position, chunk_size)
 
 
+def patch_mlp_out(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric, *,
+                  layers: Sequence[int] | None = None, position: int | None = -1,
+                  chunk_size: int = 32) -> PatchingResult:
+    """Block l's MLP output FFN(u) at position p patched: grid (layer, position)."""
+    names = [f"blocks.{l}.hook_mlp_out" for l in _layers(layers, len(stack_of(model).blocks))]
+    return _by_position(model, clean, corrupted, metric, names, position, chunk_size)
+
+
 def patch_heads(model: Any, clean: Tensor, corrupted: Tensor, metric: Metric, *, activation: str = "z",
                 by_position: bool = False, layers: Sequence[int] | None = None, position: int | None = -1,
                 chunk_size: int = 32) -> PatchingResult:
     """One head's ``activation`` patched: "z" (z_h = P_h v_g(h), the head's output before W_O), "q", "k",
-    "v" (k and v per key/value head under grouped-query attention) or "pattern" (P_h); at every position,
-    grid (layer, head), or with ``by_position`` at one position (one row of P_h for the pattern),
-    grid (layer, head, position)."""
+    "v" (k and v per key/value head under grouped-query attention), "attn_scores" (c q_h k_g(h)^T + M,
+    before the softmax) or "pattern" (P_h); at every position, grid (layer, head), or with ``by_position``
+    at one position (one query row of the scores or of P_h), grid (layer, head, position)."""
     if activation not in HEAD_POINTS:
         raise ConfigError(f"activation must be one of {', '.join(HEAD_POINTS)}, got {activation!r}")
     names = [f"blocks.{l}.{HEAD_POINTS[activation]}" for l in _layers(layers, len(stack_of(model).blocks))]
