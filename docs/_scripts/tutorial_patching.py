@@ -43,7 +43,10 @@ position) says how much of the clean behaviour that single activation restores:
     recovered = (m_patched - m_corrupted) / (m_clean - m_corrupted)
 
 0 means no effect, 1 means the clean value. `attnlab.patching` puts the patched runs in the batch
-dimension, so a grid of hundreds of cells is a few forward passes.
+dimension, so a grid of hundreds of cells is a few forward passes. Its grids: `patch_resid_pre`,
+`patch_attn_out` and `patch_mlp_out` (layer x position), and `patch_heads` for a head's `z`, `q`, `k`,
+`v`, `attn_scores` or `pattern` (layer x head, or layer x head x position: one query row for the scores
+and the pattern; `k` and `v` per key/value head).
 """
 
 CELLS: list[tuple[str, str]] = [
@@ -69,7 +72,8 @@ metric = LogitDiff.from_text(pm, " Mary", " John")   # logit(" Mary") - logit(" 
      """
 logits, cache = pm.run_with_cache(clean, names_filter=lambda name: name.startswith("blocks.0."))
 for name in ["blocks.0.hook_resid_pre", "blocks.0.attn.hook_q", "blocks.0.attn.hook_k",
-             "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z", "blocks.0.hook_attn_out"]:
+             "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z", "blocks.0.hook_attn_out",
+             "blocks.0.hook_mlp_out"]:
     print(f"{name:28s} {tuple(cache[name].shape)}")
 m_clean = float(metric(logits[0, -1]))
 m_corrupted = float(metric(pm.run_with_cache(corrupted, names_filter=lambda name: False)[0][0, -1]))
