@@ -18,7 +18,7 @@ import pytest
 from attnlab.errors import ConfigError
 from attnlab.estimates import KINDS, GiB
 from attnlab.papers.invertibility.construction import BASE_BYTES
-from attnlab.papers.invertibility.experiments import _common
+from attnlab.papers.invertibility import cost
 from attnlab.papers.invertibility.experiments.conditioning import ConditioningConfig
 from attnlab.papers.invertibility.experiments.embedding_kinds import EmbeddingKindsConfig
 from attnlab.papers.invertibility.experiments.proof_notes import ProofNotesConfig
@@ -61,10 +61,10 @@ def test_the_estimate_of_a_billion_heads_is_counted_by_strata_not_listed(monkeyp
     est = ConditioningConfig(extra_heads=10 ** 9).estimate()
     assert time.perf_counter() - start < 5
     A = 27 * 4 * (10 ** 9 + 7)
-    assert _common.high_precision_attempts(_common.log10_condition(3, 3, 4, 10 ** 9 + 7, 1.0)) == (128, 256)
+    assert cost.high_precision_attempts(cost.log10_condition(3, 3, 4, 10 ** 9 + 7, 1.0)) == (128, 256)
     assert est.peak_bytes == pytest.approx(8 * A + 4.5 * 96 * A, rel=1e-6)
     assert "(3, 3, 4, 1000000007)" in est.what and est.lower == ("extra_heads", "head_cases", "hp_max_rows")
-    per_case = _common.case_estimate(3, 3, 4, 10 ** 9, 1.0).calls  # 23 small calls, the same at every P
+    per_case = cost.case_estimate(3, 3, 4, 10 ** 9, 1.0).calls  # 23 small calls, the same at every P
     assert est.calls == pytest.approx(2 * 10 ** 9 * per_case, rel=0.01)  # the head sweeps of 2:4:4 and 3:3:4
 
 
@@ -72,11 +72,11 @@ def test_strata_sum_within_one_percent_of_the_exact_sum():
     """A head sweep of 3000 cases (P = 1..3000 at (2, 4, 4)): Simpson's rule over strata against the
     sum of every case's estimate, for each kind of work; the peak is the last (largest) case's."""
     def one(P):
-        return _common.case_estimate(2, 4, 4, P, 1.0, high_precision=False, certify=False)
+        return cost.case_estimate(2, 4, 4, P, 1.0, high_precision=False, certify=False)
 
     values = range(1, 3001)
     exact = [one(P) for P in values]
-    strata = _common.sweep_estimates(one, values)
+    strata = cost.sweep_estimates(one, values)
     assert len(strata) < 700
     for kind in KINDS:
         want = sum(getattr(e, kind) for e in exact)

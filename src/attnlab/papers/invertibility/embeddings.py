@@ -28,6 +28,9 @@ surely for real draws (a nonzero polynomial vanishes on a null set, and there ar
 countably many), but a float64 draw is a rational number, for which (2) fails (e.g.
 2^52 c - k = 0). The certified ranks of such a matrix are ranks for those exact float64
 values; they do not lean on (2).
+
+:func:`embeddings_of_kind` names the kinds the experiments compare: these two and the trained
+tables of all-MiniLM-L6-v2 (:mod:`attnlab.papers.invertibility.trained`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ import math
 from typing import Any
 
 import numpy as np
+
+from attnlab.errors import ConfigError
+from attnlab.papers.invertibility.trained import minilm_embeddings
+
+KINDS = ("explicit", "random", "trained")
 
 
 def primes(n: int) -> list[int]:
@@ -85,3 +93,21 @@ def random_embeddings(N: int, L: int, d: int, seed: int) -> tuple[np.ndarray, np
     """(e (N, d), pos (L, d)) drawn U(0.5, 1.5) from ``seed``: strictly positive."""
     rng = np.random.default_rng(seed)
     return rng.uniform(0.5, 1.5, size=(N, d)), rng.uniform(0.5, 1.5, size=(L, d))
+
+
+def embeddings_of_kind(kind: str, N: int, L: int, d: int, seed: int,
+                       restrict: str = "projection") -> tuple[np.ndarray, np.ndarray]:
+    """(e (N, d), pos (L, d)) of one of :data:`KINDS`: the explicit embeddings (their float64 values),
+    U(0.5, 1.5) draws from ``seed``, or all-MiniLM-L6-v2's tables restricted to d coordinates by
+    ``restrict`` (:func:`attnlab.papers.invertibility.trained.minilm_embeddings`).
+
+    Raises:
+        ConfigError: ``kind`` is not one of :data:`KINDS`.
+    """
+    if kind == "explicit":
+        return explicit_embeddings(N, L, d)
+    if kind == "random":
+        return random_embeddings(N, L, d, seed)
+    if kind == "trained":
+        return minilm_embeddings(N, L, d, restrict)
+    raise ConfigError(f"embedding must be one of {', '.join(KINDS)}, got {kind!r}")

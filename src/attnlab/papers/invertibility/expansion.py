@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from attnlab.errors import ConfigError
+from attnlab.papers.invertibility.embeddings import embeddings_of_kind
 from attnlab.papers.invertibility.matrix import sequences
 
 
@@ -80,4 +82,25 @@ def expansion_w(e, pos, seqs: np.ndarray | None = None) -> ExpansionScale:
                           closed_form=float(closed.max()))
 
 
-__all__ = ["ExpansionScale", "expansion_w"]
+@dataclass(frozen=True)
+class CaseExpansion:
+    """:func:`expansion_w` for the embeddings of one (N, L, d): the case and its :class:`ExpansionScale`."""
+
+    N: int
+    L: int
+    d: int
+    scale: ExpansionScale
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored form (an experiment's ``expansion`` entry): N, L, d, then the scale's fields."""
+        return {"N": self.N, "L": self.L, "d": self.d, **self.scale.to_dict()}
+
+
+def case_expansion(N: int, L: int, d: int, embedding: str = "explicit", seed: int = 0) -> CaseExpansion:
+    """w* and the rest of :func:`expansion_w` for the ``embedding`` kind ("explicit" or "random" from
+    ``seed``; :func:`attnlab.papers.invertibility.embeddings.embeddings_of_kind`) of (N, L, d)."""
+    e, pos = embeddings_of_kind(embedding, N, L, d, seed)
+    return CaseExpansion(N=N, L=L, d=d, scale=expansion_w(e, pos))
+
+
+__all__ = ["CaseExpansion", "ExpansionScale", "case_expansion", "expansion_w"]

@@ -59,6 +59,25 @@ def qk_matrices(w, d: int) -> np.ndarray:
     return W
 
 
+QK_KINDS = ("E11", "gaussian")
+
+
+def qk_of_kind(kind: str, P: int, d: int, w: float, seed: int) -> np.ndarray:
+    """W_QK (P, d, d) of one of :data:`QK_KINDS`: "E11", the proof's w_p E_11 with w_p = w p
+    (:func:`qk_matrices` of :func:`default_w`); "gaussian", w G^p / d with G^p a d x d matrix of N(0, 1)
+    entries drawn from ``seed``, so that the scores x^T W x have the size they have with E11
+    (|x^T G y| ~ |x| |y| ~ d RMS^2).
+
+    Raises:
+        ConfigError: ``kind`` is not one of :data:`QK_KINDS`.
+    """
+    if kind == "E11":
+        return qk_matrices(default_w(P, w), d)
+    if kind == "gaussian":
+        return w * np.random.default_rng(seed).standard_normal((P, d, d)) / d
+    raise ConfigError(f"W_QK kind must be one of {', '.join(QK_KINDS)}, got {kind!r}")
+
+
 def default_w(P: int, scale: float = 1.0) -> np.ndarray:
     """Distinct positive w_p = scale p, p = 1..P."""
     return scale * np.arange(1, P + 1, dtype=np.float64)

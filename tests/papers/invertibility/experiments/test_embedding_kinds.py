@@ -3,11 +3,10 @@ kind, the trained tables' worse conditioning with E_11, determinism, bad configs
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from attnlab.errors import ConfigError
-from attnlab.papers.invertibility.experiments.embedding_kinds import EMBEDDINGS, QK_KINDS, EmbeddingKindsConfig, qk, run
+from attnlab.papers.invertibility.experiments.embedding_kinds import EMBEDDINGS, QK_KINDS, EmbeddingKindsConfig, run
 
 TINY = dict(cases=("2:3:2", "2:4:4"), w_values=(1.0,), hp_max_rows=16, certify_max_rows=16)
 
@@ -35,14 +34,6 @@ def test_every_kind(result, storable):
     for name in ("trained embeddings, W_QK E11", "explicit embeddings, W_QK gaussian"):  # outside it: described
         c = result.check(f"certified rank N^L, {name}")
         assert c.verdict == "info" and c.measured == "2 of 2"
-
-
-def test_gaussian_qk_is_seeded():
-    a, b = qk("gaussian", 3, 4, 0.5, 7), qk("gaussian", 3, 4, 0.5, 7)
-    assert a.shape == (3, 4, 4) and np.array_equal(a, b)
-    assert np.std(a) == pytest.approx(0.5 / 4, rel=0.3)
-    with pytest.raises(ConfigError, match="W_QK kind must be one of"):
-        qk("identity", 3, 4, 0.5, 7)
 
 
 def test_deterministic(result):

@@ -3,31 +3,11 @@ numbers that check each step."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import pytest
 
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.errata import ERRATA
-from attnlab.papers.invertibility.experiments.proof_notes import ProofNotesConfig, hyperplane, multinomial, run, taylor
-
-
-def test_taylor_and_multinomial():
-    t = taylor()
-    assert t.note == pytest.approx(2.0, abs=1e-15) and t.target == pytest.approx(2 / 3, abs=1e-15)
-    assert t.note_error == pytest.approx(4 / 3, abs=1e-15) and t.right_error <= 1e-50
-    m = multinomial(3, 4)
-    assert (m.monomials, m.terms, m.max_diff) == (15, 81, 0)
-    assert Fraction(1, 2) ** 2 == Fraction(1, 4)  # exact rationals underneath
-
-
-def test_hyperplane_with_vt_in_rd_is_not_free_for_d_at_least_l():
-    # d = L = 3: v_t orthogonal to the 2 differences x(t, i) - x(t, i_max) makes v_t^T f_t(w) = 1 for all w
-    h = hyperplane(2, 3, 3, ((0, 1, 1), (1, 0, 1)))
-    assert h.residual < 1e-14 and h.constant_error < 1e-13 and min(h.v_norms) > 0.1
-    # d = L - 1 = 2: the differences span R^2, no such v_t (the SVD's last vector is not orthogonal)
-    h2 = hyperplane(2, 3, 2, ((0, 1, 1), (1, 0, 1)))
-    assert h2.constant_error > 1e-3
+from attnlab.papers.invertibility.experiments.proof_notes import ProofNotesConfig, run
 
 
 def test_proof_notes(storable):

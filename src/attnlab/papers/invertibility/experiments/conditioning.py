@@ -33,37 +33,29 @@ exceeds max(N^L, Pd) eps, and otherwise computed in high precision
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from attnlab.checks import Bound, Censored, Check, equals, fmt_measured, info, uncensored
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.estimates import Estimate, total
+from attnlab.estimates import Estimate
 from attnlab.papers.invertibility.anchors import CAP, THEOREM_1
-from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
-from attnlab.papers.invertibility.expansion import expansion_w
+from attnlab.papers.invertibility.cases import parse_cases
 from attnlab.papers.invertibility.experiments._common import (
     CPU_ONLY,
-    SETUP,
     THEOREM1_DEVIATIONS,
-    MeasuredCase,
-    case_estimate,
     cert_text,
-    expansion_estimate,
     float_ratio_text,
-    measure_case,
-    minimal_theorem_heads,
-    parse_cases,
     ratio_text,
-    sweep_estimates,
     touched_by,
 )
+from attnlab.papers.invertibility.sweeps import SweepData, SweepPlan, SweptCase, measure_sweeps
+from attnlab.papers.invertibility.w_sweep import WSummary, summarise_w_sweep
 from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
-from attnlab.runs.rundir import log_metric
+from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "invertibility.conditioning"
 EMBEDDINGS = ("explicit", "random")
@@ -122,183 +114,24 @@ class ConditioningConfig(RunConfig):
         check_choice("embedding", self.embedding, EMBEDDINGS)
 
     def estimate(self) -> Estimate:
-        """Every case (N, L, d, P, w) of the four sweeps, in :func:`sweeps`' order, as
-        :func:`measure_case` measures it, SETUP once and w* per w case:
+        """Every case of the four sweeps as it is measured, SETUP once and w* per w case
+        (:meth:`attnlab.papers.invertibility.sweeps.SweepPlan.estimate`)."""
+        return self.plan().estimate()
 
-            peak = max over the cases of case_estimate(N, L, d, P, w)
-            work = sum over the cases of their work + sum over w_cases of expansion_estimate(N, L, d)
-
-        case_estimate (:func:`attnlab.papers.invertibility.experiments._common.case_estimate`): A
-        (T = N^L rows, c = P d columns) in float64 as the construction estimates it, BASE_BYTES +
-        8 (T L d + P d^2 + max(4 T c, T c + 3 P T L)) bytes and one SVD; its high-precision
-        sigma_min where T <= hp_max_rows and its certificate where T <= certify_max_rows, in
-        balls at the precisions that _common.log10_condition implies. The cases:
-
-            w sweep:    (N, L, d) in w_cases, P = ceil(T / d), w in w_values
-            size sweep: w in size_w, (N, L, d) in size_cases, P = ceil(T / d)
-            P sweep:    (N, L, d) in head_cases, P = 1 .. ceil(T / d) + extra_heads, w = head_w
-            d sweep:    (N, L) in dim_cases, d = 1 .. N + L - 2 + dims_beyond, P = ceil(T / d), w = head_w
-
-        A sweep of more than EXACT_CASES cases is summed by strata (:func:`sweep_estimates`), so
-        extra_heads = 10^9 is estimated in a fraction of a second. The memory grows with T c and
-        P d^2 (W_QK): lower names the fields of the sweep that holds the largest case, then
-        hp_max_rows or certify_max_rows where that case's balls hold its peak."""
-        parts = [SETUP]
-        for sweep, case, values in sweeps(self):
-            def one(v, case=case, sweep=sweep):
-                N, L, d, P, w = case(v)
-                T = N ** L
-                e = case_estimate(N, L, d, P, w, embedding=self.embedding, high_precision=T <= self.hp_max_rows,
-                                  certify=T <= self.certify_max_rows)
-                return dataclasses.replace(e, what=f"{sweep} sweep, (N, L, d, P) = ({N}, {L}, {d}, {P}), w = {w:g}: "
-                                                   f"{e.what}", lower=LOWER[sweep] + e.lower)
-            parts += sweep_estimates(one, values)
-        parts += [dataclasses.replace(expansion_estimate(N, L, d), lower=LOWER["w"])
-                  for N, L, d in _cases(self.w_cases)]
-        return total(parts)
+    def plan(self) -> SweepPlan:
+        """The four sweeps these settings describe (:class:`attnlab.papers.invertibility.sweeps.SweepPlan`)."""
+        parsed = {name: parse_cases(name, getattr(self, name), parts)
+                  for name, parts in (("w_cases", 3), ("size_cases", 3), ("head_cases", 3), ("dim_cases", 2))}
+        return SweepPlan(**parsed, w_values=self.w_values, size_w=self.size_w, extra_heads=self.extra_heads,
+                         dims_beyond=self.dims_beyond, head_w=self.head_w, hp_max_rows=self.hp_max_rows,
+                         certify_max_rows=self.certify_max_rows, embedding=self.embedding, seed=self.seed)
 
 
-LOWER = {"w": ("w_cases",), "size": ("size_cases",), "heads": ("extra_heads", "head_cases"),
-         "dims": ("dims_beyond", "dim_cases")}
-"""what to lower when the largest case lies in a sweep"""
-
-
-def _cases(values: Sequence[str], parts: int = 3) -> tuple[tuple[int, ...], ...]:
-    return parse_cases("cases", values, parts)
-
-
-def sweeps(cfg: ConditioningConfig) -> list[tuple[str, Callable[[Any], tuple], Sequence]]:
-    """The cases :func:`measure` runs, in its order, as (sweep, case, values): the group's cases are
-    case(v) = (N, L, d, P, w) for v in values (ranges, so that 10^9 heads are counted, by
-    :meth:`ConditioningConfig.estimate`, without being listed)."""
-    out: list[tuple[str, Callable[[Any], tuple], Sequence]] = []
-    for N, L, d in _cases(cfg.w_cases):
-        out.append(("w", lambda w, N=N, L=L, d=d: (N, L, d, minimal_theorem_heads(N, L, d), w), cfg.w_values))
-    for w in cfg.size_w:
-        out.append(("size", lambda c, w=w: (*c, minimal_theorem_heads(*c), w), _cases(cfg.size_cases)))
-    for N, L, d in _cases(cfg.head_cases):
-        out.append(("heads", lambda P, N=N, L=L, d=d: (N, L, d, P, cfg.head_w),
-                    range(1, minimal_theorem_heads(N, L, d) + cfg.extra_heads + 1)))
-    for N, L in _cases(cfg.dim_cases, 2):
-        out.append(("dims", lambda d, N=N, L=L: (N, L, d, minimal_theorem_heads(N, L, d), cfg.head_w),
-                    range(1, N + L - 2 + cfg.dims_beyond + 1)))
-    return out
-
-
-@dataclass(frozen=True)
-class SweptCase(MeasuredCase):
-    """A :class:`MeasuredCase` and the sweep that measured it.
-
-    Attributes:
-        sweep: "w", "size", "heads" or "dims" (:func:`sweeps`).
-    """
-
-    sweep: str
-
-
-@dataclass(frozen=True)
-class ConditioningData:
-    """What :func:`measure` measures: the cases of each sweep in :func:`sweeps`' order, and per
-    (N, L, d) of w_cases the scale w* from which the proof's series converges.
-
-    Attributes:
-        w, size, heads, dims: the sweeps' cases.
-        expansion: per w case, {"N", "L", "d"} and :func:`attnlab.papers.invertibility.expansion.expansion_w`'s
-            w_star, argmax, min_gap and closed_form.
-    """
-
-    w: list[SweptCase]
-    size: list[SweptCase]
-    heads: list[SweptCase]
-    dims: list[SweptCase]
-    expansion: list[dict[str, Any]]
-
-    def to_dict(self, w_summary: Sequence[WSummary]) -> dict[str, Any]:
-        """The stored form (results.json "data"), with :func:`_w_summary`'s rows as "w_summary"."""
-        rows = {k: [r.to_dict() for r in getattr(self, k)] for k in ("w", "size", "heads", "dims")}
-        return {**rows, "expansion": self.expansion, "w_summary": [x.to_dict() for x in w_summary]}
-
-
-@dataclass(frozen=True)
-class WSummary:
-    """One (N, L, d) of the w sweep, summarised (log10 ratios are of sigma_min / sigma_max).
-
-    Attributes:
-        N, L, d, P: the case; P = ceil(N^L / d).
-        best_w, best_log10_ratio: the w of the grid with the largest resolved log10 ratio, and that
-            ratio; None when no w resolved it.
-        resolved_w_min, resolved_w_max: the range of w whose ratio lies above float64's resolution
-            max(N^L, Pd) eps; None when none does.
-        w_star: the scale from which the proof's series converges for every sequence.
-        log10_ratio_at_w_star, w_at_w_star: the resolved ratio at the first grid w >= w*, and that
-            w; None when no resolved grid point reaches w*.
-        full_rank_all_w: whether every certified w has certified rank N^L.
-        certified: how many w were certified; count: how many were measured.
-    """
-
-    N: int
-    L: int
-    d: int
-    P: int
-    best_w: float | None
-    best_log10_ratio: float | None
-    resolved_w_min: float | None
-    resolved_w_max: float | None
-    w_star: float
-    log10_ratio_at_w_star: float | None
-    w_at_w_star: float | None
-    full_rank_all_w: bool
-    certified: int
-    count: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stored form: every field by name, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-
-def measure(cfg: ConditioningConfig, run_dir=None) -> ConditioningData:
-    """Every case of :func:`sweeps` by :func:`measure_case` (logged to ``run_dir``), and w* per w case."""
-    def one(N: int, L: int, d: int, P: int, w: float, sweep: str) -> SweptCase:
-        T = N ** L
-        r = measure_case(N, L, d, P, w, embedding=cfg.embedding, seed=cfg.seed,
-                         high_precision=T <= cfg.hp_max_rows, certify=T <= cfg.certify_max_rows)
-        log_metric(run_dir, {"experiment": EXPERIMENT_ID, "sweep": sweep, "N": N, "L": L, "d": d, "P": P, "w": w,
-                             "float_rank": r.float_rank, "log10_ratio": r.log10_ratio})
-        return SweptCase(**r.to_dict(), sweep=sweep)
-
-    rows: dict[str, list[SweptCase]] = {"w": [], "size": [], "heads": [], "dims": []}
-    for sweep, case, values in sweeps(cfg):
-        rows[sweep] += [one(*case(v), sweep) for v in values]
-    expansion = []
-    for N, L, d in _cases(cfg.w_cases):
-        e, pos = explicit_embeddings(N, L, d) if cfg.embedding == "explicit" else random_embeddings(N, L, d, cfg.seed)
-        expansion.append({"N": N, "L": L, "d": d, **expansion_w(e, pos).to_dict()})
-    return ConditioningData(**rows, expansion=expansion)
-
-
-def _key(r: MeasuredCase) -> str:
-    return f"(N,L,d)=({r.N},{r.L},{r.d})"
-
-
-def _w_summary(data: ConditioningData, cfg: ConditioningConfig) -> list[WSummary]:
-    """Per w-sweep case: the best w, and the w range whose sigma_min/sigma_max float64 can resolve."""
-    out = []
-    for N, L, d in _cases(cfg.w_cases):
-        rows = [r for r in data.w if (r.N, r.L, r.d) == (N, L, d)]
-        known = [r for r in rows if r.log10_ratio is not None]
-        best = max(known, key=lambda r: r.log10_ratio) if known else None
-        ok = [r.w for r in known if r.log10_ratio > r.resolution_log10]
-        exp = next(x for x in data.expansion if (x["N"], x["L"], x["d"]) == (N, L, d))
-        at_exp = [r for r in known if r.w >= exp["w_star"]]
-        out.append(WSummary(N=N, L=L, d=d, P=rows[0].P, best_w=None if best is None else best.w,
-                        best_log10_ratio=None if best is None else best.log10_ratio,
-                        resolved_w_min=min(ok) if ok else None, resolved_w_max=max(ok) if ok else None,
-                        w_star=exp["w_star"],
-                        log10_ratio_at_w_star=at_exp[0].log10_ratio if at_exp else None,
-                        w_at_w_star=at_exp[0].w if at_exp else None,
-                        full_rank_all_w=all(r.cert_lower == r.rows for r in rows if r.cert_lower is not None),
-                        certified=sum(r.cert_lower is not None for r in rows), count=len(rows)))
-    return out
+def _w_summary(data: SweepData) -> list[WSummary]:
+    """Per w-sweep case (in w_cases' order, as ``data.expansion``): the best w, and the w range whose
+    sigma_min/sigma_max float64 can resolve (:func:`attnlab.papers.invertibility.w_sweep.summarise_w_sweep`)."""
+    return [summarise_w_sweep([r for r in data.w if (r.N, r.L, r.d) == (x.N, x.L, x.d)], x.scale.w_star)
+            for x in data.expansion]
 
 
 def _range(s: WSummary) -> str:
@@ -323,10 +156,11 @@ def _edge(w: float, grid: Sequence[float]) -> str:
 
 
 def _case(r: SweptCase) -> str:
-    return f"(N,L,d,P)=({r.N},{r.L},{r.d},{r.P})" + (f" w={r.w:g}" if r.sweep == "w" else "")
+    """(N, L, d, P) of a row as text, with its w in the w sweep."""
+    return r.heads_text(with_w=r.sweep == "w")
 
 
-def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]) -> list[Check]:
+def _summary(data: SweepData, cfg: ConditioningConfig, ws: list[WSummary]) -> list[Check]:
     rows = data.w + data.size + data.heads + data.dims
     certified_rows = [r for r in rows if r.cert_lower is not None]
     # Theorem 1's hypothesis Pd >= N^L, split by whether the cap 1 + P (N+L-2) allows rank N^L
@@ -373,7 +207,7 @@ def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
         info("float64 rank (tol max(N^L,Pd) eps sigma_1) differs from the certified rank",
              f"{len(float_wrong)} of {len(certified)} cases",
              detail="where sigma_min/sigma_max < max(N^L,Pd) eps the float64 rank undercounts: "
-                    + ", ".join(f"{_key(r)} P={r.P} w={r.w:g}: float {r.float_rank} vs certified "
+                    + ", ".join(f"{r.size_text()} P={r.P} w={r.w:g}: float {r.float_rank} vs certified "
                                 f"{r.cert_lower}" for r in float_wrong[:3]),
              values={"float_wrong": len(float_wrong), "certified": len(certified)}),
         info("cases with sigma_min below float64 resolution, resolved in high precision",
@@ -415,7 +249,7 @@ def _summary(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
     return out
 
 
-def _tables(data: ConditioningData, ws: list[WSummary]) -> list[Table]:
+def _tables(data: SweepData, ws: list[WSummary]) -> list[Table]:
     cols = ["N", "L", "d", "P", "w", "N^L", "Pd", "rank cap", "float64 rank", "float64 tol",
             "log10 sigma_max", "float64 log10 sigma_min/sigma_max", "log10 sigma_min/sigma_max",
             "certified rank (bits)", "seconds"]
@@ -455,10 +289,11 @@ def _tables(data: ConditioningData, ws: list[WSummary]) -> list[Table]:
     ]
 
 
-def _figures(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]) -> list[Figure]:
+def _figures(data: SweepData, cfg: ConditioningConfig, ws: list[WSummary]) -> list[Figure]:
     figs = []
     ser = []
-    for i, (N, L, d) in enumerate(_cases(cfg.w_cases)):
+    plan = cfg.plan()
+    for i, (N, L, d) in enumerate(plan.w_cases):
         rows = [r for r in data.w if (r.N, r.L, r.d) == (N, L, d)]
         c = PALETTE[i % len(PALETTE)]
         ser.append(series(f"({N},{L},{d}) sigma_min", [r.w for r in rows],
@@ -492,7 +327,7 @@ def _figures(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
         series=ser, xlabel="N^L", ylabel="log10 sigma_min / sigma_max", xscale="log",
         title="Conditioning against N^L"))
     ser = []
-    for i, (N, L, d) in enumerate(_cases(cfg.head_cases)):
+    for i, (N, L, d) in enumerate(plan.head_cases):
         rows = [r for r in data.heads if (r.N, r.L, r.d) == (N, L, d)]
         ser.append(series(f"({N},{L},{d})", [r.P for r in rows], [r.log10_ratio for r in rows],
                           color=PALETTE[i % len(PALETTE)]))
@@ -503,7 +338,7 @@ def _figures(data: ConditioningData, cfg: ConditioningConfig, ws: list[WSummary]
         "improve the conditioning only a little.",
         series=ser, xlabel="P (heads)", ylabel="log10 sigma_r / sigma_1", title="Conditioning against P"))
     ser = []
-    for i, (N, L) in enumerate(_cases(cfg.dim_cases, 2)):
+    for i, (N, L) in enumerate(plan.dim_cases):
         rows = [r for r in data.dims if (r.N, r.L) == (N, L)]
         c = PALETTE[i % len(PALETTE)]
         ser.append(series(f"({N},{L}) rank", [r.d for r in rows],
@@ -539,9 +374,10 @@ NOTES = [
 ]
 
 
-def run(cfg: ConditioningConfig, run_dir=None) -> ExperimentResult:
-    data = measure(cfg, run_dir)
-    ws = _w_summary(data, cfg)
+def run(cfg: ConditioningConfig, run_dir: RunDir | None = None) -> ExperimentResult:
+    """Measure every case of the four sweeps (logged to ``run_dir``), then the summary, tables, figures."""
+    data = measure_sweeps(cfg.plan(), lambda line: log_metric(run_dir, {"experiment": EXPERIMENT_ID, **line}))
+    ws = _w_summary(data)
     return ExperimentResult(summary=_summary(data, cfg, ws), tables=_tables(data, ws), figures=_figures(data, cfg, ws),
                             notes=NOTES, data=data.to_dict(ws), deviations=list(THEOREM1_DEVIATIONS))
 

@@ -28,50 +28,29 @@ pivoted QR of the float64 A picks, or of a minor of the cap's size where the cap
 from __future__ import annotations
 
 import dataclasses
-import math
-import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
-import scipy.linalg
 
-from attnlab.analysis.certified_rank import DET_MAX, certified_rank
 from attnlab.checks import NO_ERROR, Bound, Check, equals, info
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
 from attnlab.errors import ConfigError
-from attnlab.estimates import Estimate, qr_flops, svd_flops, total
+from attnlab.estimates import Estimate, total
 from attnlab.papers.invertibility.anchors import CAP, THEOREM_1
-from attnlab.papers.invertibility.construction import InvertibilityParams
-from attnlab.papers.invertibility.construction import estimate as construction_estimate
-from attnlab.papers.invertibility.embeddings import explicit_embeddings, random_embeddings
-from attnlab.papers.invertibility.experiments._common import (
-    CPU_ONLY,
-    SETUP,
-    THEOREM1_DEVIATIONS,
-    certificate_estimate,
-    explicit_embeddings_estimate,
-    high_precision_estimate,
-    minimal_theorem_heads,
-    parse_cases,
-    touched_by,
-)
-from attnlab.papers.invertibility.matrix import (
-    attention_matrix,
-    attention_matrix_arb_qk,
-    default_w,
-    qk_matrices,
-    rank_cap,
-)
-from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
-from attnlab.papers.invertibility.trained import RESTRICTIONS, WORDS, minilm_embeddings
+from attnlab.papers.invertibility.cases import CaseKey, minimal_theorem_heads, parse_cases
+from attnlab.papers.invertibility.cost import SETUP, TRAINED, explicit_embeddings_estimate, matrix_estimate
+from attnlab.papers.invertibility.embeddings import KINDS as EMBEDDINGS
+from attnlab.papers.invertibility.embeddings import embeddings_of_kind
+from attnlab.papers.invertibility.experiments._common import CPU_ONLY, THEOREM1_DEVIATIONS, touched_by
+from attnlab.papers.invertibility.matrix import QK_KINDS, qk_of_kind
+from attnlab.papers.invertibility.measurement import MatrixSpectrum, measure_matrix
+from attnlab.papers.invertibility.trained import RESTRICTIONS, WORDS
 from attnlab.registry import Experiment, register_experiment
 from attnlab.results import ExperimentResult, Figure, Table, bar_figure
-from attnlab.runs.rundir import log_metric
+from attnlab.runs.rundir import RunDir, log_metric
 
 EXPERIMENT_ID = "invertibility.embedding-kinds"
-EMBEDDINGS = ("explicit", "random", "trained")
-QK_KINDS = ("E11", "gaussian")
 
 
 @dataclass(frozen=True)
@@ -104,11 +83,11 @@ class EmbeddingKindsConfig(RunConfig):
         check_int("certify_max_rows", self.certify_max_rows, minimum=0, maximum=1024)
 
     def estimate(self) -> Estimate:
-        """Every run of :func:`runs` as :func:`measure_one` measures it (:func:`one_estimate`), the
-        embeddings of each (N, L, d) (explicit: :func:`explicit_embeddings_estimate`) and, once,
-        the trained tables (TRAINED):
+        """Every run of :func:`runs` as :func:`attnlab.papers.invertibility.measurement.measure_matrix`
+        measures it (:func:`attnlab.papers.invertibility.cost.matrix_estimate`), the embeddings of each
+        (N, L, d) (explicit: :func:`explicit_embeddings_estimate`) and, once, the trained tables (TRAINED):
 
-            peak = max(TRAINED_BYTES, max over the runs of one_estimate(N, L, d, P, w, kind))
+            peak = max(TRAINED_BYTES, max over the runs of matrix_estimate(N, L, d, P, w, kind))
             work = sum of their work,  (N, L, d) in cases, P = ceil(N^L / d), 3 embeddings x 2 W_QK
                    kinds x w in w_values runs per case, N^L <= hp_max_rows / certify_max_rows
                    deciding the high-precision sigma_min and the certificate
@@ -120,49 +99,10 @@ class EmbeddingKindsConfig(RunConfig):
             parts.append(explicit_embeddings_estimate(N, L, d))
         for N, L, d, P, emb, kind, w in runs(self):
             T = N ** L
-            parts.append(one_estimate(N, L, d, P, w, kind, high_precision=T <= self.hp_max_rows,
-                                      certify=T <= self.certify_max_rows))
+            parts.append(matrix_estimate(N, L, d, P, w, kind, high_precision=T <= self.hp_max_rows,
+                                         certify=T <= self.certify_max_rows))
         out = total(parts)
         return dataclasses.replace(out, lower=("cases",) + out.lower)
-
-
-TRAINED_BYTES = 160 * 2 ** 20  # all-MiniLM-L6-v2's checkpoint read and its token table in float64: 150 MiB measured
-TRAINED = Estimate(TRAINED_BYTES, "all-MiniLM-L6-v2's token and position tables read (float32 and float64)",
-                   traffic=6.0 * 8 * 30522 * 384, calls=200)
-"""the trained tables, read once per process (0.15 s measured)"""
-
-
-def one_estimate(N: int, L: int, d: int, P: int, w: float, kind: str, *, high_precision: bool,
-                 certify: bool) -> Estimate:
-    """Peak memory and work of :func:`measure_one` (T = N^L, c = P d, cap = rank_cap(N, L, d, P)):
-
-    - A in float64: the construction's estimate (certify=false) with its LAPACK work replaced by
-      float_spectrum's SVD, and with the certificate the midpoint's SVD and, where cap = T, the
-      pivoted QR that picks the columns: (1 + certify) svd_flops(T, c) + qr_flops(T, c); for the
-      Gaussian W_QK 48 P d^2 bytes of traffic for its draws;
-    - the high-precision sigma_min (:func:`high_precision_estimate` for any W_QK) where
-      ``high_precision`` and cap = min(T, c): counted although it runs only where float64 does
-      not resolve sigma_min;
-    - the certificate where ``certify`` (P d >= T always): of the T x T minor on the pivoted
-      columns where cap = T, else of a cap x cap minor that select_minor picks, a ball
-      determinant up to DET_MAX rows and Rump's test above, from certified_rank's first
-      precision, 64 bits (:func:`certificate_estimate`).
-    The largest peak of the three, the work summed."""
-    T, c = N ** L, P * d
-    cap = rank_cap(N, L, d, P)
-    e = construction_estimate(InvertibilityParams(N=N, L=L, d=d, P=P, w=w, certify=False))
-    lapack = (1 + certify) * svd_flops(T, c) + (qr_flops(T, c) if certify and cap == T else 0)
-    e = dataclasses.replace(e, lapack=lapack,
-                            traffic=48.0 * P * d * d if kind == "gaussian" else 0.0, calls=3, lower=())
-    parts = [e]
-    if high_precision and cap == min(T, c):
-        parts.append(high_precision_estimate(N, L, d, P, w, general_qk=True, explicit=False))
-    if certify and c >= T:
-        r = min(cap, T)
-        parts.append(certificate_estimate(N, L, d, P, w, "det" if r <= DET_MAX else "inverse", 64, r, cap == T, e,
-                                          explicit=False))
-    out = total(parts)
-    return dataclasses.replace(out, what=f"(N, L, d, P) = ({N}, {L}, {d}, {P}), W_QK {kind}, w = {w:g}: {out.what}")
 
 
 def runs(cfg: EmbeddingKindsConfig) -> Iterator[tuple[int, int, int, int, str, str, float]]:
@@ -174,139 +114,37 @@ def runs(cfg: EmbeddingKindsConfig) -> Iterator[tuple[int, int, int, int, str, s
                     yield N, L, d, minimal_theorem_heads(N, L, d), emb, kind, w
 
 
-def embeddings(kind: str, N: int, L: int, d: int, seed: int, restrict: str = "projection"):
-    """(e (N, d), pos (L, d)) of one kind (module docstring)."""
-    if kind == "explicit":
-        return explicit_embeddings(N, L, d)
-    if kind == "random":
-        return random_embeddings(N, L, d, seed)
-    if kind == "trained":
-        return minilm_embeddings(N, L, d, restrict)
-    raise ConfigError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {kind!r}")
-
-
-def qk(kind: str, P: int, d: int, w: float, seed: int) -> np.ndarray:
-    """W_QK (P, d, d): w p E_11, or w G^p / d with G^p ~ N(0, 1) entries from ``seed``."""
-    if kind == "E11":
-        return qk_matrices(default_w(P, w), d)
-    if kind == "gaussian":
-        return w * np.random.default_rng(seed).standard_normal((P, d, d)) / d
-    raise ConfigError(f"W_QK kind must be one of {', '.join(QK_KINDS)}, got {kind!r}")
-
-
 @dataclass(frozen=True)
-class KindSpectrum:
-    """One A (N^L x Pd) as :func:`measure_one` measures it; sigma_1 = sigma_max is A's largest
-    singular value in float64, and logarithms are base 10. None means "not computed" unless the
-    entry says otherwise.
+class KindCase(MatrixSpectrum, CaseKey):
+    """A :class:`attnlab.papers.invertibility.measurement.MatrixSpectrum` with the case that built it: its
+    :class:`CaseKey` (P = ceil(N^L / d), w the scale of W_QK) and the kinds.
 
     Attributes:
-        rows: T = N^L; cols: P d.
-        cap: the rank cap min(T, P d, 1 + P (N + L - 2)) (:func:`attnlab.papers.invertibility.matrix.rank_cap`).
-        float_rank: #{sigma_i > float_tol}, the float64 rank.
-        float_tol: max(T, P d) eps sigma_1 (absolute).
-        log10_sigma_max: log10 sigma_1 (float64).
-        float_log10_ratio: log10 sigma_m / sigma_1 (m = min(T, P d)) from float64's SVD (round-off
-            when not ``float_resolved``).
-        float_resolved: whether sigma_m / sigma_1 exceeds max(T, P d) eps.
-        resolution_log10: log10 max(T, P d) eps, float64's resolution relative to sigma_1.
-        hp_log10_ratio: log10 sigma_m / sigma_1 from the Gram inverse in Arb balls; None when not
-            computed (off, float64 resolved it, or cap < m) or not resolved at ``hp_bits``.
-        hp_bits: the precision in bits of the high-precision attempt; None when not computed.
-        cert_lower: the certified lower bound on the rank (the float64 e, pos and W_QK taken as
-            exact); None when not certified (off, or P d < T).
-        cert_bits: the working precision in bits of the certifying minor (0: none certified); None
-            when not certified.
-        log10_ratio: float64's ratio where resolved, else the high-precision one (None when neither).
-        seconds: wall time of the measurement.
-    """
-
-    rows: int
-    cols: int
-    cap: int
-    float_rank: int
-    float_tol: float
-    log10_sigma_max: float
-    float_log10_ratio: float
-    float_resolved: bool
-    resolution_log10: float
-    hp_log10_ratio: float | None
-    hp_bits: int | None
-    cert_lower: int | None
-    cert_bits: int | None
-    log10_ratio: float | None
-    seconds: float
-
-
-@dataclass(frozen=True)
-class KindCase(KindSpectrum):
-    """A :class:`KindSpectrum` with the case that built it.
-
-    Attributes:
-        N, L, d, P: the case (P = ceil(N^L / d)).
         embedding: "explicit", "random" or "trained"; qk: the W_QK kind, "E11" or "gaussian".
-        w: the scale of W_QK.
     """
 
-    N: int
-    L: int
-    d: int
-    P: int
     embedding: str
     qk: str
-    w: float
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form (results.json): the case's fields, then the spectrum's, in declaration order."""
         case = ("N", "L", "d", "P", "embedding", "qk", "w")
-        spectrum = [f.name for f in dataclasses.fields(KindSpectrum)]
+        spectrum = [f.name for f in dataclasses.fields(MatrixSpectrum)]
         return {k: getattr(self, k) for k in (*case, *spectrum)}
 
 
-def measure_one(e: np.ndarray, pos: np.ndarray, W: np.ndarray, *, high_precision: bool,
-                certify: bool) -> KindSpectrum:
-    """Rank and conditioning of A built from e (N, d), pos (L, d) and W_QK (P, d, d): float64's
-    spectrum, sigma_min in high precision where float64 does not resolve it (and the cap allows full
-    rank), and the certified rank (module docstring)."""
-    start = time.perf_counter()
-    N, d = e.shape
-    L, P = pos.shape[0], W.shape[0]
-    T = N ** L
-    A = attention_matrix(e, pos, W)
-    fs = float_spectrum(A)
-    cap = rank_cap(N, L, d, P)
-    s1 = math.log10(fs.sigma[0])
-    hp_log10_ratio = hp_bits = cert_lower = cert_bits = None
-    build = lambda prec: attention_matrix_arb_qk(e, pos, W)  # noqa: E731 (flint's precision is set by the caller)
-    if high_precision and not fs.resolved() and cap == min(T, P * d):
-        hp = sigma_min_high_precision(build)
-        hp_bits, hp_log10_ratio = hp.bits, None if hp.log10_sigma_min is None else hp.log10_sigma_min - s1
-    if certify and P * d >= T and cap < T:  # no choice reaches N^L: certify the cap on a minor of its size
-        cert = certified_rank(build, size=cap)
-        cert_lower, cert_bits = cert.lower, cert.prec
-    elif certify and P * d >= T:
-        piv = scipy.linalg.qr(A, mode="r", pivoting=True)[1]
-        cert = certified_rank(build, rows=range(T), cols=sorted(int(j) for j in piv[:T]))
-        cert_lower, cert_bits = cert.lower, cert.prec
-    float_log10_ratio = fs.log10_ratio()
-    return KindSpectrum(rows=T, cols=P * d, cap=cap, float_rank=fs.rank, float_tol=fs.tol, log10_sigma_max=s1,
-                        float_log10_ratio=float_log10_ratio, float_resolved=fs.resolved(),
-                        resolution_log10=math.log10(fs.resolution), hp_log10_ratio=hp_log10_ratio, hp_bits=hp_bits,
-                        cert_lower=cert_lower, cert_bits=cert_bits,
-                        log10_ratio=float_log10_ratio if fs.resolved() else hp_log10_ratio,
-                        seconds=time.perf_counter() - start)
-
-
-def measure(cfg: EmbeddingKindsConfig, run_dir=None) -> list[KindCase]:
-    """Every A of :func:`runs`, by :func:`measure_one` (logged to ``run_dir``)."""
+def measure(cfg: EmbeddingKindsConfig, run_dir: RunDir | None = None) -> list[KindCase]:
+    """Every A of :func:`runs`, by :func:`attnlab.papers.invertibility.measurement.measure_matrix` (logged
+    to ``run_dir``)."""
     rows = []
     drawn = None
     for N, L, d, P, emb, kind, w in runs(cfg):
         if drawn != (N, L, d, emb):  # one embedding per case and kind, for both W_QK kinds and every w
             drawn = (N, L, d, emb)
-            e, pos = embeddings(emb, N, L, d, cfg.seed, cfg.restrict)
-        W = qk(kind, P, d, w, cfg.seed)
-        r = measure_one(e, pos, W, high_precision=N ** L <= cfg.hp_max_rows, certify=N ** L <= cfg.certify_max_rows)
+            e, pos = embeddings_of_kind(emb, N, L, d, cfg.seed, cfg.restrict)
+        W = qk_of_kind(kind, P, d, w, cfg.seed)
+        r = measure_matrix(e, pos, W, high_precision=N ** L <= cfg.hp_max_rows,
+                           certify=N ** L <= cfg.certify_max_rows)
         rows.append(KindCase(**{f.name: getattr(r, f.name) for f in dataclasses.fields(r)},
                              N=N, L=L, d=d, P=P, embedding=emb, qk=kind, w=w))
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "N": N, "L": L, "d": d, "embedding": emb,
@@ -327,7 +165,8 @@ def _cert(r: KindCase) -> str:
                                                 else "not certified up to 4096 bits")
 
 
-def run(cfg: EmbeddingKindsConfig, run_dir=None) -> ExperimentResult:
+def run(cfg: EmbeddingKindsConfig, run_dir: RunDir | None = None) -> ExperimentResult:
+    """Measure every A of :func:`runs` (logged to ``run_dir``), then the summary, table, figures and notes."""
     rows = measure(cfg, run_dir)
     return ExperimentResult(summary=_summary(rows), tables=[_table(rows)], figures=_figures(cfg, rows),
                             deviations=list(THEOREM1_DEVIATIONS),

@@ -20,48 +20,43 @@ measures the step, from this experiment:
   scale from which x_t(w) = sum_{i != i_max} exp(-w q_t g_{t,i}) < 1 for every sequence, beside
   the sufficient closed form ln(L - 1) / (q_t min_i g_{t,i});
 - the limit w -> +oo: log10 sigma_min / sigma_max of A at several w
-  (:func:`attnlab.papers.invertibility.experiments._common.measure_case`).
+  (:func:`attnlab.papers.invertibility.measurement.measure_case`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
-from collections import Counter
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
-
-import numpy as np
 
 from attnlab.checks import Check, above, equals, info, near
 from attnlab.config import RunConfig, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
 from attnlab.papers.invertibility.anchors import HYPERPLANE_VT, PROOF_HYPERPLANE, PROOF_TAYLOR, TAYLOR_SIGN
+from attnlab.papers.invertibility.cases import CaseKey, minimal_theorem_heads, parse_cases
 from attnlab.papers.invertibility.construction import InvertibilityParams
 from attnlab.papers.invertibility.construction import estimate as construction_estimate
-from attnlab.papers.invertibility.embeddings import explicit_embeddings
+from attnlab.papers.invertibility.cost import SETUP, case_estimate, expansion_estimate
 from attnlab.papers.invertibility.errata import CERTIFIED_BELOW, CERTIFIED_FULL, ERRATA
-from attnlab.papers.invertibility.expansion import expansion_w
-from attnlab.papers.invertibility.experiments._common import (
-    CPU_ONLY,
-    SETUP,
-    MeasuredCase,
-    case_estimate,
-    expansion_estimate,
-    measure_case,
-    minimal_theorem_heads,
-    parse_cases,
+from attnlab.papers.invertibility.expansion import CaseExpansion, case_expansion
+from attnlab.papers.invertibility.experiments._common import CPU_ONLY
+from attnlab.papers.invertibility.matrix import minimal_heads
+from attnlab.papers.invertibility.measurement import MeasuredCase, measure_case
+from attnlab.papers.invertibility.proof_steps import (
+    TAYLOR_TERMS,
+    HyperplaneWitness,
+    MultinomialCount,
+    TaylorSeries,
+    hyperplane,
+    multinomial,
+    taylor,
 )
-from attnlab.papers.invertibility.matrix import attention_matrix, minimal_heads, qk_matrices
 from attnlab.registry import Experiment, register_experiment, select_claims
 from attnlab.results import ExperimentResult, Table
 
 EXPERIMENT_ID = "invertibility.proof-notes"
-TAYLOR_X = Fraction(1, 2)
-TAYLOR_TERMS = 200
 MULTINOMIAL = (3, 6)  # (m, j): (z_1 + z_2 + z_3)^6
 HYPERPLANE = (2, 3, 3, ((0, 1, 1), (1, 0, 1)))  # N, L, d = L, two sequences (0-based tokens)
 ROUND_OFF = 1e-12  # a relative float64 residual below this is zero up to round-off
@@ -142,101 +137,11 @@ hyperplane (two sequences)"""
 
 
 @dataclass(frozen=True)
-class TaylorSeries:
-    """The note's 1 + sum_{j>=1} x^j and the alternating sum_j (-x)^j against 1 / (1 + x), at one x."""
-
-    x: float  # the point x (TAYLOR_X)
-    target: float  # 1 / (1 + x)
-    note: float  # the note's 1 + sum_{j=1}^{TAYLOR_TERMS-1} x^j
-    note_limit: float  # 1 / (1 - x), what the note's series sums to
-    note_error: float  # |note - target|
-    right_error: float  # |sum_{j<TAYLOR_TERMS} (-x)^j - target|
-
-    def to_dict(self) -> dict:
-        """The stored form (data["taylor"], the check's values)."""
-        return dataclasses.asdict(self)
-
-
-def taylor() -> TaylorSeries:
-    """The note's series and the alternating one at x = 1/2, in exact rational arithmetic."""
-    x = TAYLOR_X
-    target = 1 / (1 + x)
-    note = 1 + sum(x ** j for j in range(1, TAYLOR_TERMS))  # -> 1/(1 - x)
-    right = sum((-x) ** j for j in range(TAYLOR_TERMS))
-    return TaylorSeries(x=float(x), target=float(target), note=float(note), note_limit=float(1 / (1 - x)),
-                        note_error=float(abs(note - target)), right_error=float(abs(right - target)))
-
-
-@dataclass(frozen=True)
-class MultinomialCount:
-    """(z_1 + ... + z_m)^j expanded over ordered index tuples, each monomial's count against j! / prod_i k_i!."""
-
-    m: int  # number of variables z_i
-    j: int  # the power
-    monomials: int  # distinct monomials prod_i z_i^{k_i}
-    terms: int  # ordered tuples (i_1, ..., i_j): m^j
-    max_diff: int  # max over monomials of |count - j! / prod_i k_i!|
-
-    def to_dict(self) -> dict:
-        """The stored form (data["multinomial"], the check's values)."""
-        return dataclasses.asdict(self)
-
-
-def multinomial(m: int, j: int) -> MultinomialCount:
-    """Expand (z_1 + ... + z_m)^j as a sum over ordered index tuples (i_1, ..., i_j); the count of
-    tuples with k_i copies of index i must be j! / prod k_i!."""
-    counts = Counter(tuple(Counter(t).get(i, 0) for i in range(m)) for t in itertools.product(range(m), repeat=j))
-    diff = max(abs(c - math.factorial(j) // math.prod(math.factorial(k) for k in ks)) for ks, c in counts.items())
-    return MultinomialCount(m=m, j=j, monomials=len(counts), terms=m ** j, max_diff=diff)
-
-
-@dataclass(frozen=True)
-class HyperplaneWitness:
-    """A nonzero (v_t), v_t in R^d, with sum_t v_t^T f_t(w) = 0 for every w (d >= L), for two sequences."""
-
-    N: int  # tokens
-    L: int  # sequence length
-    d: int  # embedding width
-    sequences: list[list[int]]  # (2, L): the sequences t_1, t_2, 1-based tokens
-    residual: float  # max_w |v_1^T f_1(w) - v_2^T f_2(w)| / ((|v_1| + |v_2|) max |f|)
-    constant_error: float  # max over t and w of |v_t^T f_t(w) - 1|
-    v_norms: list[float]  # (2,): |v_1|, |v_2|
-
-    def to_dict(self) -> dict:
-        """The stored form (data["hyperplane"], the check's values)."""
-        return dataclasses.asdict(self)
-
-
-def hyperplane(N: int, L: int, d: int, seqs, w_values=None) -> HyperplaneWitness:
-    """A nonzero (v_t) with sum_t v_t^T f_t(w) = 0 for every w, when d >= L (explicit embeddings,
-    W = w E_11): per sequence, v_t spans the null space of the L - 1 differences x(t, i) - x(t, i_max),
-    scaled so that v_t^T x(t, i_max) = 1; then v_{t1}^T f_{t1} - v_{t2}^T f_{t2} = 1 - 1 = 0.
-    Returns the relative residual max_w |sum| / ((|v_1| + |v_2|) max |f|) over 64 w in [0.01, 50]."""
-    e, pos = explicit_embeddings(N, L, d)
-    w = np.linspace(0.01, 50, 64) if w_values is None else np.asarray(w_values, dtype=np.float64)
-    vs, Fs = [], []
-    for t in seqs:
-        X = e[list(t)] + pos
-        imax = int(np.argmax(X[:, 0]))
-        D = np.array([X[i] - X[imax] for i in range(L) if i != imax])
-        v = np.linalg.svd(D)[2][-1]  # d >= L: orthogonal to the L - 1 differences
-        v = v / (v @ X[imax])
-        vs.append(v)
-        Fs.append(attention_matrix(e, pos, qk_matrices(w, d), np.array([t])).reshape(len(w), d))
-    total = Fs[0] @ vs[0] - Fs[1] @ vs[1]
-    scale = (np.linalg.norm(vs[0]) + np.linalg.norm(vs[1])) * max(np.abs(F).max() for F in Fs)
-    return HyperplaneWitness(N=N, L=L, d=d, sequences=[[x + 1 for x in t] for t in seqs],
-                             residual=float(np.abs(total).max() / scale),
-                             constant_error=float(max(np.abs(F @ v - 1).max() for F, v in zip(Fs, vs))),
-                             v_norms=[float(np.linalg.norm(v)) for v in vs])
-
-
-@dataclass(frozen=True)
-class LimitPoint:
-    """One point of the limit W_11 -> +oo: the part of a :class:`MeasuredCase` the report shows.
+class LimitPoint(CaseKey):
+    """One point of the limit W_11 -> +oo: the part of a :class:`MeasuredCase` the report shows, after
+    its :class:`CaseKey` (P = ceil(N^L / d), W_QK^p = w p E_11).
 
     Attributes:
-        N, L, d, P, w: the case (P = ceil(N^L / d), W_QK^p = w p E_11).
         rows: N^L.
         log10_ratio: log10 sigma_min / sigma_max (high precision if computed, else float64 where
             resolved); None when neither resolved it.
@@ -245,11 +150,6 @@ class LimitPoint:
         hp_bits: the precision in bits of the high-precision sigma_min; None when not computed.
     """
 
-    N: int
-    L: int
-    d: int
-    P: int
-    w: float
     rows: int
     log10_ratio: float | None
     float_rank: int
@@ -272,9 +172,9 @@ class ProofNotesData:
 
     Attributes:
         claims: claim id -> the claim's stored result (:meth:`attnlab.registry.ClaimResult.to_dict`).
-        taylor: :func:`taylor`'s numbers; multinomial: :func:`multinomial`'s; hyperplane: :func:`hyperplane`'s.
-        expansion: per (N, L, d) of cases, {"N", "L", "d"} and
-            :func:`attnlab.papers.invertibility.expansion.expansion_w`'s w_star, argmax, min_gap, closed_form.
+        taylor, multinomial, hyperplane: the exact steps (:mod:`attnlab.papers.invertibility.proof_steps`).
+        expansion: per (N, L, d) of cases, w* and the rest of
+            :func:`attnlab.papers.invertibility.expansion.expansion_w` for the explicit embeddings.
         limit: per (N, L, d) and w of w_values, :class:`LimitPoint`.
     """
 
@@ -282,13 +182,13 @@ class ProofNotesData:
     taylor: TaylorSeries
     multinomial: MultinomialCount
     hyperplane: HyperplaneWitness
-    expansion: list[dict[str, Any]]
+    expansion: list[CaseExpansion]
     limit: list[LimitPoint]
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form (results.json "data")."""
         return dict(claims=self.claims, taylor=self.taylor.to_dict(), multinomial=self.multinomial.to_dict(),
-                    hyperplane=self.hyperplane.to_dict(), expansion=self.expansion,
+                    hyperplane=self.hyperplane.to_dict(), expansion=[x.to_dict() for x in self.expansion],
                     limit=[x.to_dict() for x in self.limit])
 
 
@@ -299,8 +199,7 @@ def measure(cfg: ProofNotesConfig) -> ProofNotesData:
     claims = {r.claim.id: r.to_dict() for r in (c.run(cfg.seed) for c in select_claims(ids))}
     expansion, limit = [], []
     for N, L, d in parse_cases("cases", cfg.cases, 3):
-        e, pos = explicit_embeddings(N, L, d)
-        expansion.append(dict(N=N, L=L, d=d, **expansion_w(e, pos).to_dict()))
+        expansion.append(case_expansion(N, L, d))
         for w in cfg.w_values:
             limit.append(LimitPoint.of(measure_case(N, L, d, minimal_theorem_heads(N, L, d), w, certify=N ** L <= 64)))
     N, L, d, seqs = HYPERPLANE
@@ -339,12 +238,12 @@ def summary(data: ProofNotesData) -> list[Check]:
             quantity="max |count of ordered terms - multinomial coefficient|", role="sanity",
             paper_value="N(j_1, ..., j_i) permutations", where="Proof, the expansion into a sum of products"),
         info("w from which the proof's series converges for every sequence (w*)",
-             ", ".join(f"({x['N']},{x['L']},{x['d']}): {x['w_star']:.3g}" for x in data.expansion),
+             ", ".join(f"({x.N},{x.L},{x.d}): {x.scale.w_star:.3g}" for x in data.expansion),
              paper_value="'a large enough w'", where="Proof, 'for a large enough w'",
              detail="x_t(w) = sum_{i != i_max} exp(-w q_t g_{t,i}) < 1 for w > w*; the closed form "
-                    + ", ".join(f"{x['closed_form']:.3g}" for x in data.expansion)
+                    + ", ".join(f"{x.scale.closed_form:.3g}" for x in data.expansion)
                     + " only suffices; the rank is certified N^L at every w (claim invertibility.any-w)",
-             values={"expansion": data.expansion}),
+             values={"expansion": [x.to_dict() for x in data.expansion]}),
         info("log10 sigma_min/sigma_max of A as w grows (the proof's W_11 -> +oo)",
              "; ".join(f"({x.N},{x.L},{x.d}) w={x.w:g}: "
                        + ("-" if x.log10_ratio is None else f"{x.log10_ratio:.1f}") for x in lim),
@@ -408,7 +307,7 @@ def run(cfg: ProofNotesConfig, run_dir=None) -> ExperimentResult:
                       criterion_rows(data), ["int"] * 8 + ["text"])
     exp = Table("How large w the proof needs: w* with x_t(w*) = 1 for the worst sequence",
                 ["N", "L", "d", "w*", "worst sequence t", "closed form max_t ln(L-1)/(q_t min gap)", "min gap"],
-                [[x["N"], x["L"], x["d"], x["w_star"], str(x["argmax"]), x["closed_form"], x["min_gap"]]
+                [[x.N, x.L, x.d, x.scale.w_star, str(x.scale.argmax), x.scale.closed_form, x.scale.min_gap]
                  for x in data.expansion], ["int"] * 3 + ["float", "text", "float", "float"])
     limit = Table("The limit W_11 -> +oo: conditioning and certified rank of A at each w (P = ceil(N^L/d))",
                   ["N", "L", "d", "P", "w", "log10 sigma_min/sigma_max", "float64 rank", "certified rank"],

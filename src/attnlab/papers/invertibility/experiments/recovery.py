@@ -32,8 +32,10 @@ from attnlab.checks import Check, at_least, at_most, info
 from attnlab.config import RunConfig, check_int, check_number, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, matmul_flops, svd_flops, total
+from attnlab.papers.invertibility.cases import minimal_theorem_heads, parse_cases
 from attnlab.papers.invertibility.construction import BASE_BYTES, InvertibilityParams, build_case
 from attnlab.papers.invertibility.construction import estimate as construction_estimate
+from attnlab.papers.invertibility.cost import EXPLICIT_OPS, SETUP, high_precision_estimate
 from attnlab.papers.invertibility.decoding import (
     NOISE_TRAFFIC,
     crossing_level,
@@ -41,14 +43,7 @@ from attnlab.papers.invertibility.decoding import (
     nearest_estimate,
     row_separation,
 )
-from attnlab.papers.invertibility.experiments._common import (
-    CPU_ONLY,
-    EXPLICIT_OPS,
-    SETUP,
-    high_precision_estimate,
-    minimal_theorem_heads,
-    parse_cases,
-)
+from attnlab.papers.invertibility.experiments._common import CPU_ONLY
 from attnlab.papers.invertibility.spectrum import float_spectrum, sigma_min_high_precision
 from attnlab.registry import Experiment, register_experiment
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, line_figure, series
