@@ -246,7 +246,6 @@ NOT_YET_SPLIT = {  # experiment modules still above the ceiling, each with its s
     "invertibility/experiments/proof_notes.py": 431,
     "invertibility/experiments/conditioning.py": 553,
     "memorization/experiments/saturation.py": 442,
-    "memorization/experiments/training_options.py": 490,
     "logic/experiments/learning.py": 1129,
 }
 
