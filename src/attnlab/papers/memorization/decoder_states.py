@@ -16,9 +16,8 @@ ever dequantized from the GGUF file (``n_layers=1``); everything runs in float64
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
