@@ -9,6 +9,7 @@ import pytest
 from attnlab.analysis.kruskal import kruskal_rank
 from attnlab.errors import ConfigError
 from attnlab.papers.memorization.assumptions import (
+    RandomizedRank,
     assumption1_holds,
     assumption1_test,
     assumption2_holds,
@@ -16,6 +17,8 @@ from attnlab.papers.memorization.assumptions import (
     assumption3_holds,
     assumption3_test,
     assumption3_vectors,
+    assumption_tests,
+    layer_tests_estimate,
 )
 from tolerances import SVD_RATIO
 
@@ -82,3 +85,70 @@ def test_assumption2_fraction_and_margin():
     assert assumption2_test(np.zeros((2, 4, 3))).fraction_full_rank_ == 0.0  # n > d
     with pytest.raises(ConfigError, match="non-empty"):
         assumption2_test(np.zeros((0, 3, 4)))
+
+
+# --------------------------------------------------------------------------------------
+# every test on one layer output (the rows of Tables 1 and 3) and its memory estimate
+# --------------------------------------------------------------------------------------
+LAYER_KW = dict(trials=300, gp_trials=10, estimate_trials=10, pass_fraction=0.99, rtol=1e-10)
+
+
+def test_assumption_tests_on_hand_built_data():
+    # 30 examples, n = 5, d = 10: queries in a 4-dimensional subspace (Kruskal rank 4 < n), contexts
+    # of rank n except one, e~ generic
+    rng = np.random.default_rng(0)
+    e = rng.standard_normal((30, 4)) @ rng.standard_normal((4, 10))
+    E = rng.standard_normal((30, 5, 10))
+    E[7, 4] = E[7, 0] - 2 * E[7, 1]
+    r = assumption_tests(E, e, seed=0, **LAYER_KW)
+    assert r.assumption1.fraction == 0.0 and not r.assumption1.holds
+    assert r.assumption2.fraction == 29 / 30 and not r.assumption2.holds
+    assert r.assumption3.fraction == 1.0
+    assert r.kruskal_estimate.estimate == 4
+    assert r.general_position.method == "randomized" and r.general_position.fraction == 0.0
+    assert r.shape == [30, 5, 10] and r.tokens is None
+    # the stored records carry the settings they were decided with
+    assert (r.assumption1.k, r.assumption1.trials, r.assumption1.pass_fraction) == (5, 300, 0.99)
+    assert (r.assumption2.contexts, r.general_position.k, r.kruskal_estimate.trials) == (30, 10, 10)
+    assert list(r.to_dict()) == ["general_position", "assumption1", "assumption2", "assumption3",
+                                 "kruskal_estimate", "shape"]
+    assert r.checks == (r.general_position, r.assumption1, r.assumption2, r.assumption3)
+
+
+def test_randomized_rank_record_of_a_test():
+    # 12 generic vectors in R^6, 4-subsets: every one independent
+    X = np.random.default_rng(2).standard_normal((12, 6))
+    t = assumption1_test(X, 4, trials=50, seed=1)
+    rec = RandomizedRank.from_test(t)
+    assert (rec.holds, rec.fraction, rec.k, rec.trials) == (True, 1.0, 4, 50)
+    assert rec.min_rel_sigma == t.min_rel_sigma_ > 1e-3 and rec.rtol == t.rtol
+
+
+def test_layer_tests_estimate_by_hand():
+    # T = 10, n = 3, D = 4: r = k = 4, C = 7, C_gp = 2
+    est = layer_tests_estimate(10, 3, 4, 7, 2, 5)
+    assert est.peak_bytes == 8 * (4 * 10 * 3 * 4 + 2 * 7 * 10 + 100 + 2 * 7 * (9 + 12) + 2 * 2 * (16 + 16))
+    assert est.gemm == 2.0 * 100 * 4 and est.calls == 10 + 5 + 4
+    assert est.traffic == 8.0 * (2 * 7 * (9 + 12) + 2 * (16 + 16))
+    assert "width-4 layer (7 subsets of 3 of its 10 queries" in est.what
+
+
+def test_layer_estimate_bounds_the_tests_measured_peak():
+    """The randomized tests' peak (numpy, traced by tracemalloc) on contexts whose every n-subset is
+    undecided by the Gram screen (rank n - 1 plus 1e-9 noise): every subset gets its SVD, the case the
+    estimate counts. Measured 118 MiB against 230 MiB estimated for T = 300, n = 24, D = 96."""
+    import tracemalloc
+
+    T, n, D = 300, 24, 96
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((T, n, n - 1)) @ rng.standard_normal((n - 1, D))
+    E += 1e-9 * rng.standard_normal(E.shape)
+    kw = dict(trials=5000, gp_trials=20, estimate_trials=4, pass_fraction=0.99, rtol=1e-10)
+    est = layer_tests_estimate(T, n, D, kw["trials"], kw["gp_trials"], kw["estimate_trials"]).peak_bytes
+    tracemalloc.start()
+    try:
+        assumption_tests(E, E[:, 0].copy(), seed=0, **kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= est <= 3 * peak, (peak, est)

@@ -16,10 +16,14 @@ Independence means sigma_k > rtol sigma_1 (rtol = :data:`attnlab.analysis.kruska
 1e-10). ``assumption*_holds`` decide exactly (Kruskal rank by enumeration, refused beyond
 ``max_subsets``); ``assumption*_test`` are the §5.1 tests of Tables 1 and 3, each result
 recording its tolerance and margin (:mod:`attnlab.analysis.kruskal` does the linear algebra).
+:func:`assumption_tests` runs all of them, General Position and a Kruskal-rank estimate on one layer
+output (the rows of Tables 1 and 3), into the stored records :class:`LayerTests`;
+:func:`layer_tests_estimate` is their memory and work.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,14 +31,19 @@ import numpy as np
 from attnlab.analysis.kruskal import (
     MAX_SUBSETS,
     RTOL,
+    SUBSET_CHUNK,
     RandomizedRankTest,
     as_row_vectors,
+    general_position_test,
     independent_rows,
     kruskal_rank,
+    kruskal_rank_estimate,
     randomized_rank_test,
     row_rank_margins,
 )
 from attnlab.errors import ConfigError
+from attnlab.estimates import Estimate, qr_flops, svd_flops
+from attnlab.papers.memorization.decoder_states import TokenCounts
 
 
 # --------------------------------------------------------------------------------------
@@ -113,3 +122,160 @@ def assumption3_test(E, e, **kw) -> RandomizedRankTest:
     (:func:`assumption3_vectors`), n = the context size; keyword arguments go to
     :func:`attnlab.analysis.kruskal.randomized_rank_test`."""
     return randomized_rank_test(assumption3_vectors(E, e), np.asarray(E).shape[-2], **kw)
+
+
+# --------------------------------------------------------------------------------------
+# every test on one layer output, as stored (Tables 1 and 3, Figure 1's estimate)
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GeneralPosition:
+    """General Position of the T queries e^(t): the fraction of sampled min(T, d)-subsets that are
+    linearly independent (sigma_k > rtol sigma_1)."""
+
+    holds: bool  # every tested subset independent (the test's pass fraction)
+    fraction: float  # independent subsets / tested subsets
+    k: int  # subset size min(T, d)
+    method: str  # "exact" (one rank test of all T) or "randomized" (sampled subsets)
+    trials: int  # subsets tested
+    rtol: float  # independence: sigma_k > rtol sigma_1
+
+    def to_dict(self) -> dict:
+        """The stored test: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RandomizedRank:
+    """A randomized Kruskal-rank test (Assumption 1 on the queries e^(t), Assumption 3 on
+    e~^(t) = e^(t) + (1/n) sum_i e_i^(t)): ``trials`` random k-subsets, rank k where
+    sigma_k > rtol sigma_1."""
+
+    holds: bool  # fraction >= pass_fraction
+    fraction: float  # subsets of full rank k / trials
+    min_rel_sigma: float  # min over subsets of sigma_k / sigma_1
+    k: int  # subset size n
+    trials: int  # subsets tested
+    pass_fraction: float  # fraction of full-rank subsets at which the assumption holds
+    rtol: float  # full rank: sigma_k > rtol sigma_1
+
+    def to_dict(self) -> dict:
+        """The stored test: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_test(cls, r: RandomizedRankTest) -> RandomizedRank:
+        """The stored record of a :class:`attnlab.analysis.kruskal.RandomizedRankTest`."""
+        return cls(holds=r.holds_, fraction=r.fraction_full_rank_, min_rel_sigma=r.min_rel_sigma_, k=r.n,
+                   trials=r.trials, pass_fraction=r.pass_fraction, rtol=r.rtol)
+
+
+@dataclass(frozen=True)
+class ContextRank:
+    """Assumption 2: every context E^(t) (n, d) has rank n (sigma_n > rtol sigma_1)."""
+
+    holds: bool  # every context of rank n
+    fraction: float  # contexts of rank n / T
+    min_rel_sigma: float  # min_t sigma_n(E^(t)) / sigma_1(E^(t))
+    contexts: int  # T contexts tested
+    rtol: float  # rank n: sigma_n > rtol sigma_1
+
+    def to_dict(self) -> dict:
+        """The stored test: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class KruskalEstimate:
+    """Kruskal rank of the queries, estimated from random orderings: the largest k for which every
+    sampled k-subset is independent (an upper estimate: only sampled subsets are seen)."""
+
+    estimate: int  # estimated Kruskal rank
+    trials: int  # random orderings
+    rtol: float  # independence: sigma_k > rtol sigma_1
+    upper_estimate: bool  # True: the estimate bounds the Kruskal rank from above
+
+    def to_dict(self) -> dict:
+        """The stored estimate: the fields in order, by name."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class LayerTests:
+    """GP, Assumptions 1-3 and the Kruskal-rank estimate on one layer output (contexts E (T, n, d),
+    queries e (T, d))."""
+
+    general_position: GeneralPosition  # of the queries e^(t)
+    assumption1: RandomizedRank  # Kruskal rank of the queries >= n
+    assumption2: ContextRank  # every E^(t) of rank n
+    assumption3: RandomizedRank  # Kruskal rank of e~^(t) = e^(t) + mean_i e_i^(t) >= n
+    kruskal_estimate: KruskalEstimate  # of the queries
+    shape: list[int]  # [T, n, d] of E
+    tokens: TokenCounts | None = None  # the decoder's token counts (SmolLM2 rows), else None
+
+    @property
+    def checks(self) -> tuple[GeneralPosition, RandomizedRank, ContextRank, RandomizedRank]:
+        """The four tests in the order GP, Assumptions 1, 2, 3."""
+        return self.general_position, self.assumption1, self.assumption2, self.assumption3
+
+    def to_dict(self) -> dict:
+        """The stored tests: the four checks, the estimate, shape, then tokens where counted."""
+        out = {"general_position": self.general_position.to_dict(), "assumption1": self.assumption1.to_dict(),
+               "assumption2": self.assumption2.to_dict(), "assumption3": self.assumption3.to_dict(),
+               "kruskal_estimate": self.kruskal_estimate.to_dict(), "shape": self.shape}
+        if self.tokens is not None:
+            out["tokens"] = self.tokens.to_dict()
+        return out
+
+
+def assumption_tests(E: np.ndarray, e: np.ndarray, *, trials: int, gp_trials: int, estimate_trials: int,
+                     pass_fraction: float, rtol: float, seed: int) -> LayerTests:
+    """GP, Assumptions 1-3 and a Kruskal-rank estimate of the queries for contexts E (T, n, d), queries e (T, d).
+
+    Assumptions 1 and 3: ``trials`` random n-subsets each (seed ``seed``), holding at ``pass_fraction``;
+    General Position: ``gp_trials`` min(T, d)-subsets (seed + 1); the estimate: ``estimate_trials``
+    random orderings (seed + 2); independence everywhere sigma_k > rtol sigma_1."""
+    n = E.shape[1]
+    kw = dict(trials=trials, seed=seed, pass_fraction=pass_fraction, rtol=rtol)
+    gp = general_position_test(e, trials=gp_trials, seed=seed + 1, pass_fraction=pass_fraction, rtol=rtol)
+    a1 = assumption1_test(e, n, **kw)
+    a2 = assumption2_test(E, rtol=rtol)
+    a3 = assumption3_test(E, e, **kw)
+    est = kruskal_rank_estimate(e, trials=estimate_trials, seed=seed + 2, rtol=rtol)
+    return LayerTests(
+        general_position=GeneralPosition(holds=gp.holds_, fraction=gp.fraction_independent_, k=gp.k,
+                                         method=gp.method, trials=gp.trials, rtol=gp.rtol),
+        assumption1=RandomizedRank.from_test(a1),
+        assumption2=ContextRank(holds=a2.holds_, fraction=a2.fraction_full_rank_, min_rel_sigma=a2.min_rel_sigma_,
+                                contexts=a2.T, rtol=a2.rtol),
+        assumption3=RandomizedRank.from_test(a3),
+        kruskal_estimate=KruskalEstimate(estimate=est.estimate_, trials=est.trials, rtol=est.rtol,
+                                         upper_estimate=True),
+        shape=list(E.shape),
+    )
+
+
+def layer_tests_estimate(T: int, n: int, D: int, trials: int, gp_trials: int, estimate_trials: int) -> Estimate:
+    """The memory and work of :func:`assumption_tests` on one layer of width D (float64).
+
+    With r = min(T, D) the rank of the row-space coordinates Y (T x r), C = min(trials, 4096) subsets
+    per chunk and k = min(T, D) General Position's subset size, the peak is
+
+        8 (4 T n D                 the hidden states L0 and L1, as batches and concatenated
+           + 2 trials T + T^2      the subsets' random keys and indices; the Gram matrix Y Y^T
+           + 2 C (n^2 + n r)       a chunk's Gram blocks (C, n, n) with eigvalsh, and the
+                                   undecided subsets (C, n, r) with their SVD
+           + 2 C_gp (k^2 + k r))   the same for General Position's C_gp = min(gp_trials, 4096)
+
+    bytes; the work: the SVD of Y (four times: GP, A1, A3, the estimate), the Gram matrix 2 T^2 r,
+    eigvalsh of every subset's Gram block (A1, A3: trials of n x n; GP: gp_trials of k x k), A2's T SVDs
+    of n x D, and the estimate's estimate_trials QRs of r x (r + 1)."""
+    r = k = min(T, D)
+    C, C_gp = min(trials, SUBSET_CHUNK), min(gp_trials, SUBSET_CHUNK)
+    peak = 8 * (4 * T * n * D + 2 * trials * T + T * T + 2 * C * (n * n + n * r) + 2 * C_gp * (k * k + k * r))
+    return Estimate(peak, f"the tests of a width-{D} layer ({trials} subsets of {n} of its {T} queries, "
+                          f"float64)",
+                    gemm=2.0 * T * T * r,
+                    lapack=4 * svd_flops(T, D, vectors=True) + 2 * trials * svd_flops(n, n)
+                    + gp_trials * svd_flops(k, k) + T * svd_flops(n, D) + estimate_trials * qr_flops(r, r + 1),
+                    traffic=8.0 * (2 * trials * (n * n + n * r) + gp_trials * (k * k + k * r)),
+                    calls=T + estimate_trials + 4)

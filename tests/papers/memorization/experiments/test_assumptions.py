@@ -15,7 +15,6 @@ from attnlab.papers.memorization.experiments.assumptions import (
     EXPERIMENT_ID,
     LAYERS,
     AssumptionsConfig,
-    assumption_tests,
     run as run_assumptions,
 )
 from attnlab.registry import get_experiment
@@ -93,23 +92,6 @@ def test_report_parts(result, tmp_path):
     assert any("learn their position table" in note for note in res.notes)
 
 
-def test_assumption_tests_on_hand_built_data():
-    # 30 examples, n = 5, d = 10: queries in a 4-dimensional subspace (Kruskal rank 4 < n), contexts
-    # of rank n except one, e~ generic
-    rng = np.random.default_rng(0)
-    e = rng.standard_normal((30, 4)) @ rng.standard_normal((4, 10))
-    E = rng.standard_normal((30, 5, 10))
-    E[7, 4] = E[7, 0] - 2 * E[7, 1]
-    cfg = AssumptionsConfig(T=30, n=5, d=10, n_heads=1, trials=300, gp_trials=10, estimate_trials=10,
-                            fig_T=30, fig_n=(5,), fig_d=(64,), fig_n_at_d=5)
-    r = assumption_tests(E, e, cfg, seed=0)
-    assert r.assumption1.fraction == 0.0 and not r.assumption1.holds
-    assert r.assumption2.fraction == 29 / 30 and not r.assumption2.holds
-    assert r.assumption3.fraction == 1.0
-    assert r.kruskal_estimate.estimate == 4
-    assert r.general_position.method == "randomized" and r.general_position.fraction == 0.0
-
-
 @pytest.mark.slow
 def test_minilm_rows():
     cfg = AssumptionsConfig(layers=("minilm-L0", "minilm-L1"), **{**SMALL, "T": 40, "n": 12})
@@ -153,15 +135,14 @@ def test_bad_config_via_the_cli(tmp_path, capsys, setting, needle):
 
 
 def test_minilm_rows_cannot_decide_bert_and_unreported_cells_are_info():
-    from attnlab.papers.memorization.experiments.assumptions import (
+    from attnlab.papers.memorization.assumptions import (
         ContextRank,
         GeneralPosition,
         KruskalEstimate,
         LayerTests,
         RandomizedRank,
-        _summary,
-        deviations,
     )
+    from attnlab.papers.memorization.experiments.assumptions import _summary, deviations
 
     def r(holds):
         return RandomizedRank(holds=holds, fraction=1.0 if holds else 0.2, min_rel_sigma=1e-3, k=4, trials=10,
@@ -219,7 +200,7 @@ def test_running_text_examples():
 @pytest.fixture(scope="module")
 def smollm2():
     """SmolLM2's first block (n_layers=1), T=40 examples of n=12 tokens, both variants."""
-    from attnlab.papers.memorization.experiments.assumptions import smollm2_outputs
+    from attnlab.papers.memorization.decoder_states import smollm2_outputs
     from attnlab.pretrained import load_pretrained
     from attnlab.pretrained.gguf import smollm2_path
 
@@ -229,14 +210,14 @@ def smollm2():
         pytest.skip(str(err))
     cfg = AssumptionsConfig(layers=("smollm2-L0", "smollm2-L1", "smollm2-random-L0", "smollm2-random-L1"),
                             **{**SMALL, "T": 40, "n": 12})
-    return cfg, load_pretrained("smollm2", dtype="float64", n_layers=1), smollm2_outputs(cfg), run_assumptions(cfg)
+    return cfg, load_pretrained("smollm2", dtype="float64", n_layers=1), smollm2_outputs(cfg.T, cfg.n, cfg.seed), run_assumptions(cfg)
 
 
 @pytest.mark.slow
 def test_smollm2_hidden_states_are_the_models(smollm2):
     import torch
 
-    from attnlab.papers.memorization.experiments.assumptions import INIT_STD, reinitialise
+    from attnlab.papers.memorization.decoder_states import INIT_STD, reinitialise
     from attnlab.pretrained.architecture import build_encoder
 
     cfg, pm, out, _ = smollm2
@@ -338,27 +319,3 @@ def test_presets_fit_and_the_largest_layer_dominates():
     assert "width-576" in quick.what and quick.lower[0] == "trials"
     without = AssumptionsConfig(layers=("embedding", "attention", "transformer")).estimate()
     assert "width-384" in without.what and without.peak_bytes < quick.peak_bytes
-
-
-def test_layer_estimate_bounds_the_tests_measured_peak():
-    """The randomized tests' peak (numpy, traced by tracemalloc) on contexts whose every n-subset is
-    undecided by the Gram screen (rank n - 1 plus 1e-9 noise): every subset gets its SVD, the case the
-    estimate counts. Measured 118 MiB against 230 MiB estimated for T = 300, n = 24, D = 96."""
-    import tracemalloc
-
-    from attnlab.papers.memorization.experiments.assumptions import _layer_tests_estimate
-
-    T, n, D = 300, 24, 96
-    rng = np.random.default_rng(0)
-    E = rng.standard_normal((T, n, n - 1)) @ rng.standard_normal((n - 1, D))
-    E += 1e-9 * rng.standard_normal(E.shape)
-    cfg = AssumptionsConfig(layers=("embedding",), T=T, n=n, d=D + 32, n_heads=2, trials=5000, gp_trials=20,
-                            estimate_trials=4, fig_T=70, fig_n=(6, 12), fig_d=(160, 192), fig_n_at_d=8)
-    est = _layer_tests_estimate(T, n, D, cfg.trials, cfg.gp_trials, cfg.estimate_trials).peak_bytes
-    tracemalloc.start()
-    try:
-        assumption_tests(E, E[:, 0].copy(), cfg, seed=0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak <= est <= 3 * peak, (peak, est)

@@ -1,4 +1,5 @@
-"""memorization.saturation (Fig. 3, App. H): saturation statistics by hand, a tiny run, bad configs."""
+"""memorization.saturation (Fig. 3, App. H): a tiny run, deviations, presets, bad configs (the saturation
+statistics by hand: tests/papers/memorization/test_saturation.py)."""
 
 from __future__ import annotations
 
@@ -12,49 +13,9 @@ from attnlab.registry import get_experiment
 from attnlab.papers.memorization.experiments.saturation import (
     EXPERIMENT_ID,
     SaturationConfig,
-    max_theta_edges,
     run as run_saturation,
-    saturation_stats,
 )
 from attnlab.runs.rundir import RunDir
-
-# counts are exact; fractions are ratios of small integers, exact to float64 rounding
-EXACT = 1e-15
-
-
-def test_saturation_stats_on_a_hand_made_theta():
-    # T = 3 examples, H = 2 heads, n = 3 tokens
-    theta = np.array([
-        [[0.995, 0.004, 0.001], [0.5, 0.3, 0.2]],  # head 1 saturated, head 2 not
-        [[0.009, 0.991, 0.0], [0.0, 0.0, 1.0]],  # both saturated
-        [[0.99, 0.01, 0.0], [0.4, 0.4, 0.2]],  # 0.99 is not > 0.99: none saturated
-    ])
-    s = saturation_stats(theta, 0.99)
-    assert np.array_equal(s.max_theta, [[0.995, 0.5], [0.991, 1.0], [0.99, 0.4]])
-    assert np.array_equal(s.saturated, [[True, False], [True, True], [False, False]])
-    assert s.saturated_per_example.tolist() == [1, 2, 0]
-    assert s.heads_histogram.tolist() == [1, 1, 1]  # examples with 0, 1, 2 saturated heads
-    assert abs(s.fraction_saturated - 3 / 6) < EXACT
-    assert abs(s.fraction_with_unsaturated - 2 / 3) < EXACT
-    hist = s.max_theta_histogram.tolist()
-    edges = max_theta_edges(0.99)
-    assert len(hist) == len(edges) - 1 == 21
-    expected = [0] * 21
-    expected[8] += 1  # 0.4 in [0.40, 0.45)
-    expected[10] += 1  # 0.5 in [0.50, 0.55)
-    expected[19] += 1  # 0.99 in [0.95, 0.99]
-    expected[20] += 3  # 0.995, 0.991, 1.0 in (0.99, 1]
-    assert hist == expected and sum(hist) == theta.shape[0] * theta.shape[1]
-
-
-def test_threshold_moves_the_top_bin():
-    theta = np.array([[[0.96, 0.04], [0.5, 0.5]]])
-    s = saturation_stats(theta, 0.95)
-    assert s.saturated.tolist() == [[True, False]] and s.max_theta_histogram[-1] == 1
-    assert max_theta_edges(0.95)[-3:] == (0.9, 0.95, 1.0)
-    with pytest.raises(ConfigError, match=re.escape("theta must be (T, H, n)")):
-        saturation_stats(np.ones((2, 3)))
-
 
 TINY = dict(H_grid=(2,), Ts=(12,), released_Ts=(12,), d=8, n=4, n_classes=10, max_steps=300, min_steps=0, lr=3e-2,
             warmup=10)

