@@ -1,7 +1,6 @@
 """logic.learning's outcome and its tables' statistics, on records built by hand (no training)."""
 
 import numpy as np
-import pytest
 
 from attnlab.papers.logic.experiments.learning import LearningConfig
 from attnlab.papers.logic.lbfgs_training import Trained
