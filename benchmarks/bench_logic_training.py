@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from attnlab.papers.logic.encoding import random_sequences, targets
-from attnlab.papers.logic.experiments.learning import LearningConfig, members
+from attnlab.papers.logic.experiments.learning import LearningConfig
+from attnlab.papers.logic.members import members
 from attnlab.papers.logic.model import LN_EPS, chunked_mse, effective, hidden_rows, hidden_width, init_params, masks
 from attnlab.papers.logic.penalties import penalties
 from attnlab.training.processes import resolve_workers

@@ -17,6 +17,13 @@ Y_i = q_true(X_{i-1}, X_i).
 - :mod:`~attnlab.papers.logic.centring`: double centring, the part of a block the gauge leaves.
 - :mod:`~attnlab.papers.logic.mechanism`: structure fractions modulo the gauge, path and component
   ablations, the hand-built solutions' fractions.
+- :mod:`~attnlab.papers.logic.members`: the models §4.1 trains (systems, flavours, sweep) and each seed's task.
+- :mod:`~attnlab.papers.logic.lbfgs_training`: every member trained by full-batch L-BFGS; one evaluation's cost.
+- :mod:`~attnlab.papers.logic.learned_mechanism`: Fig. 1's fits and the free flavour's mechanism, measured.
+- :mod:`~attnlab.papers.logic.hand_built`: the hand-built solutions in the trainable model, with and without
+  the LayerNorm.
+- :mod:`~attnlab.papers.logic.learning_report`, :mod:`~attnlab.papers.logic.learning_rows`: logic.learning's
+  outcome, tables and figures; its summary rows, deviations and notes.
 - :mod:`~attnlab.papers.logic.experiments.learning`: ``logic.learning``, §4's experiments (Figs. 1-2).
 """
 
