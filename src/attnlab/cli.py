@@ -208,8 +208,8 @@ def analyze(
     device: str = typer.Option("cpu", metavar="name", help=DEVICE),
     as_json: bool = typer.Option(False, "--json", help="Print the per-head numbers as JSON (also in heads.json)."),
     ablate: str = typer.Option("top", metavar="name", help="Head ablations (models with an output head): top "
-                               "(first-order for every head, exact for the 6 largest), all (exact for every head; "
-                               "minutes), none."),
+                               "(a first-order screen of every head, exact re-runs of the 12 it ranks highest), all "
+                               "(exact for every head; minutes), none."),
 ) -> None:
     """`attnlab analyze`: every head of a model on real text (:mod:`attnlab.commands.analyze`)."""
     from attnlab.commands.analyze import AnalyzeOptions, print_analyze, run_analyze

@@ -28,6 +28,8 @@ KOVALEVA_CHOICE = ("attnlab's choice: Kovaleva et al. labelled maps by hand and 
 VOITA_TEXT = "Voita et al. 2019 (\"at least 90% of the time\")"
 VOITA_CHOICE = "attnlab's choice: Voita et al. give no number for rare-token heads (the positional 90% carried over)"
 NO_THRESHOLD = "no threshold: the highest heads are listed"
+ESTIMATE_METHOD = ("first-order (attribution patching: the change of z_h times the gradient of the loss, one "
+                   "backward pass); screening only, marked ≈ wherever shown")
 
 
 def criteria() -> list[dict]:
@@ -128,7 +130,8 @@ def heads_payload(config: dict, pm: PretrainedModel, segs: Segments, causal: boo
     ablation = None if ablations is None else {
         "tokens": ablations.tokens, "segments": ablations.segments, "kinds": list(ev.KINDS),
         "exact_heads": [list(t) for t in sorted(ablations.exact["zero"])], "base_loss": ablations.base_loss.mean().item(),
-        "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top")}
+        "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top"),
+        "estimate_method": ESTIMATE_METHOD, "estimate_error": ev.estimate_errors(ablations)}
     notes = (_reading_notes(config, segs, causal) + _repeated_notes(config, prompts, repeated, causal)
              + _input_notes(segs, specials, chance) + _evidence_notes(pm, chance, causal, n_heads, n_kv)
              + _ablation_notes(pm, ablations, ablation, induction))
@@ -170,9 +173,12 @@ def _head_rows(avg: dict, labels: dict, cis: dict, group: int, ablations: dict |
                        if src in cis},
             })
             if ablations is not None:
-                x["ablation"] = ev.head_ablation_rows(ablations, l, h)
+                exact = ev.head_exact_rows(ablations, l, h)
+                if exact is not None:
+                    x["ablation"] = exact
+                x["ablation_estimate"] = ev.head_estimate_rows(ablations, l, h)
             if induction is not None and (l, h) in induction.exact["zero"]:
-                x["induction_ablation"] = ev.head_ablation_rows(induction, l, h)
+                x["induction_ablation"] = ev.head_exact_rows(induction, l, h)
             heads.append(x)
     return heads
 
@@ -290,15 +296,22 @@ def _ablation_notes(pm: PretrainedModel, ablations: dict | None, ablation: dict 
     """How the head ablations and the induction heads' ablations were measured, or why there are none."""
     notes = []
     if ablations is not None:
+        err = ablation["estimate_error"]
         notes.append(
-            f"Ablations: the change in next-token loss (nats per token) when a head's output z_h = P_h V_h is set "
-            f"to zero, to its mean over every segment and position, or to the next segment's (resample), on "
-            f"{ablations.segments} segments of their first {ablations.tokens} tokens (clean loss "
-            f"{ablation['base_loss']:.3f}); 95% Student-t intervals over segments. Every head has the first-order "
-            f"estimate (attribution patching: one backward pass); "
-            + (f"the {len(ablation['exact_heads'])} heads with the largest estimated effect are measured exactly "
-               "(re-run from their layer)" if ablation["mode"] == "top" else "every head is measured exactly")
-            + "; the 'measured' field of each head says which. A positive change means the head helps predict the text.")
+            f"Ablations: the change in next-token loss (nats per token) when a head's output z_h = P_h V_h (its "
+            f"blocks.l.attn.hook_z) is set to zero, to its mean over every segment and position, or to the next "
+            f"segment's (resample), on {ablations.segments} segments of their first {ablations.tokens} tokens (clean "
+            f"loss {ablation['base_loss']:.3f}); 95% Student-t intervals over segments. Every value shown as an "
+            "ablation effect (tables, headline, ablations.png, the viewer) is exact: a hooked forward with that "
+            "head's z replaced, re-run from its layer; "
+            + (f"the {len(ablation['exact_heads'])} heads with the largest first-order estimate (attribution "
+               "patching, one backward pass) were re-run, so a head the estimate ranks low is not among them"
+               if ablation["mode"] == "top" else "every head was re-run")
+            + ". The estimates are a screening number only, in heads.json under \"ablation_estimate\" and in the "
+            "report in columns marked ≈; on the re-run heads they were off by at most "
+            + ", ".join(f"{err[k]['max_abs_error']:.3f} ({k}; median {err[k]['median_abs_error']:.3f}, "
+                        f"{err[k]['sign_disagreements']} of {err[k]['heads']} with the other sign)" for k in ev.KINDS)
+            + ". A positive change means the head helps predict the text.")
     if induction is not None:
         notes.append(
             f"Induction, causally: the {len(induction.exact['zero'])} heads with the highest TransformerLens induction "

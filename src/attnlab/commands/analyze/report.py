@@ -7,7 +7,7 @@ heads beside the map.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import math
 
@@ -109,8 +109,11 @@ VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what 
     "copying": "copying score of the OV circuit, sum lambda / sum |lambda| (Elhage et al. 2021): +1 copies, "
                "-1 suppresses",
     "dla": "direct logit attribution to the next token (mean logit units)",
-    **{f"ablation.{k}.delta_loss": f"change in next-token loss when the head is {k}-ablated (nats per token)"
-       for k in ev.KINDS},
+    **{f"ablation.{k}.delta_loss": f"exact: change in next-token loss when the head is {k}-ablated ({what}), "
+                                   "re-run with its hook_z replaced (nats per token); only the re-run heads "
+                                   "have a value and a rank"
+       for k, what in (("zero", "z_h := 0"), ("mean", "z_h := its mean over segments and positions"),
+                       ("resample", "z_h := the next segment's"))},
 }
 
 
@@ -123,18 +126,25 @@ def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
     L, H = payload["layers"], payload["heads_per_layer"]
     scores = {}
     for key in VIEWER_SCORES:
-        try:
-            values = [_lookup(x, key) for x in payload["heads"]]
-        except KeyError:  # not computed for this model (no output head: no DLA, no ablations)
-            continue
+        values = [_lookup_or_nan(x, key) for x in payload["heads"]]
         v = torch.tensor(values, dtype=torch.float64).reshape(L, H)
-        if not bool(v.isnan().all()):  # undefined for every head (a causal model's key i+1): left out
-            scores[key] = v
+        if not bool(v.isnan().all()):  # not computed (no output head: no DLA, no ablations) or undefined for
+            scores[key] = v           # every head (a causal model's key i+1): left out
     return viewer_data(A, segs.labels[0], title="Attention maps of segment 0",
                        caption="Every head's weights on segment 0, as the model computed them. The scores beside "
                                f"the map are the head's numbers of heads.json, means over all {payload['segments']} "
-                               "segments (not segment 0's alone), named by their heads.json keys.",
+                               "segments (not segment 0's alone), named by their heads.json keys. Every "
+                               "ablation value is exact (a re-run with the head's z replaced); heads that were not "
+                               "re-run have none.",
                        scores=scores, score_descriptions={k: VIEWER_SCORES[k] for k in scores})
+
+
+def _lookup_or_nan(x: dict, key: str) -> float:
+    """A head's number at the dotted ``key``; NaN where the head has none (an ablation it was not re-run for)."""
+    try:
+        return float(_lookup(x, key))
+    except KeyError:
+        return math.nan
 
 
 def _ci_text(mean: float, ci: Sequence[float] | None) -> str:
@@ -149,18 +159,7 @@ def _evidence_tables(payload: dict) -> list[Table]:
     heads, chance = payload["heads"], payload["chance"]
     out = []
     if payload.get("ablation"):
-        ab = payload["ablation"]
-        order = sorted(heads, key=lambda x: -max(abs(x["ablation"][k]["delta_loss"]) for k in ev.KINDS))[:12]
-        rows = [[x["layer"], x["head"], x["kv_head"],
-                 *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
-                 x["ablation"]["zero"]["measured"], _round(x.get("dla", float("nan")), 3),
-                 _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
-        out.append(Table(
-            f"Causal evidence: the 12 heads whose ablation changes the next-token loss most (nats per token, mean "
-            f"[95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
-            f"{ab['base_loss']:.3f})",
-            ["layer", "head", "kv", "zero", "mean", "resample", "measured", "DLA", "sink", "copying"], rows,
-            ["int", "int", "int", "text", "text", "text", "text", "float", "float", "float"]))
+        out += _ablation_tables(payload)
     if payload.get("induction_ablation"):
         ia = payload["induction_ablation"]
         rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3),
@@ -170,7 +169,7 @@ def _evidence_tables(payload: dict) -> list[Table]:
             f"Induction, causally: the heads with the highest TransformerLens induction scores, ablated on the "
             f"{ia['prompts']} repeated-random-token prompts; change in the loss on the second copy (nats per "
             f"prediction, mean [95% interval] over prompts; clean loss {ia['base_loss']:.3f})",
-            ["layer", "head", "TL ind", "zero", "mean", "resample"], rows,
+            ["layer", "head", "TL ind", "zero (exact)", "mean (exact)", "resample (exact)"], rows,
             ["int", "int", "float", "text", "text", "text"]))
     has_dla = any("dla" in x for x in heads)
     rows = [[x["layer"], x["head"], x["kv_head"], _round(x["sink"], 3), _round(x["sink_norm"], 3),
@@ -185,6 +184,90 @@ def _evidence_tables(payload: dict) -> list[Table]:
          "|W_QK|", "|W_OV|"], rows,
         ["int", "int", "int", "float", "float", *(["float"] if has_dla else []), "float", "float", "float"]))
     return out
+
+
+ABLATION_TABLE = 12  # heads in the causal-evidence table
+ESTIMATE = "≈"  # the mark of a first-order estimate, in every column header that holds one
+
+
+def _exact(x: dict, k: str) -> float:
+    """The exact ablation change of head ``x`` for kind ``k`` (NaN for a head that was not re-run)."""
+    return x["ablation"][k]["delta_loss"] if "ablation" in x else math.nan
+
+
+def _ablation_tables(payload: dict) -> list[Table]:
+    """The causal-evidence table (the re-run heads with the largest exact change, the first-order estimate
+    beside each value marked ≈) and the estimates' measured error on the re-run heads."""
+    heads, ab = payload["heads"], payload["ablation"]
+    rerun = [x for x in heads if "ablation" in x]
+    order = sorted(rerun, key=lambda x: -max(abs(_exact(x, k)) for k in ev.KINDS))[:ABLATION_TABLE]
+    rows = [[x["layer"], x["head"], x["kv_head"],
+             *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
+             *(_round(x["ablation_estimate"][k]["delta_loss_estimate"], 3) for k in ev.KINDS),
+             _round(x.get("dla", float("nan")), 3), _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
+    screened = (f"the {len(rerun)} heads with the largest first-order estimate were re-run exactly"
+                if ab["mode"] == "top" else "every head was re-run exactly")
+    table = Table(
+        f"Causal evidence: the {len(order)} re-run heads whose exact ablation changes the next-token loss most "
+        f"({screened}; exact values: a hooked forward with the head's z zeroed, mean-replaced or resampled; "
+        f"nats per token, mean [95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
+        f"{ab['base_loss']:.3f}). {ESTIMATE} columns: the first-order screening estimate, not a measurement",
+        ["layer", "head", "kv", "zero (exact)", "mean (exact)", "resample (exact)",
+         *(f"{ESTIMATE} {k} (first-order)" for k in ev.KINDS), "DLA", "sink", "copying"], rows,
+        ["int", "int", "int", "text", "text", "text", "float", "float", "float", "float", "float", "float"])
+    err = ab["estimate_error"]
+    error_table = Table(
+        f"How far the first-order screening estimates ({ESTIMATE}) are from the exact re-runs, on the "
+        f"{len(rerun)} re-run heads (means over segments, nats per token)",
+        ["ablation", "heads re-run", f"max |{ESTIMATE} - exact|", f"median |{ESTIMATE} - exact|",
+         "other sign"],
+        [[k, err[k]["heads"], _round(err[k]["max_abs_error"], 4), _round(err[k]["median_abs_error"], 4),
+          err[k]["sign_disagreements"]] for k in ev.KINDS],
+        ["text", "int", "float", "float", "int"])
+    return [table, error_table]
+
+
+def _ablation_figure(payload: dict, head_labels: list[str], layer_labels: list[str]) -> Any:
+    """ablations.png: the exact change of every re-run head per kind; heads not re-run are blank."""
+    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+    grids = {k: torch.tensor([[_exact(heads[l * H + h], k) for h in range(H)] for l in range(L)],
+                             dtype=torch.float64) for k in ev.KINDS}
+    m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
+    n = len(payload["ablation"]["exact_heads"])
+    return heatmap_figure(
+        "ablations.png", f"Exact change in next-token loss when a head is ablated: zero (z_h := 0), mean (z_h := "
+                         "its mean over segments and positions), resample (z_h := the next segment's), each a hooked "
+                         f"forward re-run. Only the {n} re-run heads have a value; blank cells were not re-run (no "
+                         "estimate is drawn). One scale.",
+        panels=[heatmap_panel(f"{k} ablation (exact)", g, xlabels=head_labels, ylabels=layer_labels)
+                for k, g in grids.items()],
+        ncols=3, title="Head ablations (exact re-runs)", vmin=-m, vmax=m, colorbar="change in loss (nats/token)",
+        cmap="RdBu_r", xlabel="head", ylabel="layer")
+
+
+def _ablation_summary(payload: dict) -> list:
+    """Headline rows: per kind the re-run head with the largest exact change, and the estimates' largest error."""
+    heads, ab = payload["heads"], payload["ablation"]
+    rerun = [x for x in heads if "ablation" in x]
+    rows = []
+    for k in ev.KINDS:
+        best = max(rerun, key=lambda x: _exact(x, k))
+        a = best["ablation"][k]
+        rows.append(info(f"largest exact {k}-ablation change in next-token loss (nats/token)", a["delta_loss"],
+                         detail=f"L{best['layer']} H{best['head']}, exact re-run, 95% interval [{a['ci'][0]:+.3f}, "
+                                f"{a['ci'][1]:+.3f}] over {ab['segments']} segments; the largest of the "
+                                f"{len(rerun)} heads re-run",
+                         values={"layer": best["layer"], "head": best["head"], "ci": a["ci"], "measured": "exact"}))
+    err = ab["estimate_error"]
+    worst = max(ev.KINDS, key=lambda k: err[k]["max_abs_error"])
+    rows.append(info(f"largest error of the first-order screening estimate ({ESTIMATE}) on the re-run heads "
+                     "(nats/token)", err[worst]["max_abs_error"],
+                     detail=f"{worst} ablation; " + ", ".join(
+                         f"{k}: max {err[k]['max_abs_error']:.3f}, median {err[k]['median_abs_error']:.3f}, "
+                         f"{err[k]['sign_disagreements']} of {err[k]['heads']} with the other sign"
+                         for k in ev.KINDS),
+                     values={k: err[k] for k in ev.KINDS}))
+    return rows
 
 
 def _evidence_figures(payload: dict, avg: dict) -> list:
@@ -213,17 +296,7 @@ def _evidence_figures(payload: dict, avg: dict) -> list:
             ncols=1, title="Direct logit attribution", vmin=-m, vmax=m, colorbar="logit", cmap="RdBu_r",
             xlabel="head", ylabel="layer"))
     if payload.get("ablation"):
-        heads = payload["heads"]
-        grids = {k: torch.tensor([[heads[l * H + h]["ablation"][k]["delta_loss"] for h in range(H)]
-                                  for l in range(L)]) for k in ev.KINDS}
-        m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
-        figs.append(heatmap_figure(
-            "ablations.png", "Change in next-token loss when each head is ablated (zero, mean, resample); exact for "
-                             "the heads listed in the causal-evidence table, first-order elsewhere. One scale.",
-            panels=[heatmap_panel(f"{k} ablation", g, xlabels=head_labels, ylabels=layer_labels)
-                    for k, g in grids.items()],
-            ncols=3, title="Head ablations", vmin=-m, vmax=m, colorbar="change in loss (nats/token)", cmap="RdBu_r",
-            xlabel="head", ylabel="layer"))
+        figs.append(_ablation_figure(payload, head_labels, layer_labels))
     return figs
 
 
@@ -243,15 +316,7 @@ def _summary(payload: dict) -> list:
                          values={"layer": best["layer"], "head": best["head"], "chance": chance[key],
                                  "perfect_head": perfect}))
     if payload.get("ablation"):
-        for k in ev.KINDS:
-            best = max(heads, key=lambda x: x["ablation"][k]["delta_loss"])
-            a = best["ablation"][k]
-            rows.append(info(f"largest {k}-ablation change in next-token loss (nats/token)", a["delta_loss"],
-                             detail=f"L{best['layer']} H{best['head']}, 95% interval [{a['ci'][0]:+.3f}, "
-                                    f"{a['ci'][1]:+.3f}] over {payload['ablation']['segments']} segments, "
-                                    f"{a['measured']}",
-                             values={"layer": best["layer"], "head": best["head"], "ci": a["ci"],
-                                     "measured": a["measured"]}))
+        rows += _ablation_summary(payload)
     above = sum(1 for x in heads if x["ci"].get("sink", [math.nan])[0] > chance["sink"])
     rows.append(info("heads whose attention on the first token is above uniform attention's (95% interval)",
                      above, detail=f"of {len(heads)}; uniform attention under the model's mask puts "
