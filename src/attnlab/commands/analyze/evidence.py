@@ -41,11 +41,14 @@ LEVEL = 0.95
 EVIDENCE_KEYS = ("sink", "sink_norm", "dla")
 
 
-def per_segment(pm, A: torch.Tensor, hidden: list[torch.Tensor], input_ids) -> dict[str, torch.Tensor]:
+def per_segment(pm, A: torch.Tensor, hidden: list[torch.Tensor], input_ids, *,
+                center_unembed: bool = False) -> dict[str, torch.Tensor]:
     """The evidence numbers of one segment: A (L, H, n, n), hidden [X_0..X_L] each (n, d); (L, H) tensors
-    and under "chance:sink" the chance level (1, 1) under the model's mask."""
+    and under "chance:sink" the chance level (1, 1) under the model's mask; DLA through W_U centred over
+    the vocabulary with ``center_unembed``."""
     ids = torch.as_tensor(list(input_ids))[None]
-    ev = segment_evidence(pm.model, [h[None] for h in hidden], [P[None] for P in A], ids)
+    ev = segment_evidence(pm.model, [h[None] for h in hidden], [P[None] for P in A], ids,
+                          center_unembed=center_unembed)
     causal = bool(pm.model.causal)
     out = {k: ev[k] for k in EVIDENCE_KEYS if k in ev}
     out["chance:sink"] = ev["sink_chance_causal" if causal else "sink_chance_bidirectional"]

@@ -32,6 +32,24 @@ ESTIMATE_METHOD = ("first-order (attribution patching: the change of z_h times t
                    "backward pass); screening only, marked ≈ wherever shown")
 
 
+def dla_unembedding(config: dict) -> str:
+    """Which unembedding the run's direct logit attribution reads: "centred" or "uncentred"."""
+    return "centred" if config.get("center_unembed") else "uncentred"
+
+
+def dla_convention(config: dict) -> str:
+    """The run's direct-logit-attribution convention in one sentence (heads.json "dla_convention")."""
+    which = ("centred: each row of W_U minus its mean over the vocabulary, TransformerLens' default "
+             "center_unembed (--center-unembed), so a head's number is its share of the next token's logit "
+             "minus the mean logit" if config.get("center_unembed") else
+             "uncentred (W_U as the model holds it; --center-unembed centres it as TransformerLens does by "
+             "default, which can reorder the heads)")
+    return ("Direct logit attribution: head h's write o_h,i (P_h V_h W_O,h, without b_O) through the final norm "
+            "with its per-position scale frozen at the clean run (1/rms of the final residual, or 1/sigma with "
+            "centring for LayerNorm) and gamma folded into the unembedding, dotted with W_U[:, next token]; mean "
+            f"over the positions (logit units). Unembedding: {which}.")
+
+
 def criteria() -> list[dict]:
     """Every label's rule: criteria, label, score (its heads.json key), relation, threshold, where the
     threshold comes from (the paper, its code, or attnlab's choice) and the rule in words. The chance
@@ -139,8 +157,13 @@ def heads_payload(config: dict, pm: PretrainedModel, segs: Segments, causal: boo
         "heads": [list(t) for t in sorted(induction.exact["zero"])], "prompts": induction.segments,
         "scored_predictions": induction.tokens, "base_loss": induction.base_loss.mean().item(),
         "seconds": round(induction.seconds, 1)}
+    has_dla = "dla" in avg
+    if has_dla:
+        notes.append(dla_convention(config))
     return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
             "causal": causal, "layers": L, "heads_per_layer": H, "kv_heads_per_layer": n_kv,
+            "dla_unembedding": dla_unembedding(config) if has_dla else None,
+            "dla_convention": dla_convention(config) if has_dla else None,
             "ablation": ablation, "induction_ablation": induction_info, "segments": len(segs.input_ids),
             "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
             "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),

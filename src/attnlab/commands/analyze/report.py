@@ -108,7 +108,8 @@ VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what 
                  "(Kobayashi et al. 2020)",
     "copying": "copying score of the OV circuit, sum lambda / sum |lambda| (Elhage et al. 2021): +1 copies, "
                "-1 suppresses",
-    "dla": "direct logit attribution to the next token (mean logit units)",
+    "dla": "direct logit attribution to the next token (mean logit units; final norm scale frozen at the clean "
+           "run, gamma folded into W_U; {unembedding} W_U)",
     **{f"ablation.{k}.delta_loss": f"exact: change in next-token loss when the head is {k}-ablated ({what}), "
                                    "re-run with its hook_z replaced (nats per token); only the re-run heads "
                                    "have a value and a rank"
@@ -136,7 +137,8 @@ def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
                                "segments (not segment 0's alone), named by their heads.json keys. Every "
                                "ablation value is exact (a re-run with the head's z replaced); heads that were not "
                                "re-run have none.",
-                       scores=scores, score_descriptions={k: VIEWER_SCORES[k] for k in scores})
+                       scores=scores, score_descriptions={k: VIEWER_SCORES[k].replace(
+                           "{unembedding}", str(payload.get("dla_unembedding"))) for k in scores})
 
 
 def _lookup_or_nan(x: dict, key: str) -> float:
@@ -178,9 +180,11 @@ def _evidence_tables(payload: dict) -> list[Table]:
     out.append(Table(
         f"Evidence per head: attention on the first token (uniform attention under the model's mask: "
         f"{chance['sink']:.3f}) and its value-weighted share; "
-        + ("direct logit attribution to the next token (mean logit units); " if has_dla else "")
+        + (f"direct logit attribution to the next token (mean logit units, {payload['dla_unembedding']} "
+           "unembedding, final norm frozen at the clean run); " if has_dla else "")
         + "the OV circuit's copying score; the Frobenius norms of W_QK and W_OV",
-        ["layer", "head", "kv", "sink", "sink (value-weighted)", *(["DLA"] if has_dla else []), "copying",
+        ["layer", "head", "kv", "sink", "sink (value-weighted)",
+         *([f"DLA ({payload['dla_unembedding']} W_U)"] if has_dla else []), "copying",
          "|W_QK|", "|W_OV|"], rows,
         ["int", "int", "int", "float", "float", *(["float"] if has_dla else []), "float", "float", "float"]))
     return out
@@ -205,6 +209,7 @@ def _ablation_tables(payload: dict) -> list[Table]:
              *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
              *(_round(x["ablation_estimate"][k]["delta_loss_estimate"], 3) for k in ev.KINDS),
              _round(x.get("dla", float("nan")), 3), _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
+    dla = f"DLA ({payload['dla_unembedding']} W_U)" if payload.get("dla_unembedding") else "DLA"
     screened = (f"the {len(rerun)} heads with the largest first-order estimate were re-run exactly"
                 if ab["mode"] == "top" else "every head was re-run exactly")
     table = Table(
@@ -213,7 +218,7 @@ def _ablation_tables(payload: dict) -> list[Table]:
         f"nats per token, mean [95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
         f"{ab['base_loss']:.3f}). {ESTIMATE} columns: the first-order screening estimate, not a measurement",
         ["layer", "head", "kv", "zero (exact)", "mean (exact)", "resample (exact)",
-         *(f"{ESTIMATE} {k} (first-order)" for k in ev.KINDS), "DLA", "sink", "copying"], rows,
+         *(f"{ESTIMATE} {k} (first-order)" for k in ev.KINDS), dla, "sink", "copying"], rows,
         ["int", "int", "int", "text", "text", "text", "float", "float", "float", "float", "float", "float"])
     err = ab["estimate_error"]
     error_table = Table(
@@ -291,8 +296,14 @@ def _evidence_figures(payload: dict, avg: dict) -> list:
         m = float(avg["dla"].abs().nan_to_num().max()) or 1.0
         figs.append(heatmap_figure(
             "direct-logit-attribution.png", "Direct logit attribution: each head's mean contribution to the logit "
-                                            "of the next token, through the final norm frozen on the full residual.",
-            panels=[heatmap_panel("direct logit attribution", avg["dla"], xlabels=head_labels, ylabels=layer_labels)],
+                                            "of the next token, through the final norm's scale frozen at the clean "
+                                            "run (gamma folded into the unembedding), "
+                                            f"{payload['dla_unembedding']} W_U"
+                                            + (" (each row's mean over the vocabulary subtracted, TransformerLens' "
+                                               "center_unembed)." if payload["dla_unembedding"] == "centred" else
+                                               " (TransformerLens centres it by default: --center-unembed)."),
+            panels=[heatmap_panel(f"direct logit attribution ({payload['dla_unembedding']} W_U)", avg["dla"],
+                                  xlabels=head_labels, ylabels=layer_labels)],
             ncols=1, title="Direct logit attribution", vmin=-m, vmax=m, colorbar="logit", cmap="RdBu_r",
             xlabel="head", ylabel="layer"))
     if payload.get("ablation"):
