@@ -212,3 +212,23 @@ def test_the_centred_unembedding_is_an_option_the_report_names(run, tmp_path):
                 for xu, xc in zip(a.payload["heads"], c.payload["heads"], strict=True))
     assert worst <= EXACT
     assert shift.abs().max().item() > 1e-5  # centring changes the numbers here (random W_U: its mean is small)
+
+
+def test_the_induction_stripe_is_reported_beside_detect_head(run):
+    """heads.json repeated_induction_stripe = the mean over the prompts of mean_i a(i, i - s + 1) over the second
+    copy, recomputed here from the prompts segments.json holds; the report names both scores."""
+    from attnlab.pretrained import load_pretrained
+
+    path, a = run
+    pm = load_pretrained(path, dtype="float64")
+    rep = json.loads((a.path / "segments.json").read_text())["repeated_random_tokens"]
+    s_, p = rep["half"], len(rep["prefix"])
+    rows = torch.arange(p + s_, p + 2 * s_)
+    per = [torch.stack([P[0][:, rows, rows - s_ + 1].mean(-1) for P in pm.forward(torch.tensor([ids])).attentions])
+           for ids in rep["input_ids"]]  # (L, H) per prompt
+    stripe = torch.stack(per).mean(0)
+    assert max(abs(x["repeated_induction_stripe"] - stripe[x["layer"], x["head"]].item())
+               for x in a.payload["heads"]) <= EXACT
+    assert a.payload["repeated_random_tokens"]["perfect_head"]["induction_stripe"] == 1.0
+    html = (a.path / "report.html").read_text()
+    assert "TL detect_head ind" in html and "stripe ind" in html and "induction stripe" in html

@@ -22,6 +22,7 @@ from attnlab.commands.analyze.text import RepeatedPrompts, Segments
 
 TEXT_SCORES = "attnlab scores on the text"
 TL_REPEATED = "TransformerLens (repeated random tokens)"
+STRIPE = "induction stripe (repeated random tokens)"
 CLARK_CODE = "Clark et al.'s code (General_Analysis.ipynb: the head behaviours of their clustering, §6)"
 KOVALEVA_CHOICE = ("attnlab's choice: Kovaleva et al. labelled maps by hand and trained a CNN, with no threshold; "
                    "0.6 is Clark et al.'s special-token threshold, the 0.2 share attnlab's")
@@ -97,6 +98,8 @@ def criteria() -> list[dict]:
         rows.append(row(TL_REPEATED, name, f"tl_repeated_{kind}", None, None, NO_THRESHOLD,
                         "TransformerLens detect_head (\"mul\", no exclusions): attention on its pattern / all "
                         "attention, on repeated random tokens"))
+    rows.append(row(STRIPE, "induction stripe", "repeated_induction_stripe", None, None, NO_THRESHOLD,
+                    "mean attention a(i, i-s+1) over the second copy's rows (a perfect induction head scores 1)"))
     return rows
 
 
@@ -106,6 +109,7 @@ PER_HEAD = {  # heads.json key -> the averaged number it holds
     "self": "self", "next": "next", "to_cls": "to_[CLS]", "to_sep": "to_[SEP]", "to_punctuation": "to_punctuation",
     "max_weight": "max_weight", "confidence": "confidence", "rare_mass": "rare_mass", "rare_argmax": "rare_argmax",
     **{f"text_{k}": f"text_{k}" for k in TL_KINDS}, **{f"tl_repeated_{k}": f"tl_repeated_{k}" for k in TL_KINDS},
+    "repeated_induction_stripe": "repeated_induction_stripe",
 }
 KOVALEVA_TEMPLATES = ("vertical", "diagonal", "vertical+diagonal", "block")
 
@@ -144,7 +148,8 @@ def heads_payload(config: dict, pm: PretrainedModel, segs: Segments, causal: boo
         "prompts": int(prompts.input_ids.shape[0]), "half": prompts.half, "length": prompts.length,
         "prefix": pm.tokenizer.convert_ids_to_tokens(prompts.prefix),
         "suffix": pm.tokenizer.convert_ids_to_tokens(prompts.suffix), "seed": prompts.seed,
-        "perfect_head": prompts.perfect(), "chance": {k: chance[f"tl_repeated_{k}"] for k in TL_KINDS}}
+        "perfect_head": prompts.perfect(), "chance": {**{k: chance[f"tl_repeated_{k}"] for k in TL_KINDS},
+                                                      "induction_stripe": chance["repeated_induction_stripe"]}}
     ablation = None if ablations is None else {
         "tokens": ablations.tokens, "segments": ablations.segments, "kinds": list(ev.KINDS),
         "exact_heads": [list(t) for t in sorted(ablations.exact["zero"])], "base_loss": ablations.base_loss.mean().item(),
@@ -257,7 +262,10 @@ def _repeated_notes(config: dict, prompts: RepeatedPrompts | None, repeated: dic
         f"as detect_head averages a list. Every row counts, so a perfect head scores "
         f"{perfect['previous_token']:.3f} = (n-1)/n (previous-token) and {perfect['induction']:.3f} = s/n "
         f"(duplicate-token, induction); uniform attention scores "
-        + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + "."]
+        + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + ". The TL induction column is this "
+        f"detect_head score (a perfect head ~{perfect['induction']:.2f}, not 1). Beside it, the {STRIPE} score: the "
+        "mean attention on i -> i - s + 1 over the second copy's rows, the token after the earlier copy, where a "
+        f"perfect induction head scores 1 and uniform attention {repeated['chance']['induction_stripe']:.3f}."]
     if not causal:
         notes.append("This model is bidirectional; TransformerLens' head detector asserts lower-triangular "
                      "patterns (it scores decoder models only), so here each of its scores is the share of all "

@@ -18,7 +18,7 @@ from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS
 from attnlab.analysis.heads.summary import TL_KINDS
 from attnlab.checks import info
 from attnlab.commands.analyze import evidence as ev
-from attnlab.commands.analyze.payload import CLARK_CODE, TEXT_SCORES, TL_REPEATED, VOITA_TEXT, _lookup
+from attnlab.commands.analyze.payload import CLARK_CODE, STRIPE, TEXT_SCORES, TL_REPEATED, VOITA_TEXT, _lookup
 from attnlab.commands.analyze.text import Segments
 from attnlab.results import (
     ExperimentResult,
@@ -51,15 +51,18 @@ def analysis_result(payload: dict, avg: dict, first: torch.Tensor, segs: Segment
                      *(_round(x[k], 3) for k in ("previous", "next", "to_cls", "to_sep", "to_punctuation")),
                      clark, x["kovaleva"], voita,
                      *(_round(x[f"text_{k}"], 3) for k in TL_KINDS),
-                     *(_round(x[f"tl_repeated_{k}"], 3) for k in TL_KINDS)])
+                     *(_round(x[f"tl_repeated_{k}"], 3) for k in TL_KINDS),
+                     _round(x["repeated_induction_stripe"], 3)])
     per_head = Table(
         "Per head (means over segments). text: attnlab's previous-token, duplicate-token, induction scores on the "
-        "text; TL: TransformerLens' scores on repeated random tokens"
+        "text; TL: TransformerLens' detect_head scores on repeated random tokens (a perfect induction head scores "
+        "s/n, about 0.5); stripe ind: the mean attention on i -> i - s + 1 over the second copy (perfect 1)"
         + ("" if causal else " (a bidirectional model: see the notes)"),
         ["layer", "head", "entropy (nats)", "distance", "prev", "next", "[CLS]", "[SEP]", "punct.", "Clark",
-         "Kovaleva", "Voita", "text prev", "text dup", "text ind", "TL prev", "TL dup", "TL ind"],
+         "Kovaleva", "Voita", "text prev", "text dup", "text ind", "TL prev", "TL dup", "TL detect_head ind",
+         "stripe ind"],
         rows, ["int", "int", "float", "float", "float", "float", "float", "float", "float", "text", "text", "text",
-               "float", "float", "float", "float", "float", "float"])
+               "float", "float", "float", "float", "float", "float", "float"])
     counts = payload["counts"]
     count_rows = ([["Clark", k, v] for k, v in counts["clark"].items()]
                   + [["Kovaleva", k, v] for k, v in counts["kovaleva"].items()]
@@ -73,22 +76,30 @@ def analysis_result(payload: dict, avg: dict, first: torch.Tensor, segs: Segment
         [[r["criteria"], r["label"], r["rule"], _source(r) if r["threshold"] is not None else "–",
           "–" if r["chance"] is None else _round(r["chance"], 3)] for r in payload["criteria"]],
         ["text", "text", "text", "text", "float"])
-    top = []
-    rep = payload["repeated_random_tokens"]
-    for name, prefix, perfect in ((TL_REPEATED, "tl_repeated_", rep and rep["perfect_head"]),
-                                  (TEXT_SCORES, "text_", None)):
-        for k in TL_KINDS:
-            order = sorted(heads, key=lambda x: -_finite(x[f"{prefix}{k}"]))[:3]
-            top.append([name, k.replace("_", "-"),
-                        ", ".join(f"L{x['layer']} H{x['head']} ({x[f'{prefix}{k}']:.3f})" for x in order),
-                        _round(chance[f"{prefix}{k}"], 3), "–" if not perfect else _round(perfect[k], 3)])
-    tl_table = Table("Previous-token, duplicate-token and induction scores: the three highest heads",
-                     ["scores", "pattern", "heads (score)", "chance", "perfect head"], top,
-                     ["text", "text", "text", "float", "float"])
-    tables = [count_table, rule_table, tl_table, *_evidence_tables(payload), per_head]
+    tables = [count_table, rule_table, _top_table(payload), *_evidence_tables(payload), per_head]
     return ExperimentResult(summary=_summary(payload), tables=tables,
                             figures=_figures(payload, avg, first, segs) + _evidence_figures(payload, avg),
                             notes=list(payload["notes"]), interactive=[_viewer(first, segs, payload)])
+
+
+def _top_table(payload: dict) -> Table:
+    """The three highest heads of every previous-token, duplicate-token and induction score, beside uniform
+    attention's and a perfect head's."""
+    heads, chance, rep = payload["heads"], payload["chance"], payload["repeated_random_tokens"]
+    perfect = rep["perfect_head"] if rep else None
+    rows = []
+    for name, key, label, best in ([(TL_REPEATED, f"tl_repeated_{k}", k.replace("_", "-")
+                                     + (" (detect_head)" if k == "induction" else ""), perfect and perfect[k])
+                                    for k in TL_KINDS]
+                                   + [(STRIPE, "repeated_induction_stripe", "induction stripe",
+                                       perfect and perfect["induction_stripe"])]
+                                   + [(TEXT_SCORES, f"text_{k}", k.replace("_", "-"), None) for k in TL_KINDS]):
+        order = sorted(heads, key=lambda x: -_finite(x[key]))[:3]
+        rows.append([name, label, ", ".join(f"L{x['layer']} H{x['head']} ({x[key]:.3f})" for x in order),
+                     _round(chance[key], 3), "–" if not best else _round(best, 3)])
+    return Table("Previous-token, duplicate-token and induction scores: the three highest heads",
+                 ["scores", "pattern", "heads (score)", "chance", "perfect head"], rows,
+                 ["text", "text", "text", "float", "float"])
 
 
 VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what the viewer's table says it is
@@ -102,7 +113,10 @@ VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what 
     "voita_argmax_next": "Voita et al.: share of queries whose largest weight is on key i+1 (positional +1)",
     "tl_repeated_previous_token": "TransformerLens previous-token score on repeated random tokens",
     "tl_repeated_duplicate_token": "TransformerLens duplicate-token score on repeated random tokens",
-    "tl_repeated_induction": "TransformerLens induction score on repeated random tokens",
+    "tl_repeated_induction": "TransformerLens detect_head induction score on repeated random tokens (a perfect "
+                             "head scores s/n, about 0.5)",
+    "repeated_induction_stripe": "induction stripe score on repeated random tokens: mean attention on "
+                                 "i -> i - s + 1 over the second copy (a perfect head scores 1)",
     "sink": "attention on the first token (an attention sink)",
     "sink_norm": "value-weighted share of the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O|| "
                  "(Kobayashi et al. 2020)",
@@ -164,15 +178,15 @@ def _evidence_tables(payload: dict) -> list[Table]:
         out += _ablation_tables(payload)
     if payload.get("induction_ablation"):
         ia = payload["induction_ablation"]
-        rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3),
+        rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3), _round(x["repeated_induction_stripe"], 3),
                  *(_ci_text(x["induction_ablation"][k]["delta_loss"], x["induction_ablation"][k]["ci"])
                    for k in ev.KINDS)] for x in heads if "induction_ablation" in x]
         out.append(Table(
-            f"Induction, causally: the heads with the highest TransformerLens induction scores, ablated on the "
+            f"Induction, causally: the heads with the highest TransformerLens detect_head induction scores, ablated on the "
             f"{ia['prompts']} repeated-random-token prompts; change in the loss on the second copy (nats per "
             f"prediction, mean [95% interval] over prompts; clean loss {ia['base_loss']:.3f})",
-            ["layer", "head", "TL ind", "zero (exact)", "mean (exact)", "resample (exact)"], rows,
-            ["int", "int", "float", "text", "text", "text"]))
+            ["layer", "head", "TL detect_head ind", "stripe ind", "zero (exact)", "mean (exact)", "resample (exact)"],
+            rows, ["int", "int", "float", "float", "text", "text", "text"]))
     has_dla = any("dla" in x for x in heads)
     rows = [[x["layer"], x["head"], x["kv_head"], _round(x["sink"], 3), _round(x["sink_norm"], 3),
              *([_round(x["dla"], 3)] if has_dla else []), _round(x["copying"], 3), _round(x["qk_norm"], 2),
@@ -321,11 +335,17 @@ def _summary(payload: dict) -> list:
         key = f"tl_repeated_{k}"
         best = max(heads, key=lambda x: _finite(x[key]))
         perfect = rep["perfect_head"][k] if rep else float("nan")
-        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score", best[key],
+        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score (detect_head)", best[key],
                          detail=f"L{best['layer']} H{best['head']}; uniform attention scores {chance[key]:.3f}, "
                                 f"a perfect head {perfect:.3f}",
                          values={"layer": best["layer"], "head": best["head"], "chance": chance[key],
                                  "perfect_head": perfect}))
+    key = "repeated_induction_stripe"
+    best = max(heads, key=lambda x: _finite(x[key]))
+    rows.append(info(f"{STRIPE}: highest score", best[key],
+                     detail=f"L{best['layer']} H{best['head']}; mean attention on i -> i - s + 1 over the second "
+                            f"copy; uniform attention scores {chance[key]:.3f}, a perfect head 1",
+                     values={"layer": best["layer"], "head": best["head"], "chance": chance[key], "perfect_head": 1.0}))
     if payload.get("ablation"):
         rows += _ablation_summary(payload)
     above = sum(1 for x in heads if x["ci"].get("sink", [math.nan])[0] > chance["sink"])

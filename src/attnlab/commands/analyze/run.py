@@ -259,12 +259,17 @@ def _segment_numbers(pm: "PretrainedModel", segs: "Segments", causal: bool, spec
 def _repeated_numbers(pm: "PretrainedModel", prompts: "RepeatedPrompts | None", causal: bool,
                       shape: tuple[int, int]) -> dict:
     """TransformerLens' scores on the repeated random tokens (NaN where the model has no prompts), keyed
-    tl_repeated_<kind> and chance:tl_repeated_<kind>."""
+    tl_repeated_<kind> and chance:tl_repeated_<kind>, and the induction stripe score, keyed
+    repeated_induction_stripe and chance:repeated_induction_stripe."""
     nan = torch.full(shape, float("nan"), dtype=torch.float64)  # (L, H)
+    kinds = (*TL_KINDS, "induction_stripe")
     rep = repeated_scores(pm, prompts, causal) if prompts is not None else {
-        **{k: nan for k in TL_KINDS}, **{f"chance:{k}": nan[:1, :1] for k in TL_KINDS}}
-    return {f"tl_repeated_{k}" if not k.startswith("chance:") else f"chance:tl_repeated_{k[7:]}": v
-            for k, v in rep.items()}
+        **{k: nan for k in kinds}, **{f"chance:{k}": nan[:1, :1] for k in kinds}}
+
+    def name(k: str) -> str:
+        return ("repeated_" if k == "induction_stripe" else "tl_repeated_") + k
+
+    return {name(k) if not k.startswith("chance:") else f"chance:{name(k[7:])}": v for k, v in rep.items()}
 
 
 def _write_results(rd: RunDir, config: dict, result: "ExperimentResult", causal: bool, n_segments: int,
