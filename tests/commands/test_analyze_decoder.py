@@ -134,3 +134,21 @@ def test_the_report_viewer_carries_dla_and_the_ablations_of_every_head(run):
                 (x["layer"], x["head"], name)
         checked += 1
     assert checked >= 9 * 2  # the first and the last layer at least
+
+
+def test_every_smollm2_segment_starts_with_its_bos(run, pm):
+    """SmolLM2's tokenizer adds no BOS; analyze prepends "<|im_start|>" (id 1) to every text segment, within
+    --max-tokens, so the sink is measured on the token the model sees first; the notes say so."""
+    from attnlab.commands.analyze.text import make_segments
+
+    bos = pm.tokenizer.bos_token_id
+    assert (bos, pm.tokenizer.bos_token) == (1, "<|im_start|>") and pm.tokenizer("The cat")["input_ids"][0] != bos
+    segs = json.loads((run.path / "segments.json").read_text())
+    assert segs["input_ids"] and all(ids[0] == bos and ids.count(bos) == 1 and len(ids) <= 32
+                                     for ids in segs["input_ids"])
+    assert all(t[0] == "<|im_start|>" for t in segs["tokens"])
+    assert run.payload["bos"] == "<|im_start|>"
+    assert any("starts with the model's BOS token <|im_start|>" in n for n in run.payload["notes"])
+    s = make_segments(pm, ["The cat sat on the mat.", "It was warm.", "Then it left the room."], 8, 2)
+    text = pm.tokenizer("The cat sat on the mat. It was warm.", add_special_tokens=False)["input_ids"]
+    assert s.input_ids[0] == [bos] + text[:7] and all(len(x) <= 8 and x[0] == bos for x in s.input_ids)

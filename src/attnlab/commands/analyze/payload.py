@@ -170,7 +170,7 @@ def heads_payload(config: dict, pm: PretrainedModel, segs: Segments, causal: boo
             "dla_unembedding": dla_unembedding(config) if has_dla else None,
             "dla_convention": dla_convention(config) if has_dla else None,
             "ablation": ablation, "induction_ablation": induction_info, "segments": len(segs.input_ids),
-            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
+            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"], "bos": segs.bos,
             "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
             "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,
             "counts": _counts(heads), "notes": notes, "heads": heads}
@@ -279,6 +279,10 @@ def _input_notes(segs: Segments, specials: dict, chance: dict) -> list[str]:
     """What the analysed inputs lack or how they were cut: special tokens, sentence pairs, long sentences."""
     present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
     notes = []
+    if segs.bos is not None:
+        notes.append(f"Every segment starts with the model's BOS token {segs.bos} (its tokenizer does not add it; "
+                     "prepended as TransformerLens' to_tokens does), so the attention on the first token (the sink) "
+                     "is measured as the model sees a text.")
     for k, ok in present.items():
         if not ok:
             notes.append(f"The analysed text holds no {k} token of this tokenizer ({specials[k] or 'it has none'}): "
