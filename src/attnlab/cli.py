@@ -208,14 +208,16 @@ def analyze(
     device: str = typer.Option("cpu", metavar="name", help=DEVICE),
     as_json: bool = typer.Option(False, "--json", help="Print the per-head numbers as JSON (also in heads.json)."),
     ablate: str = typer.Option("top", metavar="name", help="Head ablations (models with an output head): top "
-                               "(first-order for every head, exact for the 6 largest), all (exact for every head; "
-                               "minutes), none."),
+                               "(a first-order screen of every head, exact re-runs of the 12 it ranks highest), all "
+                               "(exact for every head; minutes), none."),
+    center_unembed: bool = typer.Option(False, "--center-unembed", help="DLA with W_U centred over the vocabulary "
+                                        "(TransformerLens' center_unembed); default uncentred."),
 ) -> None:
     """`attnlab analyze`: every head of a model on real text (:mod:`attnlab.commands.analyze`)."""
     from attnlab.commands.analyze import AnalyzeOptions, print_analyze, run_analyze
 
-    _finish(run_analyze(AnalyzeOptions(model, text, max_tokens, segments, dtype, out, device, as_json, ablate)),
-            print_analyze)
+    _finish(run_analyze(AnalyzeOptions(model, text, max_tokens, segments, dtype, out, device, as_json, ablate,
+                                       center_unembed)), print_analyze)
 
 
 @app.command(cls=ConstructHelp, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -10,7 +10,7 @@ import pytest
 
 from attnlab.cli import app
 
-FLAGS = {"as_json", "resume", "quick", "help", "strict", "dry_run", "verdicts"}  # switches: no value to get wrong
+FLAGS = {"as_json", "resume", "quick", "help", "strict", "dry_run", "verdicts", "center_unembed"}  # switches: no value to get wrong
 
 
 def _commands() -> dict:

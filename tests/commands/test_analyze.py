@@ -96,7 +96,7 @@ def test_report_is_self_contained(minilm_run):
     for needle in ("Attention maps, 6 layers x 12 heads", "Zoomed heads", f"&gt; {BROAD_ENTROPY_NATS:g} nats",
                    f"&gt; {SPECIAL_TOKEN_THRESHOLD:g}", "Per head (means over segments", "a bidirectional model",
                    "TransformerLens (repeated random tokens)", "attnlab scores on the text", "threshold from",
-                   "chance levels (uniform attention under the model", "perfect head", "TL ind", "text ind"):
+                   "chance levels (uniform attention under the model", "perfect head", "TL detect_head ind", "stripe ind", "text ind"):
         assert needle in re.sub(r"<[^>]+>", "", html), needle  # the text, numbers kept whole in their spans
     assert (path / "report.md").is_file() and (path / "figures" / "attention-maps.png").is_file()
 
@@ -330,13 +330,15 @@ def test_transformerlens_scores_are_its_definitions_on_repeated_random_tokens(mi
         assert ids[1 + s_:1 + 2 * s_] == r and len(set(r)) == s_
     n = meta["length"]
     assert meta["perfect_head"] == pytest.approx({"previous_token": (n - 1) / n, "duplicate_token": s_ / n,
-                                                  "induction": s_ / n}, abs=1e-15)
+                                                  "induction": s_ / n, "induction_stripe": 1.0}, abs=1e-15)
     assert _worst_repeated(load_pretrained("minilm", dtype="float64"), payload, segs) <= FLOAT64
     # the bidirectional chance levels, closed forms: (n-1)/n^2, s/n^2, s/n^2
     c = payload["chance"]
     assert (c["tl_repeated_previous_token"], c["tl_repeated_duplicate_token"], c["tl_repeated_induction"]) == \
         pytest.approx(((n - 1) / n**2, s_ / n**2, s_ / n**2), abs=1e-15)
-    assert meta["chance"] == {k: c[f"tl_repeated_{k}"] for k in ("previous_token", "duplicate_token", "induction")}
+    assert meta["chance"] == {**{k: c[f"tl_repeated_{k}"] for k in ("previous_token", "duplicate_token", "induction")},
+                              "induction_stripe": c["repeated_induction_stripe"]}
+    assert c["repeated_induction_stripe"] == pytest.approx(1 / n, abs=1e-15)  # bidirectional uniform: 1/n per key
     # the best previous-token head of MiniLM is L0 H2 under both readings
     best = max(payload["heads"], key=lambda h: h["tl_repeated_previous_token"])
     assert (best["layer"], best["head"]) == (0, 2) and 0.9 < best["tl_repeated_previous_token"] < (n - 1) / n
@@ -378,8 +380,9 @@ def test_every_score_has_its_uniform_attention_chance_level_beside_its_threshold
 def test_summary_rows_are_descriptive_checks(minilm_run):
     path, payload = minilm_run
     summary = json.loads((path / "results.json").read_text())["experiments"]["analyze"]["results"]["summary"]
-    # 3 TransformerLens rows, the heads above the sink's chance level, 3 label counts (no output head: no ablations)
-    assert len(summary) == 7 and {r["verdict"] for r in summary} == {"info"}
+    # 3 TransformerLens rows, the stripe, the heads above the sink's chance level, 3 label counts (no output head:
+    # no ablations)
+    assert len(summary) == 8 and {r["verdict"] for r in summary} == {"info"}
     sink = next(r for r in summary if r["quantity"].startswith("heads whose attention on the first token"))
     above = sum(1 for h in payload["heads"] if h["ci"]["sink"][0] > payload["chance"]["sink"])
     assert sink["measured"] == above and sink["values"]["chance"] == payload["chance"]["sink"]

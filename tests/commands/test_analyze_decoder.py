@@ -69,7 +69,7 @@ def test_exact_zero_ablation_is_removing_the_head(run, pm):
 
     p = run.payload
     ab = p["ablation"]
-    assert ab["mode"] == "top" and len(ab["exact_heads"]) == 6 and ab["segments"] == 2
+    assert ab["mode"] == "top" and len(ab["exact_heads"]) == 12 and ab["segments"] == 2
     segs = json.loads((run.path / "segments.json").read_text())
     m = ab["tokens"]
     x = torch.tensor([r[:m] for r in segs["input_ids"]])
@@ -88,7 +88,7 @@ def test_exact_zero_ablation_is_removing_the_head(run, pm):
     lo, hi = head["ablation"]["zero"]["ci"]
     assert lo < head["ablation"]["zero"]["delta_loss"] < hi
     others = [x for x in p["heads"] if [x["layer"], x["head"]] not in ab["exact_heads"]]
-    assert all(x["ablation"]["mean"]["measured"] == "first-order" for x in others)
+    assert len(others) == 270 - 12 and all("ablation" not in x and "ablation_estimate" in x for x in others)
 
 
 def test_report_shows_the_evidence(run):
@@ -113,21 +113,42 @@ def test_induction_heads_are_ablated_on_the_second_copy(run):
 
 
 def test_the_report_viewer_carries_dla_and_the_ablations_of_every_head(run):
-    """With an output head the viewer's table also lists DLA and the three ablations, heads.json's numbers to
-    four significant digits, for every head shown."""
+    """With an output head the viewer's table also lists DLA for every head and the three exact ablations for the
+    re-run heads (no value for the others), heads.json's numbers to four significant digits."""
     block = json.loads((run.path / "results.json").read_text())["experiments"]["analyze"]["results"]["interactive"][0]
     scores = {s["name"]: s for s in block["scores"]}
     named = {"sink", "copying", "dla", "ablation.zero.delta_loss", "ablation.mean.delta_loss",
              "ablation.resample.delta_loss"}
-    assert named <= set(scores) and all(scores[k]["ranked"] == 270 for k in named)  # every head has them
+    assert named <= set(scores) and all(scores[k]["ranked"] == 270 for k in ("sink", "copying", "dla"))
+    assert all(scores[f"ablation.{k}.delta_loss"]["ranked"] == 12 for k in ("zero", "mean", "resample"))
     assert "voita_argmax_next" not in scores and "voita_argmax_previous" in scores  # causal: no key i+1
     checked = 0
     for x in run.payload["heads"]:
         if x["layer"] not in block["layer_ids"]:
             continue
         li, hi = block["layer_ids"].index(x["layer"]), block["head_ids"].index(x["head"])
-        for name, want in (("dla", x["dla"]), ("ablation.zero.delta_loss", x["ablation"]["zero"]["delta_loss"])):
-            assert abs(scores[name]["values"][li][hi] - want) <= VIEWER_ROUNDING * abs(want), \
+        for name, want in (("dla", x["dla"]),
+                           ("ablation.zero.delta_loss", x["ablation"]["zero"]["delta_loss"] if "ablation" in x else None)):
+            got = scores[name]["values"][li][hi]
+            assert (got is None if want is None else abs(got - want) <= VIEWER_ROUNDING * abs(want)), \
                 (x["layer"], x["head"], name)
         checked += 1
     assert checked >= 9 * 2  # the first and the last layer at least
+
+
+def test_every_smollm2_segment_starts_with_its_bos(run, pm):
+    """SmolLM2's tokenizer adds no BOS; analyze prepends "<|im_start|>" (id 1) to every text segment, within
+    --max-tokens, so the sink is measured on the token the model sees first; the notes say so."""
+    from attnlab.commands.analyze.text import make_segments
+
+    bos = pm.tokenizer.bos_token_id
+    assert (bos, pm.tokenizer.bos_token) == (1, "<|im_start|>") and pm.tokenizer("The cat")["input_ids"][0] != bos
+    segs = json.loads((run.path / "segments.json").read_text())
+    assert segs["input_ids"] and all(ids[0] == bos and ids.count(bos) == 1 and len(ids) <= 32
+                                     for ids in segs["input_ids"])
+    assert all(t[0] == "<|im_start|>" for t in segs["tokens"])
+    assert run.payload["bos"] == "<|im_start|>"
+    assert any("starts with the model's BOS token <|im_start|>" in n for n in run.payload["notes"])
+    s = make_segments(pm, ["The cat sat on the mat.", "It was warm.", "Then it left the room."], 8, 2)
+    text = pm.tokenizer("The cat sat on the mat. It was warm.", add_special_tokens=False)["input_ids"]
+    assert s.input_ids[0] == [bos] + text[:7] and all(len(x) <= 8 and x[0] == bos for x in s.input_ids)

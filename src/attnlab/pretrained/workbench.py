@@ -96,6 +96,10 @@ class Workbench:
         out = [[tok.decode([i]) for i, p in zip(row, mask) if not p] for row, mask in zip(ids.tolist(), pad.tolist())]
         return out[0] if isinstance(tokens, str) else out
 
+    def bos_token_id(self, prepend_bos: bool | None = None) -> int | None:
+        """The id :meth:`to_tokens` prepends under ``prepend_bos`` (module docstring's convention), or None."""
+        return self._bos(prepend_bos)
+
     def _tokenizer(self) -> Any:
         """The tokenizer, or a ConfigError saying to pass ids."""
         if self.tokenizer is None:

@@ -250,6 +250,30 @@ def test_head_contributions_plus_the_rest_equal_the_logit(norm):
                      dla.contributions[scored[:, None].expand(-1, H, -1)])
 
 
+@pytest.mark.parametrize("center", [False, True])
+def test_the_centred_unembedding_subtracts_the_projection_on_the_mean_direction(center):
+    """center_unembed (TransformerLens' default): c'_h,i = c_h,i - (C o_h,i * s_i) . m, m_k = mean_v W_U[k, v],
+    float64; and the per-position shift is the same for every target, so the logits' softmax is unchanged."""
+    B, H, n, d, V = 2, 3, 5, 7, 11
+    g = _gen(11)
+    o = torch.randn(B, H, n, d, generator=g, dtype=F64)
+    s = torch.rand(B, n, d, generator=g, dtype=F64) + 0.5
+    W_U = torch.randn(d, V, generator=g, dtype=F64) + 0.7  # a mean direction well away from 0
+    y = torch.randint(0, V, (B, n), generator=g)
+    y[1, 0] = -1
+    raw = direct_logit_attribution(o, s, W_U, y, center=center)
+    centred = direct_logit_attribution(o, s, W_U, y, center=center, center_unembed=True)
+    m = W_U.mean(-1)  # (d,)
+    oc = o - o.mean(-1, keepdim=True) if center else o
+    projection = (oc * s[:, None]) @ m  # (B, H, n)
+    scored = (y >= 0)[:, None].expand(-1, H, -1)
+    assert_close(centred.contributions[scored], (raw.contributions - projection)[scored])
+    assert projection[scored].abs().min().item() > 1e-3  # the two differ: the test can fail
+    assert bool(centred.contributions[~scored].isnan().all())
+    with pytest.raises(ConfigError, match="center_unembed"):
+        direct_logit_attribution(o, s, W_U, y, center_unembed="yes")
+
+
 _Y = torch.zeros(2, 5, dtype=torch.long)
 
 

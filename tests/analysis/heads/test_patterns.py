@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from attnlab.analysis.heads.patterns import (
     duplicate_token_pattern,
     induction_pattern,
+    induction_stripe_score,
     pattern_score,
     pattern_scores,
     previous_token_pattern,
@@ -199,6 +200,37 @@ def test_perfect_heads_on_repeated_random_tokens_score_transformerlens_numbers()
     # the induction head is no duplicate head and the other way round
     assert transformerlens_scores(_perfect("induction"), tokens).duplicate_token.item() == 0.0
     assert transformerlens_scores(_perfect("duplicate_token"), tokens).induction.item() == 0.0
+
+
+@pytest.mark.parametrize("w", [1.0, 0.7, 0.0])
+def test_the_stripe_and_detect_head_scores_of_a_constructed_induction_head(w):
+    """[BOS] r r with s = 4 distinct tokens (n = 9): each second-copy row i puts w on i - s + 1 (the token after
+    the earlier copy) and 1 - w on BOS, every other row all on BOS. The stripe score is w; TransformerLens'
+    detect_head induction score is s w / n (4w/9: every row counts, so a perfect head scores 4/9, not 1);
+    a head on i - s (the earlier copy itself, a duplicate head) has stripe 0."""
+    s_, n = 4, 9
+    tokens = torch.tensor([0, 11, 12, 13, 14, 11, 12, 13, 14])
+    A = torch.zeros(n, n, dtype=torch.float64)
+    A[:, 0] = 1.0
+    for i in range(1 + s_, 1 + 2 * s_):
+        A[i, 0], A[i, i - s_ + 1] = 1 - w, w
+    assert torch.allclose(A.sum(-1), torch.ones(n, dtype=torch.float64))
+    assert induction_stripe_score(A, s_, 1).item() == pytest.approx(w, abs=FLOAT64)
+    assert transformerlens_scores(A, tokens).induction.item() == pytest.approx(s_ * w / n, abs=FLOAT64)
+    D = torch.zeros(n, n, dtype=torch.float64)
+    D[:, 0] = 1.0
+    for i in range(1 + s_, 1 + 2 * s_):
+        D[i, 0], D[i, i - s_] = 0.0, 1.0
+    assert induction_stripe_score(D, s_, 1).item() == 0.0
+    assert transformerlens_scores(D, tokens).duplicate_token.item() == pytest.approx(s_ / n, abs=FLOAT64)
+    # per head over leading axes, and the causal chance level (1/s) sum_i 1/(i + 1) over the second copy
+    both = torch.stack([A, D])[None]  # (1, 2, n, n)
+    assert induction_stripe_score(both, s_, 1).tolist() == [[induction_stripe_score(A, s_, 1).item(), 0.0]]
+    U = uniform_attention(n, causal=True)
+    assert induction_stripe_score(U, s_, 1).item() == pytest.approx(sum(1 / (i + 1) for i in range(5, 9)) / s_,
+                                                                    abs=FLOAT64)
+    with pytest.raises(ConfigError, match="prefix \\+ 2 half <= n = 9"):
+        induction_stripe_score(A, 5, 0)
 
 
 def test_uniform_attention_scores_the_closed_form_chance_levels():

@@ -36,6 +36,21 @@ The approximation is the freezing: rms(x_i) depends on every term, so c_h,i is t
 the logit at the model's own normalisation, not the change of the logit if the head were removed
 (that needs a second forward pass).
 
+Convention. s_i is frozen at the clean run's residual; gamma is folded into the unembedding
+(s_i W_U[:, y] = (1/rms(x_i)) (diag(gamma) W_U)[:, y], the same number either way); and W_U is
+uncentred by default. TransformerLens' default ``center_unembed`` subtracts from each row of the
+(gamma-folded) unembedding its mean over the vocabulary,
+
+    W_U' = W_U - m 1^T,    m_k = (1/V) sum_v W_U[k, v]      (d,), the mean unembedding direction,
+
+which shifts every logit of a position by the same amount (the softmax is unchanged) and gives
+
+    c'_h,i = c_h,i - (C o_h,i * s_i) . m,
+
+the head's contribution to the next token's logit minus its contribution to the mean logit
+(folding gamma before or after centring gives the same W_U': the mean over v commutes with scaling
+row k by gamma_k). ``center_unembed=True`` computes c'.
+
 Attention sink. The weight every query row puts on the first real token, averaged over the rows, and
 its chance level: the same number read on uniform attention
 (:func:`~attnlab.analysis.heads.maps.uniform_attention`), (1/n) sum_{i=0}^{n-1} 1/(i + 1) = H_n / n
@@ -155,8 +170,8 @@ class DirectLogitAttribution:
     n_scored: Tensor
 
 
-def direct_logit_attribution(head_outputs, final_scale, W_U, targets, *, center: bool = False
-                             ) -> DirectLogitAttribution:
+def direct_logit_attribution(head_outputs, final_scale, W_U, targets, *, center: bool = False,
+                             center_unembed: bool = False) -> DirectLogitAttribution:
     """Each head's direct contribution to the logit of the next token (module docstring):
 
         c_h,i = (C o_h,i * s_i) . W_U[:, y_i]
@@ -169,8 +184,10 @@ def direct_logit_attribution(head_outputs, final_scale, W_U, targets, *, center:
     -1 for a position without a target. ``center``: C subtracts the mean over the d features
     (LayerNorm does; RMSNorm does not). The contributions of all heads plus the rest's, computed the
     same way, plus beta . W_U[:, y] + b_U[y], equal the logit exactly; the approximation is the frozen
-    scale (module docstring)."""
+    scale (module docstring). ``center_unembed``: W_U with each row's mean over the vocabulary subtracted
+    (TransformerLens' default), c'_h,i = c_h,i - (C o_h,i * s_i) . m (module docstring, "Convention")."""
     check_bool("center", center)
+    check_bool("center_unembed", center_unembed)
     o = as_weights(head_outputs, "head_outputs")
     n, d = o.shape[-2:]
     lead = tuple(o.shape[:-3])
@@ -194,6 +211,8 @@ def direct_logit_attribution(head_outputs, final_scale, W_U, targets, *, center:
                           f"[{int(y.min())}, {int(y.max())}]")
     if center:
         o = o - o.mean(-1, keepdim=True)
+    if center_unembed:
+        W_U = W_U - W_U.mean(-1, keepdim=True)  # W_U' = W_U - m 1^T
     scored = y >= 0
     read = s * W_U.mT[y.clamp_min(0)]  # s_i * W_U[:, y_i], (..., n, d)
     c = (o * read.unsqueeze(-3)).sum(-1)  # (..., H, n)

@@ -58,6 +58,13 @@ sum_{k<s} 1/(s + 2 + k) / n for both others (H_n the harmonic number). For a bid
 model the patterns stay lower-triangular, as TransformerLens requires: a score is the share of
 all attention, later keys included, that lands on the earlier target; attention from the
 first copy to the second (the same pairs, looked at forwards) counts against it.
+
+Stripe score (:func:`induction_stripe_score`). The score of the induction tutorials (e.g. ARENA's)
+reads the induction stripe alone: on prefix, r, r (prefix length p, s = len(r)), the mean over
+the second copy's rows i = p + s .. p + 2s - 1 of a_{i, i-s+1}, the weight on the token after the
+earlier copy of t_i. A perfect induction head scores 1 (where TransformerLens' ``detect_head``
+gives it s/n, about 0.5: every row of the prompt counts, and only the second copy's can score);
+uniform causal attention scores (1/s) sum_{i} 1/(i + 1) over those rows.
 """
 
 from __future__ import annotations
@@ -221,3 +228,17 @@ def transformerlens_scores(A, tokens, *, key_padding_mask=None) -> PatternScores
     every row counted (module docstring). Average prompts yourself, as it does."""
     return pattern_scores(A, tokens, causal=True, measure="mul", key_padding_mask=key_padding_mask,
                           convention="transformerlens")
+
+
+def induction_stripe_score(A, half: int, prefix: int = 1) -> Tensor:
+    """The stripe score (...) of maps A (..., n, n) of a repeated sequence prefix, r, r(, suffix), r ``half``
+    = s tokens after ``prefix`` = p tokens: mean_{i = p+s}^{p+2s-1} a_{i, i-s+1} (module docstring), the mean
+    attention on the token after the earlier copy over the second copy; a perfect induction head scores 1."""
+    A = as_maps(A)
+    n = A.shape[-1]
+    if isinstance(half, bool) or not isinstance(half, int) or isinstance(prefix, bool) or not isinstance(prefix, int) \
+            or half < 1 or prefix < 0 or prefix + 2 * half > n:
+        raise ConfigError(f"the stripe needs integers half >= 1 and prefix >= 0 with prefix + 2 half <= n = {n} (the "
+                          f"maps' size), got half={half!r}, prefix={prefix!r}")
+    rows = torch.arange(prefix + half, prefix + 2 * half)  # the second copy, (s,)
+    return A[..., rows, rows - half + 1].mean(-1)

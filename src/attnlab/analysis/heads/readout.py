@@ -10,7 +10,9 @@ the identity (post-LN, where attention reads X_l itself):
 and the per-head numbers of :mod:`attnlab.analysis.heads.evidence`: the attention on the first
 token (the sink) beside its value-weighted share (Kobayashi et al. 2020), and, for a stack with an
 output head, the direct logit attribution of o_l,h to the next token through the final norm frozen
-at X_L (RMSNorm: s_i = gamma / rms(X_L,i); LayerNorm: gamma / sigma and centring).
+at X_L (RMSNorm: s_i = gamma / rms(X_L,i); LayerNorm: gamma / sigma and centring), gamma folded into
+the unembedding, W_U uncentred unless ``center_unembed`` (each row's mean over the vocabulary
+subtracted, TransformerLens' default; :func:`~attnlab.analysis.heads.evidence.direct_logit_attribution`).
 
 From the weights alone (:func:`weight_evidence`): the copying score of every head's OV circuit
 W_E diag(gamma_1) W_OV,h diag(gamma_f) W_U (Elhage et al. 2021: sum lambda / sum |lambda|) and the
@@ -64,12 +66,13 @@ def _final_scale(model: Encoder, X: Tensor) -> tuple[Tensor, bool]:
 
 
 def segment_evidence(model, hidden_states: list[Tensor], attentions: list[Tensor],
-                     input_ids: Tensor) -> dict[str, Tensor]:
+                     input_ids: Tensor, *, center_unembed: bool = False) -> dict[str, Tensor]:
     """Per-head numbers of one unpadded segment: hidden_states [X_0..X_L] each (1, n, d), attentions
     [P_1..P_L] each (1, H, n, n), input_ids (1, n). Returns (L, H) float64 tensors:
     sink (attention on the first token), sink_chance_causal / sink_chance_bidirectional (uniform
     attention's, (1, 1)), sink_norm (the value-weighted share of the first token), and, with an
-    output head, dla (mean direct logit attribution to the next token)."""
+    output head, dla (mean direct logit attribution to the next token; W_U centred over the vocabulary
+    with ``center_unembed``)."""
     if hidden_states[0].shape[0] != 1:
         raise ConfigError("segment_evidence reads one unpadded segment at a time (batch 1)")
     W_U = model.unembedding() if hasattr(model, "unembedding") else None
@@ -94,7 +97,8 @@ def segment_evidence(model, hidden_states: list[Tensor], attentions: list[Tensor
         targets = torch.cat([input_ids[0, 1:], input_ids.new_full((1,), -1)])
         dla = direct_logit_attribution(torch.stack(outs), s.to(torch.float64)[None].expand(len(outs), -1, -1),
                                        W_U.to(torch.float64),
-                                       targets[None].expand(len(outs), -1), center=center)
+                                       targets[None].expand(len(outs), -1), center=center,
+                                       center_unembed=center_unembed)
         out["dla"] = dla.mean
     return out
 

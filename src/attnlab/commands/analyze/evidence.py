@@ -11,11 +11,15 @@ From the weights (:func:`attnlab.analysis.heads.readout.weight_evidence`): each 
 circuits; heads that share a key/value head (grouped-query attention) are grouped.
 
 Ablations (models with an output head; :mod:`attnlab.analysis.heads.ablation`): the change in
-next-token loss when a head's output is set to zero, to its mean, or to another segment's, on
-the analysed segments cut to one length (``ABLATION_TOKENS``). Every head gets the first-order
-estimate (one forward and one backward pass); the ``exact`` heads with the largest estimated
-effect (all heads with ``ablate="all"``) are re-run exactly. Every per-head number has a 95%
-Student-t interval over segments.
+next-token loss when a head's output z_h (its ``blocks.{l}.attn.hook_z``) is set to zero, to its
+mean, or to another segment's, on the analysed segments cut to one length (``ABLATION_TOKENS``).
+Every head gets a first-order estimate (attribution patching: one forward and one backward pass),
+used only to screen: the ``EXACT_TOP`` heads with the largest estimated effect (all heads with
+``ablate="all"``) are re-run exactly, a hooked forward per head and kind, and only those exact
+values are shown as ablation effects. The estimates stay in heads.json under their own name
+("ablation_estimate", "delta_loss_estimate") and in the report only in columns marked "≈", beside
+their measured error on the re-run heads (:func:`estimate_errors`). Every per-head number has a
+95% Student-t interval over segments.
 """
 
 from __future__ import annotations
@@ -31,16 +35,20 @@ from attnlab.errors import ConfigError
 
 ABLATE = ("top", "all", "none")
 ABLATION_TOKENS = 64  # tokens per segment in the ablation batch (the segments cut to one length)
-EXACT_TOP = 6  # heads re-run exactly under ablate="top"
+EXACT_TOP = 12  # heads re-run exactly under ablate="top": every head the report's ablation table shows
+INDUCTION_TOP = 6  # induction heads ablated on the repeated random tokens
 LEVEL = 0.95
 EVIDENCE_KEYS = ("sink", "sink_norm", "dla")
 
 
-def per_segment(pm, A: torch.Tensor, hidden: list[torch.Tensor], input_ids) -> dict[str, torch.Tensor]:
+def per_segment(pm, A: torch.Tensor, hidden: list[torch.Tensor], input_ids, *,
+                center_unembed: bool = False) -> dict[str, torch.Tensor]:
     """The evidence numbers of one segment: A (L, H, n, n), hidden [X_0..X_L] each (n, d); (L, H) tensors
-    and under "chance:sink" the chance level (1, 1) under the model's mask."""
+    and under "chance:sink" the chance level (1, 1) under the model's mask; DLA through W_U centred over
+    the vocabulary with ``center_unembed``."""
     ids = torch.as_tensor(list(input_ids))[None]
-    ev = segment_evidence(pm.model, [h[None] for h in hidden], [P[None] for P in A], ids)
+    ev = segment_evidence(pm.model, [h[None] for h in hidden], [P[None] for P in A], ids,
+                          center_unembed=center_unembed)
     causal = bool(pm.model.causal)
     out = {k: ev[k] for k in EVIDENCE_KEYS if k in ev}
     out["chance:sink"] = ev["sink_chance_causal" if causal else "sink_chance_bidirectional"]
@@ -49,8 +57,9 @@ def per_segment(pm, A: torch.Tensor, hidden: list[torch.Tensor], input_ids) -> d
 
 @dataclass(frozen=True)
 class Ablations:
-    """Ablation results: tokens m per segment and segments S used; per kind (L, H, S) first-order estimates;
-    exact[kind][(l, h)] (S,) where measured; base_loss (S,)."""
+    """Ablation results: tokens m per segment and segments S used; per kind (L, H, S) first-order estimates
+    (screening only; empty where none were made); exact[kind][(l, h)] (S,) for the heads re-run exactly;
+    base_loss (S,)."""
 
     tokens: int
     segments: int
@@ -92,7 +101,7 @@ def run_ablations(pm, input_ids: list[list[int]], ablate: str, progress=None) ->
 
 
 def induction_ablations(pm, prompts, induction: torch.Tensor, ablate: str) -> Ablations | None:
-    """Exact zero, mean and resample ablations of the ``EXACT_TOP`` heads with the highest TransformerLens
+    """Exact zero, mean and resample ablations of the ``INDUCTION_TOP`` heads with the highest TransformerLens
     induction scores (``induction`` (L, H)) on the repeated-random-token prompts [BOS] r r, the loss taken
     on the second copy only (the predictions of r_2..r_s from r_1..r_{s-1}, which an induction head can
     make and nothing else can): a prompt-defined measure of what the head does. None without an output
@@ -109,7 +118,7 @@ def induction_ablations(pm, prompts, induction: torch.Tensor, ablate: str) -> Ab
     scored[p + s_: p + 2 * s_ - 1] = True  # position i predicts token i + 1 = r_{i - p - s + 1} of the second copy
     base = baseline(pm.model, x, scored.to(pm.device))
     L, H = induction.shape
-    order = torch.nan_to_num(induction, nan=-1.0).flatten().topk(min(EXACT_TOP, L * H)).indices.tolist()
+    order = torch.nan_to_num(induction, nan=-1.0).flatten().topk(min(INDUCTION_TOP, L * H)).indices.tolist()
     heads = sorted((i // H, i % H) for i in order)
     exact = exact_ablations(pm.model, base, heads)
     return Ablations(int(scored.sum()), int(x.shape[0]), {}, exact, base.loss, time.perf_counter() - start)
@@ -133,14 +142,40 @@ def intervals(per_seg: list[dict[str, torch.Tensor]], keys) -> dict[str, torch.T
     return out
 
 
-def head_ablation_rows(ab: Ablations, l: int, h: int) -> dict:
-    """heads.json "ablation" of one head: per kind the mean change in loss, its interval, and how measured."""
+def head_exact_rows(ab: Ablations, l: int, h: int) -> dict | None:
+    """heads.json "ablation" of one head: per kind the mean change in loss over segments of the exact re-run,
+    its interval, and "measured": "exact"; None for a head that was not re-run."""
+    if (l, h) not in ab.exact[KINDS[0]]:
+        return None
     out = {}
     for k in KINDS:
-        exact = ab.exact[k].get((l, h))
-        vals = exact if exact is not None else ab.estimates[k][l, h]
-        mean, lo, hi = interval(vals)
-        out[k] = {"delta_loss": mean, "ci": [lo, hi], "measured": "exact" if exact is not None else "first-order"}
+        mean, lo, hi = interval(ab.exact[k][(l, h)])
+        out[k] = {"delta_loss": mean, "ci": [lo, hi], "measured": "exact"}
+    return out
+
+
+def head_estimate_rows(ab: Ablations, l: int, h: int) -> dict:
+    """heads.json "ablation_estimate" of one head: per kind the first-order estimate of the mean change in loss
+    ("delta_loss_estimate") and its interval over segments ("ci_estimate"); a screening number, never shown
+    unmarked."""
+    out = {}
+    for k in KINDS:
+        mean, lo, hi = interval(ab.estimates[k][l, h])
+        out[k] = {"delta_loss_estimate": mean, "ci_estimate": [lo, hi]}
+    return out
+
+
+def estimate_errors(ab: Ablations) -> dict[str, dict]:
+    """kind -> how far the first-order estimates are from the exact re-runs, on the re-run heads' means over
+    segments: heads compared, max and median |estimate - exact|, and how many have the other sign."""
+    out = {}
+    for k in KINDS:
+        heads = sorted(ab.exact[k])
+        exact = torch.stack([ab.exact[k][x].mean() for x in heads]).to(torch.float64)  # (n,)
+        est = torch.stack([ab.estimates[k][l, h].mean() for l, h in heads]).to(torch.float64)
+        err = (est - exact).abs()
+        out[k] = {"heads": len(heads), "max_abs_error": float(err.max()), "median_abs_error": float(err.quantile(0.5)),
+                  "sign_disagreements": int(((est > 0) != (exact > 0)).sum())}
     return out
 
 
@@ -158,6 +193,7 @@ def weights(pm) -> dict[str, torch.Tensor]:
 
 def check_ablate(ablate: str) -> str:
     if ablate not in ABLATE:
-        raise ConfigError(f"--ablate {ablate!r} is not one of {', '.join(ABLATE)}: top (exact for the {EXACT_TOP} "
-                          "heads with the largest estimated effect), all (exact for every head; slow), none")
+        raise ConfigError(f"--ablate {ablate!r} is not one of {', '.join(ABLATE)}: top (exact re-runs of the "
+                          f"{EXACT_TOP} heads with the largest first-order estimate), all (exact for every head; "
+                          "slow), none")
     return ablate

@@ -22,12 +22,33 @@ from attnlab.commands.analyze.text import RepeatedPrompts, Segments
 
 TEXT_SCORES = "attnlab scores on the text"
 TL_REPEATED = "TransformerLens (repeated random tokens)"
+STRIPE = "induction stripe (repeated random tokens)"
 CLARK_CODE = "Clark et al.'s code (General_Analysis.ipynb: the head behaviours of their clustering, §6)"
 KOVALEVA_CHOICE = ("attnlab's choice: Kovaleva et al. labelled maps by hand and trained a CNN, with no threshold; "
                    "0.6 is Clark et al.'s special-token threshold, the 0.2 share attnlab's")
 VOITA_TEXT = "Voita et al. 2019 (\"at least 90% of the time\")"
 VOITA_CHOICE = "attnlab's choice: Voita et al. give no number for rare-token heads (the positional 90% carried over)"
 NO_THRESHOLD = "no threshold: the highest heads are listed"
+ESTIMATE_METHOD = ("first-order (attribution patching: the change of z_h times the gradient of the loss, one "
+                   "backward pass); screening only, marked ≈ wherever shown")
+
+
+def dla_unembedding(config: dict) -> str:
+    """Which unembedding the run's direct logit attribution reads: "centred" or "uncentred"."""
+    return "centred" if config.get("center_unembed") else "uncentred"
+
+
+def dla_convention(config: dict) -> str:
+    """The run's direct-logit-attribution convention in one sentence (heads.json "dla_convention")."""
+    which = ("centred: each row of W_U minus its mean over the vocabulary, TransformerLens' default "
+             "center_unembed (--center-unembed), so a head's number is its share of the next token's logit "
+             "minus the mean logit" if config.get("center_unembed") else
+             "uncentred (W_U as the model holds it; --center-unembed centres it as TransformerLens does by "
+             "default, which can reorder the heads)")
+    return ("Direct logit attribution: head h's write o_h,i (P_h V_h W_O,h, without b_O) through the final norm "
+            "with its per-position scale frozen at the clean run (1/rms of the final residual, or 1/sigma with "
+            "centring for LayerNorm) and gamma folded into the unembedding, dotted with W_U[:, next token]; mean "
+            f"over the positions (logit units). Unembedding: {which}.")
 
 
 def criteria() -> list[dict]:
@@ -77,6 +98,8 @@ def criteria() -> list[dict]:
         rows.append(row(TL_REPEATED, name, f"tl_repeated_{kind}", None, None, NO_THRESHOLD,
                         "TransformerLens detect_head (\"mul\", no exclusions): attention on its pattern / all "
                         "attention, on repeated random tokens"))
+    rows.append(row(STRIPE, "induction stripe", "repeated_induction_stripe", None, None, NO_THRESHOLD,
+                    "mean attention a(i, i-s+1) over the second copy's rows (a perfect induction head scores 1)"))
     return rows
 
 
@@ -86,6 +109,7 @@ PER_HEAD = {  # heads.json key -> the averaged number it holds
     "self": "self", "next": "next", "to_cls": "to_[CLS]", "to_sep": "to_[SEP]", "to_punctuation": "to_punctuation",
     "max_weight": "max_weight", "confidence": "confidence", "rare_mass": "rare_mass", "rare_argmax": "rare_argmax",
     **{f"text_{k}": f"text_{k}" for k in TL_KINDS}, **{f"tl_repeated_{k}": f"tl_repeated_{k}" for k in TL_KINDS},
+    "repeated_induction_stripe": "repeated_induction_stripe",
 }
 KOVALEVA_TEMPLATES = ("vertical", "diagonal", "vertical+diagonal", "block")
 
@@ -124,11 +148,13 @@ def heads_payload(config: dict, pm: PretrainedModel, segs: Segments, causal: boo
         "prompts": int(prompts.input_ids.shape[0]), "half": prompts.half, "length": prompts.length,
         "prefix": pm.tokenizer.convert_ids_to_tokens(prompts.prefix),
         "suffix": pm.tokenizer.convert_ids_to_tokens(prompts.suffix), "seed": prompts.seed,
-        "perfect_head": prompts.perfect(), "chance": {k: chance[f"tl_repeated_{k}"] for k in TL_KINDS}}
+        "perfect_head": prompts.perfect(), "chance": {**{k: chance[f"tl_repeated_{k}"] for k in TL_KINDS},
+                                                      "induction_stripe": chance["repeated_induction_stripe"]}}
     ablation = None if ablations is None else {
         "tokens": ablations.tokens, "segments": ablations.segments, "kinds": list(ev.KINDS),
         "exact_heads": [list(t) for t in sorted(ablations.exact["zero"])], "base_loss": ablations.base_loss.mean().item(),
-        "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top")}
+        "seconds": round(ablations.seconds, 1), "mode": config.get("ablate", "top"),
+        "estimate_method": ESTIMATE_METHOD, "estimate_error": ev.estimate_errors(ablations)}
     notes = (_reading_notes(config, segs, causal) + _repeated_notes(config, prompts, repeated, causal)
              + _input_notes(segs, specials, chance) + _evidence_notes(pm, chance, causal, n_heads, n_kv)
              + _ablation_notes(pm, ablations, ablation, induction))
@@ -136,10 +162,15 @@ def heads_payload(config: dict, pm: PretrainedModel, segs: Segments, causal: boo
         "heads": [list(t) for t in sorted(induction.exact["zero"])], "prompts": induction.segments,
         "scored_predictions": induction.tokens, "base_loss": induction.base_loss.mean().item(),
         "seconds": round(induction.seconds, 1)}
+    has_dla = "dla" in avg
+    if has_dla:
+        notes.append(dla_convention(config))
     return {"model": config["model"], "checkpoint": config["checkpoint"], "model_type": config["model_type"],
             "causal": causal, "layers": L, "heads_per_layer": H, "kv_heads_per_layer": n_kv,
+            "dla_unembedding": dla_unembedding(config) if has_dla else None,
+            "dla_convention": dla_convention(config) if has_dla else None,
             "ablation": ablation, "induction_ablation": induction_info, "segments": len(segs.input_ids),
-            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"],
+            "max_tokens": config["max_tokens"], "text": config["text"], "dtype": config["dtype"], "bos": segs.bos,
             "special_tokens": specials, "sentence_pairs": segs.pairs, "thresholds": thresholds(),
             "criteria": crit, "chance": chance, "repeated_random_tokens": repeated,
             "counts": _counts(heads), "notes": notes, "heads": heads}
@@ -170,9 +201,12 @@ def _head_rows(avg: dict, labels: dict, cis: dict, group: int, ablations: dict |
                        if src in cis},
             })
             if ablations is not None:
-                x["ablation"] = ev.head_ablation_rows(ablations, l, h)
+                exact = ev.head_exact_rows(ablations, l, h)
+                if exact is not None:
+                    x["ablation"] = exact
+                x["ablation_estimate"] = ev.head_estimate_rows(ablations, l, h)
             if induction is not None and (l, h) in induction.exact["zero"]:
-                x["induction_ablation"] = ev.head_ablation_rows(induction, l, h)
+                x["induction_ablation"] = ev.head_exact_rows(induction, l, h)
             heads.append(x)
     return heads
 
@@ -228,7 +262,10 @@ def _repeated_notes(config: dict, prompts: RepeatedPrompts | None, repeated: dic
         f"as detect_head averages a list. Every row counts, so a perfect head scores "
         f"{perfect['previous_token']:.3f} = (n-1)/n (previous-token) and {perfect['induction']:.3f} = s/n "
         f"(duplicate-token, induction); uniform attention scores "
-        + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + "."]
+        + ", ".join(f"{repeated['chance'][k]:.3f}" for k in TL_KINDS) + ". The TL induction column is this "
+        f"detect_head score (a perfect head ~{perfect['induction']:.2f}, not 1). Beside it, the {STRIPE} score: the "
+        "mean attention on i -> i - s + 1 over the second copy's rows, the token after the earlier copy, where a "
+        f"perfect induction head scores 1 and uniform attention {repeated['chance']['induction_stripe']:.3f}."]
     if not causal:
         notes.append("This model is bidirectional; TransformerLens' head detector asserts lower-triangular "
                      "patterns (it scores decoder models only), so here each of its scores is the share of all "
@@ -242,6 +279,10 @@ def _input_notes(segs: Segments, specials: dict, chance: dict) -> list[str]:
     """What the analysed inputs lack or how they were cut: special tokens, sentence pairs, long sentences."""
     present = {k: any(specials[k] in t for t in segs.tokens) if specials[k] else False for k in ("[CLS]", "[SEP]")}
     notes = []
+    if segs.bos is not None:
+        notes.append(f"Every segment starts with the model's BOS token {segs.bos} (its tokenizer does not add it; "
+                     "prepended as TransformerLens' to_tokens does), so the attention on the first token (the sink) "
+                     "is measured as the model sees a text.")
     for k, ok in present.items():
         if not ok:
             notes.append(f"The analysed text holds no {k} token of this tokenizer ({specials[k] or 'it has none'}): "
@@ -290,15 +331,22 @@ def _ablation_notes(pm: PretrainedModel, ablations: dict | None, ablation: dict 
     """How the head ablations and the induction heads' ablations were measured, or why there are none."""
     notes = []
     if ablations is not None:
+        err = ablation["estimate_error"]
         notes.append(
-            f"Ablations: the change in next-token loss (nats per token) when a head's output z_h = P_h V_h is set "
-            f"to zero, to its mean over every segment and position, or to the next segment's (resample), on "
-            f"{ablations.segments} segments of their first {ablations.tokens} tokens (clean loss "
-            f"{ablation['base_loss']:.3f}); 95% Student-t intervals over segments. Every head has the first-order "
-            f"estimate (attribution patching: one backward pass); "
-            + (f"the {len(ablation['exact_heads'])} heads with the largest estimated effect are measured exactly "
-               "(re-run from their layer)" if ablation["mode"] == "top" else "every head is measured exactly")
-            + "; the 'measured' field of each head says which. A positive change means the head helps predict the text.")
+            f"Ablations: the change in next-token loss (nats per token) when a head's output z_h = P_h V_h (its "
+            f"blocks.l.attn.hook_z) is set to zero, to its mean over every segment and position, or to the next "
+            f"segment's (resample), on {ablations.segments} segments of their first {ablations.tokens} tokens (clean "
+            f"loss {ablation['base_loss']:.3f}); 95% Student-t intervals over segments. Every value shown as an "
+            "ablation effect (tables, headline, ablations.png, the viewer) is exact: a hooked forward with that "
+            "head's z replaced, re-run from its layer; "
+            + (f"the {len(ablation['exact_heads'])} heads with the largest first-order estimate (attribution "
+               "patching, one backward pass) were re-run, so a head the estimate ranks low is not among them"
+               if ablation["mode"] == "top" else "every head was re-run")
+            + ". The estimates are a screening number only, in heads.json under \"ablation_estimate\" and in the "
+            "report in columns marked ≈; on the re-run heads they were off by at most "
+            + ", ".join(f"{err[k]['max_abs_error']:.3f} ({k}; median {err[k]['median_abs_error']:.3f}, "
+                        f"{err[k]['sign_disagreements']} of {err[k]['heads']} with the other sign)" for k in ev.KINDS)
+            + ". A positive change means the head helps predict the text.")
     if induction is not None:
         notes.append(
             f"Induction, causally: the {len(induction.exact['zero'])} heads with the highest TransformerLens induction "

@@ -7,7 +7,7 @@ heads beside the map.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import math
 
@@ -18,7 +18,7 @@ from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS
 from attnlab.analysis.heads.summary import TL_KINDS
 from attnlab.checks import info
 from attnlab.commands.analyze import evidence as ev
-from attnlab.commands.analyze.payload import CLARK_CODE, TEXT_SCORES, TL_REPEATED, VOITA_TEXT, _lookup
+from attnlab.commands.analyze.payload import CLARK_CODE, STRIPE, TEXT_SCORES, TL_REPEATED, VOITA_TEXT, _lookup
 from attnlab.commands.analyze.text import Segments
 from attnlab.results import (
     ExperimentResult,
@@ -51,15 +51,18 @@ def analysis_result(payload: dict, avg: dict, first: torch.Tensor, segs: Segment
                      *(_round(x[k], 3) for k in ("previous", "next", "to_cls", "to_sep", "to_punctuation")),
                      clark, x["kovaleva"], voita,
                      *(_round(x[f"text_{k}"], 3) for k in TL_KINDS),
-                     *(_round(x[f"tl_repeated_{k}"], 3) for k in TL_KINDS)])
+                     *(_round(x[f"tl_repeated_{k}"], 3) for k in TL_KINDS),
+                     _round(x["repeated_induction_stripe"], 3)])
     per_head = Table(
         "Per head (means over segments). text: attnlab's previous-token, duplicate-token, induction scores on the "
-        "text; TL: TransformerLens' scores on repeated random tokens"
+        "text; TL: TransformerLens' detect_head scores on repeated random tokens (a perfect induction head scores "
+        "s/n, about 0.5); stripe ind: the mean attention on i -> i - s + 1 over the second copy (perfect 1)"
         + ("" if causal else " (a bidirectional model: see the notes)"),
         ["layer", "head", "entropy (nats)", "distance", "prev", "next", "[CLS]", "[SEP]", "punct.", "Clark",
-         "Kovaleva", "Voita", "text prev", "text dup", "text ind", "TL prev", "TL dup", "TL ind"],
+         "Kovaleva", "Voita", "text prev", "text dup", "text ind", "TL prev", "TL dup", "TL detect_head ind",
+         "stripe ind"],
         rows, ["int", "int", "float", "float", "float", "float", "float", "float", "float", "text", "text", "text",
-               "float", "float", "float", "float", "float", "float"])
+               "float", "float", "float", "float", "float", "float", "float"])
     counts = payload["counts"]
     count_rows = ([["Clark", k, v] for k, v in counts["clark"].items()]
                   + [["Kovaleva", k, v] for k, v in counts["kovaleva"].items()]
@@ -73,22 +76,30 @@ def analysis_result(payload: dict, avg: dict, first: torch.Tensor, segs: Segment
         [[r["criteria"], r["label"], r["rule"], _source(r) if r["threshold"] is not None else "–",
           "–" if r["chance"] is None else _round(r["chance"], 3)] for r in payload["criteria"]],
         ["text", "text", "text", "text", "float"])
-    top = []
-    rep = payload["repeated_random_tokens"]
-    for name, prefix, perfect in ((TL_REPEATED, "tl_repeated_", rep and rep["perfect_head"]),
-                                  (TEXT_SCORES, "text_", None)):
-        for k in TL_KINDS:
-            order = sorted(heads, key=lambda x: -_finite(x[f"{prefix}{k}"]))[:3]
-            top.append([name, k.replace("_", "-"),
-                        ", ".join(f"L{x['layer']} H{x['head']} ({x[f'{prefix}{k}']:.3f})" for x in order),
-                        _round(chance[f"{prefix}{k}"], 3), "–" if not perfect else _round(perfect[k], 3)])
-    tl_table = Table("Previous-token, duplicate-token and induction scores: the three highest heads",
-                     ["scores", "pattern", "heads (score)", "chance", "perfect head"], top,
-                     ["text", "text", "text", "float", "float"])
-    tables = [count_table, rule_table, tl_table, *_evidence_tables(payload), per_head]
+    tables = [count_table, rule_table, _top_table(payload), *_evidence_tables(payload), per_head]
     return ExperimentResult(summary=_summary(payload), tables=tables,
                             figures=_figures(payload, avg, first, segs) + _evidence_figures(payload, avg),
                             notes=list(payload["notes"]), interactive=[_viewer(first, segs, payload)])
+
+
+def _top_table(payload: dict) -> Table:
+    """The three highest heads of every previous-token, duplicate-token and induction score, beside uniform
+    attention's and a perfect head's."""
+    heads, chance, rep = payload["heads"], payload["chance"], payload["repeated_random_tokens"]
+    perfect = rep["perfect_head"] if rep else None
+    rows = []
+    for name, key, label, best in ([(TL_REPEATED, f"tl_repeated_{k}", k.replace("_", "-")
+                                     + (" (detect_head)" if k == "induction" else ""), perfect and perfect[k])
+                                    for k in TL_KINDS]
+                                   + [(STRIPE, "repeated_induction_stripe", "induction stripe",
+                                       perfect and perfect["induction_stripe"])]
+                                   + [(TEXT_SCORES, f"text_{k}", k.replace("_", "-"), None) for k in TL_KINDS]):
+        order = sorted(heads, key=lambda x: -_finite(x[key]))[:3]
+        rows.append([name, label, ", ".join(f"L{x['layer']} H{x['head']} ({x[key]:.3f})" for x in order),
+                     _round(chance[key], 3), "–" if not best else _round(best, 3)])
+    return Table("Previous-token, duplicate-token and induction scores: the three highest heads",
+                 ["scores", "pattern", "heads (score)", "chance", "perfect head"], rows,
+                 ["text", "text", "text", "float", "float"])
 
 
 VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what the viewer's table says it is
@@ -102,15 +113,22 @@ VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what 
     "voita_argmax_next": "Voita et al.: share of queries whose largest weight is on key i+1 (positional +1)",
     "tl_repeated_previous_token": "TransformerLens previous-token score on repeated random tokens",
     "tl_repeated_duplicate_token": "TransformerLens duplicate-token score on repeated random tokens",
-    "tl_repeated_induction": "TransformerLens induction score on repeated random tokens",
+    "tl_repeated_induction": "TransformerLens detect_head induction score on repeated random tokens (a perfect "
+                             "head scores s/n, about 0.5)",
+    "repeated_induction_stripe": "induction stripe score on repeated random tokens: mean attention on "
+                                 "i -> i - s + 1 over the second copy (a perfect head scores 1)",
     "sink": "attention on the first token (an attention sink)",
     "sink_norm": "value-weighted share of the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O|| "
                  "(Kobayashi et al. 2020)",
     "copying": "copying score of the OV circuit, sum lambda / sum |lambda| (Elhage et al. 2021): +1 copies, "
                "-1 suppresses",
-    "dla": "direct logit attribution to the next token (mean logit units)",
-    **{f"ablation.{k}.delta_loss": f"change in next-token loss when the head is {k}-ablated (nats per token)"
-       for k in ev.KINDS},
+    "dla": "direct logit attribution to the next token (mean logit units; final norm scale frozen at the clean "
+           "run, gamma folded into W_U; {unembedding} W_U)",
+    **{f"ablation.{k}.delta_loss": f"exact: change in next-token loss when the head is {k}-ablated ({what}), "
+                                   "re-run with its hook_z replaced (nats per token); only the re-run heads "
+                                   "have a value and a rank"
+       for k, what in (("zero", "z_h := 0"), ("mean", "z_h := its mean over segments and positions"),
+                       ("resample", "z_h := the next segment's"))},
 }
 
 
@@ -123,18 +141,26 @@ def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
     L, H = payload["layers"], payload["heads_per_layer"]
     scores = {}
     for key in VIEWER_SCORES:
-        try:
-            values = [_lookup(x, key) for x in payload["heads"]]
-        except KeyError:  # not computed for this model (no output head: no DLA, no ablations)
-            continue
+        values = [_lookup_or_nan(x, key) for x in payload["heads"]]
         v = torch.tensor(values, dtype=torch.float64).reshape(L, H)
-        if not bool(v.isnan().all()):  # undefined for every head (a causal model's key i+1): left out
-            scores[key] = v
+        if not bool(v.isnan().all()):  # not computed (no output head: no DLA, no ablations) or undefined for
+            scores[key] = v           # every head (a causal model's key i+1): left out
     return viewer_data(A, segs.labels[0], title="Attention maps of segment 0",
                        caption="Every head's weights on segment 0, as the model computed them. The scores beside "
                                f"the map are the head's numbers of heads.json, means over all {payload['segments']} "
-                               "segments (not segment 0's alone), named by their heads.json keys.",
-                       scores=scores, score_descriptions={k: VIEWER_SCORES[k] for k in scores})
+                               "segments (not segment 0's alone), named by their heads.json keys. Every "
+                               "ablation value is exact (a re-run with the head's z replaced); heads that were not "
+                               "re-run have none.",
+                       scores=scores, score_descriptions={k: VIEWER_SCORES[k].replace(
+                           "{unembedding}", str(payload.get("dla_unembedding"))) for k in scores})
+
+
+def _lookup_or_nan(x: dict, key: str) -> float:
+    """A head's number at the dotted ``key``; NaN where the head has none (an ablation it was not re-run for)."""
+    try:
+        return float(_lookup(x, key))
+    except KeyError:
+        return math.nan
 
 
 def _ci_text(mean: float, ci: Sequence[float] | None) -> str:
@@ -149,29 +175,18 @@ def _evidence_tables(payload: dict) -> list[Table]:
     heads, chance = payload["heads"], payload["chance"]
     out = []
     if payload.get("ablation"):
-        ab = payload["ablation"]
-        order = sorted(heads, key=lambda x: -max(abs(x["ablation"][k]["delta_loss"]) for k in ev.KINDS))[:12]
-        rows = [[x["layer"], x["head"], x["kv_head"],
-                 *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
-                 x["ablation"]["zero"]["measured"], _round(x.get("dla", float("nan")), 3),
-                 _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
-        out.append(Table(
-            f"Causal evidence: the 12 heads whose ablation changes the next-token loss most (nats per token, mean "
-            f"[95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
-            f"{ab['base_loss']:.3f})",
-            ["layer", "head", "kv", "zero", "mean", "resample", "measured", "DLA", "sink", "copying"], rows,
-            ["int", "int", "int", "text", "text", "text", "text", "float", "float", "float"]))
+        out += _ablation_tables(payload)
     if payload.get("induction_ablation"):
         ia = payload["induction_ablation"]
-        rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3),
+        rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3), _round(x["repeated_induction_stripe"], 3),
                  *(_ci_text(x["induction_ablation"][k]["delta_loss"], x["induction_ablation"][k]["ci"])
                    for k in ev.KINDS)] for x in heads if "induction_ablation" in x]
         out.append(Table(
-            f"Induction, causally: the heads with the highest TransformerLens induction scores, ablated on the "
+            f"Induction, causally: the heads with the highest TransformerLens detect_head induction scores, ablated on the "
             f"{ia['prompts']} repeated-random-token prompts; change in the loss on the second copy (nats per "
             f"prediction, mean [95% interval] over prompts; clean loss {ia['base_loss']:.3f})",
-            ["layer", "head", "TL ind", "zero", "mean", "resample"], rows,
-            ["int", "int", "float", "text", "text", "text"]))
+            ["layer", "head", "TL detect_head ind", "stripe ind", "zero (exact)", "mean (exact)", "resample (exact)"],
+            rows, ["int", "int", "float", "float", "text", "text", "text"]))
     has_dla = any("dla" in x for x in heads)
     rows = [[x["layer"], x["head"], x["kv_head"], _round(x["sink"], 3), _round(x["sink_norm"], 3),
              *([_round(x["dla"], 3)] if has_dla else []), _round(x["copying"], 3), _round(x["qk_norm"], 2),
@@ -179,12 +194,99 @@ def _evidence_tables(payload: dict) -> list[Table]:
     out.append(Table(
         f"Evidence per head: attention on the first token (uniform attention under the model's mask: "
         f"{chance['sink']:.3f}) and its value-weighted share; "
-        + ("direct logit attribution to the next token (mean logit units); " if has_dla else "")
+        + (f"direct logit attribution to the next token (mean logit units, {payload['dla_unembedding']} "
+           "unembedding, final norm frozen at the clean run); " if has_dla else "")
         + "the OV circuit's copying score; the Frobenius norms of W_QK and W_OV",
-        ["layer", "head", "kv", "sink", "sink (value-weighted)", *(["DLA"] if has_dla else []), "copying",
+        ["layer", "head", "kv", "sink", "sink (value-weighted)",
+         *([f"DLA ({payload['dla_unembedding']} W_U)"] if has_dla else []), "copying",
          "|W_QK|", "|W_OV|"], rows,
         ["int", "int", "int", "float", "float", *(["float"] if has_dla else []), "float", "float", "float"]))
     return out
+
+
+ABLATION_TABLE = 12  # heads in the causal-evidence table
+ESTIMATE = "≈"  # the mark of a first-order estimate, in every column header that holds one
+
+
+def _exact(x: dict, k: str) -> float:
+    """The exact ablation change of head ``x`` for kind ``k`` (NaN for a head that was not re-run)."""
+    return x["ablation"][k]["delta_loss"] if "ablation" in x else math.nan
+
+
+def _ablation_tables(payload: dict) -> list[Table]:
+    """The causal-evidence table (the re-run heads with the largest exact change, the first-order estimate
+    beside each value marked ≈) and the estimates' measured error on the re-run heads."""
+    heads, ab = payload["heads"], payload["ablation"]
+    rerun = [x for x in heads if "ablation" in x]
+    order = sorted(rerun, key=lambda x: -max(abs(_exact(x, k)) for k in ev.KINDS))[:ABLATION_TABLE]
+    rows = [[x["layer"], x["head"], x["kv_head"],
+             *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
+             *(_round(x["ablation_estimate"][k]["delta_loss_estimate"], 3) for k in ev.KINDS),
+             _round(x.get("dla", float("nan")), 3), _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
+    dla = f"DLA ({payload['dla_unembedding']} W_U)" if payload.get("dla_unembedding") else "DLA"
+    screened = (f"the {len(rerun)} heads with the largest first-order estimate were re-run exactly"
+                if ab["mode"] == "top" else "every head was re-run exactly")
+    table = Table(
+        f"Causal evidence: the {len(order)} re-run heads whose exact ablation changes the next-token loss most "
+        f"({screened}; exact values: a hooked forward with the head's z zeroed, mean-replaced or resampled; "
+        f"nats per token, mean [95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
+        f"{ab['base_loss']:.3f}). {ESTIMATE} columns: the first-order screening estimate, not a measurement",
+        ["layer", "head", "kv", "zero (exact)", "mean (exact)", "resample (exact)",
+         *(f"{ESTIMATE} {k} (first-order)" for k in ev.KINDS), dla, "sink", "copying"], rows,
+        ["int", "int", "int", "text", "text", "text", "float", "float", "float", "float", "float", "float"])
+    err = ab["estimate_error"]
+    error_table = Table(
+        f"How far the first-order screening estimates ({ESTIMATE}) are from the exact re-runs, on the "
+        f"{len(rerun)} re-run heads (means over segments, nats per token)",
+        ["ablation", "heads re-run", f"max |{ESTIMATE} - exact|", f"median |{ESTIMATE} - exact|",
+         "other sign"],
+        [[k, err[k]["heads"], _round(err[k]["max_abs_error"], 4), _round(err[k]["median_abs_error"], 4),
+          err[k]["sign_disagreements"]] for k in ev.KINDS],
+        ["text", "int", "float", "float", "int"])
+    return [table, error_table]
+
+
+def _ablation_figure(payload: dict, head_labels: list[str], layer_labels: list[str]) -> Any:
+    """ablations.png: the exact change of every re-run head per kind; heads not re-run are blank."""
+    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+    grids = {k: torch.tensor([[_exact(heads[l * H + h], k) for h in range(H)] for l in range(L)],
+                             dtype=torch.float64) for k in ev.KINDS}
+    m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
+    n = len(payload["ablation"]["exact_heads"])
+    return heatmap_figure(
+        "ablations.png", f"Exact change in next-token loss when a head is ablated: zero (z_h := 0), mean (z_h := "
+                         "its mean over segments and positions), resample (z_h := the next segment's), each a hooked "
+                         f"forward re-run. Only the {n} re-run heads have a value; blank cells were not re-run (no "
+                         "estimate is drawn). One scale.",
+        panels=[heatmap_panel(f"{k} ablation (exact)", g, xlabels=head_labels, ylabels=layer_labels)
+                for k, g in grids.items()],
+        ncols=3, title="Head ablations (exact re-runs)", vmin=-m, vmax=m, colorbar="change in loss (nats/token)",
+        cmap="RdBu_r", xlabel="head", ylabel="layer")
+
+
+def _ablation_summary(payload: dict) -> list:
+    """Headline rows: per kind the re-run head with the largest exact change, and the estimates' largest error."""
+    heads, ab = payload["heads"], payload["ablation"]
+    rerun = [x for x in heads if "ablation" in x]
+    rows = []
+    for k in ev.KINDS:
+        best = max(rerun, key=lambda x: _exact(x, k))
+        a = best["ablation"][k]
+        rows.append(info(f"largest exact {k}-ablation change in next-token loss (nats/token)", a["delta_loss"],
+                         detail=f"L{best['layer']} H{best['head']}, exact re-run, 95% interval [{a['ci'][0]:+.3f}, "
+                                f"{a['ci'][1]:+.3f}] over {ab['segments']} segments; the largest of the "
+                                f"{len(rerun)} heads re-run",
+                         values={"layer": best["layer"], "head": best["head"], "ci": a["ci"], "measured": "exact"}))
+    err = ab["estimate_error"]
+    worst = max(ev.KINDS, key=lambda k: err[k]["max_abs_error"])
+    rows.append(info(f"largest error of the first-order screening estimate ({ESTIMATE}) on the re-run heads "
+                     "(nats/token)", err[worst]["max_abs_error"],
+                     detail=f"{worst} ablation; " + ", ".join(
+                         f"{k}: max {err[k]['max_abs_error']:.3f}, median {err[k]['median_abs_error']:.3f}, "
+                         f"{err[k]['sign_disagreements']} of {err[k]['heads']} with the other sign"
+                         for k in ev.KINDS),
+                     values={k: err[k] for k in ev.KINDS}))
+    return rows
 
 
 def _evidence_figures(payload: dict, avg: dict) -> list:
@@ -208,22 +310,18 @@ def _evidence_figures(payload: dict, avg: dict) -> list:
         m = float(avg["dla"].abs().nan_to_num().max()) or 1.0
         figs.append(heatmap_figure(
             "direct-logit-attribution.png", "Direct logit attribution: each head's mean contribution to the logit "
-                                            "of the next token, through the final norm frozen on the full residual.",
-            panels=[heatmap_panel("direct logit attribution", avg["dla"], xlabels=head_labels, ylabels=layer_labels)],
+                                            "of the next token, through the final norm's scale frozen at the clean "
+                                            "run (gamma folded into the unembedding), "
+                                            f"{payload['dla_unembedding']} W_U"
+                                            + (" (each row's mean over the vocabulary subtracted, TransformerLens' "
+                                               "center_unembed)." if payload["dla_unembedding"] == "centred" else
+                                               " (TransformerLens centres it by default: --center-unembed)."),
+            panels=[heatmap_panel(f"direct logit attribution ({payload['dla_unembedding']} W_U)", avg["dla"],
+                                  xlabels=head_labels, ylabels=layer_labels)],
             ncols=1, title="Direct logit attribution", vmin=-m, vmax=m, colorbar="logit", cmap="RdBu_r",
             xlabel="head", ylabel="layer"))
     if payload.get("ablation"):
-        heads = payload["heads"]
-        grids = {k: torch.tensor([[heads[l * H + h]["ablation"][k]["delta_loss"] for h in range(H)]
-                                  for l in range(L)]) for k in ev.KINDS}
-        m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
-        figs.append(heatmap_figure(
-            "ablations.png", "Change in next-token loss when each head is ablated (zero, mean, resample); exact for "
-                             "the heads listed in the causal-evidence table, first-order elsewhere. One scale.",
-            panels=[heatmap_panel(f"{k} ablation", g, xlabels=head_labels, ylabels=layer_labels)
-                    for k, g in grids.items()],
-            ncols=3, title="Head ablations", vmin=-m, vmax=m, colorbar="change in loss (nats/token)", cmap="RdBu_r",
-            xlabel="head", ylabel="layer"))
+        figs.append(_ablation_figure(payload, head_labels, layer_labels))
     return figs
 
 
@@ -237,21 +335,19 @@ def _summary(payload: dict) -> list:
         key = f"tl_repeated_{k}"
         best = max(heads, key=lambda x: _finite(x[key]))
         perfect = rep["perfect_head"][k] if rep else float("nan")
-        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score", best[key],
+        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score (detect_head)", best[key],
                          detail=f"L{best['layer']} H{best['head']}; uniform attention scores {chance[key]:.3f}, "
                                 f"a perfect head {perfect:.3f}",
                          values={"layer": best["layer"], "head": best["head"], "chance": chance[key],
                                  "perfect_head": perfect}))
+    key = "repeated_induction_stripe"
+    best = max(heads, key=lambda x: _finite(x[key]))
+    rows.append(info(f"{STRIPE}: highest score", best[key],
+                     detail=f"L{best['layer']} H{best['head']}; mean attention on i -> i - s + 1 over the second "
+                            f"copy; uniform attention scores {chance[key]:.3f}, a perfect head 1",
+                     values={"layer": best["layer"], "head": best["head"], "chance": chance[key], "perfect_head": 1.0}))
     if payload.get("ablation"):
-        for k in ev.KINDS:
-            best = max(heads, key=lambda x: x["ablation"][k]["delta_loss"])
-            a = best["ablation"][k]
-            rows.append(info(f"largest {k}-ablation change in next-token loss (nats/token)", a["delta_loss"],
-                             detail=f"L{best['layer']} H{best['head']}, 95% interval [{a['ci'][0]:+.3f}, "
-                                    f"{a['ci'][1]:+.3f}] over {payload['ablation']['segments']} segments, "
-                                    f"{a['measured']}",
-                             values={"layer": best["layer"], "head": best["head"], "ci": a["ci"],
-                                     "measured": a["measured"]}))
+        rows += _ablation_summary(payload)
     above = sum(1 for x in heads if x["ci"].get("sink", [math.nan])[0] > chance["sink"])
     rows.append(info("heads whose attention on the first token is above uniform attention's (95% interval)",
                      above, detail=f"of {len(heads)}; uniform attention under the model's mask puts "

@@ -28,7 +28,7 @@ from attnlab.commands.analyze.text import (
     segment_maps,
     special_tokens,
 )
-from attnlab.config import check_choice, check_device, check_int
+from attnlab.config import check_bool, check_choice, check_device, check_int
 from attnlab.errors import ConfigError
 from attnlab.runs.entry import ExperimentEntry
 from attnlab.runs.jsonable import to_jsonable
@@ -107,6 +107,7 @@ class AnalyzeOptions:
     device: str = "cpu"
     as_json: bool = False
     ablate: str = "top"
+    center_unembed: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ def run_analyze(options: AnalyzeOptions) -> AnalyzeOutcome:
         task = progress.add_task("analyze", total=None)
         result = analyze(o.model, text=o.text, max_tokens=o.max_tokens, segments=o.segments, out=o.out,
                          device=o.device, dtype=o.dtype, argv=argv, ablate=o.ablate,
+                         center_unembed=o.center_unembed,
                          progress=lambda what, done, total: progress.update(
                              task, description=what, completed=done, total=total))
     return AnalyzeOutcome(o, result)
@@ -150,11 +152,14 @@ def print_analyze(outcome: AnalyzeOutcome, console: "Console | None" = None,
 def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
             segments: int = DEFAULT_SEGMENTS, out: str | Path | None = None, device: str = "cpu",
             dtype: str = "float32", argv: Sequence[str] | None = None,
-            progress: Progress | None = None, ablate: str = "top") -> Analysis:
+            progress: Progress | None = None, ablate: str = "top", center_unembed: bool = False) -> Analysis:
     """Analyse every head of ``model`` on ``text`` into a run directory (module docstring); return it
-    with the per-head payload that heads.json and ``attnlab analyze --json`` hold."""
+    with the per-head payload that heads.json and ``attnlab analyze --json`` hold. ``center_unembed``:
+    direct logit attribution through W_U centred over the vocabulary (TransformerLens' default;
+    :func:`attnlab.analysis.heads.direct_logit_attribution`), else uncentred."""
     start = time.perf_counter()
     device = _checked_options(max_tokens, segments, dtype, ablate, device)
+    check_bool("--center-unembed", center_unembed)
     source, sentences = read_text(text)
     path = check_out(out) if out is not None else default_out(str(model))
     total = progress_steps(segments)
@@ -166,14 +171,15 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     config = {"command": "analyze", "title": f"Attention heads of {Path(str(model)).name}",
               "model": str(model), "checkpoint": str(pm.path), "model_type": pm.architecture.model_type,
               "text": source, "max_tokens": max_tokens, "segments": segments, "dtype": dtype, "device": device,
-              "ablate": ablate, "created": utc_now()}
+              "ablate": ablate, "center_unembed": center_unembed, "created": utc_now()}
     rd = RunDir.create(path)
     rd.write_config(config, list(argv or []))
     rd.write_env(seed=0, device=device)
     prompts = repeated_prompts(pm, max_tokens)
     _write_segments(rd, segs, prompts)
     specials = special_tokens(pm.tokenizer)
-    avg, cis, first = _segment_numbers(pm, segs, causal, specials, lambda what, b: tick(what, 1 + b, total))
+    avg, cis, first = _segment_numbers(pm, segs, causal, specials, lambda what, b: tick(what, 1 + b, total),
+                                       center_unembed)
     done = 1 + segments  # the model and every segment asked for
     tick("ablations", done, total)
     ablations = ev.run_ablations(pm, segs.input_ids, ablate, progress=lambda what: tick(what, done, total))
@@ -229,9 +235,11 @@ def _write_segments(rd: RunDir, segs: "Segments", prompts: "RepeatedPrompts | No
 
 
 def _segment_numbers(pm: "PretrainedModel", segs: "Segments", causal: bool, specials: dict,
-                     tick: Callable[[str, int], None]) -> tuple[dict, dict, torch.Tensor | None]:
+                     tick: Callable[[str, int], None], center_unembed: bool = False
+                     ) -> tuple[dict, dict, torch.Tensor | None]:
     """(every number averaged over the segments, with the weights' own; their intervals over the
-    segments; segment 0's maps A (L, H, n, n)); ``tick(what, b)`` as segment b starts."""
+    segments; segment 0's maps A (L, H, n, n)); ``tick(what, b)`` as segment b starts; DLA through the
+    centred unembedding with ``center_unembed``."""
     frequencies = Counter(t for ids in segs.input_ids for t in ids)
     per_segment, first = [], None
     for b, A, hidden in segment_maps(pm, segs, hidden=True):
@@ -239,7 +247,7 @@ def _segment_numbers(pm: "PretrainedModel", segs: "Segments", causal: bool, spec
         per_segment.append(analyse_segment(
             A, segs.input_ids[b], segs.tokens[b], None if segs.token_type_ids is None else segs.token_type_ids[b],
             causal=causal, specials=specials, frequencies=frequencies))
-        per_segment[-1].update(ev.per_segment(pm, A, hidden, segs.input_ids[b]))
+        per_segment[-1].update(ev.per_segment(pm, A, hidden, segs.input_ids[b], center_unembed=center_unembed))
         if b == 0:
             first = A
     avg = average(per_segment)
@@ -251,12 +259,17 @@ def _segment_numbers(pm: "PretrainedModel", segs: "Segments", causal: bool, spec
 def _repeated_numbers(pm: "PretrainedModel", prompts: "RepeatedPrompts | None", causal: bool,
                       shape: tuple[int, int]) -> dict:
     """TransformerLens' scores on the repeated random tokens (NaN where the model has no prompts), keyed
-    tl_repeated_<kind> and chance:tl_repeated_<kind>."""
+    tl_repeated_<kind> and chance:tl_repeated_<kind>, and the induction stripe score, keyed
+    repeated_induction_stripe and chance:repeated_induction_stripe."""
     nan = torch.full(shape, float("nan"), dtype=torch.float64)  # (L, H)
+    kinds = (*TL_KINDS, "induction_stripe")
     rep = repeated_scores(pm, prompts, causal) if prompts is not None else {
-        **{k: nan for k in TL_KINDS}, **{f"chance:{k}": nan[:1, :1] for k in TL_KINDS}}
-    return {f"tl_repeated_{k}" if not k.startswith("chance:") else f"chance:tl_repeated_{k[7:]}": v
-            for k, v in rep.items()}
+        **{k: nan for k in kinds}, **{f"chance:{k}": nan[:1, :1] for k in kinds}}
+
+    def name(k: str) -> str:
+        return ("repeated_" if k == "induction_stripe" else "tl_repeated_") + k
+
+    return {name(k) if not k.startswith("chance:") else f"chance:{name(k[7:])}": v for k, v in rep.items()}
 
 
 def _write_results(rd: RunDir, config: dict, result: "ExperimentResult", causal: bool, n_segments: int,

@@ -8,7 +8,10 @@ a model with sentence pairs (the BERT family: a [SEP] token and two token types)
 two or more sentences becomes ``[CLS] A [SEP] B [SEP]`` with A and B consecutive runs of its
 sentences split where their token counts are closest, the input Clark et al. 2019 analysed
 (two consecutive paragraphs) and the one Kovaleva et al.'s "block" pattern needs; otherwise a
-document is one sequence.
+document is one sequence, with the model's BOS first where its convention prepends one
+(:meth:`attnlab.pretrained.workbench.Workbench.bos_token_id`: SmolLM2's "<|im_start|>", which its
+tokenizer does not add itself), so the first token, and the attention sink on it, is what the
+model sees at the start of a text.
 
 Repeated random tokens. ``REPEATED_PROMPTS`` prompts [BOS] r r (the tokenizer's [CLS] r r [SEP]
 for the BERT family), r = min(50, what fits in ``max_tokens``) distinct random ordinary tokens,
@@ -26,7 +29,12 @@ from typing import Sequence
 import torch
 
 from attnlab.analysis.heads.maps import uniform_attention
-from attnlab.analysis.heads.patterns import REPEATED_HALF, repeated_random_tokens, transformerlens_scores
+from attnlab.analysis.heads.patterns import (
+    REPEATED_HALF,
+    induction_stripe_score,
+    repeated_random_tokens,
+    transformerlens_scores,
+)
 from attnlab.analysis.heads.summary import TL_KINDS
 from attnlab.errors import ConfigError
 from attnlab.pretrained.labels import token_labels
@@ -51,6 +59,7 @@ class Segments:
     documents: int  # how many documents the text gave (the segments are evenly spaced among them)
     cut_sentences: int  # sentences longer than a segment, cut to fit
     labels: list[list[str]]
+    bos: str | None = None  # the BOS token prepended to every segment (the model's convention), None if none
 
 
 
@@ -107,7 +116,10 @@ def make_segments(pm, sentences: Sequence[str], max_tokens: int, count: int) -> 
     (module docstring, "Segments")."""
     tok = pm.tokenizer
     pairs = bool(pm.architecture.type_vocab_size >= 2 and tok.sep_token is not None)
-    budget = max_tokens - tok.num_special_tokens_to_add(pair=pairs)
+    bos = None if pairs else pm.bos_token_id()
+    if bos is not None and list(tok("text")["input_ids"])[:1] == [bos]:
+        bos = None  # the tokenizer adds it itself
+    budget = max_tokens - tok.num_special_tokens_to_add(pair=pairs) - (bos is not None)
     if budget < 1:
         raise ConfigError(f"--max-tokens {max_tokens} leaves no room for text beside the model's special tokens: "
                           f"use --max-tokens >= {max_tokens - budget + 1}")
@@ -146,11 +158,13 @@ def make_segments(pm, sentences: Sequence[str], max_tokens: int, count: int) -> 
             types.append(list(enc["token_type_ids"][j]) if "token_type_ids" in enc else [0] * len(ids[-1]))
             ip, isg = ip + h, isg + (not h)
     else:
-        enc = tok([" ".join(s for s, _ in doc) for doc in picked], truncation=True, max_length=max_tokens)
-        ids = [list(x) for x in enc["input_ids"]]
+        enc = tok([" ".join(s for s, _ in doc) for doc in picked], truncation=True,
+                  max_length=max_tokens - (bos is not None))
+        ids = [([bos] if bos is not None else []) + list(x) for x in enc["input_ids"]]
         types = [[0] * len(x) for x in ids] if pm.architecture.type_vocab_size else None
     tokens = [tok.convert_ids_to_tokens(x) for x in ids]
-    return Segments(ids, tokens, types, pairs, len(docs), cut, [token_labels(tok, t) for t in tokens])
+    return Segments(ids, tokens, types, pairs, len(docs), cut, [token_labels(tok, t) for t in tokens],
+                    None if bos is None else tok.convert_ids_to_tokens(bos))
 
 
 def _split_pair(doc: list[tuple[str, int]]) -> tuple[str, str | None]:
@@ -218,9 +232,11 @@ class RepeatedPrompts:
         return int(self.input_ids.shape[-1])
 
     def perfect(self) -> dict[str, float]:
-        """What a perfect head scores (row 0 attends itself): (n - 1)/n, s/n, s/n."""
+        """What a perfect head scores (row 0 attends itself): (n - 1)/n, s/n, s/n with TransformerLens'
+        detect_head, and 1 on the induction stripe."""
         n, s_ = self.length, self.half
-        return {"previous_token": (n - 1) / n, "duplicate_token": s_ / n, "induction": s_ / n}
+        return {"previous_token": (n - 1) / n, "duplicate_token": s_ / n, "induction": s_ / n,
+                "induction_stripe": 1.0}
 
 
 def repeated_prompts(pm, max_tokens: int, count: int = REPEATED_PROMPTS, seed: int = REPEATED_SEED
@@ -250,12 +266,16 @@ def repeated_prompts(pm, max_tokens: int, count: int = REPEATED_PROMPTS, seed: i
 
 def repeated_scores(pm, prompts: RepeatedPrompts, causal: bool) -> dict[str, torch.Tensor]:
     """TransformerLens' three scores (:func:`transformerlens_scores`), each (L, H), the mean over the prompts
-    as its ``detect_head`` averages a list; under "chance:<kind>" uniform attention's, (1, 1)."""
-    per = [transformerlens_scores(A, prompts.input_ids[b])
-           for b, A in model_maps(pm, prompts.input_ids.tolist(), prompts.token_type_ids)]
+    as its ``detect_head`` averages a list, and the induction stripe score (:func:`induction_stripe_score`)
+    under "induction_stripe"; under "chance:<kind>" uniform attention's, (1, 1)."""
+    maps = [A for _, A in model_maps(pm, prompts.input_ids.tolist(), prompts.token_type_ids)]
+    per = [transformerlens_scores(A, prompts.input_ids[b]) for b, A in enumerate(maps)]
     U = uniform_attention(prompts.length, causal=causal)[None, None]
     chance = transformerlens_scores(U.expand(len(prompts.input_ids), 1, 1, -1, -1), prompts.input_ids)
     out = {k: torch.stack([getattr(p, k) for p in per]).mean(0) for k in TL_KINDS}
     out.update({f"chance:{k}": getattr(chance, k).mean(0) for k in TL_KINDS})
+    p = len(prompts.prefix)
+    out["induction_stripe"] = torch.stack([induction_stripe_score(A, prompts.half, p) for A in maps]).mean(0)
+    out["chance:induction_stripe"] = induction_stripe_score(U, prompts.half, p)
     return out
 
