@@ -17,6 +17,7 @@ from attnlab.registry import Claim
 
 if str(Path(__file__).parent) not in sys.path:  # tests/helpers.py, tests/tolerances.py
     sys.path.insert(0, str(Path(__file__).parent))
+collect_ignore = ["fixtures"]  # test modules there belong to fixture papers (tests/fixtures/sixth), run by their tests
 SELFTEST_PLUGIN = str(Path(__file__).parent / "fixtures" / "selftest_paper.py")
 os.environ["ATTNLAB_PLUGINS"] = SELFTEST_PLUGIN
 # Off a terminal the commands print one progress line per step on stderr; the tests read stderr

@@ -144,3 +144,12 @@ def tally_of(out: str) -> str:
     lines = out.rstrip().splitlines()
     start = max(i for i, line in enumerate(lines) if re.match(r"\d+ (claims|checks) · ", line))
     return " · ".join(line.strip() for line in lines[start:])
+
+
+def paper_folders() -> dict[str, Path]:
+    """Paper name -> folder, for every paper package on ``attnlab.papers.__path__``: the folders of
+    src/attnlab/papers/, and a folder a test joins to that path (tests/test_sixth_paper.py)."""
+    import attnlab.papers
+
+    return {f.name.replace("_", "-"): f for root in attnlab.papers.__path__ for f in sorted(Path(root).iterdir())
+            if (f / "__init__.py").is_file()}

@@ -18,13 +18,14 @@ PAPERS = "attnlab.papers"
 # library layer, and the command line (attnlab.cli) sits above the commands and the papers.
 ALLOWED: dict[str, set[str]] = {
     "attnlab.errors": set(),
+    "attnlab.stored": set(),  # the stored form of a record (Stored.to_dict): a floor under every layer
     # run directories, seeding, the JSON encoder, torch's thread count and how worker processes start:
     # a floor under the results, training, the registry, the bench, the sweeps, the reports and the commands
     "attnlab.runs": {"attnlab.errors"},
     "attnlab.checks": {"attnlab.errors"},
-    "attnlab.errata": {"attnlab.errors"},
-    "attnlab.ledger": {"attnlab.errors"},  # each text's statements, quoted: data and its reader
-    "attnlab.deviations": {"attnlab.errors"},  # where an experiment's protocol departs from its text's
+    "attnlab.errata": {"attnlab.errors", "attnlab.stored"},
+    "attnlab.ledger": {"attnlab.errors", "attnlab.stored"},  # each text's statements, quoted: data and its reader
+    "attnlab.deviations": {"attnlab.errors", "attnlab.stored"},  # where an experiment's protocol departs from its text's
     "attnlab.config": {"attnlab.errors"},
     "attnlab.estimates": {"attnlab.errors", "attnlab.config"},
     "attnlab.terminal": set(),  # tables for the command line: rich only
@@ -51,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
                         "attnlab.results",
                         "attnlab.runs", "attnlab.reports.viewer"},
     # the commands (reproduce, analyze, construct) sit above every library layer, below the command line
-    "attnlab.commands": {"attnlab.errors", "attnlab.checks", "attnlab.errata", "attnlab.ledger", "attnlab.deviations",
+    "attnlab.commands": {"attnlab.errors", "attnlab.stored", "attnlab.checks", "attnlab.errata", "attnlab.ledger", "attnlab.deviations",
                          "attnlab.config",
                          "attnlab.estimates",
                          "attnlab.terminal", "attnlab.results", "attnlab.reports.viewer", "attnlab.ops", "attnlab.nn",

@@ -31,6 +31,7 @@ from attnlab.sweeps.worker import rebuild_config
 
 EXPERIMENTS = [e for e in all_experiments() if e.paper != "selftest"]
 SCALES = ("quick", "paper")
+TESTS = Path(__file__).parent  # the tests of papers/<paper>/experiments/<name>.py: TESTS/papers/<paper>/...
 
 
 @pytest.fixture(params=EXPERIMENTS, ids=lambda e: e.id)
@@ -137,8 +138,8 @@ def test_every_experiment_is_run_at_a_tiny_size_by_its_own_test_module(exp):
     """tests/papers mirrors the package: experiments/<name>.py's run function is called, at a small
     config, in experiments/test_<name>.py."""
     parts = exp.run.__module__.split(".")
-    path = Path(__file__).parent.joinpath(*parts[1:-1], f"test_{parts[-1]}.py")
-    assert path.is_file(), f"{exp.id}: no {path.relative_to(Path(__file__).parent)}"
+    path = TESTS.joinpath(*parts[1:-1], f"test_{parts[-1]}.py")
+    assert path.is_file(), f"{exp.id}: no {path.relative_to(TESTS)}"
     tree = ast.parse(path.read_text())
     called = {n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", None)
               for n in ast.walk(tree) if isinstance(n, ast.Call)}

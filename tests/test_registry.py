@@ -27,6 +27,7 @@ from attnlab.registry import (
     papers,
     select_claims,
 )
+from helpers import paper_folders
 
 # What every paper registers: (claims, experiments, constructions). A file moved out of
 # reach of discovery, or a claim dropped, changes these numbers.
@@ -51,13 +52,11 @@ def test_discovery_finds_every_claim_experiment_and_construction_of_each_paper(p
 
 def test_every_paper_folder_is_registered_by_its_own_package_and_counted():
     ps = {p.name: p for p in papers().values() if p.package.startswith("attnlab.papers.")}
-    tree = Path(__file__).resolve().parents[1] / "src" / "attnlab" / "papers"
-    folders = {f.name.replace("_", "-") for f in tree.iterdir() if (f / "__init__.py").is_file()}
-    assert set(ps) == folders, "every folder of src/attnlab/papers registers one paper of its name"
-    assert set(EXPECTED) == folders, f"add the new paper's counts to EXPECTED: {sorted(folders - set(EXPECTED))}"
+    folders = paper_folders()
+    assert set(ps) == set(folders), "every folder of src/attnlab/papers registers one paper of its name"
+    assert set(EXPECTED) == set(folders), f"add the new paper's counts to EXPECTED: {sorted(set(folders) - set(EXPECTED))}"
     for name, p in ps.items():
-        assert p.package == "attnlab.papers." + name.replace("-", "_")
-        assert (Path(__file__).resolve().parents[1] / "src" / Path(*p.package.split("."))).is_dir()
+        assert p.package == "attnlab.papers." + folders[name].name
 
 
 def test_every_object_lives_in_its_papers_package_and_experiment_files_are_named_by_id():

@@ -16,10 +16,11 @@ made, where it can be (``--set B=full``).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from attnlab.errors import ConfigError
+from attnlab.stored import Stored
 
 KINDS = ("model", "data", "optimizer", "budget", "masking", "statistic", "size", "architecture", "precision")
 """model: another model than the text's (MiniLM for BERT); data: other data (English text for ImageNet);
@@ -32,7 +33,7 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 @dataclass(frozen=True)
-class Deviation:
+class Deviation(Stored):
     """One departure of an experiment's protocol from its text's.
 
     id:      a slug, unique in the experiment ("diagonal-b"); rows name it in ``Check.deviations``
@@ -56,9 +57,6 @@ class Deviation:
         for name in ("what", "why"):
             if not str(getattr(self, name)).strip():
                 raise ConfigError(f"deviation {self.id!r}: say {name}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Deviation":

@@ -13,9 +13,10 @@ numbers and the claim that measures them), and whether the text's conclusion sur
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from attnlab.errors import ConfigError
+from attnlab.stored import Stored
 
 KINDS = ("typo", "wrong statement", "missing hypothesis", "omission", "overstatement", "notation")
 """typo: a slip whose intent is clear; wrong statement: false as written and as meant;
@@ -29,7 +30,7 @@ SURVIVES = ("yes", "partly", "no", "open")
 
 
 @dataclass(frozen=True)
-class TextError:
+class TextError(Stored):
     """One error of a text.
 
     id:         "<paper>.<slug>", unique
@@ -70,9 +71,6 @@ class TextError:
     @property
     def paper(self) -> str:
         return self.id.split(".", 1)[0]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 COLUMNS = ("where", "the text says", "what is right", "whose", "kind", "witness", "conclusion survives",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from attnlab.errors import ConfigError
+from attnlab.stored import Stored
 
 KINDS = ("theorem", "lemma", "proposition", "corollary", "equation", "definition", "number", "statement",
          "citation")
@@ -51,7 +52,7 @@ def normalise(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Statement:
+class Statement(Stored):
     """One entry of a text's ledger.
 
     id:     "<paper>.<slug>"; a row anchors to it by this id
@@ -87,10 +88,6 @@ class Statement:
     def executable(self) -> bool:
         """Checked by rows (no reason given why not)."""
         return not self.reason.strip()
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "where": self.where, "kind": self.kind, "quote": self.quote, "reason": self.reason,
-                "note": self.note}
 
 
 @dataclass(frozen=True)

@@ -9,21 +9,19 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from attnlab.registry import all_constructions
-from helpers import tally_of
+from helpers import paper_folders, tally_of
 
 VERDICTS = {"reproduced", "differs", "inconclusive", "holds", "refuted", "sanity", "info"}  # never fail or error
 FAST = ["transformer-math.softmax-jacobian", "transformer-math.softmax-jacobian-vanishes"]
-TREE = Path(__file__).resolve().parents[2] / "src" / "attnlab" / "papers"
 
 
 def tree_papers() -> set[str]:
-    """The papers of the source tree: one folder each under attnlab/papers (a sixth is one more)."""
-    return {p.name.replace("_", "-") for p in TREE.iterdir() if (p / "__init__.py").is_file()}
+    """The papers of the tree: one folder each under attnlab/papers (a sixth is one more)."""
+    return set(paper_folders())
 
 
 def test_verify_json_gives_each_claim_a_verdict_with_its_relation_threshold_and_source(cli):

@@ -21,19 +21,17 @@ from attnlab.registry import ClaimResult, get_paper, papers, select_claims
 from attnlab.registry.coverage import PaperCoverage, paper_coverage
 from attnlab.results import check_from_dict
 from attnlab.runs.entry import ExperimentEntry, entries
+from attnlab.stored import Stored
 from attnlab.terminal import Col, print_table
 
 
 @dataclass(frozen=True)
-class RowVerdict:
+class RowVerdict(Stored):
     """One row that checks a ledger entry: where it comes from and its verdict."""
 
     source: str   # the claim id or the experiment id
     verdict: str  # a verdict, "error", or "not run"
     quantity: str = ""
-
-    def to_dict(self) -> dict:
-        return {"source": self.source, "verdict": self.verdict, "quantity": self.quantity}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ own argument starts to apply.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,20 +29,17 @@ import numpy as np
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.embeddings import embeddings_of_kind
 from attnlab.papers.invertibility.matrix import sequences
+from attnlab.stored import Stored
 
 
 @dataclass(frozen=True)
-class ExpansionScale:
+class ExpansionScale(Stored):
     """The scale w from which the proof's series 1 / (1 + x_t(w)) = sum_j (-x_t(w))^j converges for every t."""
 
     w_star: float  # w* = max_t w*_t, x_t(w*_t) = 1 (0 when L = 2)
     argmax: list[int]  # (L,): the sequence t attaining w* (0-based tokens)
     min_gap: float  # min over t and i != i_max(t) of g_{t,i} = x(t, i_max)_1 - x(t, i)_1
     closed_form: float  # max_t ln(L - 1) / (q_t min_i g_{t,i}), sufficient (>= w*)
-
-    def to_dict(self) -> dict:
-        """The stored form (an experiment's ``expansion`` entry, after N, L, d)."""
-        return asdict(self)
 
 
 def expansion_w(e, pos, seqs: np.ndarray | None = None) -> ExpansionScale:

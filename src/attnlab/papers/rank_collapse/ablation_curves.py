@@ -11,13 +11,14 @@ sequences (:func:`composite_curves`), Dong et al.'s random-init BERT-base per dr
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
 from attnlab.analysis.residuals import composite_norm, relative_residual, residual, spectral_norm
 from attnlab.papers.rank_collapse import bert_base
 from attnlab.runs.rundir import RunDir, log_metric
+from attnlab.stored import Stored
 
 SMOLLM2_LAYERS = 30
 OVERFLOW = 1e100  # a state with an entry above this is counted as overflowed (its norms would reach inf)
@@ -39,7 +40,7 @@ KINDS = ("mean", "svd", "two")  # the residuals of every state, in the order the
 
 
 @dataclass(frozen=True)
-class Curve:
+class Curve(Stored):
     """One relative residual per layer, over the B inputs (:func:`per_layer`).
 
     Attributes:
@@ -50,10 +51,6 @@ class Curve:
 
     mean: list[float]
     std: list[float]
-
-    def to_dict(self) -> dict[str, list[float]]:
-        """The stored form: {"mean": [...], "std": [...]}."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

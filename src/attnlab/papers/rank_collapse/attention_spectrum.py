@@ -11,12 +11,13 @@ causal maps (:func:`measure_smollm2`: the spectrum alone, one text and one layer
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
 from attnlab.analysis.approximation import projection_action_errors
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, run_model, smollm2_attention_maps, text_batch
+from attnlab.stored import Stored
 
 
 def k_reaching(c: torch.Tensor, level: float) -> torch.Tensor:
@@ -48,7 +49,7 @@ class SpectrumStats:
 
 
 @dataclass(frozen=True)
-class SpectrumRow:
+class SpectrumRow(Stored):
     """One model's attention spectrum at one n: medians over its m matrices unless said otherwise."""
 
     n: int  # sequence length n (tokens; P is n x n)
@@ -63,10 +64,6 @@ class SpectrumRow:
     k99_max: float  # largest k_99 over the matrices
     full_rank_share: float  # share of the matrices with numerical rank n
     cumulative: list[float]  # (n,): mean normalised cumulative spectrum sum_{i<=k} sigma_i / sum_i sigma_i
-
-    def to_dict(self) -> dict:
-        """The stored row (``data["rows"]``, ``data["smollm2"]``): every field by name, in declaration order."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from attnlab.ops.multihead import ov_circuit
 from attnlab.papers.rank_collapse.doubly_exponential import FLOOR, DoublyExponentialFit, fit_doubly_exponential
 from attnlab.papers.rank_collapse.single_head_san import layer_beta, log_theorem22_bound, single_head_layer
 from attnlab.papers.rank_collapse.stacks import VARIANTS, build_model, long_texts, run_model, text_batch
+from attnlab.stored import Stored
 
 
 def log10_bound(L: int, beta: float, d_qk: int, res0: float, heads: int = 1) -> float:
@@ -46,7 +47,7 @@ class SanResiduals:
 
 
 @dataclass(frozen=True)
-class BoundPoint:
+class BoundPoint(Stored):
     """Theorem 2.2 on one random SAN: its weight scale and input residual, the measurement and the bound."""
 
     scale: float  # s, the factor on W_Q, W_K, W_V, W_O
@@ -60,15 +61,9 @@ class BoundPoint:
     log10_measured: list[float]  # (L,): log10 res_l (floored at 1e-300)
     fit: DoublyExponentialFit  # of res0, res_1, ..., res_L
 
-    def to_dict(self) -> dict:
-        """The stored point (``data["points"]``)."""
-        return {"scale": self.scale, "r0": self.r0, "beta": self.beta, "res0": self.res0, "res": self.res,
-                "resolved": self.resolved, "kappa": self.kappa, "log10_bound": self.log10_bound,
-                "log10_measured": self.log10_measured, "fit": self.fit.to_dict()}
-
 
 @dataclass(frozen=True)
-class MiniLMSan:
+class MiniLMSan(Stored):
     """Pure attention (SAN) in all-MiniLM-L6-v2 against the multi-head form of Theorem 2.2."""
 
     relative: list[float]  # (L + 1,): ||res X_l|| / ||X_l|| (token mean, 1,inf), mean over texts, l = 0..L
@@ -79,11 +74,6 @@ class MiniLMSan:
     res0: float  # ||res X_0||_{1,inf} (token mean), max over texts
     log10_bound: list[float]  # (L,): log10 of (4 H beta / sqrt(d_qk))^{(3^l - 1)/2} res0^{3^l}, l = 1..L
     fit: DoublyExponentialFit  # of ``relative``
-
-    def to_dict(self) -> dict:
-        """The stored network (``data["minilm"][network]``)."""
-        return {"relative": self.relative, "absolute": self.absolute, "beta": self.beta, "H": self.H,
-                "d_qk": self.d_qk, "res0": self.res0, "log10_bound": self.log10_bound, "fit": self.fit.to_dict()}
 
 
 def san_residuals(layers: int, d: int, d_qk: int, n: int, s: float, r0: float, g: torch.Generator,

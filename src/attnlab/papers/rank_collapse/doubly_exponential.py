@@ -10,15 +10,16 @@ say which fits better. Used by rank-collapse.bound on random single-head SANs an
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from attnlab.analysis.regression import linear_fit
+from attnlab.stored import Stored
 
 FLOOR = 1e-13  # relative residuals below this are float64 rounding, left out of the fits
 
 
 @dataclass(frozen=True)
-class DoublyExponentialFit:
+class DoublyExponentialFit(Stored):
     """Least squares of log10 y_l on 3^l (doubly exponential decay) and on l (exponential), l from 0."""
 
     points: int  # layers l with y_l > FLOOR, the points fitted
@@ -26,10 +27,6 @@ class DoublyExponentialFit:
     triple_r2: float | None  # R^2 of that fit (1 where every y is equal; None: fewer than 3 points)
     linear_slope: float | None  # slope of log10 y_l against l (None: fewer than 3 points)
     linear_r2: float | None  # R^2 of that fit (as triple_r2)
-
-    def to_dict(self) -> dict:
-        """The stored fit (a point's or a network's ``fit``, a summary line's values)."""
-        return asdict(self)
 
 
 def slope_r2(x: list[float], y: list[float]) -> tuple[float | None, float | None]:

@@ -11,7 +11,7 @@ length (:func:`shares`): ||S_k||_F / sum_j ||S_j||_F and <S_k, Y - 1 b^T>_F / ||
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
@@ -23,6 +23,7 @@ from attnlab.estimates import Estimate
 from attnlab.papers.rank_collapse import bert_base
 from attnlab.papers.rank_collapse.sizes import F64, TORCH_OP, paths_count
 from attnlab.papers.rank_collapse.stacks import build_model, long_texts, run_model, text_batch
+from attnlab.stored import Stored
 
 ARCHITECTURES = {"BERT-base (L=12, H=12)": (12, 12), "all-MiniLM-L6-v2 (L=6, H=12)": (6, 12),
                  "BERT-large (L=24, H=16)": (24, 16), "DeiT-Tiny (L=12, H=3)": (12, 3)}
@@ -43,7 +44,7 @@ class PathShares:
 
 
 @dataclass(frozen=True)
-class ExactStack:
+class ExactStack(Stored):
     """Section 1 of the module docstring: one random skip SAN of L layers of H heads, every path enumerated."""
 
     L: int  # layers
@@ -55,13 +56,9 @@ class ExactStack:
     sum_vs_output: float  # max |sum_k S_k - (Y - 1 b^T)| / max |Y|
     residual_by_length: list[float]  # (L + 1,): ||res S_k|| / ||S_k|| (token mean, 1,inf)
 
-    def to_dict(self) -> dict:
-        """The stored stack (``data["stacks"]``)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class ProductResiduals:
+class ProductResiduals(Stored):
     """Relative residual ||M - rank1(M)||_{1,inf} / ||M||_{1,inf} of sampled path products M at one depth k."""
 
     median: float  # median over the sampled paths
@@ -70,13 +67,9 @@ class ProductResiduals:
     min: float  # smallest
     max: float  # largest
 
-    def to_dict(self) -> dict:
-        """The stored depth (``data["minilm"]["products"][k]``)."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class LinearisedMiniLM:
+class LinearisedMiniLM(Stored):
     """Sections 2 and 3 of the module docstring: all-MiniLM-L6-v2 reduced to attention with skips."""
 
     L: int  # layers
@@ -87,13 +80,6 @@ class LinearisedMiniLM:
     residual_by_length: list[float]  # (L + 1,): relative residual of S_k (token mean), mean over texts
     linear_vs_paths: float  # max |sum_k S_k - (Y - 1 b^T)| / max |Y|
     products: dict[int, ProductResiduals]  # depth k = 1..L -> residuals of the products of k maps
-
-    def to_dict(self) -> dict:
-        """The stored network (``data["minilm"]``)."""
-        return {"L": self.L, "H": self.H, "norm_share": self.norm_share, "signed_share": self.signed_share,
-                "count_share": self.count_share, "residual_by_length": self.residual_by_length,
-                "linear_vs_paths": self.linear_vs_paths,
-                "products": {k: v.to_dict() for k, v in self.products.items()}}
 
 
 def shares(S: torch.Tensor, Y: torch.Tensor) -> PathShares:

@@ -27,6 +27,7 @@ from attnlab.papers.transformer_math.head_fits import FitSettings, HeadFit, fit_
 from attnlab.papers.transformer_math.head_structure import LABELS
 from attnlab.papers.transformer_math.head_taxonomy import TaxonomyChance, head_taxonomies
 from attnlab.papers.transformer_math.sigma_fits import FITS, MASKS, Baselines
+from attnlab.stored import Stored
 
 if TYPE_CHECKING:
     from attnlab.pretrained import PretrainedModel
@@ -147,7 +148,7 @@ def label_counts(values: Iterable[str]) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class PretrainedSummary:
+class PretrainedSummary(Stored):
     """One pretrained model's numbers for the tables, the checks and results.json (:func:`pretrained_summary`)."""
 
     model: str  # the checkpoint's own name
@@ -169,16 +170,6 @@ class PretrainedSummary:
     voita: dict[str, int]  # {"positional", "rare-token"} -> heads by Voita et al.'s rules
     chance: TaxonomyChance  # the scores of uniform attention under the mask
     seconds: float  # load + run + fits
-
-    def to_dict(self) -> dict:
-        """The dict results.json stores (d_sigma_range a list, chance flattened by TaxonomyChance.to_dict)."""
-        return {"model": self.model, "mask": self.mask, "layers": self.layers, "heads_per_layer": self.heads_per_layer,
-                "heads": self.heads, "sentences": self.sentences, "n": self.n, "mean_normalized": self.mean_normalized,
-                "d_sigma_range": list(self.d_sigma_range), "uniform_sigma": self.uniform_sigma,
-                "random_sigma": self.random_sigma, "closer_than_uniform": self.closer_than_uniform,
-                "closer_than_random": self.closer_than_random, "sigma_labels": self.sigma_labels,
-                "clark": self.clark, "kovaleva": self.kovaleva, "voita": self.voita,
-                "chance": self.chance.to_dict(), "seconds": self.seconds}
 
 
 def pretrained_summary(p: PretrainedHeads, base: dict[str, Baselines]) -> PretrainedSummary:

@@ -11,7 +11,7 @@ the logits. :func:`measure` reads exactly those quantities off the model.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from attnlab.analysis.logit_scaling import softmax_entropy
 from attnlab.ops import attention_logits, masked_softmax
 from attnlab.ops.softmax import Scale
+from attnlab.stored import Stored
 from attnlab.tasks import CopyBatch
 
 
@@ -71,17 +72,13 @@ class CopyAttention(nn.Module):
 
 
 @dataclass(frozen=True)
-class Measurement:
+class Measurement(Stored):
     """Held-out numbers of one model on a batch of B examples (:func:`measure`), each a mean over examples."""
 
     loss: float  # cross-entropy l_i of the class logits
     accuracy: float  # fraction with argmax = target
     entropy: float  # H(a_i) = -sum_j a_ij log a_ij of a_i = softmax(z_i): log n uniform, 0 one-hot (saturated)
     grad_norm: float  # ||dl_i/dz_i||, the gradient reaching the logits through the softmax Jacobian (eq. 8)
-
-    def to_dict(self) -> dict[str, float]:
-        """{"loss", "accuracy", "entropy", "grad_norm"}: the record streamed to metrics.jsonl."""
-        return asdict(self)
 
 
 def measure(model: CopyAttention, b: CopyBatch) -> Measurement:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from attnlab.papers.transformer_math.query_softmax import query_statistics
+from attnlab.stored import Stored
 
 TASK_FREE_QUERIES = 4096  # queries of the task-free control (query_softmax.query_statistics), seed 0
 
@@ -70,16 +71,12 @@ def by_d_head(rows: list[dict[str, Any]]) -> dict[int, list[SweepRun]]:
 
 
 @dataclass(frozen=True)
-class Stat:
+class Stat(Stored):
     """Mean, smallest and largest of one number over the seeds of one d_head."""
 
     mean: float
     min: float
     max: float
-
-    def to_dict(self) -> dict[str, float]:
-        """{"mean", "min", "max"}, as results.json stores it."""
-        return dataclasses.asdict(self)
 
 
 def stat(values: Sequence[float]) -> Stat:
@@ -89,7 +86,7 @@ def stat(values: Sequence[float]) -> Stat:
 
 
 @dataclass(frozen=True)
-class VariantStats:
+class VariantStats(Stored):
     """One model's :class:`Stat` over seeds, one per d_head of the sweep (D of them)."""
 
     steps_to_threshold: list[Stat]  # (D,) steps to held-out loss <= loss_threshold
@@ -105,10 +102,6 @@ class VariantStats:
                    initial_grad_norm=[stat([v.initial_grad_norm for v in g]) for g in rows],
                    initial_entropy=[stat([v.initial_entropy for v in g]) for g in rows],
                    final_loss=[stat([v.final_loss for v in g]) for g in rows])
-
-    def to_dict(self) -> dict[str, list[dict[str, float]]]:
-        """{field: [Stat.to_dict() per d_head]}, as results.json stores it."""
-        return {f.name: [s.to_dict() for s in getattr(self, f.name)] for f in dataclasses.fields(self)}
 
 
 

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.papers.transformer_math.scaling_model import CopyAttention, Measurement, measure
+from attnlab.stored import Stored
 from attnlab.tasks import copy_batch
 
 VARIANTS = {"scaled": "1/sqrt(d)", "unscaled": "none"}  # name -> scale of attention_logits
@@ -54,7 +55,7 @@ def _generators(seed: int, device: str) -> list[torch.Generator]:
 
 
 @dataclass(frozen=True)
-class History:
+class History(Stored):
     """One model's held-out :func:`measure` over training, one entry per evaluated step (E of them)."""
 
     step: tuple[int, ...]  # (E,) the evaluated steps: 0, every eval_every, the last
@@ -69,11 +70,6 @@ class History:
         return cls(step=tuple(s for s, _ in records), loss=tuple(m.loss for _, m in records),
                    accuracy=tuple(m.accuracy for _, m in records), entropy=tuple(m.entropy for _, m in records),
                    grad_norm=tuple(m.grad_norm for _, m in records))
-
-    def to_dict(self) -> dict[str, list]:
-        """{"step", "loss", "accuracy", "entropy", "grad_norm"}: lists, as results.json stores them."""
-        return {"step": list(self.step), "loss": list(self.loss), "accuracy": list(self.accuracy),
-                "entropy": list(self.entropy), "grad_norm": list(self.grad_norm)}
 
 
 def train_pair(cfg: PairSettings, log: Callable[[dict[str, Any]], None] | None = None) -> dict[str, History]:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Callable
 
 from attnlab.checks import Bound
 from attnlab.papers.invertibility.construction import InvertibilityParams, build_case, certify_case
 from attnlab.papers.invertibility.matrix import rank_cap
+from attnlab.stored import Stored
 
 
 @dataclass(frozen=True)
-class CertifiedCase:
+class CertifiedCase(Stored):
     """One case (N, L, d, P) of A (N^L x Pd) with its certified rank bracket lower <= rank A <= upper."""
 
     N: int  # tokens
@@ -33,10 +34,6 @@ class CertifiedCase:
     seconds: float  # wall time of the certificate
     method: str  # "det" (ball determinant) or "inverse" (Rump's test)
     residual: float  # Rump's proved bound on ||I - B R||_1 (nan for "det")
-
-    def to_dict(self) -> dict:
-        """Every field by name, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def select(self, keys: tuple[str, ...]) -> dict:
         """The fields named in ``keys``, in that order (a claim's stored row)."""

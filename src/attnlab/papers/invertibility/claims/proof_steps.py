@@ -27,7 +27,7 @@ The Taylor series and the hyperplane (v_t) are measured in the experiment
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -36,6 +36,7 @@ from attnlab.checks import Check, equals
 from attnlab.papers.invertibility.anchors import FINAL_DETERMINANT, PROOF_FINAL_DETERMINANT
 from attnlab.papers.invertibility.embeddings import explicit_embeddings
 from attnlab.registry import claim
+from attnlab.stored import Stored
 
 CASE = (2, 3, 3, (0, 1, 1))  # N, L, d = L, the sequence t (0-based tokens); Theorem 1 holds at (2, 3, 3)
 
@@ -58,7 +59,7 @@ def exact_rank(rows: list[list[Fraction]]) -> int:
 
 
 @dataclass(frozen=True)
-class FinalSystem:
+class FinalSystem(Stored):
     """The proof's final d x d system [y_2; ...; y_{d+1}], y_n = sum_i N_i(n) x(t, i), for one sequence t."""
 
     rank: int  # its exact rank (at most L - 1)
@@ -68,10 +69,6 @@ class FinalSystem:
     counts_digits: int  # decimal digits of the largest count |N_i(n)|
     float_sigma_ratio: float  # sigma_min / sigma_max of the row-normalised matrix in float64
     nonzero_rows: int  # rows y_n != 0 (exact): with a scalar u_t, u_t y_n = 0 forces u_t = 0 from any one
-
-    def to_dict(self) -> dict:
-        """The stored form (the claim's values, before N and t)."""
-        return asdict(self)
 
 
 def final_system(N: int, L: int, d: int, t: tuple[int, ...], signs: bool = False) -> FinalSystem:

@@ -17,7 +17,7 @@ every one of the 4^5 sequences:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,13 +25,14 @@ from attnlab.papers.logic.encoding import all_sequences, encode, targets
 from attnlab.papers.logic.solutions import LogicWeights, build, forward, relu_threshold
 from attnlab.checks import Check, at_most
 from attnlab.registry import claim
+from attnlab.stored import Stored
 
 TOL = 1e-12
 N, M, REL_DELTA = 4, 5, 1e-3
 
 
 @dataclass(frozen=True)
-class TextThresholdErrors:
+class TextThresholdErrors(Stored):
     """The text's read-out (constant c, bias -c, no offset) on q_true = |N(0, 1)|: the largest error
     max |Y^ - Y| over every sequence, at c = max q_true and at c - delta, for solutions 2 and 3."""
 
@@ -41,10 +42,6 @@ class TextThresholdErrors:
     below_2: float  # solution 2's error at c = max q_true - delta
     at_max_q_3: float  # solution 3's error at c = max q_true
     below_3: float  # solution 3's error at c = max q_true - delta
-
-    def to_dict(self) -> dict:
-        """The stored form (the claim's values["nonnegative"])."""
-        return asdict(self)
 
 
 def _max_error(w: LogicWeights, X: np.ndarray, Y: np.ndarray) -> float:
@@ -66,7 +63,7 @@ def text_threshold_errors(seed: int) -> TextThresholdErrors:
 
 
 @dataclass(frozen=True)
-class ThresholdErrors:
+class ThresholdErrors(Stored):
     """Signed q_true ~ N(0, 1): the largest error max |Y^ - Y| over every sequence of solutions 2 and 3 with
     attnlab's read-out (offset m = max(0, -min q_true)) at c* and c* - delta, and with the text's (c = 100, no
     offset)."""
@@ -81,10 +78,6 @@ class ThresholdErrors:
     at_c_star_3: float  # solution 3's error at c = c*
     below_3: float  # solution 3's error at c = c* - delta
     text_readout_3: float  # solution 3's error with the text's read-out at c = 100
-
-    def to_dict(self) -> dict:
-        """The stored form (the claim's values["signed"])."""
-        return asdict(self)
 
 
 def threshold_errors(seed: int) -> ThresholdErrors:

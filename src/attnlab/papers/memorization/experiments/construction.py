@@ -26,7 +26,7 @@ check of that code.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, at_most
 from attnlab.results import PALETTE, ExperimentResult, LineFigure, Table, line_figure, series
 from attnlab.runs.rundir import log_metric
+from attnlab.stored import Stored
 
 EXPERIMENT_ID = "memorization.construction"
 THEOREM1 = "memorization.theorem-1"
@@ -95,7 +96,7 @@ class ConstructionConfig(RunConfig):
 
 
 @dataclass(frozen=True)
-class ConstructionBuild:
+class ConstructionBuild(Stored):
     """Theorem 1's weights built on one data set of T = H(r-1)+1 examples, and what they do on it."""
 
     H: int  # heads
@@ -113,10 +114,6 @@ class ConstructionBuild:
     accuracy: float | None  # argmax accuracy (classes), None for real labels
     bound_name: str  # which bound sets T ("Theorem 1")
     seconds: float  # wall seconds of the build
-
-    def to_dict(self) -> dict:
-        """The stored row: the fields in order, by name."""
-        return asdict(self)
 
 
 def build_one(cfg: ConstructionConfig, H: int, *, shared: bool, d_out: int = 1,

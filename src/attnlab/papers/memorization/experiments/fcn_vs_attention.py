@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Callable
 
 import dataclasses
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -59,6 +59,7 @@ from attnlab.papers.memorization.capacity_cells import STEP_BUDGET, training_wor
 from attnlab.papers.memorization.capacity_report import GD_REACHES_BOUND
 from attnlab.papers.memorization.model import theorem1_bound, training_bytes
 from attnlab.papers.memorization.residual_gap import MIN_DECADES, GapThreshold, gap_threshold
+from attnlab.stored import Stored
 from attnlab.training.lbfgs import max_evaluations
 from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Bound, Check, at_least, at_most, info
@@ -138,7 +139,7 @@ LBFGS_EVALS = max_evaluations(50)  # evaluations per L-BFGS call at most (75)
 
 
 @dataclass(frozen=True)
-class FitCell:
+class FitCell(Stored):
     """Both models trained on one eq. (29) data set of size T; residuals are relative,
     ||y_hat - y|| / ||y||."""
 
@@ -147,10 +148,6 @@ class FitCell:
     attention_residual: float  # best residual of the attention layer of eqs. (1)-(6) over the restarts
     fcn_residuals: list[float]  # (restarts,): the FCN's residual per restart
     attention_residuals: list[float]  # (restarts,): the attention layer's residual per restart
-
-    def to_dict(self) -> dict:
-        """The stored cell: the fields in order, by name."""
-        return asdict(self)
 
 
 def train_cell(cfg: FCNvsAttentionConfig, T: int) -> FitCell:

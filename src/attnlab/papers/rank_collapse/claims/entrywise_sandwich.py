@@ -41,12 +41,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 
 from attnlab.checks import Check, at_most, equals
 from attnlab.registry import claim
+from attnlab.stored import Stored
 
 E_LIMIT = 1.2564  # e^t <= 1 + 2t for 0 <= t <= this (root of e^t = 1 + 2t)
 SCALES = (0.03, 0.1, 0.3, 1.0)  # W_QK entries ~ N(0, scale^2): D from ~0.01 to beyond E_LIMIT
@@ -102,7 +103,7 @@ def lemma_violations(t: SandwichTerms) -> LemmaViolations:
 
 
 @dataclass(frozen=True)
-class LemmaStats:
+class LemmaStats(Stored):
     """Lemma A.3 and the |R| form over the 400 trials, split at max_i D_ii <= E_LIMIT ("within")."""
 
     trials_within: int  # trials with max_i D_ii <= E_LIMIT
@@ -116,10 +117,6 @@ class LemmaStats:
     abs_form_beyond: float
     smallest_max_D_with_upper_failure: float | None  # least max_i D_ii of a failing trial (None: none fails)
     upper_tightness_by_scale: dict[float, float]  # W_QK scale s -> max (P/P~ - 1) / 2D over trials within
-
-    def to_dict(self) -> dict:
-        """Every field by name, in declaration order (the claims' values)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _lemma_stats(seed: int) -> LemmaStats:
@@ -195,16 +192,12 @@ def _lemma_within(seed: int) -> Check:
 
 
 @dataclass(frozen=True)
-class Eq9Stats:
+class Eq9Stats(Stored):
     """Eq. (9) and its lower twin over the trials with max_i D_ii <= E_LIMIT (where Lemma A.3 holds)."""
 
     violated: int  # trials in which P R <= (I + 2D) P~ R or P R >= (I - D) P~ R fails by more than TOL
     trials: int  # trials with max_i D_ii <= E_LIMIT
     largest_violation: float  # largest lhs - rhs of either inequality over those trials
-
-    def to_dict(self) -> dict:
-        """Every field by name, in declaration order (the claim's values)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _eq9_stats(seed: int) -> Eq9Stats:

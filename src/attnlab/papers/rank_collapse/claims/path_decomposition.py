@@ -7,27 +7,24 @@ reversed; :func:`literal_two_layer_error` measures both readings against the net
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
 from attnlab.analysis.path_decomposition import accumulated_bias, path_count, path_sum, random_san, san_forward
 from attnlab.checks import Check, at_most
 from attnlab.registry import claim
+from attnlab.stored import Stored
 
 TOL = 1e-12  # an exact identity: float64 rounding over <= 64 path terms stays far below this
 
 
 @dataclass(frozen=True)
-class LiteralTwoLayerError:
+class LiteralTwoLayerError(Stored):
     """||SA o SA(X) - 1 b^T - T||_F / ||SA o SA(X) - 1 b^T||_F for the text's two-layer term T, read both ways."""
 
     h1_in_layer_1: float  # T = sum P_{1,h1} P_{2,h2} X W_{1,h1} W_{2,h2}: the P's reversed
     h1_in_layer_2: float  # T = sum P_{2,h1} P_{1,h2} X W_{2,h1} W_{1,h2}: the W's reversed
-
-    def to_dict(self) -> dict[str, float]:
-        """Both readings by field name (the claim's values)."""
-        return asdict(self)
 
 
 def literal_two_layer_error(g: torch.Generator, n: int = 7, d_model: int = 5, d_head: int = 3,

@@ -23,7 +23,7 @@ from typing import Any
 from attnlab.runs.rundir import RunDir
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -40,6 +40,7 @@ from attnlab.registry import Experiment, register_experiment
 from attnlab.checks import Check, at_least, at_most, info
 from attnlab.results import PALETTE, ExperimentResult, Figure, Table, bar_figure, line_figure, series
 from attnlab.runs.rundir import log_metric
+from attnlab.stored import Stored
 
 EXPERIMENT_ID = "transformer-math.efficient-attention-error"
 SPARSE = {"window": "sliding window", "longformer": "longformer", "bigbird": "bigbird"}  # catalogue name: label
@@ -92,7 +93,7 @@ class EfficientAttentionErrorConfig(RunConfig):
 
 
 @dataclass(frozen=True)
-class ExactnessChecks:
+class ExactnessChecks(Stored):
     """Largest deviations of the computations that are exact in exact arithmetic, over every problem."""
 
     svd_vs_sigma: float  # max |spectral error of the best rank-k' P_k - sigma_{k'+1}(P)| (Eckart-Young)
@@ -104,10 +105,6 @@ class ExactnessChecks:
         return ExactnessChecks(max(self.svd_vs_sigma, other.svd_vs_sigma),
                                max(self.sparse_vs_dense, other.sparse_vs_dense),
                                max(self.linear_weights_vs_output, other.linear_weights_vs_output))
-
-    def to_dict(self) -> dict[str, float]:
-        """{"svd_vs_sigma", "sparse_vs_dense", "linear_weights_vs_output"}, as results.json stores them."""
-        return asdict(self)
 
 
 def _lowrank(q: Tensor, k: Tensor, v: Tensor, P: int, cfg: EfficientAttentionErrorConfig, g: torch.Generator) -> Any:
