@@ -106,6 +106,11 @@ class Table:
             d["formats"] = list(self.formats)
         return d
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Table":
+        """The stored table back (the inverse of :meth:`to_dict`)."""
+        return cls(d.get("title", ""), d["columns"], d["rows"], d.get("formats"))
+
 
 # ---- figures -----------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -137,6 +142,12 @@ class Series:
             out["censored"] = list(self.censored)
         return out
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Series":
+        """The stored series back (the inverse of :meth:`to_dict`)."""
+        return cls(d["label"], d["x"], d["y"], d.get("style", "solid"), d.get("marker", True), d.get("color"),
+                   d.get("censored"))
+
 
 @dataclass(frozen=True)
 class LineFigure:
@@ -164,6 +175,14 @@ class LineFigure:
             out["xticklabels"] = list(self.xticklabels)
         return out
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "LineFigure":
+        """The stored figure back (the inverse of :meth:`to_dict`; a part left out takes its default)."""
+        return line_figure(d["file"], d.get("caption", ""), series=[Series.from_dict(s) for s in d.get("series", [])],
+                           xlabel=d.get("xlabel", ""), ylabel=d.get("ylabel", ""), title=d.get("title", ""),
+                           xscale=d.get("xscale", "linear"), yscale=d.get("yscale", "linear"),
+                           xticklabels=d.get("xticklabels"))
+
 
 @dataclass(frozen=True)
 class BarFigure:
@@ -189,7 +208,17 @@ class BarFigure:
     def to_dict(self) -> dict:
         return {"kind": "bar", "file": self.file, "caption": self.caption, "title": self.title,
                 "ylabel": self.ylabel, "yscale": self.yscale, "categories": list(self.categories),
-                "groups": [{"label": g["label"], "values": list(g["values"])} for g in self.groups]}
+                "groups": [{"label": label, "values": values} for label, values in self.bars()]}
+
+    def bars(self) -> list[tuple[str, list[Any]]]:
+        """(label, values) of each group of bars, one value per category."""
+        return [(g["label"], list(g["values"])) for g in self.groups]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "BarFigure":
+        """The stored figure back (the inverse of :meth:`to_dict`; a part left out takes its default)."""
+        return bar_figure(d["file"], d.get("caption", ""), categories=d["categories"], groups=d["groups"],
+                          ylabel=d.get("ylabel", ""), title=d.get("title", ""), yscale=d.get("yscale", "linear"))
 
 
 @dataclass(frozen=True)
@@ -216,6 +245,11 @@ class HeatmapPanel:
         return {"title": self.title, "values": [[_plain(v) for v in r] for r in self.values],
                 "xlabels": None if self.xlabels is None else [str(x) for x in self.xlabels],
                 "ylabels": None if self.ylabels is None else [str(y) for y in self.ylabels]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "HeatmapPanel":
+        """The stored panel back (the inverse of :meth:`to_dict`)."""
+        return cls(d.get("title", ""), d["values"], d.get("xlabels"), d.get("ylabels"))
 
 
 @dataclass(frozen=True)
@@ -250,6 +284,14 @@ class HeatmapFigure:
                 "colorbar": self.colorbar, "xlabel": self.xlabel, "ylabel": self.ylabel,
                 "panels": [p.to_dict() for p in self.panels]}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "HeatmapFigure":
+        """The stored figure back (the inverse of :meth:`to_dict`; a part left out takes its default)."""
+        return heatmap_figure(d["file"], d.get("caption", ""), ncols=d.get("ncols", 1), title=d.get("title", ""),
+                              cmap=d.get("cmap", "viridis"), vmin=d.get("vmin"), vmax=d.get("vmax"),
+                              colorbar=d.get("colorbar", ""), xlabel=d.get("xlabel", ""), ylabel=d.get("ylabel", ""),
+                              panels=[HeatmapPanel.from_dict(p) for p in d.get("panels", [])])
+
 
 def _plain(v: Any) -> Any:
     # Store plain floats (tensor/numpy scalars included) rounded to 6 significant digits.
@@ -261,6 +303,16 @@ def _plain(v: Any) -> Any:
 
 Figure = LineFigure | BarFigure | HeatmapFigure
 FIGURE_TYPES = (LineFigure, BarFigure, HeatmapFigure)
+FIGURE_KINDS = {"line": LineFigure, "bar": BarFigure, "heatmap": HeatmapFigure}
+
+
+def figure_from_dict(d: Mapping[str, Any]) -> Figure:
+    """A stored figure spec back as its typed figure, by its ``kind`` (a spec without one is a line figure);
+    a one-line ConfigError for a kind no figure has."""
+    kind = d.get("kind", "line")
+    if kind not in FIGURE_KINDS:
+        raise ConfigError(f"figure {d.get('file')}: unknown kind {kind!r}; one of {', '.join(FIGURE_KINDS)}")
+    return FIGURE_KINDS[kind].from_dict(d)
 
 
 def check_figure_file(file: str) -> None:
@@ -439,26 +491,9 @@ class ExperimentResult:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ExperimentResult":
         """Read a stored result back (figures come back typed as well)."""
-        def fig(f: Mapping[str, Any]) -> Figure:
-            if f.get("kind") == "heatmap":
-                return heatmap_figure(
-                    f["file"], f.get("caption", ""), ncols=f.get("ncols", 1), title=f.get("title", ""),
-                    cmap=f.get("cmap", "viridis"), vmin=f.get("vmin"), vmax=f.get("vmax"),
-                    colorbar=f.get("colorbar", ""), xlabel=f.get("xlabel", ""), ylabel=f.get("ylabel", ""),
-                    panels=[HeatmapPanel(p.get("title", ""), p["values"], p.get("xlabels"), p.get("ylabels"))
-                            for p in f.get("panels", [])])
-            if f.get("kind") == "bar":
-                return bar_figure(f["file"], f.get("caption", ""), categories=f["categories"],
-                                  groups=f["groups"], ylabel=f.get("ylabel", ""), title=f.get("title", ""),
-                                  yscale=f.get("yscale", "linear"))
-            return line_figure(f["file"], f.get("caption", ""),
-                               series=[Series(**s) for s in f.get("series", [])],
-                               xlabel=f.get("xlabel", ""), ylabel=f.get("ylabel", ""), title=f.get("title", ""),
-                               xscale=f.get("xscale", "linear"), yscale=f.get("yscale", "linear"))
-
         return cls(summary=[check_from_dict(c) for c in d.get("summary", [])],
-                   tables=[Table(t["title"], t["columns"], t["rows"], t.get("formats")) for t in d.get("tables", [])],
-                   figures=[fig(f) for f in d.get("figures", [])], notes=list(d.get("notes", [])),
+                   tables=[Table.from_dict(t) for t in d.get("tables", [])],
+                   figures=[figure_from_dict(f) for f in d.get("figures", [])], notes=list(d.get("notes", [])),
                    data=dict(d.get("data", {})), scalars=dict(d.get("scalars", {})),
                    interactive=[dict(b) for b in d.get("interactive", [])],
                    deviations=None if d.get("deviations") is None else [Deviation.from_dict(x)
