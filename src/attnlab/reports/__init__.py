@@ -59,13 +59,11 @@ def build_report(run_dir: str | os.PathLike) -> Report:
     o = outline(run)
     figures, used = {}, set()
     for e in o.experiments:
-        if not e.ok:
-            continue
-        for spec in (e.results or {}).get("figures", []):
+        for spec in e.result.figures if e.result is not None else []:
             # two experiments may pick the same file name: the later one gets its id prefixed
-            name = spec["file"] if spec["file"] not in used else f"{e.id}.{spec['file']}"
+            name = spec.file if spec.file not in used else f"{e.id}.{spec.file}"
             used.add(name)
-            figures[(e.id, spec["file"])] = render(spec, run.run_dir.figures_dir, name=name)
+            figures[(e.id, spec.file)] = render(spec, run.run_dir.figures_dir, name=name)
     html_path = run.run_dir.write_text(REPORT_HTML, render_html(o, figures))
     md_path = run.run_dir.write_text(
         REPORT_MD, render_markdown(o, {k: f"figures/{f.path.name}" for k, f in figures.items()})

@@ -9,7 +9,7 @@ can always be rebuilt from ``results.json`` alone. The spec schema is in
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import base64
 import io
@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnlab.errors import ConfigError
-from attnlab.results import PALETTE, check_figure_file
+from attnlab.results import (FIGURE_TYPES, PALETTE, BarFigure, Figure, HeatmapFigure, LineFigure, check_figure_file,
+                             figure_from_dict)
 
 _STYLES = {"solid": "-", "dashed": "--", "dotted": ":", "dashdot": "-.", "points": "none"}
 
@@ -50,14 +50,21 @@ class RenderedFigure:
         return math.ceil(self.size_px[0] * px / self.text_px) if self.text_px else 0
 
 
-def spans_row(spec: dict) -> bool:
+def stored_figure(spec: Figure | Mapping[str, Any]) -> Figure:
+    """The figure as results.json stores it, typed: a stored spec read back, a typed figure through its stored
+    form (so that it is drawn as a report rebuilt from results.json draws it: heatmap values to 6 digits)."""
+    return figure_from_dict(spec.to_dict() if isinstance(spec, FIGURE_TYPES) else spec)
+
+
+def spans_row(spec: Figure | Mapping[str, Any]) -> bool:
     """A heatmap of several panels spans the report's row: its panels need the width to be read."""
-    return spec.get("kind") == "heatmap" and len(spec.get("panels", [])) > 1
+    fig = spec if isinstance(spec, FIGURE_TYPES) else stored_figure(spec)
+    return isinstance(fig, HeatmapFigure) and len(fig.panels) > 1
 
 
-def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigure:
-    """Draw ``spec`` (stored JSON, or a typed figure) into ``figures_dir/(name or spec['file'])``
-    (atomically) and return it."""
+def render(spec: Figure | Mapping[str, Any], figures_dir: Path, *, name: str | None = None) -> RenderedFigure:
+    """Draw ``spec`` (stored JSON, or a typed figure: :func:`stored_figure`) into ``figures_dir/(name or its
+    file)`` (atomically) and return it."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -65,18 +72,16 @@ def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigur
 
     from attnlab.runs.rundir import atomic_write_bytes
 
-    if hasattr(spec, "to_dict"):
-        spec = spec.to_dict()
-    check_figure_file(spec.get("file", ""))
-    drawers = {"line": _draw_line, "bar": _draw_bar}
-    if spec.get("kind") not in (*drawers, "heatmap"):
-        raise ConfigError(f"figure {spec['file']}: unknown kind {spec.get('kind')!r}")
-    if spec["kind"] == "heatmap":
+    spec = stored_figure(spec)
+    if isinstance(spec, HeatmapFigure):
         fig = _draw_heatmap(plt, spec)
     else:
         with plt.rc_context(_TEXT_SIZES):
             fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110, layout="constrained")
-            drawers[spec["kind"]](ax, spec)
+            if isinstance(spec, BarFigure):
+                _draw_bar(ax, spec)
+            else:
+                _draw_line(ax, spec)
             _style_axes(ax, spec)
     try:
         buf = io.BytesIO()
@@ -86,12 +91,12 @@ def render(spec, figures_dir: Path, *, name: str | None = None) -> RenderedFigur
         plt.close(fig)
     data = buf.getvalue()
     figures_dir.mkdir(parents=True, exist_ok=True)
-    name = name or spec["file"]
+    name = name or spec.file
     check_figure_file(name)
     path = figures_dir / name
     atomic_write_bytes(path, data)
-    return RenderedFigure(path, spec.get("caption", ""), spec.get("title", ""),
-                          base64.b64encode(data).decode("ascii"), _png_size(data), text_px)
+    return RenderedFigure(path, spec.caption, spec.title, base64.b64encode(data).decode("ascii"), _png_size(data),
+                          text_px)
 
 
 def _smallest_text(fig: Any) -> float:
@@ -133,29 +138,29 @@ def series_style(i: int) -> tuple[str, str]:
     return PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]
 
 
-def _draw_line(ax: Any, spec: dict) -> None:
-    log_y = spec.get("yscale") == "log"
-    for i, s in enumerate(spec["series"]):
-        y = [_num(v) for v in s["y"]]
+def _draw_line(ax: Any, spec: LineFigure) -> None:
+    log_y = spec.yscale == "log"
+    for i, s in enumerate(spec.series):
+        y = [_num(v) for v in s.y]
         if log_y:  # zeros (an exactly one-hot softmax) cannot sit on a log axis
             y = [v if v > 0 else math.nan for v in y]
         colour, marker = series_style(i)
-        colour = s.get("color") or colour
-        xs = [_num(v) for v in s["x"]]
-        ax.plot(xs, y, linestyle=_STYLES.get(s.get("style") or "solid", "-"),
-                marker=marker if s.get("marker", True) else None, markersize=4, linewidth=1.6,
-                color=colour, label=s["label"])
-        _draw_bounds(ax, xs, y, s.get("censored"), colour, marker)
-    ax.set_xscale(spec.get("xscale", "linear"))
-    ax.set_yscale(spec.get("yscale", "linear"))
-    ax.set_xlabel(spec.get("xlabel", ""))
-    if spec.get("xticklabels"):
-        labels = spec["xticklabels"]
+        colour = s.color or colour
+        xs = [_num(v) for v in s.x]
+        ax.plot(xs, y, linestyle=_STYLES.get(s.style or "solid", "-"), marker=marker if s.marker else None,
+                markersize=4, linewidth=1.6, color=colour, label=s.label)
+        _draw_bounds(ax, xs, y, s.censored, colour, marker)
+    ax.set_xscale(spec.xscale)
+    ax.set_yscale(spec.yscale)
+    ax.set_xlabel(spec.xlabel)
+    if spec.xticklabels:
+        labels = spec.xticklabels
         ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
         ax.minorticks_off()
 
 
-def _draw_bounds(ax: Any, xs: Sequence[float], ys: Sequence[float], censored: Sequence[Any], colour: str, marker: str) -> None:
+def _draw_bounds(ax: Any, xs: Sequence[float], ys: Sequence[float], censored: Sequence[Any] | None, colour: str,
+                 marker: str) -> None:
     """Censored points (a value at a search limit) as bounds: an open marker with an arrow towards the
     side the true value lies on (up for a lower bound)."""
     if not censored:
@@ -169,24 +174,24 @@ def _draw_bounds(ax: Any, xs: Sequence[float], ys: Sequence[float], censored: Se
                     arrowprops={"arrowstyle": "<-", "color": colour, "linewidth": 1.4}, zorder=4)
 
 
-def _draw_bar(ax: Any, spec: dict) -> None:
-    cats, groups = spec["categories"], spec["groups"]
+def _draw_bar(ax: Any, spec: BarFigure) -> None:
+    cats, groups = spec.categories, spec.bars()
     width = 0.8 / max(len(groups), 1)
-    for i, g in enumerate(groups):
+    for i, (label, values) in enumerate(groups):
         xs = [j + (i - (len(groups) - 1) / 2) * width for j in range(len(cats))]
-        vals = [_num(v) for v in g["values"]]
+        vals = [_num(v) for v in values]
         ax.bar(xs, [0 if math.isnan(v) else v for v in vals], width * 0.92,
-               color=PALETTE[i % len(PALETTE)], label=g["label"])
+               color=PALETTE[i % len(PALETTE)], label=label)
     step = max(1, math.ceil(len(cats) / MAX_BAR_LABELS))  # many bins: label every step-th, never overlapping
     ax.set_xticks(range(0, len(cats), step), cats[::step], rotation=20 if len(cats) <= 8 else 45, ha="right")
-    ax.set_yscale(spec.get("yscale", "linear"))
+    ax.set_yscale(spec.yscale)
 
 
 _PT = 1 / 72  # inches per point
 _PAD = 3 * _PT  # the gap between neighbouring decorations (matplotlib's constrained-layout pad)
 
 
-def _draw_heatmap(plt: Any, spec: dict) -> Any:
+def _draw_heatmap(plt: Any, spec: HeatmapFigure) -> Any:
     """A grid of panels with one shared colour scale and one colour bar.
 
     Panels without tick labels are as small as keeps the figure's text legible where the
@@ -201,14 +206,14 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
     """
     import numpy as np
 
-    panels = spec["panels"]
-    ncols = max(1, min(int(spec.get("ncols", 1)), len(panels)))
+    panels = spec.panels
+    ncols = max(1, min(int(spec.ncols), len(panels)))
     nrows = math.ceil(len(panels) / ncols)
-    mats = [np.array([[_num(v) for v in r] for r in p["values"]], dtype=float) for p in panels]
+    mats = [np.array([[_num(v) for v in r] for r in p.values], dtype=float) for p in panels]
     finite = np.concatenate([m[np.isfinite(m)] for m in mats]) if mats else np.zeros(1)
-    vmin = _num(spec["vmin"]) if spec.get("vmin") is not None else float(finite.min(initial=0.0))
-    vmax = _num(spec["vmax"]) if spec.get("vmax") is not None else float(finite.max(initial=1.0))
-    labelled = any(p.get("xlabels") or p.get("ylabels") for p in panels)
+    vmin = _num(spec.vmin) if spec.vmin is not None else float(finite.min(initial=0.0))
+    vmax = _num(spec.vmax) if spec.vmax is not None else float(finite.max(initial=1.0))
+    labelled = any(p.xlabels or p.ylabels for p in panels)
     fig = plt.figure(figsize=(1.0, 1.0), dpi=110)  # sized below, once the panel titles are measured
     renderer = fig.canvas.get_renderer()
     title_size = 7 if not labelled else 10
@@ -223,31 +228,30 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
         return w, h
 
     # panel titles wrap at spaces to the panel's width; a panel is never narrower than a title's longest word
-    words = [w for p in panels for w in _wrap(p.get("title", ""), 0.0, lambda t: 1.0).split("\n")]
+    words = [w for p in panels for w in _wrap(p.title, 0.0, lambda t: 1.0).split("\n")]
     side = _panel_side(spec, mats, ncols, extent(words, title_size)[0] if words else 0.0)
-    titles = [_wrap(p.get("title", ""), side - 4 * _PAD, lambda t: extent([t], title_size)[0]) for p in panels]
+    titles = [_wrap(p.title, side - 4 * _PAD, lambda t: extent([t], title_size)[0]) for p in panels]
     top = extent(titles, title_size)[1] + 2 * _PT if any(titles) else 0.0
-    width, height = side * ncols + 1.2, (side + top) * nrows + 0.6 + 0.4 * bool(spec.get("title"))
+    width, height = side * ncols + 1.2, (side + top) * nrows + 0.6 + 0.4 * bool(spec.title)
     # a grid that spans the row is drawn >= 1600 px wide: each panel keeps the pixels of its map
     fig.set_size_inches(width, height)
     fig.set_dpi(max(110.0, 1600 / width) if spans_row(spec) else 110.0)
     renderer = fig.canvas.get_renderer()  # measures at the new dpi
     tick = 3.5 * _PT + 3.5 * _PT  # major tick length + tick label pad
-    ylabels = [t for p in panels for t in (p.get("ylabels") or [])]
-    xlabels = [t for p in panels for t in (p.get("xlabels") or [])]
+    ylabels = [t for p in panels for t in (p.ylabels or [])]
+    xlabels = [t for p in panels for t in (p.xlabels or [])]
     left = (extent(ylabels, 7)[0] + tick) if ylabels else 0.0
     bottom = (extent(xlabels, 7, 90)[1] + tick) if xlabels else 0.0
-    if spec.get("ylabel"):
-        left += extent([spec["ylabel"]], 8, 90)[0] + 4 * _PT
-    if spec.get("xlabel"):
-        bottom += extent([spec["xlabel"]], 8)[1] + 4 * _PT
-    head = extent([spec["title"]], 11)[1] + 2 * _PT if spec.get("title") else 0.0
+    if spec.ylabel:
+        left += extent([spec.ylabel], 8, 90)[0] + 4 * _PT
+    if spec.xlabel:
+        bottom += extent([spec.xlabel], 8)[1] + 4 * _PT
+    head = extent([spec.title], 11)[1] + 2 * _PT if spec.title else 0.0
     # the colour bar: shrink x the grid's height, 1/20 of that wide, its tick labels and label to the right
     bar = 0.0
     shrink = 0.6 if nrows > 1 else 0.9
     ticks = [f"{v:.1f}" for v in np.linspace(vmin, vmax, 6)] if math.isfinite(vmin + vmax) else ["0.0"]
-    bar_text = extent(ticks, 7)[0] + tick + (extent([spec.get("colorbar", "")], 8, 90)[0] + 4 * _PT
-                                            if spec.get("colorbar") else 0.0)
+    bar_text = extent(ticks, 7)[0] + tick + (extent([spec.colorbar], 8, 90)[0] + 4 * _PT if spec.colorbar else 0.0)
     grid_h = height - head - 2 * _PAD
     cell_h = grid_h / nrows
     ax_h = max(cell_h - top - bottom - _PAD, 0.05)
@@ -263,31 +267,30 @@ def _draw_heatmap(plt: Any, spec: dict) -> Any:
         y = y_top - r * cell_h - top - ax_h
         ax = fig.add_axes((x / width, y / height, ax_w / width, ax_h / height))
         m = mats[k]
-        image = ax.imshow(m, cmap=spec.get("cmap", "viridis"), vmin=vmin, vmax=vmax, aspect="auto",
-                          interpolation="nearest")
+        image = ax.imshow(m, cmap=spec.cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
         ax.set_title(titles[k], fontsize=title_size, pad=2)
-        if p.get("xlabels"):
-            ax.set_xticks(range(m.shape[1]), p["xlabels"], rotation=90, fontsize=7)
+        if p.xlabels:
+            ax.set_xticks(range(m.shape[1]), p.xlabels, rotation=90, fontsize=7)
         else:
             ax.set_xticks([])
-        if p.get("ylabels"):
-            ax.set_yticks(range(m.shape[0]), p["ylabels"], fontsize=7)
+        if p.ylabels:
+            ax.set_yticks(range(m.shape[0]), p.ylabels, fontsize=7)
         else:
             ax.set_yticks([])
-        if r == nrows - 1 and spec.get("xlabel"):
-            ax.set_xlabel(spec["xlabel"], fontsize=8)
-        if c == 0 and spec.get("ylabel"):
-            ax.set_ylabel(spec["ylabel"], fontsize=8)
+        if r == nrows - 1 and spec.xlabel:
+            ax.set_xlabel(spec.xlabel, fontsize=8)
+        if c == 0 and spec.ylabel:
+            ax.set_ylabel(spec.ylabel, fontsize=8)
     if image is not None:
         grid_top, grid_bottom = y_top - top, y_top - nrows * cell_h + bottom + _PAD
         middle = (grid_top + grid_bottom) / 2
         bx = x0 + ncols * cell_w + 0.01 * width
         cax = fig.add_axes((bx / width, (middle - bar_len / 2) / height, bar_len / 20 / width, bar_len / height))
         cb = fig.colorbar(image, cax=cax)
-        cb.set_label(spec.get("colorbar", ""), fontsize=8)
+        cb.set_label(spec.colorbar, fontsize=8)
         cb.ax.tick_params(labelsize=7)
-    if spec.get("title"):
-        fig.suptitle(spec["title"], fontsize=11, y=1 - _PAD / height, va="top")
+    if spec.title:
+        fig.suptitle(spec.title, fontsize=11, y=1 - _PAD / height, va="top")
     return fig
 
 
@@ -295,16 +298,16 @@ HEATMAP_TEXT_PT = 7  # tick labels, and the titles of unlabelled panels: the sma
 LABEL_SLOT = 0.16  # inches per tick label of a labelled panel (a 7 pt token with room around it)
 
 
-def _panel_side(spec: dict, mats: Sequence[Any], ncols: int, word_width: float) -> float:
+def _panel_side(spec: HeatmapFigure, mats: Sequence[Any], ncols: int, word_width: float) -> float:
     """The side (inches) of one panel: a labelled panel gets :data:`LABEL_SLOT` per label (2 in at least);
     unlabelled panels are as large as lets the figure's 7 pt text stay :data:`LEGIBLE_PX` high where
     the report shows it (:data:`ROW_PX` for a grid that spans the row, :data:`HALF_PX` otherwise) -
     1.25 in at most, and never narrower than the longest word of a title (``word_width``, inches)."""
-    if any(p.get("xlabels") or p.get("ylabels") for p in spec["panels"]):
+    if any(p.xlabels or p.ylabels for p in spec.panels):
         return max(2.0, LABEL_SLOT * max(max(m.shape) for m in mats))
     shown = ROW_PX if spans_row(spec) else HALF_PX
     fits = HEATMAP_TEXT_PT * shown / (72 * LEGIBLE_PX)  # the widest figure (in) whose 7 pt text is legible
-    largest = 1.25 if len(spec["panels"]) > 1 else 4.0
+    largest = 1.25 if len(spec.panels) > 1 else 4.0
     return max(min(largest, (fits - 1.2) / ncols), word_width + 4 * _PAD)
 
 
@@ -326,17 +329,17 @@ def _wrap(title: str, width: float, measure: Callable[[str], float]) -> str:
     return "\n".join(lines)
 
 
-def _style_axes(ax: Any, spec: dict) -> None:
-    ax.set_ylabel(spec.get("ylabel", ""))
-    if spec.get("title"):
-        ax.set_title(spec["title"], fontsize=11)
+def _style_axes(ax: Any, spec: LineFigure | BarFigure) -> None:
+    ax.set_ylabel(spec.ylabel)
+    if spec.title:
+        ax.set_title(spec.title, fontsize=11)
     ax.grid(True, which="major", color="#d9dde3", linewidth=0.7)
     ax.grid(True, which="minor", color="#eef0f3", linewidth=0.5)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     handles = ax.get_legend_handles_labels()[0]
-    if spec["kind"] == "bar" and len(spec["groups"]) == 1:
+    if isinstance(spec, BarFigure) and len(spec.groups) == 1:
         return  # one group of bars: the axis label says what they are, a legend would repeat it
     if handles and len(handles) > LEGEND_INSIDE:  # beside the axes, outside the data
         ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)

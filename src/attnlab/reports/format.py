@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from attnlab.checks import JUDGED, NO_ERROR, Check, Tally, count_verdicts, finding, tally
-from attnlab.results import check_from_dict
-from attnlab.runs.entry import ExperimentEntry, entries
+from attnlab.reports.stored_run import StoredClaim, StoredExperiment
+from attnlab.runs.entry import entries
 
 
 def fmt_count(x: float) -> str:
@@ -120,8 +120,8 @@ class Outline:
     date: str
     config: dict
     env: dict
-    experiments: list[ExperimentEntry] = field(default_factory=list)  # results.json entries, in run order
-    claims: list[dict] = field(default_factory=list)
+    experiments: list[StoredExperiment] = field(default_factory=list)  # results.json entries, in run order
+    claims: list[StoredClaim] = field(default_factory=list)
     errata: list[dict] = field(default_factory=list)       # TextError records of the run's papers
 
     @cached_property
@@ -129,7 +129,7 @@ class Outline:
         """Every claim and every summary line of every experiment, verdicts derived again (once)."""
         out = [claim_row(c) for c in self.claims]
         for e in self.experiments:
-            out += [summary_row(e.id, r) for r in summary_checks(e)]
+            out += [summary_row(e.id, c) for c in e.checks]
         return out
 
     def verdict_counts(self) -> dict[str, int]:
@@ -169,29 +169,24 @@ class Outline:
         return [r for r in self.rows if r.verdict in ("fail", "error")]
 
 
-def summary_checks(entry: ExperimentEntry) -> list[dict]:
-    """An experiment's stored summary rows, each with its verdict derived from its numbers."""
-    return [check_from_dict(r).to_dict() | {"values": {}} for r in entry.summary]
+def claim_row(c: StoredClaim) -> Row:
+    """A stored claim as a row (one that raised: verdict "error")."""
+    if c.check is None:
+        return Row(c.id, c.statement, c.paper_value, "–", "", "error", c.where, "the check raised", "")
+    k = c.check
+    return Row(c.id, c.statement, c.paper_value, k.measured_text, k.criterion, k.verdict, c.where, k.reason, c.detail,
+               k)
 
 
-def claim_row(c: dict) -> Row:
-    if c.get("error") is not None or c.get("verdict") == "error" or c.get("status") == "error":
-        return Row(c["id"], c.get("statement", ""), c.get("paper_value"), "–", "", "error", c.get("where", ""),
-                   "the check raised", "")
-    check = check_from_dict({**c, "quantity": c.get("statement", "")})
-    d = check.to_dict()
-    return Row(c["id"], c.get("statement", ""), c.get("paper_value"), d["measured_text"], d["criterion"], d["verdict"],
-               c.get("where", ""), d["reason"], c.get("detail", ""), check)
-
-
-def summary_row(source: str, d: dict) -> Row:
-    return Row(source, d.get("quantity", ""), d.get("paper_value"), d.get("measured_text", fmt_value(d.get("measured"))),
-               d.get("criterion", ""), d["verdict"], d.get("where", ""), d.get("reason", ""), d.get("detail", ""),
-               check_from_dict(d))
+def summary_row(source: str, c: Check) -> Row:
+    """A summary check of experiment ``source`` as a row."""
+    return Row(source, c.quantity, c.paper_value, c.measured_text, c.criterion, c.verdict, c.where, c.reason,
+               c.detail, c)
 
 
 def outline(run) -> Outline:
-    """The report outline of a :class:`attnlab.runs.rundir.StoredRun`."""
+    """The report outline of a :class:`attnlab.runs.rundir.StoredRun`: its stored experiments and claims
+    read back typed, once (:mod:`attnlab.reports.stored_run`)."""
     papers = run.config.get("papers") or run.results.get("papers") or []
     stored = run.config.get("titles") or {}
     titles = [stored.get(p, p) for p in papers]  # what the run stored: the report reads files only
@@ -201,27 +196,27 @@ def outline(run) -> Outline:
         date=run.env.get("date") or run.config.get("created") or "",
         config=run.config,
         env=run.env,
-        experiments=list(entries(run.results).values()),
-        claims=list(run.results.get("claims") or []),
+        experiments=[StoredExperiment.read(e) for e in entries(run.results).values()],
+        claims=[StoredClaim.from_dict(c) for c in run.results.get("claims") or []],
         errata=list(run.results.get("errata") or []),
     )
 
 
-def experiment_status(entry: ExperimentEntry) -> str:
+def experiment_status(e: StoredExperiment) -> str:
     """One word for an experiment: "error" if it raised, else its most serious verdict
     (fail, differs, refuted, inconclusive, reproduced, holds, sanity, info, in that order)."""
-    if not entry.ok:
+    if not e.ok:
         return "error"
-    verdicts = {r["verdict"] for r in summary_checks(entry)}
+    verdicts = {c.verdict for c in e.checks}
     for v in ("fail", "differs", "refuted", "inconclusive", "reproduced", "holds", "sanity"):
         if v in verdicts:
             return v
     return "info"
 
 
-def row_counts(entry: ExperimentEntry) -> str:
+def row_counts(e: StoredExperiment) -> str:
     """"3 reproduced · 1 differs" for an experiment's judged summary lines ("–" if none is judged)."""
-    counts = count_verdicts(r["verdict"] for r in summary_checks(entry))
+    counts = count_verdicts(c.verdict for c in e.checks)
     parts = [f"{counts[v]} {v}" for v in JUDGED if counts[v]]
     return " · ".join(parts) if parts else "–"
 
@@ -245,30 +240,32 @@ def env_items(env: dict) -> list[tuple[str, str]]:
             if env.get(k) is not None]
 
 
-def verdict_notes(d: dict) -> list[str]:
-    """What a stored check's verdict carries beside it, in order: its support over seeds ("in 4 of 5
+def verdict_notes(check: Check) -> list[str]:
+    """What a check's verdict carries beside it, in order: its support over seeds ("in 4 of 5
     seeds"), why it is what it is, the deviations from the text's protocol that touch it, and the
     control run that clears them."""
     out = []
-    if d.get("support") and d.get("verdict") in ("reproduced", "differs", "holds", "refuted"):
-        out.append(f"in {d['support']}")
-    if d.get("reason"):
-        out.append(d["reason"])
-    if d.get("deviations") and not d.get("reason", "").startswith("deviation"):
-        out.append("deviation" + ("s" if len(d["deviations"]) > 1 else "") + ": " + ", ".join(d["deviations"]))
-    if d.get("control"):
-        out.append(f"control: {d['control']}")
+    if check.support and check.verdict in ("reproduced", "differs", "holds", "refuted"):
+        out.append(f"in {check.support}")
+    if check.reason:
+        out.append(check.reason)
+    if check.deviations and not check.reason.startswith("deviation"):
+        out.append("deviation" + ("s" if len(check.deviations) > 1 else "") + ": " + ", ".join(check.deviations))
+    if check.control:
+        out.append(f"control: {check.control}")
     return out
 
 
-def fmt_criterion(c: dict) -> str:
-    """A stored check's comparison as text ("<= 1e-12", "-0.5 ± 0.1"), derived from its numbers."""
-    return check_from_dict(c).criterion
+def row_notes(r: Row) -> list[str]:
+    """:func:`verdict_notes` of a row's check; of a claim or experiment that raised, its reason."""
+    if r.check is not None:
+        return verdict_notes(r.check)
+    return [r.reason] if r.reason else []
 
 
-def fmt_measured_cell(r: dict) -> str:
-    """A stored check's measured value as a table cell: bounds as bounds, large counts as counts."""
-    m = r.get("measured")
-    if isinstance(m, (int, float)) and not isinstance(m, bool):
+def fmt_measured_cell(check: Check) -> str:
+    """A check's measured value as a table cell: bounds as bounds, large counts as counts."""
+    m = check.measured
+    if isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m):
         return fmt_auto(m)
-    return r.get("measured_text") or fmt_value(m)
+    return check.measured_text or fmt_value(m)

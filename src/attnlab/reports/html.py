@@ -12,19 +12,18 @@ import json
 import re
 from html import escape
 
-from attnlab.checks import Tally
+from attnlab.checks import Check, Tally
 from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.reports.figures import RenderedFigure, spans_row
 from attnlab.reports.viewer import viewer_fragment
-from attnlab.runs.entry import ExperimentEntry
 from attnlab.deviations import COLUMNS as DEVIATION_COLUMNS
 from attnlab.deviations import table_rows as deviation_rows
 from attnlab.reports.format import (
     Outline,
     Row,
     claim_row,
-    summary_checks,
+    row_notes,
     verdict_notes,
     config_items,
     env_items,
@@ -34,6 +33,8 @@ from attnlab.reports.format import (
     fmt_value,
     row_counts,
 )
+from attnlab.reports.stored_run import StoredClaim, StoredExperiment
+from attnlab.results import ExperimentResult
 
 CSS = """
 :root { --ink:#1d2430; --muted:#5b6575; --line:#e3e7ed; --bg:#f6f7f9; --card:#fff;
@@ -254,8 +255,8 @@ def render_html(o: Outline, figures: dict[tuple[str, str], RenderedFigure]) -> s
         parts.append("<h2>Summary</h2>")
         parts.append(_table(
             ["experiment", "what it measures", "verdicts", "most serious", "time"],
-            [[f'<code class="id">{escape(_short(e.id))}</code>', _txt(e.description), _txt(row_counts(e)),
-              _pill(experiment_status(e)), _txt(fmt_value(e.seconds)) + " s"] for e in o.experiments],
+            [[f'<code class="id">{escape(_short(e.id))}</code>', _txt(e.entry.description), _txt(row_counts(e)),
+              _pill(experiment_status(e)), _txt(fmt_value(e.entry.seconds)) + " s"] for e in o.experiments],
             ["", "detail", "num", "", "num"]))
     if o.claims:
         parts.append(_claims(o.claims))
@@ -353,7 +354,7 @@ def _verdict_sections(o: Outline) -> str:
 def _own_table(rows: list[Row]) -> str:
     body = [[f'<code class="id">{escape(_short(r.source))}</code>', _txt(r.quantity), _txt(r.measured),
              _txt(r.criterion), _pill(r.verdict) + "".join(f'<div class="why">{_txt(n)}</div>'
-                                                           for n in verdict_notes(_stored(r))),
+                                                           for n in row_notes(r)),
              _txt(r.detail)] for r in rows]
     return _table(["where measured", "statement", "measured", "required", "verdict", "detail"], body,
                   ["", "", "num", "num", "", "detail"])
@@ -367,64 +368,56 @@ def _errata(errata: list[dict]) -> str:
             + _table(list(ERRATA_COLUMNS), rows, ["", "", "", "", "", "detail", "", ""]))
 
 
-def _claims(claims: list[dict]) -> str:
+def _claims(claims: list[StoredClaim]) -> str:
     rows = []
     for c in claims:
         r = claim_row(c)
-        rows.append([f'<code class="id">{escape(_short(c["id"]))}</code>', _txt(c.get("where", "")),
-                     _txt(c.get("statement", "")), _txt(fmt_paper(c.get("paper_value"))), _txt(r.measured),
-                     _txt(r.criterion), _pill(r.verdict) + "".join(
-                         f'<div class="why">{_txt(n)}</div>' for n in verdict_notes(_stored(r)))])
+        rows.append([f'<code class="id">{escape(_short(c.id))}</code>', _txt(c.where), _txt(c.statement),
+                     _txt(fmt_paper(c.paper_value)), _txt(r.measured), _txt(r.criterion), _pill(r.verdict) + "".join(
+                         f'<div class="why">{_txt(n)}</div>' for n in row_notes(r))])
     return ("<h2>Claims</h2><p class=\"lead\">Fast checks of the paper's statements "
             "(<code>attnlab verify</code>), paper value next to the measured number.</p>"
             + _table(["claim", "where", "statement", "paper", "measured", "required", "verdict"], rows,
                      ["", "detail", "", "paper", "num", "num", ""]))
 
 
-def _stored(r: Row) -> dict:
-    """A row's check as stored (what :func:`verdict_notes` reads); a raised check has only its reason."""
-    return r.check.to_dict() if r.check is not None else {"verdict": r.verdict, "reason": r.reason}
-
-
-def _where(r: dict) -> str:
+def _where(c: Check) -> str:
     """Where the text states a row's statement, and the ledger entry it is anchored to."""
-    anchor = r.get("anchor") or ""
-    return _txt(r.get("where", "")) + (f'<div class="why"><code>{escape(anchor)}</code></div>' if anchor else "")
+    return _txt(c.where) + (f'<div class="why"><code>{escape(c.anchor)}</code></div>' if c.anchor else "")
 
 
-def _experiment(e: ExperimentEntry, figures: dict[tuple[str, str], RenderedFigure]) -> str:
+def _experiment(e: StoredExperiment, figures: dict[tuple[str, str], RenderedFigure]) -> str:
+    x = e.entry
     status = experiment_status(e)
-    out = [f'<section><h2><span class="id">{escape(e.id)}</span> {_pill(status)}</h2>',
-           f'<p class="lead">{escape(e.description)} · {escape(fmt_value(e.seconds))} s</p>']
-    if not e.ok:
-        out.append(f"<pre>{escape(e.error or '')}</pre></section>")
+    out = [f'<section><h2><span class="id">{escape(x.id)}</span> {_pill(status)}</h2>',
+           f'<p class="lead">{escape(x.description)} · {escape(fmt_value(x.seconds))} s</p>']
+    if e.result is None:
+        out.append(f"<pre>{escape(x.error or '')}</pre></section>")
         return "".join(out)
-    res = e.results or {}
-    if res.get("summary"):
-        rows = summary_checks(e)
+    res: ExperimentResult = e.result
+    if res.summary:
         out.append(_table(
             ["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
-            [[_txt(r.get("quantity", "")), _txt(fmt_paper(r.get("paper_value"))),
-              _txt(fmt_measured_cell(r)), _txt(r.get("criterion", "")),
-              _pill(r["verdict"]) + "".join(f'<div class="why">{_txt(n)}</div>' for n in verdict_notes(r)),
-              _where(r), _txt(r.get("detail", ""))] for r in rows],
+            [[_txt(c.quantity), _txt(fmt_paper(c.paper_value)), _txt(fmt_measured_cell(c)), _txt(c.criterion),
+              _pill(c.verdict) + "".join(f'<div class="why">{_txt(n)}</div>' for n in verdict_notes(c)),
+              _where(c), _txt(c.detail)] for c in res.summary],
             ["", "paper", "num", "num", "", "", "detail"]))
-    if res.get("deviations"):
+    if res.deviations:
         out.append("<h3>Deviations from the text's protocol</h3><p class=\"lead\">Where this experiment departs "
                    "from the text's setup, and why. A row touched by one is reproduced or differs only with a "
                    "control run without it; otherwise it is inconclusive.</p>")
-        out.append(_table(list(DEVIATION_COLUMNS), [[_txt(c) for c in r] for r in deviation_rows(res["deviations"])],
+        out.append(_table(list(DEVIATION_COLUMNS), [[_txt(c) for c in r] for r in deviation_rows(res.deviations)],
                           ["", "", "detail", "detail", "detail"]))
-    elif res.get("summary") and "deviations" in res:
+    elif res.summary and res.deviations is not None:
         out.append('<p class="lead">Deviations from the text\'s protocol: none.</p>')
-    for t in res.get("tables", []):
-        fmts = t.get("formats") or [None] * len(t["columns"])
+    for t in res.tables:
+        fmts = t.formats or [None] * len(t.columns)
         cls = ["num" if f in ("count", "percent", "float", "int") else "" for f in fmts]
-        out.append(f"<h3>{escape(t.get('title', ''))}</h3>")
-        out.append(_table(t["columns"], [[_txt(fmt_value(v, f)) for v, f in zip(row, fmts)] for row in t["rows"]],
+        out.append(f"<h3>{escape(t.title)}</h3>")
+        out.append(_table(list(t.columns), [[_txt(fmt_value(v, f)) for v, f in zip(row, fmts)] for row in t.rows],
                           cls))
-    specs = [s for s in res.get("figures", []) if (e.id, s["file"]) in figures]
-    figs = [figures[(e.id, s["file"])] for s in specs]
+    specs = [s for s in res.figures if (x.id, s.file) in figures]
+    figs = [figures[(x.id, s.file)] for s in specs]
     if figs:
         out.append('<h3>Figures</h3><div class="figs">')
         for s, f in zip(specs, figs):
@@ -433,14 +426,13 @@ def _experiment(e: ExperimentEntry, figures: dict[tuple[str, str], RenderedFigur
                        f"<figcaption><b>{escape(f.title)}.</b> {escape(f.caption)} "
                        f"<code>figures/{escape(f.path.name)}</code></figcaption></figure>")
         out.append("</div>")
-    blocks = res.get("interactive") or []
-    if blocks:
+    if res.interactive:
         out.append("<h3>Interactive view</h3>")
-        slug = re.sub(r"[^A-Za-z0-9_-]", "-", e.id)
-        out += [viewer_fragment(b, uid=f"attnlab-viewer-{slug}-{i}") for i, b in enumerate(blocks)]
-    out += [f'<div class="note">{escape(n)}</div>' for n in res.get("notes", [])]
-    if not any(res.get(k) for k in ("summary", "tables", "figures", "interactive")):
-        out.append(f"<pre>{escape(json.dumps(res, indent=2)[:4000])}</pre>")
-    out.append(f"<details><summary>config</summary><pre>{escape(json.dumps(e.config, indent=2))}"
+        slug = re.sub(r"[^A-Za-z0-9_-]", "-", x.id)
+        out += [viewer_fragment(b, uid=f"attnlab-viewer-{slug}-{i}") for i, b in enumerate(res.interactive)]
+    out += [f'<div class="note">{escape(n)}</div>' for n in res.notes]
+    if not (res.summary or res.tables or res.figures or res.interactive):
+        out.append(f"<pre>{escape(json.dumps(x.results or {}, indent=2)[:4000])}</pre>")
+    out.append(f"<details><summary>config</summary><pre>{escape(json.dumps(x.config, indent=2))}"
                "</pre></details></section>")
     return "".join(out)

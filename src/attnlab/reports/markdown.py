@@ -9,7 +9,7 @@ from attnlab.errata import COLUMNS as ERRATA_COLUMNS
 from attnlab.errata import table_rows
 from attnlab.deviations import COLUMNS as DEVIATION_COLUMNS
 from attnlab.deviations import table_rows as deviation_rows
-from attnlab.runs.entry import ExperimentEntry
+from attnlab.checks import Check
 from attnlab.reports.format import (
     Outline,
     Row,
@@ -21,17 +21,18 @@ from attnlab.reports.format import (
     fmt_paper,
     fmt_value,
     row_counts,
-    summary_checks,
     verdict_notes,
 )
+from attnlab.reports.stored_run import StoredExperiment
+from attnlab.results import ExperimentResult
 
 _MARK = {"reproduced": "✅ reproduced", "differs": "≠ differs", "inconclusive": "? inconclusive",
          "holds": "◆ holds", "refuted": "≠ refuted", "sanity": "◦ sanity", "fail": "❌ fail", "error": "❌ error",
          "info": "info"}
 
 
-def _notes(d: dict) -> str:
-    notes = verdict_notes(d)
+def _notes(check: Check) -> str:
+    notes = verdict_notes(check)
     return f" ({'; '.join(notes)})" if notes else ""
 
 
@@ -60,14 +61,14 @@ def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
     if o.experiments:
         lines += ["## Summary", ""]
         lines += _table(["experiment", "verdicts", "most serious", "seconds"],
-                        [[e.id, row_counts(e), _MARK[experiment_status(e)], fmt_value(e.seconds)]
+                        [[e.id, row_counts(e), _MARK[experiment_status(e)], fmt_value(e.entry.seconds)]
                          for e in o.experiments])
     if o.claims:
         lines += ["## Claims", ""]
         rows = [(c, claim_row(c)) for c in o.claims]
         lines += _table(
             ["claim", "where", "statement", "paper", "measured", "required", "verdict"],
-            [[c["id"], c.get("where", ""), c.get("statement", ""), fmt_paper(c.get("paper_value")),
+            [[c.id, c.where, c.statement, fmt_paper(c.paper_value),
               r.measured, r.criterion, _MARK.get(r.verdict, r.verdict) + (f" ({r.reason})" if r.reason else "")]
              for c, r in rows])
     if o.errata:
@@ -80,42 +81,41 @@ def render_markdown(o: Outline, figures: dict[tuple[str, str], str]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _experiment(e: ExperimentEntry, figures: dict[tuple[str, str], str]) -> list[str]:
-    lines = [f"## {e.id}", "", e.description, "",
-             f"Most serious verdict: {_MARK[experiment_status(e)]} · {fmt_value(e.seconds)} s", ""]
-    if not e.ok:
-        return lines + ["```", (e.error or "").rstrip(), "```", ""]
-    res = e.results or {}
-    if res.get("summary"):
+def _experiment(e: StoredExperiment, figures: dict[tuple[str, str], str]) -> list[str]:
+    x = e.entry
+    lines = [f"## {x.id}", "", x.description, "",
+             f"Most serious verdict: {_MARK[experiment_status(e)]} · {fmt_value(x.seconds)} s", ""]
+    if e.result is None:
+        return lines + ["```", (x.error or "").rstrip(), "```", ""]
+    res: ExperimentResult = e.result
+    if res.summary:
         lines += _table(["quantity", "the text", "measured", "required", "verdict", "where in the text", "detail"],
-                        [[r.get("quantity", ""), fmt_paper(r.get("paper_value")), fmt_measured_cell(r),
-                          r.get("criterion", ""),
-                          _MARK.get(r["verdict"], r["verdict"]) + _notes(r),
-                          r.get("where", ""), r.get("detail", "")] for r in summary_checks(e)])
-    if res.get("deviations"):
+                        [[c.quantity, fmt_paper(c.paper_value), fmt_measured_cell(c), c.criterion,
+                          _MARK.get(c.verdict, c.verdict) + _notes(c), c.where, c.detail] for c in res.summary])
+    if res.deviations:
         lines += ["**Deviations from the text's protocol** (a row touched by one is decided only with a control "
-                  "run without it)", ""] + _table(list(DEVIATION_COLUMNS), deviation_rows(res["deviations"]))
-    elif res.get("summary") and "deviations" in res:
+                  "run without it)", ""] + _table(list(DEVIATION_COLUMNS), deviation_rows(res.deviations))
+    elif res.summary and res.deviations is not None:
         lines += ["Deviations from the text's protocol: none.", ""]
-    for t in res.get("tables", []):
-        fmts = t.get("formats") or [None] * len(t["columns"])
-        lines += [f"**{t.get('title', '')}**", ""]
-        lines += _table(t["columns"], [[fmt_value(v, f) for v, f in zip(row, fmts)] for row in t["rows"]])
-    for spec in res.get("figures", []):
-        if (e.id, spec["file"]) in figures:
-            lines += [f"![{spec.get('title') or spec['file']}]({figures[(e.id, spec['file'])]})", "",
-                      f"*Figure: {spec.get('caption', '')}*", ""]
-    for b in res.get("interactive", []):
+    for t in res.tables:
+        fmts = t.formats or [None] * len(t.columns)
+        lines += [f"**{t.title}**", ""]
+        lines += _table(list(t.columns), [[fmt_value(v, f) for v, f in zip(row, fmts)] for row in t.rows])
+    for spec in res.figures:
+        if (x.id, spec.file) in figures:
+            lines += [f"![{spec.title or spec.file}]({figures[(x.id, spec.file)]})", "",
+                      f"*Figure: {spec.caption}*", ""]
+    for b in res.interactive:
         lines += [f"*Interactive view{': ' + b['title'] if b.get('title') else ''}: open report.html to pick a layer "
                   "and head and see the weights of every query token"
                   + (f", with the head's {len(b['scores'])} scores and ranks" if b.get("scores") else "")
                   + ".*", ""]
-    for note in res.get("notes", []):
+    for note in res.notes:
         lines += [f"> {note}", ""]
-    if not any(res.get(k) for k in ("summary", "tables", "figures", "interactive")):
-        lines += ["```json", json.dumps(res, indent=2)[:4000], "```", ""]
+    if not (res.summary or res.tables or res.figures or res.interactive):
+        lines += ["```json", json.dumps(x.results or {}, indent=2)[:4000], "```", ""]
     lines += ["<details><summary>config</summary>", "", "```json",
-              json.dumps(e.config, indent=2), "```", "", "</details>", ""]
+              json.dumps(x.config, indent=2), "```", "", "</details>", ""]
     return lines
 
 
