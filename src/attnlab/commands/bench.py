@@ -8,11 +8,12 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
 
+from attnlab.bench.record import BenchRecord
 from attnlab.bench.stability import NOISY
 from attnlab.terminal import Col, fmt, print_table
 
@@ -104,43 +105,43 @@ def write_bench(out_dir, result: dict) -> None:
     render(time_figure(result["rows"], "bench-time.png"), out_dir)
 
 
-def print_bench(console, result: dict) -> None:
-    """The timings, the crossovers and the targets as tables on ``console``, each fitting its width."""
-    ceiling = result["ceiling"]
-    env = result["env"]
+def print_bench(console: Console, result: Mapping[str, Any] | BenchRecord) -> None:
+    """The timings, the crossovers and the targets of ``result`` (bench.json's content, read back as a
+    :class:`attnlab.bench.record.BenchRecord`) as tables on ``console``, each fitting its width."""
+    rec = result if isinstance(result, BenchRecord) else BenchRecord.from_dict(result)
+    env = rec.env
     # quartiles need two repeats: with one, the IQR column is left out rather than printed as 0
-    spread = any(r["q1_ms"] is not None for r in result["rows"] if r["status"] == "ok")
+    spread = any(r.q1_ms is not None for r in rec.rows if r.status == "ok")
     rows = []
-    for r in result["rows"]:
-        if r["status"] != "ok":
-            rows.append([escape(r["variant"]), str(r["n"]), f"[dim]{r['status']}[/]", *[""] * (5 + spread)])
+    for r in rec.rows:
+        if r.status != "ok":
+            rows.append([escape(r.variant), str(r.n), f"[dim]{r.status}[/]", *[""] * (5 + spread)])
             continue
-        ratio = f"{r['ratio']:.3g}x vs {r['reference']}" if r["ratio"] and r["variant"] != r["reference"] else (
-            "-" if not r["ratio"] else "1")
-        iqr = [fmt(r["q3_ms"] - r["q1_ms"]) if r["q1_ms"] is not None else "-"] if spread else []
-        rows.append([escape(r["variant"]), str(r["n"]), f"{r['time_ms']:.3g}", *iqr,
-                     f"{r['gflops']:.3g}", f"{r['pct_ceiling']:.3g}", fmt(r["peak_mb"]), escape(ratio)])
-    print_table(console, f"attnlab bench ({env.get('device', 'cpu')}: {env.get('device_name', '')}, "
-                         f"{result['config']['dtype']}, {env['threads']} threads, matmul ceiling "
-                         f"{ceiling['gflops']:.1f} GFLOP/s, load {env['load_average_1m']:.2f})",
+        ratio = f"{r.ratio:.3g}x vs {r.reference}" if r.ratio and r.variant != r.reference else (
+            "-" if not r.ratio else "1")
+        iqr = [fmt(r.q3_ms - r.q1_ms) if r.q1_ms is not None and r.q3_ms is not None else "-"] if spread else []
+        rows.append([escape(r.variant), str(r.n), f"{r.time_ms:.3g}", *iqr,
+                     f"{r.gflops:.3g}", f"{r.pct_ceiling:.3g}", fmt(r.peak_mb), escape(ratio)])
+    print_table(console, f"attnlab bench ({env.device}: {env.device_name}, {rec.dtype}, {env.threads} threads, "
+                         f"matmul ceiling {rec.ceiling_gflops:.1f} GFLOP/s, load {env.load_average_1m:.2f})",
                 [Col("variant", "key"), Col("n", "number"), Col("time ms", "number"),
                  *([Col("IQR ms", "number")] if spread else []),
                  Col("GFLOP/s", "number"), Col("% ceiling", "number"), Col("peak MB", "number"),
                  Col("vs reference", "number")], rows, keys=2)
     if not spread:
         say_wrapped(console, "IQR ms: n/a (1 repeat: no spread is known; --repeats 3 or more gives one)")
-    for name, note in sorted({(r["variant"], r["note"]) for r in result["rows"] if r["status"] != "ok"}):
+    for name, note in sorted({(r.variant, r.note) for r in rec.rows if r.status != "ok"}):
         say_wrapped(console, f"{name}: {note}")
     print_table(console, "crossover n vs fused SDPA (time ratio passes 1)",
                 [Col("variant", "key"), Col("crossover n", "number"), Col("status")],
-                [[escape(name), fmt(round(x["crossover_n"])) if x["crossover_n"] else "-", escape(x["status"])]
-                 for name, x in result["crossovers"].items()])
-    targets = result["targets"]
+                [[escape(name), fmt(round(x.crossover_n)) if x.crossover_n else "-", escape(x.status)]
+                 for name, x in rec.crossovers.items()])
+    targets = rec.targets
     print_table(console, "targets", [Col("target"), Col("measured", "number"), Col("limit", "number"),
                                      Col("status", "text", min_width=len("inconclusive:")),
-                                     Col("detail", min_width=longest_name(t["detail"] for t in targets))],
-                [[escape(x["statement"]), fmt(x["measured"]), f"{x['relation']} {x['limit']:g}",
-                  STATUS_STYLE.get(x["status"], escape(x["status"])), escape(x["detail"])] for x in targets])
+                                     Col("detail", min_width=longest_name(t.detail for t in targets))],
+                [[escape(x.statement), fmt(x.measured), f"{x.relation} {x.limit:g}",
+                  STATUS_STYLE.get(x.status, escape(x.status)), escape(x.detail)] for x in targets])
 
 
 STATUS_STYLE = {"pass": "[green]pass[/]", "FAIL": "[red]FAIL[/]", NOISY: f"[yellow]{NOISY}[/]"}
