@@ -9,6 +9,7 @@ import os
 import re
 import sys
 import textwrap
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from rich.console import Console
@@ -62,6 +63,15 @@ err_console = make_console(stderr=True)
 PROGRESS_ENV = "ATTNLAB_PROGRESS"  # "0": no progress lines off a terminal, no announced estimates
 
 
+@dataclass
+class _Task:
+    """One task of a :class:`PlainProgress`: what it is doing, how many steps it has done, of how many."""
+
+    description: str
+    total: float | None = None
+    completed: float = 0
+
+
 class PlainProgress:
     """Progress off a terminal (a log file, CI, ``nohup``): one plain line on stderr per step,
     ``[attnlab 0:01:02] what (done/total, ETA 0:03:00)``, where a terminal shows a bar.
@@ -75,7 +85,7 @@ class PlainProgress:
 
         self._clock = time.monotonic
         self._start = self._clock()
-        self._tasks: dict[int, dict] = {}
+        self._tasks: dict[int, _Task] = {}
         self._last: tuple | None = None
 
     def __enter__(self) -> "PlainProgress":
@@ -85,15 +95,18 @@ class PlainProgress:
         return False
 
     def add_task(self, description: str, total: float | None = None, **_) -> int:
-        self._tasks[len(self._tasks)] = {"description": description, "total": total, "completed": 0}
+        self._tasks[len(self._tasks)] = _Task(description, total)
         return len(self._tasks) - 1
 
     def update(self, task: int, *, description: str | None = None, completed: float | None = None,
                total: float | None = None, **_) -> None:
         t = self._tasks[task]
-        for key, value in (("description", description), ("completed", completed), ("total", total)):
-            if value is not None:
-                t[key] = value
+        if description is not None:
+            t.description = description
+        if completed is not None:
+            t.completed = completed
+        if total is not None:
+            t.total = total
         self._line(t)
 
     def track(self, sequence, description: str = ""):
@@ -104,16 +117,16 @@ class PlainProgress:
             yield item
         self.update(task, completed=len(items))
 
-    def _line(self, t: dict) -> None:
-        done, total = int(t["completed"] or 0), t["total"]
-        key = (t["description"], done, total)
+    def _line(self, t: _Task) -> None:
+        done, total = int(t.completed or 0), t.total
+        key = (t.description, done, total)
         if key == self._last:
             return
         self._last = key
         elapsed = self._clock() - self._start
         count = f"{done}/{int(total)}" if total else f"{done}"
         eta = f", ETA {hms(elapsed / done * (total - done))}" if total and 0 < done < total else ""
-        sys.stderr.write(f"[attnlab {hms(elapsed)}] {t['description']} ({count}{eta})\n")
+        sys.stderr.write(f"[attnlab {hms(elapsed)}] {t.description} ({count}{eta})\n")
         sys.stderr.flush()
 
 

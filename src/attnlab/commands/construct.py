@@ -61,18 +61,38 @@ def check_fits(c: Construction, params: Any, est: Estimate | None, *, available:
     require_fits(est, f"construct {c.name} {_settings_text(params)}".rstrip(), available=available, change=hint)
 
 
-def fit_summary(c: Construction, params: Any, est: Estimate, *, available: int | None = None) -> dict:
-    """What ``--dry-run`` reports: the parameters, the estimate, the machine's memory, whether
-    it fits and, when it does not, what to lower."""
+@dataclass(frozen=True)
+class FitSummary:
+    """What ``--dry-run`` reports: the construction and its paper, the parameters, the estimate, the
+    machine's memory in bytes (None: unknown), whether it fits and, when it does not, what to lower
+    (``change``)."""
+
+    construction: str
+    paper: str
+    params: dict[str, Any]
+    estimate: Estimate
+    memory_available: int | None
+    fits: bool
+    change: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``--dry-run --json`` prints (the memory also as text where it is known; ``change`` only
+        where it does not fit)."""
+        out = {"construction": self.construction, "paper": self.paper, "params": self.params,
+               "estimate": self.estimate.to_dict(), "memory_available": self.memory_available, "fits": self.fits}
+        if self.memory_available is not None:
+            out["memory_available_text"] = format_bytes(self.memory_available)
+        if self.change is not None:
+            out["change"] = self.change
+        return out
+
+
+def fit_summary(c: Construction, params: Any, est: Estimate, *, available: int | None = None) -> FitSummary:
+    """What ``--dry-run`` reports (:class:`FitSummary`)."""
     available = device_memory("cpu") if available is None else available
     fits = available is None or est.peak_bytes <= available
-    out = {"construction": c.name, "paper": c.paper, "params": dataclasses.asdict(params),
-           "estimate": est.to_dict(), "memory_available": available, "fits": fits}
-    if available is not None:
-        out["memory_available_text"] = format_bytes(available)
-    if not fits:
-        out["change"] = fitting_hint(c.estimate, params, est, available)
-    return out
+    return FitSummary(c.name, c.paper, dataclasses.asdict(params), est, available, fits,
+                      None if fits else fitting_hint(c.estimate, params, est, available))
 
 
 def construct(name: str, settings: Mapping[str, Any] | None = None, *,
@@ -169,22 +189,22 @@ def construction_flags(c, args: list[str]) -> dict[str, str]:
     return out
 
 
-def print_result(console: Console, name: str, result: ConstructionResult, summary: dict) -> None:
+def print_result(console: Console, name: str, result: ConstructionResult, out: str | None = None) -> None:
     """`attnlab construct NAME`'s table: the construction's values, its check with the verdict, the
-    file written; then its notes."""
+    file written (``out``); then its notes."""
     chk = result.check
     rows = [[escape(key), escape(fmt(value))] for key, value in result.values.items()]
     rows.append(["check", escape(f"{chk.quantity}: {chk.measured_text}"
                                  + (f", required {chk.criterion}" if chk.criterion else ""))])
     rows.append(["verdict", verdict_markup(chk.verdict) + (f" ({escape(chk.reason)})" if chk.reason else "")])
-    if "out" in summary:
-        rows.append(["out", escape(summary["out"])])
+    if out is not None:
+        rows.append(["out", escape(out)])
     print_table(console, f"attnlab construct {name}", [Col("quantity", "key"), Col("value")], rows)
     for note in result.notes:
         print_folded(console, f"note: {note}")
 
 
-def dry_run(name: str, settings: Mapping[str, Any]) -> tuple[dict, Estimate]:
+def dry_run(name: str, settings: Mapping[str, Any]) -> tuple[FitSummary, Estimate]:
     """`construct NAME --dry-run`: the estimate and whether it fits (:func:`fit_summary`); nothing is built."""
     c, params, est = estimate(name, settings)
     if est is None:
@@ -192,14 +212,14 @@ def dry_run(name: str, settings: Mapping[str, Any]) -> tuple[dict, Estimate]:
     return fit_summary(c, params, est), est
 
 
-def print_dry_run(console: Console, name: str, summary: dict, est: Estimate) -> None:
+def print_dry_run(console: Console, name: str, fit: FitSummary, est: Estimate) -> None:
     """The dry run's table: peak memory, time, what dominates, the machine's memory, whether it fits."""
-    available = summary["memory_available"]
+    available = fit.memory_available
     rows = [["peak memory", escape(format_bytes(est.peak_bytes))],
             ["time", escape(f"about {format_seconds(est.seconds)} on {ONE_CORE}")],
             ["dominated by", escape(est.what)],
             ["machine memory", escape(format_bytes(available)) if available is not None else "unknown"],
-            ["fits", "yes" if summary["fits"] else escape(f"no: {summary['change']}")]]
+            ["fits", "yes" if fit.fits else escape(f"no: {fit.change}")]]
     print_table(console, f"attnlab construct {name} --dry-run (nothing built)",
                 [Col("quantity", "key"), Col("value")], rows)
 
@@ -220,14 +240,16 @@ class ConstructOptions:
 
 @dataclass(frozen=True)
 class ConstructOutcome:
-    """The built construction's result and summary (what ``--json`` prints), or the dry run's summary and
-    estimate; the exit status is 1 when the check fails."""
+    """The built construction's result and summary (what ``--json`` prints) with the file written (``out``),
+    or the dry run's summary (``fit``) and estimate; the exit status is 1 when the check fails."""
 
     options: ConstructOptions
     summary: dict
     result: ConstructionResult | None = None
     estimate: Estimate | None = None
     exit_status: int = 0
+    fit: FitSummary | None = None
+    out: str | None = None
 
 
 def run_construct(options: ConstructOptions) -> ConstructOutcome:
@@ -243,14 +265,16 @@ def run_construct(options: ConstructOptions) -> ConstructOutcome:
         if key in settings:
             raise ConfigError(f"{key} is given twice (as --set {key}=... and as a flag); give it once")
         settings[key] = value
+    target = None
     if o.out is not None:
         check_out_path(o.out, "--out")
-        writable(o.out)
+        target = writable(o.out)
     if o.dry_run:
-        summary, est = dry_run(o.name, settings)
-        return ConstructOutcome(o, summary, estimate=est)
-    _, _, result, summary = construct(o.name, settings, out=o.out, on_estimate=announce_estimate)
-    return ConstructOutcome(o, summary, result=result, exit_status=1 if result.check.verdict == "fail" else 0)
+        fit, est = dry_run(o.name, settings)
+        return ConstructOutcome(o, fit.to_dict(), estimate=est, fit=fit)
+    _, _, result, summary = construct(o.name, settings, out=target, on_estimate=announce_estimate)
+    return ConstructOutcome(o, summary, result=result, exit_status=1 if result.check.verdict == "fail" else 0,
+                            out=None if target is None else str(target))
 
 
 def print_construct(outcome: ConstructOutcome, console: Console | None = None,
@@ -263,7 +287,7 @@ def print_construct(outcome: ConstructOutcome, console: Console | None = None,
     o = outcome.options
     if o.as_json:
         consoles.print_json(outcome.summary)
-    elif outcome.estimate is not None:
-        print_dry_run(console, o.name, outcome.summary, outcome.estimate)
+    elif outcome.fit is not None and outcome.estimate is not None:
+        print_dry_run(console, o.name, outcome.fit, outcome.estimate)
     else:
-        print_result(console, o.name, outcome.result, outcome.summary)
+        print_result(console, o.name, outcome.result, outcome.out)

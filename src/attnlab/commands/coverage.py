@@ -42,10 +42,10 @@ class Coverage:
     verdicts: dict[str, list[RowVerdict]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        d = self.paper.to_dict()
-        for e in d["entries"]:
-            e["verdicts"] = [r.to_dict() for r in self.verdicts.get(e["id"], [])]
-        return d
+        """The paper's coverage with each entry's verdicts (``coverage --json``)."""
+        return {**self.paper.to_dict(),
+                "entries": [{**e.to_dict(), "verdicts": [r.to_dict() for r in self.verdicts.get(e.statement.id, [])]}
+                            for e in self.paper.entries]}
 
 
 @dataclass(frozen=True)
