@@ -9,6 +9,7 @@ run.py       the sweep over n, rows with ratios to fused SDPA, memory repeated u
 stability.py a memory slope's verdict from repeated rounds: decided, or "inconclusive: noisy"
 targets.py   crossover n per variant, memory slopes, the targets
 report.py    table rows and figure specs of a result
+record.py    a result (bench.json) read back typed: rows, crossovers, targets
 """
 
 from attnlab.bench.variants import VARIANTS, Variant, get_variant

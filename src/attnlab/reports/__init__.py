@@ -8,8 +8,8 @@ rebuild a report from stored results.
 
 What an experiment stores and a report shows is an
 :class:`attnlab.results.ExperimentResult` as JSON (summary checks, tables, figure
-specs, notes, raw data); a stored result without summary, tables or figures is
-shown as JSON.
+specs, notes, raw data), read back typed once (:mod:`attnlab.reports.stored_run`) and then
+by attribute; a stored result without summary, tables or figures is shown as JSON.
 
 :class:`AttentionView` (:mod:`attnlab.reports.viewer`) shows attention maps in an offline,
 interactive viewer: in Jupyter, as a standalone page (``save``), or in report.html where a
