@@ -67,6 +67,8 @@ The package:
                                             prompts, the model's attention maps
 - :mod:`~attnlab.commands.analyze.evidence` the evidence beside the patterns: sinks, direct logit attribution,
                                             copying scores, ablations, intervals
+- :mod:`~attnlab.commands.analyze.records`  heads.json as typed records (:class:`~attnlab.commands.analyze.records.HeadRow`
+                                            per head), read by the report by attribute
 - :mod:`~attnlab.commands.analyze.payload`  heads.json: the per-head numbers, labels, criteria and notes
 - :mod:`~attnlab.commands.analyze.report`   results.json's summary, tables, figures and attention viewer
 """
