@@ -107,7 +107,7 @@ def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of
     """report.html opened at #layer=3&head=7&query=5 in Chromium: the shown row is segment 0's map recomputed
     here (to 5e-4, the weights are stored in thousandths), and the head's scores and ranks are heads.json's
     (to 5e-4 of each value, the scores are stored to four significant digits)."""
-    from attnlab.commands.analyze.report import VIEWER_SCORES
+    from attnlab.commands.analyze.viewer_scores import VIEWER_SCORES
     from attnlab.pretrained import load_pretrained
 
     path, payload = minilm_run

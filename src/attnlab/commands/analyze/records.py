@@ -12,6 +12,7 @@ numbers the rows are read from.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +153,10 @@ class HeadRow(Stored):
     ablation: dict[str, ExactAblation] | None = None
     ablation_estimate: dict[str, AblationEstimate] | None = None
     induction_ablation: dict[str, ExactAblation] | None = None
+
+    def exact_change(self, kind: str) -> float:
+        """The exact ``kind`` ablation's mean change in loss; NaN for a head that was not re-run."""
+        return self.ablation[kind].delta_loss if self.ablation is not None else math.nan
 
     def to_dict(self) -> dict[str, Any]:
         """The row as heads.json holds it: the scores flat after layer and head, None fields of
