@@ -228,6 +228,28 @@ def test_the_ceiling_counts_a_function_of_61_lines_and_not_one_of_60(tmp_path):
     assert _long_functions(tmp_path / "long.py", COMMAND_FUNCTION_LINES) == ["long.py:1 f (61 lines)"]
 
 
+def _private_imports(path: Path) -> list[str]:
+    """``module:name`` of each private name (one leading underscore, not a dunder) that ``path`` imports
+    from another module: what a module keeps to itself is no seam between two."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            out += [f"{node.module}:{a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_command_imports_another_modules_private_names():
+    private = {path.name: names for path in sorted((SRC / "attnlab" / "commands").rglob("*.py"))
+               if (names := _private_imports(path))}
+    assert not private, f"make these public (or move them where they are used): {private}"
+
+
+def test_a_private_import_is_found_and_a_public_one_is_not(tmp_path):
+    (tmp_path / "m.py").write_text("from a.b import _hidden, shown\nfrom c import __version__\nimport d\n")
+    assert _private_imports(tmp_path / "m.py") == ["a.b:_hidden"]
+
+
 def test_every_verb_has_its_run_and_print_in_the_commands():
     """Each command of the command line calls ``run_<verb>`` and prints with a ``print_<verb>``."""
     from attnlab.cli import app

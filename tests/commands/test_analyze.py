@@ -107,8 +107,7 @@ def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of
     """report.html opened at #layer=3&head=7&query=5 in Chromium: the shown row is segment 0's map recomputed
     here (to 5e-4, the weights are stored in thousandths), and the head's scores and ranks are heads.json's
     (to 5e-4 of each value, the scores are stored to four significant digits)."""
-    from attnlab.commands.analyze.payload import _lookup
-    from attnlab.commands.analyze.report import VIEWER_SCORES
+    from attnlab.commands.analyze.viewer_scores import VIEWER_SCORES
     from attnlab.pretrained import load_pretrained
 
     path, payload = minilm_run
@@ -126,7 +125,7 @@ def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of
     assert weights.shape == (len(ids),) and (weights - A[q]).abs().max().item() <= VIEWER_ROUNDING + FLOAT64
     # the scores: every one MiniLM has (no output head: no DLA, no ablations), heads.json's numbers
     shown, ranks = state_pairs(s["scores"]), state_pairs(s["score-ranks"])
-    assert list(shown) == [k for k in VIEWER_SCORES if k != "dla" and not k.startswith("ablation.")]
+    assert list(shown) == [s.name for s in VIEWER_SCORES if s.name != "dla" and not s.name.startswith("ablation.")]
     head = next(x for x in payload["heads"] if (x["layer"], x["head"]) == (l, h))
     for name, text in shown.items():
         want = _lookup(head, name)
@@ -138,6 +137,13 @@ def test_the_report_viewer_shows_segment_0s_weights_and_the_heads_json_scores_of
         finite = [v for v in others if v != "nan"]
         assert ranks[name] == f"{1 + sum(v > want for v in finite)}/{len(finite)}", name
     assert ranks["entropy"].endswith("/72") and shown["to_cls"] != "nan"
+
+
+def _lookup(entry: dict, key: str):
+    """The value at the dotted ``key`` of a heads.json entry."""
+    for part in key.split("."):
+        entry = entry[part]
+    return entry
 
 
 def _direct(pm, segs, causal: bool) -> dict[str, torch.Tensor]:

@@ -24,8 +24,11 @@ is its chance level.
 - :mod:`~attnlab.analysis.heads.evidence`: value-weighted attention (Kobayashi et al. 2020), direct
   logit attribution, the attention sink and its chance levels;
 - :mod:`~attnlab.analysis.heads.intervals`: means over segments with a Student-t interval, NaN-aware;
+- :mod:`~attnlab.analysis.heads.scores`: one segment's numbers as a typed record
+  (:class:`~attnlab.analysis.heads.scores.SegmentScores`, its chance levels beside it) and their
+  NaN-aware mean over segments, field by field;
 - :mod:`~attnlab.analysis.heads.summary`: every number above for one segment, with its chance level,
-  their mean over segments and the labels decided on the means.
+  and the labels decided on their means.
 """
 
 from attnlab.analysis.heads.circuits import CopyingScore, copying_score, kv_head_index, qk_ov_circuits

@@ -23,6 +23,8 @@ output head (an encoder) has no W_U: its copying scores read the embedding's tra
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from attnlab.nn.transformer import Encoder
 from attnlab.nn.block import TransformerBlock
 
@@ -65,14 +67,35 @@ def _final_scale(model: Encoder, X: Tensor) -> tuple[Tensor, bool]:
     return norm.gamma / denom, True
 
 
+@dataclass(frozen=True)
+class SegmentEvidence:
+    """The evidence of one segment, each (L, H) float64: sink (attention on the first token), sink_norm
+    (its value-weighted share), dla (mean direct logit attribution to the next token; None without an
+    output head); and uniform attention's sink, (1, 1), under a causal and a bidirectional mask."""
+
+    sink: Tensor
+    sink_norm: Tensor
+    dla: Tensor | None
+    sink_chance_causal: Tensor
+    sink_chance_bidirectional: Tensor
+
+
+@dataclass(frozen=True)
+class WeightEvidence:
+    """The evidence of the weights, each (L, H) float64: copying (Elhage's sum lambda / sum |lambda| of the
+    full OV circuit), copying_positive_fraction, qk_norm and ov_norm (Frobenius norms of W_QK,h, W_OV,h)."""
+
+    copying: Tensor
+    copying_positive_fraction: Tensor
+    qk_norm: Tensor
+    ov_norm: Tensor
+
+
 def segment_evidence(model, hidden_states: list[Tensor], attentions: list[Tensor],
-                     input_ids: Tensor, *, center_unembed: bool = False) -> dict[str, Tensor]:
+                     input_ids: Tensor, *, center_unembed: bool = False) -> SegmentEvidence:
     """Per-head numbers of one unpadded segment: hidden_states [X_0..X_L] each (1, n, d), attentions
-    [P_1..P_L] each (1, H, n, n), input_ids (1, n). Returns (L, H) float64 tensors:
-    sink (attention on the first token), sink_chance_causal / sink_chance_bidirectional (uniform
-    attention's, (1, 1)), sink_norm (the value-weighted share of the first token), and, with an
-    output head, dla (mean direct logit attribution to the next token; W_U centred over the vocabulary
-    with ``center_unembed``)."""
+    [P_1..P_L] each (1, H, n, n), input_ids (1, n): :class:`SegmentEvidence` (W_U centred over the
+    vocabulary for the DLA with ``center_unembed``)."""
     if hidden_states[0].shape[0] != 1:
         raise ConfigError("segment_evidence reads one unpadded segment at a time (batch 1)")
     W_U = model.unembedding() if hasattr(model, "unembedding") else None
@@ -88,9 +111,7 @@ def segment_evidence(model, hidden_states: list[Tensor], attentions: list[Tensor
             z = A[l] @ V.repeat_interleave(G, 0)  # (H, n, d_v)
             outs.append(torch.einsum("hnv,hvd->hnd", z, W_O))
     share = norm_weighted_share(A, torch.stack(norms), [0])
-    out = {"sink": sink.share, "sink_chance_causal": sink.causal_chance.reshape(-1)[:1].reshape(1, 1),
-           "sink_chance_bidirectional": sink.bidirectional_chance.reshape(-1)[:1].reshape(1, 1),
-           "sink_norm": share.norm}
+    dla = None
     if W_U is not None:
         X_L = hidden_states[-1][0].to(torch.float64)  # (n, d), before the final norm
         s, center = _final_scale(model, X_L.to(model.embed.W_E.dtype))
@@ -98,14 +119,14 @@ def segment_evidence(model, hidden_states: list[Tensor], attentions: list[Tensor
         dla = direct_logit_attribution(torch.stack(outs), s.to(torch.float64)[None].expand(len(outs), -1, -1),
                                        W_U.to(torch.float64),
                                        targets[None].expand(len(outs), -1), center=center,
-                                       center_unembed=center_unembed)
-        out["dla"] = dla.mean
-    return out
+                                       center_unembed=center_unembed).mean
+    return SegmentEvidence(sink=sink.share, sink_norm=share.norm, dla=dla,
+                           sink_chance_causal=sink.causal_chance.reshape(-1)[:1].reshape(1, 1),
+                           sink_chance_bidirectional=sink.bidirectional_chance.reshape(-1)[:1].reshape(1, 1))
 
 
-def weight_evidence(model) -> dict[str, Tensor]:
-    """(L, H) float64 from the weights: copying (Elhage's sum lambda / sum |lambda| of the full OV circuit),
-    copying_positive_fraction, qk_norm and ov_norm (Frobenius norms of W_QK,h and W_OV,h).
+def weight_evidence(model) -> WeightEvidence:
+    """:class:`WeightEvidence` (each (L, H) float64) from the weights alone.
 
     The full circuit F_h = W_E diag(gamma_1) W_V,g W_O,h diag(gamma_f) W_U (V x V) has the nonzero
     eigenvalues of the d_v x d_v matrix W_O,h K diag(gamma_1) W_V,g with K = diag(gamma_f) W_U W_E (d x d),
@@ -117,7 +138,7 @@ def weight_evidence(model) -> dict[str, Tensor]:
     if model.final_norm is not None:
         W_U = model.final_norm.gamma.detach().to(torch.float64)[:, None] * W_U
     K = W_U @ W_E  # (d, d)
-    rows = {"copying": [], "copying_positive_fraction": [], "qk_norm": [], "ov_norm": []}
+    copying, positive, qk, ov = [], [], [], []
     for block in model.blocks:
         a = block.attn
         W_Q, W_K, W_V, W_O = (W.detach().to(torch.float64) for W in (a.W_Q, a.W_K, a.W_V, a.W_O))
@@ -128,8 +149,9 @@ def weight_evidence(model) -> dict[str, Tensor]:
         small = W_O @ K @ W_V.repeat_interleave(G, 0)  # (H, d_v, d_v): W_O,h K diag(gamma_1) W_V,g(h)
         eye = torch.eye(small.shape[-1], dtype=torch.float64)
         c = copying_score(small, eye, eye)
-        rows["copying"].append(c.elhage_score)
-        rows["copying_positive_fraction"].append(c.positive_fraction)
-        rows["qk_norm"].append(torch.linalg.matrix_norm(W_QK))
-        rows["ov_norm"].append(torch.linalg.matrix_norm(W_OV))
-    return {k: torch.stack(v) for k, v in rows.items()}
+        copying.append(c.elhage_score)
+        positive.append(c.positive_fraction)
+        qk.append(torch.linalg.matrix_norm(W_QK))
+        ov.append(torch.linalg.matrix_norm(W_OV))
+    return WeightEvidence(copying=torch.stack(copying), copying_positive_fraction=torch.stack(positive),
+                          qk_norm=torch.stack(qk), ov_norm=torch.stack(ov))

@@ -15,7 +15,7 @@ Order of work, chosen so that bad input costs nothing and a finished computation
 4. write heads.json and results.json, then build report.html and report.md. results.json also
    holds segment 0's maps (its first 64 tokens, in thousandths, under ~2 MB) as an interactive
    block: report.html shows them in an offline attention viewer (:mod:`attnlab.reports.viewer`),
-   with the picked head's scores of heads.json (:data:`~attnlab.commands.analyze.report.VIEWER_SCORES`, to four significant digits)
+   with the picked head's scores of heads.json (:data:`~attnlab.commands.analyze.viewer_scores.VIEWER_SCORES`, to four significant digits)
    and its rank among all heads beside the map.
 
 Segments: :mod:`~attnlab.commands.analyze.text`.
@@ -67,8 +67,11 @@ The package:
                                             prompts, the model's attention maps
 - :mod:`~attnlab.commands.analyze.evidence` the evidence beside the patterns: sinks, direct logit attribution,
                                             copying scores, ablations, intervals
+- :mod:`~attnlab.commands.analyze.records`  heads.json as typed records (:class:`~attnlab.commands.analyze.records.HeadRow`
+                                            per head), read by the report by attribute
 - :mod:`~attnlab.commands.analyze.payload`  heads.json: the per-head numbers, labels, criteria and notes
-- :mod:`~attnlab.commands.analyze.report`   results.json's summary, tables, figures and attention viewer
+- :mod:`~attnlab.commands.analyze.report`   results.json's summary, tables and figures
+- :mod:`~attnlab.commands.analyze.viewer_scores` the attention viewer of segment 0 with the heads' scores
 """
 
 from attnlab.commands.analyze.run import (

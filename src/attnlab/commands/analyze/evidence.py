@@ -1,6 +1,6 @@
 """``attnlab analyze``: the evidence beside the patterns, for every head.
 
-Per segment (:func:`attnlab.analysis.heads.readout.segment_evidence`): the attention on the first
+Per segment (:func:`attnlab.analysis.heads.readout.segment_evidence`, :func:`with_evidence`): the attention on the first
 token (the sink) and its chance level under the model's own mask (causal uniform attention for a
 causal model: mean_i 1/(i+1)), the value-weighted share of the first token (Kobayashi et al.
 2020: a head that rests on a first token whose value vector is small moves little), and, for a
@@ -30,7 +30,9 @@ import torch
 
 from attnlab.analysis.heads.ablation import KINDS, ablation_estimates, baseline, exact_ablations
 from attnlab.analysis.heads.intervals import mean_confidence_interval
-from attnlab.analysis.heads.readout import segment_evidence, weight_evidence
+from attnlab.analysis.heads.readout import WeightEvidence, segment_evidence, weight_evidence
+from attnlab.analysis.heads.scores import SegmentScores, score_fields
+from attnlab.commands.analyze.records import AblationEstimate, EstimateError, ExactAblation
 from attnlab.errors import ConfigError
 
 ABLATE = ("top", "all", "none")
@@ -38,21 +40,18 @@ ABLATION_TOKENS = 64  # tokens per segment in the ablation batch (the segments c
 EXACT_TOP = 12  # heads re-run exactly under ablate="top": every head the report's ablation table shows
 INDUCTION_TOP = 6  # induction heads ablated on the repeated random tokens
 LEVEL = 0.95
-EVIDENCE_KEYS = ("sink", "sink_norm", "dla")
 
 
-def per_segment(pm, A: torch.Tensor, hidden: list[torch.Tensor], input_ids, *,
-                center_unembed: bool = False) -> dict[str, torch.Tensor]:
-    """The evidence numbers of one segment: A (L, H, n, n), hidden [X_0..X_L] each (n, d); (L, H) tensors
-    and under "chance:sink" the chance level (1, 1) under the model's mask; DLA through W_U centred over
-    the vocabulary with ``center_unembed``."""
+def with_evidence(pm, scores: SegmentScores, A: torch.Tensor, hidden: list[torch.Tensor], input_ids, *,
+                  center_unembed: bool = False) -> SegmentScores:
+    """One segment's ``scores`` with its evidence added: A (L, H, n, n), hidden [X_0..X_L] each (n, d); the
+    sink's chance level under the model's mask; DLA through W_U centred over the vocabulary with
+    ``center_unembed``."""
     ids = torch.as_tensor(list(input_ids))[None]
     ev = segment_evidence(pm.model, [h[None] for h in hidden], [P[None] for P in A], ids,
                           center_unembed=center_unembed)
-    causal = bool(pm.model.causal)
-    out = {k: ev[k] for k in EVIDENCE_KEYS if k in ev}
-    out["chance:sink"] = ev["sink_chance_causal" if causal else "sink_chance_bidirectional"]
-    return out
+    chance = ev.sink_chance_causal if bool(pm.model.causal) else ev.sink_chance_bidirectional
+    return scores.with_evidence(ev.sink, ev.sink_norm, ev.dla, chance)
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,11 @@ class Ablations:
     exact: dict[str, dict[tuple[int, int], torch.Tensor]]
     base_loss: torch.Tensor
     seconds: float
+
+    @property
+    def heads(self) -> list[tuple[int, int]]:
+        """The heads re-run exactly, (layer, head) in order."""
+        return sorted(self.exact[KINDS[0]])
 
 
 def run_ablations(pm, input_ids: list[list[int]], ablate: str, progress=None) -> Ablations | None:
@@ -84,7 +88,7 @@ def run_ablations(pm, input_ids: list[list[int]], ablate: str, progress=None) ->
     x = torch.tensor([list(r[:m]) for r in input_ids], dtype=torch.int64, device=pm.device)
     base = baseline(pm.model, x)
     est = ablation_estimates(pm.model, base)
-    L, H = est["zero"].shape[:2]
+    L, H = est[KINDS[0]].shape[:2]
     if ablate == "all":
         heads = [(l, h) for l in range(L) for h in range(H)]
     else:
@@ -130,11 +134,12 @@ def interval(values: torch.Tensor) -> tuple[float, float, float]:
     return float(ci.mean), float(ci.low), float(ci.high)
 
 
-def intervals(per_seg: list[dict[str, torch.Tensor]], keys) -> dict[str, torch.Tensor]:
-    """key -> (L, H, 2) low and high of the 95% interval over segments of each per-head number."""
+def intervals(per_seg: list[SegmentScores]) -> dict[str, torch.Tensor]:
+    """Field name -> (L, H, 2) low and high of the 95% interval over segments of each (L, H) number."""
     out = {}
-    for k in keys:
-        stack = torch.stack([d[k] for d in per_seg]).to(torch.float64)  # (S, L, H) or (S, L, H, 2)
+    fields = [score_fields(s) for s in per_seg]
+    for k in fields[0]:
+        stack = torch.stack([d[k] for d in fields]).to(torch.float64)  # (S, L, H) or (S, L, H, 2)
         if stack.ndim != 3:
             continue
         ci = mean_confidence_interval(stack, dim=0, level=LEVEL)
@@ -142,7 +147,7 @@ def intervals(per_seg: list[dict[str, torch.Tensor]], keys) -> dict[str, torch.T
     return out
 
 
-def head_exact_rows(ab: Ablations, l: int, h: int) -> dict | None:
+def head_exact_rows(ab: Ablations, l: int, h: int) -> dict[str, ExactAblation] | None:
     """heads.json "ablation" of one head: per kind the mean change in loss over segments of the exact re-run,
     its interval, and "measured": "exact"; None for a head that was not re-run."""
     if (l, h) not in ab.exact[KINDS[0]]:
@@ -150,22 +155,22 @@ def head_exact_rows(ab: Ablations, l: int, h: int) -> dict | None:
     out = {}
     for k in KINDS:
         mean, lo, hi = interval(ab.exact[k][(l, h)])
-        out[k] = {"delta_loss": mean, "ci": [lo, hi], "measured": "exact"}
+        out[k] = ExactAblation(mean, (lo, hi))
     return out
 
 
-def head_estimate_rows(ab: Ablations, l: int, h: int) -> dict:
+def head_estimate_rows(ab: Ablations, l: int, h: int) -> dict[str, AblationEstimate]:
     """heads.json "ablation_estimate" of one head: per kind the first-order estimate of the mean change in loss
     ("delta_loss_estimate") and its interval over segments ("ci_estimate"); a screening number, never shown
     unmarked."""
     out = {}
     for k in KINDS:
         mean, lo, hi = interval(ab.estimates[k][l, h])
-        out[k] = {"delta_loss_estimate": mean, "ci_estimate": [lo, hi]}
+        out[k] = AblationEstimate(mean, (lo, hi))
     return out
 
 
-def estimate_errors(ab: Ablations) -> dict[str, dict]:
+def estimate_errors(ab: Ablations) -> dict[str, EstimateError]:
     """kind -> how far the first-order estimates are from the exact re-runs, on the re-run heads' means over
     segments: heads compared, max and median |estimate - exact|, and how many have the other sign."""
     out = {}
@@ -174,8 +179,8 @@ def estimate_errors(ab: Ablations) -> dict[str, dict]:
         exact = torch.stack([ab.exact[k][x].mean() for x in heads]).to(torch.float64)  # (n,)
         est = torch.stack([ab.estimates[k][l, h].mean() for l, h in heads]).to(torch.float64)
         err = (est - exact).abs()
-        out[k] = {"heads": len(heads), "max_abs_error": float(err.max()), "median_abs_error": float(err.quantile(0.5)),
-                  "sign_disagreements": int(((est > 0) != (exact > 0)).sum())}
+        out[k] = EstimateError(len(heads), float(err.max()), float(err.quantile(0.5)),
+                               int(((est > 0) != (exact > 0)).sum()))
     return out
 
 
@@ -185,7 +190,7 @@ def grouping(pm) -> tuple[int, int]:
     return a.n_heads, getattr(a, "n_kv_heads", a.n_heads)
 
 
-def weights(pm) -> dict[str, torch.Tensor]:
+def weights(pm) -> WeightEvidence:
     """The weight evidence (L, H) of the model (copying score, circuit norms)."""
     with torch.no_grad():
         return weight_evidence(pm.model)

@@ -1,15 +1,14 @@
 """``attnlab analyze``: the report of a run: results.json's summary rows, tables and figures, and
 segment 0's maps (its first 64 tokens, in thousandths) as an interactive block that report.html
 shows in an offline attention viewer (:mod:`attnlab.reports.viewer`), with the picked head's
-scores of heads.json (:data:`VIEWER_SCORES`, to four significant digits) and its rank among all
-heads beside the map.
+scores of heads.json (:data:`~attnlab.commands.analyze.viewer_scores.VIEWER_SCORES`, to four significant
+digits) and its rank among all heads beside the map.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 import math
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -18,8 +17,10 @@ from attnlab.analysis.heads.kovaleva import KOVALEVA_PATTERNS
 from attnlab.analysis.heads.summary import TL_KINDS
 from attnlab.checks import info
 from attnlab.commands.analyze import evidence as ev
-from attnlab.commands.analyze.payload import CLARK_CODE, STRIPE, TEXT_SCORES, TL_REPEATED, VOITA_TEXT, _lookup
+from attnlab.commands.analyze.payload import CLARK_CODE, STRIPE, TEXT_SCORES, TL_REPEATED, VOITA_ROLES, VOITA_TEXT
+from attnlab.commands.analyze.records import Criterion, HeadNumbers, HeadRow, HeadScores, HeadsPayload
 from attnlab.commands.analyze.text import Segments
+from attnlab.commands.analyze.viewer_scores import viewer_block
 from attnlab.results import (
     ExperimentResult,
     Table,
@@ -35,24 +36,24 @@ ZOOM_TOKENS = 28  # the labelled panels, one token label per row and column
 
 
 # ---- the report ---------------------------------------------------------------------------------
-def _labels_text(x: dict) -> tuple[str, str]:
-    return ", ".join(x["clark"]) or "–", ", ".join(x["voita"]) or "–"
+def _labels_text(x: HeadRow) -> tuple[str, str]:
+    """A head's Clark et al. and Voita et al. labels as table cells."""
+    return ", ".join(x.clark) or "–", ", ".join(x.voita) or "–"
 
 
-def analysis_result(payload: dict, avg: dict, first: torch.Tensor, segs: Segments) -> ExperimentResult:
-    """results.json's analysis of heads.json's ``payload``: the summary, tables, figures and the attention
-    viewer of segment 0's maps ``first`` (L, H, n, n)."""
-    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
-    causal, chance = payload["causal"], payload["chance"]
+def analysis_result(payload: HeadsPayload, numbers: HeadNumbers, first: torch.Tensor,
+                    segs: Segments) -> ExperimentResult:
+    """results.json's analysis of heads.json's ``payload`` and the run's ``numbers``: the summary, tables,
+    figures and the attention viewer of segment 0's maps ``first`` (L, H, n, n)."""
+    L, H, causal = payload.layers, payload.heads_per_layer, payload.causal
     rows = []
-    for x in heads:
+    for x in payload.heads:
+        s = x.scores
         clark, voita = _labels_text(x)
-        rows.append([x["layer"], x["head"], *(_round(x[k], 2) for k in ("entropy", "distance")),
-                     *(_round(x[k], 3) for k in ("previous", "next", "to_cls", "to_sep", "to_punctuation")),
-                     clark, x["kovaleva"], voita,
-                     *(_round(x[f"text_{k}"], 3) for k in TL_KINDS),
-                     *(_round(x[f"tl_repeated_{k}"], 3) for k in TL_KINDS),
-                     _round(x["repeated_induction_stripe"], 3)])
+        rows.append([x.layer, x.head, _round(s.entropy, 2), _round(s.distance, 2),
+                     *(_round(v, 3) for v in (s.previous, s.next, s.to_cls, s.to_sep, s.to_punctuation)),
+                     clark, x.kovaleva, voita, *(_round(get(s), 3) for get in (*TEXT_SCORE_OF, *TL_SCORES)),
+                     _round(s.repeated_induction_stripe, 3)])
     per_head = Table(
         "Per head (means over segments). text: attnlab's previous-token, duplicate-token, induction scores on the "
         "text; TL: TransformerLens' detect_head scores on repeated random tokens (a perfect induction head scores "
@@ -63,104 +64,64 @@ def analysis_result(payload: dict, avg: dict, first: torch.Tensor, segs: Segment
          "stripe ind"],
         rows, ["int", "int", "float", "float", "float", "float", "float", "float", "float", "text", "text", "text",
                "float", "float", "float", "float", "float", "float", "float"])
-    counts = payload["counts"]
-    count_rows = ([["Clark", k, v] for k, v in counts["clark"].items()]
-                  + [["Kovaleva", k, v] for k, v in counts["kovaleva"].items()]
-                  + [["Voita", k, v] for k, v in counts["voita"].items()])
+    counts = payload.counts
+    count_rows = ([["Clark", k, v] for k, v in counts.clark.items()]
+                  + [["Kovaleva", k, v] for k, v in counts.kovaleva.items()]
+                  + [["Voita", k, v] for k, v in counts.voita.items()])
     count_table = Table(f"Heads per label (of {L * H})", ["criteria", "label", "heads"], count_rows,
                         ["text", "text", "int"])
     rule_table = Table(
         "Criteria, thresholds and chance levels (uniform attention under the model's "
         f"{'causal' if causal else 'bidirectional'} mask, on the same inputs)",
         ["criteria", "label", "rule", "threshold from", "chance"],
-        [[r["criteria"], r["label"], r["rule"], _source(r) if r["threshold"] is not None else "–",
-          "–" if r["chance"] is None else _round(r["chance"], 3)] for r in payload["criteria"]],
+        [[r.criteria, r.label, r.rule, _source(r) if r.threshold is not None else "–",
+          "–" if r.chance is None else _round(r.chance, 3)] for r in payload.criteria],
         ["text", "text", "text", "text", "float"])
     tables = [count_table, rule_table, _top_table(payload), *_evidence_tables(payload), per_head]
     return ExperimentResult(summary=_summary(payload), tables=tables,
-                            figures=_figures(payload, avg, first, segs) + _evidence_figures(payload, avg),
-                            notes=list(payload["notes"]), interactive=[_viewer(first, segs, payload)])
+                            figures=_figures(payload, numbers, first, segs) + _evidence_figures(payload, numbers),
+                            notes=list(payload.notes), interactive=[viewer_block(first, segs, payload)])
 
 
-def _top_table(payload: dict) -> Table:
+TL_SCORES: tuple[Callable[[HeadScores], float], ...] = (
+    lambda s: s.tl_repeated_previous_token, lambda s: s.tl_repeated_duplicate_token,
+    lambda s: s.tl_repeated_induction)
+"""A head's TransformerLens scores on the repeated random tokens, in the order of ``TL_KINDS``."""
+TEXT_SCORE_OF: tuple[Callable[[HeadScores], float], ...] = (
+    lambda s: s.text_previous_token, lambda s: s.text_duplicate_token, lambda s: s.text_induction)
+"""A head's attnlab scores on the text, in the order of ``TL_KINDS``."""
+
+
+def _perfect_tl(payload: HeadsPayload) -> tuple[float | None, ...]:
+    """What a perfect head scores under TransformerLens' three scores (None without prompts)."""
+    rep = payload.repeated_random_tokens
+    return (rep.perfect_head.previous_token, rep.perfect_head.duplicate_token,
+            rep.perfect_head.induction) if rep else (None, None, None)
+
+
+def _pattern_scores(payload: HeadsPayload) -> list[tuple[str, str, Callable[[HeadScores], float], float | None]]:
+    """(scores, pattern, the score of a head, what a perfect head scores or None) of every previous-token,
+    duplicate-token and induction score: TransformerLens', the induction stripe, attnlab's on the text."""
+    rep = payload.repeated_random_tokens
+    return ([(TL_REPEATED, k.replace("_", "-") + (" (detect_head)" if k == "induction" else ""), get, best)
+             for k, get, best in zip(TL_KINDS, TL_SCORES, _perfect_tl(payload))]
+            + [(STRIPE, "induction stripe", lambda s: s.repeated_induction_stripe,
+                rep.perfect_head.induction_stripe if rep else None)]
+            + [(TEXT_SCORES, k.replace("_", "-"), get, None) for k, get in zip(TL_KINDS, TEXT_SCORE_OF)])
+
+
+def _top_table(payload: HeadsPayload) -> Table:
     """The three highest heads of every previous-token, duplicate-token and induction score, beside uniform
     attention's and a perfect head's."""
-    heads, chance, rep = payload["heads"], payload["chance"], payload["repeated_random_tokens"]
-    perfect = rep["perfect_head"] if rep else None
+    heads, chance = payload.heads, payload.chance.scores
     rows = []
-    for name, key, label, best in ([(TL_REPEATED, f"tl_repeated_{k}", k.replace("_", "-")
-                                     + (" (detect_head)" if k == "induction" else ""), perfect and perfect[k])
-                                    for k in TL_KINDS]
-                                   + [(STRIPE, "repeated_induction_stripe", "induction stripe",
-                                       perfect and perfect["induction_stripe"])]
-                                   + [(TEXT_SCORES, f"text_{k}", k.replace("_", "-"), None) for k in TL_KINDS]):
-        order = sorted(heads, key=lambda x: -_finite(x[key]))[:3]
-        rows.append([name, label, ", ".join(f"L{x['layer']} H{x['head']} ({x[key]:.3f})" for x in order),
-                     _round(chance[key], 3), "–" if not best else _round(best, 3)])
+    for name, label, get, best in _pattern_scores(payload):
+        order = sorted(heads, key=lambda x: -_finite(get(x.scores)))[:3]
+        rows.append([name, label, ", ".join(f"L{x.layer} H{x.head} ({get(x.scores):.3f})" for x in order),
+                     _round(get(chance), 3), "–" if not best else _round(best, 3)])
     return Table("Previous-token, duplicate-token and induction scores: the three highest heads",
                  ["scores", "pattern", "heads (score)", "chance", "perfect head"], rows,
                  ["text", "text", "text", "float", "float"])
-
-
-VIEWER_SCORES = {  # heads.json key (a dotted path into a head's entry) -> what the viewer's table says it is
-    "entropy": "Clark et al.: smoothed attention entropy, mean over queries (nats)",
-    "previous": "mean attention to the previous token, a(i, i-1)",
-    "next": "mean attention to the next token, a(i, i+1)",
-    "to_cls": "mean attention to [CLS] (the tokenizer's cls token, else bos)",
-    "to_sep": "mean attention to [SEP] (the tokenizer's sep token, else eos)",
-    "to_punctuation": "mean attention to punctuation (. ,)",
-    "voita_argmax_previous": "Voita et al.: share of queries whose largest weight is on key i-1 (positional -1)",
-    "voita_argmax_next": "Voita et al.: share of queries whose largest weight is on key i+1 (positional +1)",
-    "tl_repeated_previous_token": "TransformerLens previous-token score on repeated random tokens",
-    "tl_repeated_duplicate_token": "TransformerLens duplicate-token score on repeated random tokens",
-    "tl_repeated_induction": "TransformerLens detect_head induction score on repeated random tokens (a perfect "
-                             "head scores s/n, about 0.5)",
-    "repeated_induction_stripe": "induction stripe score on repeated random tokens: mean attention on "
-                                 "i -> i - s + 1 over the second copy (a perfect head scores 1)",
-    "sink": "attention on the first token (an attention sink)",
-    "sink_norm": "value-weighted share of the first token, ||a_i1 v_1 W_O|| / sum_j ||a_ij v_j W_O|| "
-                 "(Kobayashi et al. 2020)",
-    "copying": "copying score of the OV circuit, sum lambda / sum |lambda| (Elhage et al. 2021): +1 copies, "
-               "-1 suppresses",
-    "dla": "direct logit attribution to the next token (mean logit units; final norm scale frozen at the clean "
-           "run, gamma folded into W_U; {unembedding} W_U)",
-    **{f"ablation.{k}.delta_loss": f"exact: change in next-token loss when the head is {k}-ablated ({what}), "
-                                   "re-run with its hook_z replaced (nats per token); only the re-run heads "
-                                   "have a value and a rank"
-       for k, what in (("zero", "z_h := 0"), ("mean", "z_h := its mean over segments and positions"),
-                       ("resample", "z_h := the next segment's"))},
-}
-
-
-def _viewer(A: torch.Tensor, segs: Segments, payload: dict) -> dict:
-    """Segment 0's maps for the report's attention viewer (its first 64 tokens, at most ~2 MB), with every
-    head's scores of :data:`VIEWER_SCORES` that the run computed (heads.json's numbers, means over segments;
-    a score no head has, NaN everywhere, is left out)."""
-    from attnlab.reports.viewer import viewer_data
-
-    L, H = payload["layers"], payload["heads_per_layer"]
-    scores = {}
-    for key in VIEWER_SCORES:
-        values = [_lookup_or_nan(x, key) for x in payload["heads"]]
-        v = torch.tensor(values, dtype=torch.float64).reshape(L, H)
-        if not bool(v.isnan().all()):  # not computed (no output head: no DLA, no ablations) or undefined for
-            scores[key] = v           # every head (a causal model's key i+1): left out
-    return viewer_data(A, segs.labels[0], title="Attention maps of segment 0",
-                       caption="Every head's weights on segment 0, as the model computed them. The scores beside "
-                               f"the map are the head's numbers of heads.json, means over all {payload['segments']} "
-                               "segments (not segment 0's alone), named by their heads.json keys. Every "
-                               "ablation value is exact (a re-run with the head's z replaced); heads that were not "
-                               "re-run have none.",
-                       scores=scores, score_descriptions={k: VIEWER_SCORES[k].replace(
-                           "{unembedding}", str(payload.get("dla_unembedding"))) for k in scores})
-
-
-def _lookup_or_nan(x: dict, key: str) -> float:
-    """A head's number at the dotted ``key``; NaN where the head has none (an ablation it was not re-run for)."""
-    try:
-        return float(_lookup(x, key))
-    except KeyError:
-        return math.nan
 
 
 def _ci_text(mean: float, ci: Sequence[float] | None) -> str:
@@ -170,35 +131,36 @@ def _ci_text(mean: float, ci: Sequence[float] | None) -> str:
     return f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
-def _evidence_tables(payload: dict) -> list[Table]:
+def _evidence_tables(payload: HeadsPayload) -> list[Table]:
     """The causal evidence (largest ablation effects) and the per-head evidence beside the patterns."""
-    heads, chance = payload["heads"], payload["chance"]
+    heads = payload.heads
     out = []
-    if payload.get("ablation"):
+    if payload.ablation:
         out += _ablation_tables(payload)
-    if payload.get("induction_ablation"):
-        ia = payload["induction_ablation"]
-        rows = [[x["layer"], x["head"], _round(x["tl_repeated_induction"], 3), _round(x["repeated_induction_stripe"], 3),
-                 *(_ci_text(x["induction_ablation"][k]["delta_loss"], x["induction_ablation"][k]["ci"])
-                   for k in ev.KINDS)] for x in heads if "induction_ablation" in x]
+    ia = payload.induction_ablation
+    if ia:
+        rows = [[x.layer, x.head, _round(x.scores.tl_repeated_induction, 3),
+                 _round(x.scores.repeated_induction_stripe, 3),
+                 *(_ci_text(x.induction_ablation[k].delta_loss, x.induction_ablation[k].ci) for k in ev.KINDS)]
+                for x in heads if x.induction_ablation is not None]
         out.append(Table(
             f"Induction, causally: the heads with the highest TransformerLens detect_head induction scores, ablated on the "
-            f"{ia['prompts']} repeated-random-token prompts; change in the loss on the second copy (nats per "
-            f"prediction, mean [95% interval] over prompts; clean loss {ia['base_loss']:.3f})",
+            f"{ia.prompts} repeated-random-token prompts; change in the loss on the second copy (nats per "
+            f"prediction, mean [95% interval] over prompts; clean loss {ia.base_loss:.3f})",
             ["layer", "head", "TL detect_head ind", "stripe ind", "zero (exact)", "mean (exact)", "resample (exact)"],
             rows, ["int", "int", "float", "float", "text", "text", "text"]))
-    has_dla = any("dla" in x for x in heads)
-    rows = [[x["layer"], x["head"], x["kv_head"], _round(x["sink"], 3), _round(x["sink_norm"], 3),
-             *([_round(x["dla"], 3)] if has_dla else []), _round(x["copying"], 3), _round(x["qk_norm"], 2),
-             _round(x["ov_norm"], 2)] for x in heads]
+    has_dla = any(x.dla is not None for x in heads)
+    rows = [[x.layer, x.head, x.kv_head, _round(x.sink, 3), _round(x.sink_norm, 3),
+             *([_round(x.dla, 3)] if has_dla else []), _round(x.copying, 3), _round(x.qk_norm, 2),
+             _round(x.ov_norm, 2)] for x in heads]
     out.append(Table(
         f"Evidence per head: attention on the first token (uniform attention under the model's mask: "
-        f"{chance['sink']:.3f}) and its value-weighted share; "
-        + (f"direct logit attribution to the next token (mean logit units, {payload['dla_unembedding']} "
+        f"{payload.chance.sink:.3f}) and its value-weighted share; "
+        + (f"direct logit attribution to the next token (mean logit units, {payload.dla_unembedding} "
            "unembedding, final norm frozen at the clean run); " if has_dla else "")
         + "the OV circuit's copying score; the Frobenius norms of W_QK and W_OV",
         ["layer", "head", "kv", "sink", "sink (value-weighted)",
-         *([f"DLA ({payload['dla_unembedding']} W_U)"] if has_dla else []), "copying",
+         *([f"DLA ({payload.dla_unembedding} W_U)"] if has_dla else []), "copying",
          "|W_QK|", "|W_OV|"], rows,
         ["int", "int", "int", "float", "float", *(["float"] if has_dla else []), "float", "float", "float"]))
     return out
@@ -208,51 +170,52 @@ ABLATION_TABLE = 12  # heads in the causal-evidence table
 ESTIMATE = "≈"  # the mark of a first-order estimate, in every column header that holds one
 
 
-def _exact(x: dict, k: str) -> float:
+def _exact(x: HeadRow, k: str) -> float:
     """The exact ablation change of head ``x`` for kind ``k`` (NaN for a head that was not re-run)."""
-    return x["ablation"][k]["delta_loss"] if "ablation" in x else math.nan
+    return x.exact_change(k)
 
 
-def _ablation_tables(payload: dict) -> list[Table]:
+def _ablation_tables(payload: HeadsPayload) -> list[Table]:
     """The causal-evidence table (the re-run heads with the largest exact change, the first-order estimate
     beside each value marked ≈) and the estimates' measured error on the re-run heads."""
-    heads, ab = payload["heads"], payload["ablation"]
-    rerun = [x for x in heads if "ablation" in x]
+    ab = payload.ablation
+    rerun = [x for x in payload.heads if x.ablation is not None]
     order = sorted(rerun, key=lambda x: -max(abs(_exact(x, k)) for k in ev.KINDS))[:ABLATION_TABLE]
-    rows = [[x["layer"], x["head"], x["kv_head"],
-             *(_ci_text(x["ablation"][k]["delta_loss"], x["ablation"][k]["ci"]) for k in ev.KINDS),
-             *(_round(x["ablation_estimate"][k]["delta_loss_estimate"], 3) for k in ev.KINDS),
-             _round(x.get("dla", float("nan")), 3), _round(x["sink"], 3), _round(x["copying"], 3)] for x in order]
-    dla = f"DLA ({payload['dla_unembedding']} W_U)" if payload.get("dla_unembedding") else "DLA"
+    rows = [[x.layer, x.head, x.kv_head,
+             *(_ci_text(x.ablation[k].delta_loss, x.ablation[k].ci) for k in ev.KINDS),
+             *(_round(x.ablation_estimate[k].delta_loss_estimate, 3) for k in ev.KINDS),
+             _round(math.nan if x.dla is None else x.dla, 3), _round(x.sink, 3), _round(x.copying, 3)]
+            for x in order]
+    dla = f"DLA ({payload.dla_unembedding} W_U)" if payload.dla_unembedding else "DLA"
     screened = (f"the {len(rerun)} heads with the largest first-order estimate were re-run exactly"
-                if ab["mode"] == "top" else "every head was re-run exactly")
+                if ab.mode == "top" else "every head was re-run exactly")
     table = Table(
         f"Causal evidence: the {len(order)} re-run heads whose exact ablation changes the next-token loss most "
         f"({screened}; exact values: a hooked forward with the head's z zeroed, mean-replaced or resampled; "
-        f"nats per token, mean [95% interval] over {ab['segments']} segments of {ab['tokens']} tokens; clean loss "
-        f"{ab['base_loss']:.3f}). {ESTIMATE} columns: the first-order screening estimate, not a measurement",
+        f"nats per token, mean [95% interval] over {ab.segments} segments of {ab.tokens} tokens; clean loss "
+        f"{ab.base_loss:.3f}). {ESTIMATE} columns: the first-order screening estimate, not a measurement",
         ["layer", "head", "kv", "zero (exact)", "mean (exact)", "resample (exact)",
          *(f"{ESTIMATE} {k} (first-order)" for k in ev.KINDS), dla, "sink", "copying"], rows,
         ["int", "int", "int", "text", "text", "text", "float", "float", "float", "float", "float", "float"])
-    err = ab["estimate_error"]
+    err = ab.estimate_error
     error_table = Table(
         f"How far the first-order screening estimates ({ESTIMATE}) are from the exact re-runs, on the "
         f"{len(rerun)} re-run heads (means over segments, nats per token)",
         ["ablation", "heads re-run", f"max |{ESTIMATE} - exact|", f"median |{ESTIMATE} - exact|",
          "other sign"],
-        [[k, err[k]["heads"], _round(err[k]["max_abs_error"], 4), _round(err[k]["median_abs_error"], 4),
-          err[k]["sign_disagreements"]] for k in ev.KINDS],
+        [[k, err[k].heads, _round(err[k].max_abs_error, 4), _round(err[k].median_abs_error, 4),
+          err[k].sign_disagreements] for k in ev.KINDS],
         ["text", "int", "float", "float", "int"])
     return [table, error_table]
 
 
-def _ablation_figure(payload: dict, head_labels: list[str], layer_labels: list[str]) -> Any:
+def _ablation_figure(payload: HeadsPayload, head_labels: list[str], layer_labels: list[str]) -> Any:
     """ablations.png: the exact change of every re-run head per kind; heads not re-run are blank."""
-    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+    heads, L, H = payload.heads, payload.layers, payload.heads_per_layer
     grids = {k: torch.tensor([[_exact(heads[l * H + h], k) for h in range(H)] for l in range(L)],
                              dtype=torch.float64) for k in ev.KINDS}
     m = max(float(g.abs().nan_to_num().max()) for g in grids.values()) or 1.0
-    n = len(payload["ablation"]["exact_heads"])
+    n = len(payload.ablation.exact_heads)
     return heatmap_figure(
         "ablations.png", f"Exact change in next-token loss when a head is ablated: zero (z_h := 0), mean (z_h := "
                          "its mean over segments and positions), resample (z_h := the next segment's), each a hooked "
@@ -264,118 +227,127 @@ def _ablation_figure(payload: dict, head_labels: list[str], layer_labels: list[s
         cmap="RdBu_r", xlabel="head", ylabel="layer")
 
 
-def _ablation_summary(payload: dict) -> list:
+def _ablation_summary(payload: HeadsPayload) -> list:
     """Headline rows: per kind the re-run head with the largest exact change, and the estimates' largest error."""
-    heads, ab = payload["heads"], payload["ablation"]
-    rerun = [x for x in heads if "ablation" in x]
+    ab = payload.ablation
+    rerun = [x for x in payload.heads if x.ablation is not None]
     rows = []
     for k in ev.KINDS:
         best = max(rerun, key=lambda x: _exact(x, k))
-        a = best["ablation"][k]
-        rows.append(info(f"largest exact {k}-ablation change in next-token loss (nats/token)", a["delta_loss"],
-                         detail=f"L{best['layer']} H{best['head']}, exact re-run, 95% interval [{a['ci'][0]:+.3f}, "
-                                f"{a['ci'][1]:+.3f}] over {ab['segments']} segments; the largest of the "
+        a = best.ablation[k]
+        rows.append(info(f"largest exact {k}-ablation change in next-token loss (nats/token)", a.delta_loss,
+                         detail=f"L{best.layer} H{best.head}, exact re-run, 95% interval [{a.ci[0]:+.3f}, "
+                                f"{a.ci[1]:+.3f}] over {ab.segments} segments; the largest of the "
                                 f"{len(rerun)} heads re-run",
-                         values={"layer": best["layer"], "head": best["head"], "ci": a["ci"], "measured": "exact"}))
-    err = ab["estimate_error"]
-    worst = max(ev.KINDS, key=lambda k: err[k]["max_abs_error"])
+                         values={"layer": best.layer, "head": best.head, "ci": list(a.ci), "measured": a.measured}))
+    err = ab.estimate_error
+    worst = max(ev.KINDS, key=lambda k: err[k].max_abs_error)
     rows.append(info(f"largest error of the first-order screening estimate ({ESTIMATE}) on the re-run heads "
-                     "(nats/token)", err[worst]["max_abs_error"],
+                     "(nats/token)", err[worst].max_abs_error,
                      detail=f"{worst} ablation; " + ", ".join(
-                         f"{k}: max {err[k]['max_abs_error']:.3f}, median {err[k]['median_abs_error']:.3f}, "
-                         f"{err[k]['sign_disagreements']} of {err[k]['heads']} with the other sign"
+                         f"{k}: max {err[k].max_abs_error:.3f}, median {err[k].median_abs_error:.3f}, "
+                         f"{err[k].sign_disagreements} of {err[k].heads} with the other sign"
                          for k in ev.KINDS),
-                     values={k: err[k] for k in ev.KINDS}))
+                     values={k: err[k].to_dict() for k in ev.KINDS}))
     return rows
 
 
-def _evidence_figures(payload: dict, avg: dict) -> list:
-    L, H = payload["layers"], payload["heads_per_layer"]
+def _evidence_figures(payload: HeadsPayload, numbers: HeadNumbers) -> list:
+    """sinks.png, copying.png, direct-logit-attribution.png (with an output head) and ablations.png (where
+    the ablations ran)."""
+    L, H = payload.layers, payload.heads_per_layer
+    s, unembedding = numbers.scores, payload.dla_unembedding
     layer_labels, head_labels = [str(l) for l in range(L)], [str(h) for h in range(H)]
     figs = [heatmap_figure(
         "sinks.png", f"Attention on the first token per head (uniform attention under the model's mask: "
-                     f"{payload['chance']['sink']:.3f}) and the value-weighted share of what the head moves from it "
+                     f"{payload.chance.sink:.3f}) and the value-weighted share of what the head moves from it "
                      "(Kobayashi et al. 2020); one scale, 0 to 1.",
-        panels=[heatmap_panel(t, avg[k], xlabels=head_labels, ylabels=layer_labels)
-                for k, t in (("sink", "attention on the first token"), ("sink_norm", "value-weighted share"))],
+        panels=[heatmap_panel(t, v, xlabels=head_labels, ylabels=layer_labels)
+                for v, t in ((s.sink, "attention on the first token"), (s.sink_norm, "value-weighted share"))],
         ncols=2, title="Attention sinks", vmin=0.0, vmax=1.0, colorbar="share", cmap="Blues",
         xlabel="head", ylabel="layer")]
     figs.append(heatmap_figure(
         "copying.png", "Copying score of every head's OV circuit (Elhage et al. 2021: sum of eigenvalues / sum of "
                        "their moduli of W_E W_OV W_U): +1 copies the attended token, -1 suppresses it.",
-        panels=[heatmap_panel("copying score", avg["copying"], xlabels=head_labels, ylabels=layer_labels)],
+        panels=[heatmap_panel("copying score", numbers.weights.copying, xlabels=head_labels, ylabels=layer_labels)],
         ncols=1, title="OV copying scores", vmin=-1.0, vmax=1.0, colorbar="copying score", cmap="RdBu_r",
         xlabel="head", ylabel="layer"))
-    if "dla" in avg:
-        m = float(avg["dla"].abs().nan_to_num().max()) or 1.0
+    if s.dla is not None:
+        m = float(s.dla.abs().nan_to_num().max()) or 1.0
         figs.append(heatmap_figure(
             "direct-logit-attribution.png", "Direct logit attribution: each head's mean contribution to the logit "
                                             "of the next token, through the final norm's scale frozen at the clean "
                                             "run (gamma folded into the unembedding), "
-                                            f"{payload['dla_unembedding']} W_U"
+                                            f"{unembedding} W_U"
                                             + (" (each row's mean over the vocabulary subtracted, TransformerLens' "
-                                               "center_unembed)." if payload["dla_unembedding"] == "centred" else
+                                               "center_unembed)." if unembedding == "centred" else
                                                " (TransformerLens centres it by default: --center-unembed)."),
-            panels=[heatmap_panel(f"direct logit attribution ({payload['dla_unembedding']} W_U)", avg["dla"],
+            panels=[heatmap_panel(f"direct logit attribution ({unembedding} W_U)", s.dla,
                                   xlabels=head_labels, ylabels=layer_labels)],
             ncols=1, title="Direct logit attribution", vmin=-m, vmax=m, colorbar="logit", cmap="RdBu_r",
             xlabel="head", ylabel="layer"))
-    if payload.get("ablation"):
+    if payload.ablation:
         figs.append(_ablation_figure(payload, head_labels, layer_labels))
     return figs
 
 
-def _summary(payload: dict) -> list:
+def _summary(payload: HeadsPayload) -> list:
     """Descriptive rows (info): the strongest head of each TransformerLens score beside uniform attention's
     and a perfect head's, and each labelled count beside its threshold and chance level. The analysed
     model is not a text's model, so nothing here is judged against a paper."""
-    heads, chance, rep = payload["heads"], payload["chance"], payload["repeated_random_tokens"]
+    heads, chance = payload.heads, payload.chance
     rows = []
-    for k in TL_KINDS:
-        key = f"tl_repeated_{k}"
-        best = max(heads, key=lambda x: _finite(x[key]))
-        perfect = rep["perfect_head"][k] if rep else float("nan")
-        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score (detect_head)", best[key],
-                         detail=f"L{best['layer']} H{best['head']}; uniform attention scores {chance[key]:.3f}, "
+    for k, get, perfect in zip(TL_KINDS, TL_SCORES, _perfect_tl(payload)):
+        best = max(heads, key=lambda x: _finite(get(x.scores)))
+        level, perfect = get(chance.scores), float("nan") if perfect is None else perfect
+        rows.append(info(f"{TL_REPEATED}: highest {k.replace('_', '-')} score (detect_head)", get(best.scores),
+                         detail=f"L{best.layer} H{best.head}; uniform attention scores {level:.3f}, "
                                 f"a perfect head {perfect:.3f}",
-                         values={"layer": best["layer"], "head": best["head"], "chance": chance[key],
-                                 "perfect_head": perfect}))
-    key = "repeated_induction_stripe"
-    best = max(heads, key=lambda x: _finite(x[key]))
-    rows.append(info(f"{STRIPE}: highest score", best[key],
-                     detail=f"L{best['layer']} H{best['head']}; mean attention on i -> i - s + 1 over the second "
-                            f"copy; uniform attention scores {chance[key]:.3f}, a perfect head 1",
-                     values={"layer": best["layer"], "head": best["head"], "chance": chance[key], "perfect_head": 1.0}))
-    if payload.get("ablation"):
+                         values={"layer": best.layer, "head": best.head, "chance": level, "perfect_head": perfect}))
+    best = max(heads, key=lambda x: _finite(x.scores.repeated_induction_stripe))
+    level = chance.scores.repeated_induction_stripe
+    rows.append(info(f"{STRIPE}: highest score", best.scores.repeated_induction_stripe,
+                     detail=f"L{best.layer} H{best.head}; mean attention on i -> i - s + 1 over the second "
+                            f"copy; uniform attention scores {level:.3f}, a perfect head 1",
+                     values={"layer": best.layer, "head": best.head, "chance": level, "perfect_head": 1.0}))
+    if payload.ablation:
         rows += _ablation_summary(payload)
-    above = sum(1 for x in heads if x["ci"].get("sink", [math.nan])[0] > chance["sink"])
+    above = sum(1 for x in heads if x.ci.get("sink", [math.nan])[0] > chance.sink)
     rows.append(info("heads whose attention on the first token is above uniform attention's (95% interval)",
                      above, detail=f"of {len(heads)}; uniform attention under the model's mask puts "
-                                   f"{chance['sink']:.3f} there",
-                     values={"heads": above, "chance": chance["sink"]}))
-    by_score = {}
-    for r in payload["criteria"]:
-        if r["threshold"] is not None:
-            by_score.setdefault(r["criteria"], []).append(r)
-    counts = payload["counts"]
-    flat = {**{("Clark et al. 2019", k): v for k, v in counts["clark"].items()},
-            **{("Kovaleva et al. 2019", k): v for k, v in counts["kovaleva"].items()},
-            **{("Voita et al. 2019", k): v for k, v in counts["voita"].items()}}
+                                   f"{chance.sink:.3f} there",
+                     values={"heads": above, "chance": chance.sink}))
+    return rows + _label_summary(payload)
+
+
+def _label_summary(payload: HeadsPayload) -> list:
+    """One descriptive row per criteria: how many heads carry each label, beside each rule's threshold, where
+    it comes from and its chance level."""
+    by_score: dict[str, list[Criterion]] = {}
+    for r in payload.criteria:
+        if r.threshold is not None:
+            by_score.setdefault(r.criteria, []).append(r)
+    counts = payload.counts
+    flat = {**{("Clark et al. 2019", k): v for k, v in counts.clark.items()},
+            **{("Kovaleva et al. 2019", k): v for k, v in counts.kovaleva.items()},
+            **{("Voita et al. 2019", k): v for k, v in counts.voita.items()}}
+    rows = []
     for framework, rs in by_score.items():
-        parts = [f"{r['label']} {flat.get((framework, r['label']), 0)}" for r in rs]
+        parts = [f"{r.label} {flat.get((framework, r.label), 0)}" for r in rs]
         sources = sorted({_source(r) for r in rs})
         detail = ("uniform attention scores " + ", ".join(
-            f"{r['label']} {_chance_text(r['chance'])} ({r['relation']} {r['threshold']:g}"
+            f"{r.label} {_chance_text(r.chance)} ({r.relation} {r.threshold:g}"
             + (f", {_source(r)}" if len(sources) > 1 else "") + ")" for r in rs)
             + (f"; thresholds: {sources[0]}" if len(sources) == 1 else ""))
-        rows.append(info(f"{framework}: heads per label (of {len(heads)})", ", ".join(parts), detail=detail,
-                         values={r["label"]: flat.get((framework, r["label"]), 0) for r in rs}))
+        rows.append(info(f"{framework}: heads per label (of {len(payload.heads)})", ", ".join(parts), detail=detail,
+                         values={r.label: flat.get((framework, r.label), 0) for r in rs}))
     return rows
 
 
-def _source(r: dict) -> str:
-    return {CLARK_CODE: "Clark et al.'s code", VOITA_TEXT: "Voita et al.'s text"}.get(r["threshold_from"],
-                                                                                     "attnlab's choice")
+def _source(r: Criterion) -> str:
+    """Where a rule's threshold comes from, in a table cell."""
+    return {CLARK_CODE: "Clark et al.'s code", VOITA_TEXT: "Voita et al.'s text"}.get(r.threshold_from,
+                                                                                    "attnlab's choice")
 
 
 def _chance_text(v: float | None) -> str:
@@ -391,8 +363,11 @@ def _finite(v: float) -> float:
     return v if math.isfinite(v) else -math.inf
 
 
-def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
-    heads, L, H = payload["heads"], payload["layers"], payload["heads_per_layer"]
+def _figures(payload: HeadsPayload, numbers: HeadNumbers, A: torch.Tensor, segs: Segments) -> list:
+    """attention-maps.png, zoom.png (the heads that score highest on a few patterns), head-statistics.png,
+    entropy.png and the label counts."""
+    heads, L, H = payload.heads, payload.layers, payload.heads_per_layer
+    avg = numbers.scores
     tokens = segs.tokens[0]
     g = min(GRID_TOKENS, len(tokens))
     grid = heatmap_figure(
@@ -403,11 +378,10 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
         ncols=H, title=f"Attention maps, {L} layers x {H} heads", vmin=0.0, vmax=1.0, colorbar="attention weight",
         cmap="Blues")
     picks: dict[tuple[int, int], str] = {}
-    for key, what in (("previous", "most previous-token"), ("next", "most next-token"),
-                      ("special", "most [CLS]/[SEP]"), ("entropy", "broadest")):
-        score = (lambda x: x["to_cls"] + x["to_sep"]) if key == "special" else (lambda x, k=key: x[k])
-        best = max(heads, key=lambda x: _finite(score(x)))
-        picks.setdefault((best["layer"], best["head"]), what)
+    for score, what in ((lambda s: s.previous, "most previous-token"), (lambda s: s.next, "most next-token"),
+                        (lambda s: s.to_cls + s.to_sep, "most [CLS]/[SEP]"), (lambda s: s.entropy, "broadest")):
+        best = max(heads, key=lambda x: _finite(score(x.scores)))
+        picks.setdefault((best.layer, best.head), what)
     z = min(ZOOM_TOKENS, len(tokens))
     labels = [t if len(t) <= 12 else t[:11] + "…" for t in segs.labels[0][:z]]
     zoom = heatmap_figure(
@@ -420,12 +394,12 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
     stats = heatmap_figure(
         "head-statistics.png", "Mean attention per head (rows: layers, columns: heads) to the previous and next "
                                "token, [CLS], [SEP] and punctuation; one scale, 0 to 1.",
-        panels=[heatmap_panel(title, avg[key], xlabels=head_labels, ylabels=layer_labels) for key, title in
-                (("previous", "previous token"), ("next", "next token"), ("to_[CLS]", "[CLS]"),
-                 ("to_[SEP]", "[SEP]"), ("to_punctuation", "punctuation ( . , )"))],
+        panels=[heatmap_panel(title, v, xlabels=head_labels, ylabels=layer_labels) for v, title in
+                ((avg.previous, "previous token"), (avg.next, "next token"), (avg.to_cls, "[CLS]"),
+                 (avg.to_sep, "[SEP]"), (avg.to_punctuation, "punctuation ( . , )"))],
         ncols=3, title="Where the heads look", vmin=0.0, vmax=1.0, colorbar="mean attention", cmap="Blues",
         xlabel="head", ylabel="layer")
-    ent = avg["entropy"]
+    ent = avg.entropy
     layers = list(range(L))
     entropy = line_figure(
         "entropy.png", f"Mean smoothed attention entropy per layer (mean, min and max over heads); Clark's broad "
@@ -433,7 +407,7 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
         series=[series("mean over heads", layers, ent.mean(-1).tolist()),
                 series("min over heads", layers, ent.amin(-1).tolist(), style="dotted"),
                 series("max over heads", layers, ent.amax(-1).tolist(), style="dotted"),
-                series("uniform attention", layers, avg["uniform_entropy"].mean(-1).tolist(), style="dashdot",
+                series("uniform attention", layers, avg.uniform_entropy.mean(-1).tolist(), style="dashdot",
                        marker=False),
                 series(f"broad threshold ({BROAD_ENTROPY_NATS:g})", layers, [BROAD_ENTROPY_NATS] * L, style="dashed",
                        marker=False)],
@@ -441,26 +415,23 @@ def _figures(payload: dict, avg: dict, A: torch.Tensor, segs: Segments) -> list:
     return [grid, zoom, stats, entropy, *_label_bars(payload)]
 
 
-def _label_bars(payload: dict) -> list:
+def _label_bars(payload: HeadsPayload) -> list:
     """How many heads carry each label of Clark et al., Kovaleva et al. and Voita et al., as bar figures."""
-    L, H = payload["layers"], payload["heads_per_layer"]
-    counts = payload["counts"]
+    L, H = payload.layers, payload.heads_per_layer
+    counts = payload.counts
     clark_keys = ("broad", "previous", "next", "special (any)", "no label")
-    voita = counts["voita"]
+    roles = [*VOITA_ROLES, "no role"]
     bars = [
         bar_figure("labels-clark.png", f"Clark et al.'s labels: how many of the {L * H} heads carry each "
                                        "(a head may carry several).", categories=list(clark_keys),
-                   groups=[{"label": "heads", "values": [counts["clark"][k] for k in clark_keys]}], ylabel="heads",
+                   groups=[{"label": "heads", "values": [counts.clark[k] for k in clark_keys]}], ylabel="heads",
                    title="Clark et al. labels"),
         bar_figure("labels-kovaleva.png", f"Kovaleva et al.'s patterns: one per head, {L * H} heads.",
                    categories=list(KOVALEVA_PATTERNS),
-                   groups=[{"label": "heads", "values": [counts["kovaleva"][k] for k in KOVALEVA_PATTERNS]}],
+                   groups=[{"label": "heads", "values": [counts.kovaleva[k] for k in KOVALEVA_PATTERNS]}],
                    ylabel="heads", title="Kovaleva et al. patterns"),
-        bar_figure("labels-voita.png", f"Voita et al.'s roles among the {L * H} heads.",
-                   categories=["positional -1", "positional +1", "rare-token", "no role"],
-                   groups=[{"label": "heads", "values": [voita["positional -1"], voita["positional +1"],
-                                                         voita["rare-token"], voita["no role"]]}],
+        bar_figure("labels-voita.png", f"Voita et al.'s roles among the {L * H} heads.", categories=roles,
+                   groups=[{"label": "heads", "values": [counts.voita[k] for k in roles]}],
                    ylabel="heads", title="Voita et al. roles"),
     ]
     return bars
-

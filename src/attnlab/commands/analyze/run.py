@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
 
-from attnlab.analysis.heads.summary import TL_KINDS, analyse_segment, average, decide
+from attnlab.analysis.heads.scores import RepeatedScores, SegmentScores, average
+from attnlab.analysis.heads.summary import analyse_segment
 from attnlab.commands.analyze import evidence as ev
 from attnlab.commands.analyze.payload import heads_payload
+from attnlab.commands.analyze.records import HeadNumbers
 from attnlab.commands.analyze.report import analysis_result
 from attnlab.commands.analyze.text import (
     check_out,
@@ -184,18 +186,19 @@ def analyze(model: str | Path = "minilm", *, text: str | Path | None = None, max
     tick("ablations", done, total)
     ablations = ev.run_ablations(pm, segs.input_ids, ablate, progress=lambda what: tick(what, done, total))
     tick("repeated random tokens", done + 1, total)
-    avg.update(_repeated_numbers(pm, prompts, causal, avg["entropy"].shape))
-    induction = ev.induction_ablations(pm, prompts, avg["tl_repeated_induction"], ablate)
-    labels = decide(avg)
-    payload = heads_payload(config, pm, segs, causal, specials, avg, labels, prompts, cis, ablations, induction)
-    rd.write_json(HEADS_JSON, payload)
-    _write_results(rd, config, analysis_result(payload, avg, first, segs), causal, len(segs.input_ids), start)
+    repeated = (repeated_scores(pm, prompts, causal) if prompts is not None
+                else RepeatedScores.undefined(tuple(avg.entropy.shape)))
+    induction = ev.induction_ablations(pm, prompts, repeated.induction, ablate)
+    numbers = HeadNumbers(avg, cis, repeated, ev.weights(pm))
+    payload = heads_payload(config, pm, segs, specials, numbers, prompts, ablations, induction)
+    rd.write_json(HEADS_JSON, payload.to_dict())
+    _write_results(rd, config, analysis_result(payload, numbers, first, segs), causal, len(segs.input_ids), start)
     tick("report", done + 2, total)
     from attnlab.reports import build_report
 
     build_report(rd.path)
     tick("done", total, total)
-    return Analysis(rd.path, to_jsonable(payload))  # as heads.json holds it: NaN as "nan"
+    return Analysis(rd.path, to_jsonable(payload.to_dict()))  # as heads.json holds it: NaN as "nan"
 
 
 def _checked_options(max_tokens: int, segments: int, dtype: str, ablate: str, device: str) -> str:
@@ -236,40 +239,21 @@ def _write_segments(rd: RunDir, segs: "Segments", prompts: "RepeatedPrompts | No
 
 def _segment_numbers(pm: "PretrainedModel", segs: "Segments", causal: bool, specials: dict,
                      tick: Callable[[str, int], None], center_unembed: bool = False
-                     ) -> tuple[dict, dict, torch.Tensor | None]:
-    """(every number averaged over the segments, with the weights' own; their intervals over the
-    segments; segment 0's maps A (L, H, n, n)); ``tick(what, b)`` as segment b starts; DLA through the
+                     ) -> tuple[SegmentScores, dict[str, torch.Tensor], torch.Tensor | None]:
+    """(every number averaged over the segments, with its chance level; their intervals over the segments
+    by field name; segment 0's maps A (L, H, n, n)); ``tick(what, b)`` as segment b starts; DLA through the
     centred unembedding with ``center_unembed``."""
     frequencies = Counter(t for ids in segs.input_ids for t in ids)
     per_segment, first = [], None
     for b, A, hidden in segment_maps(pm, segs, hidden=True):
         tick(f"segment {b + 1}/{len(segs.input_ids)}", b)
-        per_segment.append(analyse_segment(
+        scores = analyse_segment(
             A, segs.input_ids[b], segs.tokens[b], None if segs.token_type_ids is None else segs.token_type_ids[b],
-            causal=causal, specials=specials, frequencies=frequencies))
-        per_segment[-1].update(ev.per_segment(pm, A, hidden, segs.input_ids[b], center_unembed=center_unembed))
+            causal=causal, specials=specials, frequencies=frequencies)
+        per_segment.append(ev.with_evidence(pm, scores, A, hidden, segs.input_ids[b], center_unembed=center_unembed))
         if b == 0:
             first = A
-    avg = average(per_segment)
-    cis = ev.intervals(per_segment, [k for k in per_segment[0] if not k.startswith("chance:")])
-    avg.update(ev.weights(pm))
-    return avg, cis, first
-
-
-def _repeated_numbers(pm: "PretrainedModel", prompts: "RepeatedPrompts | None", causal: bool,
-                      shape: tuple[int, int]) -> dict:
-    """TransformerLens' scores on the repeated random tokens (NaN where the model has no prompts), keyed
-    tl_repeated_<kind> and chance:tl_repeated_<kind>, and the induction stripe score, keyed
-    repeated_induction_stripe and chance:repeated_induction_stripe."""
-    nan = torch.full(shape, float("nan"), dtype=torch.float64)  # (L, H)
-    kinds = (*TL_KINDS, "induction_stripe")
-    rep = repeated_scores(pm, prompts, causal) if prompts is not None else {
-        **{k: nan for k in kinds}, **{f"chance:{k}": nan[:1, :1] for k in kinds}}
-
-    def name(k: str) -> str:
-        return ("repeated_" if k == "induction_stripe" else "tl_repeated_") + k
-
-    return {name(k) if not k.startswith("chance:") else f"chance:{name(k[7:])}": v for k, v in rep.items()}
+    return average(per_segment), ev.intervals(per_segment), first
 
 
 def _write_results(rd: RunDir, config: dict, result: "ExperimentResult", causal: bool, n_segments: int,

@@ -35,7 +35,9 @@ from attnlab.analysis.heads.patterns import (
     repeated_random_tokens,
     transformerlens_scores,
 )
+from attnlab.analysis.heads.scores import RepeatedScores
 from attnlab.analysis.heads.summary import TL_KINDS
+from attnlab.commands.analyze.records import PatternLevels
 from attnlab.errors import ConfigError
 from attnlab.pretrained.labels import token_labels
 from attnlab.runs.rundir import CONFIG, default_run_dir
@@ -231,12 +233,11 @@ class RepeatedPrompts:
     def length(self) -> int:
         return int(self.input_ids.shape[-1])
 
-    def perfect(self) -> dict[str, float]:
+    def perfect(self) -> PatternLevels:
         """What a perfect head scores (row 0 attends itself): (n - 1)/n, s/n, s/n with TransformerLens'
         detect_head, and 1 on the induction stripe."""
         n, s_ = self.length, self.half
-        return {"previous_token": (n - 1) / n, "duplicate_token": s_ / n, "induction": s_ / n,
-                "induction_stripe": 1.0}
+        return PatternLevels((n - 1) / n, s_ / n, s_ / n, 1.0)
 
 
 def repeated_prompts(pm, max_tokens: int, count: int = REPEATED_PROMPTS, seed: int = REPEATED_SEED
@@ -264,18 +265,16 @@ def repeated_prompts(pm, max_tokens: int, count: int = REPEATED_PROMPTS, seed: i
     return RepeatedPrompts(ids, types, half, prefix, suffix, seed)
 
 
-def repeated_scores(pm, prompts: RepeatedPrompts, causal: bool) -> dict[str, torch.Tensor]:
+def repeated_scores(pm, prompts: RepeatedPrompts, causal: bool) -> RepeatedScores:
     """TransformerLens' three scores (:func:`transformerlens_scores`), each (L, H), the mean over the prompts
-    as its ``detect_head`` averages a list, and the induction stripe score (:func:`induction_stripe_score`)
-    under "induction_stripe"; under "chance:<kind>" uniform attention's, (1, 1)."""
+    as its ``detect_head`` averages a list, and the induction stripe score (:func:`induction_stripe_score`);
+    as their ``chance`` uniform attention's, (1, 1)."""
     maps = [A for _, A in model_maps(pm, prompts.input_ids.tolist(), prompts.token_type_ids)]
     per = [transformerlens_scores(A, prompts.input_ids[b]) for b, A in enumerate(maps)]
     U = uniform_attention(prompts.length, causal=causal)[None, None]
     chance = transformerlens_scores(U.expand(len(prompts.input_ids), 1, 1, -1, -1), prompts.input_ids)
-    out = {k: torch.stack([getattr(p, k) for p in per]).mean(0) for k in TL_KINDS}
-    out.update({f"chance:{k}": getattr(chance, k).mean(0) for k in TL_KINDS})
     p = len(prompts.prefix)
-    out["induction_stripe"] = torch.stack([induction_stripe_score(A, prompts.half, p) for A in maps]).mean(0)
-    out["chance:induction_stripe"] = induction_stripe_score(U, prompts.half, p)
-    return out
-
+    stripe = torch.stack([induction_stripe_score(A, prompts.half, p) for A in maps]).mean(0)
+    return RepeatedScores(*(torch.stack([getattr(x, k) for x in per]).mean(0) for k in TL_KINDS), stripe,
+                          chance=RepeatedScores(*(getattr(chance, k).mean(0) for k in TL_KINDS),
+                                                induction_stripe_score(U, prompts.half, p)))
