@@ -72,11 +72,13 @@ def table(run: Callable | None = None) -> str:
 # ---- the findings ------------------------------------------------------------------------------
 def _outline(results: dict, config: dict):
     from attnlab.reports.format import Outline
+    from attnlab.reports.stored_run import StoredClaim, StoredExperiment
     from attnlab.runs.entry import entries
 
     return Outline(title="", run_name="", date="", config=config, env={},
-                   experiments=list(entries(results).values()),
-                   claims=list(results.get("claims") or []), errata=list(results.get("errata") or []))
+                   experiments=[StoredExperiment.read(e) for e in entries(results).values()],
+                   claims=[StoredClaim.from_dict(c) for c in results.get("claims") or []],
+                   errata=list(results.get("errata") or []))
 
 
 _ABBREVIATIONS = ("eq", "eqs", "Fig", "Figs", "e.g", "i.e", "App", "cf", "vs", "Prop", "Thm", "al")
