@@ -127,7 +127,9 @@ show(fig, "ioi-heads.png")
     ("## Zero ablation of single heads\n\n"
      "On the clean prompt, each head's output set to 0 at every position through a hook on "
      "`hook_z`; the nine heads of a layer go in one batch, one row per head. The change of the logit "
-     "difference is exact (a forward pass per ablation, not a first-order estimate).",
+     "difference is exact (a forward pass per ablation, not a first-order estimate). An ablation in block "
+     "l leaves blocks 0..l-1 as they were, so each pass resumes from the clean stream entering block l "
+     "(`encode(..., start=l)`, as the patching grids do) and forms the logits at the last position only.",
      """
 def zero_one_head_per_row(z, name):
     z = z.clone()
@@ -135,12 +137,13 @@ def zero_one_head_per_row(z, name):
         z[b, :, b] = 0.0          # row b: head b of this layer ablated
     return z
 
-batch = clean.expand(9, -1)
+_, streams = pm.run_with_cache(clean, names_filter=lambda name: name.endswith("hook_resid_pre"))
 change = torch.zeros(30, 9)
 for l in range(30):
-    with torch.no_grad():
-        out = pm.run_with_hooks(batch, fwd_hooks=[(f"blocks.{l}.attn.hook_z", zero_one_head_per_row)])
-    change[l] = metric(out[:, -1]) - m_clean
+    X = streams[f"blocks.{l}.hook_resid_pre"].expand(9, -1, -1)   # (9, n, d_model): one row per head
+    with torch.no_grad(), pm.hooks([(f"blocks.{l}.attn.hook_z", zero_one_head_per_row)]):
+        out = pm.model.encode(X, start=l, logits_at=-1)           # blocks l..29, logits (9, vocab)
+    change[l] = metric(out.logits) - m_clean
 worst = sorted(((float(change[l, h]), l, h) for l in range(30) for h in range(9)))[:5]
 print("largest drops of the logit difference:", ", ".join(f"L{l}H{h} {v:+.3f}" for v, l, h in worst))
 """),

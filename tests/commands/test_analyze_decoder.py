@@ -14,6 +14,9 @@ from tolerances import FLOAT64, FLOAT64_LONG, VIEWER_ROUNDING
 pytest.importorskip("gguf")
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.slow  # SmolLM2's load and 270 heads: about 30 s
+# Segments and repeated-random-token prompts of at most 16 tokens (halves of 7 random tokens): every number
+# below is recomputed from them, and the forward passes of the 36 + 18 exact ablations scale with the length.
+MAX_TOKENS = 16
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +25,8 @@ def run(tmp_path_factory):
     from attnlab.commands.analyze import analyze
 
     smollm2_path()  # skips nothing: the models extra installs it; a clear error otherwise
-    return analyze("smollm2", max_tokens=32, segments=2, dtype="float64", out=tmp_path_factory.mktemp("a") / "run")
+    return analyze("smollm2", max_tokens=MAX_TOKENS, segments=2, dtype="float64",
+                   out=tmp_path_factory.mktemp("a") / "run")
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +148,7 @@ def test_every_smollm2_segment_starts_with_its_bos(run, pm):
     bos = pm.tokenizer.bos_token_id
     assert (bos, pm.tokenizer.bos_token) == (1, "<|im_start|>") and pm.tokenizer("The cat")["input_ids"][0] != bos
     segs = json.loads((run.path / "segments.json").read_text())
-    assert segs["input_ids"] and all(ids[0] == bos and ids.count(bos) == 1 and len(ids) <= 32
+    assert segs["input_ids"] and all(ids[0] == bos and ids.count(bos) == 1 and len(ids) <= MAX_TOKENS
                                      for ids in segs["input_ids"])
     assert all(t[0] == "<|im_start|>" for t in segs["tokens"])
     assert run.payload["bos"] == "<|im_start|>"

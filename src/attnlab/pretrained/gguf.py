@@ -31,6 +31,7 @@ embedding, F32 norms); :func:`smollm2_path` finds it without importing the packa
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,10 +83,21 @@ def _reader(path: Path) -> tuple[Any, Any]:
     except ImportError:
         raise ConfigError(f"reading {path.name} needs the gguf package: {_INSTALL}") from None
     try:
-        return gguf, gguf.GGUFReader(str(path))
+        st = path.stat()
+        return gguf, _parsed(path.resolve(), st.st_size, st.st_mtime_ns)
     except Exception as e:  # truncated files, foreign files: numpy and struct errors of many kinds
         raise ConfigError(f"{path} is not a readable GGUF file ({type(e).__name__}: "
                           f"{str(e).splitlines()[0][:120] if str(e) else 'no detail'}): restore or re-download it") from None
+
+
+@functools.lru_cache(maxsize=2)
+def _parsed(path: Path, size: int, mtime_ns: int) -> Any:
+    """One ``gguf.GGUFReader`` per file and process (a changed size or mtime parses the file again): parsing
+    SmolLM2's metadata, its 49,152 tokens and merges one field at a time, takes seconds, and the reader only
+    maps the file read-only, so every :func:`read_gguf` of it (whole, or its first blocks) shares one."""
+    import gguf
+
+    return gguf.GGUFReader(str(path))
 
 
 def _field(reader: Any, key: str, default: Any = None) -> Any:

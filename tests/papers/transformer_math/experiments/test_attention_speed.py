@@ -24,6 +24,7 @@ def test_registered_with_presets():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("frozen_heap")  # attnlab.bench collects garbage before each measurement
 def test_tiny_run(storable):
     res = run_attention_speed(AttentionSpeedConfig(n=(64, 128), variants=("softmax", "linear"), repeats=1))
     storable(res)
