@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 import torch
@@ -36,9 +38,14 @@ class _Toy(RunConfig):
     widths: tuple[int, ...] | None = param(None, "softmax widths")
     rate: float = param(0.5, "a rate in (0, 1)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["widths"] = check_ints("widths", v["widths"], minimum=2)
+        return v
+
     def validate(self) -> None:
         check_int("n", self.n, minimum=1)
-        object.__setattr__(self, "widths", check_ints("widths", self.widths, minimum=2))
         check_number("rate", self.rate, 0, 1, open_min=True, open_max=True)
 
 
@@ -56,6 +63,30 @@ def test_configs_are_frozen_and_replace_validates_again():
     assert cfg.replace(n=9).n == 9
     with pytest.raises(ConfigError, match="n must be an integer >= 1, got 0"):
         cfg.replace(n=0)
+
+
+def test_a_list_builds_the_config_its_tuple_builds_and_replace_normalises_too():
+    assert _Toy(widths=[3, 4]) == _Toy(widths=(3, 4))
+    assert hash(_Toy(widths=[3, 4])) == hash(_Toy(widths=(3, 4)))  # a list stored would not hash
+    replaced = dataclasses.replace(_Toy(), widths=[6, 7])
+    assert type(replaced.widths) is tuple and replaced == _Toy(widths=(6, 7)) == _Toy().replace(widths=[6, 7])
+    assert _Toy("paper", 3) == _Toy(scale="paper", seed=3)  # positional arguments bind as the dataclass's
+
+
+def test_normal_form_returns_a_new_dict_and_leaves_its_input_alone():
+    given = {"scale": "paper", "seed": 0, "device": "cpu", "n": None, "widths": [3, 4], "rate": 0.5}
+    before = dict(given)
+    out = _Toy.normal_form(given)
+    assert given == before and out is not given
+    assert out == {**before, "n": 7, "widths": (3, 4)}  # the preset's n, the list's tuple
+    assert _Toy.normal_form(out) == out
+
+
+def test_a_call_that_does_not_fit_the_fields_is_the_dataclass_own_type_error():
+    with pytest.raises(TypeError, match=r"__init__\(\) got an unexpected keyword argument 'm'"):
+        _Toy(m=1)
+    with pytest.raises(TypeError, match=r"__init__\(\) takes from 1 to 7 positional arguments but 8 were given"):
+        _Toy(*range(7))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -196,3 +227,75 @@ def test_check_fits_refuses_what_the_device_cannot_hold_in_one_line():
     with pytest.raises(ConfigError, match=r"^a big thing needs at least 2.0 GiB on cpu; it has 1.0 GiB: lower n$"):
         check_fits("a big thing", 2 * 2**30, available=2**30, change="lower n")
     assert device_memory("cpu") > 2**30  # this machine's physical memory, read from the OS
+
+
+# ---- no config writes a field after construction ------------------------------------------
+def _attnlab_config_classes() -> list[type]:
+    """Every config class attnlab defines (every subclass of Config once all are imported: bench's,
+    training's, the capacity search's, the bases), and every one the registry holds (plugins' too)."""
+    import attnlab.bench.run  # noqa: F401 (BenchConfig)
+    import attnlab.training.settings  # noqa: F401 (TrainConfig)
+    from attnlab.registry import all_constructions, all_experiments
+
+    registered = {e.config_cls for e in all_experiments()} | {c.params_cls for c in all_constructions()}
+    found, todo = set(), [Config]
+    while todo:
+        cls = todo.pop()
+        found.add(cls)
+        todo.extend(cls.__subclasses__())
+    return sorted({c for c in found if c.__module__.startswith("attnlab.")} | registered,
+                  key=lambda c: (c.__module__, c.__qualname__))
+
+
+def test_no_config_class_defines_or_calls_a_setter():
+    from attnlab.registry import all_constructions, all_experiments
+
+    classes = _attnlab_config_classes()
+    assert {e.config_cls for e in all_experiments()} | {c.params_cls for c in all_constructions()} <= set(classes)
+    names = {c.__name__ for c in classes}
+    assert {"RunConfig", "BenchConfig", "TrainConfig", "SearchConfig", "CapacitySettings"} <= names
+    assert not hasattr(Config, "normalise")
+    for cls in classes:
+        source = inspect.getsource(cls)
+        for setter in ("setattr", "normalise(", "__dict__"):
+            assert setter not in source, f"{cls.__module__}.{cls.__qualname__} uses {setter}"
+
+
+def _registry_values() -> list[tuple[type, dict[str, Any]]]:
+    """(config class, its fields' values as a call without arguments gives them) for every experiment at
+    each scale, every construction, and bench's, training's and the capacity search's configs."""
+    from attnlab.bench.run import BenchConfig
+    from attnlab.papers.memorization.capacity_search import SearchConfig
+    from attnlab.registry import all_constructions, all_experiments
+    from attnlab.training.settings import TrainConfig
+
+    def given(cls: type, **kw: Any) -> dict[str, Any]:
+        return {f.name: kw.get(f.name, f.default) for f in dataclasses.fields(cls)}
+
+    out = [(e.config_cls, given(e.config_cls, scale=s)) for e in all_experiments() for s in ("quick", "paper")]
+    out += [(c.params_cls, given(c.params_cls)) for c in all_constructions()]
+    return out + [(BenchConfig, given(BenchConfig)), (TrainConfig, given(TrainConfig, steps=3, optimizer="adamw")),
+                  (SearchConfig, given(SearchConfig))]
+
+
+def test_every_normal_form_is_pure_idempotent_and_takes_a_list_for_its_tuple():
+    checked = 0
+    for cls, given in _registry_values():
+        before = dict(given)
+        normal = cls.normal_form(given)
+        assert given == before, f"{cls.__name__}.normal_form changed its input"
+        assert cls.normal_form(normal) == normal, f"{cls.__name__}: the normal form of a normal config differs"
+        for name, value in normal.items():
+            if isinstance(value, tuple):
+                assert cls.normal_form({**normal, name: list(value)}) == normal, f"{cls.__name__}.{name} as a list"
+                checked += 1
+    assert checked >= 100
+
+
+def test_a_real_config_from_a_list_equals_the_one_from_its_tuple_and_replace_normalises():
+    from attnlab.bench.run import BenchConfig
+
+    cfg = BenchConfig(n=[64, 16, 64], variants=["softmax", "sdpa", "softmax"])
+    assert cfg == BenchConfig(n=(16, 64), variants=("softmax", "sdpa"))
+    assert (cfg.n, cfg.variants) == ((16, 64), ("softmax", "sdpa"))
+    assert dataclasses.replace(cfg, n=[8, 4]).n == (4, 8) and cfg.replace(variants=["sdpa"]).variants == ("sdpa",)

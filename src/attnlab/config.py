@@ -4,16 +4,29 @@ Every experiment's config is a frozen dataclass on :class:`RunConfig`::
 
     @dataclass(frozen=True)
     class SaturationConfig(RunConfig):
-        PRESETS = {"quick": {"n_samples": 256}, "paper": {"n_samples": 4000}}
+        PRESETS = {"quick": {"n_samples": 256, "n_values": (3, 11)},
+                   "paper": {"n_samples": 4000, "n_values": (2, 3, 11, 64)}}
         n_samples: int | None = None          # None: taken from PRESETS[scale]
+        n_values: tuple[int, ...] | None = None
+
+        @classmethod
+        def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+            v = super().normal_form(values)   # scale, seed, device checked; presets filled
+            v["n_values"] = check_ints("n_values", v["n_values"], minimum=2)  # a list: its tuple
+            return v
 
         def validate(self) -> None:
             check_int("n_samples", self.n_samples, minimum=1)
 
-``RunConfig.__post_init__`` checks ``scale``, ``seed`` and ``device``, fills every
-field left ``None`` from ``PRESETS[scale]`` and then calls ``validate()``. The same
-``check_*`` functions validate constructions' parameters and every command-line
-option, so one rule (and one message) holds for a value wherever it is given.
+Constructing a config (``SaturationConfig(...)``, ``cfg.replace(...)``,
+``dataclasses.replace``) goes through :class:`ConfigMeta`: the arguments, defaults
+applied, pass through ``normal_form`` (``RunConfig``'s checks ``scale``, ``seed`` and
+``device`` and fills every field left ``None`` from ``PRESETS[scale]``; a subclass's
+own follows), and the dataclass's ``__init__`` stores the normal values once. Then
+``__post_init__`` calls ``validate()``, which only checks: no config writes a field
+after construction. The same ``check_*`` functions validate constructions' parameters
+and every command-line option, so one rule (and one message) holds for a value
+wherever it is given.
 
 Values written as text (``--set key=value``, ``--grid key=v1,v2``) are converted
 with the type annotation of the field they set (:func:`coerce`):
@@ -32,6 +45,8 @@ and a message names the type in words (:func:`plain_type`: "integers separated b
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import math
 import re
 import types
@@ -263,27 +278,66 @@ def describe_fields(config_cls: type) -> list[dict[str, Any]]:
              "help": f.metadata.get("help", "")} for f in dataclasses.fields(config_cls)]
 
 
+class ConfigMeta(type):
+    """The metaclass of every config: ``Cls(...)`` makes the normal form before the instance exists.
+
+    A call binds the arguments to the dataclass's fields (defaults applied), passes them to
+    :meth:`Config.normal_form`, which returns the normal values (a list made a sorted tuple, a
+    field left ``None`` filled from a preset or from another field), and then calls the
+    dataclass's own ``__init__`` once, with those values. So every field is written once, by
+    ``__init__``, and ``__post_init__`` only checks. ``dataclasses.replace`` calls the class,
+    so a replaced config is normalised again. A call that does not fit the fields (a missing
+    or unknown argument) raises the dataclass's own TypeError.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:
+            given = _init_signature(cls).bind(None, *args, **kwargs).arguments
+        except TypeError:
+            super().__call__(*args, **kwargs)  # raises the dataclass's own message for the call
+            raise
+        values = {f.name: given[f.name] if f.name in given else _default(f)
+                  for f in dataclasses.fields(cls) if f.init}
+        return super().__call__(**cls.normal_form(values))
+
+
+@functools.lru_cache(maxsize=None)
+def _init_signature(cls: type) -> inspect.Signature:
+    """The signature of ``cls``'s dataclass ``__init__`` (its first parameter is ``self``)."""
+    return inspect.signature(cls.__init__)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    """The value field ``f`` takes when a call leaves it out."""
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
 @dataclass(frozen=True)
-class Config:
-    """Base of every frozen config: ``validate()`` runs after construction (and after
-    :meth:`replace`), so an instance always holds valid values, in one normal form: a field
-    given as a list is stored as the sorted tuple ``validate()`` makes of it, a value left to
-    follow another field takes it (:meth:`normalise`)."""
+class Config(metaclass=ConfigMeta):
+    """Base of every frozen config. Constructing one (``Cls(...)``, :meth:`replace`,
+    ``dataclasses.replace``) goes through :class:`ConfigMeta`: the arguments are first brought
+    into one normal form by :meth:`normal_form` (a field given as a list is stored as the tuple,
+    sorted where order does not matter; a value left to follow another field takes it), then the
+    dataclass's ``__init__`` stores them, and ``__post_init__`` runs :meth:`validate`, which only
+    checks. Nothing writes a field after that, so two configs that mean the same thing compare
+    and serialise equal, and an instance always holds valid values."""
 
     def __post_init__(self) -> None:
         self.validate()
 
-    def validate(self) -> None:
-        """Check the fields; raise ConfigError with a message a user can act on. May store each
-        field's normal form with :meth:`normalise`."""
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The normal form of ``values`` (field name -> value, every field present): a NEW dict,
+        ``values`` left unchanged. An override starts with ``v = super().normal_form(values)`` and
+        sets its own fields in ``v``; where a normal form needs a check first (``check_ints``
+        returns the tuple it checked), the check raises ConfigError here, with its usual message."""
+        return dict(values)
 
-    def normalise(self, name: str, value: Any) -> None:
-        """Store ``value`` as field ``name``: the one way a frozen config changes itself, called by
-        ``validate()`` only (a list made a tuple, a grid sorted, a default taken from another field),
-        so that two configs that mean the same thing compare and serialise equal."""
-        if name not in {f.name for f in dataclasses.fields(self)}:
-            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
-        object.__setattr__(self, name, value)
+    def validate(self) -> None:
+        """Check the fields; raise ConfigError with a message a user can act on. Writes nothing:
+        the fields already hold their normal form (:meth:`normal_form`)."""
 
     def estimate(self) -> Any:
         """The peak memory and the work of what this config runs, from its fields alone: an
@@ -293,7 +347,7 @@ class Config:
         return None
 
     def replace(self, **changes: Any) -> "Config":
-        """A copy with ``changes`` (validated again)."""
+        """A copy with ``changes`` (normalised and validated again)."""
         return dataclasses.replace(self, **changes)
 
 
@@ -306,7 +360,9 @@ class RunConfig(Config):
     device: "cpu", "cuda" or "cuda:N"
 
     ``PRESETS[scale]`` maps field names to the values a field left ``None`` takes at
-    that scale. Subclasses check their own fields in :meth:`validate`, and may say what
+    that scale: :meth:`normal_form` checks ``scale``, ``seed`` and ``device`` and fills them
+    (:meth:`preset` says which preset applies), before a subclass's own normal forms.
+    Subclasses check their own fields in :meth:`validate`, and may say what
     their run needs in :meth:`Config.estimate`: after ``validate()``, a config whose estimated
     peak memory exceeds what ``device`` has (:func:`device_memory`) is a ConfigError, so
     ``attnlab reproduce --set n=HUGE`` stops before writing anything.
@@ -318,14 +374,23 @@ class RunConfig(Config):
     seed: int = 0
     device: str = "cpu"
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """``scale``, ``seed`` and ``device`` checked, then every field left None that
+        :meth:`preset` names takes the preset's value."""
+        v = super().normal_form(values)
+        check_choice("scale", v["scale"], SCALES)
+        check_seed(v["seed"])
+        check_device(v["device"])
+        preset = cls.preset(v)
+        return {name: preset[name] if value is None and name in preset else value for name, value in v.items()}
+
+    @classmethod
+    def preset(cls, values: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The values fields left None take: ``PRESETS[scale]`` (a subclass may choose by other fields)."""
+        return cls.PRESETS.get(values["scale"], {})
+
     def __post_init__(self) -> None:
-        check_choice("scale", self.scale, SCALES)
-        check_seed(self.seed)
-        check_device(self.device)
-        preset = self.PRESETS.get(self.scale, {})
-        for f in dataclasses.fields(self):
-            if getattr(self, f.name) is None and f.name in preset:
-                self.normalise(f.name, preset[f.name])
         self.validate()
         estimate = self.estimate()
         if estimate is not None:

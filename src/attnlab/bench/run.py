@@ -30,7 +30,7 @@ import platform
 import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -75,17 +75,23 @@ class BenchConfig(Config):
     seed: int = 0
     device: str = "cpu"
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """n: sorted distinct lengths; variants: the names once each, in the order given."""
+        v = super().normal_form(values)
+        if not isinstance(v["n"], (list, tuple)):
+            raise ConfigError(f"n must be a non-empty list of sequence lengths, got {v['n']!r}")
+        v["n"] = tuple(sorted(set(check_ints("n (sequence lengths)", v["n"], minimum=1))))
+        if v["variants"] is not None:
+            v["variants"] = tuple(dict.fromkeys(v["variants"]))
+        return v
+
     def validate(self) -> None:
-        if not isinstance(self.n, (list, tuple)):
-            raise ConfigError(f"n must be a non-empty list of sequence lengths, got {self.n!r}")
-        self.normalise("n", tuple(sorted(set(check_ints("n (sequence lengths)", self.n, minimum=1)))))
         if self.variants is not None:
-            names = tuple(dict.fromkeys(self.variants))
-            if not names:
+            if not self.variants:
                 raise ConfigError("variants must name at least one variant (or be left unset for all)")
-            for name in names:
+            for name in self.variants:
                 get_variant(name)  # UnknownNameError naming the choices
-            self.normalise("variants", names)
         check_choice("dtype", self.dtype, DTYPES)
         if self.threads is not None:
             check_int("threads", self.threads, minimum=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 import torch
 from torch import Tensor
@@ -52,23 +52,32 @@ class TrainConfig(Config):
     lbfgs_tolerance_change: float = 1e-9
     compile: bool = False
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """lr and weight_decay left None take the optimizer's defaults (DEFAULT_LR, DEFAULT_WEIGHT_DECAY);
+        betas a tuple (checked here)."""
+        v = super().normal_form(values)
+        check_choice("optimizer", v["optimizer"], OPTIMIZERS)
+        if v["lr"] is None:
+            v["lr"] = DEFAULT_LR[v["optimizer"]]
+        if v["weight_decay"] is None:
+            v["weight_decay"] = DEFAULT_WEIGHT_DECAY[v["optimizer"]]
+        if len(v["betas"]) != 2 or not all(0 <= b < 1 for b in v["betas"]):
+            raise ConfigError(f"betas must be two numbers in [0, 1), got {v['betas']!r}")
+        v["betas"] = tuple(v["betas"])
+        return v
+
     def validate(self) -> None:
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         for name in ("steps", "eval_every", "lbfgs_max_iter", "lbfgs_history"):
             check_int(name, getattr(self, name), minimum=1)
         if self.batch_size is not None:
             check_int("batch_size (None: full batch)", self.batch_size, minimum=1)
-        if self.lr is None:
-            self.normalise("lr", DEFAULT_LR[self.optimizer])
         number = isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0
         if not callable(self.lr) and not number:
             raise ConfigError(f"lr must be a positive number or a schedule step -> rate, got {self.lr!r}")
-        if self.weight_decay is None:
-            self.normalise("weight_decay", DEFAULT_WEIGHT_DECAY[self.optimizer])
         if not self.weight_decay >= 0:
             raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
-            raise ConfigError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
         if not self.eps > 0:
             raise ConfigError(f"eps must be > 0, got {self.eps!r}")
         if self.optimizer == "lbfgs" and callable(self.lr):

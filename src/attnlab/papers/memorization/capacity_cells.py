@@ -30,7 +30,7 @@ import math
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import torch
@@ -75,6 +75,15 @@ LBFGS_PRESETS = {"quick": {"steps": 25, "lr": 1.0, "warmup": 0, "batch": None, "
                            "eval_every": 50}}
 
 
+def n_grid_within_d(n_grid: Any, d: Any, what: str) -> tuple[int, ...]:
+    """n_grid as :func:`check_grid` makes it (context sizes >= 2), each n <= d (d checked first)."""
+    grid = check_grid("n_grid", n_grid, what, minimum=2)
+    if max(grid) > check_int("d", d, 1):
+        raise ConfigError(f"every n in n_grid must be <= d={d} (Assumption 2: n linearly independent "
+                          f"tokens in R^d), got {n_grid!r}")
+    return grid
+
+
 def check_grid(name: str, values, what: str, minimum: int = 1) -> tuple[int, ...]:
     """A swept grid (H_grid, n_grid, d_h_grid): distinct integers >= minimum, sorted."""
     values = check_ints(name, values, minimum)
@@ -117,23 +126,33 @@ class CapacitySettings(RunConfig):
     # cell ~30x slower (57 s instead of 1.7 s)
     threads: int = param(1, "torch intra-op threads while a cell trains (restored afterwards)")
 
-    def __post_init__(self) -> None:
-        if self.optimizer == "lbfgs":
-            # L-BFGS trains full batch with its own budget and rate: its preset fills first
-            if self.batch is not None:
-                raise ConfigError(f"L-BFGS trains full batch: leave batch unset, got batch={self.batch!r}")
-            for name, value in LBFGS_PRESETS.get(self.scale, {}).items():
-                if getattr(self, name) is None:
-                    self.normalise(name, value)
-        super().__post_init__()
+    @classmethod
+    def preset(cls, values: Mapping[str, Any]) -> Mapping[str, Any]:
+        """PRESETS[scale]; with L-BFGS, which trains full batch with its own budget and rate,
+        LBFGS_PRESETS[scale] over it (batch None whatever the Adam preset's batch)."""
+        preset = super().preset(values)
+        if values["optimizer"] == "lbfgs":
+            return {**preset, **LBFGS_PRESETS.get(values["scale"], {})}
+        return preset
+
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """d_h left None takes d; T_factors sorted floats (checked here)."""
+        v = super().normal_form(values)
+        if v["optimizer"] == "lbfgs" and v["batch"] is not None:  # the L-BFGS preset leaves batch None
+            raise ConfigError(f"L-BFGS trains full batch: leave batch unset, got batch={v['batch']!r}")
+        if v["d_h"] is None:
+            v["d_h"] = v["d"]
+        if not isinstance(v["T_factors"], (list, tuple)) or not v["T_factors"]:
+            raise ConfigError(f"T_factors must list positive numbers (multiples of the bound), got {v['T_factors']!r}")
+        for f in v["T_factors"]:
+            check_number("every factor in T_factors", f, 0, open_min=True)
+        v["T_factors"] = tuple(sorted(float(f) for f in v["T_factors"]))
+        return v
 
     def validate(self) -> None:
         check_choice("model", self.model, MODELS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        if self.optimizer == "lbfgs":  # full batch, whatever the Adam preset's batch
-            self.normalise("batch", None)
-        if self.d_h is None:
-            self.normalise("d_h", self.d)
         if self.model in EMBEDDED and self.d % 2:
             raise ConfigError(f"model={self.model} adds sinusoidal positions, which need an even d, got d={self.d}")
         for name, minimum in (("d", 1), ("n", 2), ("d_h", 1), ("n_classes", 2), ("steps", 1), ("warmup", 0),
@@ -144,11 +163,6 @@ class CapacitySettings(RunConfig):
         if self.warmup >= self.steps:
             raise ConfigError(f"warmup ({self.warmup}) must be smaller than steps ({self.steps})")
         check_number("lr", self.lr, 0, open_min=True)
-        if not isinstance(self.T_factors, (list, tuple)) or not self.T_factors:
-            raise ConfigError(f"T_factors must list positive numbers (multiples of the bound), got {self.T_factors!r}")
-        for f in self.T_factors:
-            check_number("every factor in T_factors", f, 0, open_min=True)
-        self.normalise("T_factors", tuple(sorted(float(f) for f in self.T_factors)))
 
     def points(self) -> list[tuple[int, int, int]]:
         """(H, n, d_h) of every model size the experiment trains (its subclass says; none here)."""
@@ -221,18 +235,18 @@ class TwoPanelSettings(CapacitySettings):
     H: int | None = param(None, "number of heads of the n panel")
     n_grid: tuple[int, ...] | None = param(None, "context sizes n of the n panel (empty: no n panel)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """H_grid and n_grid sorted distinct (checked here; n_grid () or [] is no n panel)."""
+        v = super().normal_form(values)
+        v["H_grid"] = check_grid("H_grid", v["H_grid"], "head counts")
+        v["n_grid"] = () if v["n_grid"] in ((), []) else n_grid_within_d(
+            v["n_grid"], v["d"], "context sizes (or be empty: no n panel)")
+        return v
+
     def validate(self) -> None:
         super().validate()
-        self.normalise("H_grid", check_grid("H_grid", self.H_grid, "head counts"))
         check_int("H", self.H, 1)
-        if self.n_grid in ((), []):
-            self.normalise("n_grid", ())
-            return
-        n_grid = check_grid("n_grid", self.n_grid, "context sizes (or be empty: no n panel)", minimum=2)
-        if max(n_grid) > self.d:
-            raise ConfigError(f"every n in n_grid must be <= d={self.d} (Assumption 2: n linearly independent "
-                              f"tokens in R^d), got {self.n_grid!r}")
-        self.normalise("n_grid", n_grid)
 
     def points(self) -> list[tuple[int, int, int]]:
         """The H panel (H_grid at n) and the n panel (n_grid at H)."""

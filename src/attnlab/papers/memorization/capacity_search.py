@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -347,11 +348,22 @@ class SearchConfig(Config):
     dtype: torch.dtype = param(torch.float32, "training dtype: torch.float32 or torch.float64")
     device: str = param("cpu", "'cpu', 'cuda' or 'cuda:N'")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """d_h left None takes d, d_v d_h; T_start left None 2 x Theorem 1's bound, below T_limit
+        (H, d, n, d_h and T_limit checked first)."""
+        v = super().normal_form(values)
+        if v["d_h"] is None:
+            v["d_h"] = v["d"]
+        if v["d_v"] is None:
+            v["d_v"] = v["d_h"]
+        if v["T_start"] is None:
+            for name, low in (("H", 1), ("d", 1), ("n", 1), ("d_h", 1), ("T_limit", 2)):
+                check_int(name, v[name], low)
+            v["T_start"] = min(2 * theorem1_bound(v["H"], v["n"], v["d_h"]), v["T_limit"] - 1)
+        return v
+
     def validate(self) -> None:
-        if self.d_h is None:
-            self.normalise("d_h", self.d)
-        if self.d_v is None:
-            self.normalise("d_v", self.d_h)
         check_choice("model", self.model, MODELS)
         check_choice("keys", self.keys, KEYS)
         if self.model == "authors" and self.d % 2:
@@ -367,8 +379,6 @@ class SearchConfig(Config):
         check_number("diverged_below", self.diverged_below, 0, 1)
         check_number("min_lr_ratio", self.min_lr_ratio, 0, 1)
         check_number("growth", self.growth, 1, open_min=True)
-        if self.T_start is None:
-            self.normalise("T_start", min(2 * theorem1_bound(self.H, self.n, self.d_h), self.T_limit - 1))
         check_int("T_start", self.T_start, 1, self.T_limit - 1)
         check_device(self.device)
         check_choice("dtype", self.dtype, (torch.float32, torch.float64))

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from attnlab.checks import Bound, Censored, Check, equals, fmt_measured, info, uncensored
 from attnlab.config import RunConfig, check_choice, check_int, check_number, param
@@ -93,15 +93,19 @@ class ConditioningConfig(RunConfig):
     certify_max_rows: int | None = param(None, "certified rank (ball determinant) up to this many rows N^L")
     embedding: str = param("explicit", "explicit (2^-m exp(sqrt(prime))) or random (U(0.5, 1.5) from the seed)")
 
-    def validate(self) -> None:
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
         for name, parts in (("w_cases", 3), ("size_cases", 3), ("head_cases", 3), ("dim_cases", 2)):
-            cases = parse_cases(name, getattr(self, name), parts)
-            self.normalise(name, tuple(":".join(map(str, c)) for c in cases))
+            v[name] = tuple(":".join(map(str, c)) for c in parse_cases(name, v[name], parts))
         for name in ("w_values", "size_w"):
-            vals = tuple(check_number(f"every entry of {name}", v, 0, open_min=True) for v in getattr(self, name))
-            if not vals:
+            v[name] = tuple(sorted(check_number(f"every entry of {name}", x, 0, open_min=True) for x in v[name]))
+        return v
+
+    def validate(self) -> None:
+        for name in ("w_values", "size_w"):
+            if not getattr(self, name):
                 raise ConfigError(f"{name} must list at least one positive scale w")
-            self.normalise(name, tuple(sorted(vals)))
         for N, L, d in parse_cases("size_cases", self.size_cases, 3):
             if d > N + L - 2:
                 raise ConfigError(f"size_cases: {N}:{L}:{d} has d > N + L - 2 = {N + L - 2}, where "

@@ -67,17 +67,22 @@ class EmbeddingKindsConfig(RunConfig):
     hp_max_rows: int | None = param(None, "high-precision sigma_min up to this many rows N^L")
     certify_max_rows: int | None = param(None, "certified rank (ball determinant) up to this many rows N^L")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """cases written N:L:d, w_values sorted (both checked here)."""
+        v = super().normal_form(values)
+        v["cases"] = tuple(":".join(map(str, c)) for c in parse_cases("cases", v["cases"], 3))
+        v["w_values"] = tuple(sorted(check_number("every entry of w_values", w, 0, open_min=True)
+                                     for w in v["w_values"]))
+        return v
+
     def validate(self) -> None:
-        cases = parse_cases("cases", self.cases, 3)
-        for N, L, d in cases:
+        for N, L, d in parse_cases("cases", self.cases, 3):
             if N > len(WORDS):
                 raise ConfigError(f"cases: N = {N} exceeds the {len(WORDS)} trained token embeddings; use N <= "
                                   f"{len(WORDS)}")
-        self.normalise("cases", tuple(":".join(map(str, c)) for c in cases))
-        vals = tuple(check_number("every entry of w_values", v, 0, open_min=True) for v in self.w_values)
-        if not vals:
+        if not self.w_values:
             raise ConfigError("w_values must list at least one positive scale w")
-        self.normalise("w_values", tuple(sorted(vals)))
         check_choice("restrict", self.restrict, RESTRICTIONS)
         check_int("hp_max_rows", self.hp_max_rows, minimum=0, maximum=1024)
         check_int("certify_max_rows", self.certify_max_rows, minimum=0, maximum=1024)

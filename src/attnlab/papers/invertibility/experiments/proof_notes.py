@@ -80,16 +80,21 @@ class ProofNotesConfig(RunConfig):
     cases: tuple[str, ...] | None = param(None, "(N, L, d) cases for w* and the limit, written N:L:d")
     w_values: tuple[float, ...] | None = param(None, "scales w at which the limit row measures sigma_min/sigma_max")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """cases written N:L:d, w_values sorted (both checked here)."""
+        v = super().normal_form(values)
+        v["cases"] = tuple(":".join(map(str, c)) for c in parse_cases("cases", v["cases"], 3))
+        v["w_values"] = tuple(sorted(check_number("every entry of w_values", w, 0, open_min=True)
+                                     for w in v["w_values"]))
+        return v
+
     def validate(self) -> None:
-        cases = parse_cases("cases", self.cases, 3)
-        for N, L, d in cases:
+        for N, L, d in parse_cases("cases", self.cases, 3):
             if N ** L > 256:
                 raise ConfigError(f"cases: {N}:{L}:{d} has N^L = {N ** L} > 256; the proof notes use small cases")
-        self.normalise("cases", tuple(":".join(map(str, c)) for c in cases))
-        vals = tuple(check_number("every entry of w_values", v, 0, open_min=True) for v in self.w_values)
-        if not vals:
+        if not self.w_values:
             raise ConfigError("w_values must list at least one positive scale w")
-        self.normalise("w_values", tuple(sorted(vals)))
 
     def estimate(self) -> Estimate:
         """The claims it runs (:data:`CLAIMS`, fixed), the exact steps (:data:`STEPS`, fixed), and

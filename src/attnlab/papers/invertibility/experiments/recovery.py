@@ -70,19 +70,24 @@ class RecoveryConfig(RunConfig):
     hp_max_rows: int | None = param(None, "high-precision sigma_min up to this many rows N^L")
     max_rows: int = param(1024, "largest N^L decoded (nearest row costs N^L x N^L x Pd per draw)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """cases written N:L:d; w_values and levels sorted, distinct (all checked here)."""
+        v = super().normal_form(values)
+        v["cases"] = tuple(":".join(map(str, c)) for c in parse_cases("cases", v["cases"], 3))
+        for name in ("w_values", "levels"):
+            v[name] = tuple(sorted({check_number(f"every entry of {name}", x, 0, open_min=True) for x in v[name]}))
+        return v
+
     def validate(self) -> None:
         check_int("max_rows", self.max_rows, minimum=2, maximum=4096)
-        cases = parse_cases("cases", self.cases, 3)
-        for N, L, d in cases:
+        for N, L, d in parse_cases("cases", self.cases, 3):
             if N ** L > self.max_rows:
                 raise ConfigError(f"cases: {N}:{L}:{d} has N^L = {N ** L} > max_rows = {self.max_rows}; lower N or L "
                                   "or raise max_rows")
-        self.normalise("cases", tuple(":".join(map(str, c)) for c in cases))
-        for name, minimum in (("w_values", 0), ("levels", 0)):
-            vals = tuple(check_number(f"every entry of {name}", v, minimum, open_min=True) for v in getattr(self, name))
-            if not vals:
+        for name in ("w_values", "levels"):
+            if not getattr(self, name):
                 raise ConfigError(f"{name} must list at least one positive number")
-            self.normalise(name, tuple(sorted(set(vals))))
         check_int("draws", self.draws, minimum=1)
         check_int("hp_max_rows", self.hp_max_rows, minimum=0, maximum=1024)
 

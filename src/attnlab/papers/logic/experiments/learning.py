@@ -145,6 +145,7 @@ weights (solution 1's C, the offset of 2 and 3) in the model with its LayerNorm 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -201,6 +202,15 @@ class LearningConfig(RunConfig):
     workers: int = param(0, "processes training models side by side on a CPU (0: one per core); the results are "
                             "the same for any count")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        for name in ("sweep_weights", "sweep_lrs"):
+            if not isinstance(v[name], (tuple, list)):
+                raise ConfigError(f"{name} must be a list of positive numbers, got {v[name]!r}")
+            v[name] = tuple(v[name])
+        return v
+
     def validate(self) -> None:
         check_int("N", self.N, minimum=2, maximum=64)
         check_int("M", self.M, minimum=3, maximum=512)
@@ -211,11 +221,7 @@ class LearningConfig(RunConfig):
         check_int("test_batch", self.test_batch, minimum=1)
         check_int("sweep_seeds", self.sweep_seeds, minimum=0)
         for name in ("sweep_weights", "sweep_lrs"):
-            vals = getattr(self, name)
-            if not isinstance(vals, (tuple, list)):
-                raise ConfigError(f"{name} must be a list of positive numbers, got {vals!r}")
-            self.normalise(name, tuple(vals))
-            for x in vals:
+            for x in getattr(self, name):
                 check_number(f"every value of {name}", x, 0, open_min=True)
         check_number("extra_weight", self.extra_weight, 0)
         check_number("lr", self.lr, 0, open_min=True)

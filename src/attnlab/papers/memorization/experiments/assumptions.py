@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.analysis.kruskal import PAPER_PASS_FRACTION, RTOL
 from attnlab.checks import Check, equals, info
@@ -106,6 +107,12 @@ class AssumptionsConfig(RunConfig):
     fig_d: tuple[int, ...] | None = param(None, "widths d of Figure 1 (multiples of 32), at n = fig_n_at_d")
     fig_n_at_d: int | None = param(None, "context size of the Figure 1 sweep over d")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        fig = {name: check_ints(name, v[name], minimum=5) for name in ("fig_n", "fig_d")}
+        return {**v, "layers": tuple(LAYERS) if v["layers"] is None else tuple(v["layers"]), **fig}
+
     def validate(self) -> None:
         for name, lo in (("T", 2), ("n", 5), ("d", 2), ("n_heads", 1), ("trials", 1), ("gp_trials", 1),
                          ("estimate_trials", 1), ("fig_T", 2), ("fig_n_at_d", 5)):
@@ -118,21 +125,17 @@ class AssumptionsConfig(RunConfig):
             raise ConfigError(f"T={self.T} must be at least n={self.n} (n-subsets of the T queries are tested)")
         check_number("rtol", self.rtol, 0, 1, open_min=True, open_max=True)
         check_number("pass_fraction", self.pass_fraction, 0, 1, open_min=True)
-        layers = tuple(LAYERS) if self.layers is None else tuple(self.layers)
-        unknown = [x for x in layers if x not in LAYERS]
-        if unknown or not layers:
+        unknown = [x for x in self.layers if x not in LAYERS]
+        if unknown or not self.layers:
             raise UnknownNameError(f"unknown layer {unknown[0] if unknown else '(none given)'!r}: choose from "
                                    f"{', '.join(LAYERS)}")
-        self.normalise("layers", layers)
-        for name in ("fig_n", "fig_d"):
-            self.normalise(name, check_ints(name, getattr(self, name), minimum=5))
         if any(d % FIG_D_HEAD or d <= self.fig_n_at_d for d in self.fig_d):
             raise ConfigError(f"every fig_d must be a multiple of {FIG_D_HEAD} (the head size) and above "
                               f"fig_n_at_d={self.fig_n_at_d}, got {self.fig_d!r}")
         if any(n >= self.d for n in self.fig_n) or max(self.fig_n + (self.fig_n_at_d,)) > self.fig_T:
             raise ConfigError(f"every fig_n must be below d={self.d} and at most fig_T={self.fig_T}, "
                               f"got {self.fig_n!r}")
-        if self.n > MINILM_POSITIONS and any(x.startswith("minilm") for x in layers):
+        if self.n > MINILM_POSITIONS and any(x.startswith("minilm") for x in self.layers):
             raise ConfigError(f"n={self.n} exceeds MiniLM's {MINILM_POSITIONS} positions; lower n or leave out "
                               "the minilm-* layers")
 

@@ -36,7 +36,7 @@ memorizes more than the paper's number (T* / paper above 1 + the tolerance; role
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from dataclasses import dataclass
 
@@ -102,12 +102,17 @@ class AuthorsCapacityConfig(RunConfig):
     resolution: float | None = param(None, "relative width of the final bracket")
     T_limit: int = param(6000, "never try more than this many examples")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """H_grid a tuple; variants distinct names (a name alone: a tuple of one); both checked here."""
+        v = super().normal_form(values)
+        v["H_grid"], given = check_ints("H_grid", v["H_grid"], minimum=1), v["variants"]
+        variants = (given,) if isinstance(given, str) else tuple(given)
+        if not variants or any(x not in VARIANTS for x in variants) or len(set(variants)) != len(variants):
+            raise ConfigError(f"variants must be distinct names among {', '.join(VARIANTS)}, got {given!r}")
+        return {**v, "variants": variants}
+
     def validate(self) -> None:
-        self.normalise("H_grid", check_ints("H_grid", self.H_grid, minimum=1))
-        variants = (self.variants,) if isinstance(self.variants, str) else tuple(self.variants)
-        if not variants or any(v not in VARIANTS for v in variants) or len(set(variants)) != len(variants):
-            raise ConfigError(f"variants must be distinct names among {', '.join(VARIANTS)}, got {self.variants!r}")
-        self.normalise("variants", variants)
         for name, low in (("d", 2), ("n", 2), ("n_classes", 2), ("max_steps", 2), ("T_limit", 2)):
             check_int(name, getattr(self, name), low)
         check_number("resolution", self.resolution, 0, 1, open_max=True)

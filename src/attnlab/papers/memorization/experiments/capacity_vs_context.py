@@ -20,10 +20,10 @@ entry ``fig2-observed``), inconclusive where the experiment departs from the tex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.config import check_int, param
-from attnlab.errors import ConfigError
-from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, check_grid, run_points
+from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, n_grid_within_d, run_points
 from attnlab.papers.memorization.capacity_report import (
     deviation_ids,
     deviations,
@@ -60,14 +60,15 @@ class ContextConfig(CapacitySettings):
     H: int | None = param(None, "number of heads H (paper: 20)")
     n_grid: tuple[int, ...] | None = param(None, "context sizes n, each <= d")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["n_grid"] = n_grid_within_d(v["n_grid"], v["d"], "context sizes")
+        return v
+
     def validate(self) -> None:
         super().validate()
         check_int("H", self.H, 1)
-        n_grid = check_grid("n_grid", self.n_grid, "context sizes", minimum=2)
-        if max(n_grid) > self.d:
-            raise ConfigError(f"every n in n_grid must be <= d={self.d} (Assumption 2: n linearly independent "
-                              f"tokens in R^d), got {self.n_grid!r}")
-        self.normalise("n_grid", n_grid)
 
     def points(self) -> list[tuple[int, int, int]]:
         return panel_points("n", self.n_grid, self.H, self.n, self.d_h)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,10 +76,15 @@ class HeadSizeConfig(CapacitySettings):
     d_h_grid: tuple[int, ...] | None = param(None, "head sizes d_h (at least one <= n)")
     flat_tol: float = param(0.5, "relative gain in T* beyond d_h > n still counted as no gain")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["d_h_grid"] = check_grid("d_h_grid", v["d_h_grid"], "head sizes")
+        return v
+
     def validate(self) -> None:
         super().validate()
         check_int("H", self.H, 1)
-        self.normalise("d_h_grid", check_grid("d_h_grid", self.d_h_grid, "head sizes"))
         if min(self.d_h_grid) > self.n:
             raise ConfigError(f"d_h_grid needs a head size <= n={self.n} to compare against, got {self.d_h_grid!r}")
         check_number("flat_tol", self.flat_tol, 0)

@@ -41,6 +41,7 @@ general-position and regression.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.config import param
 from attnlab.papers.memorization.capacity_cells import AUTHORS_PROTOCOL, CapacitySettings, check_grid, run_points
@@ -79,9 +80,11 @@ class CapacityConfig(CapacitySettings):
 
     H_grid: tuple[int, ...] | None = param(None, "numbers of heads H")
 
-    def validate(self) -> None:
-        super().validate()
-        self.normalise("H_grid", check_grid("H_grid", self.H_grid, "head counts"))
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["H_grid"] = check_grid("H_grid", v["H_grid"], "head counts")
+        return v
 
     def points(self) -> list[tuple[int, int, int]]:
         return [(H, self.n, self.d_h) for H in self.H_grid]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +73,13 @@ class ConstructionConfig(RunConfig):
     H_labels: int | None = param(None, "H of the classification and d_out = 4 builds")
     n_classes: int = param(100, "classes of the classification build (§5.2: 100), in 2..2d")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        for name in ("H_shared", "H_per_example"):
+            v[name] = tuple(sorted(set(check_ints(name, v[name], minimum=1))))
+        return v
+
     def validate(self) -> None:
         for name in ("d", "n", "d_h", "H_labels", "n_classes"):
             check_int(name, getattr(self, name), 1)
@@ -79,8 +87,6 @@ class ConstructionConfig(RunConfig):
             raise ConfigError(f"Theorem 1 needs n < d, got n = {self.n}, d = {self.d}: lower n or raise d")
         if not 2 <= self.n_classes <= 2 * self.d:
             raise ConfigError(f"n_classes must lie in 2..2d = {2 * self.d} (class codes +-s_i), got {self.n_classes}")
-        for name in ("H_shared", "H_per_example"):
-            self.normalise(name, tuple(sorted(set(check_ints(name, getattr(self, name), minimum=1)))))
 
     def estimate(self) -> Estimate:
         """The builds one after another (:func:`build_estimate` of each): the largest peak,

@@ -35,7 +35,7 @@ Theorem 1's bound; the theorem says such weights exist).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import dataclasses
 from dataclasses import dataclass
@@ -91,13 +91,18 @@ class FCNvsAttentionConfig(RunConfig):
     restarts: int | None = param(None, "random inits per model and T")
     steps: int | None = param(None, "L-BFGS calls of 50 iterations each")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["T_grid"] = tuple(sorted(set(check_ints("T_grid", v["T_grid"], minimum=2))))
+        return v
+
     def validate(self) -> None:
         for name in ("H", "d", "n", "d_h", "restarts", "steps"):
             check_int(name, getattr(self, name), 1)
         if not self.n < self.d:
             raise ConfigError(f"the paper needs n < d (eq. (29) pads queries with d - n zeros): got n = {self.n}, "
                               f"d = {self.d}")
-        self.normalise("T_grid", tuple(sorted(set(check_ints("T_grid", self.T_grid, minimum=2)))))
         matched_hidden_width(self.H, self.d, self.n, self.d_h, 1, 1)  # raises if no FCN fits
 
     @property

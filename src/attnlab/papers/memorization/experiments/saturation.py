@@ -36,6 +36,7 @@ trains that T for the whole budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.checks import NO_ERROR, Check, above, at_least, info
 from attnlab.config import RunConfig, check_int, check_ints, check_number, param
@@ -94,21 +95,26 @@ class SaturationConfig(RunConfig):
     warmup: int = param(100, "linear warmup steps")
     threshold: float = param(THRESHOLD, "saturation level: max_i theta_h,i above it (App. H: 0.99)")
 
-    def validate(self) -> None:
-        if self.d_h is None:
-            self.normalise("d_h", self.d)
-        H_grid = check_ints("H_grid", self.H_grid, minimum=1)
-        self.normalise("H_grid", H_grid)
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """d_h left None takes d; the grids tuples, checked here with models (a name alone: a tuple of one)."""
+        v = super().normal_form(values)
+        if v["d_h"] is None:
+            v["d_h"] = v["d"]
+        v["H_grid"] = check_ints("H_grid", v["H_grid"], minimum=1)
         for name in ("Ts", "released_Ts"):
-            Ts = check_ints(f"{name} (0 = search)", getattr(self, name), minimum=0)
-            if len(H_grid) != len(Ts):
-                raise ConfigError(f"give one T per H: H_grid {list(H_grid)} has {len(H_grid)} entries, "
-                                  f"{name} {list(Ts)} has {len(Ts)}")
-            self.normalise(name, Ts)
-        models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
+            v[name] = check_ints(f"{name} (0 = search)", v[name], minimum=0)
+        models = (v["models"],) if isinstance(v["models"], str) else tuple(v["models"])
         if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
-            raise ConfigError(f"models must be distinct names among {', '.join(MODELS)}, got {self.models!r}")
-        self.normalise("models", models)
+            raise ConfigError(f"models must be distinct names among {', '.join(MODELS)}, got {v['models']!r}")
+        return {**v, "models": models}
+
+    def validate(self) -> None:
+        for name in ("Ts", "released_Ts"):
+            Ts = getattr(self, name)
+            if len(self.H_grid) != len(Ts):
+                raise ConfigError(f"give one T per H: H_grid {list(self.H_grid)} has {len(self.H_grid)} entries, "
+                                  f"{name} {list(Ts)} has {len(Ts)}")
         for name in ("d", "n", "d_h", "max_steps"):
             check_int(name, getattr(self, name), 1)
         check_int("min_steps", self.min_steps, 0)

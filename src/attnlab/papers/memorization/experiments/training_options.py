@@ -39,6 +39,7 @@ protocol (fewer steps, another rate or batch) is a deviation of its own (:func:`
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -95,11 +96,17 @@ class TrainingOptionsConfig(RunConfig):
                              "context (to the n context tokens)")
     options: tuple[str, ...] = param(OPTIONS, "which options to run")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """d_h left None takes d, d_v d_h; options distinct names (one alone: a tuple of one), checked here."""
+        v = super().normal_form(values)
+        d_h = v["d"] if v["d_h"] is None else v["d_h"]
+        options = (v["options"],) if isinstance(v["options"], str) else tuple(v["options"])
+        if not options or any(o not in OPTIONS for o in options) or len(set(options)) != len(options):
+            raise ConfigError(f"options must be distinct names among {', '.join(OPTIONS)}, got {v['options']!r}")
+        return {**v, "d_h": d_h, "d_v": d_h if v["d_v"] is None else v["d_v"], "options": options}
+
     def validate(self) -> None:
-        if self.d_h is None:
-            self.normalise("d_h", self.d)
-        if self.d_v is None:
-            self.normalise("d_v", self.d_h)
         for name, minimum in (("d", 2), ("n", 2), ("d_h", 1), ("d_v", 1), ("H", 1), ("n_classes", 2),
                               ("T", 1), ("steps", 2), ("batch", 1), ("lbfgs_steps", 1), ("replicates", 1),
                               ("eval_every", 1)):
@@ -110,11 +117,6 @@ class TrainingOptionsConfig(RunConfig):
             check_number(name, getattr(self, name), 0, open_min=True)
         check_number("warmup_frac", self.warmup_frac, 0, 1, open_max=True)
         check_choice("keys", self.keys, KEYS)
-        options = (self.options,) if isinstance(self.options, str) else tuple(self.options)
-        unknown = [o for o in options if o not in OPTIONS]
-        if not options or unknown or len(set(options)) != len(options):
-            raise ConfigError(f"options must be distinct names among {', '.join(OPTIONS)}, got {self.options!r}")
-        self.normalise("options", options)
 
     def estimate(self) -> Estimate:
         """The largest training: ``replicates`` models at once (or one, full-batch L-BFGS keeping

@@ -86,6 +86,7 @@ The measurements live in :mod:`~attnlab.papers.rank_collapse.ablation_curves`, t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.config import RunConfig, check_int, param
 from attnlab.errors import ConfigError
@@ -150,6 +151,13 @@ class AblationsConfig(RunConfig):
     bert_texts: int | None = param(None, "texts per draw for BERT-base (Dong et al.: 32)")
     bert_tokens: int | None = param(None, "tokens per text for BERT-base (Dong et al.: 128)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        for name in ("models", "composite_models", "composite_variants"):
+            v[name] = tuple(v[name])
+        return v
+
     def validate(self) -> None:
         check_int("texts", self.texts, minimum=1)
         check_int("tokens", self.tokens, minimum=3, maximum=512)
@@ -164,11 +172,9 @@ class AblationsConfig(RunConfig):
         for name, values, allowed in (("models", self.models, MODELS),
                                       ("composite_models", self.composite_models, MINILM_MODELS),
                                       ("composite_variants", self.composite_variants, tuple(VARIANTS))):
-            values = tuple(values)
             bad = [v for v in values if v not in allowed]
             if bad or (name == "models" and not values):
                 raise ConfigError(f"{name} must list some of {', '.join(allowed)}, got {values!r}")
-            self.normalise(name, values)
         missing = [m for m in self.composite_models if m not in self.models]
         if missing:
             raise ConfigError(f"composite_models {missing} are not in models {list(self.models)}: add them there")

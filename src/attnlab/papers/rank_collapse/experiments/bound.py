@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -89,12 +90,17 @@ class BoundConfig(RunConfig):
     minilm_tokens: int = param(32, "tokens per text for MiniLM")
     minilm_texts: int = param(2, "texts for MiniLM")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        for name in ("weight_scales", "input_residuals"):
+            v[name] = tuple(check_number(f"every entry of {name}", x, 0, open_min=True) for x in v[name])
+        return v
+
     def validate(self) -> None:
         for name in ("weight_scales", "input_residuals"):
-            vals = tuple(check_number(f"every entry of {name}", v, 0, open_min=True) for v in getattr(self, name))
-            if not vals:
+            if not getattr(self, name):
                 raise ConfigError(f"{name} must list at least one positive number")
-            self.normalise(name, vals)
         check_int("draws", self.draws, minimum=1)
         check_int("layers", self.layers, minimum=1, maximum=12)
         check_int("d_model", self.d_model, minimum=2)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -87,9 +88,17 @@ class LowRankConfig(RunConfig):
     smollm2_texts: int | None = param(None, "texts per n for SmolLM2")
     smollm2_layers: tuple[int, ...] | None = param(None, "SmolLM2 layers measured (0-29), all 9 heads of each")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["n_values"] = tuple(sorted(check_ints("n_values", v["n_values"], minimum=4)))
+        v["k_values"] = tuple(sorted(check_ints("k_values", v["k_values"], minimum=1)))
+        v["smollm2_n_values"] = (tuple(sorted(check_ints("smollm2_n_values", v["smollm2_n_values"], minimum=4)))
+                                 if v["smollm2_n_values"] else ())
+        v["smollm2_layers"] = tuple(sorted(set(check_ints("smollm2_layers", v["smollm2_layers"], minimum=0))))
+        return v
+
     def validate(self) -> None:
-        self.normalise("n_values", tuple(sorted(check_ints("n_values", self.n_values, minimum=4))))
-        self.normalise("k_values", tuple(sorted(check_ints("k_values", self.k_values, minimum=1))))
         if max(self.n_values) > 512:
             raise ConfigError(f"n_values must be <= 512 (MiniLM's positions), got {max(self.n_values)}")
         if max(self.k_values) > min(self.n_values):
@@ -97,15 +106,10 @@ class LowRankConfig(RunConfig):
                               f"use k_values <= {min(self.n_values)}")
         check_int("texts", self.texts, minimum=1)
         check_int("draws", self.draws, minimum=1)
-        self.normalise("smollm2_n_values",
-                           tuple(sorted(check_ints("smollm2_n_values", self.smollm2_n_values, minimum=4)))
-                           if self.smollm2_n_values else ())
         if self.smollm2_n_values and max(self.smollm2_n_values) > 8192:
             raise ConfigError("smollm2_n_values must be <= 8192 (SmolLM2's positions), "
                               f"got {max(self.smollm2_n_values)}")
         check_int("smollm2_texts", self.smollm2_texts, minimum=1)
-        self.normalise("smollm2_layers",
-                           tuple(sorted(set(check_ints("smollm2_layers", self.smollm2_layers, minimum=0)))))
         if not self.smollm2_layers or max(self.smollm2_layers) > 29:
             raise ConfigError(f"smollm2_layers must list layers 0-29, got {self.smollm2_layers!r}")
         check_number("eps", self.eps, 0, open_min=True)

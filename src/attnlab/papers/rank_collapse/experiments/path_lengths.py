@@ -41,6 +41,7 @@ print: those rows are attnlab's own statements (role own, attnlab's reading of D
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 
@@ -80,9 +81,11 @@ class PathLengthsConfig(RunConfig):
     tokens: int | None = param(None, "tokens per text for MiniLM")
     path_samples: int | None = param(None, "sampled paths per depth for the path-product residual")
 
-    def validate(self) -> None:
-        parsed = []
-        for s in tuple(self.stacks):
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """stacks written "L:H" (checked: each is parsed here)."""
+        v, parsed = super().normal_form(values), []
+        for s in tuple(v["stacks"]):
             try:
                 L, H = (int(x) for x in str(s).split(":"))
             except ValueError:
@@ -92,7 +95,9 @@ class PathLengthsConfig(RunConfig):
             parsed.append(f"{L}:{H}")
         if not parsed:
             raise ConfigError("stacks must list at least one 'L:H'")
-        self.normalise("stacks", tuple(parsed))
+        return {**v, "stacks": tuple(parsed)}
+
+    def validate(self) -> None:
         check_int("d_model", self.d_model, minimum=2)
         check_int("stack_tokens", self.stack_tokens, minimum=2)
         check_int("texts", self.texts, minimum=1)

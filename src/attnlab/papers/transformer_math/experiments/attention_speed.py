@@ -27,6 +27,7 @@ whether it was met in the detail, and no timing decides a verdict.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.bench import BenchConfig, run_bench
 from attnlab.bench.run import check_memory
@@ -54,8 +55,13 @@ class AttentionSpeedConfig(RunConfig):
     repeats: int | None = param(None, "timed calls per (variant, n)")
     threads: int | None = param(None, "torch threads (None: torch's default)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """n and variants tuples, in the order given (the bench sorts n and drops repeated names)."""
+        v = super().normal_form(values)
+        return {**v, "n": check_ints("n", v["n"], minimum=1), "variants": tuple(v["variants"])}
+
     def validate(self) -> None:
-        check_ints("n", self.n, minimum=1)
         check_int("repeats", self.repeats, minimum=1)
         if self.threads is not None:
             check_int("threads", self.threads, minimum=1)
@@ -65,7 +71,7 @@ class AttentionSpeedConfig(RunConfig):
 
     def bench_config(self) -> BenchConfig:
         """The :class:`attnlab.bench.BenchConfig` this experiment measures with."""
-        return BenchConfig(n=tuple(self.n), variants=tuple(self.variants) or None, repeats=self.repeats,
+        return BenchConfig(n=self.n, variants=self.variants or None, repeats=self.repeats,
                            threads=self.threads, seed=self.seed, device=self.device)
 
 

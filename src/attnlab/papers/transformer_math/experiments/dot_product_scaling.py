@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -83,8 +84,13 @@ class DotProductConfig(RunConfig):
     control_samples_variance: int = param(4000, "draws of q.k per d in the control run (at most n_samples_variance)")
     control_samples_softmax: int = param(192, "queries per d in the control run (at most n_samples_softmax)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["dims"] = check_ints("dims", v["dims"], minimum=1)
+        return v
+
     def validate(self) -> None:
-        self.normalise("dims", check_ints("dims", self.dims, minimum=1))
         if len(set(self.dims)) < 2:
             raise ConfigError("dims needs at least two different dimensions to fit a slope")
         check_int("n_samples_variance", self.n_samples_variance, minimum=2)

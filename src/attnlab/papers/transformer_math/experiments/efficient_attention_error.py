@@ -66,10 +66,16 @@ class EfficientAttentionErrorConfig(RunConfig):
     windows: tuple[int, ...] | None = param(None, "windows w of the sparse variants")
     favor_features: int | None = param(None, "random features m of FAVOR+")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["n_values"] = check_ints("n_values", v["n_values"], minimum=2)
+        v["k_values"] = check_ints("k_values", v["k_values"], minimum=1)
+        v["windows"] = check_ints("windows", v["windows"], minimum=1)
+        v["logit_scales"] = tuple(check_number("every logit scale", t, 0, open_min=True) for t in v["logit_scales"])
+        return v
+
     def validate(self) -> None:
-        self.normalise("n_values", check_ints("n_values", self.n_values, minimum=2))
-        self.normalise("k_values", check_ints("k_values", self.k_values, minimum=1))
-        self.normalise("windows", check_ints("windows", self.windows, minimum=1))
         check_int("d", self.d, minimum=1)
         check_int("favor_features", self.favor_features, minimum=1)
         n_min = min(self.n_values)
@@ -77,10 +83,8 @@ class EfficientAttentionErrorConfig(RunConfig):
             raise ConfigError(f"k'={max(self.k_values)} exceeds the smallest n={n_min}: use k_values <= {n_min}")
         if max(self.windows) > n_min:
             raise ConfigError(f"window {max(self.windows)} exceeds the smallest n={n_min}: use windows <= {n_min}")
-        scales = tuple(check_number("every logit scale", t, 0, open_min=True) for t in self.logit_scales)
-        if not scales:
+        if not self.logit_scales:
             raise ConfigError("logit_scales must list at least one logit scale t > 0")
-        self.normalise("logit_scales", scales)
 
     def estimate(self) -> Estimate:
         """At the largest n, float64: q, k, v (n x d), the n x n attention matrix P, its SVD

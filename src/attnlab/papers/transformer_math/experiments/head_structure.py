@@ -175,13 +175,18 @@ class HeadStructureConfig(RunConfig):
     workers: int = param(0, "processes training the head counts' models side by side on a CPU (0: one per core); "
                             "the models are the same for any count")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["heads"] = check_ints("heads", v["heads"], minimum=1)
+        return v
+
     def validate(self) -> None:
         check_choice("corpus", self.corpus, CORPORA)
         check_int("n_pairs", self.n_pairs, 20)
         check_number("heldout_fraction", self.heldout_fraction, 0.0, 0.5, open_min=True)
         check_int("max_words", self.max_words, 8, 256)
         check_int("vocab_size", self.vocab_size, 16)
-        self.normalise("heads", check_ints("heads", self.heads, minimum=1))
         check_int("d_model", self.d_model, 2)
         bad = [h for h in self.heads if self.d_model % h]
         if bad:

@@ -92,9 +92,15 @@ class ScalingConfig(RunConfig):
     logit_init_scale: float = param(1.0, "s: W_Q, W_K ~ N(0, s^2/d_model), so Var(q.k) = s^4 d_head at init")
     stop_at_threshold: bool = param(True, "stop once both models reached loss_threshold (final_* then at that step)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """d_model left None takes d_head."""
+        v = super().normal_form(values)
+        if v["d_model"] is None:
+            v["d_model"] = v["d_head"]
+        return v
+
     def validate(self) -> None:
-        if self.d_model is None:
-            self.normalise("d_model", self.d_head)
         for name, minimum in (("d_head", 1), ("d_model", 1), ("n", 2), ("V", 2), ("steps", 1),
                               ("batch", 1), ("eval_every", 1), ("eval_batch", 1)):
             check_int(name, getattr(self, name), minimum=minimum)

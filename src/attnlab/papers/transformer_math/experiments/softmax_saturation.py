@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -59,8 +60,13 @@ class SaturationConfig(RunConfig):
     control_distribution: str = param("uniform", "logits of the control run (the main run draws gaussian ones)")
     control_samples: int = param(256, "draws of z per n in the control run (at most n_samples)")
 
+    @classmethod
+    def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
+        v = super().normal_form(values)
+        v["n_values"] = check_ints("n_values", v["n_values"], minimum=2)
+        return v
+
     def validate(self) -> None:
-        self.normalise("n_values", check_ints("n_values", self.n_values, minimum=2))
         check_int("n_samples", self.n_samples, minimum=1)
         check_int("n_scales", self.n_scales, minimum=2)
         if not 0 < self.t_min < self.t_max:
