@@ -8,8 +8,8 @@ import torch
 
 from attnlab.errors import ConfigError
 from attnlab.patching import LogitDiff, Site, patch, patch_attn_out, patch_heads, patch_mlp_out, patch_resid_pre
-from attnlab.patching.sites import axes_of
 from attnlab.pretrained import load_pretrained
+from small_stacks import single_pass
 from tolerances import FLOAT64_LONG
 
 CLEAN = " When Mary and John went to the store, John gave a drink to"
@@ -37,27 +37,10 @@ def minilm():
     return pm, pm.to_tokens(CLEAN.strip()), pm.to_tokens(CORRUPTED.strip()), lambda Z: Z @ u  # Z (B, d) -> (B,)
 
 
-def _single(pm, clean_cache, corrupted, metric, site: Site) -> float:
-    """One unbatched pass over the whole stack with ``site`` overwritten by the clean value (the reference)."""
-    pos_axis, head_axis = axes_of(site.name)
-
-    def write(x, name):
-        index = [slice(None)] * x.ndim
-        if site.position is not None:
-            index[pos_axis] = site.position
-        if site.head is not None:
-            index[head_axis] = site.head
-        x = x.clone()
-        x[tuple(index)] = clean_cache[site.name][tuple(index)]
-        return x
-
-    return metric(pm.run_with_hooks(corrupted, [(site.name, write)])[:, -1]).item()
-
-
 def _loop_error(pm, clean, corrupted, metric, res, sites) -> float:
     """max |batched cell - its single pass| over ``sites`` (grid index, Site)."""
     _, cache = pm.run_with_cache(clean)
-    return max(abs(res.grid[idx].item() - _single(pm, cache, corrupted, metric, s)) for idx, s in sites)
+    return max(abs(res.grid[idx].item() - single_pass(pm, cache, corrupted, metric, s)) for idx, s in sites)
 
 
 def test_the_ioi_prompts_have_the_same_length_with_bos(smollm2):

@@ -9,63 +9,25 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.nn import BlockConfig, Encoder, RoPE
+from attnlab.nn import Encoder
 from attnlab.patching import (LogitDiff, PatchingResult, Site, patch_attn_out, patch_heads, patch_mlp_out,
                               patch_resid_pre)
-from attnlab.patching.sites import axes_of
+from small_stacks import H, H_KV, L, N, STACKS, V, llama, single_pass
 from tolerances import FLOAT64_LONG
 
-D, H, H_KV, D_FF, L, V, N = 24, 6, 2, 14, 3, 23, 7  # RoPE needs an even d_head = 4; groups of 3 query heads
 CORRUPTED_AT = 2  # the one position where the prompts differ
 METRIC = LogitDiff(3, 11)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _llama() -> Encoder:
-    torch.manual_seed(0)
-    return Encoder(V, D, H, D_FF, L, positional="none", causal=True, embedding_scale=False,
-                   block=BlockConfig(norm="rms", norm_position="pre", bias=False, ffn="gated", activation="silu",
-                                     n_kv_heads=H_KV), qkv_transform=RoPE(1e4), lm_head="tied").double().eval()
-
-
-def _gpt2() -> Encoder:
-    torch.manual_seed(1)
-    m = Encoder(V, D, H, D_FF, L, positional="learned", causal=True, embedding_scale=False,
-                block=BlockConfig(norm="standard", norm_position="pre", activation="gelu"), lm_head="separate")
-    m = m.double().eval()
-    with torch.no_grad():  # nonzero biases so a wiring error shows
-        for name, p in m.named_parameters():
-            if name.endswith(("b_Q", "b_K", "b_V", "b_O", "b_1", "b_2", "beta")):
-                p.add_(torch.randn_like(p) * 0.3)
-    return m
-
-
 @pytest.fixture(scope="module", params=["llama", "gpt2"])
 def stack(request):
-    m = {"llama": _llama, "gpt2": _gpt2}[request.param]()
+    m = STACKS[request.param]()
     clean = torch.randint(0, V, (1, N), generator=torch.Generator().manual_seed(3))
     corrupted = clean.clone()
     corrupted[0, CORRUPTED_AT] = (clean[0, CORRUPTED_AT] + 5) % V
     return m, clean, corrupted
-
-
-def _single(model: Encoder, clean_cache: dict, corrupted: torch.Tensor, site: Site) -> float:
-    """One unbatched pass of the whole stack with ``site`` overwritten by the clean value (the reference)."""
-    pos_axis, head_axis = axes_of(site.name)
-
-    def write(x, name):
-        index = [slice(None)] * x.ndim
-        if site.position is not None:
-            index[pos_axis] = site.position
-        if site.head is not None:
-            index[head_axis] = site.head
-        x = x.clone()
-        x[tuple(index)] = clean_cache[site.name][tuple(index)]
-        return x
-
-    with torch.no_grad():
-        return METRIC(model.run_with_hooks(corrupted, [(site.name, write)])[:, -1]).item()
 
 
 def _every_cell_equals_a_single_pass(model: Encoder, clean, corrupted, res: PatchingResult) -> None:
@@ -76,7 +38,7 @@ def _every_cell_equals_a_single_pass(model: Encoder, clean, corrupted, res: Patc
     for idx in torch.cartesian_prod(*(torch.arange(s) for s in res.grid.shape)).reshape(-1, res.grid.ndim).tolist():
         at = dict(zip(res.dims, idx))
         site = Site(res.hook_names[at["layer"]], at.get("position"), at.get("head"))
-        worst = max(worst, abs(res.grid[tuple(idx)].item() - _single(model, cache, corrupted, site)))
+        worst = max(worst, abs(res.grid[tuple(idx)].item() - single_pass(model, cache, corrupted, METRIC, site)))
     assert worst <= FLOAT64_LONG
 
 
@@ -92,7 +54,7 @@ def test_layer_by_position_grids_equal_a_loop(stack, grid):
 
 
 def test_the_mlp_output_grid_patches_hook_mlp_out():
-    model = _llama()
+    model = llama()
     clean = torch.randint(0, V, (1, N), generator=torch.Generator().manual_seed(3))
     corrupted = clean.clone()
     corrupted[0, CORRUPTED_AT] = (clean[0, CORRUPTED_AT] + 5) % V

@@ -8,12 +8,11 @@ import pytest
 import torch
 
 from attnlab.errors import ConfigError
-from attnlab.nn import BlockConfig, Encoder, RoPE
 from attnlab.patching import LogitDiff, Site, patch, patch_resid_pre
 from attnlab.patching.sites import axes_of
+from small_stacks import N, STACKS, V
 from tolerances import FLOAT64_LONG
 
-D, H, H_KV, D_FF, L, V, N = 24, 6, 2, 14, 3, 23, 7  # RoPE needs an even d_head = 4; groups of 3 query heads
 VARIANTS = [
     [],
     [Site("hook_embed", 2)],
@@ -29,28 +28,9 @@ VARIANTS = [
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _llama() -> Encoder:
-    torch.manual_seed(0)
-    return Encoder(V, D, H, D_FF, L, positional="none", causal=True, embedding_scale=False,
-                   block=BlockConfig(norm="rms", norm_position="pre", bias=False, ffn="gated", activation="silu",
-                                     n_kv_heads=H_KV), qkv_transform=RoPE(1e4), lm_head="tied").double().eval()
-
-
-def _gpt2() -> Encoder:
-    torch.manual_seed(1)
-    m = Encoder(V, D, H, D_FF, L, positional="learned", causal=True, embedding_scale=False,
-                block=BlockConfig(norm="standard", norm_position="pre", activation="gelu"), lm_head="separate")
-    m = m.double().eval()
-    with torch.no_grad():  # nonzero biases so a wiring error shows
-        for name, p in m.named_parameters():
-            if name.endswith(("b_Q", "b_K", "b_V", "b_O", "b_1", "b_2", "beta")):
-                p.add_(torch.randn_like(p) * 0.3)
-    return m
-
-
 @pytest.fixture(scope="module", params=["llama", "gpt2"])
 def stack(request):
-    m = {"llama": _llama, "gpt2": _gpt2}[request.param]()
+    m = STACKS[request.param]()
     g = torch.Generator().manual_seed(3)
     clean = torch.randint(0, V, (1, N), generator=g)
     corrupted = clean.clone()
