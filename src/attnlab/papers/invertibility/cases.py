@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
+from attnlab.config import check_number
 from attnlab.errors import ConfigError
 from attnlab.papers.invertibility.construction import MAX_ROWS
 
@@ -80,3 +81,12 @@ def minimal_theorem_heads(N: int, L: int, d: int) -> int:
 
 
 __all__ = ["CaseKey", "minimal_theorem_heads", "parse_cases"]
+
+
+def cases_and_w_normal_form(values: dict[str, Any]) -> dict[str, Any]:
+    """The normal form of a config with ``cases`` and ``w_values``, each checked: a copy of ``values`` with
+    the cases written N:L:d and the w values (each > 0) sorted."""
+    v = dict(values)
+    v["cases"] = tuple(":".join(map(str, c)) for c in parse_cases("cases", v["cases"], 3))
+    v["w_values"] = tuple(sorted(check_number("every entry of w_values", w, 0, open_min=True) for w in v["w_values"]))
+    return v

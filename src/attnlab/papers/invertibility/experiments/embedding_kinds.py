@@ -34,11 +34,11 @@ from typing import Any, Iterator
 import numpy as np
 
 from attnlab.checks import NO_ERROR, Bound, Check, equals, info
-from attnlab.config import RunConfig, check_choice, check_int, check_number, param
+from attnlab.config import RunConfig, check_choice, check_int, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
 from attnlab.papers.invertibility.anchors import CAP, THEOREM_1
-from attnlab.papers.invertibility.cases import CaseKey, minimal_theorem_heads, parse_cases
+from attnlab.papers.invertibility.cases import CaseKey, cases_and_w_normal_form, minimal_theorem_heads, parse_cases
 from attnlab.papers.invertibility.cost import SETUP, TRAINED, explicit_embeddings_estimate, matrix_estimate
 from attnlab.papers.invertibility.embeddings import KINDS as EMBEDDINGS
 from attnlab.papers.invertibility.embeddings import embeddings_of_kind
@@ -70,11 +70,7 @@ class EmbeddingKindsConfig(RunConfig):
     @classmethod
     def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
         """cases written N:L:d, w_values sorted (both checked here)."""
-        v = super().normal_form(values)
-        v["cases"] = tuple(":".join(map(str, c)) for c in parse_cases("cases", v["cases"], 3))
-        v["w_values"] = tuple(sorted(check_number("every entry of w_values", w, 0, open_min=True)
-                                     for w in v["w_values"]))
-        return v
+        return cases_and_w_normal_form(super().normal_form(values))
 
     def validate(self) -> None:
         for N, L, d in parse_cases("cases", self.cases, 3):

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnlab.checks import Check, above, equals, info, near
-from attnlab.config import RunConfig, check_number, param
+from attnlab.config import RunConfig, param
 from attnlab.errors import ConfigError
 from attnlab.estimates import Estimate, total
 from attnlab.papers.invertibility.anchors import HYPERPLANE_VT, PROOF_HYPERPLANE, PROOF_TAYLOR, TAYLOR_SIGN
-from attnlab.papers.invertibility.cases import CaseKey, minimal_theorem_heads, parse_cases
+from attnlab.papers.invertibility.cases import CaseKey, cases_and_w_normal_form, minimal_theorem_heads, parse_cases
 from attnlab.papers.invertibility.construction import InvertibilityParams
 from attnlab.papers.invertibility.construction import estimate as construction_estimate
 from attnlab.papers.invertibility.cost import SETUP, case_estimate, expansion_estimate
@@ -83,11 +83,7 @@ class ProofNotesConfig(RunConfig):
     @classmethod
     def normal_form(cls, values: dict[str, Any]) -> dict[str, Any]:
         """cases written N:L:d, w_values sorted (both checked here)."""
-        v = super().normal_form(values)
-        v["cases"] = tuple(":".join(map(str, c)) for c in parse_cases("cases", v["cases"], 3))
-        v["w_values"] = tuple(sorted(check_number("every entry of w_values", w, 0, open_min=True)
-                                     for w in v["w_values"]))
-        return v
+        return cases_and_w_normal_form(super().normal_form(values))
 
     def validate(self) -> None:
         for N, L, d in parse_cases("cases", self.cases, 3):
