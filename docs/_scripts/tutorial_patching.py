@@ -86,13 +86,19 @@ print(f"logit difference: clean {m_clean:.3f}, corrupted {m_corrupted:.3f}")
 start = time.perf_counter()
 resid = patch_resid_pre(pm, clean, corrupted, metric, include_final=True)
 print(f"grid {tuple(resid.grid.shape)} in {time.perf_counter() - start:.1f} s")
-fig, ax = plt.subplots(figsize=(7, 6.5))
-im = ax.imshow(resid.recovered.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
-ax.set_xticks(range(clean.shape[1]), pm.to_str_tokens(clean), rotation=90)
-ax.set_ylabel("layer (last row: the final stream)")
-ax.set_title("recovered fraction, residual stream patched")
-fig.colorbar(im, ax=ax)
-show(fig, "ioi-resid.png")
+
+
+def plot_resid(res, tokens, width, name):  # a residual grid's recovered fraction, layer by position
+    fig, ax = plt.subplots(figsize=(width, 6.5))
+    im = ax.imshow(res.recovered.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    ax.set_xticks(range(tokens.shape[1]), pm.to_str_tokens(tokens), rotation=90)
+    ax.set_ylabel("layer (last row: the final stream)")
+    ax.set_title("recovered fraction, residual stream patched")
+    fig.colorbar(im, ax=ax)
+    show(fig, name)
+
+
+plot_resid(resid, clean, 7, "ioi-resid.png")
 """),
     ("The information moves from the second name's position (where the prompts differ) to the last "
      "position in the middle layers: reading the grid row by row shows where.",
@@ -156,13 +162,7 @@ rome = pm.to_tokens("The Colosseum is in the city of")
 city = LogitDiff.from_text(pm, " Paris", " Rome")
 facts = patch_resid_pre(pm, paris, rome, city, include_final=True)
 print(f"logit difference: clean {facts.clean:.3f}, corrupted {facts.corrupted:.3f}")
-fig, ax = plt.subplots(figsize=(6, 6.5))
-im = ax.imshow(facts.recovered.numpy(), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
-ax.set_xticks(range(paris.shape[1]), pm.to_str_tokens(paris), rotation=90)
-ax.set_ylabel("layer (last row: the final stream)")
-ax.set_title("recovered fraction, residual stream patched")
-fig.colorbar(im, ax=ax)
-show(fig, "facts-resid.png")
+plot_resid(facts, paris, 6, "facts-resid.png")
 for l in (0, 10, 20, 30):
     print(f"layer {l:2d}: at ' Tower' {float(facts.recovered[l, 4]):+.2f}, "
           f"at the last position {float(facts.recovered[l, -1]):+.2f}")
